@@ -1,0 +1,227 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Client is a small HTTP client for the gpufleet API.
+type Client struct {
+	// Addr is the server's base address, e.g. http://127.0.0.1:8080.
+	Addr  string
+	Token string
+	HTTP  *http.Client
+}
+
+// NewClient returns a client for addr ("127.0.0.1:8080" or a full URL).
+func NewClient(addr, token string) *Client {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return &Client{Addr: strings.TrimRight(addr, "/"), Token: token, HTTP: &http.Client{}}
+}
+
+// ListOptions selects and pages a list.
+type ListOptions struct {
+	Team      string
+	Phase     string
+	Limit     int
+	PageToken string
+}
+
+func (o ListOptions) query() string {
+	q := url.Values{}
+	if o.Team != "" {
+		q.Set("team", o.Team)
+	}
+	if o.Phase != "" {
+		q.Set("phase", o.Phase)
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.PageToken != "" {
+		q.Set("pageToken", o.PageToken)
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+func (c *Client) do(ctx context.Context, method, path string, hdr http.Header, in, out any) error {
+	resp, err := c.send(ctx, method, path, hdr, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// send performs a request and turns a non-2xx answer into *Error.
+func (c *Client) send(ctx context.Context, method, path string, hdr http.Header, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Addr+"/api/v1"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var eb ErrorBody
+		if json.Unmarshal(b, &eb) == nil && eb.Error.Message != "" {
+			return nil, &StatusError{Status: resp.StatusCode, Err: eb.Error}
+		}
+		return nil, &StatusError{Status: resp.StatusCode, Err: Error{Code: CodeInternal, Message: strings.TrimSpace(string(b))}}
+	}
+	return resp, nil
+}
+
+// StatusError is an error answer from the server.
+type StatusError struct {
+	Status int
+	Err    Error
+}
+
+func (e *StatusError) Error() string { return e.Err.Error() }
+
+// Unwrap lets errors.As find the *Error.
+func (e *StatusError) Unwrap() error { return &e.Err }
+
+// SubmitWorkload submits w. A non-empty idempotencyKey makes a retry with the
+// same key and body return the same workload instead of a second one.
+func (c *Client) SubmitWorkload(ctx context.Context, w *Workload, idempotencyKey string) (*Workload, error) {
+	hdr := http.Header{}
+	if idempotencyKey != "" {
+		hdr.Set("Idempotency-Key", idempotencyKey)
+	}
+	var out Workload
+	return &out, c.do(ctx, http.MethodPost, "/workloads", hdr, w, &out)
+}
+
+// GetWorkload reads one workload.
+func (c *Client) GetWorkload(ctx context.Context, id string) (*Workload, error) {
+	var out Workload
+	return &out, c.do(ctx, http.MethodGet, "/workloads/"+url.PathEscape(id), nil, nil, &out)
+}
+
+// CancelWorkload cancels a workload and returns it as it then stands.
+func (c *Client) CancelWorkload(ctx context.Context, id string) (*Workload, error) {
+	var out Workload
+	return &out, c.do(ctx, http.MethodDelete, "/workloads/"+url.PathEscape(id), nil, nil, &out)
+}
+
+// ListWorkloads reads one page of workloads.
+func (c *Client) ListWorkloads(ctx context.Context, o ListOptions) (*List[Workload], error) {
+	var out List[Workload]
+	return &out, c.do(ctx, http.MethodGet, "/workloads"+o.query(), nil, nil, &out)
+}
+
+// AllWorkloads follows the pages and returns every matching workload, or at
+// most o.Limit when it is set.
+func (c *Client) AllWorkloads(ctx context.Context, o ListOptions) ([]Workload, error) {
+	want := o.Limit
+	var all []Workload
+	for {
+		if want > 0 {
+			o.Limit = want - len(all)
+		}
+		page, err := c.ListWorkloads(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Items...)
+		if page.NextPageToken == "" || (want > 0 && len(all) >= want) {
+			return all, nil
+		}
+		o.PageToken = page.NextPageToken
+	}
+}
+
+// Events reads a workload's events, oldest first.
+func (c *Client) Events(ctx context.Context, id string) ([]Event, error) {
+	var out List[Event]
+	return out.Items, c.do(ctx, http.MethodGet, "/workloads/"+url.PathEscape(id)+"/events", nil, nil, &out)
+}
+
+// Logs opens a workload's log. With follow, the stream stays open until the
+// workload finishes or ctx ends.
+func (c *Client) Logs(ctx context.Context, id string, follow bool) (io.ReadCloser, error) {
+	p := "/workloads/" + url.PathEscape(id) + "/logs"
+	if follow {
+		p += "?follow=true"
+	}
+	resp, err := c.send(ctx, http.MethodGet, p, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// Nodes lists the nodes with their GPUs and allocations.
+func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	var out List[Node]
+	return out.Items, c.do(ctx, http.MethodGet, "/nodes", nil, nil, &out)
+}
+
+// Teams lists the teams.
+func (c *Client) Teams(ctx context.Context) ([]Team, error) {
+	var out List[Team]
+	return out.Items, c.do(ctx, http.MethodGet, "/teams", nil, nil, &out)
+}
+
+// CreateTeam creates a team (admin only).
+func (c *Client) CreateTeam(ctx context.Context, t *Team) (*Team, error) {
+	var out Team
+	return &out, c.do(ctx, http.MethodPost, "/teams", nil, t, &out)
+}
+
+// CreateUser creates a user (admin only); the answer carries the token once.
+func (c *Client) CreateUser(ctx context.Context, u *User) (*User, error) {
+	var out User
+	return &out, c.do(ctx, http.MethodPost, "/users", nil, u, &out)
+}
+
+// WhoAmI returns the caller.
+func (c *Client) WhoAmI(ctx context.Context) (*User, error) {
+	var out User
+	return &out, c.do(ctx, http.MethodGet, "/whoami", nil, nil, &out)
+}

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Milli is a decimal quantity held as thousandths: 1000 is one GPU (or one
+// CPU), 250 is a quarter. On the wire it is a plain JSON number such as 0.25
+// or 2; a quoted string ("0.25") is accepted too. More than three decimals is
+// an error, never a silent rounding.
+type Milli int64
+
+// ParseMilli parses a decimal such as "2", "0.25" or ".5" into thousandths.
+func ParseMilli(s string) (Milli, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty quantity")
+	}
+	neg := false
+	if s[0] == '-' || s[0] == '+' {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	whole, frac, hasDot := strings.Cut(s, ".")
+	if whole == "" && (!hasDot || frac == "") {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	if len(frac) > 3 {
+		return 0, fmt.Errorf("%q has more than three decimals", s)
+	}
+	var w int64
+	if whole != "" {
+		v, err := strconv.ParseUint(whole, 10, 40)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number or is too large", s)
+		}
+		w = int64(v)
+	}
+	var f int64
+	if frac != "" {
+		v, err := strconv.ParseUint(frac+strings.Repeat("0", 3-len(frac)), 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number", s)
+		}
+		f = int64(v)
+	}
+	m := w*1000 + f
+	if neg {
+		m = -m
+	}
+	return Milli(m), nil
+}
+
+// String renders the quantity as the shortest decimal: 0.25, 2, 1.5.
+func (m Milli) String() string {
+	neg := m < 0
+	if neg {
+		m = -m
+	}
+	s := strconv.FormatInt(int64(m)/1000, 10)
+	if f := int64(m) % 1000; f != 0 {
+		s += "." + strings.TrimRight(fmt.Sprintf("%03d", f), "0")
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// MarshalJSON writes the quantity as a JSON number.
+func (m Milli) MarshalJSON() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalJSON reads a JSON number or a quoted decimal.
+func (m *Milli) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		b = []byte(s)
+	}
+	if bytes.ContainsAny(b, "eE") {
+		return fmt.Errorf("%q: exponents are not accepted", b)
+	}
+	v, err := ParseMilli(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// ParseMemoryMiB parses a memory size such as "20GiB", "512MiB", "20G" or a
+// bare number of MiB into MiB.
+func ParseMemoryMiB(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mib    int64
+	}{{"TiB", 1 << 20}, {"GiB", 1 << 10}, {"MiB", 1}, {"Ti", 1 << 20}, {"Gi", 1 << 10}, {"Mi", 1}, {"T", 1 << 20}, {"G", 1 << 10}, {"M", 1}}
+	mul := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mib
+			break
+		}
+	}
+	q, err := ParseMilli(s)
+	if err != nil {
+		return 0, fmt.Errorf("memory size: %w", err)
+	}
+	if q <= 0 {
+		return 0, fmt.Errorf("memory size must be positive")
+	}
+	v := int64(q) * mul
+	if v%1000 != 0 {
+		return 0, fmt.Errorf("memory size is not a whole number of MiB")
+	}
+	return v / 1000, nil
+}

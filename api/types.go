@@ -1,0 +1,190 @@
+package api
+
+import "time"
+
+// Workload kinds.
+const (
+	KindJob      = "job"
+	KindService  = "service"
+	KindNotebook = "notebook"
+)
+
+// Workload phases. Pending → Running → Succeeded | Failed | Cancelled, and
+// Running → Preempted | Lost → Pending (requeue). Preempted and Lost are
+// recorded as events and as the reason of the requeued Pending workload.
+const (
+	PhasePending   = "Pending"
+	PhaseRunning   = "Running"
+	PhaseSucceeded = "Succeeded"
+	PhaseFailed    = "Failed"
+	PhaseCancelled = "Cancelled"
+	PhasePreempted = "Preempted"
+	PhaseLost      = "Lost"
+)
+
+// Workload is a unit of work a team submits: a job, a service or a notebook.
+// The spec fields are set at submission and never change; Status is owned by
+// the platform.
+type Workload struct {
+	ID       string `json:"id,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Team     string `json:"team,omitempty"`
+	Owner    string `json:"owner,omitempty"`
+	Kind     string `json:"kind,omitempty"`
+	Priority string `json:"priority,omitempty"`
+
+	Resources Resources `json:"resources"`
+
+	// Command is the argv to run; it never passes through a shell.
+	Command    []string          `json:"command"`
+	Env        map[string]string `json:"env,omitempty"`
+	WorkingDir string            `json:"workingDir,omitempty"`
+	// MaxRuntimeSeconds stops the workload (Failed, reason MaxRuntimeExceeded)
+	// once it has run this long; 0 means no limit.
+	MaxRuntimeSeconds int64 `json:"maxRuntimeSeconds,omitempty"`
+	// GracePeriodSeconds is the time between SIGTERM and SIGKILL on cancel or
+	// preemption; 0 means the default (30 s).
+	GracePeriodSeconds int64             `json:"gracePeriodSeconds,omitempty"`
+	Labels             map[string]string `json:"labels,omitempty"`
+
+	CreatedAt time.Time      `json:"createdAt,omitzero"`
+	Status    WorkloadStatus `json:"status,omitzero"`
+}
+
+// Resources is what one workload asks for. GPUs is a count (1, 2, 8) or a
+// fraction below one (0.5, 0.25); GPUMemoryMiB asks for a share of one GPU by
+// memory instead. The two are exclusive.
+type Resources struct {
+	GPUs         Milli    `json:"gpus"`
+	GPUMemoryMiB int64    `json:"gpuMemoryMiB,omitempty"`
+	GPUModels    []string `json:"gpuModels,omitempty"`
+	CPU          Milli    `json:"cpu,omitempty"`
+	MemoryMiB    int64    `json:"memoryMiB,omitempty"`
+}
+
+// WorkloadStatus is the platform's view of a workload.
+type WorkloadStatus struct {
+	Phase   string `json:"phase"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// ExitCode is set once the process has exited (null before, and for
+	// workloads that never ran or were killed without an exit status).
+	ExitCode    *int        `json:"exitCode"`
+	Attempts    int         `json:"attempts"`
+	Preemptions int         `json:"preemptions,omitempty"`
+	Placement   []Placement `json:"placement"`
+	StartedAt   *time.Time  `json:"startedAt,omitempty"`
+	FinishedAt  *time.Time  `json:"finishedAt,omitempty"`
+}
+
+// Placement is one GPU share held by a running workload.
+type Placement struct {
+	Node      string `json:"node"`
+	GPUIndex  int    `json:"gpuIndex"`
+	GPUUUID   string `json:"gpuUUID"`
+	MilliGPU  int64  `json:"milliGPU"`
+	MemoryMiB int64  `json:"memoryMiB"`
+}
+
+// Event records one thing that happened to a workload, phase changes
+// included.
+type Event struct {
+	ID         int64     `json:"id"`
+	WorkloadID string    `json:"workloadID"`
+	Time       time.Time `json:"time"`
+	Type       string    `json:"type"` // Normal or Warning
+	Reason     string    `json:"reason"`
+	Message    string    `json:"message,omitempty"`
+	From       string    `json:"from,omitempty"`
+	To         string    `json:"to,omitempty"`
+}
+
+// Node is a machine with GPUs.
+type Node struct {
+	Name      string            `json:"name"`
+	Pool      string            `json:"pool,omitempty"`
+	Region    string            `json:"region,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	CPU       Milli             `json:"cpu,omitempty"`
+	MemoryMiB int64             `json:"memoryMiB,omitempty"`
+	// Schedulable is false for cordoned nodes.
+	Schedulable bool      `json:"schedulable"`
+	GPUs        []GPU     `json:"gpus"`
+	UpdatedAt   time.Time `json:"updatedAt,omitzero"`
+}
+
+// GPU is one device of a node, with what is allocated on it now.
+type GPU struct {
+	Index              int    `json:"index"`
+	UUID               string `json:"uuid"`
+	Model              string `json:"model"`
+	MemoryMiB          int64  `json:"memoryMiB"`
+	Simulated          bool   `json:"simulated,omitempty"`
+	AllocatedMilliGPU  int64  `json:"allocatedMilliGPU"`
+	AllocatedMemoryMiB int64  `json:"allocatedMemoryMiB"`
+}
+
+// Team owns workloads.
+type Team struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+}
+
+// User is a person or service account with an API token.
+type User struct {
+	Name      string    `json:"name"`
+	Admin     bool      `json:"admin,omitempty"`
+	Teams     []string  `json:"teams,omitempty"`
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	// Token is returned once, when the user is created.
+	Token string `json:"token,omitempty"`
+}
+
+// List is the envelope of every list answer. NextPageToken is set when more
+// items follow; pass it back as ?pageToken= to read them.
+type List[T any] struct {
+	Items         []T    `json:"items"`
+	NextPageToken string `json:"nextPageToken,omitempty"`
+}
+
+// Error is the body of every error answer: {"error": {...}}.
+type Error struct {
+	Code    string       `json:"code"`
+	Message string       `json:"message"`
+	Fields  []FieldError `json:"fields,omitempty"`
+}
+
+// FieldError names one invalid field and what is wrong with it.
+type FieldError struct {
+	Field   string `json:"field"`
+	Problem string `json:"problem"`
+}
+
+// ErrorBody wraps Error on the wire.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// Error codes carried in Error.Code.
+const (
+	CodeInvalid         = "invalid"         // 400 or 422
+	CodeUnauthenticated = "unauthenticated" // 401
+	CodeForbidden       = "forbidden"       // 403
+	CodeNotFound        = "not_found"       // 404
+	CodeConflict        = "conflict"        // 409
+	CodeTooLarge        = "too_large"       // 413
+	CodeUnprocessable   = "unprocessable"   // 422
+	CodeRateLimited     = "rate_limited"    // 429
+	CodeInternal        = "internal"        // 500
+	CodeUnavailable     = "unavailable"     // 503
+	CodeIdempotency     = "idempotency_conflict"
+)
+
+// Error implements error so that the client can return it.
+func (e *Error) Error() string {
+	s := e.Message
+	for _, f := range e.Fields {
+		s += "\n  " + f.Field + ": " + f.Problem
+	}
+	return s
+}

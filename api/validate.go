@@ -1,0 +1,152 @@
+package api
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Limits on a workload spec. They bound what one request can make the
+// platform store or run.
+const (
+	MaxNameLen     = 63
+	MaxArgs        = 256
+	MaxArgLen      = 16 << 10
+	MaxEnv         = 128
+	MaxEnvValueLen = 16 << 10
+	MaxLabels      = 64
+	MaxGPUsPerNode = 8
+)
+
+var (
+	nameRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	envRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	labelRE  = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`)
+	dirPartR = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+)
+
+// ValidName reports whether s is a DNS-label-like name (lowercase letters,
+// digits and '-', at most 63 characters), as used for teams, users and
+// workload names.
+func ValidName(s string) bool { return len(s) <= MaxNameLen && nameRE.MatchString(s) }
+
+// Validate checks a workload spec as submitted and returns every problem,
+// each naming its field. It needs no server state: whether the team or the
+// priority class exists is checked by the server. The CLI runs the same check
+// before it sends anything.
+func (w *Workload) Validate() []FieldError {
+	var errs []FieldError
+	add := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+	if w.Name != "" && !ValidName(w.Name) {
+		add("name", "must be lowercase letters, digits and '-', starting and ending with a letter or digit, at most %d characters", MaxNameLen)
+	}
+	if w.Team != "" && !ValidName(w.Team) {
+		add("team", "is not a valid team name")
+	}
+	if w.Priority != "" && !ValidName(w.Priority) {
+		add("priority", "is not a valid priority class name")
+	}
+	switch w.Kind {
+	case "", KindJob, KindService, KindNotebook:
+	default:
+		add("kind", "must be one of job, service, notebook, not %q", w.Kind)
+	}
+
+	r := w.Resources
+	switch {
+	case r.GPUs < 0:
+		add("resources.gpus", "must not be negative")
+	case r.GPUs > 1000 && r.GPUs%1000 != 0:
+		add("resources.gpus", "%s GPUs: above one GPU the count must be whole (1, 2, ... %d); fractions are for sharing a single GPU", r.GPUs, MaxGPUsPerNode)
+	case r.GPUs > MaxGPUsPerNode*1000:
+		add("resources.gpus", "at most %d GPUs per workload", MaxGPUsPerNode)
+	}
+	if r.GPUMemoryMiB < 0 {
+		add("resources.gpuMemoryMiB", "must not be negative")
+	}
+	if r.GPUMemoryMiB > 0 && r.GPUs > 0 {
+		add("resources.gpuMemoryMiB", "give either gpus or gpuMemoryMiB, not both")
+	}
+	if r.GPUs == 0 && r.GPUMemoryMiB == 0 {
+		add("resources.gpus", "must be positive (a count such as 1 or 2, a fraction such as 0.25, or set gpuMemoryMiB)")
+	}
+	if r.CPU < 0 {
+		add("resources.cpu", "must not be negative")
+	}
+	if r.MemoryMiB < 0 {
+		add("resources.memoryMiB", "must not be negative")
+	}
+	for i, m := range r.GPUModels {
+		if strings.TrimSpace(m) == "" || len(m) > 64 {
+			add(fmt.Sprintf("resources.gpuModels[%d]", i), "must be a non-empty model name of at most 64 characters")
+		}
+	}
+
+	if len(w.Command) == 0 || w.Command[0] == "" {
+		add("command", "must not be empty: give the program to run and its arguments")
+	}
+	if len(w.Command) > MaxArgs {
+		add("command", "at most %d arguments", MaxArgs)
+	}
+	for i, a := range w.Command {
+		if len(a) > MaxArgLen {
+			add(fmt.Sprintf("command[%d]", i), "longer than %d bytes", MaxArgLen)
+		}
+		if strings.IndexByte(a, 0) >= 0 {
+			add(fmt.Sprintf("command[%d]", i), "contains a NUL byte")
+		}
+	}
+	if len(w.Env) > MaxEnv {
+		add("env", "at most %d variables", MaxEnv)
+	}
+	for k, v := range w.Env {
+		if !envRE.MatchString(k) || len(k) > 128 {
+			add("env."+k, "is not a valid variable name (letters, digits and '_', not starting with a digit)")
+		} else if strings.HasPrefix(k, "GPUFLEET_") || k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES" {
+			add("env."+k, "is set by the platform and cannot be overridden")
+		}
+		if len(v) > MaxEnvValueLen || strings.IndexByte(v, 0) >= 0 {
+			add("env."+k, "value is longer than %d bytes or contains a NUL byte", MaxEnvValueLen)
+		}
+	}
+	if w.WorkingDir != "" {
+		ok := !strings.HasPrefix(w.WorkingDir, "/") && len(w.WorkingDir) <= 255
+		for _, p := range strings.Split(w.WorkingDir, "/") {
+			if p == "" || p == "." || p == ".." || !dirPartR.MatchString(p) {
+				ok = false
+			}
+		}
+		if !ok {
+			add("workingDir", "must be a relative path of plain names (no '..', no leading '/'); it is created under the workload's own directory")
+		}
+	}
+	if w.MaxRuntimeSeconds < 0 {
+		add("maxRuntimeSeconds", "must not be negative")
+	}
+	if w.GracePeriodSeconds < 0 || w.GracePeriodSeconds > 3600 {
+		add("gracePeriodSeconds", "must be between 0 and 3600")
+	}
+	if len(w.Labels) > MaxLabels {
+		add("labels", "at most %d labels", MaxLabels)
+	}
+	for k, v := range w.Labels {
+		if len(k) > 63 || !labelRE.MatchString(k) {
+			add("labels."+k, "is not a valid label key")
+		}
+		if len(v) > 63 || (v != "" && !labelRE.MatchString(v)) {
+			add("labels."+k, "value %q is not a valid label value", v)
+		}
+	}
+	if w.ID != "" {
+		add("id", "is set by the server")
+	}
+	if w.Owner != "" {
+		add("owner", "is set by the server")
+	}
+	if w.Status.Phase != "" || w.Status.Attempts != 0 || len(w.Status.Placement) != 0 {
+		add("status", "is set by the server")
+	}
+	return errs
+}

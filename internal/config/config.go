@@ -1,0 +1,78 @@
+// Package config holds the one Config struct of the gpufleet server: built as
+// Default(), then flags, then Validate(). After start-up it is read-only and
+// passed down as a value.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+)
+
+// Config configures `gpufleet server`.
+type Config struct {
+	// Addr is the HTTP listen address.
+	Addr string
+	// DataDir holds the store, the admin token and the workloads' files.
+	DataDir string
+	// FakeGPUs, when set, registers simulated GPUs instead of detecting real
+	// ones: "4xH100-80GB" or "2xH100-80GB,2xA10-24GB".
+	FakeGPUs string
+	// Demo creates two teams and uses simulated GPUs when none are found.
+	Demo bool
+	// NodeName is the name this machine is registered under.
+	NodeName string
+	// Executor is "local" (processes on this machine).
+	Executor string
+	// ResyncPeriod is how often the control loop runs even without changes.
+	ResyncPeriod time.Duration
+	// MaxBodyBytes bounds request bodies.
+	MaxBodyBytes int64
+}
+
+// Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.
+func Default() Config {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "local"
+	}
+	return Config{
+		Addr:         "127.0.0.1:8080",
+		DataDir:      ".gpufleet",
+		NodeName:     host,
+		Executor:     "local",
+		ResyncPeriod: time.Second,
+		MaxBodyBytes: 1 << 20,
+	}
+}
+
+// DemoFakeGPUs is what --demo simulates when the machine has no GPUs.
+const DemoFakeGPUs = "4xH100-80GB"
+
+// Validate checks the configuration and returns every problem.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("--addr %q: want HOST:PORT", c.Addr))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("--data must not be empty"))
+	}
+	if c.FakeGPUs != "" {
+		if _, err := ParseFakeGPUs(c.FakeGPUs); err != nil {
+			errs = append(errs, fmt.Errorf("--fake-gpus: %w", err))
+		}
+	}
+	if c.Executor != "local" {
+		errs = append(errs, fmt.Errorf("--executor %q: only \"local\" is available", c.Executor))
+	}
+	if c.ResyncPeriod <= 0 {
+		errs = append(errs, errors.New("resync period must be positive"))
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, errors.New("max body size must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,179 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// GPUUse is what is allocated on one device.
+type GPUUse struct {
+	MilliGPU  int64 `json:"milliGPU"`
+	MemoryMiB int64 `json:"memoryMiB"`
+}
+
+// NodeUsage is what is allocated on one node: per device (by GPU index) and
+// host CPU and memory.
+type NodeUsage struct {
+	GPUs      map[int]GPUUse `json:"gpus"`
+	MilliCPU  int64          `json:"milliCPU"`
+	MemoryMiB int64          `json:"memoryMiB"`
+}
+
+// Add records a workload's assignments and host request on the node.
+func (u *NodeUsage) Add(req Request, as []Assignment) {
+	if u.GPUs == nil {
+		u.GPUs = map[int]GPUUse{}
+	}
+	for _, a := range as {
+		g := u.GPUs[a.GPUIndex]
+		g.MilliGPU += a.MilliGPU
+		g.MemoryMiB += a.MemoryMiB
+		u.GPUs[a.GPUIndex] = g
+	}
+	u.MilliCPU += req.MilliCPU
+	u.MemoryMiB += req.MemoryMiB
+}
+
+// Clone returns a deep copy.
+func (u *NodeUsage) Clone() *NodeUsage {
+	c := *u
+	c.GPUs = make(map[int]GPUUse, len(u.GPUs))
+	for k, v := range u.GPUs {
+		c.GPUs[k] = v
+	}
+	return &c
+}
+
+// ShareOn converts a request for one device into the milli-GPU and memory it
+// takes on g. A whole-GPU request takes all of the device. A fraction takes
+// that fraction of the device's memory; a memory request takes the matching
+// fraction of the device, rounded up. ok is false when the request cannot fit
+// on g even when g is free.
+func (r Request) ShareOn(g GPU) (milli, memMiB int64, ok bool) {
+	switch {
+	case r.MilliGPU >= 1000:
+		return 1000, g.MemoryMiB, true
+	case r.MilliGPU > 0:
+		return r.MilliGPU, g.MemoryMiB * r.MilliGPU / 1000, true
+	case r.GPUMemoryMiB > 0 && g.MemoryMiB > 0 && r.GPUMemoryMiB <= g.MemoryMiB:
+		m := (r.GPUMemoryMiB*1000 + g.MemoryMiB - 1) / g.MemoryMiB
+		return m, r.GPUMemoryMiB, true
+	}
+	return 0, 0, false
+}
+
+// ModelAllowed reports whether the request accepts a device of this model.
+// An empty list accepts every model; a listed name matches when it equals the
+// model or is contained in it, case-insensitively ("H100" accepts
+// "NVIDIA H100 80GB HBM3").
+func (r Request) ModelAllowed(model string) bool {
+	if len(r.GPUModels) == 0 {
+		return true
+	}
+	for _, m := range r.GPUModels {
+		if containsFold(model, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(s, sub string) bool {
+	return sub != "" && strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
+
+// FitError says why a set of assignments does not fit on a node.
+type FitError struct {
+	Node     NodeName
+	GPUIndex int // -1 when the problem is not one device
+	Problem  string
+}
+
+func (e *FitError) Error() string {
+	if e.GPUIndex >= 0 {
+		return fmt.Sprintf("node %s gpu %d: %s", e.Node, e.GPUIndex, e.Problem)
+	}
+	return fmt.Sprintf("node %s: %s", e.Node, e.Problem)
+}
+
+// Fits checks that a workload's request, placed as the given assignments,
+// fits on node next to what used already holds. It is the one fit check:
+// the scheduler calls it to choose, and the store calls it again when the
+// placement is committed. It checks that
+//
+//  1. every assignment names this node and an existing device (UUID too);
+//  2. a fractional request is one assignment, a whole-GPU request is exactly
+//     that many distinct devices, each taken whole;
+//  3. each device's model is allowed by the request;
+//  4. on every device Σ milli-GPU ≤ 1000 and Σ memory ≤ the device's memory;
+//  5. the node's host CPU and memory, where the node declares them, suffice;
+//  6. the node is schedulable.
+func Fits(node *Node, used *NodeUsage, req Request, as []Assignment) error {
+	fail := func(gpu int, format string, args ...any) error {
+		return &FitError{Node: node.Name, GPUIndex: gpu, Problem: fmt.Sprintf(format, args...)}
+	}
+	if !node.Schedulable {
+		return fail(-1, "node is not schedulable")
+	}
+	switch {
+	case req.Fractional():
+		if len(as) != 1 {
+			return fail(-1, "a fractional request takes exactly one device, not %d", len(as))
+		}
+	case req.WholeGPUs() > 0:
+		if len(as) != req.WholeGPUs() {
+			return fail(-1, "request for %d GPUs placed on %d devices", req.WholeGPUs(), len(as))
+		}
+	default:
+		if len(as) != 0 {
+			return fail(-1, "request without GPUs placed on devices")
+		}
+	}
+	seen := map[int]bool{}
+	for _, a := range as {
+		if a.Node != node.Name {
+			return fail(a.GPUIndex, "assignment names node %s", a.Node)
+		}
+		i := slices.IndexFunc(node.GPUs, func(g GPU) bool { return g.Index == a.GPUIndex })
+		if i < 0 {
+			return fail(a.GPUIndex, "no such device")
+		}
+		g := node.GPUs[i]
+		if a.GPUUUID != g.UUID {
+			return fail(a.GPUIndex, "device UUID is %s, not %s", g.UUID, a.GPUUUID)
+		}
+		if seen[a.GPUIndex] {
+			return fail(a.GPUIndex, "device assigned twice")
+		}
+		seen[a.GPUIndex] = true
+		if !req.ModelAllowed(g.Model) {
+			return fail(a.GPUIndex, "model %s is not among %v", g.Model, req.GPUModels)
+		}
+		milli, mem, ok := req.ShareOn(g)
+		if !ok || a.MilliGPU != milli || a.MemoryMiB != mem {
+			return fail(a.GPUIndex, "assignment (%d milli-GPU, %d MiB) does not match the request (%d milli-GPU, %d MiB)", a.MilliGPU, a.MemoryMiB, milli, mem)
+		}
+		var u GPUUse
+		if used != nil {
+			u = used.GPUs[a.GPUIndex]
+		}
+		if u.MilliGPU+a.MilliGPU > 1000 {
+			return fail(a.GPUIndex, "%d milli-GPU free, %d asked", 1000-u.MilliGPU, a.MilliGPU)
+		}
+		if u.MemoryMiB+a.MemoryMiB > g.MemoryMiB {
+			return fail(a.GPUIndex, "%d MiB of GPU memory free, %d asked", g.MemoryMiB-u.MemoryMiB, a.MemoryMiB)
+		}
+	}
+	var cpu, mem int64
+	if used != nil {
+		cpu, mem = used.MilliCPU, used.MemoryMiB
+	}
+	if node.MilliCPU > 0 && cpu+req.MilliCPU > node.MilliCPU {
+		return fail(-1, "%d milli-CPU free, %d asked", node.MilliCPU-cpu, req.MilliCPU)
+	}
+	if node.MemoryMiB > 0 && mem+req.MemoryMiB > node.MemoryMiB {
+		return fail(-1, "%d MiB of host memory free, %d asked", node.MemoryMiB-mem, req.MemoryMiB)
+	}
+	return nil
+}

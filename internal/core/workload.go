@@ -1,0 +1,166 @@
+package core
+
+import (
+	"slices"
+	"time"
+)
+
+// WorkloadID identifies a workload. TeamName and NodeName name a team and a
+// node. Distinct types let the compiler catch swapped arguments.
+type (
+	WorkloadID string
+	TeamName   string
+	NodeName   string
+)
+
+// Phase is where a workload is in its lifecycle.
+type Phase string
+
+// Phases. Preempted and Lost are transient: a workload that is preempted or
+// lost is requeued as Pending, with the reason kept in its status and events.
+const (
+	Pending   Phase = "Pending"
+	Running   Phase = "Running"
+	Succeeded Phase = "Succeeded"
+	Failed    Phase = "Failed"
+	Cancelled Phase = "Cancelled"
+	Preempted Phase = "Preempted"
+	Lost      Phase = "Lost"
+)
+
+// Terminal reports whether no further transition can leave p.
+func (p Phase) Terminal() bool { return p == Succeeded || p == Failed || p == Cancelled }
+
+// Kind is the sort of workload.
+type Kind string
+
+// Kinds.
+const (
+	KindJob      Kind = "job"
+	KindService  Kind = "service"
+	KindNotebook Kind = "notebook"
+)
+
+// DefaultGracePeriod is the time between SIGTERM and SIGKILL when a workload
+// does not set its own.
+const DefaultGracePeriod = 30 * time.Second
+
+// Request is what one workload asks for.
+//
+// MilliGPU ≥ 1000 asks for MilliGPU/1000 whole devices on one node; 0 <
+// MilliGPU < 1000 asks for a share of one device; GPUMemoryMiB > 0 (with
+// MilliGPU 0) asks for a share of one device sized by memory, converted into
+// milli-GPU with the memory of the device it lands on.
+type Request struct {
+	MilliGPU     int64    `json:"milliGPU"`
+	GPUMemoryMiB int64    `json:"gpuMemoryMiB,omitempty"`
+	GPUModels    []string `json:"gpuModels,omitempty"`
+	MilliCPU     int64    `json:"milliCPU,omitempty"`
+	MemoryMiB    int64    `json:"memoryMiB,omitempty"`
+}
+
+// Fractional reports whether the request shares one device.
+func (r Request) Fractional() bool {
+	return (r.MilliGPU > 0 && r.MilliGPU < 1000) || (r.MilliGPU == 0 && r.GPUMemoryMiB > 0)
+}
+
+// WholeGPUs is the number of whole devices asked for (0 for a fraction).
+func (r Request) WholeGPUs() int {
+	if r.MilliGPU >= 1000 {
+		return int(r.MilliGPU / 1000)
+	}
+	return 0
+}
+
+// Spec is what a user submits; it never changes after submission.
+type Spec struct {
+	Name        string            `json:"name"`
+	Team        TeamName          `json:"team"`
+	Owner       string            `json:"owner"`
+	Kind        Kind              `json:"kind"`
+	Priority    string            `json:"priority"`
+	Request     Request           `json:"request"`
+	Command     []string          `json:"command"`
+	Env         map[string]string `json:"env,omitempty"`
+	WorkingDir  string            `json:"workingDir,omitempty"`
+	MaxRuntime  time.Duration     `json:"maxRuntime,omitempty"`
+	GracePeriod time.Duration     `json:"gracePeriod,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+}
+
+// Grace returns the workload's grace period, or the default.
+func (s *Spec) Grace() time.Duration {
+	if s.GracePeriod > 0 {
+		return s.GracePeriod
+	}
+	return DefaultGracePeriod
+}
+
+// Status is the platform's view of a workload.
+type Status struct {
+	Phase       Phase        `json:"phase"`
+	Reason      string       `json:"reason,omitempty"`
+	Message     string       `json:"message,omitempty"`
+	ExitCode    *int         `json:"exitCode,omitempty"`
+	Attempts    int          `json:"attempts"`
+	Preemptions int          `json:"preemptions,omitempty"`
+	Placement   []Assignment `json:"placement,omitempty"`
+	StartedAt   *time.Time   `json:"startedAt,omitempty"`
+	FinishedAt  *time.Time   `json:"finishedAt,omitempty"`
+	// StopRequested is set when a cancel has been asked for a running
+	// workload; the executor is stopping it.
+	StopRequested string `json:"stopRequested,omitempty"`
+}
+
+// Workload is a submitted workload with its status.
+type Workload struct {
+	ID        WorkloadID `json:"id"`
+	Seq       int64      `json:"seq"` // submission order, assigned by the store
+	CreatedAt time.Time  `json:"createdAt"`
+	Spec
+	Status Status `json:"status"`
+}
+
+// Clone returns a deep copy.
+func (w *Workload) Clone() *Workload {
+	c := *w
+	c.Request.GPUModels = slices.Clone(w.Request.GPUModels)
+	c.Command = slices.Clone(w.Command)
+	c.Env = cloneMap(w.Env)
+	c.Labels = cloneMap(w.Labels)
+	c.Status.Placement = slices.Clone(w.Status.Placement)
+	if w.Status.ExitCode != nil {
+		v := *w.Status.ExitCode
+		c.Status.ExitCode = &v
+	}
+	return &c
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Event records one thing that happened to a workload.
+type Event struct {
+	ID         int64      `json:"id"`
+	WorkloadID WorkloadID `json:"workloadID"`
+	Time       time.Time  `json:"time"`
+	Type       string     `json:"type"` // Normal or Warning
+	Reason     string     `json:"reason"`
+	Message    string     `json:"message,omitempty"`
+	From       Phase      `json:"from,omitempty"`
+	To         Phase      `json:"to,omitempty"`
+}
+
+// Event types.
+const (
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
+)

@@ -1,0 +1,67 @@
+// Package executor defines how the control loop runs workloads: the Executor
+// interface and the types that cross it. Implementations live in
+// sub-packages (local: OS processes; fake: in memory) and all pass the
+// conformance suite in executortest.
+//
+// Executor is the one deliberately large interface in gpufleet: the control
+// loop is its only consumer and every implementation must offer all of it.
+package executor
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// Task is one attempt at running a workload on the devices it was given.
+type Task struct {
+	WorkloadID core.WorkloadID
+	Attempt    int // 1 for the first run, 2 after one requeue, ...
+	Command    []string
+	Env        map[string]string
+	// WorkingDir is relative to the workload's own directory; empty means
+	// that directory itself.
+	WorkingDir  string
+	Request     core.Request
+	Assignments []core.Assignment
+	GracePeriod time.Duration
+}
+
+// Exit reports that a task has ended.
+type Exit struct {
+	WorkloadID core.WorkloadID
+	Attempt    int
+	// ExitCode is the process's exit status; nil when it was killed by a
+	// signal or its status could not be known.
+	ExitCode *int
+	// Signal names the signal that ended it, if any ("SIGKILL").
+	Signal string
+	// Reason is a short CamelCase word when the executor knows more than the
+	// exit status ("StartError", "OOMKilled"); empty otherwise.
+	Reason  string
+	Message string
+	At      time.Time
+}
+
+// Executor runs tasks.
+type Executor interface {
+	// Start launches the task and returns once it is running (or failed to
+	// start, with an error). Its end is reported on Exits.
+	Start(ctx context.Context, t Task) error
+	// Stop asks a running task to end: SIGTERM (or its equivalent), then a
+	// forced kill after grace. It returns at once; the end is reported on
+	// Exits. Stopping a task that is not running is not an error.
+	Stop(ctx context.Context, id core.WorkloadID, attempt int, grace time.Duration) error
+	// Adopt re-attaches to a task started by an earlier run of the control
+	// plane. It returns true when the task is known to the executor: either
+	// still running (its end will be reported on Exits) or ended with a
+	// recorded result (reported on Exits soon). It returns false when nothing
+	// of the task is left, so that the caller can mark it Lost.
+	Adopt(ctx context.Context, t Task) (bool, error)
+	// Exits delivers the end of every task started or adopted, once each.
+	Exits() <-chan Exit
+	// Logs opens the combined stdout and stderr of a workload, all attempts.
+	Logs(id core.WorkloadID) (io.ReadCloser, error)
+}
