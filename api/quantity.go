@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -122,4 +123,61 @@ func ParseMemoryMiB(s string) (int64, error) {
 		return 0, fmt.Errorf("memory size is not a whole number of MiB")
 	}
 	return v / 1000, nil
+}
+
+// FieldErrors is a list of field problems; it is an error so that a decoder
+// can return it and the server can name the fields.
+type FieldErrors []FieldError
+
+func (fe FieldErrors) Error() string {
+	s := make([]string, len(fe))
+	for i, f := range fe {
+		s[i] = f.Field + ": " + f.Problem
+	}
+	return strings.Join(s, "; ")
+}
+
+// UnmarshalJSON decodes resources strictly and names the field of a bad
+// quantity ("resources.gpus"), which encoding/json cannot do for values that
+// decode themselves.
+func (r *Resources) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		GPUs         json.RawMessage `json:"gpus"`
+		GPUMemoryMiB int64           `json:"gpuMemoryMiB"`
+		GPUModels    []string        `json:"gpuModels"`
+		CPU          json.RawMessage `json:"cpu"`
+		MemoryMiB    int64           `json:"memoryMiB"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		msg := err.Error()
+		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			return FieldErrors{{Field: "resources." + strings.Trim(f, `"`), Problem: "unknown field"}}
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return FieldErrors{{Field: "resources." + te.Field, Problem: fmt.Sprintf("must be a %s, not a JSON %s", te.Type, te.Value)}}
+		}
+		return FieldErrors{{Field: "resources", Problem: strings.TrimPrefix(msg, "json: ")}}
+	}
+	var errs FieldErrors
+	out := Resources{GPUMemoryMiB: raw.GPUMemoryMiB, GPUModels: raw.GPUModels, MemoryMiB: raw.MemoryMiB}
+	for _, q := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *Milli
+	}{{"gpus", raw.GPUs, &out.GPUs}, {"cpu", raw.CPU, &out.CPU}} {
+		if len(q.raw) == 0 || string(q.raw) == "null" {
+			continue
+		}
+		if err := q.dst.UnmarshalJSON(q.raw); err != nil {
+			errs = append(errs, FieldError{Field: "resources." + q.name, Problem: err.Error()})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	*r = out
+	return nil
 }

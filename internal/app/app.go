@@ -1,17 +1,240 @@
 // Package app builds the whole server from a Config and runs it until the
-// context ends. It holds wiring only.
+// context ends. It holds wiring only: open the store, make sure an admin and
+// the teams exist, register this machine as a node, re-adopt running
+// workloads, then run the control loop and the HTTP server side by side.
 package app
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
 
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/apiserver"
 	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/control"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor/local"
+	"github.com/gpufleet/gpufleet/internal/gpu"
+	"github.com/gpufleet/gpufleet/internal/store"
 )
+
+// DefaultTeam always exists; callers who name no team land there when they
+// may.
+const DefaultTeam core.TeamName = "default"
+
+// DemoTeams are created by --demo.
+var DemoTeams = []core.TeamName{"research", "inference"}
 
 // Run starts the server described by cfg and blocks until ctx is done or the
 // server fails. It prints the API address and the admin token's path to out.
+// Logs go to stderr-like logger output.
 func Run(ctx context.Context, cfg config.Config, out io.Writer) error {
-	return errors.New("not yet wired")
+	return RunWithLogger(ctx, cfg, out, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+}
+
+// RunWithLogger is Run with a chosen logger.
+func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "gpufleet.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	tokenPath, err := ensureAdmin(ctx, st, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	teams := []core.TeamName{DefaultTeam}
+	if cfg.Demo {
+		teams = append(teams, DemoTeams...)
+	}
+	for _, t := range teams {
+		if err := st.CreateTeam(ctx, core.Team{Name: t, CreatedAt: time.Now().UTC()}); err != nil && !errors.Is(err, core.ErrConflict) {
+			return err
+		}
+	}
+	node, err := localNode(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if err := st.PutNode(ctx, node); err != nil {
+		return err
+	}
+
+	ex, err := local.New(local.Options{DataDir: cfg.DataDir, Logger: log.With("component", "executor")})
+	if err != nil {
+		return err
+	}
+	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod})
+	if err := loop.Reconcile(ctx); err != nil {
+		return err
+	}
+
+	srv := apiserver.New(apiserver.Options{
+		Store:        st,
+		Logs:         ex,
+		Logger:       log.With("component", "api"),
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		DefaultTeam:  DefaultTeam,
+		OpenAPI:      api.OpenAPI,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+
+	gpus := "no GPUs"
+	if len(node.GPUs) > 0 {
+		kind := "real"
+		if node.GPUs[0].Simulated {
+			kind = "simulated"
+		}
+		gpus = fmt.Sprintf("%d %s GPUs (%s)", len(node.GPUs), kind, node.GPUs[0].Model)
+	}
+	fmt.Fprintf(out, "gpufleet: API on http://%s\n", ln.Addr())
+	fmt.Fprintf(out, "gpufleet: admin token in %s\n", tokenPath)
+	fmt.Fprintf(out, "gpufleet: node %s with %s; teams: %v\n", node.Name, gpus, teams)
+	fmt.Fprintf(out, "gpufleet: try  export GPUFLEET_ADDR=%s GPUFLEET_TOKEN=$(cat %s); gpufleet submit --gpus 0.5 -- nvidia-smi\n", ln.Addr(), tokenPath)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errc <- loop.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+			return
+		}
+		errc <- nil
+	}()
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	hs.Shutdown(sctx)
+	wg.Wait()
+	// Running workloads keep running: the next start re-adopts them.
+	return runErr
+}
+
+// ensureAdmin creates the admin user on first start, or a fresh admin token
+// when the token file is gone, and writes the token to DIR/admin-token
+// (0600). The store keeps only its hash.
+func ensureAdmin(ctx context.Context, st *store.Store, dir string) (string, error) {
+	path := filepath.Join(dir, "admin-token")
+	_, userErr := st.User(ctx, "admin")
+	if userErr != nil && !errors.Is(userErr, core.ErrNotFound) {
+		return "", userErr
+	}
+	if userErr == nil {
+		if _, err := os.Stat(path); err == nil {
+			return path, nil
+		}
+	}
+	tok := apiserver.NewToken()
+	if err := writeSecret(path, tok+"\n"); err != nil {
+		return "", err
+	}
+	now := time.Now().UTC()
+	if userErr != nil {
+		if err := st.CreateUser(ctx, core.User{Name: "admin", Admin: true, CreatedAt: now}, apiserver.HashToken(tok), nil); err != nil {
+			return "", err
+		}
+	} else if err := st.AddToken(ctx, "admin", apiserver.HashToken(tok), now, nil); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+func writeSecret(path, s string) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(s); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// localNode describes this machine: its real GPUs, or simulated ones when
+// asked (--fake-gpus) or when --demo finds none.
+func localNode(ctx context.Context, cfg config.Config, log *slog.Logger) (core.Node, error) {
+	n := core.Node{
+		Name:        core.NodeName(cfg.NodeName),
+		Pool:        "local",
+		Schedulable: true,
+		MilliCPU:    int64(runtime.NumCPU()) * 1000,
+		MemoryMiB:   hostMemoryMiB(),
+		UpdatedAt:   time.Now().UTC(),
+	}
+	spec := cfg.FakeGPUs
+	if spec == "" {
+		gpus, err := gpu.Discover(ctx)
+		switch {
+		case err == nil:
+			n.GPUs = gpus
+			return n, nil
+		case cfg.Demo:
+			log.Info("no GPUs found; simulating some for the demo", "spec", config.DemoFakeGPUs, "reason", err)
+			spec = config.DemoFakeGPUs
+		default:
+			log.Warn("no GPUs found; this node takes no GPU work (use --fake-gpus to simulate some)", "reason", err)
+			return n, nil
+		}
+	}
+	gpus, err := gpu.Fake(cfg.NodeName, spec)
+	if err != nil {
+		return n, err
+	}
+	n.GPUs = gpus
+	return n, nil
+}
+
+func hostMemoryMiB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var kb int64
+	if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err != nil {
+		return 0
+	}
+	return kb / 1024
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -55,10 +56,17 @@ func (r Request) ShareOn(g GPU) (milli, memMiB int64, ok bool) {
 	case r.MilliGPU >= 1000:
 		return 1000, g.MemoryMiB, true
 	case r.MilliGPU > 0:
-		return r.MilliGPU, g.MemoryMiB * r.MilliGPU / 1000, true
+		// g.MemoryMiB * r.MilliGPU / 1000, split so that it cannot overflow.
+		return r.MilliGPU, g.MemoryMiB/1000*r.MilliGPU + g.MemoryMiB%1000*r.MilliGPU/1000, true
 	case r.GPUMemoryMiB > 0 && g.MemoryMiB > 0 && r.GPUMemoryMiB <= g.MemoryMiB:
-		m := (r.GPUMemoryMiB*1000 + g.MemoryMiB - 1) / g.MemoryMiB
-		return m, r.GPUMemoryMiB, true
+		// ⌈r.GPUMemoryMiB * 1000 / g.MemoryMiB⌉ in 128 bits; the quotient
+		// is at most 1000, so Div64 cannot overflow.
+		hi, lo := bits.Mul64(uint64(r.GPUMemoryMiB), 1000)
+		m, rem := bits.Div64(hi, lo, uint64(g.MemoryMiB))
+		if rem != 0 {
+			m++
+		}
+		return int64(m), r.GPUMemoryMiB, true
 	}
 	return 0, 0, false
 }

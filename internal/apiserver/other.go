@@ -1,0 +1,212 @@
+package apiserver
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// MaxLogBytes bounds one non-following log read; ?limitBytes= asks for less
+// and the answer then holds the log's last bytes.
+const MaxLogBytes = 16 << 20
+
+// logs streams a workload's log. With follow=true it keeps sending what is
+// appended until the workload has finished and the log is drained.
+func (s *Server) logs(w http.ResponseWriter, r *http.Request, u *core.User) {
+	wl, err := s.visible(r, u)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	follow := r.URL.Query().Get("follow") == "true"
+	limit := int64(MaxLogBytes)
+	if v := r.URL.Query().Get("limitBytes"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > MaxLogBytes {
+			writeError(w, invalid("limitBytes", "must be a number from 1 to %d", MaxLogBytes))
+			return
+		}
+		limit = n
+	}
+	f, err := s.opts.Logs.Logs(wl.ID)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	if f != nil {
+		defer f.Close()
+		if !follow {
+			if sk, ok := f.(io.Seeker); ok {
+				if end, err := sk.Seek(0, io.SeekEnd); err == nil && end > limit {
+					sk.Seek(end-limit, io.SeekStart)
+				} else {
+					sk.Seek(0, io.SeekStart)
+				}
+			}
+			io.Copy(w, io.LimitReader(f, limit))
+			return
+		}
+	}
+	flusher, _ := w.(http.Flusher)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if f == nil {
+			f, _ = s.opts.Logs.Logs(wl.ID)
+			if f != nil {
+				defer f.Close()
+			}
+		}
+		if f != nil {
+			if _, err := io.Copy(w, f); err != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		cur, err := s.opts.Store.Workload(r.Context(), wl.ID)
+		if err != nil || cur.Status.Phase.Terminal() {
+			if f != nil {
+				io.Copy(w, f) // what was written before the end
+			}
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Server) whoami(r *http.Request, u *core.User) (reply, error) {
+	return reply{status: http.StatusOK, body: toAPIUser(u)}, nil
+}
+
+func toAPIUser(u *core.User) api.User {
+	out := api.User{Name: u.Name, Admin: u.Admin, CreatedAt: u.CreatedAt}
+	for _, t := range u.Teams {
+		out.Teams = append(out.Teams, string(t))
+	}
+	return out
+}
+
+func (s *Server) nodes(r *http.Request, u *core.User) (reply, error) {
+	snap, err := s.opts.Store.Snapshot(r.Context())
+	if err != nil {
+		return reply{}, err
+	}
+	out := api.List[api.Node]{Items: []api.Node{}}
+	for _, n := range snap.Nodes {
+		an := api.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region, Labels: n.Labels, CPU: api.Milli(n.MilliCPU),
+			MemoryMiB: n.MemoryMiB, Schedulable: n.Schedulable, GPUs: []api.GPU{}, UpdatedAt: n.UpdatedAt}
+		usage := snap.Usage[n.Name]
+		for _, g := range n.GPUs {
+			var gu core.GPUUse
+			if usage != nil {
+				gu = usage.GPUs[g.Index]
+			}
+			an.GPUs = append(an.GPUs, api.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB,
+				Simulated: g.Simulated, AllocatedMilliGPU: gu.MilliGPU, AllocatedMemoryMiB: gu.MemoryMiB})
+		}
+		out.Items = append(out.Items, an)
+	}
+	return reply{status: http.StatusOK, body: out}, nil
+}
+
+func (s *Server) teams(r *http.Request, u *core.User) (reply, error) {
+	ts, err := s.opts.Store.Teams(r.Context())
+	if err != nil {
+		return reply{}, err
+	}
+	out := api.List[api.Team]{Items: []api.Team{}}
+	for _, t := range ts {
+		if u.InTeam(t.Name) {
+			out.Items = append(out.Items, api.Team{Name: string(t.Name), CreatedAt: t.CreatedAt})
+		}
+	}
+	return reply{status: http.StatusOK, body: out}, nil
+}
+
+func requireAdmin(u *core.User) error {
+	if !u.Admin {
+		return fmt.Errorf("only an admin may do this: %w", core.ErrForbidden)
+	}
+	return nil
+}
+
+func (s *Server) createTeam(r *http.Request, u *core.User) (reply, error) {
+	if err := requireAdmin(u); err != nil {
+		return reply{}, err
+	}
+	var in api.Team
+	if err := decode(r, &in); err != nil {
+		return reply{}, err
+	}
+	if !api.ValidName(in.Name) {
+		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters", api.MaxNameLen)
+	}
+	if !in.CreatedAt.IsZero() {
+		return reply{}, invalid("createdAt", "is set by the server")
+	}
+	t := core.Team{Name: core.TeamName(in.Name), CreatedAt: s.opts.Now().UTC()}
+	if err := s.opts.Store.CreateTeam(r.Context(), t); err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusCreated, body: api.Team{Name: string(t.Name), CreatedAt: t.CreatedAt}}, nil
+}
+
+func (s *Server) createUser(r *http.Request, u *core.User) (reply, error) {
+	if err := requireAdmin(u); err != nil {
+		return reply{}, err
+	}
+	var in api.User
+	if err := decode(r, &in); err != nil {
+		return reply{}, err
+	}
+	if !api.ValidName(in.Name) {
+		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters", api.MaxNameLen)
+	}
+	if in.Token != "" {
+		return reply{}, invalid("token", "is generated by the server")
+	}
+	nu := core.User{Name: in.Name, Admin: in.Admin, CreatedAt: s.opts.Now().UTC()}
+	for i, t := range in.Teams {
+		if !api.ValidName(t) {
+			return reply{}, invalid(fmt.Sprintf("teams[%d]", i), "is not a valid team name")
+		}
+		nu.Teams = append(nu.Teams, core.TeamName(t))
+	}
+	tok := NewToken()
+	if err := s.opts.Store.CreateUser(r.Context(), nu, HashToken(tok), nil); err != nil {
+		if errors.Is(err, core.ErrNotFound) {
+			return reply{}, &fieldErrors{status: http.StatusUnprocessableEntity, fields: []api.FieldError{{Field: "teams", Problem: err.Error()}}}
+		}
+		return reply{}, err
+	}
+	out := toAPIUser(&nu)
+	out.Token = tok
+	return reply{status: http.StatusCreated, body: out}, nil
+}
+
+// NewToken returns a fresh API token: "gpf_" and 256 random bits.
+func NewToken() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return "gpf_" + base64.RawURLEncoding.EncodeToString(b[:])
+}

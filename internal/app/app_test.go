@@ -1,0 +1,366 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/config"
+)
+
+// server is a real gpufleet server on loopback, run in-process.
+type server struct {
+	addr   string
+	admin  *api.Client
+	cancel context.CancelFunc
+	done   chan error
+	cfg    config.Config
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func start(t testing.TB, dir string) *server {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Addr = freeAddr(t)
+	cfg.DataDir = dir
+	cfg.FakeGPUs = "4xH100-80GB"
+	cfg.Demo = true
+	cfg.NodeName = "node-a"
+	cfg.ResyncPeriod = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{addr: cfg.Addr, cancel: cancel, done: make(chan error, 1), cfg: cfg}
+	var out bytes.Buffer
+	go func() {
+		s.done <- RunWithLogger(ctx, cfg, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + cfg.Addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("server exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server not ready after 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.admin = api.NewClient(cfg.Addr, strings.TrimSpace(string(tok)))
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *server) stop() {
+	s.cancel()
+	<-s.done
+	s.done <- nil // let a second stop return
+}
+
+func waitDone(t testing.TB, c *api.Client, id string) *api.Workload {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w, err := c.GetWorkload(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch w.Status.Phase {
+		case api.PhaseSucceeded, api.PhaseFailed, api.PhaseCancelled:
+			return w
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workload %s still %s after 30s", id, w.Status.Phase)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMixedWorkloadsEndToEnd submits a mix of whole, multi-GPU and
+// fractional workloads that succeed, fail and sleep, and checks that each
+// ends in the right phase with the right exit code and log, and that no GPU
+// is ever over-committed.
+func TestMixedWorkloadsEndToEnd(t *testing.T) {
+	s := start(t, t.TempDir())
+	ctx := context.Background()
+	type want struct {
+		phase string
+		code  int
+		log   string
+	}
+	gpus := []string{"1", "2", "0.5", "0.25"}
+	wants := map[string]want{}
+	for i := range 24 {
+		var cmd []string
+		var w want
+		switch i % 3 {
+		case 0:
+			cmd, w = []string{"sh", "-c", fmt.Sprintf("echo ok-%d", i)}, want{api.PhaseSucceeded, 0, fmt.Sprintf("ok-%d", i)}
+		case 1:
+			cmd, w = []string{"sh", "-c", fmt.Sprintf("echo fail-%d >&2; exit %d", i, 1+i%5)}, want{api.PhaseFailed, 1 + i%5, fmt.Sprintf("fail-%d", i)}
+		case 2:
+			cmd, w = []string{"sh", "-c", "sleep 0.3; echo slept"}, want{api.PhaseSucceeded, 0, "slept"}
+		}
+		g, _ := api.ParseMilli(gpus[i%len(gpus)])
+		wl, err := s.admin.SubmitWorkload(ctx, &api.Workload{Team: "research", Command: cmd, Resources: api.Resources{GPUs: g}}, "")
+		if err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+		wants[wl.ID] = w
+	}
+	// Watch the nodes while the workloads run.
+	stop := make(chan struct{})
+	var watchErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			nodes, err := s.admin.Nodes(ctx)
+			if err != nil {
+				watchErr = err
+				return
+			}
+			for _, n := range nodes {
+				for _, g := range n.GPUs {
+					if g.AllocatedMilliGPU > 1000 || g.AllocatedMemoryMiB > g.MemoryMiB {
+						watchErr = fmt.Errorf("node %s gpu %d over-committed: %+v", n.Name, g.Index, g)
+						return
+					}
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	for id, w := range wants {
+		got := waitDone(t, s.admin, id)
+		if got.Status.Phase != w.phase || got.Status.ExitCode == nil || *got.Status.ExitCode != w.code {
+			t.Errorf("%s: %s exit %v, want %s exit %d", id, got.Status.Phase, got.Status.ExitCode, w.phase, w.code)
+		}
+		if len(got.Status.Placement) == 0 {
+			t.Errorf("%s: no placement recorded", id)
+		}
+		rc, err := s.admin.Logs(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if !strings.Contains(string(b), w.log) {
+			t.Errorf("%s: log %q lacks %q", id, b, w.log)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if watchErr != nil {
+		t.Error(watchErr)
+	}
+}
+
+func TestBadInputIsRefusedAndStoresNothing(t *testing.T) {
+	s := start(t, t.TempDir())
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		body   string
+		status int
+		field  string
+	}{
+		{"zero GPUs", `{"command":["true"],"resources":{"gpus":0}}`, 400, "resources.gpus"},
+		{"negative GPUs", `{"command":["true"],"resources":{"gpus":-1}}`, 400, "resources.gpus"},
+		{"one and a half GPUs", `{"command":["true"],"resources":{"gpus":1.5}}`, 400, "resources.gpus"},
+		{"too precise a fraction", `{"command":["true"],"resources":{"gpus":0.0001}}`, 400, "resources.gpus"},
+		{"unknown priority", `{"command":["true"],"priority":"urgent","resources":{"gpus":1}}`, 400, "priority"},
+		{"unknown team", `{"command":["true"],"team":"nope","resources":{"gpus":1}}`, 400, "team"},
+		{"empty command", `{"command":[],"resources":{"gpus":1}}`, 400, "command"},
+		{"unknown field", `{"command":["true"],"resources":{"gpus":1},"gpuz":2}`, 400, "gpuz"},
+		{"malformed JSON", `{"command":["true"`, 400, "body"},
+		{"wrong type", `{"command":"true","resources":{"gpus":1}}`, 400, "command"},
+		{"bad kind", `{"command":["true"],"kind":"daemon","resources":{"gpus":1}}`, 400, "kind"},
+		{"escaping working dir", `{"command":["true"],"workingDir":"../../etc","resources":{"gpus":1}}`, 400, "workingDir"},
+		{"bad env name", `{"command":["true"],"env":{"A-B":"1"},"resources":{"gpus":1}}`, 400, "env.A-B"},
+		{"status set by client", `{"command":["true"],"resources":{"gpus":1},"status":{"phase":"Succeeded"}}`, 400, "status"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := post(t, s, "/api/v1/workloads", c.body, nil)
+			if status != c.status {
+				t.Fatalf("status %d, want %d: %s", status, c.status, body)
+			}
+			if !strings.Contains(body, `"field":"`+c.field+`"`) {
+				t.Errorf("error does not name field %q: %s", c.field, body)
+			}
+		})
+	}
+	t.Run("body over 1 MiB", func(t *testing.T) {
+		big := `{"command":["true","` + strings.Repeat("x", 2<<20) + `"]}`
+		status, body := post(t, s, "/api/v1/workloads", big, nil)
+		if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, `"code":"too_large"`) {
+			t.Errorf("status %d body %.200s, want 413 too_large", status, body)
+		}
+	})
+	all, err := s.admin.AllWorkloads(ctx, api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 0 {
+		t.Errorf("%d workloads stored after bad submissions", len(all))
+	}
+}
+
+func post(t *testing.T, s *server, path, body string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.admin.Token)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestIdempotencyKeyOverHTTP(t *testing.T) {
+	s := start(t, t.TempDir())
+	body := `{"command":["true"],"resources":{"gpus":1}}`
+	st1, b1 := post(t, s, "/api/v1/workloads", body, map[string]string{"Idempotency-Key": "abc"})
+	st2, b2 := post(t, s, "/api/v1/workloads", body, map[string]string{"Idempotency-Key": "abc"})
+	st3, b3 := post(t, s, "/api/v1/workloads", `{"command":["false"],"resources":{"gpus":1}}`, map[string]string{"Idempotency-Key": "abc"})
+	if st1 != 201 || st2 != 200 || st3 != 422 {
+		t.Fatalf("statuses %d %d %d, want 201 200 422\n%s\n%s\n%s", st1, st2, st3, b1, b2, b3)
+	}
+	id := func(b string) string { i := strings.Index(b, `"id":"`); return b[i+6 : i+6+15] }
+	if id(b1) != id(b2) {
+		t.Errorf("replay returned %s, first %s", id(b2), id(b1))
+	}
+	all, _ := s.admin.AllWorkloads(context.Background(), api.ListOptions{})
+	if len(all) != 1 {
+		t.Errorf("%d workloads, want 1", len(all))
+	}
+}
+
+func TestAuthAndTeamIsolation(t *testing.T) {
+	s := start(t, t.TempDir())
+	ctx := context.Background()
+	alice, err := s.admin.CreateUser(ctx, &api.User{Name: "alice", Teams: []string{"research"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := s.admin.CreateUser(ctx, &api.User{Name: "bob", Teams: []string{"inference"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, bc := api.NewClient(s.addr, alice.Token), api.NewClient(s.addr, bob.Token)
+	w, err := ac.SubmitWorkload(ctx, &api.Workload{Command: []string{"true"}, Resources: api.Resources{GPUs: 1000}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Team != "research" || w.Owner != "alice" {
+		t.Errorf("team %s owner %s, want research/alice", w.Team, w.Owner)
+	}
+	var se *api.StatusError
+	if _, err := bc.GetWorkload(ctx, w.ID); !errors.As(err, &se) || se.Status != 404 {
+		t.Errorf("bob reading alice's workload: %v, want 404", err)
+	}
+	if _, err := bc.CancelWorkload(ctx, w.ID); !errors.As(err, &se) || se.Status != 404 {
+		t.Errorf("bob cancelling alice's workload: %v, want 404", err)
+	}
+	if _, err := bc.Logs(ctx, w.ID, false); !errors.As(err, &se) || se.Status != 404 {
+		t.Errorf("bob reading alice's logs: %v, want 404", err)
+	}
+	if list, _ := bc.AllWorkloads(ctx, api.ListOptions{}); len(list) != 0 {
+		t.Errorf("bob lists %d workloads, want 0", len(list))
+	}
+	if _, err := bc.SubmitWorkload(ctx, &api.Workload{Team: "research", Command: []string{"true"}, Resources: api.Resources{GPUs: 1000}}, ""); !errors.As(err, &se) || se.Status != 400 {
+		t.Errorf("bob submitting to research: %v, want 400 naming team", err)
+	}
+	if _, err := bc.CreateTeam(ctx, &api.Team{Name: "evil"}); !errors.As(err, &se) || se.Status != 403 {
+		t.Errorf("bob creating a team: %v, want 403", err)
+	}
+	anon := api.NewClient(s.addr, "gpf_not-a-real-token")
+	if _, err := anon.Nodes(ctx); !errors.As(err, &se) || se.Status != 401 {
+		t.Errorf("bad token: %v, want 401", err)
+	}
+	// The token is stored only as a hash.
+	db, _ := os.ReadFile(filepath.Join(s.cfg.DataDir, "gpufleet.db"))
+	wal, _ := os.ReadFile(filepath.Join(s.cfg.DataDir, "gpufleet.db-wal"))
+	for _, tok := range []string{alice.Token, bob.Token, s.admin.Token} {
+		if bytes.Contains(db, []byte(tok)) || bytes.Contains(wal, []byte(tok)) {
+			t.Errorf("a token is in the store in plain text")
+		}
+	}
+}
+
+// TestRestartReadoptsRunningWorkloads stops the server while a workload
+// runs; the next server finds the process, and the workload finishes once.
+func TestRestartReadoptsRunningWorkloads(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, dir)
+	ctx := context.Background()
+	w, err := s.admin.SubmitWorkload(ctx, &api.Workload{Command: []string{"sh", "-c", "echo begin-marker; sleep 1; echo done"}, Resources: api.Resources{GPUs: 500}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(readLog(t, s.admin, w.ID), "begin-marker") {
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.stop()
+	s2 := start(t, dir)
+	got := waitDone(t, s2.admin, w.ID)
+	if log := readLog(t, s2.admin, w.ID); strings.Count(log, "begin-marker") != 1 || !strings.Contains(log, "done") {
+		t.Errorf("log after restart %q: want one start and the end", log)
+	}
+	if got.Status.Phase != api.PhaseSucceeded || got.Status.Attempts != 1 {
+		evs, _ := s2.admin.Events(ctx, w.ID)
+		t.Errorf("after restart: %s with %d attempts, want Succeeded with 1; events:\n%+v", got.Status.Phase, got.Status.Attempts, evs)
+	}
+}
+
+func readLog(t testing.TB, c *api.Client, id string) string {
+	t.Helper()
+	rc, err := c.Logs(context.Background(), id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(rc)
+	return string(b)
+}

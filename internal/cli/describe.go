@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+// workloadDescription is describe's -o json and -o yaml answer.
+type workloadDescription struct {
+	Workload *api.Workload `json:"workload"`
+	Events   []api.Event   `json:"events"`
+}
+
+func newDescribeCmd(e *env) *cobra.Command {
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "describe workload ID",
+		Short: "Show a workload's spec, status, placement and events",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			if k := args[0]; k != "workload" && k != "workloads" && k != "wl" {
+				return usagef("describe %q: only workloads can be described", k)
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			w, err := c.GetWorkload(cmd.Context(), args[1])
+			if err != nil {
+				return err
+			}
+			events, err := c.Events(cmd.Context(), args[1])
+			if err != nil {
+				return err
+			}
+			if events == nil {
+				events = []api.Event{}
+			}
+			if ok, err := out.structured(e.stdout, workloadDescription{Workload: w, Events: events}); ok {
+				return err
+			}
+			return describeWorkload(e.stdout, e.now(), w, events)
+		},
+	}
+	out = addOutputFlag(cmd, "text", outJSON, outYAML)
+	return cmd
+}
+
+// describeWorkload writes a workload the way kubectl describe does: aligned
+// "Key: value" lines, nested sections indented, then the events.
+func describeWorkload(w io.Writer, now time.Time, wl *api.Workload, events []api.Event) error {
+	tw := newTabWriter(w)
+	// Every line ends its key with a tab, section titles included, so that
+	// the values line up across the sections.
+	kv := func(indent int, key, val string) {
+		fmt.Fprintf(tw, "%s%s:\t%s\n", strings.Repeat("  ", indent), key, or(val, "<none>"))
+	}
+	section := func(title string) { fmt.Fprintf(tw, "%s:\t\n", title) }
+	kvMap := func(title string, m map[string]string) {
+		if len(m) == 0 {
+			kv(0, title, "")
+			return
+		}
+		section(title)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			kv(1, k, m[k])
+		}
+	}
+	r := wl.Resources
+	s := wl.Status
+
+	kv(0, "ID", wl.ID)
+	kv(0, "Name", wl.Name)
+	kv(0, "Team", wl.Team)
+	kv(0, "Owner", wl.Owner)
+	kv(0, "Kind", or(wl.Kind, api.KindJob))
+	kv(0, "Priority", wl.Priority)
+	created := ""
+	if !wl.CreatedAt.IsZero() {
+		created = wl.CreatedAt.Format(time.RFC3339) + " (" + formatAge(now, wl.CreatedAt) + " ago)"
+	}
+	kv(0, "Created", created)
+	kv(0, "Command", quoteArgs(wl.Command))
+	kv(0, "Working dir", wl.WorkingDir)
+	kv(0, "Max runtime", formatSeconds(wl.MaxRuntimeSeconds, "none"))
+	kv(0, "Grace period", formatSeconds(wl.GracePeriodSeconds, "default"))
+	section("Resources")
+	if r.GPUMemoryMiB > 0 {
+		kv(1, "GPU memory", formatMiB(r.GPUMemoryMiB)+" of one GPU")
+	} else {
+		kv(1, "GPUs", r.GPUs.String())
+	}
+	kv(1, "GPU models", or(strings.Join(r.GPUModels, ", "), "any"))
+	if r.CPU > 0 {
+		kv(1, "CPU", r.CPU.String())
+	}
+	if r.MemoryMiB > 0 {
+		kv(1, "Memory", formatMiB(r.MemoryMiB))
+	}
+	kvMap("Env", wl.Env)
+	kvMap("Labels", wl.Labels)
+
+	section("Status")
+	kv(1, "Phase", s.Phase)
+	kv(1, "Reason", s.Reason)
+	kv(1, "Message", s.Message)
+	kv(1, "Exit code", formatExitCode(s.ExitCode))
+	kv(1, "Attempts", strconv.Itoa(s.Attempts))
+	kv(1, "Preemptions", strconv.Itoa(s.Preemptions))
+	kv(1, "Started", formatTime(s.StartedAt))
+	kv(1, "Finished", formatTime(s.FinishedAt))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if len(s.Placement) == 0 {
+		fmt.Fprintln(w, "Placement:  <none>")
+	} else {
+		fmt.Fprintln(w, "Placement:")
+		t := newTable(w, "  NODE", "GPU", "UUID", "MILLI-GPU", "MEMORY")
+		for _, p := range s.Placement {
+			t.row("  "+p.Node, strconv.Itoa(p.GPUIndex), p.GPUUUID, strconv.FormatInt(p.MilliGPU, 10), formatMiB(p.MemoryMiB))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+
+	if len(events) == 0 {
+		_, err := fmt.Fprintln(w, "Events:     <none>")
+		return err
+	}
+	fmt.Fprintln(w, "Events:")
+	t := newTable(w, "  TIME", "TYPE", "REASON", "MESSAGE")
+	for _, ev := range events {
+		t.row("  "+ev.Time.Format(time.RFC3339), ev.Type, ev.Reason, eventMessage(ev))
+	}
+	return t.flush()
+}
+
+// eventMessage is an event's message, with its phase change when it has one.
+func eventMessage(ev api.Event) string {
+	msg := ev.Message
+	if ev.From != "" || ev.To != "" {
+		change := or(ev.From, "(none)") + " -> " + ev.To
+		if msg == "" {
+			return change
+		}
+		msg = change + ": " + msg
+	}
+	return msg
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// formatSeconds renders a number of seconds as a duration, or def for 0.
+func formatSeconds(n int64, def string) string {
+	if n == 0 {
+		return def
+	}
+	return (time.Duration(n) * time.Second).String()
+}

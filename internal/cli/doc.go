@@ -1,0 +1,17 @@
+// Package cli is the command line of the gpufleet binary: one file per verb.
+//
+// Client verbs (submit, get, describe, logs, cancel, wait, create, login)
+// talk to the server only through the api client; they translate flags and
+// files into api types and answers into text, and decide nothing themselves.
+// The same api.Workload.Validate that the server runs is run here before
+// anything is sent. `server` builds a config.Config and hands over to
+// app.Run.
+//
+// The package must not import the store, the scheduler, the control loop or
+// the executors.
+//
+// Exit codes: 0 success, 1 an error (a server error, an invalid workload, a
+// failed or cancelled workload under `wait`), 2 a usage error (unknown verb
+// or flag, bad flag value, wrong arguments), 124 `wait` timed out, 130
+// interrupted. `wait` otherwise exits with the workload's own exit code.
+package cli

@@ -1,0 +1,393 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+// testNow is the clock of every test: the fake stamps workloads with it and
+// the CLI measures ages against it.
+var testNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// fakePageSize is the fake's page size, small so that lists span pages.
+const fakePageSize = 2
+
+// fakeServer is a small in-memory gpufleet API: it keeps workloads, teams
+// and users, pages lists, and runs a pretend executor that moves a
+// workload one phase further each time it is read. Commands tell the
+// executor what to do: ["exit", "N"] ends with exit code N, ["sleep"] runs
+// for ever, anything else succeeds.
+type fakeServer struct {
+	URL string
+
+	mu        sync.Mutex
+	users     map[string]*api.User // by token
+	teams     []api.Team
+	workloads []*api.Workload
+	events    map[string][]api.Event
+	logs      map[string]string
+	nodes     []api.Node
+	idem      map[string]string // idempotency key → workload ID
+	bodies    [][]byte          // raw bodies of POST /workloads
+	lists     []string          // raw queries of GET /workloads
+	lastToken string            // token of the last authenticated request
+}
+
+const (
+	aliceToken = "alice-token"
+	adminToken = "admin-token"
+)
+
+func newFakeServer(t *testing.T) *fakeServer {
+	t.Helper()
+	f := &fakeServer{
+		users: map[string]*api.User{
+			aliceToken: {Name: "alice", Teams: []string{"research"}},
+			adminToken: {Name: "admin", Admin: true},
+		},
+		teams:  []api.Team{{Name: "research", CreatedAt: testNow.Add(-72 * time.Hour)}, {Name: "vision", CreatedAt: testNow.Add(-90 * time.Minute)}},
+		events: map[string][]api.Event{},
+		logs:   map[string]string{},
+		idem:   map[string]string{},
+		nodes: []api.Node{{
+			Name: "gpu1", Schedulable: true, Pool: "a",
+			GPUs: []api.GPU{
+				{Index: 0, UUID: "GPU-0", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 1000, AllocatedMemoryMiB: 81920},
+				{Index: 1, UUID: "GPU-1", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 750, AllocatedMemoryMiB: 61440},
+				{Index: 2, UUID: "GPU-2", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 1000, AllocatedMemoryMiB: 81920},
+				{Index: 3, UUID: "GPU-3", Model: "H100", MemoryMiB: 81920},
+			},
+		}, {
+			Name: "gpu2", Schedulable: false,
+			GPUs: []api.GPU{
+				{Index: 0, UUID: "GPU-4", Model: "A10", MemoryMiB: 24576},
+				{Index: 1, UUID: "GPU-5", Model: "L4", MemoryMiB: 24576},
+			},
+		}},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/whoami", f.whoami)
+	mux.HandleFunc("POST /api/v1/workloads", f.submit)
+	mux.HandleFunc("GET /api/v1/workloads", f.list)
+	mux.HandleFunc("GET /api/v1/workloads/{id}", f.get)
+	mux.HandleFunc("DELETE /api/v1/workloads/{id}", f.cancel)
+	mux.HandleFunc("GET /api/v1/workloads/{id}/events", f.eventsOf)
+	mux.HandleFunc("GET /api/v1/workloads/{id}/logs", f.logsOf)
+	mux.HandleFunc("GET /api/v1/nodes", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, api.List[api.Node]{Items: f.nodes}) })
+	mux.HandleFunc("GET /api/v1/teams", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, api.List[api.Team]{Items: f.teams}) })
+	mux.HandleFunc("POST /api/v1/teams", f.createTeam)
+	mux.HandleFunc("POST /api/v1/users", f.createUser)
+	srv := httptest.NewServer(f.auth(mux))
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+func reply(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func replyError(w http.ResponseWriter, status int, code, msg string, fields ...api.FieldError) {
+	reply(w, status, api.ErrorBody{Error: api.Error{Code: code, Message: msg, Fields: fields}})
+}
+
+// auth takes the lock for the whole request and rejects unknown tokens.
+func (f *fakeServer) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if f.users[token] == nil {
+			replyError(w, http.StatusUnauthorized, api.CodeUnauthenticated, "missing or unknown API token")
+			return
+		}
+		f.lastToken = token
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (f *fakeServer) caller(r *http.Request) *api.User {
+	return f.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+}
+
+func (f *fakeServer) whoami(w http.ResponseWriter, r *http.Request) {
+	reply(w, 200, f.caller(r))
+}
+
+func (f *fakeServer) submit(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.bodies = append(f.bodies, body)
+	key := r.Header.Get("Idempotency-Key")
+	if id, ok := f.idem[key]; ok && key != "" {
+		reply(w, 200, f.find(id))
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var wl api.Workload
+	if err := dec.Decode(&wl); err != nil {
+		replyError(w, 400, api.CodeInvalid, "bad JSON: "+err.Error())
+		return
+	}
+	if errs := wl.Validate(); len(errs) > 0 {
+		replyError(w, 422, api.CodeInvalid, "invalid workload", errs...)
+		return
+	}
+	u := f.caller(r)
+	if wl.Team == "" && len(u.Teams) == 1 {
+		wl.Team = u.Teams[0]
+	}
+	if !f.teamExists(wl.Team) {
+		replyError(w, 422, api.CodeInvalid, "invalid workload", api.FieldError{Field: "team", Problem: fmt.Sprintf("team %q does not exist", wl.Team)})
+		return
+	}
+	added := f.add(wl, u.Name)
+	if key != "" {
+		f.idem[key] = added.ID
+	}
+	reply(w, 201, added)
+}
+
+func (f *fakeServer) teamExists(name string) bool {
+	for _, t := range f.teams {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// add stores a new workload. The caller holds the lock.
+func (f *fakeServer) add(wl api.Workload, owner string) *api.Workload {
+	wl.ID = fmt.Sprintf("wl-%d", len(f.workloads)+1)
+	wl.Owner = owner
+	wl.CreatedAt = testNow.Add(-time.Duration(10-len(f.workloads)) * time.Minute)
+	wl.Status = api.WorkloadStatus{Phase: api.PhasePending, Reason: "Queued", Placement: []api.Placement{}}
+	p := &wl
+	f.workloads = append(f.workloads, p)
+	f.event(p, "Normal", "Submitted", "", api.PhasePending, "submitted by "+owner)
+	return p
+}
+
+// addWorkloads stores workloads directly, as if they had been submitted.
+func (f *fakeServer) addWorkloads(ws ...api.Workload) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range ws {
+		f.add(w, "alice")
+	}
+}
+
+func (f *fakeServer) event(wl *api.Workload, typ, reason, from, to, msg string) {
+	f.events[wl.ID] = append(f.events[wl.ID], api.Event{
+		ID: int64(len(f.events[wl.ID]) + 1), WorkloadID: wl.ID, Time: testNow, Type: typ, Reason: reason, From: from, To: to, Message: msg,
+	})
+}
+
+func (f *fakeServer) find(id string) *api.Workload {
+	for _, wl := range f.workloads {
+		if wl.ID == id {
+			return wl
+		}
+	}
+	return nil
+}
+
+func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {
+	f.lists = append(f.lists, r.URL.RawQuery)
+	q := r.URL.Query()
+	limit := fakePageSize
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			replyError(w, 400, api.CodeInvalid, "bad limit", api.FieldError{Field: "limit", Problem: "must be a positive number"})
+			return
+		}
+		limit = min(n, fakePageSize)
+	}
+	start := 0
+	if s := q.Get("pageToken"); s != "" {
+		start, _ = strconv.Atoi(strings.TrimPrefix(s, "after-"))
+	}
+	var match []api.Workload
+	for _, wl := range f.workloads {
+		if (q.Get("team") == "" || wl.Team == q.Get("team")) && (q.Get("phase") == "" || wl.Status.Phase == q.Get("phase")) {
+			match = append(match, *wl)
+		}
+	}
+	out := api.List[api.Workload]{Items: []api.Workload{}}
+	if start < len(match) {
+		end := min(start+limit, len(match))
+		out.Items = match[start:end]
+		if end < len(match) {
+			out.NextPageToken = "after-" + strconv.Itoa(end)
+		}
+	}
+	reply(w, 200, out)
+}
+
+func (f *fakeServer) get(w http.ResponseWriter, r *http.Request) {
+	wl := f.find(r.PathValue("id"))
+	if wl == nil {
+		replyError(w, 404, api.CodeNotFound, fmt.Sprintf("workload %q not found", r.PathValue("id")))
+		return
+	}
+	f.step(wl)
+	reply(w, 200, wl)
+}
+
+// step is the pretend executor: Pending → Running → finished.
+func (f *fakeServer) step(wl *api.Workload) {
+	s := &wl.Status
+	switch s.Phase {
+	case api.PhasePending:
+		started := testNow
+		s.Phase, s.Reason, s.Attempts, s.StartedAt = api.PhaseRunning, "", s.Attempts+1, &started
+		s.Placement = []api.Placement{{Node: "gpu1", GPUIndex: 3, GPUUUID: "GPU-3", MilliGPU: int64(wl.Resources.GPUs), MemoryMiB: wl.Resources.GPUMemoryMiB}}
+		f.logs[wl.ID] = "hello from " + strings.Join(wl.Command, " ") + "\n"
+		f.event(wl, "Normal", "Started", api.PhasePending, api.PhaseRunning, "on gpu1")
+	case api.PhaseRunning:
+		if wl.Command[0] == "sleep" {
+			return
+		}
+		code := 0
+		if wl.Command[0] == "exit" && len(wl.Command) > 1 {
+			code, _ = strconv.Atoi(wl.Command[1])
+		}
+		finished := testNow
+		s.ExitCode, s.FinishedAt, s.Placement = &code, &finished, []api.Placement{}
+		s.Phase, s.Reason, s.Message = api.PhaseSucceeded, "Completed", ""
+		typ := "Normal"
+		if code != 0 {
+			s.Phase, s.Reason, s.Message, typ = api.PhaseFailed, "Error", fmt.Sprintf("exited with code %d", code), "Warning"
+		}
+		f.event(wl, typ, s.Reason, api.PhaseRunning, s.Phase, s.Message)
+	}
+}
+
+func (f *fakeServer) cancel(w http.ResponseWriter, r *http.Request) {
+	wl := f.find(r.PathValue("id"))
+	if wl == nil {
+		replyError(w, 404, api.CodeNotFound, fmt.Sprintf("workload %q not found", r.PathValue("id")))
+		return
+	}
+	if !terminal(wl.Status.Phase) {
+		from := wl.Status.Phase
+		wl.Status.Phase, wl.Status.Reason, wl.Status.Message = api.PhaseCancelled, "CancelledByUser", "cancelled by "+f.caller(r).Name
+		wl.Status.Placement = []api.Placement{}
+		f.event(wl, "Normal", "Cancelled", from, api.PhaseCancelled, wl.Status.Message)
+	}
+	reply(w, 200, wl)
+}
+
+func (f *fakeServer) eventsOf(w http.ResponseWriter, r *http.Request) {
+	if f.find(r.PathValue("id")) == nil {
+		replyError(w, 404, api.CodeNotFound, "not found")
+		return
+	}
+	reply(w, 200, api.List[api.Event]{Items: f.events[r.PathValue("id")]})
+}
+
+func (f *fakeServer) logsOf(w http.ResponseWriter, r *http.Request) {
+	if f.find(r.PathValue("id")) == nil {
+		replyError(w, 404, api.CodeNotFound, "not found")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	io.WriteString(w, f.logs[r.PathValue("id")])
+}
+
+func (f *fakeServer) createTeam(w http.ResponseWriter, r *http.Request) {
+	if !f.caller(r).Admin {
+		replyError(w, 403, api.CodeForbidden, "only an admin can create teams")
+		return
+	}
+	var t api.Team
+	json.NewDecoder(r.Body).Decode(&t)
+	if f.teamExists(t.Name) {
+		replyError(w, 409, api.CodeConflict, fmt.Sprintf("team %q exists", t.Name))
+		return
+	}
+	t.CreatedAt = testNow
+	f.teams = append(f.teams, t)
+	reply(w, 201, t)
+}
+
+func (f *fakeServer) createUser(w http.ResponseWriter, r *http.Request) {
+	if !f.caller(r).Admin {
+		replyError(w, 403, api.CodeForbidden, "only an admin can create users")
+		return
+	}
+	var u api.User
+	json.NewDecoder(r.Body).Decode(&u)
+	u.Token = u.Name + "-token"
+	u.CreatedAt = testNow
+	stored := u
+	f.users[u.Token] = &stored
+	reply(w, 201, u)
+}
+
+// submitted returns the raw bodies of the submissions so far.
+func (f *fakeServer) submitted() [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]byte(nil), f.bodies...)
+}
+
+// result is what one run of the CLI printed and returned.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// invocation is one run of the CLI: its arguments, environment and input.
+type invocation struct {
+	args  []string
+	vars  map[string]string // the whole environment; nothing is read from the process's
+	stdin string
+}
+
+func runCLI(t *testing.T, inv invocation) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	e := &env{
+		stdin:  strings.NewReader(inv.stdin),
+		stdout: &stdout,
+		stderr: &stderr,
+		getenv: func(k string) string { return inv.vars[k] },
+		now:    func() time.Time { return testNow },
+	}
+	code := run(context.Background(), inv.args, e)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// run runs the CLI against the fake as alice, with an empty config
+// directory.
+func (f *fakeServer) run(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCLI(t, invocation{args: args, vars: f.vars(t, aliceToken)})
+}
+
+func (f *fakeServer) vars(t *testing.T, token string) map[string]string {
+	dir := t.TempDir()
+	return map[string]string{
+		"GPUFLEET_ADDR":   f.URL,
+		"GPUFLEET_TOKEN":  token,
+		"XDG_CONFIG_HOME": dir,
+		"HOME":            dir,
+	}
+}

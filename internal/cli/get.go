@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+func newGetCmd(e *env) *cobra.Command {
+	var opts api.ListOptions
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "get workloads|workload ID|nodes|teams",
+		Short: "List workloads, nodes or teams, or show one workload",
+		Long: `List workloads, nodes or teams, or show one workload.
+
+-o json and -o yaml print what the API returns: {"items": [...]} with every
+matching object for lists (all pages are read; --limit asks for fewer), the
+object itself for one workload. -o wide adds columns, and for nodes a row per
+GPU.`,
+		Example: `  gpufleet get workloads --team research --phase Running
+  gpufleet get workload wl-0042 -o json
+  gpufleet get nodes -o wide`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 || len(args) > 2 {
+				return usagef("get what? want workloads, workload ID, nodes or teams")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			kind := args[0]
+			isWorkloads := kind == "workloads" || kind == "workload" || kind == "wl"
+			if !isWorkloads && (opts.Team != "" || opts.Phase != "" || opts.Limit != 0) {
+				return usagef("--team, --phase and --limit apply to workloads only")
+			}
+			if opts.Limit < 0 {
+				return usagef("--limit %d: must not be negative", opts.Limit)
+			}
+			if len(args) == 2 && !isWorkloads {
+				return usagef("get %s takes no name", kind)
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			switch {
+			case isWorkloads && len(args) == 2:
+				w, err := c.GetWorkload(ctx, args[1])
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, w); ok {
+					return err
+				}
+				return printWorkloads(e, out.value, []api.Workload{*w})
+			case isWorkloads:
+				ws, err := c.AllWorkloads(ctx, opts)
+				if err != nil {
+					return err
+				}
+				if opts.Limit > 0 && len(ws) > opts.Limit {
+					ws = ws[:opts.Limit]
+				}
+				if ok, err := out.structured(e.stdout, list(ws)); ok {
+					return err
+				}
+				return printWorkloads(e, out.value, ws)
+			case kind == "nodes" || kind == "node":
+				ns, err := c.Nodes(ctx)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(ns)); ok {
+					return err
+				}
+				return printNodes(e, out.value, ns)
+			case kind == "teams" || kind == "team":
+				ts, err := c.Teams(ctx)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(ts)); ok {
+					return err
+				}
+				t := newTable(e.stdout, "NAME", "AGE")
+				for _, tm := range ts {
+					t.row(tm.Name, formatAge(e.now(), tm.CreatedAt))
+				}
+				return t.flush()
+			default:
+				return usagef("get %q: want workloads, workload ID, nodes or teams", kind)
+			}
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Team, "team", "", "only workloads of this team")
+	fl.StringVar(&opts.Phase, "phase", "", "only workloads in this phase (Pending, Running, Succeeded, Failed, Cancelled)")
+	fl.IntVar(&opts.Limit, "limit", 0, "at most this many workloads (default all)")
+	out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
+	return cmd
+}
+
+func printWorkloads(e *env, format string, ws []api.Workload) error {
+	header := []string{"ID", "NAME", "TEAM", "PRIORITY", "GPUS", "PHASE", "REASON", "EXIT", "ATTEMPTS", "NODE", "AGE"}
+	if format == outWide {
+		header = append(header, "KIND", "OWNER", "MESSAGE")
+	}
+	t := newTable(e.stdout, header...)
+	for _, w := range ws {
+		s := w.Status
+		row := []string{w.ID, w.Name, w.Team, w.Priority, formatGPURequest(w.Resources), s.Phase, s.Reason,
+			formatExitCode(s.ExitCode), strconv.Itoa(s.Attempts), placementNodes(s.Placement), formatAge(e.now(), w.CreatedAt)}
+		if format == outWide {
+			row = append(row, w.Kind, w.Owner, s.Message)
+		}
+		t.row(row...)
+	}
+	return t.flush()
+}
+
+// printNodes prints a row per node and, with -o wide, a row per GPU under
+// it.
+func printNodes(e *env, format string, ns []api.Node) error {
+	wide := format == outWide
+	header := []string{"NAME", "GPUS", "ALLOCATED", "SCHEDULABLE"}
+	if wide {
+		header = append(header, "GPU-MEMORY", "POOL", "UUID")
+	}
+	t := newTable(e.stdout, header...)
+	for _, n := range ns {
+		var milli, memAlloc, memTotal int64
+		for _, g := range n.GPUs {
+			milli += g.AllocatedMilliGPU
+			memAlloc += g.AllocatedMemoryMiB
+			memTotal += g.MemoryMiB
+		}
+		row := []string{n.Name, gpuModels(n.GPUs), fmt.Sprintf("%s/%d", api.Milli(milli), len(n.GPUs)), strconv.FormatBool(n.Schedulable)}
+		if !wide {
+			t.row(row...)
+			continue
+		}
+		t.row(append(row, formatMiB(memAlloc)+"/"+formatMiB(memTotal), n.Pool, "")...)
+		for _, g := range n.GPUs {
+			t.row(fmt.Sprintf("  %s/%d", n.Name, g.Index), g.Model, fmt.Sprintf("%s/1", api.Milli(g.AllocatedMilliGPU)),
+				" ", formatMiB(g.AllocatedMemoryMiB)+"/"+formatMiB(g.MemoryMiB), " ", g.UUID) // " ": blank, not "-"
+		}
+	}
+	return t.flush()
+}
+
+// gpuModels summarises a node's GPUs as counts per model: "4x H100" or
+// "2x H100, 2x A10".
+func gpuModels(gs []api.GPU) string {
+	if len(gs) == 0 {
+		return "0"
+	}
+	var models []string
+	count := map[string]int{}
+	for _, g := range gs {
+		if count[g.Model] == 0 {
+			models = append(models, g.Model)
+		}
+		count[g.Model]++
+	}
+	parts := make([]string, len(models))
+	for i, m := range models {
+		parts[i] = fmt.Sprintf("%dx %s", count[m], m)
+	}
+	return strings.Join(parts, ", ")
+}

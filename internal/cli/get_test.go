@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+// fiveWorkloads fills the fake with five workloads, wl-1 to wl-5; wl-2 and
+// wl-4 belong to vision.
+func fiveWorkloads(f *fakeServer) {
+	for i := 1; i <= 5; i++ {
+		team := "research"
+		if i%2 == 0 {
+			team = "vision"
+		}
+		f.addWorkloads(api.Workload{Name: fmt.Sprintf("w%d", i), Team: team, Resources: api.Resources{GPUs: 1000}, Command: []string{"x"}})
+	}
+}
+
+func TestGetWorkloadsJSONFollowsPages(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		wantIDs   []string
+		wantLists int // list requests the CLI made
+	}{
+		{"every page is read", []string{}, []string{"wl-1", "wl-2", "wl-3", "wl-4", "wl-5"}, 3},
+		{"--limit returns fewer", []string{"--limit", "3"}, []string{"wl-1", "wl-2", "wl-3"}, 2},
+		{"--limit above the count returns all", []string{"--limit", "50"}, []string{"wl-1", "wl-2", "wl-3", "wl-4", "wl-5"}, 3},
+		{"--team filters on the server", []string{"--team", "vision"}, []string{"wl-2", "wl-4"}, 1},
+		{"--phase filters on the server", []string{"--phase", "Running"}, []string{}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeServer(t)
+			fiveWorkloads(f)
+			got := f.run(t, append([]string{"get", "workloads", "-o", "json"}, tt.args...)...)
+			if got.code != 0 {
+				t.Fatalf("code %d: %s", got.code, got.stderr)
+			}
+			var l api.List[api.Workload]
+			if err := json.Unmarshal([]byte(got.stdout), &l); err != nil {
+				t.Fatalf("stdout is not a list: %v\n%s", err, got.stdout)
+			}
+			ids := []string{}
+			for _, w := range l.Items {
+				ids = append(ids, w.ID)
+			}
+			if diff := cmp.Diff(tt.wantIDs, ids); diff != "" {
+				t.Errorf("IDs (-want +got):\n%s", diff)
+			}
+			if l.NextPageToken != "" || strings.Contains(got.stdout, "nextPageToken") {
+				t.Errorf("output carries a page token: %s", got.stdout)
+			}
+			if !strings.HasPrefix(got.stdout, "{\n  \"items\": [") {
+				t.Errorf("output is not an indented {\"items\": [...]}:\n%s", got.stdout)
+			}
+			if n := len(f.lists); n != tt.wantLists {
+				t.Errorf("made %d list requests (%q), want %d", n, f.lists, tt.wantLists)
+			}
+		})
+	}
+}
+
+func TestGetWorkloadsJSONIsWhatTheServerHolds(t *testing.T) {
+	f := newFakeServer(t)
+	fiveWorkloads(f)
+	got := f.run(t, "get", "workloads", "-o", "json")
+	var l api.List[api.Workload]
+	json.Unmarshal([]byte(got.stdout), &l)
+	var want []api.Workload
+	for _, w := range f.workloads {
+		want = append(want, *w)
+	}
+	if diff := cmp.Diff(want, l.Items); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestGetWorkloadsTable(t *testing.T) {
+	f := newFakeServer(t)
+	f.addWorkloads(
+		api.Workload{Name: "train", Team: "research", Priority: "high", Resources: api.Resources{GPUs: 250}, Command: []string{"exit", "3"}},
+		api.Workload{Team: "vision", Resources: api.Resources{GPUMemoryMiB: 20480}, Command: []string{"sleep"}},
+	)
+	f.run(t, "get", "workload", "wl-1") // the fake starts it
+	f.run(t, "get", "workload", "wl-1") // and ends it
+
+	got := f.run(t, "get", "workloads")
+	want := "" +
+		"ID    NAME   TEAM      PRIORITY  GPUS   PHASE    REASON  EXIT  ATTEMPTS  NODE  AGE\n" +
+		"wl-1  train  research  high      0.25   Failed   Error   3     1         -     10m\n" +
+		"wl-2  -      vision    -         20GiB  Pending  Queued  -     0         -     9m\n"
+	if diff := cmp.Diff(result{stdout: want}, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	got = f.run(t, "get", "workload", "wl-2") // starts it on gpu1
+	want = "" +
+		"ID    NAME  TEAM    PRIORITY  GPUS   PHASE    REASON  EXIT  ATTEMPTS  NODE  AGE\n" +
+		"wl-2  -     vision  -         20GiB  Running  -       -     1         gpu1  9m\n"
+	if diff := cmp.Diff(result{stdout: want}, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestGetNodes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{{
+		name: "table sums allocations per node",
+		args: []string{"get", "nodes"},
+		want: "" +
+			"NAME  GPUS           ALLOCATED  SCHEDULABLE\n" +
+			"gpu1  4x H100        2.75/4     true\n" +
+			"gpu2  1x A10, 1x L4  0/2        false\n",
+	}, {
+		name: "wide adds a row per GPU",
+		args: []string{"get", "nodes", "-o", "wide"},
+		want: "" +
+			"NAME      GPUS           ALLOCATED  SCHEDULABLE  GPU-MEMORY     POOL  UUID\n" +
+			"gpu1      4x H100        2.75/4     true         220GiB/320GiB  a     -\n" +
+			"  gpu1/0  H100           1/1                     80GiB/80GiB          GPU-0\n" +
+			"  gpu1/1  H100           0.75/1                  60GiB/80GiB          GPU-1\n" +
+			"  gpu1/2  H100           1/1                     80GiB/80GiB          GPU-2\n" +
+			"  gpu1/3  H100           0/1                     0MiB/80GiB           GPU-3\n" +
+			"gpu2      1x A10, 1x L4  0/2        false        0MiB/48GiB     -     -\n" +
+			"  gpu2/0  A10            0/1                     0MiB/24GiB           GPU-4\n" +
+			"  gpu2/1  L4             0/1                     0MiB/24GiB           GPU-5\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeServer(t)
+			got := f.run(t, tt.args...)
+			if diff := cmp.Diff(result{stdout: tt.want}, got, cmp.AllowUnexported(result{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGetStructuredOutput(t *testing.T) {
+	f := newFakeServer(t)
+	fiveWorkloads(f)
+	wl1 := *f.workloads[0]
+
+	tests := []struct {
+		name   string
+		args   []string
+		decode func([]byte, any) error
+		into   func() any
+		want   any
+	}{
+		{"one workload prints as the object", []string{"get", "workload", "wl-3", "-o", "json"}, json.Unmarshal,
+			func() any { return new(api.Workload) }, func() *api.Workload { w := *f.workloads[2]; return &w }()},
+		{"nodes print as a list", []string{"get", "nodes", "-o", "json"}, json.Unmarshal,
+			func() any { return new(api.List[api.Node]) }, &api.List[api.Node]{Items: f.nodes}},
+		{"teams print as a list", []string{"get", "teams", "-o", "json"}, json.Unmarshal,
+			func() any { return new(api.List[api.Team]) }, &api.List[api.Team]{Items: f.teams}},
+		{"yaml uses the API's field names", []string{"get", "workloads", "--limit", "1", "-o", "yaml"}, func(b []byte, v any) error { return yaml.UnmarshalStrict(b, v) },
+			func() any { return new(api.List[api.Workload]) }, &api.List[api.Workload]{Items: []api.Workload{wl1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := f.run(t, tt.args...)
+			if got.code != 0 {
+				t.Fatalf("code %d: %s", got.code, got.stderr)
+			}
+			v := tt.into()
+			if err := tt.decode([]byte(got.stdout), v); err != nil {
+				t.Fatalf("decode: %v\n%s", err, got.stdout)
+			}
+			// The fake moved wl-3 a phase on; compare the spec and ID only.
+			if w, ok := v.(*api.Workload); ok {
+				w.Status = tt.want.(*api.Workload).Status
+			}
+			if diff := cmp.Diff(tt.want, v); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGetTeamsTable(t *testing.T) {
+	f := newFakeServer(t)
+	got := f.run(t, "get", "teams")
+	want := "NAME      AGE\nresearch  3d\nvision    90m\n"
+	if diff := cmp.Diff(result{stdout: want}, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestGetUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no kind", []string{"get"}, "error: get what? want workloads, workload ID, nodes or teams\n"},
+		{"unknown kind", []string{"get", "pods"}, "error: get \"pods\": want workloads, workload ID, nodes or teams\n"},
+		{"unknown output", []string{"get", "nodes", "-o", "xml"}, "error: -o \"xml\": want one of table, wide, json, yaml\n"},
+		{"workload filters on nodes", []string{"get", "nodes", "--team", "a"}, "error: --team, --phase and --limit apply to workloads only\n"},
+		{"unknown flag", []string{"get", "nodes", "--colour"}, "error: unknown flag: --colour\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeServer(t)
+			got := f.run(t, tt.args...)
+			want := result{code: 2, stderr: tt.want + "Run 'gpufleet get --help' for usage.\n"}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGetUnknownWorkloadIsAnError(t *testing.T) {
+	f := newFakeServer(t)
+	got := f.run(t, "get", "workload", "wl-9")
+	want := result{code: 1, stderr: "error: workload \"wl-9\" not found\n"}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

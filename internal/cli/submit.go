@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+// submitFlags holds submit's flags as typed; they are parsed into the
+// workload after the file is read, so that only the flags given override it.
+type submitFlags struct {
+	file           string
+	name           string
+	team           string
+	priority       string
+	kind           string
+	gpus           string
+	gpuMemory      string
+	gpuModels      []string
+	cpu            string
+	memory         string
+	env            []string
+	labels         []string
+	workdir        string
+	maxRuntime     string
+	gracePeriod    string
+	idempotencyKey string
+}
+
+func newSubmitCmd(e *env) *cobra.Command {
+	var f submitFlags
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "submit [flags] [--] COMMAND [ARG...]",
+		Short: "Submit a workload and print its ID",
+		Long: `Submit a workload and print its ID.
+
+The spec is read from -f first (YAML or JSON with the API's field names, '-'
+for standard input); flags given on the command line override it, and the
+command after the flags replaces the file's. Without --gpus, --gpu-memory or
+-f the workload asks for one GPU. The spec is checked here, with the same
+rules as the server's, before anything is sent.
+
+Flags end at the first argument that is not a flag, so the command's own
+flags need no '--'.`,
+		Example: `  gpufleet submit --team research --gpus 2 python train.py --epochs 3
+  gpufleet submit --gpus 0.25 --name notebook --kind notebook -- jupyter lab
+  gpufleet submit --gpu-memory 20GiB --gpu-model H100 -- ./serve
+  gpufleet submit -f workload.yaml`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			w, err := buildWorkload(cmd, e, &f, args)
+			if err != nil {
+				return err
+			}
+			if errs := w.Validate(); len(errs) > 0 {
+				return &api.Error{Code: api.CodeInvalid, Message: "invalid workload, nothing was submitted", Fields: errs}
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			got, err := c.SubmitWorkload(cmd.Context(), w, f.idempotencyKey)
+			if err != nil {
+				return err
+			}
+			if ok, err := out.structured(e.stdout, got); ok {
+				return err
+			}
+			_, err = fmt.Fprintln(e.stdout, got.ID)
+			return err
+		},
+	}
+	// Stop at the first non-flag argument: the rest is the workload's argv.
+	cmd.Flags().SetInterspersed(false)
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "file", "f", "", "read the workload spec from a YAML or JSON file ('-' for standard input)")
+	fl.StringVar(&f.name, "name", "", "workload name")
+	fl.StringVar(&f.team, "team", "", "team the workload runs for (default: the server picks your only team)")
+	fl.StringVar(&f.priority, "priority", "", "priority class")
+	fl.StringVar(&f.kind, "kind", "", "job, service or notebook (default job)")
+	fl.StringVar(&f.gpus, "gpus", "", "GPUs: a count (1, 2, 8) or a share of one GPU (0.5, 0.25) (default 1)")
+	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a share of one GPU by memory instead of --gpus, e.g. 20GiB")
+	fl.StringArrayVar(&f.gpuModels, "gpu-model", nil, "acceptable GPU model, e.g. H100 (repeatable)")
+	fl.StringVar(&f.cpu, "cpu", "", "CPUs, e.g. 2 or 0.5")
+	fl.StringVar(&f.memory, "memory", "", "memory, e.g. 8GiB or 512MiB")
+	fl.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE (repeatable)")
+	fl.StringArrayVar(&f.labels, "label", nil, "label key=value (repeatable)")
+	fl.StringVar(&f.workdir, "workdir", "", "working directory, relative to the workload's own directory")
+	fl.StringVar(&f.maxRuntime, "max-runtime", "", "stop the workload after it has run this long, e.g. 1h (default no limit)")
+	fl.StringVar(&f.gracePeriod, "grace-period", "", "time between SIGTERM and SIGKILL on cancel or preemption, e.g. 30s")
+	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "a retry with the same key returns the first submission instead of a second workload")
+	out = addOutputFlag(cmd, "id", outJSON, outYAML)
+	return cmd
+}
+
+// buildWorkload reads -f, then applies the flags that were given and the
+// command.
+func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*api.Workload, error) {
+	w := &api.Workload{}
+	if f.file != "" {
+		var err error
+		if w, err = readWorkloadFile(e, f.file); err != nil {
+			return nil, err
+		}
+	}
+	set := cmd.Flags().Changed
+	if set("name") {
+		w.Name = f.name
+	}
+	if set("team") {
+		w.Team = f.team
+	}
+	if set("priority") {
+		w.Priority = f.priority
+	}
+	if set("kind") {
+		w.Kind = f.kind
+	}
+	switch {
+	case set("gpus"):
+		q, err := api.ParseMilli(f.gpus)
+		if err != nil {
+			return nil, usagef("--gpus %q: %v", f.gpus, err)
+		}
+		w.Resources.GPUs = q
+		if !set("gpu-memory") {
+			w.Resources.GPUMemoryMiB = 0 // the flag replaces the file's GPU ask
+		}
+	case f.file == "" && !set("gpu-memory"):
+		w.Resources.GPUs = 1000
+	}
+	if set("gpu-memory") {
+		m, err := api.ParseMemoryMiB(f.gpuMemory)
+		if err != nil {
+			return nil, usagef("--gpu-memory %q: %v", f.gpuMemory, err)
+		}
+		w.Resources.GPUMemoryMiB = m
+		if !set("gpus") {
+			w.Resources.GPUs = 0
+		}
+	}
+	if set("gpu-model") {
+		w.Resources.GPUModels = f.gpuModels
+	}
+	if set("cpu") {
+		q, err := api.ParseMilli(f.cpu)
+		if err != nil {
+			return nil, usagef("--cpu %q: %v", f.cpu, err)
+		}
+		w.Resources.CPU = q
+	}
+	if set("memory") {
+		m, err := api.ParseMemoryMiB(f.memory)
+		if err != nil {
+			return nil, usagef("--memory %q: %v", f.memory, err)
+		}
+		w.Resources.MemoryMiB = m
+	}
+	var err error
+	if w.Env, err = mergeKV(w.Env, f.env, "--env"); err != nil {
+		return nil, err
+	}
+	if w.Labels, err = mergeKV(w.Labels, f.labels, "--label"); err != nil {
+		return nil, err
+	}
+	if set("workdir") {
+		w.WorkingDir = f.workdir
+	}
+	if set("max-runtime") {
+		if w.MaxRuntimeSeconds, err = parseSeconds(f.maxRuntime); err != nil {
+			return nil, usagef("--max-runtime %q: %v", f.maxRuntime, err)
+		}
+	}
+	if set("grace-period") {
+		if w.GracePeriodSeconds, err = parseSeconds(f.gracePeriod); err != nil {
+			return nil, usagef("--grace-period %q: %v", f.gracePeriod, err)
+		}
+	}
+	if len(args) > 0 {
+		w.Command = args
+	}
+	return w, nil
+}
+
+// readWorkloadFile decodes a YAML or JSON workload spec strictly: a field
+// the API does not know is an error that names it.
+func readWorkloadFile(e *env, name string) (*api.Workload, error) {
+	var b []byte
+	var err error
+	if name == "-" {
+		b, err = io.ReadAll(io.LimitReader(e.stdin, 4<<20))
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if name == "-" {
+		name = "standard input"
+	}
+	var w api.Workload
+	if err := yaml.UnmarshalStrict(b, &w); err != nil {
+		// Report the innermost error: the layers the YAML-to-JSON path
+		// wraps around it add nothing, and it names the field
+		// (`unknown field "colour"`).
+		for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
+			err = u
+		}
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		return nil, fmt.Errorf("%s: %s", name, msg)
+	}
+	return &w, nil
+}
+
+// mergeKV adds KEY=VALUE pairs to m, replacing keys it already has.
+func mergeKV(m map[string]string, pairs []string, flag string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return m, nil
+	}
+	out := maps.Clone(m)
+	if out == nil {
+		out = make(map[string]string, len(pairs))
+	}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, usagef("%s %q: want KEY=VALUE", flag, p)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// parseSeconds reads a duration such as 1h30m or a bare number of seconds.
+func parseSeconds(s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("want a duration such as 90s, 30m or 2h")
+	}
+	if d%time.Second != 0 {
+		return 0, fmt.Errorf("want whole seconds")
+	}
+	return int64(d / time.Second), nil
+}

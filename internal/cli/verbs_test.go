@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+func TestDescribeWorkload(t *testing.T) {
+	f := newFakeServer(t)
+	f.addWorkloads(api.Workload{Name: "train", Team: "research", Resources: api.Resources{GPUs: 250, CPU: 2000, MemoryMiB: 8192},
+		Command: []string{"sleep", "--msg", "it's fine"}, Env: map[string]string{"B": "2", "A": "1"}, MaxRuntimeSeconds: 3600})
+	f.run(t, "get", "workload", "wl-1") // the fake starts it
+
+	got := f.run(t, "describe", "workload", "wl-1")
+	want := "" +
+		"ID:             wl-1\n" +
+		"Name:           train\n" +
+		"Team:           research\n" +
+		"Owner:          alice\n" +
+		"Kind:           job\n" +
+		"Priority:       <none>\n" +
+		"Created:        2025-06-01T11:50:00Z (10m ago)\n" +
+		"Command:        sleep --msg 'it'\\''s fine'\n" +
+		"Working dir:    <none>\n" +
+		"Max runtime:    1h0m0s\n" +
+		"Grace period:   default\n" +
+		"Resources:\n" +
+		"  GPUs:         0.25\n" +
+		"  GPU models:   any\n" +
+		"  CPU:          2\n" +
+		"  Memory:       8GiB\n" +
+		"Env:\n" +
+		"  A:            1\n" +
+		"  B:            2\n" +
+		"Labels:         <none>\n" +
+		"Status:\n" +
+		"  Phase:        Running\n" +
+		"  Reason:       <none>\n" +
+		"  Message:      <none>\n" +
+		"  Exit code:    <none>\n" +
+		"  Attempts:     1\n" +
+		"  Preemptions:  0\n" +
+		"  Started:      2025-06-01T12:00:00Z\n" +
+		"  Finished:     <none>\n" +
+		"Placement:\n" +
+		"  NODE  GPU  UUID   MILLI-GPU  MEMORY\n" +
+		"  gpu1  3    GPU-3  250        0MiB\n" +
+		"Events:\n" +
+		"  TIME                  TYPE    REASON     MESSAGE\n" +
+		"  2025-06-01T12:00:00Z  Normal  Submitted  (none) -> Pending: submitted by alice\n" +
+		"  2025-06-01T12:00:00Z  Normal  Started    Pending -> Running: on gpu1\n"
+	if diff := cmp.Diff(result{stdout: want}, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	got = f.run(t, "describe", "workload", "wl-1", "-o", "json")
+	var d struct {
+		Workload api.Workload `json:"workload"`
+		Events   []api.Event  `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &d); err != nil {
+		t.Fatalf("%v\n%s", err, got.stdout)
+	}
+	if diff := cmp.Diff(f.events["wl-1"], d.Events); diff != "" || d.Workload.ID != "wl-1" {
+		t.Errorf("workload %q, events (-want +got):\n%s", d.Workload.ID, diff)
+	}
+}
+
+func TestLogs(t *testing.T) {
+	f := newFakeServer(t)
+	f.addWorkloads(api.Workload{Resources: api.Resources{GPUs: 1000}, Command: []string{"echo", "hi"}})
+	f.run(t, "get", "workload", "wl-1")
+	got := f.run(t, "logs", "wl-1", "-f")
+	if diff := cmp.Diff(result{stdout: "hello from echo hi\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	f := newFakeServer(t)
+	f.addWorkloads(
+		api.Workload{Resources: api.Resources{GPUs: 1000}, Command: []string{"sleep"}},
+		api.Workload{Resources: api.Resources{GPUs: 1000}, Command: []string{"exit", "0"}},
+	)
+	f.run(t, "wait", "wl-2")
+
+	got := f.run(t, "cancel", "wl-1", "wl-2", "wl-9")
+	want := result{
+		code:   1,
+		stdout: "wl-1 cancelled\nwl-2 already Succeeded\n",
+		stderr: "error: wl-9: workload \"wl-9\" not found\n",
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestCreate(t *testing.T) {
+	f := newFakeServer(t)
+	admin := f.vars(t, adminToken)
+
+	got := runCLI(t, invocation{args: []string{"create", "team", "nlp"}, vars: admin})
+	if diff := cmp.Diff(result{stdout: "team nlp created\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("create team (-want +got):\n%s", diff)
+	}
+
+	got = runCLI(t, invocation{args: []string{"create", "user", "bob", "--team", "nlp", "--team", "vision"}, vars: admin})
+	lines := strings.Split(strings.TrimSuffix(got.stdout, "\n"), "\n")
+	if got.code != 0 || lines[len(lines)-1] != "bob-token" {
+		t.Fatalf("create user: got %+v, want the token on the last line", got)
+	}
+	bob := runCLI(t, invocation{args: []string{"submit", "--team", "nlp", "--", "x"}, vars: f.vars(t, "bob-token")})
+	if bob.stdout != "wl-1\n" {
+		t.Errorf("the new user's token does not work: %+v", bob)
+	}
+
+	got = f.run(t, "create", "team", "x")
+	want := result{code: 1, stderr: "error: only an admin can create teams\n"}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("non-admin (-want +got):\n%s", diff)
+	}
+}
+
+func TestExitCodesForUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"no verb prints help", nil, 0},
+		{"unknown verb", []string{"launch"}, 2},
+		{"unknown flag", []string{"logs", "--tail"}, 2},
+		{"missing argument", []string{"wait"}, 2},
+		{"create without a kind", []string{"create"}, 2},
+		{"describe a node", []string{"describe", "node", "gpu1"}, 2},
+		{"server with a bad address", []string{"server", "--addr", "nope"}, 2},
+		{"version", []string{"version"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeServer(t)
+			if got := f.run(t, tt.args...); got.code != tt.want {
+				t.Errorf("got code %d (stderr %q), want %d", got.code, got.stderr, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,273 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
+	"github.com/gpufleet/gpufleet/internal/sched"
+	"github.com/gpufleet/gpufleet/internal/store"
+)
+
+// Options configures a Loop.
+type Options struct {
+	Store    *store.Store
+	Executor executor.Executor
+	// Now is the clock; time.Now when nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Resync is how often the loop runs without any change (max runtime
+	// checks, retries of rejected placements). Default one second.
+	Resync time.Duration
+	// OnCycle, when set, is called after every cycle with its duration and
+	// plan; metrics and tests use it.
+	OnCycle func(d time.Duration, plan core.Plan)
+}
+
+// Loop is the control loop.
+type Loop struct {
+	opts Options
+	log  *slog.Logger
+	// stopping remembers the stops already sent to the executor, per
+	// workload attempt, so that each is sent once.
+	stopping map[attemptKey]bool
+}
+
+type attemptKey struct {
+	id      core.WorkloadID
+	attempt int
+}
+
+// New returns a loop; call Reconcile once, then Run.
+func New(opts Options) *Loop {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = time.Second
+	}
+	return &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}}
+}
+
+// Reconcile re-adopts the workloads that the store says are Running. Those
+// the executor no longer knows are marked Lost and requeued.
+func (l *Loop) Reconcile(ctx context.Context) error {
+	running, err := l.opts.Store.Workloads(ctx, store.WorkloadFilter{Phases: []core.Phase{core.Running}})
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	for _, w := range running {
+		ok, err := l.opts.Executor.Adopt(ctx, TaskFor(w))
+		if err != nil {
+			l.log.Warn("adopt failed", "workload", w.ID, "err", err)
+		}
+		if ok {
+			l.log.Info("re-adopted running workload", "workload", w.ID, "attempt", w.Status.Attempts)
+			continue
+		}
+		l.log.Warn("running workload lost across restart", "workload", w.ID, "attempt", w.Status.Attempts)
+		if _, err := l.opts.Store.Requeue(ctx, w.ID, w.Status.Attempts, core.Lost, "ProcessLost",
+			"the workload's process was not found after the control plane restarted", l.opts.Now()); err != nil {
+			return fmt.Errorf("reconcile %s: %w", w.ID, err)
+		}
+	}
+	return nil
+}
+
+// Run handles events until ctx ends.
+func (l *Loop) Run(ctx context.Context) error {
+	tick := time.NewTicker(l.opts.Resync)
+	defer tick.Stop()
+	exits := l.opts.Executor.Exits()
+	changed := l.opts.Store.Changed()
+	l.cycle(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e := <-exits:
+			l.exit(ctx, e)
+		case <-changed:
+			l.cycle(ctx)
+		case <-tick.C:
+			l.cycle(ctx)
+		}
+	}
+}
+
+// cycle is one pass:
+//
+//  1. snapshot the store;
+//  2. send the stops that were asked for (cancel, max runtime);
+//  3. schedule and apply the plan;
+//  4. launch every placement the store accepted.
+func (l *Loop) cycle(ctx context.Context) {
+	start := time.Now()
+	now := l.opts.Now()
+	snap, err := l.opts.Store.Snapshot(ctx)
+	if err != nil {
+		l.log.Error("snapshot", "err", err)
+		return
+	}
+	l.stops(ctx, snap, now)
+	plan := sched.Schedule(snap, now)
+	// Only the explanations that changed are written.
+	apply := core.Plan{Placements: plan.Placements, Unplaced: changedDecisions(snap, plan.Unplaced)}
+	if len(apply.Placements) > 0 || len(apply.Unplaced) > 0 {
+		results, err := l.opts.Store.ApplyPlan(ctx, apply, now)
+		if err != nil {
+			l.log.Error("apply plan", "err", err)
+			return
+		}
+		for _, r := range results {
+			if r.Err != nil {
+				l.log.Info("placement rejected at commit; retrying next cycle", "err", r.Err)
+				continue
+			}
+			l.launch(ctx, r.Workload)
+		}
+	}
+	if l.opts.OnCycle != nil {
+		l.opts.OnCycle(time.Since(start), plan)
+	}
+}
+
+// stops asks the executor to stop running workloads whose stop was
+// requested, and requests a stop for those past their max runtime.
+func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
+	for _, w := range snap.Running {
+		if w.Status.StopRequested == "" && w.MaxRuntime > 0 && w.Status.StartedAt != nil && now.Sub(*w.Status.StartedAt) >= w.MaxRuntime {
+			msg := fmt.Sprintf("ran longer than its max runtime of %s", w.MaxRuntime)
+			if _, err := l.opts.Store.RequestStop(ctx, w.ID, ReasonMaxRuntime, msg, now); err != nil {
+				l.log.Error("request stop", "workload", w.ID, "err", err)
+			}
+			continue // the store change brings us back here with the flag set
+		}
+		if w.Status.StopRequested == "" {
+			continue
+		}
+		k := attemptKey{w.ID, w.Status.Attempts}
+		if l.stopping[k] {
+			continue
+		}
+		l.stopping[k] = true
+		if err := l.opts.Executor.Stop(ctx, w.ID, w.Status.Attempts, w.Grace()); err != nil {
+			l.log.Error("stop", "workload", w.ID, "err", err)
+		}
+	}
+}
+
+// Reasons recorded by the loop.
+const (
+	ReasonCompleted  = "Completed"
+	ReasonError      = "Error"
+	ReasonStartError = "StartError"
+	ReasonCancelled  = "Cancelled"
+	ReasonMaxRuntime = "MaxRuntimeExceeded"
+	ReasonKilled     = "Killed"
+)
+
+func (l *Loop) launch(ctx context.Context, w *core.Workload) {
+	// A launch that has begun is finished even when the loop is shutting
+	// down: the placement is committed, and a half-started task would only
+	// be found Lost at the next start.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := l.opts.Executor.Start(sctx, TaskFor(w))
+	if err == nil {
+		return
+	}
+	l.log.Warn("start failed", "workload", w.ID, "err", err)
+	if _, ferr := l.opts.Store.Finish(sctx, w.ID, w.Status.Attempts, core.Failed, ReasonStartError, err.Error(), nil, l.opts.Now()); ferr != nil {
+		l.log.Error("record start failure", "workload", w.ID, "err", ferr)
+	}
+}
+
+// exit records the end of an attempt.
+func (l *Loop) exit(ctx context.Context, e executor.Exit) {
+	delete(l.stopping, attemptKey{e.WorkloadID, e.Attempt})
+	w, err := l.opts.Store.Workload(ctx, e.WorkloadID)
+	if err != nil {
+		l.log.Error("exit of unknown workload", "workload", e.WorkloadID, "err", err)
+		return
+	}
+	if w.Status.Phase != core.Running || w.Status.Attempts != e.Attempt {
+		return // a late report of an attempt that is already settled
+	}
+	now := l.opts.Now()
+	if e.Reason == "Lost" {
+		_, err = l.opts.Store.Requeue(ctx, w.ID, e.Attempt, core.Lost, "ProcessLost", e.Message, now)
+		l.logErr(err, w.ID)
+		return
+	}
+	phase, reason, msg := outcome(w, e)
+	_, err = l.opts.Store.Finish(ctx, w.ID, e.Attempt, phase, reason, msg, e.ExitCode, now)
+	l.logErr(err, w.ID)
+}
+
+func (l *Loop) logErr(err error, id core.WorkloadID) {
+	if err != nil && !errors.Is(err, core.ErrConflict) {
+		l.log.Error("record exit", "workload", id, "err", err)
+	}
+}
+
+// outcome maps an exit to the final phase and reason.
+func outcome(w *core.Workload, e executor.Exit) (core.Phase, string, string) {
+	switch w.Status.StopRequested {
+	case ReasonCancelled:
+		return core.Cancelled, ReasonCancelled, w.Status.Message
+	case ReasonMaxRuntime:
+		return core.Failed, ReasonMaxRuntime, fmt.Sprintf("stopped after its max runtime of %s", w.MaxRuntime)
+	}
+	switch {
+	case e.Reason != "":
+		return core.Failed, e.Reason, e.Message
+	case e.ExitCode != nil && *e.ExitCode == 0:
+		return core.Succeeded, ReasonCompleted, e.Message
+	case e.ExitCode != nil:
+		return core.Failed, ReasonError, e.Message
+	case e.Signal != "":
+		return core.Failed, ReasonKilled, "killed by " + e.Signal
+	}
+	return core.Failed, ReasonError, "ended without an exit status"
+}
+
+// TaskFor builds the executor task for a workload's current attempt.
+func TaskFor(w *core.Workload) executor.Task {
+	return executor.Task{
+		WorkloadID:  w.ID,
+		Attempt:     w.Status.Attempts,
+		Command:     w.Command,
+		Env:         w.Env,
+		WorkingDir:  w.WorkingDir,
+		Request:     w.Request,
+		Assignments: w.Status.Placement,
+		GracePeriod: w.Grace(),
+	}
+}
+
+// changedDecisions keeps the decisions that would change a pending
+// workload's reason or message.
+func changedDecisions(snap *core.Snapshot, ds []core.Decision) []core.Decision {
+	if len(ds) == 0 {
+		return nil
+	}
+	cur := make(map[core.WorkloadID]*core.Workload, len(snap.Pending))
+	for _, w := range snap.Pending {
+		cur[w.ID] = w
+	}
+	var out []core.Decision
+	for _, d := range ds {
+		if w := cur[d.Workload]; w == nil || w.Status.Reason != d.Reason || w.Status.Message != d.Message {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -1,0 +1,553 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
+)
+
+// ReasonLost is the Exit reason when a task's supervisor ended without
+// recording how the task ended.
+const ReasonLost = "Lost"
+
+// readyTimeout bounds how long Start waits for the supervisor to report that
+// the task has started.
+const readyTimeout = 30 * time.Second
+
+// Options configures an Executor.
+type Options struct {
+	// DataDir is the root of the executor's files; workloads live under
+	// DataDir/workloads/<id>/. Required.
+	DataDir string
+	// Logger receives the executor's logs; nothing is logged when nil.
+	Logger *slog.Logger
+	// Now is the clock for log headers and Exit.At; time.Now when nil.
+	Now func() time.Time
+}
+
+// Executor runs tasks as supervised OS processes. It is safe for concurrent
+// use.
+type Executor struct {
+	dir  string // DataDir/workloads, absolute
+	self string // the binary that acts as the supervisor
+	path string // PATH given to tasks
+	log  *slog.Logger
+	now  func() time.Time
+	out  *outbox
+
+	mu    sync.Mutex
+	tasks map[key]*task
+}
+
+var _ executor.Executor = (*Executor)(nil)
+
+type key struct {
+	id      core.WorkloadID
+	attempt int
+}
+
+// task is a started or adopted task that has not yet been reported ended.
+type task struct {
+	key  key
+	dir  string // attempt-N directory
+	pid  int    // the task's main process and process group; 0 while starting
+	done chan struct{}
+}
+
+// New returns an executor rooted at opts.DataDir, creating the directory.
+func New(opts Options) (*Executor, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("local executor: data directory is required")
+	}
+	root, err := filepath.Abs(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
+	dir := filepath.Join(root, "workloads")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("local executor: find own binary for the supervisor: %w", err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	return &Executor{
+		dir:   dir,
+		self:  self,
+		path:  path,
+		log:   opts.Logger.With("executor", "local"),
+		now:   opts.Now,
+		out:   newOutbox(64),
+		tasks: map[key]*task{},
+	}, nil
+}
+
+var idPattern = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
+
+// workloadDir returns DataDir/workloads/<id>, refusing IDs that are not
+// plain names.
+func (e *Executor) workloadDir(id core.WorkloadID) (string, error) {
+	if !idPattern.MatchString(string(id)) {
+		return "", fmt.Errorf("invalid workload ID %q: want ^[a-z0-9-]{1,64}$", id)
+	}
+	return filepath.Join(e.dir, string(id)), nil
+}
+
+func (e *Executor) attemptDir(id core.WorkloadID, attempt int) (string, error) {
+	wdir, err := e.workloadDir(id)
+	if err != nil {
+		return "", err
+	}
+	if attempt < 1 {
+		return "", fmt.Errorf("invalid attempt %d: want 1 or more", attempt)
+	}
+	return filepath.Join(wdir, "attempt-"+strconv.Itoa(attempt)), nil
+}
+
+// Start implements executor.Executor. It returns once the task's process is
+// running, or with an error when it could not be started; in that case no
+// Exit is delivered.
+func (e *Executor) Start(ctx context.Context, t executor.Task) error {
+	if err := e.start(ctx, t); err != nil {
+		return fmt.Errorf("start %s attempt %d: %w", t.WorkloadID, t.Attempt, err)
+	}
+	return nil
+}
+
+func (e *Executor) start(ctx context.Context, t executor.Task) error {
+	// 1. Check the task and reserve its key.
+	adir, err := e.attemptDir(t.WorkloadID, t.Attempt)
+	if err != nil {
+		return err
+	}
+	if len(t.Command) == 0 || t.Command[0] == "" {
+		return errors.New("empty command")
+	}
+	if err := checkEnv(t.Env); err != nil {
+		return err
+	}
+	if t.WorkingDir != "" && !filepath.IsLocal(t.WorkingDir) {
+		return fmt.Errorf("working directory %q is not a local path", t.WorkingDir)
+	}
+	k := key{t.WorkloadID, t.Attempt}
+	tk := &task{key: k, dir: adir, done: make(chan struct{})}
+	e.mu.Lock()
+	if _, ok := e.tasks[k]; ok {
+		e.mu.Unlock()
+		return fmt.Errorf("attempt is already running: %w", fs.ErrExist)
+	}
+	e.tasks[k] = tk
+	e.mu.Unlock()
+	started := false
+	defer func() {
+		if !started {
+			e.forget(tk)
+		}
+	}()
+
+	// 2. Prepare the attempt's directory. An attempt runs at most once.
+	wdir := filepath.Dir(adir)
+	if _, err := os.Stat(filepath.Join(adir, "pid")); err == nil {
+		return fmt.Errorf("attempt was started before: %w", fs.ErrExist)
+	}
+	if err := os.MkdirAll(adir, 0o750); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(adir, "exit")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	work := filepath.Join(wdir, "work")
+	if err := os.MkdirAll(work, 0o750); err != nil {
+		return err
+	}
+
+	// 3. Open the log and announce the attempt; later failures are logged
+	// there too, for the user.
+	logf, err := os.OpenFile(filepath.Join(wdir, "log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "--- gpufleet: attempt %d started %s ---\n", t.Attempt, e.now().UTC().Format(time.RFC3339))
+	fail := func(err error) error {
+		fmt.Fprintf(logf, "--- gpufleet: attempt %d failed to start: %v ---\n", t.Attempt, err)
+		return err
+	}
+
+	// 4. Working directory, environment and program.
+	dir, err := workingDir(work, t.WorkingDir)
+	if err != nil {
+		return fail(err)
+	}
+	env := taskEnv(t, e.path, dir)
+	prog, err := lookPath(t.Command[0], envValue(env, "PATH"), dir)
+	if err != nil {
+		return fail(err)
+	}
+
+	// 5. Start the supervisor and wait until it has started the task.
+	if err := e.launch(ctx, tk, dir, prog, t.Command, env, logf); err != nil {
+		return fail(err)
+	}
+	started = true
+	return nil
+}
+
+// launch starts the supervisor, waits for its report, writes the pid file
+// and starts the goroutine that waits for the supervisor's end.
+func (e *Executor) launch(ctx context.Context, tk *task, dir, prog string, argv, env []string, logf *os.File) error {
+	adir := tk.dir
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := &exec.Cmd{
+		Path:        e.self,
+		Args:        append([]string{e.self, shimArg, adir, prog}, argv...),
+		Env:         append(env, shimEnv+"=1"),
+		Dir:         dir,
+		Stdout:      logf,
+		Stderr:      logf,
+		ExtraFiles:  []*os.File{w},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return fmt.Errorf("start supervisor: %w", err)
+	}
+	shimPID := cmd.Process.Pid
+	// The supervisor is our unreaped child, so /proc has it even if it has
+	// already exited.
+	_, shimTick, _ := procStat(shimPID)
+
+	report := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+		report <- string(b)
+	}()
+	timer := time.NewTimer(readyTimeout)
+	defer timer.Stop()
+	var line string
+	select {
+	case line = <-report:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = errors.New("the supervisor did not report within " + readyTimeout.String())
+	}
+	if err != nil {
+		// Give up: kill the supervisor and, if it got that far, the task.
+		cmd.Process.Kill()
+		if pid, tick, ok := parseReady(<-report); ok && procAlive(pid, tick) {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		cmd.Wait()
+		return err
+	}
+	pid, tick, ok := parseReady(line)
+	if !ok {
+		cmd.Wait()
+		msg := strings.TrimSpace(strings.TrimPrefix(line, "err "))
+		if msg == "" {
+			msg = "the supervisor exited before starting the task"
+		}
+		return errors.New(msg)
+	}
+	rec := pidRecord{ShimPID: shimPID, ShimStart: shimTick, PID: pid, Start: tick}
+	if err := writeJSON(filepath.Join(adir, "pid"), rec); err != nil {
+		// Without a pid file the task could not be adopted after a restart:
+		// do not run it.
+		syscall.Kill(-pid, syscall.SIGKILL)
+		cmd.Wait()
+		return err
+	}
+	e.mu.Lock()
+	tk.pid = pid
+	e.mu.Unlock()
+	go func() {
+		cmd.Wait() // its status says nothing about the task's
+		e.finish(tk, rec, "supervisor "+cmd.ProcessState.String())
+	}()
+	e.log.Info("task started", "workload", tk.key.id, "attempt", tk.key.attempt, "pid", pid, "supervisor", shimPID)
+	return nil
+}
+
+// parseReady parses the supervisor's report "ok <pid> <start>".
+func parseReady(line string) (pid int, tick uint64, ok bool) {
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "ok" {
+		return 0, 0, false
+	}
+	p, err1 := strconv.Atoi(f[1])
+	s, err2 := strconv.ParseUint(f[2], 10, 64)
+	if err1 != nil || err2 != nil || p <= 0 {
+		return 0, 0, false
+	}
+	return p, s, true
+}
+
+// finish reports the end of a task whose supervisor is gone: what the exit
+// file says, or Lost.
+func (e *Executor) finish(tk *task, rec pidRecord, how string) {
+	x := executor.Exit{WorkloadID: tk.key.id, Attempt: tk.key.attempt}
+	r, ok, err := readExit(tk.dir)
+	switch {
+	case ok:
+		x = r.exit(tk.key)
+	default:
+		if err != nil {
+			how += "; " + err.Error()
+		}
+		x.Reason = ReasonLost
+		x.Message = "the task's supervisor ended without recording its exit (" + how + ")"
+		if procAlive(rec.PID, rec.Start) {
+			syscall.Kill(-rec.PID, syscall.SIGKILL)
+		}
+		e.log.Warn("task lost", "workload", tk.key.id, "attempt", tk.key.attempt, "detail", how)
+	}
+	x.At = e.now()
+	e.forget(tk)
+	e.out.put(x)
+}
+
+func (e *Executor) forget(tk *task) {
+	e.mu.Lock()
+	if e.tasks[tk.key] == tk {
+		delete(e.tasks, tk.key)
+	}
+	e.mu.Unlock()
+	close(tk.done)
+}
+
+// Stop implements executor.Executor: SIGTERM to the task's process group,
+// then SIGKILL after grace if it has not ended. Stopping a task that this
+// executor does not know is not an error.
+func (e *Executor) Stop(ctx context.Context, id core.WorkloadID, attempt int, grace time.Duration) error {
+	e.mu.Lock()
+	tk := e.tasks[key{id, attempt}]
+	e.mu.Unlock()
+	if tk == nil {
+		return nil
+	}
+	e.signal(tk, syscall.SIGTERM)
+	if grace <= 0 {
+		e.signal(tk, syscall.SIGKILL)
+		return nil
+	}
+	go func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-tk.done:
+		case <-t.C:
+			e.signal(tk, syscall.SIGKILL)
+		}
+	}()
+	return nil
+}
+
+// signal sends sig to the task's process group while the task is running.
+func (e *Executor) signal(tk *task, sig syscall.Signal) {
+	e.mu.Lock()
+	pid := tk.pid
+	e.mu.Unlock()
+	select {
+	case <-tk.done:
+		return
+	default:
+	}
+	if pid <= 0 {
+		return // still starting; kill(-0) would signal our own group
+	}
+	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		e.log.Warn("signal task", "workload", tk.key.id, "attempt", tk.key.attempt, "signal", sig.String(), "err", err)
+	}
+}
+
+// Adopt implements executor.Executor. It reports true when the attempt's
+// exit is recorded (the Exit is delivered at once) or its supervisor is
+// still alive (the Exit is delivered when it ends), and false otherwise,
+// after killing a task whose supervisor has gone. Adopting a task that this
+// executor already tracks returns true and changes nothing.
+func (e *Executor) Adopt(ctx context.Context, t executor.Task) (bool, error) {
+	ok, err := e.adopt(t)
+	if err != nil {
+		return false, fmt.Errorf("adopt %s attempt %d: %w", t.WorkloadID, t.Attempt, err)
+	}
+	return ok, nil
+}
+
+func (e *Executor) adopt(t executor.Task) (bool, error) {
+	adir, err := e.attemptDir(t.WorkloadID, t.Attempt)
+	if err != nil {
+		return false, err
+	}
+	k := key{t.WorkloadID, t.Attempt}
+	e.mu.Lock()
+	_, known := e.tasks[k]
+	e.mu.Unlock()
+	if known {
+		return true, nil
+	}
+
+	// 1. Ended while we were away: report the record.
+	deliver := func(r exitRecord) (bool, error) {
+		x := r.exit(k)
+		x.At = e.now()
+		e.out.put(x)
+		e.log.Info("adopted ended task", "workload", k.id, "attempt", k.attempt)
+		return true, nil
+	}
+	if r, ok, err := readExit(adir); err != nil {
+		return false, err
+	} else if ok {
+		return deliver(r)
+	}
+
+	// 2. Never started here (or its files are gone).
+	var rec pidRecord
+	if err := readJSON(filepath.Join(adir, "pid"), &rec); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+
+	// 3. Open a pidfd before checking the start time, so that what we watch
+	// is the process we checked.
+	fd := pidfdOpen(rec.ShimPID)
+	if !procAlive(rec.ShimPID, rec.ShimStart) {
+		closeFD(fd)
+		if r, ok, err := readExit(adir); err != nil {
+			return false, err
+		} else if ok {
+			return deliver(r) // it ended just now
+		}
+		if procAlive(rec.PID, rec.Start) {
+			syscall.Kill(-rec.PID, syscall.SIGKILL)
+			e.log.Warn("killed task whose supervisor is gone", "workload", k.id, "attempt", k.attempt, "pid", rec.PID)
+		}
+		return false, nil
+	}
+
+	// 4. Still running: watch the supervisor.
+	tk := &task{key: k, dir: adir, pid: rec.PID, done: make(chan struct{})}
+	e.mu.Lock()
+	if _, ok := e.tasks[k]; ok {
+		e.mu.Unlock()
+		closeFD(fd)
+		return true, nil
+	}
+	e.tasks[k] = tk
+	e.mu.Unlock()
+	go func() {
+		waitGone(fd, rec.ShimPID, rec.ShimStart)
+		e.finish(tk, rec, "supervisor pid "+strconv.Itoa(rec.ShimPID)+" is gone")
+	}()
+	e.log.Info("adopted running task", "workload", k.id, "attempt", k.attempt, "pid", rec.PID)
+	return true, nil
+}
+
+// Exits implements executor.Executor. Delivery never blocks the executor: a
+// slow reader only makes the queue grow.
+func (e *Executor) Exits() <-chan executor.Exit { return e.out.ch }
+
+// Logs implements executor.Executor. The error wraps fs.ErrNotExist when the
+// workload has no log.
+func (e *Executor) Logs(id core.WorkloadID) (io.ReadCloser, error) {
+	wdir, err := e.workloadDir(id)
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", id, err)
+	}
+	f, err := os.Open(filepath.Join(wdir, "log"))
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", id, err)
+	}
+	return f, nil
+}
+
+// workingDir creates and returns work/rel, refusing a rel that leaves work,
+// through ".." or through a symbolic link.
+func workingDir(work, rel string) (string, error) {
+	if rel == "" {
+		return work, nil
+	}
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("working directory %q is not a local path", rel)
+	}
+	root, err := os.OpenRoot(work)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(rel, 0o750); err != nil {
+		return "", fmt.Errorf("working directory %q: %w", rel, err)
+	}
+	return filepath.Join(work, rel), nil
+}
+
+// lookPath resolves a program the way a shell would for the task: a name
+// with a slash is taken relative to the working directory, any other name is
+// searched in the task's PATH (whose relative entries are skipped).
+func lookPath(name, path, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", &exec.Error{Name: name, Err: err}
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(path) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return exec.ErrNotFound
+		}
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fs.ErrPermission
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package local
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gpufleet/gpufleet/internal/executor"
+)
+
+// pidRecord is attempt-N/pid: the supervisor and the task's main process,
+// each with its start time (clock ticks since boot, /proc/<pid>/stat field
+// 22) to tell it from a later process that reuses the pid.
+type pidRecord struct {
+	ShimPID   int    `json:"shimPID"`
+	ShimStart uint64 `json:"shimStart"`
+	PID       int    `json:"pid"`
+	Start     uint64 `json:"start"`
+}
+
+// exitRecord is attempt-N/exit, written by the supervisor once the task has
+// ended: {"exitCode":3} or {"signal":"SIGTERM"}, with a reason and message
+// when there is more to say.
+type exitRecord struct {
+	ExitCode   *int      `json:"exitCode,omitempty"`
+	Signal     string    `json:"signal,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+}
+
+func (r exitRecord) exit(k key) executor.Exit {
+	return executor.Exit{
+		WorkloadID: k.id,
+		Attempt:    k.attempt,
+		ExitCode:   r.ExitCode,
+		Signal:     r.Signal,
+		Reason:     r.Reason,
+		Message:    r.Message,
+	}
+}
+
+// readExit reads attempt-N/exit; ok is false when there is none.
+func readExit(adir string) (r exitRecord, ok bool, err error) {
+	err = readJSON(filepath.Join(adir, "exit"), &r)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, false, nil
+	}
+	return r, err == nil, err
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeJSON writes v to path atomically and durably: a temporary file,
+// fsync, rename, fsync of the directory.
+func writeJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// procStat reads a process's state letter and start time from
+// /proc/<pid>/stat.
+func procStat(pid int) (state byte, start uint64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold anything.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so field 22 (starttime) is f[19].
+	if len(f) < 20 || len(f[0]) != 1 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+	}
+	return f[0][0], start, nil
+}
+
+// procAlive reports whether pid is a live (not zombie) process that started
+// at start.
+func procAlive(pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	st, s, err := procStat(pid)
+	return err == nil && s == start && st != 'Z' && st != 'X'
+}
+
+// pidfdOpen returns a pidfd for pid, or -1 where pidfds are unavailable or
+// the process is gone.
+func pidfdOpen(pid int) int {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+func closeFD(fd int) {
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+}
+
+// waitGone blocks until the process (pid, start) has ended: on its pidfd
+// when fd ≥ 0, else by polling /proc every 200 ms. It closes fd.
+func waitGone(fd, pid int, start uint64) {
+	if fd >= 0 {
+		defer unix.Close(fd)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(fds, -1)
+			if err == nil && n > 0 {
+				return
+			}
+			if err != nil && !errors.Is(err, syscall.EINTR) {
+				break // fall back to polling
+			}
+		}
+	}
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for procAlive(pid, start) {
+		<-t.C
+	}
+}
+
+// signalName names a signal the way Exit.Signal does ("SIGTERM").
+func signalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return "signal " + strconv.Itoa(int(s))
+}

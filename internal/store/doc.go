@@ -1,0 +1,20 @@
+// Package store owns gpufleet's truth: teams, users and token hashes, nodes,
+// workloads with their status, events and allocation intervals, in one SQLite
+// file (modernc.org/sqlite, WAL, synchronous=FULL).
+//
+// Every write goes through one writer goroutine that gathers the writes
+// queued at that moment into one transaction, each under its own savepoint,
+// and acknowledges them only after the COMMIT has reached the disk (group
+// commit). A 2xx on submit therefore means the workload is on disk, and the
+// cost of an fsync is shared by everything that arrived while the previous
+// one was in flight. Reads use a separate pool of read-only connections and
+// see only committed data.
+//
+// The store holds no copy of the state in memory: SQLite is the state, so a
+// restart (even after kill -9) finds exactly what was acknowledged. Writes
+// that depend on the state (placing a workload, finishing an attempt) read
+// it inside their transaction and re-check it: ApplyPlan calls core.Fits
+// again, so a stale plan is rejected rather than over-committing a GPU.
+//
+// store imports core and the SQLite driver; never sched, control or the API.
+package store

@@ -1,0 +1,296 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// Snapshot reads the nodes, the usage of running workloads and the pending
+// queue. The workloads come from the in-memory view of committed active
+// workloads, so a cycle decodes no rows; they must not be modified.
+func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
+	nodes, err := queryNodes(ctx, s.read)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	active := make([]*core.Workload, 0, len(s.active))
+	for _, w := range s.active {
+		active = append(active, w)
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(active, func(a, b *core.Workload) int { return cmp.Compare(a.Seq, b.Seq) })
+	snap := &core.Snapshot{Usage: map[core.NodeName]*core.NodeUsage{}}
+	for i := range nodes {
+		snap.Nodes = append(snap.Nodes, &nodes[i])
+		snap.Usage[nodes[i].Name] = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
+	}
+	for _, w := range active {
+		switch w.Status.Phase {
+		case core.Pending:
+			snap.Pending = append(snap.Pending, w)
+		case core.Running:
+			snap.Running = append(snap.Running, w)
+			if len(w.Status.Placement) > 0 {
+				n := w.Status.Placement[0].Node
+				if snap.Usage[n] == nil {
+					snap.Usage[n] = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
+				}
+				snap.Usage[n].Add(w.Request, w.Status.Placement)
+			}
+		}
+	}
+	return snap, nil
+}
+
+// PlacementResult says what became of one placement of a plan.
+type PlacementResult struct {
+	Workload *core.Workload // as stored after the placement, when applied
+	Err      error          // why it was rejected
+}
+
+// ApplyPlan commits a plan's placements. Each placement is checked again
+// against the current state with core.Fits, and rejected alone if the
+// workload is no longer pending or the devices no longer fit; the next cycle
+// tries again. An applied placement moves the workload to Running, counts an
+// attempt, opens one allocation interval per device and records an event.
+// Decisions about workloads left pending update their reason when it changed.
+func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([]PlacementResult, error) {
+	results := make([]PlacementResult, len(plan.Placements))
+	err := s.do(ctx, func(tx *wtx) error {
+		for i, p := range plan.Placements {
+			var w *core.Workload
+			fnErr, err := tx.savepoint("placement", func() (err error) {
+				w, err = applyPlacement(tx, p, now)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			results[i] = PlacementResult{Workload: w, Err: fnErr}
+			if fnErr != nil {
+				results[i].Workload = nil
+			}
+		}
+		for _, d := range plan.Unplaced {
+			if err := setPendingReason(tx, d, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func applyPlacement(tx *wtx, p core.Placement, now time.Time) (*core.Workload, error) {
+	w, err := getForUpdate(tx, p.Workload)
+	if err != nil {
+		return nil, err
+	}
+	if w.Status.Phase != core.Pending {
+		return nil, fmt.Errorf("place workload %s: it is %s, not Pending: %w", w.ID, w.Status.Phase, core.ErrConflict)
+	}
+	if len(p.Assignments) == 0 {
+		return nil, fmt.Errorf("place workload %s: no devices: %w", w.ID, core.ErrInvalid)
+	}
+	name := p.Assignments[0].Node
+	node, err := getNode(tx, name)
+	if err != nil {
+		return nil, fmt.Errorf("place workload %s: %w", w.ID, err)
+	}
+	used, err := nodeUsage(tx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := core.Fits(node, used, w.Request, p.Assignments); err != nil {
+		return nil, fmt.Errorf("place workload %s: %w: %w", w.ID, err, core.ErrConflict)
+	}
+	from := w.Status.Phase
+	t := now.UTC()
+	w.Status.Phase = core.Running
+	w.Status.Reason = "Scheduled"
+	w.Status.Message = fmt.Sprintf("placed on %s", describe(p.Assignments))
+	w.Status.Attempts++
+	w.Status.Placement = slices.Clone(p.Assignments)
+	w.Status.StartedAt = &t
+	w.Status.FinishedAt = nil
+	w.Status.ExitCode = nil
+	w.Status.StopRequested = ""
+	if err := putStatus(tx, w); err != nil {
+		return nil, err
+	}
+	for _, a := range p.Assignments {
+		if _, err := tx.Exec(`INSERT INTO allocations (workload_id, team, attempt, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, string(w.ID), string(w.Team), w.Status.Attempts, string(a.Node), a.GPUIndex, a.GPUUUID, a.MilliGPU, a.MemoryMiB, unixNano(t)); err != nil {
+			return nil, err
+		}
+	}
+	return w, addEvent(tx, core.Event{WorkloadID: w.ID, Time: t, Reason: "Scheduled",
+		Message: fmt.Sprintf("attempt %d %s", w.Status.Attempts, w.Status.Message), From: from, To: core.Running})
+}
+
+func describe(as []core.Assignment) string {
+	s := ""
+	for i, a := range as {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s gpu %d", a.Node, a.GPUIndex)
+		if a.MilliGPU < 1000 {
+			s += fmt.Sprintf(" (%d milli-GPU, %d MiB)", a.MilliGPU, a.MemoryMiB)
+		}
+	}
+	return s
+}
+
+func setPendingReason(tx *wtx, d core.Decision, now time.Time) error {
+	w, err := getForUpdate(tx, d.Workload)
+	if err != nil || w.Status.Phase != core.Pending {
+		return nil // gone or moved on; nothing to explain
+	}
+	if w.Status.Reason == d.Reason && w.Status.Message == d.Message {
+		return nil
+	}
+	w.Status.Reason, w.Status.Message = d.Reason, d.Message
+	if err := putStatus(tx, w); err != nil {
+		return err
+	}
+	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
+}
+
+// closeAllocations ends the open allocation intervals of a workload.
+func closeAllocations(tx *wtx, id core.WorkloadID, now time.Time) error {
+	_, err := tx.Exec("UPDATE allocations SET end = ? WHERE workload_id = ? AND end IS NULL", unixNano(now), string(id))
+	return err
+}
+
+// Finish records the end of a running attempt: phase is Succeeded, Failed or
+// Cancelled. A finish for another attempt than the current one, or for a
+// workload that is not Running, is ignored (and reported as ErrConflict), so
+// that a late report cannot touch a newer attempt.
+func (s *Store) Finish(ctx context.Context, id core.WorkloadID, attempt int, phase core.Phase, reason, message string, exitCode *int, now time.Time) (*core.Workload, error) {
+	if !phase.Terminal() {
+		return nil, fmt.Errorf("finish workload %s as %s: %w", id, phase, core.ErrInvalid)
+	}
+	var out *core.Workload
+	err := s.do(ctx, func(tx *wtx) error {
+		w, err := getForUpdate(tx, id)
+		if err != nil {
+			return err
+		}
+		if w.Status.Phase != core.Running || w.Status.Attempts != attempt {
+			return fmt.Errorf("finish workload %s attempt %d: it is %s at attempt %d: %w", id, attempt, w.Status.Phase, w.Status.Attempts, core.ErrConflict)
+		}
+		t := now.UTC()
+		from := w.Status.Phase
+		w.Status.Phase, w.Status.Reason, w.Status.Message = phase, reason, message
+		w.Status.ExitCode = exitCode
+		w.Status.FinishedAt = &t
+		w.Status.StopRequested = ""
+		if err := putStatus(tx, w); err != nil {
+			return err
+		}
+		if err := closeAllocations(tx, id, t); err != nil {
+			return err
+		}
+		typ := core.EventNormal
+		if phase == core.Failed {
+			typ = core.EventWarning
+		}
+		msg := message
+		if exitCode != nil {
+			msg = fmt.Sprintf("exit code %d", *exitCode)
+			if message != "" {
+				msg += ": " + message
+			}
+		}
+		out = w
+		return addEvent(tx, core.Event{WorkloadID: id, Time: t, Type: typ, Reason: reason, Message: msg, From: from, To: phase})
+	})
+	return out, err
+}
+
+// Requeue ends a running attempt that was preempted or lost (via is
+// core.Preempted or core.Lost) and puts the workload back in the queue as
+// Pending. Its allocations are closed and two events record the passage
+// Running → via → Pending.
+func (s *Store) Requeue(ctx context.Context, id core.WorkloadID, attempt int, via core.Phase, reason, message string, now time.Time) (*core.Workload, error) {
+	if via != core.Preempted && via != core.Lost {
+		return nil, fmt.Errorf("requeue workload %s via %s: %w", id, via, core.ErrInvalid)
+	}
+	var out *core.Workload
+	err := s.do(ctx, func(tx *wtx) error {
+		w, err := getForUpdate(tx, id)
+		if err != nil {
+			return err
+		}
+		if w.Status.Phase != core.Running || w.Status.Attempts != attempt {
+			return fmt.Errorf("requeue workload %s attempt %d: it is %s at attempt %d: %w", id, attempt, w.Status.Phase, w.Status.Attempts, core.ErrConflict)
+		}
+		t := now.UTC()
+		if via == core.Preempted {
+			w.Status.Preemptions++
+		}
+		w.Status.Phase, w.Status.Reason, w.Status.Message = core.Pending, string(via), message
+		w.Status.Placement = nil
+		w.Status.StopRequested = ""
+		w.Status.ExitCode = nil
+		if err := putStatus(tx, w); err != nil {
+			return err
+		}
+		if err := closeAllocations(tx, id, t); err != nil {
+			return err
+		}
+		if err := addEvent(tx, core.Event{WorkloadID: id, Time: t, Type: core.EventWarning, Reason: reason, Message: message, From: core.Running, To: via}); err != nil {
+			return err
+		}
+		out = w
+		return addEvent(tx, core.Event{WorkloadID: id, Time: t, Reason: "Requeued", Message: fmt.Sprintf("attempt %d ended; back in the queue", attempt), From: via, To: core.Pending})
+	})
+	return out, err
+}
+
+// RequestStop asks for a workload to end. A Pending workload ends at once
+// (phase Cancelled); a Running one is marked with the reason and keeps its
+// GPUs until the executor reports its end, which the control loop records as
+// Cancelled. A finished workload is returned unchanged.
+func (s *Store) RequestStop(ctx context.Context, id core.WorkloadID, reason, message string, now time.Time) (*core.Workload, error) {
+	var out *core.Workload
+	err := s.do(ctx, func(tx *wtx) error {
+		w, err := getForUpdate(tx, id)
+		if err != nil {
+			return err
+		}
+		out = w
+		t := now.UTC()
+		switch w.Status.Phase {
+		case core.Pending:
+			w.Status.Phase, w.Status.Reason, w.Status.Message = core.Cancelled, reason, message
+			w.Status.FinishedAt = &t
+			if err := putStatus(tx, w); err != nil {
+				return err
+			}
+			return addEvent(tx, core.Event{WorkloadID: id, Time: t, Reason: reason, Message: message, From: core.Pending, To: core.Cancelled})
+		case core.Running:
+			if w.Status.StopRequested != "" {
+				return nil
+			}
+			w.Status.StopRequested = reason
+			w.Status.Message = message
+			if err := putStatus(tx, w); err != nil {
+				return err
+			}
+			return addEvent(tx, core.Event{WorkloadID: id, Time: t, Reason: "StopRequested", Message: message})
+		}
+		return nil
+	})
+	return out, err
+}

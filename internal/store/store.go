@@ -1,0 +1,359 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// Store is gpufleet's authoritative state in one SQLite file.
+type Store struct {
+	path   string
+	write  *sql.DB // one connection, used only by the writer goroutine
+	read   *sql.DB // a pool of read-only connections
+	ops    chan *op
+	notify chan struct{}
+	done   chan struct{}
+	closed sync.Once
+	wg     sync.WaitGroup
+
+	// mu guards active: the Pending and Running workloads, as committed,
+	// kept in memory so that a scheduling cycle reads them without decoding
+	// rows. The writer updates it after each commit; its values are never
+	// modified in place.
+	mu     sync.RWMutex
+	active map[core.WorkloadID]*core.Workload
+}
+
+// wtx is a write transaction. It records the workloads each write changes so
+// that the in-memory view of active workloads follows the commit.
+type wtx struct {
+	*sql.Tx
+	changed []*core.Workload
+}
+
+// savepoint runs fn under a named savepoint: on error the database changes
+// and the recorded workload changes of fn are rolled back together.
+func (tx *wtx) savepoint(name string, fn func() error) (fnErr error, err error) {
+	if _, err := tx.Exec("SAVEPOINT " + name); err != nil {
+		return nil, err
+	}
+	n := len(tx.changed)
+	if fnErr = fn(); fnErr != nil {
+		tx.changed = tx.changed[:n]
+		if _, err := tx.Exec("ROLLBACK TO " + name); err != nil {
+			return fnErr, err
+		}
+	}
+	if _, err := tx.Exec("RELEASE " + name); err != nil {
+		return fnErr, err
+	}
+	return fnErr, nil
+}
+
+// op is one write: fn runs inside the batch's transaction, under its own
+// savepoint, and err is delivered once the batch is on disk.
+type op struct {
+	fn  func(tx *wtx) error
+	err chan error
+}
+
+// MaxBatch bounds how many writes share one transaction (and one fsync).
+const MaxBatch = 256
+
+// Open opens (creating if needed) the store at path. It fails with a clear
+// message when the file exists but is not a readable gpufleet store.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("store %s: is a directory, not a database file", path)
+	}
+	dsn := func(extra string) string {
+		q := url.Values{}
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)")
+		q.Add("_pragma", "foreign_keys(1)")
+		if extra != "" {
+			q.Add("_pragma", extra)
+		}
+		return "file:" + path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn(""))
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	s := &Store{path: path, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store %s cannot be used (is it a gpufleet store, and readable?): %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn("query_only(1)"))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	s.read = r
+	active, err := s.queryWorkloads(ctx, r, WorkloadFilter{Phases: []core.Phase{core.Pending, core.Running}})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store %s: load active workloads: %w", path, err)
+	}
+	s.active = make(map[core.WorkloadID]*core.Workload, len(active))
+	for _, w := range active {
+		s.active[w.ID] = w
+	}
+	s.wg.Add(1)
+	go s.writer()
+	return s, nil
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close stops the writer after the writes already queued and closes the file.
+func (s *Store) Close() error {
+	var err error
+	s.closed.Do(func() {
+		close(s.done)
+		s.wg.Wait()
+		err = errors.Join(s.read.Close(), s.write.Close())
+	})
+	return err
+}
+
+// Changed is signalled (without blocking, coalesced) after every commit that
+// changed something. The control loop waits on it.
+func (s *Store) Changed() <-chan struct{} { return s.notify }
+
+// do queues fn as one write and waits until it is durable or failed.
+func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
+	o := &op{fn: fn, err: make(chan error, 1)}
+	select {
+	case s.ops <- o:
+	case <-s.done:
+		return fmt.Errorf("store closed: %w", errUnavailable)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, the write will be carried out; wait for it even if ctx
+	// ends, so that the caller never reports failure for a committed write.
+	return <-o.err
+}
+
+// writer is the only goroutine that writes. It gathers queued writes into one
+// transaction (group commit): each runs under its own savepoint, so a failing
+// write is rolled back alone, and all are acknowledged after one COMMIT, with
+// synchronous=FULL, has reached the disk.
+func (s *Store) writer() {
+	defer s.wg.Done()
+	for {
+		var batch []*op
+		select {
+		case o := <-s.ops:
+			batch = append(batch, o)
+		case <-s.done:
+			// Drain what is queued, then stop.
+			for {
+				select {
+				case o := <-s.ops:
+					s.commit([]*op{o})
+				default:
+					return
+				}
+			}
+		}
+	gather:
+		for len(batch) < MaxBatch {
+			select {
+			case o := <-s.ops:
+				batch = append(batch, o)
+			default:
+				break gather
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+func (s *Store) commit(batch []*op) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	fail := func(err error) {
+		for _, o := range batch {
+			o.err <- err
+		}
+	}
+	sqltx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		fail(fmt.Errorf("begin: %w", err))
+		return
+	}
+	tx := &wtx{Tx: sqltx}
+	changed := false
+	for i, o := range batch {
+		fnErr, err := tx.savepoint("op", func() error { return o.fn(tx) })
+		if err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("savepoint: %w", err))
+			return
+		}
+		errs[i] = fnErr
+		changed = changed || fnErr == nil
+	}
+	if err := tx.Commit(); err != nil {
+		fail(fmt.Errorf("commit: %w", err))
+		return
+	}
+	s.mu.Lock()
+	for _, w := range tx.changed {
+		if w.Status.Phase == core.Pending || w.Status.Phase == core.Running {
+			s.active[w.ID] = w.Clone()
+		} else {
+			delete(s.active, w.ID)
+		}
+	}
+	s.mu.Unlock()
+	for i, o := range batch {
+		o.err <- errs[i]
+	}
+	if changed {
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+const schemaVersion = 1
+
+func (s *Store) migrate(ctx context.Context) error {
+	var v int
+	if err := s.write.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v == schemaVersion {
+		// Check that the tables are there: a file with user_version set by
+		// something else is not ours.
+		var n int
+		err := s.write.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('workloads','events','allocations','nodes','teams','users','tokens')").Scan(&n)
+		if err != nil {
+			return err
+		}
+		if n != 7 {
+			return fmt.Errorf("schema version %d but %d of 7 tables", v, n)
+		}
+		return nil
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("store schema version %d is newer than this gpufleet (%d)", v, schemaVersion)
+	}
+	if v == 0 {
+		var n int
+		if err := s.write.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+			return err
+		}
+		if n != 0 {
+			return errors.New("the file holds tables that are not a gpufleet store")
+		}
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, stmt := range schema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+var schema = []string{
+	`CREATE TABLE teams (
+		name TEXT PRIMARY KEY,
+		created_at INTEGER NOT NULL,
+		spec BLOB NOT NULL
+	)`,
+	`CREATE TABLE users (
+		name TEXT PRIMARY KEY,
+		created_at INTEGER NOT NULL,
+		spec BLOB NOT NULL
+	)`,
+	`CREATE TABLE tokens (
+		hash TEXT PRIMARY KEY,
+		user_name TEXT NOT NULL REFERENCES users(name),
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER,
+		revoked_at INTEGER
+	)`,
+	`CREATE TABLE nodes (
+		name TEXT PRIMARY KEY,
+		spec BLOB NOT NULL
+	)`,
+	`CREATE TABLE workloads (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		id TEXT NOT NULL UNIQUE,
+		team TEXT NOT NULL REFERENCES teams(name),
+		owner TEXT NOT NULL,
+		phase TEXT NOT NULL,
+		node TEXT,
+		created_at INTEGER NOT NULL,
+		idem_key TEXT,
+		idem_hash TEXT,
+		spec BLOB NOT NULL,
+		status BLOB NOT NULL
+	)`,
+	`CREATE INDEX workloads_phase ON workloads(phase, seq)`,
+	`CREATE INDEX workloads_team ON workloads(team, seq)`,
+	`CREATE INDEX workloads_node ON workloads(node) WHERE node IS NOT NULL`,
+	`CREATE UNIQUE INDEX workloads_idem ON workloads(owner, idem_key) WHERE idem_key IS NOT NULL`,
+	`CREATE TABLE events (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		workload_id TEXT NOT NULL,
+		time INTEGER NOT NULL,
+		type TEXT NOT NULL,
+		reason TEXT NOT NULL,
+		message TEXT NOT NULL,
+		from_phase TEXT NOT NULL,
+		to_phase TEXT NOT NULL
+	)`,
+	`CREATE INDEX events_workload ON events(workload_id, id)`,
+	`CREATE TABLE allocations (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		workload_id TEXT NOT NULL,
+		team TEXT NOT NULL,
+		attempt INTEGER NOT NULL,
+		node TEXT NOT NULL,
+		gpu_index INTEGER NOT NULL,
+		gpu_uuid TEXT NOT NULL,
+		milli_gpu INTEGER NOT NULL,
+		memory_mib INTEGER NOT NULL,
+		start INTEGER NOT NULL,
+		end INTEGER
+	)`,
+	`CREATE INDEX allocations_workload ON allocations(workload_id)`,
+	`CREATE INDEX allocations_open ON allocations(node, gpu_index) WHERE end IS NULL`,
+}
+
+func unixNano(t time.Time) int64 { return t.UTC().UnixNano() }
+
+func fromNano(n int64) time.Time { return time.Unix(0, n).UTC() }

@@ -1,0 +1,407 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "gpufleet.db")
+	}
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// fixture makes a store with team "a" and one node with two 80 GiB GPUs.
+func fixture(t *testing.T) *Store {
+	t.Helper()
+	s := open(t, "")
+	ctx := context.Background()
+	if err := s.CreateTeam(ctx, core.Team{Name: "a", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutNode(ctx, node("n1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func node(name string, gpus int) core.Node {
+	n := core.Node{Name: core.NodeName(name), Schedulable: true}
+	for i := range gpus {
+		n.GPUs = append(n.GPUs, core.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", name, i), Model: "H100", MemoryMiB: 81920})
+	}
+	return n
+}
+
+func workload(milli int64) *core.Workload {
+	return &core.Workload{Spec: core.Spec{Name: "w", Team: "a", Owner: "alice", Kind: core.KindJob, Priority: "training",
+		Request: core.Request{MilliGPU: milli}, Command: []string{"true"}}}
+}
+
+func submit(t *testing.T, s *Store, milli int64) *core.Workload {
+	t.Helper()
+	w, _, err := s.CreateWorkload(context.Background(), workload(milli), nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func assign(node string, gpu int, milli int64) core.Assignment {
+	return core.Assignment{Node: core.NodeName(node), GPUIndex: gpu, GPUUUID: fmt.Sprintf("GPU-%s-%d", node, gpu), MilliGPU: milli, MemoryMiB: 81920 * milli / 1000}
+}
+
+func TestCreateAndReadWorkload(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	w := submit(t, s, 250)
+	got, err := s.Workload(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(w, got); diff != "" {
+		t.Errorf("read back (-created +read):\n%s", diff)
+	}
+	if got.Status.Phase != core.Pending || got.Seq == 0 {
+		t.Errorf("new workload: phase %s seq %d, want Pending and a sequence number", got.Status.Phase, got.Seq)
+	}
+	evs, err := s.Events(ctx, w.ID)
+	if err != nil || len(evs) != 1 || evs[0].Reason != "Submitted" || evs[0].To != core.Pending {
+		t.Errorf("events = %+v, %v; want one Submitted event", evs, err)
+	}
+	if _, err := s.Workload(ctx, "wl-nope"); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("missing workload: err %v, want ErrNotFound", err)
+	}
+}
+
+func TestUnknownTeamStoresNothing(t *testing.T) {
+	s := fixture(t)
+	w := workload(1000)
+	w.Team = "nope"
+	if _, _, err := s.CreateWorkload(context.Background(), w, nil, t0); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("err %v, want ErrNotFound", err)
+	}
+	all, _ := s.Workloads(context.Background(), WorkloadFilter{})
+	if len(all) != 0 {
+		t.Errorf("%d workloads stored after a failed submit", len(all))
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	first, created, err := s.CreateWorkload(ctx, workload(1000), &Idempotency{Key: "k1", Hash: "h1"}, t0)
+	if err != nil || !created {
+		t.Fatalf("first: created %v err %v", created, err)
+	}
+	again, created, err := s.CreateWorkload(ctx, workload(1000), &Idempotency{Key: "k1", Hash: "h1"}, t0)
+	if err != nil || created || again.ID != first.ID {
+		t.Errorf("replay: id %s created %v err %v; want %s, false, nil", again.ID, created, err, first.ID)
+	}
+	if _, _, err := s.CreateWorkload(ctx, workload(500), &Idempotency{Key: "k1", Hash: "h2"}, t0); !errors.Is(err, core.ErrIdempotency) {
+		t.Errorf("same key, other body: err %v, want ErrIdempotency", err)
+	}
+	all, _ := s.Workloads(ctx, WorkloadFilter{})
+	if len(all) != 1 {
+		t.Errorf("%d workloads stored, want 1", len(all))
+	}
+}
+
+func TestConcurrentIdempotentSubmitsCreateOne(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	ids := make([]core.WorkloadID, 50)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			w, _, err := s.CreateWorkload(ctx, workload(1000), &Idempotency{Key: "same", Hash: "h"}, t0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = w.ID
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("concurrent submits with one key made several workloads: %s and %s", ids[0], id)
+		}
+	}
+}
+
+func TestApplyPlanRechecksFit(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	a, b, c := submit(t, s, 600), submit(t, s, 600), submit(t, s, 1000)
+	plan := core.Plan{Placements: []core.Placement{
+		{Workload: a.ID, Assignments: []core.Assignment{assign("n1", 0, 600)}},
+		{Workload: b.ID, Assignments: []core.Assignment{assign("n1", 0, 600)}}, // over-commits GPU 0
+		{Workload: c.ID, Assignments: []core.Assignment{assign("n1", 1, 1000)}},
+	}}
+	res, err := s.ApplyPlan(ctx, plan, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Err != nil || res[2].Err != nil {
+		t.Errorf("fitting placements rejected: %v, %v", res[0].Err, res[2].Err)
+	}
+	if !errors.Is(res[1].Err, core.ErrConflict) {
+		t.Errorf("over-commit: err %v, want ErrConflict", res[1].Err)
+	}
+	got, _ := s.Workload(ctx, b.ID)
+	if got.Status.Phase != core.Pending || got.Status.Attempts != 0 {
+		t.Errorf("rejected workload is %s with %d attempts, want Pending with 0", got.Status.Phase, got.Status.Attempts)
+	}
+	// Placing an already running workload again is a conflict too.
+	res, _ = s.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: a.ID, Assignments: []core.Assignment{assign("n1", 0, 600)}}}}, t0)
+	if !errors.Is(res[0].Err, core.ErrConflict) {
+		t.Errorf("double placement: err %v, want ErrConflict", res[0].Err)
+	}
+	u, _ := s.Usage(ctx)
+	want := map[int]core.GPUUse{0: {MilliGPU: 600, MemoryMiB: 49152}, 1: {MilliGPU: 1000, MemoryMiB: 81920}}
+	if diff := cmp.Diff(want, u["n1"].GPUs); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+}
+
+func TestLifecycleKeepsAllocationIntervals(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	w := submit(t, s, 1000)
+	place := core.Plan{Placements: []core.Placement{{Workload: w.ID, Assignments: []core.Assignment{assign("n1", 0, 1000)}}}}
+	if res, err := s.ApplyPlan(ctx, place, t0); err != nil || res[0].Err != nil {
+		t.Fatalf("place: %v %v", err, res[0].Err)
+	}
+	if _, err := s.Requeue(ctx, w.ID, 1, core.Preempted, "Preempted", "by wl-x", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Workload(ctx, w.ID)
+	if got.Status.Phase != core.Pending || got.Status.Preemptions != 1 || got.Status.Attempts != 1 || len(got.Status.Placement) != 0 {
+		t.Errorf("after requeue: %+v", got.Status)
+	}
+	if res, err := s.ApplyPlan(ctx, place, t0.Add(2*time.Minute)); err != nil || res[0].Err != nil {
+		t.Fatalf("place again: %v %v", err, res[0].Err)
+	}
+	if _, err := s.Finish(ctx, w.ID, 1, core.Succeeded, "Completed", "", nil, t0); !errors.Is(err, core.ErrConflict) {
+		t.Errorf("finish of a stale attempt: err %v, want ErrConflict", err)
+	}
+	code := 0
+	if _, err := s.Finish(ctx, w.ID, 2, core.Succeeded, "Completed", "", &code, t0.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	allocs, _ := s.Allocations(ctx, w.ID)
+	if len(allocs) != 2 {
+		t.Fatalf("%d allocation intervals, want 2", len(allocs))
+	}
+	for i, want := range [][2]time.Duration{{0, time.Minute}, {2 * time.Minute, 5 * time.Minute}} {
+		a := allocs[i]
+		if a.Attempt != i+1 || !a.Start.Equal(t0.Add(want[0])) || a.End == nil || !a.End.Equal(t0.Add(want[1])) || a.MilliGPU != 1000 || a.Team != "a" {
+			t.Errorf("interval %d = %+v, want attempt %d from +%s to +%s", i, a, i+1, want[0], want[1])
+		}
+	}
+	evs, _ := s.Events(ctx, w.ID)
+	var path []string
+	for _, e := range evs {
+		if e.To != "" {
+			path = append(path, string(e.To))
+		}
+	}
+	want := []string{"Pending", "Running", "Preempted", "Pending", "Running", "Succeeded"}
+	if diff := cmp.Diff(want, path); diff != "" {
+		t.Errorf("phase path (-want +got):\n%s", diff)
+	}
+	u, _ := s.Usage(ctx)
+	if len(u["n1"].GPUs) != 0 {
+		t.Errorf("finished workload still holds %v", u["n1"].GPUs)
+	}
+}
+
+func TestRequestStop(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	p, r := submit(t, s, 1000), submit(t, s, 1000)
+	s.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: r.ID, Assignments: []core.Assignment{assign("n1", 0, 1000)}}}}, t0)
+	got, err := s.RequestStop(ctx, p.ID, "Cancelled", "by alice", t0)
+	if err != nil || got.Status.Phase != core.Cancelled {
+		t.Errorf("cancel pending: %v %v, want Cancelled", got.Status.Phase, err)
+	}
+	if _, err := s.RequestStop(ctx, r.ID, "Cancelled", "by alice", t0); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Workload(ctx, r.ID)
+	if got.Status.Phase != core.Running || got.Status.StopRequested != "Cancelled" {
+		t.Errorf("cancel running: %s stop %q, want Running with a stop request", got.Status.Phase, got.Status.StopRequested)
+	}
+}
+
+// TestNoGPUOvercommitUnderRandomPlans applies random, often conflicting,
+// plans and checks after each that no device holds more than it has.
+func TestNoGPUOvercommitUnderRandomPlans(t *testing.T) {
+	for seed := range uint64(5) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 1))
+			s := fixture(t)
+			ctx := context.Background()
+			sizes := []int64{250, 500, 1000, 2000}
+			for range 30 {
+				var plan core.Plan
+				for range 1 + rng.IntN(4) {
+					size := sizes[rng.IntN(len(sizes))]
+					w := submit(t, s, size)
+					var as []core.Assignment
+					if size >= 1000 {
+						for g := range int(size / 1000) {
+							as = append(as, assign("n1", (g+rng.IntN(2))%2, 1000))
+						}
+					} else {
+						as = []core.Assignment{assign("n1", rng.IntN(2), size)}
+					}
+					plan.Placements = append(plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
+				}
+				if _, err := s.ApplyPlan(ctx, plan, t0); err != nil {
+					t.Fatal(err)
+				}
+				// Finish a random running workload now and then.
+				if rng.IntN(3) == 0 {
+					running, _ := s.Workloads(ctx, WorkloadFilter{Phases: []core.Phase{core.Running}})
+					if len(running) > 0 {
+						w := running[rng.IntN(len(running))]
+						s.Finish(ctx, w.ID, w.Status.Attempts, core.Succeeded, "Completed", "", nil, t0)
+					}
+				}
+				u, _ := s.Usage(ctx)
+				for g, use := range u["n1"].GPUs {
+					if use.MilliGPU > 1000 || use.MemoryMiB > 81920 {
+						t.Fatalf("gpu %d over-committed: %+v", g, use)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAcknowledgedWritesSurviveReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpufleet.db")
+	s := open(t, path)
+	ctx := context.Background()
+	s.CreateTeam(ctx, core.Team{Name: "a", CreatedAt: t0})
+	var mu sync.Mutex
+	acked := map[core.WorkloadID]bool{}
+	var wg sync.WaitGroup
+	for range 300 {
+		wg.Go(func() {
+			w, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			acked[w.ID] = true
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	s.Close()
+	s2 := open(t, path)
+	all, err := s2.Workloads(ctx, WorkloadFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[core.WorkloadID]int{}
+	for _, w := range all {
+		seen[w.ID]++
+	}
+	for id := range acked {
+		if seen[id] != 1 {
+			t.Errorf("acknowledged workload %s found %d times after reopen", id, seen[id])
+		}
+	}
+	if len(all) != len(acked) {
+		t.Errorf("%d workloads after reopen, %d acknowledged", len(all), len(acked))
+	}
+}
+
+func TestPaging(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	for range 5 {
+		submit(t, s, 1000)
+	}
+	var got []core.WorkloadID
+	f := WorkloadFilter{Limit: 2}
+	for {
+		page, err := s.Workloads(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range page {
+			got = append(got, w.ID)
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.AfterSeq = page[len(page)-1].Seq
+	}
+	all, _ := s.Workloads(ctx, WorkloadFilter{})
+	var want []core.WorkloadID
+	for _, w := range all {
+		want = append(want, w.ID)
+	}
+	if diff := cmp.Diff(want, got); diff != "" || len(got) != 5 {
+		t.Errorf("pages (-all +paged):\n%s", diff)
+	}
+}
+
+func TestOpenRefusesForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.db")
+	os.WriteFile(garbage, []byte("this is not a database, just some text that is long enough to look like a header...."), 0o600)
+	if _, err := Open(context.Background(), garbage); err == nil {
+		t.Error("opened a file that is not a database")
+	}
+	if _, err := Open(context.Background(), dir); err == nil {
+		t.Error("opened a directory as the store")
+	}
+}
+
+func TestTokens(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	exp := t0.Add(time.Hour)
+	if err := s.CreateUser(ctx, core.User{Name: "bob", Teams: []core.TeamName{"a"}, CreatedAt: t0}, "hash1", &exp); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.UserByTokenHash(ctx, "hash1", t0)
+	if err != nil || u.Name != "bob" {
+		t.Errorf("lookup: %v %v", u, err)
+	}
+	if _, err := s.UserByTokenHash(ctx, "hash1", t0.Add(2*time.Hour)); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("expired token: err %v, want ErrNotFound", err)
+	}
+	if err := s.CreateUser(ctx, core.User{Name: "carol", Teams: []core.TeamName{"nope"}, CreatedAt: t0}, "hash2", nil); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("user in unknown team: err %v, want ErrNotFound", err)
+	}
+	if _, err := s.UserByTokenHash(ctx, "hash2", t0); !errors.Is(err, core.ErrNotFound) {
+		t.Error("token of a refused user was stored")
+	}
+}

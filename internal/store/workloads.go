@@ -1,0 +1,323 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+var errUnavailable = core.ErrUnavailable
+
+// NewWorkloadID returns a fresh random workload ID such as "wl-7kq2m9x4c1ab".
+// IDs are random, not sequential, so that one team cannot guess another's.
+func NewWorkloadID() core.WorkloadID {
+	var b [8]byte
+	rand.Read(b[:])
+	s := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+	return core.WorkloadID("wl-" + s[:12])
+}
+
+// Idempotency ties a submission to a client-chosen key. The same owner and
+// key with the same body hash returns the workload created the first time;
+// with another hash it fails with core.ErrIdempotency.
+type Idempotency struct {
+	Key  string
+	Hash string
+}
+
+// CreateWorkload stores a new Pending workload and its "Submitted" event.
+// w.ID, Seq and Status are set by the store; the stored workload is
+// returned. created is false when an earlier submission with the same
+// idempotency key is returned instead.
+func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idempotency, now time.Time) (out *core.Workload, created bool, err error) {
+	w = w.Clone()
+	w.ID = NewWorkloadID()
+	w.CreatedAt = now.UTC()
+	w.Status = core.Status{Phase: core.Pending, Reason: "Submitted"}
+	spec, err := json.Marshal(&w.Spec)
+	if err != nil {
+		return nil, false, err
+	}
+	status, err := json.Marshal(&w.Status)
+	if err != nil {
+		return nil, false, err
+	}
+	var key, hash any
+	if idem != nil {
+		key, hash = idem.Key, idem.Hash
+	}
+	err = s.do(ctx, func(tx *wtx) error {
+		if idem != nil {
+			prev, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE owner = ? AND idem_key = ?", w.Owner, idem.Key), true)
+			if err == nil {
+				if prev.hash != idem.Hash {
+					return fmt.Errorf("key %q: %w", idem.Key, core.ErrIdempotency)
+				}
+				out, created = prev.w, false
+				return nil
+			}
+			if !errors.Is(err, core.ErrNotFound) {
+				return err
+			}
+		}
+		var team string
+		if err := tx.QueryRow("SELECT name FROM teams WHERE name = ?", string(w.Team)).Scan(&team); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("team %q: %w", w.Team, core.ErrNotFound)
+			}
+			return err
+		}
+		res, err := tx.Exec(`INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status)
+		if err != nil {
+			return err
+		}
+		w.Seq, _ = res.LastInsertId()
+		tx.changed = append(tx.changed, w)
+		if err := addEvent(tx, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: "Submitted",
+			Message: fmt.Sprintf("submitted by %s to team %s", w.Owner, w.Team), To: core.Pending}); err != nil {
+			return err
+		}
+		out, created = w, true
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+const selectWorkload = "SELECT seq, id, created_at, spec, status, idem_hash FROM workloads"
+
+type scanned struct {
+	w    *core.Workload
+	hash string
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanWorkload(r rowScanner, _ bool) (*scanned, error) {
+	var (
+		seq, created int64
+		id           string
+		spec, status []byte
+		hash         sql.NullString
+	)
+	if err := r.Scan(&seq, &id, &created, &spec, &status, &hash); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, core.ErrNotFound
+		}
+		return nil, err
+	}
+	w := &core.Workload{ID: core.WorkloadID(id), Seq: seq, CreatedAt: fromNano(created)}
+	if err := json.Unmarshal(spec, &w.Spec); err != nil {
+		return nil, fmt.Errorf("workload %s: decode spec: %w", id, err)
+	}
+	if err := json.Unmarshal(status, &w.Status); err != nil {
+		return nil, fmt.Errorf("workload %s: decode status: %w", id, err)
+	}
+	return &scanned{w: w, hash: hash.String}, nil
+}
+
+// Workload reads one workload.
+func (s *Store) Workload(ctx context.Context, id core.WorkloadID) (*core.Workload, error) {
+	sc, err := scanWorkload(s.read.QueryRowContext(ctx, selectWorkload+" WHERE id = ?", string(id)), false)
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", id, err)
+	}
+	return sc.w, nil
+}
+
+// WorkloadFilter selects workloads. Zero fields select everything.
+type WorkloadFilter struct {
+	Teams  []core.TeamName // any of these; nil means every team
+	Phases []core.Phase
+	Owner  string
+	// AfterSeq pages: only workloads submitted after this sequence number.
+	AfterSeq int64
+	Limit    int
+}
+
+// Workloads lists workloads in submission order.
+func (s *Store) Workloads(ctx context.Context, f WorkloadFilter) ([]*core.Workload, error) {
+	return s.queryWorkloads(ctx, s.read, f)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (s *Store) queryWorkloads(ctx context.Context, q querier, f WorkloadFilter) ([]*core.Workload, error) {
+	var where []string
+	var args []any
+	if f.Teams != nil {
+		if len(f.Teams) == 0 {
+			return nil, nil
+		}
+		where = append(where, "team IN ("+placeholders(len(f.Teams))+")")
+		for _, t := range f.Teams {
+			args = append(args, string(t))
+		}
+	}
+	if len(f.Phases) > 0 {
+		where = append(where, "phase IN ("+placeholders(len(f.Phases))+")")
+		for _, p := range f.Phases {
+			args = append(args, string(p))
+		}
+	}
+	if f.Owner != "" {
+		where = append(where, "owner = ?")
+		args = append(args, f.Owner)
+	}
+	if f.AfterSeq > 0 {
+		where = append(where, "seq > ?")
+		args = append(args, f.AfterSeq)
+	}
+	query := selectWorkload
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY seq"
+	if f.Limit > 0 {
+		query += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*core.Workload
+	for rows.Next() {
+		sc, err := scanWorkload(rows, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc.w)
+	}
+	return out, rows.Err()
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// Events lists a workload's events, oldest first.
+func (s *Store) Events(ctx context.Context, id core.WorkloadID) ([]core.Event, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT id, time, type, reason, message, from_phase, to_phase FROM events WHERE workload_id = ? ORDER BY id", string(id))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []core.Event
+	for rows.Next() {
+		var e core.Event
+		var t int64
+		var from, to string
+		if err := rows.Scan(&e.ID, &t, &e.Type, &e.Reason, &e.Message, &from, &to); err != nil {
+			return nil, err
+		}
+		e.WorkloadID, e.Time, e.From, e.To = id, fromNano(t), core.Phase(from), core.Phase(to)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Allocations lists a workload's allocation intervals, or every one when id
+// is empty, oldest first.
+func (s *Store) Allocations(ctx context.Context, id core.WorkloadID) ([]core.Allocation, error) {
+	q := "SELECT id, workload_id, team, attempt, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, end FROM allocations"
+	var args []any
+	if id != "" {
+		q += " WHERE workload_id = ?"
+		args = append(args, string(id))
+	}
+	rows, err := s.read.QueryContext(ctx, q+" ORDER BY id", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []core.Allocation
+	for rows.Next() {
+		var a core.Allocation
+		var wid, team, node string
+		var start int64
+		var end sql.NullInt64
+		if err := rows.Scan(&a.ID, &wid, &team, &a.Attempt, &node, &a.GPUIndex, &a.GPUUUID, &a.MilliGPU, &a.MemoryMiB, &start, &end); err != nil {
+			return nil, err
+		}
+		a.WorkloadID, a.Team, a.Node, a.Start = core.WorkloadID(wid), core.TeamName(team), core.NodeName(node), fromNano(start)
+		if end.Valid {
+			t := fromNano(end.Int64)
+			a.End = &t
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func addEvent(tx *wtx, e core.Event) error {
+	if e.Type == "" {
+		e.Type = core.EventNormal
+	}
+	_, err := tx.Exec("INSERT INTO events (workload_id, time, type, reason, message, from_phase, to_phase) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		string(e.WorkloadID), unixNano(e.Time), e.Type, e.Reason, e.Message, string(e.From), string(e.To))
+	return err
+}
+
+// AddEvent records an event that changes no phase (a warning, say).
+func (s *Store) AddEvent(ctx context.Context, e core.Event) error {
+	return s.do(ctx, func(tx *wtx) error { return addEvent(tx, e) })
+}
+
+// getForUpdate reads a workload inside a write.
+func getForUpdate(tx *wtx, id core.WorkloadID) (*core.Workload, error) {
+	sc, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE id = ?", string(id)), false)
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", id, err)
+	}
+	return sc.w, nil
+}
+
+// putStatus writes a workload's status, phase and node columns.
+func putStatus(tx *wtx, w *core.Workload) error {
+	b, err := json.Marshal(&w.Status)
+	if err != nil {
+		return err
+	}
+	var node any
+	if w.Status.Phase == core.Running && len(w.Status.Placement) > 0 {
+		node = string(w.Status.Placement[0].Node)
+	}
+	if _, err = tx.Exec("UPDATE workloads SET phase = ?, node = ?, status = ? WHERE id = ?", string(w.Status.Phase), node, b, string(w.ID)); err != nil {
+		return err
+	}
+	tx.changed = append(tx.changed, w)
+	return nil
+}
+
+// nodeUsage sums what Running workloads hold on one node, inside a write.
+func nodeUsage(tx *wtx, node core.NodeName) (*core.NodeUsage, error) {
+	rows, err := tx.Query(selectWorkload+" WHERE phase = ? AND node = ?", string(core.Running), string(node))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	u := &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
+	for rows.Next() {
+		sc, err := scanWorkload(rows, false)
+		if err != nil {
+			return nil, err
+		}
+		u.Add(sc.w.Request, sc.w.Status.Placement)
+	}
+	return u, rows.Err()
+}
