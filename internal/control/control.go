@@ -143,7 +143,7 @@ func (l *Loop) cycle(ctx context.Context) {
 // requested, and requests a stop for those past their max runtime.
 func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 	for _, w := range snap.Running {
-		if w.Status.StopRequested == "" && w.MaxRuntime > 0 && w.Status.StartedAt != nil && now.Sub(*w.Status.StartedAt) >= w.MaxRuntime {
+		if w.Status.StopRequested == "" && w.MaxRuntime > 0 && w.Status.StartedAt != nil && now.Sub(*w.Status.StartedAt) > w.MaxRuntime+time.Millisecond {
 			msg := fmt.Sprintf("ran longer than its max runtime of %s", w.MaxRuntime)
 			if _, err := l.opts.Store.RequestStop(ctx, w.ID, ReasonMaxRuntime, msg, now); err != nil {
 				l.log.Error("request stop", "workload", w.ID, "err", err)
