@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Workload kinds.
 const (
@@ -182,7 +185,14 @@ const (
 
 // Error implements error so that the client can return it.
 func (e *Error) Error() string {
+	// The server's message usually repeats the field problems on one line;
+	// print them one per line instead.
 	s := e.Message
+	if len(e.Fields) > 0 {
+		if i := strings.Index(s, ": "+e.Fields[0].Field+": "); i >= 0 {
+			s = s[:i]
+		}
+	}
 	for _, f := range e.Fields {
 		s += "\n  " + f.Field + ": " + f.Problem
 	}

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -38,7 +39,7 @@ func (s *Server) submit(r *http.Request, u *core.User) (reply, error) {
 	if err := decode(r, &in); err != nil {
 		return reply{}, err
 	}
-	w, err := s.toCore(&in, u)
+	w, err := s.toCore(r.Context(), &in, u)
 	if err != nil {
 		return reply{}, err
 	}
@@ -63,7 +64,7 @@ func (s *Server) submit(r *http.Request, u *core.User) (reply, error) {
 }
 
 // toCore validates a submitted workload and turns it into the domain type.
-func (s *Server) toCore(in *api.Workload, u *core.User) (*core.Workload, error) {
+func (s *Server) toCore(ctx context.Context, in *api.Workload, u *core.User) (*core.Workload, error) {
 	errs := in.Validate()
 	team := core.TeamName(in.Team)
 	if team == "" {
@@ -77,8 +78,13 @@ func (s *Server) toCore(in *api.Workload, u *core.User) (*core.Workload, error) 
 		default:
 			errs = append(errs, api.FieldError{Field: "team", Problem: "is required: you belong to several teams"})
 		}
-	} else if api.ValidName(in.Team) && !u.InTeam(team) {
-		errs = append(errs, api.FieldError{Field: "team", Problem: fmt.Sprintf("team %q does not exist or you are not a member", in.Team)})
+	} else if api.ValidName(in.Team) {
+		if _, err := s.opts.Store.Team(ctx, team); err != nil || !u.InTeam(team) {
+			if err != nil && !errors.Is(err, core.ErrNotFound) {
+				return nil, err
+			}
+			errs = append(errs, api.FieldError{Field: "team", Problem: fmt.Sprintf("team %q does not exist or you are not a member", in.Team)})
+		}
 	}
 	kind := core.Kind(in.Kind)
 	if kind == "" {

@@ -72,6 +72,15 @@ func (l *Loop) Reconcile(ctx context.Context) error {
 			l.log.Info("re-adopted running workload", "workload", w.ID, "attempt", w.Status.Attempts)
 			continue
 		}
+		if w.Status.StopRequested != "" {
+			// It was being stopped, and it is gone: record the stop that
+			// was asked for instead of running it again.
+			phase, reason, msg := outcome(w, executor.Exit{Reason: "Lost"})
+			if _, err := l.opts.Store.Finish(ctx, w.ID, w.Status.Attempts, phase, reason, msg, nil, l.opts.Now()); err != nil {
+				return fmt.Errorf("reconcile %s: %w", w.ID, err)
+			}
+			continue
+		}
 		l.log.Warn("running workload lost across restart", "workload", w.ID, "attempt", w.Status.Attempts)
 		if _, err := l.opts.Store.Requeue(ctx, w.ID, w.Status.Attempts, core.Lost, "ProcessLost",
 			"the workload's process was not found after the control plane restarted", l.opts.Now()); err != nil {
@@ -143,7 +152,7 @@ func (l *Loop) cycle(ctx context.Context) {
 // requested, and requests a stop for those past their max runtime.
 func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 	for _, w := range snap.Running {
-		if w.Status.StopRequested == "" && w.MaxRuntime > 0 && w.Status.StartedAt != nil && now.Sub(*w.Status.StartedAt) > w.MaxRuntime+time.Millisecond {
+		if w.Status.StopRequested == "" && w.MaxRuntime > 0 && w.Status.StartedAt != nil && now.Sub(*w.Status.StartedAt) >= w.MaxRuntime {
 			msg := fmt.Sprintf("ran longer than its max runtime of %s", w.MaxRuntime)
 			if _, err := l.opts.Store.RequestStop(ctx, w.ID, ReasonMaxRuntime, msg, now); err != nil {
 				l.log.Error("request stop", "workload", w.ID, "err", err)
@@ -157,10 +166,11 @@ func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 		if l.stopping[k] {
 			continue
 		}
-		l.stopping[k] = true
 		if err := l.opts.Executor.Stop(ctx, w.ID, w.Status.Attempts, w.Grace()); err != nil {
-			l.log.Error("stop", "workload", w.ID, "err", err)
+			l.log.Error("stop failed; retrying next cycle", "workload", w.ID, "err", err)
+			continue
 		}
+		l.stopping[k] = true
 	}
 }
 
@@ -202,7 +212,9 @@ func (l *Loop) exit(ctx context.Context, e executor.Exit) {
 		return // a late report of an attempt that is already settled
 	}
 	now := l.opts.Now()
-	if e.Reason == "Lost" {
+	// A lost task is requeued, unless it was being stopped: then it is
+	// gone as asked, and outcome records the stop.
+	if e.Reason == "Lost" && w.Status.StopRequested == "" {
 		_, err = l.opts.Store.Requeue(ctx, w.ID, e.Attempt, core.Lost, "ProcessLost", e.Message, now)
 		l.logErr(err, w.ID)
 		return

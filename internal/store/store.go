@@ -32,6 +32,9 @@ type Store struct {
 	// modified in place.
 	mu     sync.RWMutex
 	active map[core.WorkloadID]*core.Workload
+
+	tokMu  sync.Mutex
+	tokens map[string]cachedUser // token hash → user, see UserByTokenHash
 }
 
 // wtx is a write transaction. It records the workloads each write changes so
@@ -95,7 +98,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	s := &Store{path: path, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Store{tokens: map[string]cachedUser{}, path: path, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used (is it a gpufleet store, and readable?): %w", path, err)

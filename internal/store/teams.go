@@ -72,7 +72,7 @@ func (s *Store) CreateUser(ctx context.Context, u core.User, tokenHash string, e
 	if err != nil {
 		return err
 	}
-	return s.do(ctx, func(tx *wtx) error {
+	err = s.do(ctx, func(tx *wtx) error {
 		var n int
 		if err := tx.QueryRow("SELECT count(*) FROM users WHERE name = ?", u.Name).Scan(&n); err != nil {
 			return err
@@ -93,6 +93,8 @@ func (s *Store) CreateUser(ctx context.Context, u core.User, tokenHash string, e
 		}
 		return insertToken(tx, u.Name, tokenHash, u.CreatedAt, expires)
 	})
+	s.forgetTokens()
+	return err
 }
 
 func insertToken(tx *wtx, user, hash string, now time.Time, expires *time.Time) error {
@@ -106,18 +108,61 @@ func insertToken(tx *wtx, user, hash string, now time.Time, expires *time.Time) 
 
 // UserByTokenHash finds the user a token belongs to. Revoked and expired
 // tokens find nobody (core.ErrNotFound).
+//
+// Found users are cached for a few seconds (every request authenticates);
+// any write that revokes or changes tokens or users must call
+// forgetTokens.
 func (s *Store) UserByTokenHash(ctx context.Context, hash string, now time.Time) (*core.User, error) {
-	var b []byte
-	err := s.read.QueryRowContext(ctx, `SELECT u.spec FROM tokens t JOIN users u ON u.name = t.user_name
-		WHERE t.hash = ? AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > ?)`, hash, unixNano(now)).Scan(&b)
+	s.tokMu.Lock()
+	c, ok := s.tokens[hash]
+	s.tokMu.Unlock()
+	if ok && now.Before(c.until) {
+		return c.user, nil
+	}
+	u, until, err := s.userByTokenHash(ctx, hash, now)
 	if err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, core.ErrNotFound
-		}
 		return nil, err
 	}
+	s.tokMu.Lock()
+	if len(s.tokens) >= 10000 {
+		clear(s.tokens)
+	}
+	s.tokens[hash] = cachedUser{user: u, until: until}
+	s.tokMu.Unlock()
+	return u, nil
+}
+
+type cachedUser struct {
+	user  *core.User
+	until time.Time
+}
+
+// tokenCacheTTL bounds how long a cached token lookup is trusted.
+const tokenCacheTTL = 5 * time.Second
+
+func (s *Store) forgetTokens() {
+	s.tokMu.Lock()
+	clear(s.tokens)
+	s.tokMu.Unlock()
+}
+
+func (s *Store) userByTokenHash(ctx context.Context, hash string, now time.Time) (*core.User, time.Time, error) {
+	until := now.Add(tokenCacheTTL)
+	var b []byte
+	var exp sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT u.spec, t.expires_at FROM tokens t JOIN users u ON u.name = t.user_name
+		WHERE t.hash = ? AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > ?)`, hash, unixNano(now)).Scan(&b, &exp)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, until, core.ErrNotFound
+		}
+		return nil, until, err
+	}
+	if exp.Valid && fromNano(exp.Int64).Before(until) {
+		until = fromNano(exp.Int64)
+	}
 	var u core.User
-	return &u, json.Unmarshal(b, &u)
+	return &u, until, json.Unmarshal(b, &u)
 }
 
 // User reads one user.
