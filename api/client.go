@@ -214,6 +214,12 @@ func (c *Client) CreateTeam(ctx context.Context, t *Team) (*Team, error) {
 	return &out, c.do(ctx, http.MethodPost, "/teams", nil, t, &out)
 }
 
+// SetQuota changes a team's quota (admin only).
+func (c *Client) SetQuota(ctx context.Context, team string, q *TeamQuota) (*Team, error) {
+	var out Team
+	return &out, c.do(ctx, http.MethodPatch, "/teams/"+url.PathEscape(team), nil, q, &out)
+}
+
 // CreateUser creates a user (admin only); the answer carries the token once.
 func (c *Client) CreateUser(ctx context.Context, u *User) (*User, error) {
 	var out User

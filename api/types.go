@@ -78,6 +78,14 @@ type WorkloadStatus struct {
 	Placement   []Placement `json:"placement"`
 	StartedAt   *time.Time  `json:"startedAt,omitempty"`
 	FinishedAt  *time.Time  `json:"finishedAt,omitempty"`
+	// StopRequested names a stop under way (Cancelled, Preempted, ...).
+	StopRequested string `json:"stopRequested,omitempty"`
+	// PreemptedBy names the workload a running workload is being preempted
+	// for.
+	PreemptedBy string `json:"preemptedBy,omitempty"`
+	// NominatedNode is the node a pending workload waits for while the
+	// workloads it preempted stop.
+	NominatedNode string `json:"nominatedNode,omitempty"`
 }
 
 // Placement is one GPU share held by a running workload.
@@ -127,10 +135,33 @@ type GPU struct {
 	AllocatedMemoryMiB int64  `json:"allocatedMemoryMiB"`
 }
 
-// Team owns workloads.
+// Team owns workloads and holds a quota in milli-GPU (1000 = one GPU).
 type Team struct {
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"createdAt,omitzero"`
+	Name string `json:"name"`
+	// GuaranteedMilliGPU is what the team always gets back, by reclaim,
+	// when it has demand for it.
+	GuaranteedMilliGPU int64 `json:"guaranteedMilliGPU"`
+	// LimitMilliGPU is the most the team may hold, borrowing included;
+	// absent or -1 means unlimited.
+	LimitMilliGPU *int64 `json:"limitMilliGPU,omitempty"`
+	// Weight is the team's share of capacity beyond the guarantees
+	// (default 1).
+	Weight int64 `json:"weight,omitempty"`
+	// Read-only, from the last scheduling cycle: what the team's running
+	// workloads hold, its fair share of the capacity, and what its pending
+	// workloads ask for.
+	UsageMilliGPU     int64     `json:"usageMilliGPU"`
+	FairShareMilliGPU int64     `json:"fairShareMilliGPU"`
+	PendingMilliGPU   int64     `json:"pendingMilliGPU"`
+	CreatedAt         time.Time `json:"createdAt,omitzero"`
+}
+
+// TeamQuota changes a team's quota (PATCH /teams/{name}); absent fields
+// stay as they are.
+type TeamQuota struct {
+	GuaranteedMilliGPU *int64 `json:"guaranteedMilliGPU,omitempty"`
+	LimitMilliGPU      *int64 `json:"limitMilliGPU,omitempty"`
+	Weight             *int64 `json:"weight,omitempty"`
 }
 
 // User is a person or service account with an API token.

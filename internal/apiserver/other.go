@@ -132,13 +132,78 @@ func (s *Server) teams(r *http.Request, u *core.User) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	shares := map[core.TeamName]core.TeamShare{}
+	for _, sh := range s.opts.Store.Shares() {
+		shares[sh.Team] = sh
+	}
 	out := api.List[api.Team]{Items: []api.Team{}}
 	for _, t := range ts {
 		if u.InTeam(t.Name) {
-			out.Items = append(out.Items, api.Team{Name: string(t.Name), CreatedAt: t.CreatedAt})
+			out.Items = append(out.Items, toAPITeam(t, shares[t.Name]))
 		}
 	}
 	return reply{status: http.StatusOK, body: out}, nil
+}
+
+func toAPITeam(t core.Team, sh core.TeamShare) api.Team {
+	limit := t.Limit
+	if limit < 0 {
+		limit = core.Unlimited
+	}
+	return api.Team{Name: string(t.Name), GuaranteedMilliGPU: t.Guaranteed, LimitMilliGPU: &limit, Weight: t.Weight,
+		UsageMilliGPU: sh.Usage, FairShareMilliGPU: sh.FairShare, PendingMilliGPU: sh.Pending, CreatedAt: t.CreatedAt}
+}
+
+// quotaErrors checks a quota and names each bad field.
+func quotaErrors(t core.Team) []api.FieldError {
+	var errs []api.FieldError
+	if t.Guaranteed < 0 {
+		errs = append(errs, api.FieldError{Field: "guaranteedMilliGPU", Problem: "must not be negative"})
+	}
+	if t.Limit < core.Unlimited {
+		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: "must be -1 (unlimited) or at least 0"})
+	} else if t.Limit >= 0 && t.Limit < t.Guaranteed {
+		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: fmt.Sprintf("%d is below the guarantee (%d)", t.Limit, t.Guaranteed)})
+	}
+	if t.Weight < 1 || t.Weight > 1000 {
+		errs = append(errs, api.FieldError{Field: "weight", Problem: "must be from 1 to 1000"})
+	}
+	return errs
+}
+
+func (s *Server) setQuota(r *http.Request, u *core.User) (reply, error) {
+	if err := requireAdmin(u); err != nil {
+		return reply{}, err
+	}
+	var in api.TeamQuota
+	if err := decode(r, &in); err != nil {
+		return reply{}, err
+	}
+	t, err := s.opts.Store.UpdateTeam(r.Context(), core.TeamName(r.PathValue("name")), func(t *core.Team) error {
+		if in.GuaranteedMilliGPU != nil {
+			t.Guaranteed = *in.GuaranteedMilliGPU
+		}
+		if in.LimitMilliGPU != nil {
+			t.Limit = *in.LimitMilliGPU
+		}
+		if in.Weight != nil {
+			t.Weight = *in.Weight
+		}
+		if errs := quotaErrors(*t); len(errs) > 0 {
+			return &fieldErrors{fields: errs}
+		}
+		return nil
+	})
+	if err != nil {
+		return reply{}, err
+	}
+	var sh core.TeamShare
+	for _, x := range s.opts.Store.Shares() {
+		if x.Team == t.Name {
+			sh = x
+		}
+	}
+	return reply{status: http.StatusOK, body: toAPITeam(*t, sh)}, nil
 }
 
 func requireAdmin(u *core.User) error {
@@ -159,14 +224,24 @@ func (s *Server) createTeam(r *http.Request, u *core.User) (reply, error) {
 	if !api.ValidName(in.Name) {
 		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters", api.MaxNameLen)
 	}
-	if !in.CreatedAt.IsZero() {
-		return reply{}, invalid("createdAt", "is set by the server")
+	if !in.CreatedAt.IsZero() || in.UsageMilliGPU != 0 || in.FairShareMilliGPU != 0 || in.PendingMilliGPU != 0 {
+		return reply{}, invalid("createdAt", "createdAt, usageMilliGPU, fairShareMilliGPU and pendingMilliGPU are set by the server")
 	}
-	t := core.Team{Name: core.TeamName(in.Name), CreatedAt: s.opts.Now().UTC()}
+	t := core.NewTeam(core.TeamName(in.Name), s.opts.Now().UTC())
+	t.Guaranteed = in.GuaranteedMilliGPU
+	if in.LimitMilliGPU != nil {
+		t.Limit = *in.LimitMilliGPU
+	}
+	if in.Weight != 0 {
+		t.Weight = in.Weight
+	}
+	if errs := quotaErrors(t); len(errs) > 0 {
+		return reply{}, &fieldErrors{fields: errs}
+	}
 	if err := s.opts.Store.CreateTeam(r.Context(), t); err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusCreated, body: api.Team{Name: string(t.Name), CreatedAt: t.CreatedAt}}, nil
+	return reply{status: http.StatusCreated, body: toAPITeam(t, core.TeamShare{})}, nil
 }
 
 func (s *Server) createUser(r *http.Request, u *core.User) (reply, error) {

@@ -86,6 +86,7 @@ var Routes = []string{
 	"GET /api/v1/nodes",
 	"GET /api/v1/teams",
 	"POST /api/v1/teams",
+	"PATCH /api/v1/teams/{name}",
 	"POST /api/v1/users",
 }
 
@@ -114,6 +115,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/nodes", s.nodes)
 	s.handle("GET /api/v1/teams", s.teams)
 	s.handle("POST /api/v1/teams", s.createTeam)
+	s.handle("PATCH /api/v1/teams/{name}", s.setQuota)
 	s.handle("POST /api/v1/users", s.createUser)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no such endpoint %s %s: %w", r.Method, r.URL.Path, core.ErrNotFound))

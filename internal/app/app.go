@@ -65,7 +65,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		teams = append(teams, DemoTeams...)
 	}
 	for _, t := range teams {
-		if err := st.CreateTeam(ctx, core.Team{Name: t, CreatedAt: time.Now().UTC()}); err != nil && !errors.Is(err, core.ErrConflict) {
+		if err := st.CreateTeam(ctx, core.NewTeam(t, time.Now().UTC())); err != nil && !errors.Is(err, core.ErrConflict) {
 			return err
 		}
 	}

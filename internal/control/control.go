@@ -23,6 +23,10 @@ type Options struct {
 	// Resync is how often the loop runs without any change (max runtime
 	// checks, retries of rejected placements). Default one second.
 	Resync time.Duration
+	// Policy is the scheduling policy; sched.DefaultOptions when zero.
+	Policy *sched.Options
+	// Classes are the priority classes; core.DefaultPriorityClasses when nil.
+	Classes []core.PriorityClass
 	// OnCycle, when set, is called after every cycle with its duration and
 	// plan; metrics and tests use it.
 	OnCycle func(d time.Duration, plan core.Plan)
@@ -75,8 +79,7 @@ func (l *Loop) Reconcile(ctx context.Context) error {
 		if w.Status.StopRequested != "" {
 			// It was being stopped, and it is gone: record the stop that
 			// was asked for instead of running it again.
-			phase, reason, msg := outcome(w, executor.Exit{Reason: "Lost"})
-			if _, err := l.opts.Store.Finish(ctx, w.ID, w.Status.Attempts, phase, reason, msg, nil, l.opts.Now()); err != nil {
+			if err := l.settle(ctx, w, executor.Exit{WorkloadID: w.ID, Attempt: w.Status.Attempts, Reason: "Lost"}); err != nil {
 				return fmt.Errorf("reconcile %s: %w", w.ID, err)
 			}
 			continue
@@ -126,10 +129,16 @@ func (l *Loop) cycle(ctx context.Context) {
 		return
 	}
 	l.stops(ctx, snap, now)
-	plan := sched.Schedule(snap, now)
+	snap.Classes = l.opts.Classes
+	policy := sched.DefaultOptions()
+	if l.opts.Policy != nil {
+		policy = *l.opts.Policy
+	}
+	plan := policy.Schedule(snap, now)
+	l.opts.Store.SetShares(plan.Shares)
 	// Only the explanations that changed are written.
-	apply := core.Plan{Placements: plan.Placements, Unplaced: changedDecisions(snap, plan.Unplaced)}
-	if len(apply.Placements) > 0 || len(apply.Unplaced) > 0 {
+	apply := core.Plan{Placements: plan.Placements, Unplaced: changedDecisions(snap, plan.Unplaced), Preemptions: plan.Preemptions}
+	if len(apply.Placements) > 0 || len(apply.Unplaced) > 0 || len(apply.Preemptions) > 0 {
 		results, err := l.opts.Store.ApplyPlan(ctx, apply, now)
 		if err != nil {
 			l.log.Error("apply plan", "err", err)
@@ -182,6 +191,8 @@ const (
 	ReasonCancelled  = "Cancelled"
 	ReasonMaxRuntime = "MaxRuntimeExceeded"
 	ReasonKilled     = "Killed"
+	ReasonPreempted  = "Preempted"
+	ReasonReclaimed  = "Reclaimed"
 )
 
 func (l *Loop) launch(ctx context.Context, w *core.Workload) {
@@ -219,9 +230,20 @@ func (l *Loop) exit(ctx context.Context, e executor.Exit) {
 		l.logErr(err, w.ID)
 		return
 	}
+	l.logErr(l.settle(ctx, w, e), w.ID)
+}
+
+// settle records the end of an attempt: finished, or requeued when it was
+// preempted.
+func (l *Loop) settle(ctx context.Context, w *core.Workload, e executor.Exit) error {
 	phase, reason, msg := outcome(w, e)
-	_, err = l.opts.Store.Finish(ctx, w.ID, e.Attempt, phase, reason, msg, e.ExitCode, now)
-	l.logErr(err, w.ID)
+	var err error
+	if phase == core.Preempted {
+		_, err = l.opts.Store.Requeue(ctx, w.ID, e.Attempt, core.Preempted, reason, msg, l.opts.Now())
+	} else {
+		_, err = l.opts.Store.Finish(ctx, w.ID, e.Attempt, phase, reason, msg, e.ExitCode, l.opts.Now())
+	}
+	return err
 }
 
 func (l *Loop) logErr(err error, id core.WorkloadID) {
@@ -233,6 +255,8 @@ func (l *Loop) logErr(err error, id core.WorkloadID) {
 // outcome maps an exit to the final phase and reason.
 func outcome(w *core.Workload, e executor.Exit) (core.Phase, string, string) {
 	switch w.Status.StopRequested {
+	case ReasonPreempted, ReasonReclaimed:
+		return core.Preempted, w.Status.StopRequested, w.Status.Message
 	case ReasonCancelled:
 		return core.Cancelled, ReasonCancelled, w.Status.Message
 	case ReasonMaxRuntime:
@@ -277,7 +301,7 @@ func changedDecisions(snap *core.Snapshot, ds []core.Decision) []core.Decision {
 	}
 	var out []core.Decision
 	for _, d := range ds {
-		if w := cur[d.Workload]; w == nil || w.Status.Reason != d.Reason || w.Status.Message != d.Message {
+		if w := cur[d.Workload]; w == nil || w.Status.Reason != d.Reason || w.Status.Message != d.Message || w.Status.Nominated != d.Nominated {
 			out = append(out, d)
 		}
 	}

@@ -72,7 +72,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.CreateTeam(ctx, core.Team{Name: "a", CreatedAt: t0}); err != nil {
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
 		t.Fatal(err)
 	}
 	n := core.Node{Name: "n1", Schedulable: true, UpdatedAt: t0}

@@ -57,8 +57,28 @@ type Allocation struct {
 	End   *time.Time `json:"end,omitempty"`
 }
 
-// Team owns workloads.
+// Team owns workloads and holds a quota, in milli-GPU.
 type Team struct {
-	Name      TeamName  `json:"name"`
+	Name TeamName `json:"name"`
+	// Guaranteed is the share the team always gets back (by reclaim) when
+	// it has demand for it.
+	Guaranteed int64 `json:"guaranteedMilliGPU"`
+	// Limit is the most the team may hold, borrowing included; Unlimited
+	// (-1) for no limit.
+	Limit int64 `json:"limitMilliGPU"`
+	// Weight is the team's share of capacity beyond the guarantees.
+	Weight    int64     `json:"weight"`
 	CreatedAt time.Time `json:"createdAt"`
 }
+
+// Unlimited marks a team limit that is not set.
+const Unlimited int64 = -1
+
+// NewTeam returns a team with no guarantee, no limit and weight 1.
+func NewTeam(name TeamName, now time.Time) Team {
+	return Team{Name: name, Limit: Unlimited, Weight: 1, CreatedAt: now}
+}
+
+// LimitAllows reports whether holding total milli-GPU stays within the
+// team's limit.
+func (t *Team) LimitAllows(total int64) bool { return t.Limit < 0 || total <= t.Limit }

@@ -107,9 +107,14 @@ type Status struct {
 	Placement   []Assignment `json:"placement,omitempty"`
 	StartedAt   *time.Time   `json:"startedAt,omitempty"`
 	FinishedAt  *time.Time   `json:"finishedAt,omitempty"`
-	// StopRequested is set when a cancel has been asked for a running
-	// workload; the executor is stopping it.
+	// StopRequested is set when a stop has been asked for a running
+	// workload (Cancelled, MaxRuntimeExceeded, Preempted, Reclaimed); the
+	// executor is stopping it.
 	StopRequested string `json:"stopRequested,omitempty"`
+	// PreemptedBy names the workload a preemption is for.
+	PreemptedBy WorkloadID `json:"preemptedBy,omitempty"`
+	// Nominated is the node a pending preemptor waits for.
+	Nominated NodeName `json:"nominated,omitempty"`
 }
 
 // Workload is a submitted workload with its status.

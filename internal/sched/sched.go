@@ -4,263 +4,440 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/sched/fairshare"
 )
 
-// Reasons a workload stays pending.
-const (
-	ReasonUnschedulable = "Unschedulable"
-)
+// Options tune the policy. The zero value is not useful; start from
+// DefaultOptions.
+type Options struct {
+	// StarvationAfter is how long a workload may wait for capacity before
+	// the scheduler reserves a node for it, so that smaller workloads behind
+	// it (backfill) cannot keep it waiting for ever. 0 disables reservations.
+	StarvationAfter time.Duration
+	// FairShareReclaim lets a team below its fair share preempt over-quota
+	// work of teams above theirs.
+	FairShareReclaim bool
+	// MinRuntime protects a workload from fair-share reclaim until it has run
+	// this long (reclaim of a guarantee is not delayed).
+	MinRuntime time.Duration
+}
 
-// Schedule decides which pending workloads start now and on which devices.
-// The snapshot is not modified. Steps:
-//
-//  1. build this cycle's view of every node: what each device holds, and
-//     summaries (free whole devices, largest free share) that let a full
-//     node be skipped at once;
-//  2. take pending workloads in submission order;
-//  3. for each, try every schedulable node: whole GPUs on the node left with
-//     the fewest free devices, a fraction on the device left with the least
-//     free share (packing keeps whole devices free for whole requests);
-//  4. record the placement (and update that node's view), or a decision
-//     saying why not. A request shape that fitted nowhere is not tried again
-//     in the same cycle: usage only grows within a cycle.
+// DefaultOptions: reserve after 10 minutes, fair-share reclaim on after 5
+// minutes of runtime.
+func DefaultOptions() Options {
+	return Options{StarvationAfter: 10 * time.Minute, FairShareReclaim: true, MinRuntime: 5 * time.Minute}
+}
+
+// Schedule runs one cycle with DefaultOptions.
 func Schedule(snap *core.Snapshot, now time.Time) core.Plan {
-	_ = now
-	nodes := make([]*nodeState, len(snap.Nodes))
-	for i, n := range snap.Nodes {
-		nodes[i] = newNodeState(n, snap.Usage[n.Name])
-	}
-	slices.SortFunc(nodes, func(a, b *nodeState) int { return cmp.Compare(a.node.Name, b.node.Name) })
-	pending := slices.Clone(snap.Pending)
-	slices.SortStableFunc(pending, func(a, b *core.Workload) int { return cmp.Compare(a.Seq, b.Seq) })
+	return DefaultOptions().Schedule(snap, now)
+}
 
-	var plan core.Plan
-	noFit := map[string]string{}
-	for _, w := range pending {
-		key := shapeKey(w.Request)
-		if why, ok := noFit[key]; ok {
-			plan.Unplaced = append(plan.Unplaced, core.Decision{Workload: w.ID, Reason: ReasonUnschedulable, Message: why})
-			continue
-		}
-		as, why := place(nodes, w.Request)
-		if as == nil {
-			noFit[key] = why
-			plan.Unplaced = append(plan.Unplaced, core.Decision{Workload: w.ID, Reason: ReasonUnschedulable, Message: why})
-			continue
-		}
-		plan.Placements = append(plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
+// Schedule decides, for one frozen snapshot, which pending workloads start
+// and where, which running ones are preempted for them, and why every other
+// pending workload waits. The snapshot is not modified. Steps:
+//
+//  1. build this cycle's view of every node and every team: what each
+//     device holds, each team's usage, pending demand and fair share;
+//  2. classify running workloads as within or over their team's quota;
+//  3. order pending workloads: priority class, then the team furthest below
+//     its fair share (recomputed after each placement), then submission;
+//  4. for each, check its team's limit and its class's quota rule, then
+//     place it on the best node that is not reserved (whole GPUs: the node
+//     left with the fewest free devices; a fraction: the device left with
+//     the least free share), or else look for a minimal set of victims it
+//     may preempt, or else explain why it waits, reserving a node for it if
+//     it has waited longer than StarvationAfter;
+//  5. return the plan, with every team's share.
+func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
+	c := newCycle(o, snap, now)
+	for w := c.next(); w != nil; w = c.next() {
+		c.decide(w)
 	}
-	return plan
+	c.plan.Shares = c.shares()
+	return c.plan
+}
+
+// cycle is the scratch state of one Schedule call.
+type cycle struct {
+	opts    Options
+	now     time.Time
+	classes []core.PriorityClass
+	nodes   []*nodeState // by name
+	byName  map[core.NodeName]*nodeState
+	teams   map[core.TeamName]*teamState
+	// queues holds pending workloads by class value (descending), then by
+	// team; next pops them in scheduling order.
+	levels []*level
+	// terminating counts, per preemptor, its victims still stopping.
+	terminating map[core.WorkloadID][]*core.Workload
+	// noFit remembers request shapes that fitted nowhere this cycle;
+	// usage only grows within a cycle, so they fit nowhere later either.
+	noFit map[string]string
+	// noVictims remembers (team, class, shape) for which no victim set
+	// was found.
+	noVictims map[string]bool
+	maxGPUMem int64
+	plan      core.Plan
+	reserved  bool // a starvation reservation was made this cycle
+}
+
+type level struct {
+	value int
+	teams []*teamQueue
+}
+
+type teamQueue struct {
+	team *teamState
+	ws   []*core.Workload // by submission
+}
+
+func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
+	c := &cycle{
+		opts: o, now: now, classes: snap.Classes,
+		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
+		terminating: map[core.WorkloadID][]*core.Workload{},
+		noFit: map[string]string{}, noVictims: map[string]bool{},
+	}
+	if c.classes == nil {
+		c.classes = core.DefaultPriorityClasses()
+	}
+	for _, n := range snap.Nodes {
+		ns := newNodeState(n, snap.Usage[n.Name])
+		c.nodes = append(c.nodes, ns)
+		c.byName[n.Name] = ns
+		for _, g := range n.GPUs {
+			c.maxGPUMem = max(c.maxGPUMem, g.MemoryMiB)
+		}
+	}
+	slices.SortFunc(c.nodes, func(a, b *nodeState) int { return cmp.Compare(a.node.Name, b.node.Name) })
+	for _, t := range snap.Teams {
+		c.teams[t.Name] = &teamState{team: t}
+	}
+	// 1. usage of running workloads.
+	for _, w := range snap.Running {
+		ts := c.team(w.Team)
+		cl, known := c.classOf(w)
+		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w)}
+		ts.hold(cl, r.held)
+		ts.running = append(ts.running, r)
+		if len(w.Status.Placement) > 0 {
+			if ns := c.byName[w.Status.Placement[0].Node]; ns != nil {
+				ns.running = append(ns.running, r)
+			}
+		}
+		if w.Status.StopRequested != "" && w.Status.PreemptedBy != "" {
+			c.terminating[w.Status.PreemptedBy] = append(c.terminating[w.Status.PreemptedBy], w)
+		}
+	}
+	// 2. within or over quota.
+	for _, ts := range c.teams {
+		c.classify(ts)
+	}
+	// 3. pending demand and queues.
+	byValue := map[int]*level{}
+	for _, w := range snap.Pending {
+		ts := c.team(w.Team)
+		ts.pending += c.askMilli(w)
+		v := -1 << 30 // unknown classes go last and are explained
+		if cl, ok := c.classOf(w); ok {
+			v = cl.Value
+		}
+		l := byValue[v]
+		if l == nil {
+			l = &level{value: v}
+			byValue[v] = l
+			c.levels = append(c.levels, l)
+		}
+		i := slices.IndexFunc(l.teams, func(q *teamQueue) bool { return q.team == ts })
+		if i < 0 {
+			l.teams = append(l.teams, &teamQueue{team: ts})
+			i = len(l.teams) - 1
+		}
+		l.teams[i].ws = append(l.teams[i].ws, w)
+	}
+	slices.SortFunc(c.levels, func(a, b *level) int { return cmp.Compare(b.value, a.value) })
+	for _, l := range c.levels {
+		slices.SortFunc(l.teams, func(a, b *teamQueue) int { return cmp.Compare(a.team.team.Name, b.team.team.Name) })
+		for _, q := range l.teams {
+			slices.SortStableFunc(q.ws, func(a, b *core.Workload) int {
+				return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID))
+			})
+		}
+	}
+	// 4. fair shares of the schedulable capacity.
+	var capacity int64
+	for _, ns := range c.nodes {
+		if ns.node.Schedulable {
+			capacity += int64(len(ns.node.GPUs)) * 1000
+		}
+	}
+	fts := make([]fairshare.Team, 0, len(c.teams))
+	for _, ts := range c.teams {
+		fts = append(fts, fairshare.Team{Name: string(ts.team.Name), Guaranteed: ts.team.Guaranteed, Limit: ts.team.Limit,
+			Weight: ts.team.Weight, Demand: ts.usage + ts.pending})
+	}
+	shares := fairshare.Shares(capacity, fts)
+	for _, ts := range c.teams {
+		ts.share = shares[string(ts.team.Name)]
+	}
+	return c
+}
+
+// team returns the state of a team, creating one without quota for a team
+// the snapshot does not list.
+func (c *cycle) team(name core.TeamName) *teamState {
+	ts := c.teams[name]
+	if ts == nil {
+		ts = &teamState{team: core.NewTeam(name, time.Time{})}
+		c.teams[name] = ts
+	}
+	return ts
+}
+
+// next pops the next pending workload: the highest class first; within a
+// class, the team furthest below its fair share (usage/share, recomputed
+// as placements are made), ties by team name; within a team, the earliest
+// submitted.
+func (c *cycle) next() *core.Workload {
+	for len(c.levels) > 0 {
+		l := c.levels[0]
+		var best *teamQueue
+		for _, q := range l.teams {
+			if len(q.ws) == 0 {
+				continue
+			}
+			if best == nil || fairshare.CompareDeficit(q.team.usage, q.team.share, best.team.usage, best.team.share) < 0 {
+				best = q
+			}
+		}
+		if best == nil {
+			c.levels = c.levels[1:]
+			continue
+		}
+		w := best.ws[0]
+		best.ws = best.ws[1:]
+		return w
+	}
+	return nil
+}
+
+// heldMilli is what a running workload holds.
+func heldMilli(w *core.Workload) int64 {
+	var m int64
+	for _, a := range w.Status.Placement {
+		m += a.MilliGPU
+	}
+	return m
+}
+
+// askMilli is what a pending workload asks for, in milli-GPU. A request by
+// memory is counted against the largest device in the cluster (its smallest
+// possible share).
+func (c *cycle) askMilli(w *core.Workload) int64 {
+	if w.Request.MilliGPU > 0 {
+		return w.Request.MilliGPU
+	}
+	if c.maxGPUMem > 0 {
+		return min(1000, (w.Request.GPUMemoryMiB*1000+c.maxGPUMem-1)/c.maxGPUMem)
+	}
+	return 1000
 }
 
 func shapeKey(r core.Request) string {
 	return fmt.Sprintf("%d/%d/%d/%d/%q", r.MilliGPU, r.GPUMemoryMiB, r.MilliCPU, r.MemoryMiB, r.GPUModels)
 }
 
-// nodeState is one node as this cycle sees it.
-type nodeState struct {
-	node   *core.Node
-	used   []core.GPUUse // by position in node.GPUs
-	cpu    int64
-	mem    int64
-	models []string // distinct device models
-	// Summaries, kept current by add: devices with nothing allocated, and
-	// the largest free share of any device.
-	freeWhole int
-	maxFree   int64
+func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.NodeName) {
+	c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: w.ID, Reason: reason, Message: msg, Nominated: nominated})
 }
 
-func newNodeState(n *core.Node, u *core.NodeUsage) *nodeState {
-	ns := &nodeState{node: n, used: make([]core.GPUUse, len(n.GPUs))}
-	for i, g := range n.GPUs {
-		if u != nil {
-			ns.used[i] = u.GPUs[g.Index]
-		}
-		if !slices.Contains(ns.models, g.Model) {
-			ns.models = append(ns.models, g.Model)
-		}
+// decide places one workload, preempts for it, or explains why it waits.
+func (c *cycle) decide(w *core.Workload) {
+	class, ok := c.classOf(w)
+	if !ok {
+		c.unplaced(w, ReasonUnknownClass, fmt.Sprintf("priority class %q is not defined", w.Priority), "")
+		return
 	}
-	if u != nil {
-		ns.cpu, ns.mem = u.MilliCPU, u.MemoryMiB
-	}
-	ns.summarise()
-	return ns
-}
+	ts := c.team(w.Team)
+	ask := c.askMilli(w)
 
-func (ns *nodeState) summarise() {
-	ns.freeWhole, ns.maxFree = 0, 0
-	for _, u := range ns.used {
-		if u.MilliGPU == 0 && u.MemoryMiB == 0 {
-			ns.freeWhole++
+	// A preemptor whose victims are still stopping waits for them, and
+	// keeps their node.
+	if vs := c.liveVictims(w); len(vs) > 0 {
+		node := vs[0].Status.Placement[0].Node
+		if ns := c.byName[node]; ns != nil && ns.reservedFor == "" {
+			ns.reservedFor = w.ID
 		}
-		ns.maxFree = max(ns.maxFree, 1000-u.MilliGPU)
+		c.unplaced(w, ReasonPreempting, fmt.Sprintf("waiting for %d preempted %s to stop on %s", len(vs), plural(len(vs), "workload", "workloads"), node), node)
+		return
 	}
-}
 
-func (ns *nodeState) add(req core.Request, as []core.Assignment) {
-	for _, a := range as {
-		for i, g := range ns.node.GPUs {
-			if g.Index == a.GPUIndex {
-				ns.used[i].MilliGPU += a.MilliGPU
-				ns.used[i].MemoryMiB += a.MemoryMiB
+	// Quota rules.
+	if !ts.team.LimitAllows(ts.usage + ask) {
+		c.unplaced(w, ReasonQuotaLimit, fmt.Sprintf("team %s at its limit (%s/%s GPUs; this workload needs %s)", ts.team.Name, gpus(ts.usage), gpus(ts.team.Limit), gpus(ask)), "")
+		return
+	}
+	// Within quota: what the team holds in this class and above, plus this
+	// workload, stays within its guarantee (lower classes of the team can be
+	// preempted for it).
+	inQuota := !class.IdleOnly && ts.usageAtOrAbove(class.Value)+ask <= ts.team.Guaranteed
+	if !class.MayBorrow && !inQuota {
+		c.unplaced(w, ReasonOverQuota, fmt.Sprintf("%s runs only within the team's guarantee: team %s holds %s of %s guaranteed GPUs in %s and above, and this workload needs %s",
+			class.Name, ts.team.Name, gpus(ts.usageAtOrAbove(class.Value)), gpus(ts.team.Guaranteed), class.Name, gpus(ask)), "")
+		return
+	}
+
+	// Place on free capacity.
+	key := shapeKey(w.Request)
+	if _, failed := c.noFit[key]; !failed {
+		if as, why := c.place(w); as != nil {
+			c.plan.Placements = append(c.plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
+			ts.hold(class, heldOf(as))
+			ts.pending -= ask
+			return
+		} else {
+			c.noFit[key] = why
+		}
+	}
+
+	// Preempt, if its class and quota allow it.
+	if !class.IdleOnly {
+		vkey := fmt.Sprintf("%s/%s/%t/%s", ts.team.Name, class.Name, inQuota, key)
+		if !c.noVictims[vkey] {
+			if node, vs := c.findVictims(w, class, ts, ask, inQuota); vs != nil {
+				for _, v := range vs {
+					v.chosen = true
+					c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
+						Preemptor: w.ID, Reason: v.reason(), Message: v.message(w, ts)})
+				}
+				node.reservedFor = w.ID
+				c.unplaced(w, ReasonPreempting, fmt.Sprintf("waiting for %d preempted %s to stop on %s", len(vs), plural(len(vs), "workload", "workloads"), node.node.Name), node.node.Name)
+				return
 			}
+			c.noVictims[vkey] = true
 		}
 	}
-	ns.cpu += req.MilliCPU
-	ns.mem += req.MemoryMiB
-	ns.summarise()
+
+	// Wait, and reserve a node if it has waited too long.
+	msg := c.noFit[key]
+	if c.opts.StarvationAfter > 0 && !c.reserved && !class.IdleOnly && !w.CreatedAt.IsZero() && c.now.Sub(w.CreatedAt) >= c.opts.StarvationAfter {
+		if ns := c.reserve(w); ns != nil {
+			c.reserved = true
+			msg += fmt.Sprintf("; %s is reserved for it after waiting %s", ns.node.Name, c.now.Sub(w.CreatedAt).Truncate(time.Second))
+		}
+	}
+	reason := ReasonUnschedulable
+	if class.IdleOnly {
+		reason = ReasonIdleOnly
+		msg = class.Name + " runs only on idle capacity: " + msg
+	}
+	c.unplaced(w, reason, msg, "")
 }
 
-// choice is the best place found so far: a node and, for a fraction, the
-// device (position in node.GPUs); lower score is better.
-type choice struct {
-	ns    *nodeState
-	gpu   int
-	score int64
+func heldOf(as []core.Assignment) int64 {
+	var m int64
+	for _, a := range as {
+		m += a.MilliGPU
+	}
+	return m
 }
 
-// place finds the best assignment of req, records it in the chosen node's
-// view, or explains why there is none. Ties go to the first node by name.
-// nodes must be sorted by name.
-func place(nodes []*nodeState, req core.Request) ([]core.Assignment, string) {
+// liveVictims lists the running workloads still stopping for w.
+func (c *cycle) liveVictims(w *core.Workload) []*core.Workload {
+	var out []*core.Workload
+	for _, v := range c.terminating[w.ID] {
+		if len(v.Status.Placement) > 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// place finds the best free place for w on nodes that are not reserved for
+// another workload, records it, and returns its devices; or explains why
+// there is none.
+func (c *cycle) place(w *core.Workload) ([]core.Assignment, string) {
+	req := w.Request
 	var best choice
 	var why tally
-	for _, ns := range nodes {
-		c, reason := onNode(ns, req)
-		if reason != "" {
-			why.add(reason)
+	for _, ns := range c.nodes {
+		if ns.reservedFor != "" && ns.reservedFor != w.ID {
+			why.add(whyReserved)
 			continue
 		}
-		if best.ns == nil || c.score < best.score {
-			best = c
-			if c.score == 0 {
+		ch, reason := onNode(ns, req)
+		if reason != "" {
+			why.add(reason)
+			if reason == whyWhole || reason == whyShare {
+				why.near(ns, req)
+			}
+			continue
+		}
+		if best.ns == nil || ch.score < best.score {
+			best = ch
+			if ch.score == 0 {
 				break // a perfect fit; nodes are in name order, so ties go to the first
 			}
 		}
 	}
 	if best.ns == nil {
-		return nil, why.message(len(nodes), req)
+		return nil, why.message(len(c.nodes), req)
 	}
 	as := assignments(best, req)
-	best.ns.add(req, as)
+	best.ns.add(req, as, +1)
 	return as, ""
 }
 
-// onNode scores req on one node without allocating; reason is non-empty
-// when it does not fit.
-func onNode(ns *nodeState, req core.Request) (choice, string) {
-	n := ns.node
-	switch {
-	case !n.Schedulable:
-		return choice{}, "not schedulable"
-	case !slices.ContainsFunc(ns.models, req.ModelAllowed):
-		return choice{}, "no GPU of the requested model"
-	case n.MilliCPU > 0 && ns.cpu+req.MilliCPU > n.MilliCPU:
-		return choice{}, "not enough CPU"
-	case n.MemoryMiB > 0 && ns.mem+req.MemoryMiB > n.MemoryMiB:
-		return choice{}, "not enough host memory"
-	}
-	if want := req.WholeGPUs(); want > 0 {
-		if ns.freeWhole < want { // fewer free devices of any model
-			return choice{}, "not enough free whole GPUs"
-		}
-		free := 0
-		for i, g := range n.GPUs {
-			if u := ns.used[i]; req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
-				free++
-			}
-		}
-		if free < want {
-			return choice{}, "not enough free whole GPUs"
-		}
-		return choice{ns: ns, score: int64(free - want)}, ""
-	}
-	if req.MilliGPU > 0 && ns.maxFree < req.MilliGPU {
-		return choice{}, "no GPU with enough free share"
-	}
-	best := choice{ns: ns, gpu: -1}
-	for i, g := range n.GPUs {
-		if !req.ModelAllowed(g.Model) {
+// reserve holds the node where w would fit soonest (the most free devices
+// of its model, then the fewest running workloads) for w alone.
+func (c *cycle) reserve(w *core.Workload) *nodeState {
+	var best *nodeState
+	var bestFree int64
+	for _, ns := range c.nodes {
+		if ns.reservedFor != "" || !ns.node.Schedulable || !modelOK(ns, w.Request) || !fitsEmpty(ns, w.Request) {
 			continue
 		}
-		milli, mem, ok := req.ShareOn(g)
-		if !ok {
-			continue
+		free := ns.maxFree
+		if w.Request.WholeGPUs() > 0 {
+			free = int64(ns.freeOf(w.Request))
 		}
-		u := ns.used[i]
-		if u.MilliGPU+milli > 1000 || u.MemoryMiB+mem > g.MemoryMiB {
-			continue
-		}
-		if left := 1000 - u.MilliGPU - milli; best.gpu < 0 || left < best.score {
-			best.gpu, best.score = i, left
+		if best == nil || free > bestFree || (free == bestFree && len(ns.running) < len(best.running)) {
+			best, bestFree = ns, free
 		}
 	}
-	if best.gpu < 0 {
-		return choice{}, "no GPU with enough free share"
+	if best != nil {
+		best.reservedFor = w.ID
 	}
-	return best, ""
+	return best
 }
 
-// assignments builds the devices of the chosen placement.
-func assignments(c choice, req core.Request) []core.Assignment {
-	n := c.ns.node
-	if want := req.WholeGPUs(); want > 0 {
-		as := make([]core.Assignment, 0, want)
-		for i, g := range n.GPUs {
-			if u := c.ns.used[i]; len(as) < want && req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
-				as = append(as, core.Assignment{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
-			}
-		}
-		return as
-	}
-	g := n.GPUs[c.gpu]
-	milli, mem, _ := req.ShareOn(g)
-	return []core.Assignment{{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: milli, MemoryMiB: mem}}
+// fitsEmpty reports whether req would fit on the node if it were empty.
+func fitsEmpty(ns *nodeState, req core.Request) bool {
+	empty := newNodeState(ns.node, nil)
+	_, why := onNode(empty, req)
+	return why == ""
 }
 
-// tally counts why nodes were rejected, for the pending message.
-type tally struct {
-	counts map[string]int
-	order  []string
+// shares reports every team's standing, sorted by team.
+func (c *cycle) shares() []core.TeamShare {
+	out := make([]core.TeamShare, 0, len(c.teams))
+	for _, ts := range c.teams {
+		out = append(out, core.TeamShare{Team: ts.team.Name, Usage: ts.usage, Pending: max(0, ts.pending), FairShare: ts.share})
+	}
+	slices.SortFunc(out, func(a, b core.TeamShare) int { return cmp.Compare(a.Team, b.Team) })
+	return out
 }
 
-func (t *tally) add(reason string) {
-	if t.counts == nil {
-		t.counts = map[string]int{}
+// classOf returns a workload's priority class; a workload that names none
+// has its kind's default.
+func (c *cycle) classOf(w *core.Workload) (core.PriorityClass, bool) {
+	name := w.Priority
+	if name == "" {
+		name = core.DefaultPriority(w.Kind)
 	}
-	if t.counts[reason] == 0 {
-		t.order = append(t.order, reason)
-	}
-	t.counts[reason]++
-}
-
-func (t *tally) message(nodes int, req core.Request) string {
-	if nodes == 0 {
-		return "no nodes are registered"
-	}
-	parts := make([]string, 0, len(t.order))
-	for _, r := range t.order {
-		parts = append(parts, fmt.Sprintf("%d %s", t.counts[r], r))
-	}
-	return fmt.Sprintf("no node fits %s: %d nodes considered (%s)", describe(req), nodes, strings.Join(parts, ", "))
-}
-
-func describe(r core.Request) string {
-	var s string
-	switch {
-	case r.WholeGPUs() > 0:
-		s = fmt.Sprintf("%d GPUs", r.WholeGPUs())
-	case r.MilliGPU > 0:
-		s = fmt.Sprintf("%d milli-GPU", r.MilliGPU)
-	default:
-		s = fmt.Sprintf("%d MiB of GPU memory", r.GPUMemoryMiB)
-	}
-	if len(r.GPUModels) > 0 {
-		s += " of model " + strings.Join(r.GPUModels, " or ")
-	}
-	return s
+	return core.Class(c.classes, name)
 }

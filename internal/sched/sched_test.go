@@ -176,7 +176,7 @@ func TestSchedule(t *testing.T) {
 			nodes:    []*core.Node{node("n1").gpus(2, a10).obj()},
 			pending:  []*core.Workload{job("a").gpuMem(40960).obj()},
 			unplaced: []core.WorkloadID{"a"},
-			messages: map[core.WorkloadID]string{"a": "no node fits 40960 MiB of GPU memory: 1 nodes considered (1 no GPU with enough free share)"},
+			messages: map[core.WorkloadID]string{"a": "no node with 40960 MiB free on one GPU (best: n1 with a whole GPU free); 1 node considered: 1 no GPU with enough free share"},
 		},
 		{
 			name:  "milli-GPU is a limit of its own: shares rounded up fill a device before its memory does",
@@ -228,7 +228,7 @@ func TestSchedule(t *testing.T) {
 			},
 			placed:   map[core.WorkloadID]string{"one": "n1:1"},
 			unplaced: []core.WorkloadID{"two"},
-			messages: map[core.WorkloadID]string{"two": "no node fits 2 GPUs: 1 nodes considered (1 not enough free whole GPUs)"},
+			messages: map[core.WorkloadID]string{"two": "no node with 2 free GPUs (best: n1 with 1); 1 node considered: 1 not enough free whole GPUs"},
 		},
 		{
 			name:  "a large request that does not fit does not block smaller ones behind it (backfill)",
@@ -276,7 +276,7 @@ func TestSchedule(t *testing.T) {
 			},
 			placed:   map[core.WorkloadID]string{"h100": "n2:0@500", "any": "n1:0@500"},
 			unplaced: []core.WorkloadID{"b200"},
-			messages: map[core.WorkloadID]string{"b200": "no node fits 1 GPUs of model B200: 2 nodes considered (2 no GPU of the requested model)"},
+			messages: map[core.WorkloadID]string{"b200": "no node with 1 free B200 GPU; 2 nodes considered: 2 no GPU of the requested model"},
 		},
 		{
 			name:    "a model constraint filters devices on a mixed node",
@@ -336,8 +336,8 @@ func TestSchedule(t *testing.T) {
 			},
 			unplaced: []core.WorkloadID{"train", "tiny"},
 			messages: map[core.WorkloadID]string{
-				"train": "no node fits 2 GPUs of model H100: 5 nodes considered (1 not schedulable, 1 no GPU of the requested model, 2 not enough free whole GPUs, 1 not enough CPU)",
-				"tiny":  "no node fits 600 milli-GPU of model H100: 5 nodes considered (1 not schedulable, 1 no GPU of the requested model, 2 no GPU with enough free share, 1 not enough CPU)",
+				"train": "no node with 2 free H100 GPUs; 5 nodes considered: 1 not schedulable, 1 no GPU of the requested model, 2 not enough free whole GPUs, 1 not enough CPU",
+				"tiny":  "no node with 0.6 of a free H100 GPU (best: n3 with 0.5 of a GPU free); 5 nodes considered: 1 not schedulable, 1 no GPU of the requested model, 2 no GPU with enough free share, 1 not enough CPU",
 			},
 		},
 		{

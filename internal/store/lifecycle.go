@@ -18,6 +18,10 @@ func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	teams, err := s.Teams(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	active := make([]*core.Workload, 0, len(s.active))
 	for _, w := range s.active {
@@ -25,7 +29,7 @@ func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
 	}
 	s.mu.RUnlock()
 	slices.SortFunc(active, func(a, b *core.Workload) int { return cmp.Compare(a.Seq, b.Seq) })
-	snap := &core.Snapshot{Usage: map[core.NodeName]*core.NodeUsage{}}
+	snap := &core.Snapshot{Usage: map[core.NodeName]*core.NodeUsage{}, Teams: teams}
 	for i := range nodes {
 		snap.Nodes = append(snap.Nodes, &nodes[i])
 		snap.Usage[nodes[i].Name] = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
@@ -82,6 +86,11 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 				return err
 			}
 		}
+		for _, p := range plan.Preemptions {
+			if err := preempt(tx, p, now); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -124,6 +133,7 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time) (*core.Workload, e
 	w.Status.FinishedAt = nil
 	w.Status.ExitCode = nil
 	w.Status.StopRequested = ""
+	w.Status.Nominated = ""
 	if err := putStatus(tx, w); err != nil {
 		return nil, err
 	}
@@ -156,10 +166,10 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time) error {
 	if err != nil || w.Status.Phase != core.Pending {
 		return nil // gone or moved on; nothing to explain
 	}
-	if w.Status.Reason == d.Reason && w.Status.Message == d.Message {
+	if w.Status.Reason == d.Reason && w.Status.Message == d.Message && w.Status.Nominated == d.Nominated {
 		return nil
 	}
-	w.Status.Reason, w.Status.Message = d.Reason, d.Message
+	w.Status.Reason, w.Status.Message, w.Status.Nominated = d.Reason, d.Message, d.Nominated
 	if err := putStatus(tx, w); err != nil {
 		return err
 	}
@@ -242,6 +252,7 @@ func (s *Store) Requeue(ctx context.Context, id core.WorkloadID, attempt int, vi
 		w.Status.Phase, w.Status.Reason, w.Status.Message = core.Pending, string(via), message
 		w.Status.Placement = nil
 		w.Status.StopRequested = ""
+		w.Status.PreemptedBy = ""
 		w.Status.ExitCode = nil
 		if err := putStatus(tx, w); err != nil {
 			return err
@@ -293,4 +304,21 @@ func (s *Store) RequestStop(ctx context.Context, id core.WorkloadID, reason, mes
 		return nil
 	})
 	return out, err
+}
+
+// preempt asks a running workload to stop for a preemptor. A victim that is
+// no longer running that attempt, or is already stopping, is left alone.
+func preempt(tx *wtx, p core.Preemption, now time.Time) error {
+	w, err := getForUpdate(tx, p.Victim)
+	if err != nil {
+		return nil
+	}
+	if w.Status.Phase != core.Running || w.Status.Attempts != p.Attempt || w.Status.StopRequested != "" {
+		return nil
+	}
+	w.Status.StopRequested, w.Status.PreemptedBy, w.Status.Message = p.Reason, p.Preemptor, p.Message
+	if err := putStatus(tx, w); err != nil {
+		return err
+	}
+	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: now.UTC(), Type: core.EventWarning, Reason: p.Reason, Message: p.Message})
 }

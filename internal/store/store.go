@@ -32,6 +32,7 @@ type Store struct {
 	// modified in place.
 	mu     sync.RWMutex
 	active map[core.WorkloadID]*core.Workload
+	shares []core.TeamShare
 
 	tokMu  sync.Mutex
 	tokens map[string]cachedUser // token hash → user, see UserByTokenHash

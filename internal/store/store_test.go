@@ -35,7 +35,7 @@ func fixture(t *testing.T) *Store {
 	t.Helper()
 	s := open(t, "")
 	ctx := context.Background()
-	if err := s.CreateTeam(ctx, core.Team{Name: "a", CreatedAt: t0}); err != nil {
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.PutNode(ctx, node("n1", 2)); err != nil {
@@ -304,7 +304,7 @@ func TestAcknowledgedWritesSurviveReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gpufleet.db")
 	s := open(t, path)
 	ctx := context.Background()
-	s.CreateTeam(ctx, core.Team{Name: "a", CreatedAt: t0})
+	s.CreateTeam(ctx, core.NewTeam("a", t0))
 	var mu sync.Mutex
 	acked := map[core.WorkloadID]bool{}
 	var wg sync.WaitGroup

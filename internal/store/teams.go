@@ -52,6 +52,54 @@ func (s *Store) Teams(ctx context.Context) ([]core.Team, error) {
 	return out, rows.Err()
 }
 
+// UpdateTeam changes a team's quota with fn, which may return an error to
+// refuse the change.
+func (s *Store) UpdateTeam(ctx context.Context, name core.TeamName, fn func(*core.Team) error) (*core.Team, error) {
+	var out *core.Team
+	err := s.do(ctx, func(tx *wtx) error {
+		var b []byte
+		if err := tx.QueryRow("SELECT spec FROM teams WHERE name = ?", string(name)).Scan(&b); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("team %s: %w", name, core.ErrNotFound)
+			}
+			return err
+		}
+		var t core.Team
+		if err := json.Unmarshal(b, &t); err != nil {
+			return err
+		}
+		if err := fn(&t); err != nil {
+			return err
+		}
+		t.Name = name
+		nb, err := json.Marshal(&t)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec("UPDATE teams SET spec = ? WHERE name = ?", nb, string(name)); err != nil {
+			return err
+		}
+		out = &t
+		return nil
+	})
+	return out, err
+}
+
+// SetShares records the teams' standing computed by the last scheduling
+// cycle (kept in memory only: it is derived data).
+func (s *Store) SetShares(shares []core.TeamShare) {
+	s.mu.Lock()
+	s.shares = shares
+	s.mu.Unlock()
+}
+
+// Shares returns what SetShares recorded last.
+func (s *Store) Shares() []core.TeamShare {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.shares
+}
+
 // Team reads one team.
 func (s *Store) Team(ctx context.Context, name core.TeamName) (*core.Team, error) {
 	var b []byte

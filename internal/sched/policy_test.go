@@ -1,0 +1,396 @@
+package sched_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/sched"
+)
+
+// cluster describes a policy scenario as data: nodes, teams, what runs and
+// what waits.
+type cluster struct {
+	nodes   []*core.Node
+	teams   []core.Team
+	running []*core.Workload
+	pending []*core.Workload
+}
+
+var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+func team(name string, guaranteedGPUs, limitGPUs, weight int64) core.Team {
+	t := core.NewTeam(core.TeamName(name), t0)
+	t.Guaranteed = guaranteedGPUs * 1000
+	if limitGPUs >= 0 {
+		t.Limit = limitGPUs * 1000
+	}
+	t.Weight = weight
+	return t
+}
+
+// wl makes a workload of team and class asking milli-GPU.
+func wl(id, tm, class string, milli int64) *core.Workload {
+	return &core.Workload{ID: core.WorkloadID(id), CreatedAt: t0, Spec: core.Spec{Name: id, Team: core.TeamName(tm), Priority: class,
+		Kind: core.KindJob, Request: core.Request{MilliGPU: milli}, Command: []string{"true"}}, Status: core.Status{Phase: core.Pending}}
+}
+
+// runOn marks w running on node n's devices from index first, started at
+// t0+startMin minutes.
+func runOn(w *core.Workload, n *core.Node, first int, startMin int) *core.Workload {
+	w.Status.Phase = core.Running
+	w.Status.Attempts = 1
+	st := t0.Add(time.Duration(startMin) * time.Minute)
+	w.Status.StartedAt = &st
+	if w.Request.MilliGPU < 1000 {
+		g := n.GPUs[first]
+		milli, mem, _ := w.Request.ShareOn(g)
+		w.Status.Placement = []core.Assignment{{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: milli, MemoryMiB: mem}}
+		return w
+	}
+	for i := range w.Request.WholeGPUs() {
+		g := n.GPUs[first+i]
+		w.Status.Placement = append(w.Status.Placement, core.Assignment{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
+	}
+	return w
+}
+
+func (c cluster) snapshot() *core.Snapshot {
+	s := &core.Snapshot{Nodes: c.nodes, Teams: c.teams, Usage: map[core.NodeName]*core.NodeUsage{}}
+	for i, w := range c.pending {
+		w.Seq = int64(100 + i)
+		s.Pending = append(s.Pending, w)
+	}
+	for _, w := range c.running {
+		s.Running = append(s.Running, w)
+		n := w.Status.Placement[0].Node
+		if s.Usage[n] == nil {
+			s.Usage[n] = &core.NodeUsage{}
+		}
+		s.Usage[n].Add(w.Request, w.Status.Placement)
+	}
+	return s
+}
+
+// outcome summarises a plan as sentences that are easy to compare.
+func outcome(p core.Plan) (placed []string, victims []string, waiting map[string]string) {
+	for _, pl := range p.Placements {
+		placed = append(placed, fmt.Sprintf("%s on %s", pl.Workload, where(pl.Assignments)))
+	}
+	for _, v := range p.Preemptions {
+		victims = append(victims, fmt.Sprintf("%s %s for %s", v.Victim, v.Reason, v.Preemptor))
+	}
+	waiting = map[string]string{}
+	for _, d := range p.Unplaced {
+		waiting[string(d.Workload)] = d.Reason
+	}
+	slices.Sort(placed)
+	slices.Sort(victims)
+	return placed, victims, waiting
+}
+
+func TestPolicy(t *testing.T) {
+	n4 := node("n1").gpus(4, "H100").obj()
+	n8 := node("n8").gpus(8, "H100").obj()
+	opts := sched.Options{StarvationAfter: 10 * time.Minute, FairShareReclaim: true, MinRuntime: 5 * time.Minute}
+	now := t0.Add(time.Hour)
+
+	cases := []struct {
+		name        string
+		c           cluster
+		opts        *sched.Options
+		wantPlaced  []string
+		wantVictims []string
+		wantWaiting map[string]string
+		wantMessage map[string]string // substrings of the pending message
+	}{{
+		name: "a team below its guarantee reclaims another team's over-quota training, newest first",
+		c: cluster{
+			nodes: []*core.Node{n4},
+			teams: []core.Team{team("a", 0, -1, 1), team("b", 2, -1, 1)},
+			running: []*core.Workload{
+				runOn(wl("a1", "a", "training", 1000), n4, 0, 1), runOn(wl("a2", "a", "training", 1000), n4, 1, 2),
+				runOn(wl("a3", "a", "training", 1000), n4, 2, 3), runOn(wl("a4", "a", "training", 1000), n4, 3, 4),
+			},
+			pending: []*core.Workload{wl("b1", "b", "training", 2000)},
+		},
+		wantVictims: []string{"a3 Reclaimed for b1", "a4 Reclaimed for b1"},
+		wantWaiting: map[string]string{"b1": sched.ReasonPreempting},
+		wantMessage: map[string]string{"b1": "waiting for 2 preempted workloads to stop on n1"},
+	}, {
+		name: "production is not admitted over its team's guarantee",
+		c: cluster{
+			nodes:   []*core.Node{n4},
+			teams:   []core.Team{team("b", 1, -1, 1)},
+			pending: []*core.Workload{wl("p", "b", "production", 2000)},
+		},
+		wantWaiting: map[string]string{"p": sched.ReasonOverQuota},
+		wantMessage: map[string]string{"p": "production runs only within the team's guarantee: team b holds 0 of 1 guaranteed GPUs in production and above"},
+	}, {
+		name: "production is never preempted, not even to give another team its guarantee",
+		c: cluster{
+			nodes: []*core.Node{n4},
+			teams: []core.Team{team("a", 4, -1, 1), team("b", 4, -1, 1)},
+			running: []*core.Workload{
+				runOn(wl("a1", "a", "production", 2000), n4, 0, 1), runOn(wl("a2", "a", "production", 2000), n4, 2, 2),
+			},
+			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+		},
+		wantWaiting: map[string]string{"b1": sched.ReasonUnschedulable},
+	}, {
+		name: "production preempts training of its own team",
+		c: cluster{
+			nodes:   []*core.Node{n4},
+			teams:   []core.Team{team("a", 4, -1, 1)},
+			running: []*core.Workload{runOn(wl("t1", "a", "training", 4000), n4, 0, 1)},
+			pending: []*core.Workload{wl("p", "a", "production", 1000)},
+		},
+		wantVictims: []string{"t1 Preempted for p"},
+		wantWaiting: map[string]string{"p": sched.ReasonPreempting},
+	}, {
+		name: "training does not preempt another team's training that is within its quota",
+		c: cluster{
+			nodes:   []*core.Node{n4},
+			teams:   []core.Team{team("a", 4, -1, 1), team("b", 0, -1, 1)},
+			running: []*core.Workload{runOn(wl("a1", "a", "training", 4000), n4, 0, 1)},
+			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+		},
+		wantWaiting: map[string]string{"b1": sched.ReasonUnschedulable},
+	}, {
+		name: "batch runs on idle capacity and is preempted by anything",
+		c: cluster{
+			nodes:   []*core.Node{n4},
+			teams:   []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
+			running: []*core.Workload{runOn(wl("batch1", "a", "batch", 4000), n4, 0, 1)},
+			pending: []*core.Workload{wl("b1", "b", "development", 1000)},
+		},
+		wantVictims: []string{"batch1 Preempted for b1"},
+		wantWaiting: map[string]string{"b1": sched.ReasonPreempting},
+	}, {
+		name: "batch never preempts and says it waits for idle capacity",
+		c: cluster{
+			nodes:   []*core.Node{n4},
+			teams:   []core.Team{team("a", 0, -1, 1), team("b", 4, -1, 1)},
+			running: []*core.Workload{runOn(wl("a1", "a", "training", 4000), n4, 0, 1)},
+			pending: []*core.Workload{wl("batch1", "b", "batch", 1000)},
+		},
+		wantWaiting: map[string]string{"batch1": sched.ReasonIdleOnly},
+		wantMessage: map[string]string{"batch1": "batch runs only on idle capacity"},
+	}, {
+		name: "four quarter-GPU notebooks share one GPU",
+		c: cluster{
+			nodes: []*core.Node{n4},
+			teams: []core.Team{team("a", 0, -1, 1)},
+			pending: []*core.Workload{wl("nb1", "a", "development", 250), wl("nb2", "a", "development", 250),
+				wl("nb3", "a", "development", 250), wl("nb4", "a", "development", 250)},
+		},
+		wantPlaced: []string{"nb1 on n1:0@250", "nb2 on n1:0@250", "nb3 on n1:0@250", "nb4 on n1:0@250"},
+	}, {
+		name: "a team at its limit waits, and says so",
+		c: cluster{
+			nodes:   []*core.Node{n4},
+			teams:   []core.Team{team("a", 0, 2, 1)},
+			running: []*core.Workload{runOn(wl("a1", "a", "training", 2000), n4, 0, 1)},
+			pending: []*core.Workload{wl("a2", "a", "training", 1000)},
+		},
+		wantWaiting: map[string]string{"a2": sched.ReasonQuotaLimit},
+		wantMessage: map[string]string{"a2": "team a at its limit (2/2 GPUs"},
+	}, {
+		name: "a reclaim takes only as many victims as it needs",
+		c: cluster{
+			nodes: []*core.Node{n4},
+			teams: []core.Team{team("a", 0, -1, 1), team("b", 4, -1, 1)},
+			running: []*core.Workload{
+				runOn(wl("a1", "a", "training", 1000), n4, 0, 1), runOn(wl("a2", "a", "training", 1000), n4, 1, 2),
+				runOn(wl("a3", "a", "training", 1000), n4, 2, 3), runOn(wl("a4", "a", "training", 1000), n4, 3, 4),
+			},
+			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+		},
+		wantVictims: []string{"a4 Reclaimed for b1"},
+		wantWaiting: map[string]string{"b1": sched.ReasonPreempting},
+	}, {
+		name: "a team below its fair share reclaims from a team above it once the victims ran long enough",
+		c: cluster{
+			nodes: []*core.Node{n4},
+			teams: []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
+			running: []*core.Workload{
+				runOn(wl("a1", "a", "training", 1000), n4, 0, 1), runOn(wl("a2", "a", "training", 1000), n4, 1, 2),
+				runOn(wl("a3", "a", "training", 1000), n4, 2, 3), runOn(wl("a4", "a", "training", 1000), n4, 3, 58),
+			},
+			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+		},
+		// a4 started two minutes ago, within MinRuntime: a3 goes instead.
+		wantVictims: []string{"a3 Reclaimed for b1"},
+		wantWaiting: map[string]string{"b1": sched.ReasonPreempting},
+	}, {
+		name: "without fair-share reclaim a team over its fair share keeps what it borrowed",
+		opts: &sched.Options{FairShareReclaim: false},
+		c: cluster{
+			nodes:   []*core.Node{n4},
+			teams:   []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
+			running: []*core.Workload{runOn(wl("a1", "a", "training", 4000), n4, 0, 1)},
+			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+		},
+		wantWaiting: map[string]string{"b1": sched.ReasonUnschedulable},
+	}, {
+		name: "a preemptor waiting for its victims does not preempt again and keeps the node",
+		c: cluster{
+			nodes: []*core.Node{n4},
+			teams: []core.Team{team("a", 0, -1, 1), team("b", 4, -1, 1)},
+			running: func() []*core.Workload {
+				v := runOn(wl("a1", "a", "training", 4000), n4, 0, 1)
+				v.Status.StopRequested, v.Status.PreemptedBy = "Reclaimed", "b1"
+				return []*core.Workload{v}
+			}(),
+			pending: []*core.Workload{wl("b1", "b", "training", 1000), wl("b2", "b", "training", 1000)},
+		},
+		wantWaiting: map[string]string{"b1": sched.ReasonPreempting, "b2": sched.ReasonUnschedulable},
+		wantMessage: map[string]string{"b1": "waiting for 1 preempted workload to stop on n1", "b2": "reserved for another workload"},
+	}, {
+		name: "an 8-GPU job that waited too long gets the node reserved; small jobs behind it wait",
+		c: cluster{
+			nodes:   []*core.Node{n8},
+			teams:   []core.Team{team("a", 0, -1, 1)},
+			running: []*core.Workload{runOn(wl("small", "a", "training", 1000), n8, 0, 1)},
+			pending: func() []*core.Workload {
+				big := wl("big", "a", "training", 8000)
+				big.CreatedAt = t0
+				late := wl("late", "a", "training", 1000)
+				late.CreatedAt = now
+				return []*core.Workload{big, late}
+			}(),
+		},
+		wantWaiting: map[string]string{"big": sched.ReasonUnschedulable, "late": sched.ReasonUnschedulable},
+		wantMessage: map[string]string{"big": "n8 is reserved for it after waiting 1h0m0s", "late": "reserved for another workload"},
+	}, {
+		name: "a large job that fits nowhere does not block smaller ones behind it before it starves",
+		c: cluster{
+			nodes:   []*core.Node{n8},
+			teams:   []core.Team{team("a", 0, -1, 1)},
+			running: []*core.Workload{runOn(wl("small", "a", "training", 1000), n8, 0, 1)},
+			pending: func() []*core.Workload {
+				big := wl("big", "a", "training", 8000)
+				big.CreatedAt = now.Add(-time.Minute)
+				return []*core.Workload{big, wl("late", "a", "training", 1000)}
+			}(),
+		},
+		wantPlaced:  []string{"late on n8:1"},
+		wantWaiting: map[string]string{"big": sched.ReasonUnschedulable},
+		wantMessage: map[string]string{"big": "no node with 8 free GPUs (best: n8 with 7)"},
+	}, {
+		name: "between teams of one class, the team furthest below its fair share goes first",
+		c: cluster{
+			nodes:   []*core.Node{n4},
+			teams:   []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
+			running: []*core.Workload{runOn(wl("a1", "a", "training", 3000), n4, 0, 1)},
+			pending: []*core.Workload{wl("a2", "a", "training", 1000), wl("b1", "b", "training", 1000)},
+		},
+		wantPlaced:  []string{"b1 on n1:3"},
+		wantWaiting: map[string]string{"a2": sched.ReasonUnschedulable},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts
+			if tc.opts != nil {
+				o = *tc.opts
+			}
+			snap := tc.c.snapshot()
+			plan := o.Schedule(snap, now)
+			placed, victims, waiting := outcome(plan)
+			if diff := cmp.Diff(tc.wantPlaced, placed); diff != "" {
+				t.Errorf("placements (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantVictims, victims); diff != "" {
+				t.Errorf("preemptions (-want +got):\n%s", diff)
+			}
+			if tc.wantWaiting == nil {
+				tc.wantWaiting = map[string]string{}
+			}
+			if diff := cmp.Diff(tc.wantWaiting, waiting); diff != "" {
+				t.Errorf("waiting reasons (-want +got):\n%s", diff)
+			}
+			for id, sub := range tc.wantMessage {
+				for _, d := range plan.Unplaced {
+					if string(d.Workload) == id && !strings.Contains(d.Message, sub) {
+						t.Errorf("message for %s = %q, want it to contain %q", id, d.Message, sub)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSharesReportUsageAndDemand(t *testing.T) {
+	n4 := node("n1").gpus(4, "H100").obj()
+	c := cluster{
+		nodes:   []*core.Node{n4},
+		teams:   []core.Team{team("a", 1, -1, 1), team("b", 1, -1, 3)},
+		running: []*core.Workload{runOn(wl("a1", "a", "training", 1000), n4, 0, 1)},
+		pending: []*core.Workload{wl("a2", "a", "training", 8000), wl("b1", "b", "training", 8000)},
+	}
+	plan := sched.DefaultOptions().Schedule(c.snapshot(), t0)
+	want := []core.TeamShare{
+		{Team: "a", Usage: 1000, Pending: 8000, FairShare: 1500},
+		{Team: "b", Usage: 0, Pending: 8000, FairShare: 2500},
+	}
+	if diff := cmp.Diff(want, plan.Shares); diff != "" {
+		t.Errorf("shares (-want +got):\n%s", diff)
+	}
+}
+
+// benchCluster is 1,000 nodes × 8 H100, 50 teams with guarantees summing to
+// half the cluster, the cluster 3/4 full of running work of every class,
+// and `pending` workloads: fractions, 1, 2, 4 and 8 GPUs.
+func benchCluster(pending int) *core.Snapshot {
+	r := rand.New(rand.NewPCG(7, 7))
+	var c cluster
+	for i := range 1000 {
+		c.nodes = append(c.nodes, node(fmt.Sprintf("n%04d", i)).gpus(8, "H100").obj())
+	}
+	for i := range 50 {
+		c.teams = append(c.teams, team(fmt.Sprintf("t%02d", i), 80, -1, int64(1+i%3)))
+	}
+	classes := []string{"production", "training", "training", "development", "batch"}
+	sizes := []int64{250, 500, 1000, 1000, 2000, 4000, 8000}
+	id := 0
+	for _, n := range c.nodes {
+		used := 0
+		for used < 6 {
+			k := []int{1, 2}[r.IntN(2)]
+			w := wl(fmt.Sprintf("r%06d", id), fmt.Sprintf("t%02d", r.IntN(50)), classes[r.IntN(len(classes))], int64(k)*1000)
+			c.running = append(c.running, runOn(w, n, used, r.IntN(50)))
+			used += k
+			id++
+		}
+	}
+	for i := range pending {
+		w := wl(fmt.Sprintf("p%06d", i), fmt.Sprintf("t%02d", r.IntN(50)), classes[r.IntN(len(classes))], sizes[r.IntN(len(sizes))])
+		w.CreatedAt = t0.Add(time.Duration(r.IntN(3600)) * time.Second)
+		c.pending = append(c.pending, w)
+	}
+	return c.snapshot()
+}
+
+// BenchmarkCycle is one scheduling cycle at 8,000 GPUs and 50 teams.
+//
+//	go test ./internal/sched -run '^$' -bench Cycle -benchmem
+func BenchmarkCycle(b *testing.B) {
+	for _, pending := range []int{10000, 50000} {
+		b.Run(fmt.Sprintf("nodes=1000/teams=50/pending=%d", pending), func(b *testing.B) {
+			snap := benchCluster(pending)
+			now := t0.Add(2 * time.Hour)
+			var plan core.Plan
+			b.ReportAllocs()
+			for b.Loop() {
+				plan = sched.DefaultOptions().Schedule(snap, now)
+			}
+			b.ReportMetric(float64(len(plan.Placements)), "placed")
+			b.ReportMetric(float64(len(plan.Preemptions)), "preempted")
+		})
+	}
+}

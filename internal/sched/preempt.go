@@ -1,0 +1,220 @@
+package sched
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// teamState is one team as this cycle sees it.
+type teamState struct {
+	team    core.Team
+	usage   int64 // milli-GPU held by running workloads, plus placements made this cycle
+	pending int64 // milli-GPU asked by pending workloads not yet placed
+	share   int64 // fair share
+	running []*runningWorkload
+	// byClass is usage by class value (idle-only classes excluded).
+	byClass map[int]int64
+}
+
+// classify marks which running workloads of a team are within its
+// guarantee: taken by class (highest first), then start time (earliest
+// first), the workloads that fit in the guarantee are within quota and the
+// rest are over it. Idle-only classes are always over quota.
+func (c *cycle) classify(ts *teamState) {
+	rs := slices.Clone(ts.running)
+	slices.SortFunc(rs, func(a, b *runningWorkload) int {
+		return cmp.Or(cmp.Compare(b.class.Value, a.class.Value), compareStart(a.w, b.w), cmp.Compare(a.w.ID, b.w.ID))
+	})
+	var used int64
+	for _, r := range rs {
+		if r.class.IdleOnly || used+r.held > ts.team.Guaranteed {
+			r.over = true
+			continue
+		}
+		used += r.held
+	}
+}
+
+// usageAtOrAbove is what the team holds in classes at least as important as
+// value: what a workload of that class competes with inside its team.
+func (ts *teamState) usageAtOrAbove(value int) int64 {
+	var u int64
+	for v, m := range ts.byClass {
+		if v >= value {
+			u += m
+		}
+	}
+	return u
+}
+
+func (ts *teamState) hold(cl core.PriorityClass, milli int64) {
+	ts.usage += milli
+	if !cl.IdleOnly {
+		if ts.byClass == nil {
+			ts.byClass = map[int]int64{}
+		}
+		ts.byClass[cl.Value] += milli
+	}
+}
+
+func (c *cycle) value(w *core.Workload) int {
+	cl, _ := c.classOf(w)
+	return cl.Value
+}
+
+// candidate is a running workload that a preemptor may stop, and by which
+// rule.
+type candidate struct {
+	*runningWorkload
+	victim *core.Workload
+	rule   rule
+}
+
+// rule is why a victim may be preempted.
+type rule int8
+
+const (
+	ruleOwnTeam rule = iota // a higher class of its own team
+	ruleIdleOnly
+	ruleGuarantee // its team is over quota; the preemptor's team reclaims its guarantee
+	ruleFairShare // its team is above its fair share; the preemptor's below
+)
+
+func (v candidate) reason() string {
+	if v.rule == ruleOwnTeam || v.rule == ruleIdleOnly {
+		return "Preempted"
+	}
+	return "Reclaimed"
+}
+
+func (v candidate) message(preemptor *core.Workload, ts *teamState) string {
+	var why string
+	switch v.rule {
+	case ruleOwnTeam:
+		why = fmt.Sprintf("a %s workload of its own team needs the capacity", preemptor.Priority)
+	case ruleIdleOnly:
+		why = v.class.Name + " runs only on idle capacity"
+	case ruleGuarantee:
+		why = fmt.Sprintf("team %s runs over its quota and team %s reclaims its guarantee", v.victim.Team, ts.team.Name)
+	case ruleFairShare:
+		why = fmt.Sprintf("team %s is above its fair share and team %s below", v.victim.Team, ts.team.Name)
+	}
+	return fmt.Sprintf("%s by %s (team %s, %s): %s", strings.ToLower(v.reason()), preemptor.ID, ts.team.Name, preemptor.Priority, why)
+}
+
+// victimsFor lists the running workloads on ns that w (of class cl and team
+// ts, asking ask milli-GPU) may preempt, in victim order, under the rules:
+//
+//  1. within its own team, workloads of a lower class (Preempted);
+//  2. idle-only (batch) workloads of any team (Preempted);
+//  3. when the team stays within its guarantee, other teams' over-quota
+//     workloads (Reclaimed);
+//  4. with fair-share reclaim on, when the team stays within its fair
+//     share, over-quota workloads of teams above theirs that have run at
+//     least MinRuntime and whose team stays at or above its fair share
+//     without them (Reclaimed).
+//
+// Never a class that is not preemptible, never a victim already chosen in
+// this cycle or already stopping. Victim order: the team furthest above its
+// fair share first, then the lowest class, then the most recently started,
+// then ID.
+func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool, ns *nodeState, out []candidate) []candidate {
+	out = out[:0]
+	fairShareOK := c.opts.FairShareReclaim && ts.usage+ask <= ts.share
+	for _, r := range ns.running {
+		v := r.w
+		if !r.known || !r.class.Preemptible || v.Status.StopRequested != "" || r.chosen {
+			continue
+		}
+		vt := r.team
+		switch {
+		case vt == ts && r.class.Value < cl.Value:
+			out = append(out, candidate{r, v, ruleOwnTeam})
+		case r.class.IdleOnly:
+			out = append(out, candidate{r, v, ruleIdleOnly})
+		case vt != ts && r.over && inQuota:
+			out = append(out, candidate{r, v, ruleGuarantee})
+		case vt != ts && fairShareOK && r.over && vt.usage-r.held >= vt.share &&
+			v.Status.StartedAt != nil && c.now.Sub(*v.Status.StartedAt) >= c.opts.MinRuntime:
+			out = append(out, candidate{r, v, ruleFairShare})
+		}
+	}
+	slices.SortFunc(out, func(a, b candidate) int {
+		return cmp.Or(
+			cmp.Compare(b.team.usage-b.team.share, a.team.usage-a.team.share),
+			cmp.Compare(a.class.Value, b.class.Value),
+			compareStart(b.victim, a.victim),
+			cmp.Compare(a.victim.ID, b.victim.ID))
+	})
+	return out
+}
+
+func compareStart(a, b *core.Workload) int {
+	var at, bt int64
+	if a.Status.StartedAt != nil {
+		at = a.Status.StartedAt.UnixNano()
+	}
+	if b.Status.StartedAt != nil {
+		bt = b.Status.StartedAt.UnixNano()
+	}
+	return cmp.Compare(at, bt)
+}
+
+// findVictims looks, node by node, for the smallest set of victims whose
+// removal lets w fit: it frees candidates in victim order until w fits,
+// then drops every victim that turns out not to be needed. The node with
+// the fewest victims wins (then the least milli-GPU preempted, then the
+// name). Victims are only ever taken from one node, so a workload never
+// evicts more than that node's share of what it needs.
+func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool) (*nodeState, []candidate) {
+	var bestNode *nodeState
+	var best []candidate
+	var bestMilli int64
+	var cands []candidate
+	for _, ns := range c.nodes {
+		if (ns.reservedFor != "" && ns.reservedFor != w.ID) || !ns.node.Schedulable || !modelOK(ns, w.Request) {
+			continue
+		}
+		cands = c.victimsFor(w, cl, ts, ask, inQuota, ns, cands)
+		if len(cands) == 0 {
+			continue
+		}
+		scratch := ns.clone()
+		n := -1
+		for i, v := range cands {
+			scratch.add(v.victim.Request, v.victim.Status.Placement, -1)
+			if _, why := onNode(scratch, w.Request); why == "" {
+				n = i + 1
+				break
+			}
+		}
+		if n < 0 {
+			continue
+		}
+		// Drop victims that are not needed, last first.
+		set := slices.Clone(cands[:n])
+		for i := len(set) - 1; i >= 0 && len(set) > 1; i-- {
+			scratch.add(set[i].victim.Request, set[i].victim.Status.Placement, +1)
+			if _, why := onNode(scratch, w.Request); why == "" {
+				set = slices.Delete(set, i, i+1)
+				continue
+			}
+			scratch.add(set[i].victim.Request, set[i].victim.Status.Placement, -1)
+		}
+		var milli int64
+		for _, v := range set {
+			milli += v.held
+		}
+		if best == nil || len(set) < len(best) || (len(set) == len(best) && milli < bestMilli) {
+			bestNode, best, bestMilli = ns, set, milli
+			if len(set) == 1 && milli <= ask {
+				break // one victim no larger than the request: nothing is better
+			}
+		}
+	}
+	return bestNode, best
+}
