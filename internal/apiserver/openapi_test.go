@@ -63,6 +63,9 @@ func route(r string) (method, path string) {
 	return strings.ToLower(m), p
 }
 
+// pathParams fills in the path parameters of a route with example values.
+var pathParams = strings.NewReplacer("{id}", "wl-1", "{name}", "research")
+
 // publicRoutes are served without a token.
 var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /api/v1/openapi.json"}
 
@@ -195,6 +198,7 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"GET /api/v1/nodes", nil, []string{"200", "401"}},
 		{"GET /api/v1/teams", nil, []string{"200", "401"}},
 		{"POST /api/v1/teams", nil, []string{"201", "400", "401", "403", "409", "413"}},
+		{"PATCH /api/v1/teams/{name}", nil, []string{"200", "400", "401", "403", "404", "413"}},
 		{"POST /api/v1/users", nil, []string{"201", "400", "401", "403", "409", "413", "422"}},
 	}
 	var covered []string
@@ -228,6 +232,38 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 	}
 }
 
+// TestOpenAPIRequestBodies checks that each route that reads a body
+// names the api type its handler decodes, and that no other route has one.
+func TestOpenAPIRequestBodies(t *testing.T) {
+	doc := openAPIDoc(t)
+	bodies := map[string]string{
+		"POST /api/v1/workloads":     "Workload",
+		"POST /api/v1/teams":         "Team",
+		"PATCH /api/v1/teams/{name}": "TeamQuota",
+		"POST /api/v1/users":         "User",
+	}
+	for _, r := range Routes {
+		t.Run(r, func(t *testing.T) {
+			method, path := route(r)
+			body := obj(doc, "paths", path, method, "requestBody")
+			want, reads := bodies[r]
+			if !reads {
+				if body != nil {
+					t.Errorf("has a request body; the server reads none")
+				}
+				return
+			}
+			if body["required"] != true {
+				t.Errorf("request body is not required")
+			}
+			ref, _ := obj(body, "content", "application/json", "schema")["$ref"].(string)
+			if ref != "#/components/schemas/"+want {
+				t.Errorf("request body schema is %q, want the %s schema", ref, want)
+			}
+		})
+	}
+}
+
 func TestOpenAPISecurity(t *testing.T) {
 	doc := openAPIDoc(t)
 	scheme := obj(doc, "components", "securitySchemes", "bearerAuth")
@@ -256,7 +292,7 @@ func TestOpenAPISecurity(t *testing.T) {
 			if public {
 				return // the server needs a store to answer some of these
 			}
-			req := httptest.NewRequest(strings.ToUpper(method), strings.ReplaceAll(path, "{id}", "wl-1"), nil)
+			req := httptest.NewRequest(strings.ToUpper(method), pathParams.Replace(path), nil)
 			rec := httptest.NewRecorder()
 			srv.ServeHTTP(rec, req)
 			if rec.Code != http.StatusUnauthorized {
@@ -324,6 +360,7 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"Node":           reflect.TypeFor[api.Node](),
 		"GPU":            reflect.TypeFor[api.GPU](),
 		"Team":           reflect.TypeFor[api.Team](),
+		"TeamQuota":      reflect.TypeFor[api.TeamQuota](),
 		"User":           reflect.TypeFor[api.User](),
 		"Error":          reflect.TypeFor[api.Error](),
 		"FieldError":     reflect.TypeFor[api.FieldError](),

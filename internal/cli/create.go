@@ -25,20 +25,35 @@ func newCreateCmd(e *env) *cobra.Command {
 }
 
 func newCreateTeamCmd(e *env) *cobra.Command {
+	var qf quotaFlags
 	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:   "team NAME",
+		Use:   "team NAME [--guaranteed GPUS] [--limit GPUS|unlimited] [--weight W]",
 		Short: "Create a team (admin only)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Create a team (admin only), with a quota in GPUs (fractions allowed: 2.5,
+0.25). Without flags the team has no guarantee, no limit and weight 1.`,
+		Example: `  gpufleet create team vision --guaranteed 8 --limit 16 --weight 2`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
 				return err
+			}
+			q, err := qf.parse(cmd)
+			if err != nil {
+				return err
+			}
+			team := &api.Team{Name: args[0], LimitMilliGPU: q.LimitMilliGPU}
+			if q.GuaranteedMilliGPU != nil {
+				team.GuaranteedMilliGPU = *q.GuaranteedMilliGPU
+			}
+			if q.Weight != nil {
+				team.Weight = *q.Weight
 			}
 			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateTeam(cmd.Context(), &api.Team{Name: args[0]})
+			t, err := c.CreateTeam(cmd.Context(), team)
 			if err != nil {
 				return err
 			}
@@ -49,6 +64,7 @@ func newCreateTeamCmd(e *env) *cobra.Command {
 			return err
 		},
 	}
+	qf.add(cmd, true)
 	out = addOutputFlag(cmd, "text", outJSON, outYAML)
 	return cmd
 }

@@ -16,8 +16,23 @@ import (
 
 // workloadDescription is describe's -o json and -o yaml answer.
 type workloadDescription struct {
-	Workload *api.Workload `json:"workload"`
-	Events   []api.Event   `json:"events"`
+	Workload *api.Workload    `json:"workload"`
+	Events   []describedEvent `json:"events"`
+}
+
+// describedEvent is an event as the API sends it, except that the message
+// is always present, so that every event has time, reason and message.
+type describedEvent struct {
+	api.Event
+	Message string `json:"message"`
+}
+
+func describedEvents(events []api.Event) []describedEvent {
+	out := make([]describedEvent, len(events))
+	for i, ev := range events {
+		out[i] = describedEvent{Event: ev, Message: ev.Message}
+	}
+	return out
 }
 
 func newDescribeCmd(e *env) *cobra.Command {
@@ -48,7 +63,7 @@ func newDescribeCmd(e *env) *cobra.Command {
 			if events == nil {
 				events = []api.Event{}
 			}
-			if ok, err := out.structured(e.stdout, workloadDescription{Workload: w, Events: events}); ok {
+			if ok, err := out.structured(e.stdout, workloadDescription{Workload: w, Events: describedEvents(events)}); ok {
 				return err
 			}
 			return describeWorkload(e.stdout, e.now(), w, events)
@@ -119,6 +134,15 @@ func describeWorkload(w io.Writer, now time.Time, wl *api.Workload, events []api
 	kv(1, "Exit code", formatExitCode(s.ExitCode))
 	kv(1, "Attempts", strconv.Itoa(s.Attempts))
 	kv(1, "Preemptions", strconv.Itoa(s.Preemptions))
+	if s.StopRequested != "" {
+		kv(1, "Stop requested", s.StopRequested)
+	}
+	if s.PreemptedBy != "" {
+		kv(1, "Preempted by", s.PreemptedBy)
+	}
+	if s.NominatedNode != "" {
+		kv(1, "Nominated node", s.NominatedNode)
+	}
 	kv(1, "Started", formatTime(s.StartedAt))
 	kv(1, "Finished", formatTime(s.FinishedAt))
 	if err := tw.Flush(); err != nil {

@@ -1,11 +1,12 @@
 // Package cli is the command line of the gpufleet binary: one file per verb.
 //
-// Client verbs (submit, get, describe, logs, cancel, wait, create, login)
-// talk to the server only through the api client; they translate flags and
-// files into api types and answers into text, and decide nothing themselves.
-// The same api.Workload.Validate that the server runs is run here before
-// anything is sent. `server` builds a config.Config and hands over to
-// app.Run.
+// Client verbs (submit, get, describe, why, logs, cancel, wait, create,
+// set, apply, login) talk to the server only through the api client; they
+// translate flags and files into api types and answers into text, and decide
+// nothing themselves. The same api.Workload.Validate that the server runs is
+// run here before anything is sent; team quotas are checked here with the
+// server's rules (quotaProblems) for want of a shared api validator. `server`
+// builds a config.Config and hands over to app.Run.
 //
 // The package must not import the store, the scheduler, the control loop or
 // the executors.

@@ -25,8 +25,8 @@ var testNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 const fakePageSize = 2
 
 // fakeServer is a small in-memory gpufleet API: it keeps workloads, teams
-// and users, pages lists, and runs a pretend executor that moves a
-// workload one phase further each time it is read. Commands tell the
+// with their quotas and users, pages lists, and runs a pretend executor that
+// moves a workload one phase further each time it is read. Commands tell the
 // executor what to do: ["exit", "N"] ends with exit code N, ["sleep"] runs
 // for ever, anything else succeeds.
 type fakeServer struct {
@@ -42,6 +42,8 @@ type fakeServer struct {
 	idem      map[string]string // idempotency key → workload ID
 	bodies    [][]byte          // raw bodies of POST /workloads
 	lists     []string          // raw queries of GET /workloads
+	teamCalls []string          // "POST body" or "PATCH name body" of team changes
+	frozen    map[string]bool   // workloads whose status a test set; the executor leaves them alone
 	lastToken string            // token of the last authenticated request
 }
 
@@ -57,10 +59,17 @@ func newFakeServer(t *testing.T) *fakeServer {
 			aliceToken: {Name: "alice", Teams: []string{"research"}},
 			adminToken: {Name: "admin", Admin: true},
 		},
-		teams:  []api.Team{{Name: "research", CreatedAt: testNow.Add(-72 * time.Hour)}, {Name: "vision", CreatedAt: testNow.Add(-90 * time.Minute)}},
+		teams: []api.Team{{
+			Name: "research", GuaranteedMilliGPU: 8000, LimitMilliGPU: ptr(int64(16000)), Weight: 2,
+			UsageMilliGPU: 2500, FairShareMilliGPU: 10000, PendingMilliGPU: 250, CreatedAt: testNow.Add(-72 * time.Hour),
+		}, {
+			Name: "vision", LimitMilliGPU: ptr(int64(-1)), Weight: 1,
+			FairShareMilliGPU: 4000, PendingMilliGPU: 8000, CreatedAt: testNow.Add(-90 * time.Minute),
+		}},
 		events: map[string][]api.Event{},
 		logs:   map[string]string{},
 		idem:   map[string]string{},
+		frozen: map[string]bool{},
 		nodes: []api.Node{{
 			Name: "gpu1", Schedulable: true, Pool: "a",
 			GPUs: []api.GPU{
@@ -88,6 +97,7 @@ func newFakeServer(t *testing.T) *fakeServer {
 	mux.HandleFunc("GET /api/v1/nodes", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, api.List[api.Node]{Items: f.nodes}) })
 	mux.HandleFunc("GET /api/v1/teams", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, api.List[api.Team]{Items: f.teams}) })
 	mux.HandleFunc("POST /api/v1/teams", f.createTeam)
+	mux.HandleFunc("PATCH /api/v1/teams/{name}", f.setQuota)
 	mux.HandleFunc("POST /api/v1/users", f.createUser)
 	srv := httptest.NewServer(f.auth(mux))
 	t.Cleanup(srv.Close)
@@ -250,8 +260,23 @@ func (f *fakeServer) get(w http.ResponseWriter, r *http.Request) {
 	reply(w, 200, wl)
 }
 
+// setStatus gives a workload a status, which the pretend executor then
+// leaves as it is.
+func (f *fakeServer) setStatus(id string, s api.WorkloadStatus) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s.Placement == nil {
+		s.Placement = []api.Placement{}
+	}
+	f.find(id).Status = s
+	f.frozen[id] = true
+}
+
 // step is the pretend executor: Pending → Running → finished.
 func (f *fakeServer) step(wl *api.Workload) {
+	if f.frozen[wl.ID] {
+		return
+	}
 	s := &wl.Status
 	switch s.Phase {
 	case api.PhasePending:
@@ -311,20 +336,120 @@ func (f *fakeServer) logsOf(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, f.logs[r.PathValue("id")])
 }
 
+func ptr[T any](v T) *T { return &v }
+
+// decodeStrict reads a JSON body as the server does, unknown fields
+// refused, and answers 400 when it cannot.
+func decodeStrict(w http.ResponseWriter, body []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		replyError(w, 400, api.CodeInvalid, "bad JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// fakeQuotaErrors checks a team's quota with the server's rules.
+func fakeQuotaErrors(t api.Team) []api.FieldError {
+	var errs []api.FieldError
+	if t.GuaranteedMilliGPU < 0 {
+		errs = append(errs, api.FieldError{Field: "guaranteedMilliGPU", Problem: "must not be negative"})
+	}
+	if l := *t.LimitMilliGPU; l < -1 {
+		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: "must be -1 (unlimited) or at least 0"})
+	} else if l >= 0 && l < t.GuaranteedMilliGPU {
+		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: fmt.Sprintf("%d is below the guarantee (%d)", l, t.GuaranteedMilliGPU)})
+	}
+	if t.Weight < 1 || t.Weight > 1000 {
+		errs = append(errs, api.FieldError{Field: "weight", Problem: "must be from 1 to 1000"})
+	}
+	return errs
+}
+
 func (f *fakeServer) createTeam(w http.ResponseWriter, r *http.Request) {
 	if !f.caller(r).Admin {
 		replyError(w, 403, api.CodeForbidden, "only an admin can create teams")
 		return
 	}
+	body, _ := io.ReadAll(r.Body)
+	f.teamCalls = append(f.teamCalls, "POST "+string(bytes.TrimSpace(body)))
 	var t api.Team
-	json.NewDecoder(r.Body).Decode(&t)
+	if !decodeStrict(w, body, &t) {
+		return
+	}
 	if f.teamExists(t.Name) {
 		replyError(w, 409, api.CodeConflict, fmt.Sprintf("team %q exists", t.Name))
+		return
+	}
+	if t.LimitMilliGPU == nil {
+		t.LimitMilliGPU = ptr(int64(-1))
+	}
+	if t.Weight == 0 {
+		t.Weight = 1
+	}
+	if errs := fakeQuotaErrors(t); len(errs) > 0 {
+		replyError(w, 400, api.CodeInvalid, "invalid team", errs...)
 		return
 	}
 	t.CreatedAt = testNow
 	f.teams = append(f.teams, t)
 	reply(w, 201, t)
+}
+
+func (f *fakeServer) setQuota(w http.ResponseWriter, r *http.Request) {
+	if !f.caller(r).Admin {
+		replyError(w, 403, api.CodeForbidden, "only an admin may do this")
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	f.teamCalls = append(f.teamCalls, "PATCH "+r.PathValue("name")+" "+string(bytes.TrimSpace(body)))
+	var q api.TeamQuota
+	if !decodeStrict(w, body, &q) {
+		return
+	}
+	for i := range f.teams {
+		t := f.teams[i] // changed on a copy, kept only when valid
+		if t.Name != r.PathValue("name") {
+			continue
+		}
+		if q.GuaranteedMilliGPU != nil {
+			t.GuaranteedMilliGPU = *q.GuaranteedMilliGPU
+		}
+		if q.LimitMilliGPU != nil {
+			t.LimitMilliGPU = ptr(*q.LimitMilliGPU)
+		}
+		if q.Weight != nil {
+			t.Weight = *q.Weight
+		}
+		if errs := fakeQuotaErrors(t); len(errs) > 0 {
+			replyError(w, 400, api.CodeInvalid, "invalid quota", errs...)
+			return
+		}
+		f.teams[i] = t
+		reply(w, 200, t)
+		return
+	}
+	replyError(w, 404, api.CodeNotFound, fmt.Sprintf("team %q not found", r.PathValue("name")))
+}
+
+// team returns a copy of a stored team, or nil.
+func (f *fakeServer) team(name string) *api.Team {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.teams {
+		if t.Name == name {
+			return &t
+		}
+	}
+	return nil
+}
+
+// teamChanges returns the team requests so far.
+func (f *fakeServer) teamChanges() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.teamCalls...)
 }
 
 func (f *fakeServer) createUser(w http.ResponseWriter, r *http.Request) {

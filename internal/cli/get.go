@@ -21,10 +21,13 @@ func newGetCmd(e *env) *cobra.Command {
 -o json and -o yaml print what the API returns: {"items": [...]} with every
 matching object for lists (all pages are read; --limit asks for fewer), the
 object itself for one workload. -o wide adds columns, and for nodes a row per
-GPU.`,
+GPU. Team quantities are in GPUs: the guarantee, the limit, what the team's
+running workloads hold (USAGE), its fair share of the capacity and what its
+pending workloads ask for.`,
 		Example: `  gpufleet get workloads --team research --phase Running
   gpufleet get workload wl-0042 -o json
-  gpufleet get nodes -o wide`,
+  gpufleet get nodes -o wide
+  gpufleet get teams`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 || len(args) > 2 {
 				return usagef("get what? want workloads, workload ID, nodes or teams")
@@ -90,11 +93,7 @@ GPU.`,
 				if ok, err := out.structured(e.stdout, list(ts)); ok {
 					return err
 				}
-				t := newTable(e.stdout, "NAME", "AGE")
-				for _, tm := range ts {
-					t.row(tm.Name, formatAge(e.now(), tm.CreatedAt))
-				}
-				return t.flush()
+				return printTeams(e, out.value, ts)
 			default:
 				return usagef("get %q: want workloads, workload ID, nodes or teams", kind)
 			}
@@ -120,6 +119,33 @@ func printWorkloads(e *env, format string, ws []api.Workload) error {
 			formatExitCode(s.ExitCode), strconv.Itoa(s.Attempts), placementNodes(s.Placement), formatAge(e.now(), w.CreatedAt)}
 		if format == outWide {
 			row = append(row, w.Kind, w.Owner, s.Message)
+		}
+		t.row(row...)
+	}
+	return t.flush()
+}
+
+// printTeams prints a row per team, quantities in GPUs; -o wide adds the
+// age.
+func printTeams(e *env, format string, ts []api.Team) error {
+	header := []string{"NAME", "GUARANTEED", "LIMIT", "WEIGHT", "USAGE", "FAIR-SHARE", "PENDING"}
+	if format == outWide {
+		header = append(header, "AGE")
+	}
+	t := newTable(e.stdout, header...)
+	for _, tm := range ts {
+		limit := "unlimited"
+		if l := tm.LimitMilliGPU; l != nil && *l >= 0 {
+			limit = api.Milli(*l).String()
+		}
+		weight := tm.Weight
+		if weight == 0 {
+			weight = 1 // the default, which the server may leave out
+		}
+		row := []string{tm.Name, api.Milli(tm.GuaranteedMilliGPU).String(), limit, strconv.FormatInt(weight, 10),
+			api.Milli(tm.UsageMilliGPU).String(), api.Milli(tm.FairShareMilliGPU).String(), api.Milli(tm.PendingMilliGPU).String()}
+		if format == outWide {
+			row = append(row, formatAge(e.now(), tm.CreatedAt))
 		}
 		t.row(row...)
 	}

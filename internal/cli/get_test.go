@@ -190,13 +190,59 @@ func TestGetStructuredOutput(t *testing.T) {
 	}
 }
 
-func TestGetTeamsTable(t *testing.T) {
-	f := newFakeServer(t)
-	got := f.run(t, "get", "teams")
-	want := "NAME      AGE\nresearch  3d\nvision    90m\n"
-	if diff := cmp.Diff(result{stdout: want}, got, cmp.AllowUnexported(result{})); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+func TestGetTeams(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{{
+		name: "table shows quotas and shares in GPUs",
+		args: []string{"get", "teams"},
+		want: "" +
+			"NAME      GUARANTEED  LIMIT      WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
+			"research  8           16         2       2.5    10          0.25\n" +
+			"vision    0           unlimited  1       0      4           8\n",
+	}, {
+		name: "wide adds the age",
+		args: []string{"get", "teams", "-o", "wide"},
+		want: "" +
+			"NAME      GUARANTEED  LIMIT      WEIGHT  USAGE  FAIR-SHARE  PENDING  AGE\n" +
+			"research  8           16         2       2.5    10          0.25     3d\n" +
+			"vision    0           unlimited  1       0      4           8        90m\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeServer(t)
+			got := f.run(t, tt.args...)
+			if diff := cmp.Diff(result{stdout: tt.want}, got, cmp.AllowUnexported(result{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
+
+	t.Run("a team without a limit field shows unlimited", func(t *testing.T) {
+		f := newFakeServer(t)
+		f.teams[1].LimitMilliGPU = nil
+		f.teams[1].Weight = 0
+		got := f.run(t, "get", "teams")
+		if !strings.Contains(got.stdout, "\nvision    0           unlimited  1 ") {
+			t.Errorf("got:\n%s", got.stdout)
+		}
+	})
+
+	t.Run("json is the API's answer as it is", func(t *testing.T) {
+		f := newFakeServer(t)
+		got := f.run(t, "get", "teams", "-o", "json")
+		raw, _ := json.Marshal(api.List[api.Team]{Items: f.teams})
+		if diff := cmp.Diff(decodeJSON(t, string(raw)), decodeJSON(t, got.stdout)); diff != "" {
+			t.Errorf("(-API +CLI):\n%s", diff)
+		}
+		for _, key := range []string{"guaranteedMilliGPU", "limitMilliGPU", "weight", "usageMilliGPU", "fairShareMilliGPU", "pendingMilliGPU"} {
+			if !strings.Contains(got.stdout, `"`+key+`": `) {
+				t.Errorf("no %s in\n%s", key, got.stdout)
+			}
+		}
+	})
 }
 
 func TestGetUsageErrors(t *testing.T) {

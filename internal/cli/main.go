@@ -127,6 +127,9 @@ then in GPUFLEET_ADDR and GPUFLEET_TOKEN, then in the file that
 		newCancelCmd(e),
 		newWaitCmd(e),
 		newCreateCmd(e),
+		newSetCmd(e),
+		newApplyCmd(e),
+		newWhyCmd(e),
 		newVersionCmd(e),
 	)
 	return root

@@ -138,6 +138,11 @@ func TestExitCodesForUsage(t *testing.T) {
 		{"missing argument", []string{"wait"}, 2},
 		{"create without a kind", []string{"create"}, 2},
 		{"describe a node", []string{"describe", "node", "gpu1"}, 2},
+		{"set without a kind", []string{"set"}, 2},
+		{"set quota without a team", []string{"set", "quota"}, 2},
+		{"apply with an argument", []string{"apply", "fleet.yaml"}, 2},
+		{"why without an ID", []string{"why"}, 2},
+		{"why with an unknown output", []string{"why", "wl-1", "-o", "xml"}, 2},
 		{"server with a bad address", []string{"server", "--addr", "nope"}, 2},
 		{"version", []string{"version"}, 0},
 	}

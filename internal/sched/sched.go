@@ -100,7 +100,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		opts: o, now: now, classes: snap.Classes,
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
-		noFit: map[string]string{}, noVictims: map[string]bool{},
+		noFit:       map[string]string{}, noVictims: map[string]bool{},
 	}
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+func newSetCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "set quota TEAM",
+		Short: "Change a team's quota (admin only)",
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("set %q: want quota", args[0])
+			}
+			return usagef("set what? want quota")
+		},
+	}
+	cmd.AddCommand(newSetQuotaCmd(e))
+	return cmd
+}
+
+func newSetQuotaCmd(e *env) *cobra.Command {
+	var qf quotaFlags
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "quota TEAM [--guaranteed GPUS] [--limit GPUS|unlimited] [--weight W]",
+		Short: "Change a team's quota (admin only)",
+		Long: `Change a team's quota (admin only) and print the team.
+
+Only the flags given change; the others keep their values. Quantities are in
+GPUs and may be fractions (2.5, 0.25). --limit unlimited (or -1) removes the
+limit.`,
+		Example: `  gpufleet set quota vision --guaranteed 8 --limit 16 --weight 2
+  gpufleet set quota vision --limit unlimited`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			q, err := qf.parse(cmd)
+			if err != nil {
+				return err
+			}
+			if q.GuaranteedMilliGPU == nil && q.LimitMilliGPU == nil && q.Weight == nil {
+				return usagef("nothing to set: give --guaranteed, --limit or --weight")
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.SetQuota(cmd.Context(), args[0], &q)
+			if err != nil {
+				return err
+			}
+			if ok, err := out.structured(e.stdout, t); ok {
+				return err
+			}
+			return printTeams(e, out.value, []api.Team{*t})
+		},
+	}
+	qf.add(cmd, false)
+	out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
+	return cmd
+}
+
+// quotaFlags are the quota flags of `create team` and `set quota`, as typed.
+type quotaFlags struct {
+	guaranteed, limit, weight string
+}
+
+// add declares the flags; defaults says what a flag left out means: the
+// defaults of a new team, or else that the value stays as it is.
+func (qf *quotaFlags) add(cmd *cobra.Command, defaults bool) {
+	unset := func(def string) string {
+		if defaults {
+			return " (default " + def + ")"
+		}
+		return " (unchanged when not given)"
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&qf.guaranteed, "guaranteed", "", "GPUs the team always gets back, by reclaim, when it has work for them, e.g. 8 or 2.5"+unset("0"))
+	fl.StringVar(&qf.limit, "limit", "", "the most GPUs the team may hold, borrowing included, or unlimited (-1)"+unset("unlimited"))
+	fl.StringVar(&qf.weight, "weight", "", "the team's share of the capacity beyond the guarantees, a whole number from 1 to 1000"+unset("1"))
+}
+
+// parse turns the quota flags that were given into a quota in milli-GPU;
+// the others stay nil. Every problem is a usage error that names its flag.
+func (qf *quotaFlags) parse(cmd *cobra.Command) (api.TeamQuota, error) {
+	var q api.TeamQuota
+	set := cmd.Flags().Changed
+	var bad []string
+	fail := func(flag, value string, err error) {
+		bad = append(bad, fmt.Sprintf("--%s %q: %v", flag, value, err))
+	}
+	if set("guaranteed") {
+		if v, err := parseGPUs(qf.guaranteed); err != nil {
+			fail("guaranteed", qf.guaranteed, err)
+		} else {
+			q.GuaranteedMilliGPU = &v
+		}
+	}
+	if set("limit") {
+		if v, err := parseLimit(qf.limit); err != nil {
+			fail("limit", qf.limit, err)
+		} else {
+			q.LimitMilliGPU = &v
+		}
+	}
+	if set("weight") {
+		if v, err := parseWeight(qf.weight); err != nil {
+			fail("weight", qf.weight, err)
+		} else {
+			q.Weight = &v
+		}
+	}
+	flagValue := map[string]string{"guaranteed": qf.guaranteed, "limit": qf.limit, "weight": qf.weight}
+	for _, p := range quotaProblems(q) {
+		fail(p.Field, flagValue[p.Field], fmt.Errorf("%s", p.Problem))
+	}
+	if len(bad) > 0 {
+		return api.TeamQuota{}, usagef("%s", strings.Join(bad, "; "))
+	}
+	return q, nil
+}
+
+// unlimited is the limit of a team without one, on the wire.
+const unlimited = -1
+
+// parseGPUs reads a number of GPUs such as 8, 2.5 or 0.25 into milli-GPU.
+func parseGPUs(s string) (int64, error) {
+	m, err := api.ParseMilli(s)
+	if err != nil {
+		return 0, err
+	}
+	return int64(m), nil
+}
+
+// parseLimit reads a limit in GPUs; "unlimited" and -1 mean none.
+func parseLimit(s string) (int64, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "unlimited") {
+		return unlimited, nil
+	}
+	m, err := parseGPUs(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w (want a number of GPUs, or unlimited)", err)
+	}
+	switch {
+	case m == -1000: // -1 GPUs
+		return unlimited, nil
+	case m < 0:
+		return 0, fmt.Errorf("must be a number of GPUs, or unlimited (-1)")
+	}
+	return m, nil
+}
+
+// parseWeight reads a weight, a whole number.
+func parseWeight(s string) (int64, error) {
+	w, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want a whole number from 1 to 1000")
+	}
+	return w, nil
+}
+
+// quotaProblems checks the values of a quota that are set, with the
+// server's rules, and names each bad one by its short name (guaranteed,
+// limit, weight). A limit below the guarantee is a problem only when both
+// are set; the server checks it against the stored values too.
+func quotaProblems(q api.TeamQuota) []api.FieldError {
+	var errs []api.FieldError
+	add := func(field, format string, args ...any) {
+		errs = append(errs, api.FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+	if g := q.GuaranteedMilliGPU; g != nil && *g < 0 {
+		add("guaranteed", "must not be negative")
+	}
+	if l := q.LimitMilliGPU; l != nil {
+		switch {
+		case *l < unlimited:
+			add("limit", "must be a number of GPUs, or unlimited (-1)")
+		case *l >= 0 && q.GuaranteedMilliGPU != nil && *l < *q.GuaranteedMilliGPU:
+			add("limit", "%s GPUs is below the guarantee of %s", api.Milli(*l), api.Milli(*q.GuaranteedMilliGPU))
+		}
+	}
+	if w := q.Weight; w != nil && (*w < 1 || *w > 1000) {
+		add("weight", "must be from 1 to 1000")
+	}
+	return errs
+}
