@@ -49,6 +49,9 @@ type Workload struct {
 	// preemption; 0 means the default (30 s).
 	GracePeriodSeconds int64             `json:"gracePeriodSeconds,omitempty"`
 	Labels             map[string]string `json:"labels,omitempty"`
+	// NodeSelector limits the workload to nodes carrying these labels;
+	// gpufleet.io/pool and gpufleet.io/region select a pool or a region.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	CreatedAt time.Time      `json:"createdAt,omitzero"`
 	Status    WorkloadStatus `json:"status,omitzero"`

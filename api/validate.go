@@ -139,6 +139,17 @@ func (w *Workload) Validate() []FieldError {
 			add("labels."+k, "value %q is not a valid label value", v)
 		}
 	}
+	if len(w.NodeSelector) > MaxLabels {
+		add("nodeSelector", "at most %d labels", MaxLabels)
+	}
+	for k, v := range w.NodeSelector {
+		if len(k) > 63 || !labelRE.MatchString(k) {
+			add("nodeSelector."+k, "is not a valid label key")
+		}
+		if len(v) > 63 || (v != "" && !labelRE.MatchString(v)) {
+			add("nodeSelector."+k, "value %q is not a valid label value", v)
+		}
+	}
 	if w.ID != "" {
 		add("id", "is set by the server")
 	}

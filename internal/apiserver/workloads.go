@@ -124,6 +124,7 @@ func (s *Server) toCore(ctx context.Context, in *api.Workload, u *core.User) (*c
 			GPUModels:    in.Resources.GPUModels,
 			MilliCPU:     int64(in.Resources.CPU),
 			MemoryMiB:    in.Resources.MemoryMiB,
+			NodeSelector: in.NodeSelector,
 		},
 		Command:     in.Command,
 		Env:         in.Env,
@@ -284,6 +285,7 @@ func toAPI(w *core.Workload) *api.Workload {
 		MaxRuntimeSeconds:  int64(w.MaxRuntime / time.Second),
 		GracePeriodSeconds: int64(w.GracePeriod / time.Second),
 		Labels:             w.Labels,
+		NodeSelector:       w.Request.NodeSelector,
 		CreatedAt:          w.CreatedAt,
 		Status: api.WorkloadStatus{
 			Phase:         string(w.Status.Phase),

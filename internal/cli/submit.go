@@ -31,6 +31,8 @@ type submitFlags struct {
 	memory         string
 	env            []string
 	labels         []string
+	selector       []string
+	pool, region   string
 	workdir        string
 	maxRuntime     string
 	gracePeriod    string
@@ -98,6 +100,9 @@ flags need no '--'.`,
 	fl.StringVar(&f.memory, "memory", "", "memory, e.g. 8GiB or 512MiB")
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE (repeatable)")
 	fl.StringArrayVar(&f.labels, "label", nil, "label key=value (repeatable)")
+	fl.StringArrayVar(&f.selector, "node-selector", nil, "run only on nodes with this label key=value (repeatable)")
+	fl.StringVar(&f.pool, "pool", "", "run only on nodes of this pool")
+	fl.StringVar(&f.region, "region", "", "run only on nodes in this region")
 	fl.StringVar(&f.workdir, "workdir", "", "working directory, relative to the workload's own directory")
 	fl.StringVar(&f.maxRuntime, "max-runtime", "", "stop the workload after it has run this long, e.g. 1h (default no limit)")
 	fl.StringVar(&f.gracePeriod, "grace-period", "", "time between SIGTERM and SIGKILL on cancel or preemption, e.g. 30s")
@@ -172,6 +177,17 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	var err error
 	if w.Env, err = mergeKV(w.Env, f.env, "--env"); err != nil {
 		return nil, err
+	}
+	if w.NodeSelector, err = mergeKV(w.NodeSelector, f.selector, "--node-selector"); err != nil {
+		return nil, err
+	}
+	for key, v := range map[string]string{"gpufleet.io/pool": f.pool, "gpufleet.io/region": f.region} {
+		if v != "" {
+			if w.NodeSelector == nil {
+				w.NodeSelector = map[string]string{}
+			}
+			w.NodeSelector[key] = v
+		}
 	}
 	if w.Labels, err = mergeKV(w.Labels, f.labels, "--label"); err != nil {
 		return nil, err

@@ -124,6 +124,9 @@ func Fits(node *Node, used *NodeUsage, req Request, as []Assignment) error {
 	if !node.Schedulable {
 		return fail(-1, "node is not schedulable")
 	}
+	if !node.Matches(req.NodeSelector) {
+		return fail(-1, "node labels do not match the node selector")
+	}
 	switch {
 	case req.Fractional():
 		if len(as) != 1 {

@@ -27,6 +27,37 @@ type Node struct {
 	UpdatedAt   time.Time         `json:"updatedAt"`
 }
 
+// Well-known labels every node carries besides its own.
+const (
+	LabelPool   = "gpufleet.io/pool"
+	LabelRegion = "gpufleet.io/region"
+	LabelNode   = "gpufleet.io/node"
+)
+
+// Label returns the value of a label, the well-known ones included.
+func (n *Node) Label(key string) (string, bool) {
+	switch key {
+	case LabelPool:
+		return n.Pool, n.Pool != ""
+	case LabelRegion:
+		return n.Region, n.Region != ""
+	case LabelNode:
+		return string(n.Name), true
+	}
+	v, ok := n.Labels[key]
+	return v, ok
+}
+
+// Matches reports whether the node carries every label of the selector.
+func (n *Node) Matches(selector map[string]string) bool {
+	for k, want := range selector {
+		if v, ok := n.Label(k); !ok || v != want {
+			return false
+		}
+	}
+	return true
+}
+
 // Clone returns a deep copy.
 func (n *Node) Clone() *Node {
 	c := *n

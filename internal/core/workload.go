@@ -57,6 +57,9 @@ type Request struct {
 	GPUModels    []string `json:"gpuModels,omitempty"`
 	MilliCPU     int64    `json:"milliCPU,omitempty"`
 	MemoryMiB    int64    `json:"memoryMiB,omitempty"`
+	// NodeSelector restricts the workload to nodes with these labels
+	// (including gpufleet.io/pool and gpufleet.io/region).
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 }
 
 // Fractional reports whether the request shares one device.
@@ -130,6 +133,7 @@ type Workload struct {
 func (w *Workload) Clone() *Workload {
 	c := *w
 	c.Request.GPUModels = slices.Clone(w.Request.GPUModels)
+	c.Request.NodeSelector = cloneMap(w.Request.NodeSelector)
 	c.Command = slices.Clone(w.Command)
 	c.Env = cloneMap(w.Env)
 	c.Labels = cloneMap(w.Labels)

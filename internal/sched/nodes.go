@@ -91,6 +91,7 @@ const (
 	whyShare         = "no GPU with enough free share"
 	whyReserved      = "reserved for another workload"
 	whyNoGPU         = "no GPUs"
+	whySelector      = "labels do not match the node selector"
 )
 
 // onNode scores req on one node without allocating; reason is non-empty
@@ -102,6 +103,8 @@ func onNode(ns *nodeState, req core.Request) (choice, string) {
 		return choice{}, whyUnschedulable
 	case len(n.GPUs) == 0:
 		return choice{}, whyNoGPU
+	case len(req.NodeSelector) > 0 && !n.Matches(req.NodeSelector):
+		return choice{}, whySelector
 	case !slices.ContainsFunc(ns.models, req.ModelAllowed):
 		return choice{}, whyModel
 	case n.MilliCPU > 0 && ns.cpu+req.MilliCPU > n.MilliCPU:

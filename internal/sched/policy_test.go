@@ -292,6 +292,25 @@ func TestPolicy(t *testing.T) {
 		},
 		wantPlaced:  []string{"b1 on n1:3"},
 		wantWaiting: map[string]string{"a2": sched.ReasonUnschedulable},
+	}, {
+		name: "a node selector keeps a workload to the pool it names",
+		c: cluster{
+			nodes: func() []*core.Node {
+				a, b := node("a").gpus(1, "H100").obj(), node("b").gpus(1, "H100").obj()
+				a.Pool, b.Pool = "owned", "burst"
+				return []*core.Node{a, b}
+			}(),
+			teams: []core.Team{team("a", 0, -1, 1)},
+			pending: func() []*core.Workload {
+				w1, w2 := wl("burst1", "a", "training", 1000), wl("burst2", "a", "training", 1000)
+				w1.Request.NodeSelector = map[string]string{core.LabelPool: "burst"}
+				w2.Request.NodeSelector = map[string]string{core.LabelPool: "burst"}
+				return []*core.Workload{w1, w2}
+			}(),
+		},
+		wantPlaced:  []string{"burst1 on b:0"},
+		wantWaiting: map[string]string{"burst2": sched.ReasonUnschedulable},
+		wantMessage: map[string]string{"burst2": "1 labels do not match the node selector"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

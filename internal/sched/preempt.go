@@ -176,7 +176,7 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 	var bestMilli int64
 	var cands []candidate
 	for _, ns := range c.nodes {
-		if (ns.reservedFor != "" && ns.reservedFor != w.ID) || !ns.node.Schedulable || !modelOK(ns, w.Request) {
+		if (ns.reservedFor != "" && ns.reservedFor != w.ID) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) {
 			continue
 		}
 		cands = c.victimsFor(w, cl, ts, ask, inQuota, ns, cands)

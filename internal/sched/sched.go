@@ -248,7 +248,7 @@ func (c *cycle) askMilli(w *core.Workload) int64 {
 }
 
 func shapeKey(r core.Request) string {
-	return fmt.Sprintf("%d/%d/%d/%d/%q", r.MilliGPU, r.GPUMemoryMiB, r.MilliCPU, r.MemoryMiB, r.GPUModels)
+	return fmt.Sprintf("%d/%d/%d/%d/%q/%v", r.MilliGPU, r.GPUMemoryMiB, r.MilliCPU, r.MemoryMiB, r.GPUModels, r.NodeSelector)
 }
 
 func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.NodeName) {
