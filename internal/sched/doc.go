@@ -1,13 +1,57 @@
 // Package sched is one scheduling cycle: a pure function from a frozen
-// core.Snapshot to a core.Plan. It does no I/O, reads no clock (time is an
-// argument), starts no goroutines and logs nothing.
+// core.Snapshot to a core.Plan (placements, preemptions, explanations and
+// each team's fair share). It does no I/O, reads no clock (time is an
+// argument), starts no goroutines and logs nothing. The control loop applies
+// the plan, and the store checks every placement again with core.Fits.
 //
-// This first version places pending workloads in submission order, first
-// fit, with backfill: a workload that does not fit is skipped with a reason
-// and never blocks smaller ones behind it. Fractions are packed onto the
-// device with the least room that still fits them (best fit), so that whole
-// devices stay free for whole-GPU requests; whole-GPU requests land on one
-// node. Quotas, fair share and preemption come with the full scheduler.
+// # Policy
 //
-// sched imports core only.
+// Teams hold a guarantee, a limit and a weight (milli-GPU). Fair shares come
+// from package fairshare: guarantees first, then the rest by weight among
+// teams with demand (water-filling). A running workload is within quota when,
+// taking the team's workloads by class and then start time, it fits in the
+// guarantee; the rest runs over quota on borrowed capacity.
+//
+// Pending workloads are taken by class (highest first), then by the team
+// furthest below its fair share (recomputed after every placement), then by
+// submission. For each:
+//
+//  1. its team's limit must allow it (QuotaLimit), and a class that may not
+//     borrow (production) must stay within the guarantee (OverQuota);
+//  2. it is placed on free capacity when it fits: whole GPUs on the node left
+//     with the fewest free devices, a fraction on the device left with the
+//     least free share (packing keeps whole devices free);
+//  3. otherwise it may preempt: lower classes of its own team, batch of any
+//     team, over-quota work of other teams when it reclaims its guarantee,
+//     and, with fair-share reclaim on, over-quota work of teams above their
+//     fair share that ran at least MinRuntime. Victims are chosen on one node,
+//     in order (team furthest above its share, lowest class, newest), then
+//     pruned to a minimal set: a workload never evicts more than one node's
+//     worth of what it needs. Production is never a victim; batch never
+//     preempts. The preemptor waits, keeping that node, until its victims
+//     have stopped (Preempting);
+//  4. otherwise it waits with a reason and a sentence (Unschedulable,
+//     WaitingForIdleCapacity for batch).
+//
+// # Backfill and starvation
+//
+// A workload that does not fit never blocks the ones behind it: they are
+// placed if they fit (backfill). So that a large workload is not starved by
+// a stream of small ones, the first workload in order that has waited longer
+// than Options.StarvationAfter gets a reservation: the node where it would
+// fit soonest (most free devices of its model) is withheld from the workloads
+// after it, and drains as they finish. We chose a reservation over aging
+// because aging only reorders the queue, and reordering does not help a
+// workload that no node can hold while small ones keep arriving.
+//
+// # Speed
+//
+// Each node has summaries (free whole devices, largest free share) so that
+// a full node is skipped at once; a request shape that fitted nowhere is not
+// tried again in the cycle (usage only grows within a cycle), nor is a
+// victim search that failed for the same team, class and shape. One cycle
+// over 1,000 nodes × 8 GPUs and 50 teams takes about 180 ms with 10,000
+// pending workloads and 260 ms with 50,000 (BenchmarkCycle).
+//
+// sched imports core and sched/fairshare only.
 package sched
