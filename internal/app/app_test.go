@@ -364,3 +364,93 @@ func readLog(t testing.TB, c *api.Client, id string) string {
 	b, _ := io.ReadAll(rc)
 	return string(b)
 }
+
+// TestReclaimEndToEnd: team research fills the GPUs with over-quota
+// training; team inference submits within its guarantee and gets it back by
+// reclaim. The victims are stopped (SIGTERM), requeued, and their events say
+// Reclaimed.
+func TestReclaimEndToEnd(t *testing.T) {
+	s := start(t, t.TempDir())
+	ctx := context.Background()
+	two := int64(2000)
+	if _, err := s.admin.SetQuota(ctx, "inference", &api.TeamQuota{GuaranteedMilliGPU: &two}); err != nil {
+		t.Fatal(err)
+	}
+	var research []string
+	for range 4 {
+		w, err := s.admin.SubmitWorkload(ctx, &api.Workload{Team: "research", Command: []string{"sleep", "60"},
+			GracePeriodSeconds: 1, Resources: api.Resources{GPUs: 1000}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		research = append(research, w.ID)
+	}
+	waitPhase := func(id, phase string) *api.Workload {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			w, err := s.admin.GetWorkload(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Status.Phase == phase {
+				return w
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is %s (%s: %s), want %s", id, w.Status.Phase, w.Status.Reason, w.Status.Message, phase)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, id := range research {
+		waitPhase(id, api.PhaseRunning)
+	}
+	var inference []string
+	for range 2 {
+		w, err := s.admin.SubmitWorkload(ctx, &api.Workload{Team: "inference", Command: []string{"sleep", "60"}, Resources: api.Resources{GPUs: 1000}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inference = append(inference, w.ID)
+	}
+	for _, id := range inference {
+		waitPhase(id, api.PhaseRunning)
+	}
+	reclaimed := 0
+	for _, id := range research {
+		w, _ := s.admin.GetWorkload(ctx, id)
+		if w.Status.Phase != api.PhasePending {
+			continue
+		}
+		reclaimed++
+		if w.Status.Preemptions != 1 || w.Status.Attempts != 1 {
+			t.Errorf("%s: preemptions %d attempts %d, want 1 and 1", id, w.Status.Preemptions, w.Status.Attempts)
+		}
+		evs, _ := s.admin.Events(ctx, id)
+		found := false
+		for _, e := range evs {
+			if e.Reason == "Reclaimed" && e.To == api.PhasePreempted && strings.Contains(e.Message, "team inference") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no Reclaimed event naming team inference: %+v", id, evs)
+		}
+	}
+	if reclaimed != 2 {
+		t.Errorf("%d research workloads reclaimed, want exactly 2", reclaimed)
+	}
+	teams, _ := s.admin.Teams(ctx)
+	for _, tm := range teams {
+		if tm.Name == "inference" && (tm.UsageMilliGPU != 2000 || tm.GuaranteedMilliGPU != 2000) {
+			t.Errorf("inference: %+v, want usage 2000 of a 2000 guarantee", tm)
+		}
+	}
+	// Workloads outlive the server by design: stop them.
+	for _, id := range append(research, inference...) {
+		s.admin.CancelWorkload(ctx, id)
+	}
+	for _, id := range append(research, inference...) {
+		waitDone(t, s.admin, id)
+	}
+}
