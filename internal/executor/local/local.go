@@ -227,6 +227,12 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, prog string, argv,
 		return err
 	}
 	defer r.Close()
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	defer goW.Close()
 	cmd := &exec.Cmd{
 		Path:        e.self,
 		Args:        append([]string{e.self, shimArg, adir, prog}, argv...),
@@ -234,11 +240,12 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, prog string, argv,
 		Dir:         dir,
 		Stdout:      logf,
 		Stderr:      logf,
-		ExtraFiles:  []*os.File{w},
+		ExtraFiles:  []*os.File{w, goR},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	err = cmd.Start()
 	w.Close()
+	goR.Close()
 	if err != nil {
 		return fmt.Errorf("start supervisor: %w", err)
 	}
@@ -246,6 +253,23 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, prog string, argv,
 	// The supervisor is our unreaped child, so /proc has it even if it has
 	// already exited.
 	_, shimTick, _ := procStat(shimPID)
+
+	// The supervisor starts the task only once told to, and we tell it only
+	// once its pid file is on disk: a control plane killed at any point
+	// either finds the supervisor after a restart, or the supervisor sees
+	// the pipe close without "go" and exits without running anything. So an
+	// attempt never runs unseen, and is never run twice.
+	if err := writeJSON(filepath.Join(adir, "pid"), pidRecord{ShimPID: shimPID, ShimStart: shimTick}); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return err
+	}
+	if _, err := goW.WriteString("go\n"); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fmt.Errorf("start supervisor: %w", err)
+	}
+	goW.Close()
 
 	report := make(chan string, 1)
 	go func() {
@@ -265,7 +289,7 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, prog string, argv,
 	if err != nil {
 		// Give up: kill the supervisor and, if it got that far, the task.
 		cmd.Process.Kill()
-		if pid, tick, ok := parseReady(<-report); ok && procAlive(pid, tick) {
+		if pid, tick, ok := parseReady(<-report); ok && pid > 0 && procAlive(pid, tick) {
 			syscall.Kill(-pid, syscall.SIGKILL)
 		}
 		cmd.Wait()
@@ -327,7 +351,7 @@ func (e *Executor) finish(tk *task, rec pidRecord, how string) {
 		}
 		x.Reason = ReasonLost
 		x.Message = "the task's supervisor ended without recording its exit (" + how + ")"
-		if procAlive(rec.PID, rec.Start) {
+		if rec.PID > 0 && procAlive(rec.PID, rec.Start) {
 			syscall.Kill(-rec.PID, syscall.SIGKILL)
 		}
 		e.log.Warn("task lost", "workload", tk.key.id, "attempt", tk.key.attempt, "detail", how)
@@ -449,7 +473,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 		} else if ok {
 			return deliver(r) // it ended just now
 		}
-		if procAlive(rec.PID, rec.Start) {
+		if rec.PID > 0 && procAlive(rec.PID, rec.Start) {
 			syscall.Kill(-rec.PID, syscall.SIGKILL)
 			e.log.Warn("killed task whose supervisor is gone", "workload", k.id, "attempt", k.attempt, "pid", rec.PID)
 		}

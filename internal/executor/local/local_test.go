@@ -574,3 +574,45 @@ func TestAdopt(t *testing.T) {
 		}
 	})
 }
+
+// TestShimRunsNothingWithoutGo: a supervisor whose control plane goes away
+// before saying "go" (so before the pid file could be relied on) exits
+// without running the task, so that a restarted control plane, finding no
+// trace of it, can requeue the attempt without running it twice.
+func TestShimRunsNothingWithoutGo(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	touch, err := exec.LookPath("touch")
+	if err != nil {
+		t.Skip("no touch")
+	}
+	readyR, readyW, _ := os.Pipe()
+	goR, goW, _ := os.Pipe()
+	cmd := exec.Command(self, "gpufleet-shim", dir, touch, "touch", marker)
+	cmd.Env = append(os.Environ(), "GPUFLEET_SHIM=1")
+	cmd.ExtraFiles = []*os.File{readyW, goR}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	readyW.Close()
+	goR.Close()
+	goW.Close() // the control plane is gone before "go"
+	report, _ := io.ReadAll(readyR)
+	err = cmd.Wait()
+	if err == nil {
+		t.Error("supervisor exited 0 without being told to go")
+	}
+	if !strings.HasPrefix(string(report), "err ") {
+		t.Errorf("report %q, want an error", report)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the task ran although the control plane never said go")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "exit")); err == nil {
+		t.Error("an exit record was written for a task that never ran")
+	}
+}

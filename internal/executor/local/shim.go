@@ -2,6 +2,7 @@ package local
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,8 +19,12 @@ const (
 	shimArg = "gpufleet-shim"
 )
 
-// readyFD is the supervisor's end of the pipe on which it reports to Start.
-const readyFD = 3
+// readyFD is the supervisor's end of the pipe on which it reports to Start;
+// goFD the pipe on which Start says "go" once the pid file is written.
+const (
+	readyFD = 3
+	goFD    = 4
+)
 
 func init() {
 	if os.Getenv(shimEnv) != "1" || len(os.Args) < 5 || os.Args[1] != shimArg {
@@ -45,7 +50,21 @@ func runShim(attemptDir, prog string, argv []string) int {
 		}
 	}()
 
-	// 2. Start the task in a process group of its own.
+	// 2. Wait for "go": Start sends it once the pid file is on disk. A
+	// control plane that died before that never sees this task, so it must
+	// not run.
+	syscall.CloseOnExec(goFD)
+	goPipe := os.NewFile(goFD, "go")
+	buf := make([]byte, 3)
+	n, _ := io.ReadFull(goPipe, buf)
+	goPipe.Close()
+	if n != 3 || string(buf) != "go\n" {
+		fmt.Fprintf(ready, "err the control plane went away before the task started\n")
+		ready.Close()
+		return 1
+	}
+
+	// 3. Start the task in a process group of its own.
 	cmd := &exec.Cmd{
 		Path:        prog,
 		Args:        argv,
@@ -68,15 +87,15 @@ func runShim(attemptDir, prog string, argv []string) int {
 	pid := cmd.Process.Pid
 	_, tick, _ := procStat(pid) // unreaped, so readable even if it has exited
 
-	// 3. Report, then wait.
+	// 4. Report, then wait.
 	fmt.Fprintf(ready, "ok %d %d\n", pid, tick)
 	ready.Close()
 	cmd.Wait()
 
-	// 4. A task ends with its main process: kill what it left behind.
+	// 5. A task ends with its main process: kill what it left behind.
 	syscall.Kill(-pid, syscall.SIGKILL)
 
-	// 5. Record the ending.
+	// 6. Record the ending.
 	rec := recordOf(cmd.ProcessState)
 	rec.FinishedAt = time.Now().UTC()
 	if err := writeJSON(filepath.Join(attemptDir, "exit"), rec); err != nil {
