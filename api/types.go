@@ -71,8 +71,8 @@ type Resources struct {
 // WorkloadStatus is the platform's view of a workload.
 type WorkloadStatus struct {
 	Phase   string `json:"phase"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 	// ExitCode is set once the process has exited (null before, and for
 	// workloads that never ran or were killed without an exit status).
 	ExitCode    *int        `json:"exitCode"`

@@ -67,7 +67,7 @@ func route(r string) (method, path string) {
 var pathParams = strings.NewReplacer("{id}", "wl-1", "{name}", "research")
 
 // publicRoutes are served without a token.
-var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /api/v1/openapi.json"}
+var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /api/v1/healthz", "GET /api/v1/readyz", "GET /api/v1/openapi.json"}
 
 func TestOpenAPIIsAnOpenAPI3Document(t *testing.T) {
 	doc := openAPIDoc(t)
@@ -187,6 +187,8 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 	}{
 		{"GET /healthz", nil, []string{"200"}},
 		{"GET /readyz", nil, []string{"200", "503"}},
+		{"GET /api/v1/healthz", nil, []string{"200"}},
+		{"GET /api/v1/readyz", nil, []string{"200", "503"}},
 		{"GET /api/v1/openapi.json", nil, []string{"200"}},
 		{"GET /api/v1/whoami", nil, []string{"200", "401"}},
 		{"POST /api/v1/workloads", []string{"header Idempotency-Key"}, []string{"200", "201", "400", "401", "413", "422"}},

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -75,6 +76,8 @@ func New(opts Options) *Server {
 var Routes = []string{
 	"GET /healthz",
 	"GET /readyz",
+	"GET /api/v1/healthz",
+	"GET /api/v1/readyz",
 	"GET /api/v1/openapi.json",
 	"GET /api/v1/whoami",
 	"POST /api/v1/workloads",
@@ -91,16 +94,21 @@ var Routes = []string{
 }
 
 func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	healthz := func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	}
+	readyz := func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.opts.Store.Teams(r.Context()); err != nil {
 			writeError(w, fmt.Errorf("store: %v: %w", err, core.ErrUnavailable))
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	})
+	}
+	// Served at the root, as probes expect, and under /api/v1 with the rest.
+	s.mux.HandleFunc("GET /healthz", healthz)
+	s.mux.HandleFunc("GET /readyz", readyz)
+	s.mux.HandleFunc("GET /api/v1/healthz", healthz)
+	s.mux.HandleFunc("GET /api/v1/readyz", readyz)
 	s.mux.HandleFunc("GET /api/v1/openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(s.opts.OpenAPI)
@@ -308,11 +316,33 @@ func decodeError(err error) error {
 		if field == "" {
 			field = "body"
 		}
-		return invalid(field, "must be a %s, not a JSON %s", te.Type, te.Value)
+		return invalid(field, "must be %s, not a JSON %s", jsonType(te.Type), te.Value)
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		return invalid(strings.Trim(f, `"`), "unknown field")
 	}
 	return invalid("body", "%s", strings.TrimPrefix(msg, "json: "))
+}
+
+// jsonType names the JSON type a Go type decodes from.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	}
+	return "a " + t.String()
 }

@@ -15,7 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
@@ -50,6 +52,20 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	// One server per data dir: a second one would adopt the first one's
+	// processes and fight over the node.
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Take the port before touching anything, so that a server that
+	// cannot serve changes nothing.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
 	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "gpufleet.db"))
 	if err != nil {
 		return err
@@ -73,6 +89,18 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	if err != nil {
 		return err
 	}
+	if len(node.GPUs) == 0 {
+		// No real GPUs and none asked for: keep the simulated ones this
+		// node had, so that a demo store restarted without --demo still works.
+		if nodes, err := st.Nodes(ctx); err == nil {
+			for _, old := range nodes {
+				if old.Name == node.Name && len(old.GPUs) > 0 && old.GPUs[0].Simulated {
+					node.GPUs = old.GPUs
+					log.Info("keeping the simulated GPUs registered before", "gpus", len(old.GPUs))
+				}
+			}
+		}
+	}
 	if err := st.PutNode(ctx, node); err != nil {
 		return err
 	}
@@ -94,10 +122,6 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		DefaultTeam:  DefaultTeam,
 		OpenAPI:      api.OpenAPI,
 	})
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 
 	gpus := "no GPUs"
@@ -111,7 +135,11 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	fmt.Fprintf(out, "gpufleet: API on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "gpufleet: admin token in %s\n", tokenPath)
 	fmt.Fprintf(out, "gpufleet: node %s with %s; teams: %v\n", node.Name, gpus, teams)
-	fmt.Fprintf(out, "gpufleet: try  export GPUFLEET_ADDR=%s GPUFLEET_TOKEN=$(cat %s); gpufleet submit --gpus 0.5 -- nvidia-smi\n", ln.Addr(), tokenPath)
+	try := "nvidia-smi"
+	if len(node.GPUs) == 0 || node.GPUs[0].Simulated {
+		try = "sh -c 'echo GPU $CUDA_VISIBLE_DEVICES, fraction $GPUFLEET_GPU_FRACTION'"
+	}
+	fmt.Fprintf(out, "gpufleet: try  export GPUFLEET_ADDR=%s GPUFLEET_TOKEN=$(cat %s); gpufleet submit --gpus 0.5 -- %s\n", ln.Addr(), tokenPath, try)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -237,4 +265,22 @@ func hostMemoryMiB() int64 {
 		return 0
 	}
 	return kb / 1024
+}
+
+// lockDataDir takes an exclusive lock on DIR/lock for the life of the
+// server (released by the kernel if the process dies).
+func lockDataDir(dir string) (func(), error) {
+	path := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data dir lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		return nil, fmt.Errorf("data dir %s is in use by another gpufleet server (pid %s)", dir, strings.TrimSpace(string(b)))
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	return func() { f.Close() }, nil
 }

@@ -454,3 +454,16 @@ func TestReclaimEndToEnd(t *testing.T) {
 		waitDone(t, s.admin, id)
 	}
 }
+
+func TestSecondServerOnOneDataDirIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	start(t, dir)
+	cfg := config.Default()
+	cfg.Addr = freeAddr(t)
+	cfg.DataDir = dir
+	cfg.FakeGPUs = "1xH100-80GB"
+	err := RunWithLogger(context.Background(), cfg, io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), "in use by another gpufleet server") {
+		t.Errorf("second server: %v, want a refusal naming the data dir lock", err)
+	}
+}
