@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +22,11 @@ import (
 
 // submit handles POST /workloads.
 //
-//  1. read and hash the body (the hash guards the idempotency key);
+//  1. read the body;
 //  2. decode strictly and validate every field (the same Validate the CLI
 //     runs), then the server-side checks (team membership, priority class);
-//  3. store it: the answer is sent only once the workload is on disk.
+//  3. store it, with the idempotency key and a hash of the request: the
+//     answer is sent only once the workload is on disk.
 func (s *Server) submit(r *http.Request, u *core.User) (reply, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -45,7 +47,13 @@ func (s *Server) submit(r *http.Request, u *core.User) (reply, error) {
 	}
 	var idem *store.Idempotency
 	if key != "" {
-		h := sha256.Sum256(body)
+		// Hash the decoded request, re-encoded, so that the same request
+		// with its fields in another order or spacing is the same request.
+		canon, err := json.Marshal(&in)
+		if err != nil {
+			return reply{}, err
+		}
+		h := sha256.Sum256(canon)
 		idem = &store.Idempotency{Key: key, Hash: hex.EncodeToString(h[:])}
 	}
 	out, created, err := s.opts.Store.CreateWorkload(r.Context(), w, idem, s.opts.Now())

@@ -264,6 +264,10 @@ func TestIdempotencyKeyOverHTTP(t *testing.T) {
 	st1, b1 := post(t, s, "/api/v1/workloads", body, map[string]string{"Idempotency-Key": "abc"})
 	st2, b2 := post(t, s, "/api/v1/workloads", body, map[string]string{"Idempotency-Key": "abc"})
 	st3, b3 := post(t, s, "/api/v1/workloads", `{"command":["false"],"resources":{"gpus":1}}`, map[string]string{"Idempotency-Key": "abc"})
+	reordered, b4 := post(t, s, "/api/v1/workloads", `{ "resources": {"gpus": 1.0}, "command": ["true"] }`, map[string]string{"Idempotency-Key": "abc"})
+	if reordered != 200 {
+		t.Errorf("same request with fields reordered: status %d, want 200 (a replay): %s", reordered, b4)
+	}
 	if st1 != 201 || st2 != 200 || st3 != 422 {
 		t.Fatalf("statuses %d %d %d, want 201 200 422\n%s\n%s\n%s", st1, st2, st3, b1, b2, b3)
 	}
