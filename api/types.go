@@ -37,6 +37,9 @@ type Workload struct {
 	Priority string `json:"priority,omitempty"`
 
 	Resources Resources `json:"resources"`
+	// Replicas > 1 makes a gang: that many replicas, each with Resources,
+	// started all together or not at all.
+	Replicas int `json:"replicas,omitempty"`
 
 	// Command is the argv to run; it never passes through a shell.
 	Command    []string          `json:"command"`
@@ -93,6 +96,9 @@ type WorkloadStatus struct {
 
 // Placement is one GPU share held by a running workload.
 type Placement struct {
+	// Replica numbers the gang replica the share belongs to (0 when the
+	// workload is not a gang).
+	Replica   int    `json:"replica,omitempty"`
 	Node      string `json:"node"`
 	GPUIndex  int    `json:"gpuIndex"`
 	GPUUUID   string `json:"gpuUUID"`

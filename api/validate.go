@@ -16,6 +16,7 @@ const (
 	MaxEnvValueLen = 16 << 10
 	MaxLabels      = 64
 	MaxGPUsPerNode = 8
+	MaxReplicas    = 256
 )
 
 var (
@@ -62,6 +63,9 @@ func (w *Workload) Validate() []FieldError {
 		add("resources.gpus", "%s GPUs: above one GPU the count must be whole (1, 2, ... %d); fractions are for sharing a single GPU", r.GPUs, MaxGPUsPerNode)
 	case r.GPUs > MaxGPUsPerNode*1000:
 		add("resources.gpus", "at most %d GPUs per workload", MaxGPUsPerNode)
+	}
+	if w.Replicas < 0 || w.Replicas > MaxReplicas {
+		add("replicas", "must be from 1 to %d", MaxReplicas)
 	}
 	if r.GPUMemoryMiB < 0 {
 		add("resources.gpuMemoryMiB", "must not be negative")

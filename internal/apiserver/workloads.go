@@ -133,6 +133,7 @@ func (s *Server) toCore(ctx context.Context, in *api.Workload, u *core.User) (*c
 			MilliCPU:     int64(in.Resources.CPU),
 			MemoryMiB:    in.Resources.MemoryMiB,
 			NodeSelector: in.NodeSelector,
+			Replicas:     in.Replicas,
 		},
 		Command:     in.Command,
 		Env:         in.Env,
@@ -287,6 +288,7 @@ func toAPI(w *core.Workload) *api.Workload {
 			CPU:          api.Milli(w.Request.MilliCPU),
 			MemoryMiB:    w.Request.MemoryMiB,
 		},
+		Replicas:           w.Request.Replicas,
 		Command:            w.Command,
 		Env:                w.Env,
 		WorkingDir:         w.WorkingDir,
@@ -311,7 +313,7 @@ func toAPI(w *core.Workload) *api.Workload {
 		},
 	}
 	for _, a := range w.Status.Placement {
-		out.Status.Placement = append(out.Status.Placement, api.Placement{Node: string(a.Node), GPUIndex: a.GPUIndex,
+		out.Status.Placement = append(out.Status.Placement, api.Placement{Replica: a.Replica, Node: string(a.Node), GPUIndex: a.GPUIndex,
 			GPUUUID: a.GPUUUID, MilliGPU: a.MilliGPU, MemoryMiB: a.MemoryMiB})
 	}
 	return out

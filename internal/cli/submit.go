@@ -32,6 +32,7 @@ type submitFlags struct {
 	env            []string
 	labels         []string
 	selector       []string
+	replicas       int
 	pool, region   string
 	workdir        string
 	maxRuntime     string
@@ -100,6 +101,7 @@ flags need no '--'.`,
 	fl.StringVar(&f.memory, "memory", "", "memory, e.g. 8GiB or 512MiB")
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE (repeatable)")
 	fl.StringArrayVar(&f.labels, "label", nil, "label key=value (repeatable)")
+	fl.IntVar(&f.replicas, "replicas", 0, "run a gang of this many replicas, each with the requested resources, all or nothing")
 	fl.StringArrayVar(&f.selector, "node-selector", nil, "run only on nodes with this label key=value (repeatable)")
 	fl.StringVar(&f.pool, "pool", "", "run only on nodes of this pool")
 	fl.StringVar(&f.region, "region", "", "run only on nodes in this region")
@@ -177,6 +179,9 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	var err error
 	if w.Env, err = mergeKV(w.Env, f.env, "--env"); err != nil {
 		return nil, err
+	}
+	if set("replicas") {
+		w.Replicas = f.replicas
 	}
 	if w.NodeSelector, err = mergeKV(w.NodeSelector, f.selector, "--node-selector"); err != nil {
 		return nil, err

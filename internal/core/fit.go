@@ -21,19 +21,49 @@ type NodeUsage struct {
 	MemoryMiB int64          `json:"memoryMiB"`
 }
 
-// Add records a workload's assignments and host request on the node.
-func (u *NodeUsage) Add(req Request, as []Assignment) {
+// Add records what a workload holds on one node: its assignments on that
+// node, and its host CPU and memory once for every replica placed there.
+func (u *NodeUsage) Add(node NodeName, req Request, as []Assignment) {
 	if u.GPUs == nil {
 		u.GPUs = map[int]GPUUse{}
 	}
-	for _, a := range as {
+	on, replicas := OnNode(as, node)
+	for _, a := range on {
 		g := u.GPUs[a.GPUIndex]
 		g.MilliGPU += a.MilliGPU
 		g.MemoryMiB += a.MemoryMiB
 		u.GPUs[a.GPUIndex] = g
 	}
-	u.MilliCPU += req.MilliCPU
-	u.MemoryMiB += req.MemoryMiB
+	u.MilliCPU += req.MilliCPU * int64(replicas)
+	u.MemoryMiB += req.MemoryMiB * int64(replicas)
+}
+
+// OnNode returns the assignments on node and how many replicas they belong
+// to.
+func OnNode(as []Assignment, node NodeName) (on []Assignment, replicas int) {
+	seen := map[int]bool{}
+	for _, a := range as {
+		if a.Node != node {
+			continue
+		}
+		on = append(on, a)
+		if !seen[a.Replica] {
+			seen[a.Replica] = true
+			replicas++
+		}
+	}
+	return on, replicas
+}
+
+// Nodes lists the distinct nodes of a placement, in order of appearance.
+func Nodes(as []Assignment) []NodeName {
+	var out []NodeName
+	for _, a := range as {
+		if !slices.Contains(out, a.Node) {
+			out = append(out, a.Node)
+		}
+	}
+	return out
 }
 
 // Clone returns a deep copy.
@@ -105,18 +135,19 @@ func (e *FitError) Error() string {
 	return fmt.Sprintf("node %s: %s", e.Node, e.Problem)
 }
 
-// Fits checks that a workload's request, placed as the given assignments,
-// fits on node next to what used already holds. It is the one fit check:
-// the scheduler calls it to choose, and the store calls it again when the
-// placement is committed. It checks that
+// Fits checks that a workload's request, placed as the given assignments
+// on this node (one or more replicas of it), fits next to what used already
+// holds. It is the one fit check: the scheduler calls it to choose, and the
+// store calls it again when the placement is committed. It checks that
 //
 //  1. every assignment names this node and an existing device (UUID too);
-//  2. a fractional request is one assignment, a whole-GPU request is exactly
-//     that many distinct devices, each taken whole;
+//  2. each replica has exactly one device for a fractional request, or that
+//     many distinct devices, each taken whole, for a whole-GPU request;
 //  3. each device's model is allowed by the request;
 //  4. on every device Σ milli-GPU ≤ 1000 and Σ memory ≤ the device's memory;
-//  5. the node's host CPU and memory, where the node declares them, suffice;
-//  6. the node is schedulable.
+//  5. the node's host CPU and memory, where the node declares them, suffice
+//     for every replica placed there;
+//  6. the node is schedulable and matches the request's node selector.
 func Fits(node *Node, used *NodeUsage, req Request, as []Assignment) error {
 	fail := func(gpu int, format string, args ...any) error {
 		return &FitError{Node: node.Name, GPUIndex: gpu, Problem: fmt.Sprintf(format, args...)}
@@ -127,21 +158,47 @@ func Fits(node *Node, used *NodeUsage, req Request, as []Assignment) error {
 	if !node.Matches(req.NodeSelector) {
 		return fail(-1, "node labels do not match the node selector")
 	}
-	switch {
-	case req.Fractional():
-		if len(as) != 1 {
-			return fail(-1, "a fractional request takes exactly one device, not %d", len(as))
+	byReplica := map[int][]Assignment{}
+	var order []int
+	for _, a := range as {
+		if _, ok := byReplica[a.Replica]; !ok {
+			order = append(order, a.Replica)
 		}
-	case req.WholeGPUs() > 0:
-		if len(as) != req.WholeGPUs() {
-			return fail(-1, "request for %d GPUs placed on %d devices", req.WholeGPUs(), len(as))
-		}
-	default:
-		if len(as) != 0 {
-			return fail(-1, "request without GPUs placed on devices")
+		byReplica[a.Replica] = append(byReplica[a.Replica], a)
+	}
+	if len(as) == 0 {
+		switch {
+		case req.Fractional():
+			return fail(-1, "a fractional request takes exactly one device, not 0")
+		case req.WholeGPUs() > 0:
+			return fail(-1, "request for %d GPUs placed on 0 devices", req.WholeGPUs())
 		}
 	}
-	seen := map[int]bool{}
+	for _, r := range order {
+		ras := byReplica[r]
+		switch {
+		case r < 0 || r >= req.Count():
+			return fail(-1, "replica %d of a workload with %d", r, req.Count())
+		case req.Fractional():
+			if len(ras) != 1 {
+				return fail(-1, "a fractional request takes exactly one device, not %d", len(ras))
+			}
+		case req.WholeGPUs() > 0:
+			if len(ras) != req.WholeGPUs() {
+				return fail(-1, "request for %d GPUs placed on %d devices", req.WholeGPUs(), len(ras))
+			}
+		default:
+			return fail(-1, "request without GPUs placed on devices")
+		}
+		seen := map[int]bool{}
+		for _, a := range ras {
+			if seen[a.GPUIndex] {
+				return fail(a.GPUIndex, "device assigned twice")
+			}
+			seen[a.GPUIndex] = true
+		}
+	}
+	added := map[int]GPUUse{}
 	for _, a := range as {
 		if a.Node != node.Name {
 			return fail(a.GPUIndex, "assignment names node %s", a.Node)
@@ -154,10 +211,6 @@ func Fits(node *Node, used *NodeUsage, req Request, as []Assignment) error {
 		if a.GPUUUID != g.UUID {
 			return fail(a.GPUIndex, "device UUID is %s, not %s", g.UUID, a.GPUUUID)
 		}
-		if seen[a.GPUIndex] {
-			return fail(a.GPUIndex, "device assigned twice")
-		}
-		seen[a.GPUIndex] = true
 		if !req.ModelAllowed(g.Model) {
 			return fail(a.GPUIndex, "model %s is not among %v", g.Model, req.GPUModels)
 		}
@@ -169,22 +222,25 @@ func Fits(node *Node, used *NodeUsage, req Request, as []Assignment) error {
 		if used != nil {
 			u = used.GPUs[a.GPUIndex]
 		}
-		if u.MilliGPU+a.MilliGPU > 1000 {
-			return fail(a.GPUIndex, "%d milli-GPU free, %d asked", 1000-u.MilliGPU, a.MilliGPU)
+		prev := added[a.GPUIndex]
+		if u.MilliGPU+prev.MilliGPU+a.MilliGPU > 1000 {
+			return fail(a.GPUIndex, "%d milli-GPU free, %d asked", 1000-u.MilliGPU-prev.MilliGPU, a.MilliGPU)
 		}
-		if u.MemoryMiB+a.MemoryMiB > g.MemoryMiB {
-			return fail(a.GPUIndex, "%d MiB of GPU memory free, %d asked", g.MemoryMiB-u.MemoryMiB, a.MemoryMiB)
+		if u.MemoryMiB+prev.MemoryMiB+a.MemoryMiB > g.MemoryMiB {
+			return fail(a.GPUIndex, "%d MiB of GPU memory free, %d asked", g.MemoryMiB-u.MemoryMiB-prev.MemoryMiB, a.MemoryMiB)
 		}
+		added[a.GPUIndex] = GPUUse{MilliGPU: prev.MilliGPU + a.MilliGPU, MemoryMiB: prev.MemoryMiB + a.MemoryMiB}
 	}
+	replicas := int64(max(1, len(order)))
 	var cpu, mem int64
 	if used != nil {
 		cpu, mem = used.MilliCPU, used.MemoryMiB
 	}
-	if node.MilliCPU > 0 && cpu+req.MilliCPU > node.MilliCPU {
-		return fail(-1, "%d milli-CPU free, %d asked", node.MilliCPU-cpu, req.MilliCPU)
+	if node.MilliCPU > 0 && cpu+req.MilliCPU*replicas > node.MilliCPU {
+		return fail(-1, "%d milli-CPU free, %d asked", node.MilliCPU-cpu, req.MilliCPU*replicas)
 	}
-	if node.MemoryMiB > 0 && mem+req.MemoryMiB > node.MemoryMiB {
-		return fail(-1, "%d MiB of host memory free, %d asked", node.MemoryMiB-mem, req.MemoryMiB)
+	if node.MemoryMiB > 0 && mem+req.MemoryMiB*replicas > node.MemoryMiB {
+		return fail(-1, "%d MiB of host memory free, %d asked", node.MemoryMiB-mem, req.MemoryMiB*replicas)
 	}
 	return nil
 }

@@ -436,16 +436,27 @@ func TestNodeUsageAdd(t *testing.T) {
 			want:  core.NodeUsage{GPUs: map[int]core.GPUUse{0: {MilliGPU: 250, MemoryMiB: 20480}, 2: {MilliGPU: 1000, MemoryMiB: h100MiB}, 3: {MilliGPU: 1000, MemoryMiB: h100MiB}}},
 		},
 		{
-			name:  "a request without devices adds host resources only",
+			name:  "a workload with nothing on the node adds nothing",
 			start: core.NodeUsage{GPUs: map[int]core.GPUUse{}},
 			req:   core.Request{MilliCPU: 500, MemoryMiB: 256},
-			want:  core.NodeUsage{GPUs: map[int]core.GPUUse{}, MilliCPU: 500, MemoryMiB: 256},
+			want:  core.NodeUsage{GPUs: map[int]core.GPUUse{}},
+		},
+		{
+			name:  "host resources count once per gang replica on the node, other nodes' shares not at all",
+			start: core.NodeUsage{GPUs: map[int]core.GPUUse{}},
+			req:   core.Request{MilliGPU: 1000, Replicas: 3, MilliCPU: 500, MemoryMiB: 256},
+			as: []core.Assignment{
+				{Replica: 0, Node: "n1", GPUIndex: 0, GPUUUID: uuid(0), MilliGPU: 1000, MemoryMiB: h100MiB},
+				{Replica: 1, Node: "n1", GPUIndex: 1, GPUUUID: uuid(1), MilliGPU: 1000, MemoryMiB: h100MiB},
+				{Replica: 2, Node: "n2", GPUIndex: 0, GPUUUID: "other", MilliGPU: 1000, MemoryMiB: h100MiB},
+			},
+			want: core.NodeUsage{GPUs: map[int]core.GPUUse{0: {MilliGPU: 1000, MemoryMiB: h100MiB}, 1: {MilliGPU: 1000, MemoryMiB: h100MiB}}, MilliCPU: 1000, MemoryMiB: 512},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := tt.start
-			u.Add(tt.req, tt.as)
+			u.Add("n1", tt.req, tt.as)
 			if diff := cmp.Diff(tt.want, u); diff != "" {
 				t.Errorf("usage after Add (-want +got):\n%s", diff)
 			}
@@ -465,7 +476,7 @@ func TestNodeUsageClone(t *testing.T) {
 		u := used(map[int]int64{0: 500})
 		before := &core.NodeUsage{GPUs: map[int]core.GPUUse{0: u.GPUs[0]}}
 		c := u.Clone()
-		c.Add(core.Request{MilliGPU: 500, MilliCPU: 1000, MemoryMiB: 1024}, []core.Assignment{share(0, 500)})
+		c.Add("n1", core.Request{MilliGPU: 500, MilliCPU: 1000, MemoryMiB: 1024}, []core.Assignment{share(0, 500)})
 		c.GPUs[2] = core.GPUUse{MilliGPU: 1000}
 		if diff := cmp.Diff(before, u); diff != "" {
 			t.Errorf("original changed through its clone (-before +after):\n%s", diff)
@@ -474,7 +485,7 @@ func TestNodeUsageClone(t *testing.T) {
 	t.Run("a clone of the zero value can be added to", func(t *testing.T) {
 		var u core.NodeUsage
 		c := u.Clone()
-		c.Add(core.Request{MilliGPU: 1000}, []core.Assignment{share(0, 1000)})
+		c.Add("n1", core.Request{MilliGPU: 1000}, []core.Assignment{share(0, 1000)})
 		if u.GPUs != nil {
 			t.Errorf("original GPUs = %v, want nil", u.GPUs)
 		}

@@ -69,6 +69,9 @@ func (n *Node) Clone() *Node {
 // Assignment is one GPU share held by a workload: the exact device and how
 // much of it.
 type Assignment struct {
+	// Replica numbers the replica of a gang the share belongs to (0 for a
+	// workload that is not a gang).
+	Replica   int      `json:"replica,omitempty"`
 	Node      NodeName `json:"node"`
 	GPUIndex  int      `json:"gpuIndex"`
 	GPUUUID   string   `json:"gpuUUID"`

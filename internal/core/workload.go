@@ -57,10 +57,22 @@ type Request struct {
 	GPUModels    []string `json:"gpuModels,omitempty"`
 	MilliCPU     int64    `json:"milliCPU,omitempty"`
 	MemoryMiB    int64    `json:"memoryMiB,omitempty"`
+	// Replicas > 1 makes a gang: that many replicas, each asking for the
+	// GPUs, CPU and memory above, placed all or nothing, possibly across
+	// nodes. 0 and 1 mean one.
+	Replicas int `json:"replicas,omitempty"`
 	// NodeSelector restricts the workload to nodes with these labels
 	// (including gpufleet.io/pool and gpufleet.io/region).
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 }
+
+// Count is the number of replicas (1 for a workload that is not a gang).
+func (r Request) Count() int { return max(1, r.Replicas) }
+
+// TotalMilliGPU is what the whole workload asks for, all replicas, when its
+// GPUs are given as a count or fraction (memory requests are converted on
+// the device they land on).
+func (r Request) TotalMilliGPU() int64 { return r.MilliGPU * int64(r.Count()) }
 
 // Fractional reports whether the request shares one device.
 func (r Request) Fractional() bool {

@@ -58,9 +58,12 @@ func (ns *nodeState) summarise() {
 	}
 }
 
-// add records req placed as as on the node (sign +1) or removes it (-1).
+// add records the part of a placement that is on this node (sign +1), or
+// removes it (-1): its shares of devices, and host CPU and memory once per
+// replica placed here.
 func (ns *nodeState) add(req core.Request, as []core.Assignment, sign int64) {
-	for _, a := range as {
+	on, replicas := core.OnNode(as, ns.node.Name)
+	for _, a := range on {
 		for i, g := range ns.node.GPUs {
 			if g.Index == a.GPUIndex {
 				ns.used[i].MilliGPU += sign * a.MilliGPU
@@ -68,8 +71,8 @@ func (ns *nodeState) add(req core.Request, as []core.Assignment, sign int64) {
 			}
 		}
 	}
-	ns.cpu += sign * req.MilliCPU
-	ns.mem += sign * req.MemoryMiB
+	ns.cpu += sign * req.MilliCPU * int64(replicas)
+	ns.mem += sign * req.MemoryMiB * int64(replicas)
 	ns.summarise()
 }
 

@@ -40,6 +40,20 @@ func wl(id, tm, class string, milli int64) *core.Workload {
 		Kind: core.KindJob, Request: core.Request{MilliGPU: milli}, Command: []string{"true"}}, Status: core.Status{Phase: core.Pending}}
 }
 
+// fresh marks workloads as just submitted, so that none starves.
+func fresh(now time.Time, ws ...*core.Workload) []*core.Workload {
+	for _, w := range ws {
+		w.CreatedAt = now
+	}
+	return ws
+}
+
+// gang makes w a gang of n replicas.
+func gang(w *core.Workload, n int) *core.Workload {
+	w.Request.Replicas = n
+	return w
+}
+
 // runOn marks w running on node n's devices from index first, started at
 // t0+startMin minutes.
 func runOn(w *core.Workload, n *core.Node, first int, startMin int) *core.Workload {
@@ -72,7 +86,7 @@ func (c cluster) snapshot() *core.Snapshot {
 		if s.Usage[n] == nil {
 			s.Usage[n] = &core.NodeUsage{}
 		}
-		s.Usage[n].Add(w.Request, w.Status.Placement)
+		s.Usage[n].Add(n, w.Request, w.Status.Placement)
 	}
 	return s
 }
@@ -80,7 +94,7 @@ func (c cluster) snapshot() *core.Snapshot {
 // outcome summarises a plan as sentences that are easy to compare.
 func outcome(p core.Plan) (placed []string, victims []string, waiting map[string]string) {
 	for _, pl := range p.Placements {
-		placed = append(placed, fmt.Sprintf("%s on %s", pl.Workload, where(pl.Assignments)))
+		placed = append(placed, fmt.Sprintf("%s on %s", pl.Workload, whereAll(pl.Assignments)))
 	}
 	for _, v := range p.Preemptions {
 		victims = append(victims, fmt.Sprintf("%s %s for %s", v.Victim, v.Reason, v.Preemptor))
@@ -92,6 +106,16 @@ func outcome(p core.Plan) (placed []string, victims []string, waiting map[string
 	slices.Sort(placed)
 	slices.Sort(victims)
 	return placed, victims, waiting
+}
+
+// whereAll is where, across nodes: "g1:0,1+g2:0".
+func whereAll(as []core.Assignment) string {
+	var parts []string
+	for _, n := range core.Nodes(as) {
+		on, _ := core.OnNode(as, n)
+		parts = append(parts, where(on))
+	}
+	return strings.Join(parts, "+")
 }
 
 func TestPolicy(t *testing.T) {
@@ -311,6 +335,24 @@ func TestPolicy(t *testing.T) {
 		wantPlaced:  []string{"burst1 on b:0"},
 		wantWaiting: map[string]string{"burst2": sched.ReasonUnschedulable},
 		wantMessage: map[string]string{"burst2": "1 labels do not match the node selector"},
+	}, {
+		name: "a gang is placed all together, across nodes",
+		c: cluster{
+			nodes:   []*core.Node{node("g1").gpus(2, "H100").obj(), node("g2").gpus(2, "H100").obj()},
+			teams:   []core.Team{team("a", 0, -1, 1)},
+			pending: []*core.Workload{gang(wl("gang", "a", "training", 1000), 3)},
+		},
+		wantPlaced: []string{"gang on g1:0,1+g2:0"},
+	}, {
+		name: "a gang that does not fit places none of its replicas, and smaller work still runs",
+		c: cluster{
+			nodes:   []*core.Node{node("g1").gpus(2, "H100").obj(), node("g2").gpus(2, "H100").obj()},
+			teams:   []core.Team{team("a", 0, -1, 1)},
+			pending: fresh(now, gang(wl("gang", "a", "training", 2000), 3), wl("one", "a", "training", 2000), wl("two", "a", "training", 2000)),
+		},
+		wantPlaced:  []string{"one on g1:0,1", "two on g2:0,1"},
+		wantWaiting: map[string]string{"gang": sched.ReasonUnschedulable},
+		wantMessage: map[string]string{"gang": "gang of 3: replica 3 does not fit"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -124,8 +124,8 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w)}
 		ts.hold(cl, r.held)
 		ts.running = append(ts.running, r)
-		if len(w.Status.Placement) > 0 {
-			if ns := c.byName[w.Status.Placement[0].Node]; ns != nil {
+		for _, n := range core.Nodes(w.Status.Placement) {
+			if ns := c.byName[n]; ns != nil {
 				ns.running = append(ns.running, r)
 			}
 		}
@@ -238,17 +238,18 @@ func heldMilli(w *core.Workload) int64 {
 // memory is counted against the largest device in the cluster (its smallest
 // possible share).
 func (c *cycle) askMilli(w *core.Workload) int64 {
-	if w.Request.MilliGPU > 0 {
-		return w.Request.MilliGPU
+	per := int64(1000)
+	switch {
+	case w.Request.MilliGPU > 0:
+		per = w.Request.MilliGPU
+	case c.maxGPUMem > 0:
+		per = min(1000, (w.Request.GPUMemoryMiB*1000+c.maxGPUMem-1)/c.maxGPUMem)
 	}
-	if c.maxGPUMem > 0 {
-		return min(1000, (w.Request.GPUMemoryMiB*1000+c.maxGPUMem-1)/c.maxGPUMem)
-	}
-	return 1000
+	return per * int64(w.Request.Count())
 }
 
 func shapeKey(r core.Request) string {
-	return fmt.Sprintf("%d/%d/%d/%d/%q/%v", r.MilliGPU, r.GPUMemoryMiB, r.MilliCPU, r.MemoryMiB, r.GPUModels, r.NodeSelector)
+	return fmt.Sprintf("%d/%d/%d/%d/%d/%q/%v", r.MilliGPU, r.GPUMemoryMiB, r.Replicas, r.MilliCPU, r.MemoryMiB, r.GPUModels, r.NodeSelector)
 }
 
 func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.NodeName) {
@@ -304,8 +305,10 @@ func (c *cycle) decide(w *core.Workload) {
 		}
 	}
 
-	// Preempt, if its class and quota allow it.
-	if !class.IdleOnly {
+	// Preempt, if its class and quota allow it. Gangs do not preempt in
+	// this version: their victims would have to be found on several nodes
+	// at once.
+	if !class.IdleOnly && w.Request.Count() == 1 {
 		vkey := fmt.Sprintf("%s/%s/%t/%s", ts.team.Name, class.Name, inQuota, key)
 		if !c.noVictims[vkey] {
 			if node, vs := c.findVictims(w, class, ts, ask, inQuota); vs != nil {
@@ -361,6 +364,30 @@ func (c *cycle) liveVictims(w *core.Workload) []*core.Workload {
 // another workload, records it, and returns its devices; or explains why
 // there is none.
 func (c *cycle) place(w *core.Workload) ([]core.Assignment, string) {
+	if w.Request.Count() == 1 {
+		return c.placeOne(w, 0)
+	}
+	// A gang: place the replicas one by one, each where it fits best
+	// given the replicas already placed, and undo them all if one does not
+	// fit (all or nothing).
+	var all []core.Assignment
+	for r := range w.Request.Count() {
+		as, why := c.placeOne(w, r)
+		if as == nil {
+			for _, ns := range c.nodes {
+				if on, _ := core.OnNode(all, ns.node.Name); len(on) > 0 {
+					ns.add(w.Request, all, -1)
+				}
+			}
+			return nil, fmt.Sprintf("gang of %d: replica %d does not fit: %s", w.Request.Count(), r+1, why)
+		}
+		all = append(all, as...)
+	}
+	return all, ""
+}
+
+// placeOne places one replica of w.
+func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, string) {
 	req := w.Request
 	var best choice
 	var why tally
@@ -388,6 +415,9 @@ func (c *cycle) place(w *core.Workload) ([]core.Assignment, string) {
 		return nil, why.message(len(c.nodes), req)
 	}
 	as := assignments(best, req)
+	for i := range as {
+		as[i].Replica = replica
+	}
 	best.ns.add(req, as, +1)
 	return as, ""
 }

@@ -448,7 +448,7 @@ func checkPlan(t *testing.T, snap *core.Snapshot, plan core.Plan) {
 			t.Errorf("placement %d: workload %s on %s does not fit: %v", i, p.Workload, where(p.Assignments), err)
 			continue
 		}
-		usage[n.Name].Add(w.Request, p.Assignments)
+		usage[n.Name].Add(n.Name, w.Request, p.Assignments)
 	}
 
 	// 3.
@@ -491,7 +491,7 @@ func checkPlan(t *testing.T, snap *core.Snapshot, plan core.Plan) {
 		if i, ok := placedAt[w.ID]; ok {
 			as := plan.Placements[i].Assignments
 			if u := replay[as[0].Node]; u != nil {
-				u.Add(w.Request, as)
+				u.Add(as[0].Node, w.Request, as)
 			}
 			continue
 		}

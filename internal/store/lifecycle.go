@@ -40,12 +40,11 @@ func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
 			snap.Pending = append(snap.Pending, w)
 		case core.Running:
 			snap.Running = append(snap.Running, w)
-			if len(w.Status.Placement) > 0 {
-				n := w.Status.Placement[0].Node
+			for _, n := range core.Nodes(w.Status.Placement) {
 				if snap.Usage[n] == nil {
 					snap.Usage[n] = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
 				}
-				snap.Usage[n].Add(w.Request, w.Status.Placement)
+				snap.Usage[n].Add(n, w.Request, w.Status.Placement)
 			}
 		}
 	}
@@ -110,17 +109,30 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time) (*core.Workload, e
 	if len(p.Assignments) == 0 {
 		return nil, fmt.Errorf("place workload %s: no devices: %w", w.ID, core.ErrInvalid)
 	}
-	name := p.Assignments[0].Node
-	node, err := getNode(tx, name)
-	if err != nil {
-		return nil, fmt.Errorf("place workload %s: %w", w.ID, err)
+	// Every replica is placed, each once.
+	replicas := map[int]bool{}
+	for _, a := range p.Assignments {
+		replicas[a.Replica] = true
 	}
-	used, err := nodeUsage(tx, name)
-	if err != nil {
-		return nil, err
+	if len(replicas) != w.Request.Count() {
+		return nil, fmt.Errorf("place workload %s: %d of %d replicas placed: %w", w.ID, len(replicas), w.Request.Count(), core.ErrInvalid)
 	}
-	if err := core.Fits(node, used, w.Request, p.Assignments); err != nil {
-		return nil, fmt.Errorf("place workload %s: %w: %w", w.ID, err, core.ErrConflict)
+	for _, name := range core.Nodes(p.Assignments) {
+		node, err := getNode(tx, name)
+		if err != nil {
+			return nil, fmt.Errorf("place workload %s: %w", w.ID, err)
+		}
+		used, err := nodeUsage(tx, name)
+		if err != nil {
+			return nil, err
+		}
+		on, _ := core.OnNode(p.Assignments, name)
+		if err := core.Fits(node, used, w.Request, on); err != nil {
+			return nil, fmt.Errorf("place workload %s: %w: %w", w.ID, err, core.ErrConflict)
+		}
+		if _, err := tx.Exec("INSERT INTO workload_nodes (workload_id, node) VALUES (?, ?)", string(w.ID), string(name)); err != nil {
+			return nil, err
+		}
 	}
 	from := w.Status.Phase
 	t := now.UTC()
@@ -138,8 +150,8 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time) (*core.Workload, e
 		return nil, err
 	}
 	for _, a := range p.Assignments {
-		if _, err := tx.Exec(`INSERT INTO allocations (workload_id, team, attempt, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, string(w.ID), string(w.Team), w.Status.Attempts, string(a.Node), a.GPUIndex, a.GPUUUID, a.MilliGPU, a.MemoryMiB, unixNano(t)); err != nil {
+		if _, err := tx.Exec(`INSERT INTO allocations (workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, string(w.ID), string(w.Team), w.Status.Attempts, a.Replica, string(a.Node), a.GPUIndex, a.GPUUUID, a.MilliGPU, a.MemoryMiB, unixNano(t)); err != nil {
 			return nil, err
 		}
 	}
@@ -176,9 +188,13 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time) error {
 	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
 }
 
-// closeAllocations ends the open allocation intervals of a workload.
+// closeAllocations ends the open allocation intervals of a workload and
+// forgets the nodes it ran on.
 func closeAllocations(tx *wtx, id core.WorkloadID, now time.Time) error {
-	_, err := tx.Exec("UPDATE allocations SET end = ? WHERE workload_id = ? AND end IS NULL", unixNano(now), string(id))
+	if _, err := tx.Exec("UPDATE allocations SET end = ? WHERE workload_id = ? AND end IS NULL", unixNano(now), string(id)); err != nil {
+		return err
+	}
+	_, err := tx.Exec("DELETE FROM workload_nodes WHERE workload_id = ?", string(id))
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -243,25 +244,30 @@ func (s *Store) commit(batch []*op) {
 	}
 }
 
-const schemaVersion = 1
+// schemaVersion is the version this gpufleet writes; migrations[v] takes a
+// store from version v to v+1 (migrations[0] creates it).
+var schemaVersion = len(migrations)
+
+var migrations = [][]string{
+	schema,
+	{
+		// Gangs: a running workload may hold devices on several nodes.
+		`CREATE TABLE workload_nodes (
+			workload_id TEXT NOT NULL,
+			node TEXT NOT NULL,
+			PRIMARY KEY (node, workload_id)
+		)`,
+		`INSERT INTO workload_nodes (workload_id, node) SELECT id, node FROM workloads WHERE phase = 'Running' AND node IS NOT NULL`,
+		`ALTER TABLE allocations ADD COLUMN replica INTEGER NOT NULL DEFAULT 0`,
+	},
+}
+
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int
 	if err := s.write.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return err
-	}
-	if v == schemaVersion {
-		// Check that the tables are there: a file with user_version set by
-		// something else is not ours.
-		var n int
-		err := s.write.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('workloads','events','allocations','nodes','teams','users','tokens')").Scan(&n)
-		if err != nil {
-			return err
-		}
-		if n != 7 {
-			return fmt.Errorf("schema version %d but %d of 7 tables", v, n)
-		}
-		return nil
 	}
 	if v > schemaVersion {
 		return fmt.Errorf("store schema version %d is newer than this gpufleet (%d)", v, schemaVersion)
@@ -275,20 +281,37 @@ func (s *Store) migrate(ctx context.Context) error {
 			return errors.New("the file holds tables that are not a gpufleet store")
 		}
 	}
-	tx, err := s.write.BeginTx(ctx, nil)
+	if v < schemaVersion {
+		tx, err := s.write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		for ; v < schemaVersion; v++ {
+			for _, stmt := range migrations[v] {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("migrate schema from version %d: %w", v, err)
+				}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	// Check that the tables are there: a file with user_version set by
+	// something else is not ours.
+	var n int
+	err := s.write.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('"+strings.Join(tables, "','")+"')").Scan(&n)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	for _, stmt := range schema {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("create schema: %w", err)
-		}
+	if n != len(tables) {
+		return fmt.Errorf("schema version %d but %d of %d tables", v, n, len(tables))
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return nil
 }
 
 var schema = []string{

@@ -405,3 +405,51 @@ func TestTokens(t *testing.T) {
 		t.Error("token of a refused user was stored")
 	}
 }
+
+func TestGangAcrossNodes(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	if err := s.PutNode(ctx, node("n2", 2)); err != nil {
+		t.Fatal(err)
+	}
+	w := workload(1000)
+	w.Request.Replicas = 3
+	g, _, err := s.CreateWorkload(ctx, w, nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := func(r int, a core.Assignment) core.Assignment { a.Replica = r; return a }
+	partial := core.Plan{Placements: []core.Placement{{Workload: g.ID, Assignments: []core.Assignment{rep(0, assign("n1", 0, 1000)), rep(1, assign("n1", 1, 1000))}}}}
+	res, err := s.ApplyPlan(ctx, partial, t0)
+	if err != nil || !errors.Is(res[0].Err, core.ErrInvalid) {
+		t.Fatalf("a gang missing a replica: %v %v, want ErrInvalid", err, res[0].Err)
+	}
+	full := core.Plan{Placements: []core.Placement{{Workload: g.ID, Assignments: []core.Assignment{
+		rep(0, assign("n1", 0, 1000)), rep(1, assign("n1", 1, 1000)), rep(2, assign("n2", 0, 1000))}}}}
+	if res, err := s.ApplyPlan(ctx, full, t0); err != nil || res[0].Err != nil {
+		t.Fatalf("gang: %v %v", err, res[0].Err)
+	}
+	u, _ := s.Usage(ctx)
+	if len(u["n1"].GPUs) != 2 || u["n2"].GPUs[0].MilliGPU != 1000 {
+		t.Errorf("usage after the gang: n1 %v n2 %v", u["n1"].GPUs, u["n2"].GPUs)
+	}
+	// The store sees the gang's share of n2 when it checks another
+	// placement there.
+	other := submit(t, s, 1000)
+	res, _ = s.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: other.ID, Assignments: []core.Assignment{assign("n2", 0, 1000)}}}}, t0)
+	if !errors.Is(res[0].Err, core.ErrConflict) {
+		t.Errorf("placing on the gang's device on its second node: %v, want ErrConflict", res[0].Err)
+	}
+	code := 0
+	if _, err := s.Finish(ctx, g.ID, 1, core.Succeeded, "Completed", "", &code, t0); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = s.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: other.ID, Assignments: []core.Assignment{assign("n2", 0, 1000)}}}}, t0)
+	if res[0].Err != nil {
+		t.Errorf("the gang's device is not free after it finished: %v", res[0].Err)
+	}
+	allocs, _ := s.Allocations(ctx, g.ID)
+	if len(allocs) != 3 || allocs[2].Replica != 2 || allocs[2].Node != "n2" || allocs[2].End == nil {
+		t.Errorf("gang allocations: %+v", allocs)
+	}
+}

@@ -234,7 +234,7 @@ func (s *Store) Events(ctx context.Context, id core.WorkloadID) ([]core.Event, e
 // Allocations lists a workload's allocation intervals, or every one when id
 // is empty, oldest first.
 func (s *Store) Allocations(ctx context.Context, id core.WorkloadID) ([]core.Allocation, error) {
-	q := "SELECT id, workload_id, team, attempt, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, end FROM allocations"
+	q := "SELECT id, workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, end FROM allocations"
 	var args []any
 	if id != "" {
 		q += " WHERE workload_id = ?"
@@ -251,7 +251,7 @@ func (s *Store) Allocations(ctx context.Context, id core.WorkloadID) ([]core.All
 		var wid, team, node string
 		var start int64
 		var end sql.NullInt64
-		if err := rows.Scan(&a.ID, &wid, &team, &a.Attempt, &node, &a.GPUIndex, &a.GPUUUID, &a.MilliGPU, &a.MemoryMiB, &start, &end); err != nil {
+		if err := rows.Scan(&a.ID, &wid, &team, &a.Attempt, &a.Replica, &node, &a.GPUIndex, &a.GPUUUID, &a.MilliGPU, &a.MemoryMiB, &start, &end); err != nil {
 			return nil, err
 		}
 		a.WorkloadID, a.Team, a.Node, a.Start = core.WorkloadID(wid), core.TeamName(team), core.NodeName(node), fromNano(start)
@@ -306,7 +306,7 @@ func putStatus(tx *wtx, w *core.Workload) error {
 
 // nodeUsage sums what Running workloads hold on one node, inside a write.
 func nodeUsage(tx *wtx, node core.NodeName) (*core.NodeUsage, error) {
-	rows, err := tx.Query(selectWorkload+" WHERE phase = ? AND node = ?", string(core.Running), string(node))
+	rows, err := tx.Query(selectWorkload+" WHERE phase = ? AND id IN (SELECT workload_id FROM workload_nodes WHERE node = ?)", string(core.Running), string(node))
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +317,7 @@ func nodeUsage(tx *wtx, node core.NodeName) (*core.NodeUsage, error) {
 		if err != nil {
 			return nil, err
 		}
-		u.Add(sc.w.Request, sc.w.Status.Placement)
+		u.Add(node, sc.w.Request, sc.w.Status.Placement)
 	}
 	return u, rows.Err()
 }

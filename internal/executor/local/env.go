@@ -17,6 +17,7 @@ const (
 	EnvGPUUUIDs       = "GPUFLEET_GPU_UUIDS"
 	EnvGPUFraction    = "GPUFLEET_GPU_FRACTION"
 	EnvGPUMemoryLimit = "GPUFLEET_GPU_MEMORY_LIMIT_MIB"
+	EnvReplicas       = "GPUFLEET_REPLICAS"
 )
 
 // taskEnv builds a task's whole environment, sorted. Nothing of the
@@ -39,12 +40,16 @@ func taskEnv(t executor.Task, path, home string) []string {
 	delete(env, shimEnv)
 	delete(env, EnvGPUFraction)
 	delete(env, EnvGPUMemoryLimit)
+	delete(env, EnvReplicas)
 
-	idx := make([]string, len(t.Assignments))
-	uuids := make([]string, len(t.Assignments))
-	for i, a := range t.Assignments {
-		idx[i] = strconv.Itoa(a.GPUIndex)
-		uuids[i] = a.GPUUUID
+	// A device appears once, even when several replicas of a fractional
+	// gang share it.
+	var idx, uuids []string
+	for _, a := range t.Assignments {
+		if !slices.Contains(uuids, a.GPUUUID) {
+			idx = append(idx, strconv.Itoa(a.GPUIndex))
+			uuids = append(uuids, a.GPUUUID)
+		}
 	}
 	env[EnvWorkloadID] = string(t.WorkloadID)
 	env[EnvAttempt] = strconv.Itoa(t.Attempt)
@@ -52,6 +57,11 @@ func taskEnv(t executor.Task, path, home string) []string {
 	env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
 	env["NVIDIA_VISIBLE_DEVICES"] = strings.Join(idx, ",")
 	env[EnvGPUUUIDs] = strings.Join(uuids, ",")
+	// A gang on this machine runs as one process that starts its replicas
+	// itself (torchrun --nproc-per-node, say): it learns how many.
+	if t.Request.Count() > 1 {
+		env[EnvReplicas] = strconv.Itoa(t.Request.Count())
+	}
 	if t.Request.Fractional() && len(t.Assignments) > 0 {
 		a := t.Assignments[0]
 		env[EnvGPUFraction] = api.Milli(a.MilliGPU).String()
