@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -451,5 +452,44 @@ func TestGangAcrossNodes(t *testing.T) {
 	allocs, _ := s.Allocations(ctx, g.ID)
 	if len(allocs) != 3 || allocs[2].Replica != 2 || allocs[2].Node != "n2" || allocs[2].End == nil {
 		t.Errorf("gang allocations: %+v", allocs)
+	}
+}
+
+// TestMigratesVersion1 opens a store written by the first schema, with a
+// running workload, and finds it running on its node after the migration.
+func TestMigratesVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	s := open(t, path)
+	ctx := context.Background()
+	s.CreateTeam(ctx, core.NewTeam("a", t0))
+	s.PutNode(ctx, node("n1", 2))
+	w := submit(t, s, 1000)
+	if res, err := s.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: w.ID, Assignments: []core.Assignment{assign("n1", 0, 1000)}}}}, t0); err != nil || res[0].Err != nil {
+		t.Fatal(err, res[0].Err)
+	}
+	s.Close()
+	// Take the file back to version 1.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{"DROP TABLE workload_nodes", "ALTER TABLE allocations DROP COLUMN replica", "PRAGMA user_version = 1"} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(stmt, err)
+		}
+	}
+	db.Close()
+	s2 := open(t, path)
+	u, err := s2.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u["n1"].GPUs[0].MilliGPU != 1000 {
+		t.Errorf("after migration the running workload holds %v, want GPU 0", u["n1"].GPUs)
+	}
+	other := submit(t, s2, 1000)
+	res, _ := s2.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: other.ID, Assignments: []core.Assignment{assign("n1", 0, 1000)}}}}, t0)
+	if !errors.Is(res[0].Err, core.ErrConflict) {
+		t.Errorf("the migrated workload's device was given away: %v", res[0].Err)
 	}
 }
