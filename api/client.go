@@ -208,6 +208,12 @@ func (c *Client) Teams(ctx context.Context) ([]Team, error) {
 	return out.Items, c.do(ctx, http.MethodGet, "/teams", nil, nil, &out)
 }
 
+// PriorityClasses lists the priority classes, most important first.
+func (c *Client) PriorityClasses(ctx context.Context) ([]PriorityClass, error) {
+	var out List[PriorityClass]
+	return out.Items, c.do(ctx, http.MethodGet, "/priorityclasses", nil, nil, &out)
+}
+
 // CreateTeam creates a team (admin only).
 func (c *Client) CreateTeam(ctx context.Context, t *Team) (*Team, error) {
 	var out Team

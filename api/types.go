@@ -173,6 +173,19 @@ type TeamQuota struct {
 	Weight             *int64 `json:"weight,omitempty"`
 }
 
+// PriorityClass is a priority workloads may name, with its rules.
+type PriorityClass struct {
+	Name  string `json:"name"`
+	Value int    `json:"value"`
+	// Preemptible is false for classes that are never preempted.
+	Preemptible bool `json:"preemptible"`
+	// MayBorrow allows running over the team's guarantee; a class that may
+	// not borrow is admitted only within quota.
+	MayBorrow bool `json:"mayBorrow"`
+	// IdleOnly classes run only on idle capacity and never preempt.
+	IdleOnly bool `json:"idleOnly"`
+}
+
 // User is a person or service account with an API token.
 type User struct {
 	Name      string    `json:"name"`

@@ -198,6 +198,7 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"GET /api/v1/workloads/{id}/logs", []string{"query follow", "query limitBytes"}, []string{"200", "400", "401", "404"}},
 		{"GET /api/v1/workloads/{id}/events", nil, []string{"200", "401", "404"}},
 		{"GET /api/v1/nodes", nil, []string{"200", "401"}},
+		{"GET /api/v1/priorityclasses", nil, []string{"200", "401"}},
 		{"GET /api/v1/teams", nil, []string{"200", "401"}},
 		{"POST /api/v1/teams", nil, []string{"201", "400", "401", "403", "409", "413"}},
 		{"PATCH /api/v1/teams/{name}", nil, []string{"200", "400", "401", "403", "404", "413"}},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -123,6 +124,16 @@ func (s *Server) nodes(r *http.Request, u *core.User) (reply, error) {
 				Simulated: g.Simulated, AllocatedMilliGPU: gu.MilliGPU, AllocatedMemoryMiB: gu.MemoryMiB})
 		}
 		out.Items = append(out.Items, an)
+	}
+	return reply{status: http.StatusOK, body: out}, nil
+}
+
+func (s *Server) priorityClasses(r *http.Request, u *core.User) (reply, error) {
+	cs := slices.Clone(s.opts.PriorityClasses)
+	slices.SortFunc(cs, func(a, b core.PriorityClass) int { return b.Value - a.Value })
+	out := api.List[api.PriorityClass]{Items: []api.PriorityClass{}}
+	for _, c := range cs {
+		out.Items = append(out.Items, api.PriorityClass{Name: c.Name, Value: c.Value, Preemptible: c.Preemptible, MayBorrow: c.MayBorrow, IdleOnly: c.IdleOnly})
 	}
 	return reply{status: http.StatusOK, body: out}, nil
 }

@@ -87,6 +87,7 @@ var Routes = []string{
 	"GET /api/v1/workloads/{id}/logs",
 	"GET /api/v1/workloads/{id}/events",
 	"GET /api/v1/nodes",
+	"GET /api/v1/priorityclasses",
 	"GET /api/v1/teams",
 	"POST /api/v1/teams",
 	"PATCH /api/v1/teams/{name}",
@@ -121,6 +122,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/workloads/{id}/events", s.events)
 	s.mux.Handle("GET /api/v1/workloads/{id}/logs", s.authenticated(s.logs))
 	s.handle("GET /api/v1/nodes", s.nodes)
+	s.handle("GET /api/v1/priorityclasses", s.priorityClasses)
 	s.handle("GET /api/v1/teams", s.teams)
 	s.handle("POST /api/v1/teams", s.createTeam)
 	s.handle("PATCH /api/v1/teams/{name}", s.setQuota)

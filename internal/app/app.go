@@ -27,6 +27,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/gpu"
+	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -109,18 +110,26 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	if err != nil {
 		return err
 	}
-	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod})
+	classes := make([]core.PriorityClass, len(cfg.PriorityClasses))
+	for i, c := range cfg.PriorityClasses {
+		classes[i] = core.PriorityClass{Name: c.Name, Value: c.Value, Preemptible: c.Preemptible, MayBorrow: c.MayBorrow, IdleOnly: c.IdleOnly}
+	}
+	policy := sched.Options{StarvationAfter: cfg.Scheduler.StarvationAfter.Duration, FairShareReclaim: cfg.Scheduler.FairShareReclaim,
+		MinRuntime: cfg.Scheduler.MinRuntime.Duration}
+	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
+		Classes: classes, Policy: &policy})
 	if err := loop.Reconcile(ctx); err != nil {
 		return err
 	}
 
 	srv := apiserver.New(apiserver.Options{
-		Store:        st,
-		Logs:         ex,
-		Logger:       log.With("component", "api"),
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		DefaultTeam:  DefaultTeam,
-		OpenAPI:      api.OpenAPI,
+		Store:           st,
+		Logs:            ex,
+		Logger:          log.With("component", "api"),
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		DefaultTeam:     DefaultTeam,
+		PriorityClasses: classes,
+		OpenAPI:         api.OpenAPI,
 	})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 

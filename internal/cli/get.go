@@ -14,7 +14,7 @@ func newGetCmd(e *env) *cobra.Command {
 	var opts api.ListOptions
 	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:   "get workloads|workload ID|nodes|teams",
+		Use:   "get workloads|workload ID|nodes|teams|priorityclasses",
 		Short: "List workloads, nodes or teams, or show one workload",
 		Long: `List workloads, nodes or teams, or show one workload.
 
@@ -94,8 +94,21 @@ pending workloads ask for.`,
 					return err
 				}
 				return printTeams(e, out.value, ts)
+			case kind == "priorityclasses" || kind == "priorityclass" || kind == "pc":
+				pcs, err := c.PriorityClasses(ctx)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(pcs)); ok {
+					return err
+				}
+				t := newTable(e.stdout, "NAME", "VALUE", "PREEMPTIBLE", "MAY-BORROW", "IDLE-ONLY")
+				for _, pc := range pcs {
+					t.row(pc.Name, strconv.Itoa(pc.Value), strconv.FormatBool(pc.Preemptible), strconv.FormatBool(pc.MayBorrow), strconv.FormatBool(pc.IdleOnly))
+				}
+				return t.flush()
 			default:
-				return usagef("get %q: want workloads, workload ID, nodes or teams", kind)
+				return usagef("get %q: want workloads, workload ID, nodes, teams or priorityclasses", kind)
 			}
 		},
 	}

@@ -9,6 +9,7 @@ import (
 
 func newServerCmd(e *env) *cobra.Command {
 	cfg := config.Default()
+	var cfgFile string
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the gpufleet server on this machine",
@@ -19,13 +20,36 @@ Unlike the client verbs, --addr here is the address to listen on, and
 GPUFLEET_ADDR does not apply.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cfg.Validate(); err != nil {
+			run := cfg
+			if cfgFile != "" {
+				// The file goes under the flags: only flags given on the
+				// command line override it.
+				fromFile, err := config.Load(cfgFile)
+				if err != nil {
+					return usageError{err}
+				}
+				fl := cmd.Flags()
+				for name, set := range map[string]func(){
+					"addr":      func() { fromFile.Addr = cfg.Addr },
+					"data":      func() { fromFile.DataDir = cfg.DataDir },
+					"fake-gpus": func() { fromFile.FakeGPUs = cfg.FakeGPUs },
+					"demo":      func() { fromFile.Demo = cfg.Demo },
+					"node-name": func() { fromFile.NodeName = cfg.NodeName },
+				} {
+					if fl.Changed(name) {
+						set()
+					}
+				}
+				run = fromFile
+			}
+			if err := run.Validate(); err != nil {
 				return usageError{err}
 			}
-			return app.Run(cmd.Context(), cfg, e.stdout)
+			return app.Run(cmd.Context(), run, e.stdout)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&cfgFile, "config", "", "YAML file with server settings, priority classes and scheduler options (flags override it)")
 	// A local --addr shadows the global one: it is the listen address.
 	f.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on, HOST:PORT")
 	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory for the store, the admin token and workload files")

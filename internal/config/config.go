@@ -1,5 +1,6 @@
 // Package config holds the one Config struct of the gpufleet server: built as
-// Default(), then flags, then Validate(). After start-up it is read-only and
+// Default(), then the file given with --config (Load), then flags, then
+// Validate(). After start-up it is read-only and
 // passed down as a value.
 package config
 
@@ -30,6 +31,10 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64
+	// PriorityClasses are the classes workloads may use.
+	PriorityClasses []PriorityClass
+	// Scheduler tunes the scheduling policy.
+	Scheduler Scheduler
 }
 
 // Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.
@@ -39,12 +44,18 @@ func Default() Config {
 		host = "local"
 	}
 	return Config{
-		Addr:         "127.0.0.1:8080",
-		DataDir:      ".gpufleet",
-		NodeName:     host,
-		Executor:     "local",
-		ResyncPeriod: time.Second,
-		MaxBodyBytes: 1 << 20,
+		Addr:            "127.0.0.1:8080",
+		DataDir:         ".gpufleet",
+		NodeName:        host,
+		Executor:        "local",
+		ResyncPeriod:    time.Second,
+		MaxBodyBytes:    1 << 20,
+		PriorityClasses: DefaultPriorityClasses(),
+		Scheduler: Scheduler{
+			StarvationAfter:  Duration{10 * time.Minute},
+			FairShareReclaim: true,
+			MinRuntime:       Duration{5 * time.Minute},
+		},
 	}
 }
 
@@ -73,6 +84,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("max body size must be positive"))
+	}
+	if err := validateClasses(c.PriorityClasses); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Scheduler.StarvationAfter.Duration < 0 || c.Scheduler.MinRuntime.Duration < 0 {
+		errs = append(errs, errors.New("scheduler: durations must not be negative"))
 	}
 	return errors.Join(errs...)
 }

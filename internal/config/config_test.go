@@ -1,0 +1,96 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "gpufleet.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Errorf("Default().Validate() = %v", err)
+	}
+}
+
+func TestLoadOverridesDefaults(t *testing.T) {
+	c, err := Load(write(t, `
+addr: 127.0.0.1:9999
+priorityClasses:
+  - {name: production, value: 1000, preemptible: false, mayBorrow: false}
+  - {name: training, value: 500, preemptible: true, mayBorrow: true}
+  - {name: development, value: 300, preemptible: true, mayBorrow: true}
+scheduler:
+  starvationAfter: 2m
+  fairShareReclaim: false
+  minRuntime: 30s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:9999" || c.DataDir != Default().DataDir {
+		t.Errorf("addr %q data %q: want the file's address and the default data dir", c.Addr, c.DataDir)
+	}
+	want := Scheduler{StarvationAfter: Duration{2 * time.Minute}, FairShareReclaim: false, MinRuntime: Duration{30 * time.Second}}
+	if diff := cmp.Diff(want, c.Scheduler); diff != "" {
+		t.Errorf("scheduler (-want +got):\n%s", diff)
+	}
+	if len(c.PriorityClasses) != 3 {
+		t.Errorf("%d classes, want the file's 3", len(c.PriorityClasses))
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("valid file: %v", err)
+	}
+}
+
+func TestBadConfigIsRefused(t *testing.T) {
+	cases := []struct {
+		name, body, want string
+	}{
+		{"unknown field", "adress: x\n", "adress"},
+		{"bad duration", "scheduler: {starvationAfter: soon}\n", "want a value like 10m"},
+		{"duplicate class", "priorityClasses: [{name: training, value: 1}, {name: training, value: 2}, {name: development, value: 3}]\n", "defined twice"},
+		{"same value twice", "priorityClasses: [{name: training, value: 1}, {name: development, value: 1}]\n", "two classes have it"},
+		{"missing default class", "priorityClasses: [{name: training, value: 1}]\n", `"development" is needed`},
+		{"idle-only that cannot be preempted", "priorityClasses: [{name: training, value: 1}, {name: development, value: 2}, {name: scavenger, value: 0, idleOnly: true, mayBorrow: true}]\n", "must be preemptible"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(write(t, tc.body))
+			if err == nil {
+				err = c.Validate()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseFakeGPUs(t *testing.T) {
+	got, err := ParseFakeGPUs("2xH100-80GB,2xA10-24GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []FakeGPU{{Count: 2, Model: "H100", MemoryMiB: 81920}, {Count: 2, Model: "A10", MemoryMiB: 24576}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"", "4xH100", "0xH100-80GB", "65xH100-80GB", "4xH100-0GB", "H100-80GB"} {
+		if _, err := ParseFakeGPUs(bad); err == nil {
+			t.Errorf("ParseFakeGPUs(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// PriorityClass configures one priority class (see core.PriorityClass).
+type PriorityClass struct {
+	Name        string `json:"name"`
+	Value       int    `json:"value"`
+	Preemptible bool   `json:"preemptible"`
+	MayBorrow   bool   `json:"mayBorrow"`
+	IdleOnly    bool   `json:"idleOnly,omitempty"`
+}
+
+// Scheduler tunes the scheduling policy (see sched.Options).
+type Scheduler struct {
+	// StarvationAfter: a workload waiting this long gets a node reserved;
+	// "0" disables reservations.
+	StarvationAfter Duration `json:"starvationAfter"`
+	// FairShareReclaim lets teams below their fair share reclaim from
+	// teams above theirs.
+	FairShareReclaim bool `json:"fairShareReclaim"`
+	// MinRuntime protects a workload from fair-share reclaim this long.
+	MinRuntime Duration `json:"minRuntime"`
+}
+
+// Duration is a time.Duration written as "10m" in the file.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads "10m", "30s" or "0".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: want a value like 10m or 30s", s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes the duration as "10m0s".
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// file is what a configuration file may hold; absent fields keep their
+// defaults.
+type file struct {
+	Addr            *string         `json:"addr"`
+	Data            *string         `json:"data"`
+	FakeGPUs        *string         `json:"fakeGPUs"`
+	NodeName        *string         `json:"nodeName"`
+	PriorityClasses []PriorityClass `json:"priorityClasses"`
+	Scheduler       *Scheduler      `json:"scheduler"`
+}
+
+// Load reads a YAML (or JSON) configuration file over the defaults.
+// Unknown fields are errors.
+func Load(path string) (Config, error) {
+	c := Default()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	var f file
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if f.Addr != nil {
+		c.Addr = *f.Addr
+	}
+	if f.Data != nil {
+		c.DataDir = *f.Data
+	}
+	if f.FakeGPUs != nil {
+		c.FakeGPUs = *f.FakeGPUs
+	}
+	if f.NodeName != nil {
+		c.NodeName = *f.NodeName
+	}
+	if f.PriorityClasses != nil {
+		c.PriorityClasses = f.PriorityClasses
+	}
+	if f.Scheduler != nil {
+		c.Scheduler = *f.Scheduler
+	}
+	return c, nil
+}
+
+// DefaultPriorityClasses mirror core.DefaultPriorityClasses.
+func DefaultPriorityClasses() []PriorityClass {
+	return []PriorityClass{
+		{Name: "production", Value: 1000, Preemptible: false, MayBorrow: false},
+		{Name: "training", Value: 500, Preemptible: true, MayBorrow: true},
+		{Name: "development", Value: 300, Preemptible: true, MayBorrow: true},
+		{Name: "batch", Value: 100, Preemptible: true, MayBorrow: true, IdleOnly: true},
+	}
+}
+
+var className = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// validateClasses checks the priority classes: valid, distinct names and
+// values, and idle-only classes that may borrow and be preempted. The
+// defaults for kinds (training, development) must exist.
+func validateClasses(cs []PriorityClass) error {
+	var errs []error
+	if len(cs) == 0 {
+		return errors.New("priorityClasses: at least one class is needed")
+	}
+	names, values := map[string]bool{}, map[int]bool{}
+	for i, c := range cs {
+		at := fmt.Sprintf("priorityClasses[%d]", i)
+		if len(c.Name) > 63 || !className.MatchString(c.Name) {
+			errs = append(errs, fmt.Errorf("%s.name %q: lowercase letters, digits and '-'", at, c.Name))
+		}
+		if names[c.Name] {
+			errs = append(errs, fmt.Errorf("%s.name %q: defined twice", at, c.Name))
+		}
+		if values[c.Value] {
+			errs = append(errs, fmt.Errorf("%s.value %d: two classes have it; values order the classes", at, c.Value))
+		}
+		names[c.Name], values[c.Value] = true, true
+		if c.IdleOnly && (!c.Preemptible || !c.MayBorrow) {
+			errs = append(errs, fmt.Errorf("%s: an idleOnly class must be preemptible and mayBorrow", at))
+		}
+	}
+	for _, need := range []string{"training", "development"} {
+		if !names[need] {
+			errs = append(errs, fmt.Errorf("priorityClasses: %q is needed (the default for jobs and notebooks)", need))
+		}
+	}
+	return errors.Join(errs...)
+}
