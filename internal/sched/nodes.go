@@ -17,10 +17,19 @@ type nodeState struct {
 	// allocated, and the largest free share of any device.
 	freeWhole int
 	maxFree   int64
-	// reservedFor is set when the node is held for a workload (a starving
-	// one, or a preemptor waiting for its victims); workloads after it in
-	// this cycle's order do not use the node.
-	reservedFor core.WorkloadID
+	// reservedFor lists the workloads the node is held for: preemptors
+	// waiting for their victims, or one starving workload. Other workloads
+	// do not place on it.
+	reservedFor []core.WorkloadID
+	// starving is set when the hold is a starvation reservation, which no
+	// other workload shares, not even a preemptor.
+	starving bool
+	// future is the node as it will be once every stop under way has
+	// happened and every waiting preemptor has taken its place; victims are
+	// chosen against it. Made on first use.
+	future *nodeState
+	// freeing is set when stops are under way or planned on the node.
+	freeing bool
 	// running lists the workloads running here, for preemption.
 	running []*runningWorkload
 }
@@ -45,7 +54,21 @@ func newNodeState(n *core.Node, u *core.NodeUsage) *nodeState {
 func (ns *nodeState) clone() *nodeState {
 	c := *ns
 	c.used = slices.Clone(ns.used)
+	c.reservedFor = nil
+	c.future = nil
 	return &c
+}
+
+// heldForOther reports whether the node is held for a workload other than
+// id.
+func (ns *nodeState) heldForOther(id core.WorkloadID) bool {
+	return len(ns.reservedFor) > 0 && !slices.Contains(ns.reservedFor, id)
+}
+
+func (ns *nodeState) hold(id core.WorkloadID) {
+	if !slices.Contains(ns.reservedFor, id) {
+		ns.reservedFor = append(ns.reservedFor, id)
+	}
 }
 
 func (ns *nodeState) summarise() {
@@ -62,8 +85,26 @@ func (ns *nodeState) summarise() {
 // removes it (-1): its shares of devices, and host CPU and memory once per
 // replica placed here.
 func (ns *nodeState) add(req core.Request, as []core.Assignment, sign int64) {
-	on, replicas := core.OnNode(as, ns.node.Name)
-	for _, a := range on {
+	// The hot path of the cycle: no allocation. Replicas on this node are
+	// counted with a bit set (a map only for gangs above 64 replicas).
+	var seen uint64
+	var more map[int]bool
+	replicas := int64(0)
+	for _, a := range as {
+		if a.Node != ns.node.Name {
+			continue
+		}
+		switch {
+		case a.Replica < 64 && seen&(1<<a.Replica) == 0:
+			seen |= 1 << a.Replica
+			replicas++
+		case a.Replica >= 64 && !more[a.Replica]:
+			if more == nil {
+				more = map[int]bool{}
+			}
+			more[a.Replica] = true
+			replicas++
+		}
 		for i, g := range ns.node.GPUs {
 			if g.Index == a.GPUIndex {
 				ns.used[i].MilliGPU += sign * a.MilliGPU
@@ -71,9 +112,32 @@ func (ns *nodeState) add(req core.Request, as []core.Assignment, sign int64) {
 			}
 		}
 	}
-	ns.cpu += sign * req.MilliCPU * int64(replicas)
-	ns.mem += sign * req.MemoryMiB * int64(replicas)
+	ns.cpu += sign * req.MilliCPU * replicas
+	ns.mem += sign * req.MemoryMiB * replicas
 	ns.summarise()
+}
+
+// commit records a real placement (or its undo): on the node as it is now,
+// and on its future.
+func (ns *nodeState) commit(req core.Request, as []core.Assignment, sign int64) {
+	ns.add(req, as, sign)
+	if ns.future != nil {
+		ns.future.add(req, as, sign)
+	}
+}
+
+// fitsAs reports whether the given assignments of req fit on ns.
+func fitsAs(ns *nodeState, req core.Request, as []core.Assignment) bool {
+	on, replicas := core.OnNode(as, ns.node.Name)
+	for _, a := range on {
+		i := slices.IndexFunc(ns.node.GPUs, func(g core.GPU) bool { return g.Index == a.GPUIndex })
+		if i < 0 || ns.used[i].MilliGPU+a.MilliGPU > 1000 || ns.used[i].MemoryMiB+a.MemoryMiB > ns.node.GPUs[i].MemoryMiB {
+			return false
+		}
+	}
+	n := ns.node
+	return (n.MilliCPU == 0 || ns.cpu+req.MilliCPU*int64(replicas) <= n.MilliCPU) &&
+		(n.MemoryMiB == 0 || ns.mem+req.MemoryMiB*int64(replicas) <= n.MemoryMiB)
 }
 
 // choice is a way to place a request on a node: for a fraction, the device
@@ -153,6 +217,9 @@ func onNode(ns *nodeState, req core.Request) (choice, string) {
 
 // freeOf counts the wholly free devices of a model the request accepts.
 func (ns *nodeState) freeOf(req core.Request) int {
+	if len(req.GPUModels) == 0 {
+		return ns.freeWhole
+	}
 	free := 0
 	for i, g := range ns.node.GPUs {
 		if u := ns.used[i]; req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {

@@ -262,7 +262,7 @@ func TestPolicy(t *testing.T) {
 		},
 		wantWaiting: map[string]string{"b1": sched.ReasonUnschedulable},
 	}, {
-		name: "a preemptor waiting for its victims does not preempt again and keeps the node",
+		name: "a preemptor waiting for its victims does not preempt again, and another waits for the room they leave",
 		c: cluster{
 			nodes: []*core.Node{n4},
 			teams: []core.Team{team("a", 0, -1, 1), team("b", 4, -1, 1)},
@@ -271,10 +271,15 @@ func TestPolicy(t *testing.T) {
 				v.Status.StopRequested, v.Status.PreemptedBy = "Reclaimed", "b1"
 				return []*core.Workload{v}
 			}(),
-			pending: []*core.Workload{wl("b1", "b", "training", 1000), wl("b2", "b", "training", 1000)},
+			pending: func() []*core.Workload {
+				b1 := wl("b1", "b", "training", 1000)
+				b1.Status.Reason, b1.Status.Nominated = sched.ReasonPreempting, "n1" // as the last cycle left it
+				return []*core.Workload{b1, wl("b2", "b", "training", 1000)}
+			}(),
 		},
-		wantWaiting: map[string]string{"b1": sched.ReasonPreempting, "b2": sched.ReasonUnschedulable},
-		wantMessage: map[string]string{"b1": "waiting for 1 preempted workload to stop on n1", "b2": "reserved for another workload"},
+		// b2 waits for the same stop: the node will have room for both.
+		wantWaiting: map[string]string{"b1": sched.ReasonPreempting, "b2": sched.ReasonPreempting},
+		wantMessage: map[string]string{"b1": "waiting for 1 preempted workload to stop on n1", "b2": "waiting for 1 preempted workload to stop on n1"},
 	}, {
 		name: "an 8-GPU job that waited too long gets the node reserved; small jobs behind it wait",
 		c: cluster{

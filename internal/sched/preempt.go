@@ -119,9 +119,7 @@ func (v candidate) message(preemptor *core.Workload, ts *teamState) string {
 //     without them (Reclaimed).
 //
 // Never a class that is not preemptible, never a victim already chosen in
-// this cycle or already stopping. Victim order: the team furthest above its
-// fair share first, then the lowest class, then the most recently started,
-// then ID.
+// this cycle or already stopping. Unsorted; see sortVictims.
 func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool, ns *nodeState, out []candidate) []candidate {
 	out = out[:0]
 	fairShareOK := c.opts.FairShareReclaim && ts.usage+ask <= ts.share
@@ -143,14 +141,27 @@ func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamStat
 			out = append(out, candidate{r, v, ruleFairShare})
 		}
 	}
-	slices.SortFunc(out, func(a, b candidate) int {
+	return out
+}
+
+// sortVictims puts candidates in victim order.
+func sortVictims(cs []candidate) {
+	slices.SortFunc(cs, func(a, b candidate) int {
 		return cmp.Or(
 			cmp.Compare(b.team.usage-b.team.share, a.team.usage-a.team.share),
 			cmp.Compare(a.class.Value, b.class.Value),
 			compareStart(b.victim, a.victim),
 			cmp.Compare(a.victim.ID, b.victim.ID))
 	})
-	return out
+}
+
+// freeMilli is the milli-GPU free on a node's devices.
+func (ns *nodeState) freeMilli() int64 {
+	var f int64
+	for _, u := range ns.used {
+		f += 1000 - u.MilliGPU
+	}
+	return f
 }
 
 func compareStart(a, b *core.Workload) int {
@@ -175,15 +186,37 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 	var best []candidate
 	var bestMilli int64
 	var cands []candidate
+	// A workload within its guarantee or its fair share may also wait for
+	// capacity that stops already under way will free, without a victim of
+	// its own.
+	mayJoin := inQuota || ts.usage+ask <= ts.share
 	for _, ns := range c.nodes {
-		if (ns.reservedFor != "" && ns.reservedFor != w.ID) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) {
+		// A node held by a starvation reservation is not shared; one held
+		// for other preemptors is, against its future (their victims gone,
+		// they placed).
+		if (ns.starving && ns.heldForOther(w.ID)) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) {
 			continue
+		}
+		future := ns.futureState(c)
+		if mayJoin && ns.freeing {
+			if _, why := onNode(future, w.Request); why == "" {
+				return ns, []candidate{}
+			}
 		}
 		cands = c.victimsFor(w, cl, ts, ask, inQuota, ns, cands)
 		if len(cands) == 0 {
 			continue
 		}
-		scratch := ns.clone()
+		// Even every candidate gone would not leave room enough: skip.
+		room := future.freeMilli()
+		for _, v := range cands {
+			room += v.held
+		}
+		if room < w.Request.TotalMilliGPU() {
+			continue
+		}
+		sortVictims(cands)
+		scratch := future.clone()
 		n := -1
 		for i, v := range cands {
 			scratch.add(v.victim.Request, v.victim.Status.Placement, -1)
@@ -209,7 +242,10 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 		for _, v := range set {
 			milli += v.held
 		}
-		if best == nil || len(set) < len(best) || (len(set) == len(best) && milli < bestMilli) {
+		// Fewest victims, then least preempted, then the smallest node (big
+		// nodes stay whole for big requests).
+		if best == nil || len(set) < len(best) || (len(set) == len(best) && (milli < bestMilli ||
+			(milli == bestMilli && len(ns.node.GPUs) < len(bestNode.node.GPUs)))) {
 			bestNode, best, bestMilli = ns, set, milli
 			if len(set) == 1 && milli <= ask {
 				break // one victim no larger than the request: nothing is better

