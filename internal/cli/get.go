@@ -30,7 +30,7 @@ pending workloads ask for.`,
   gpufleet get teams`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 || len(args) > 2 {
-				return usagef("get what? want workloads, workload ID, nodes or teams")
+				return usagef("get what? want workloads, workload ID, nodes, teams or priorityclasses")
 			}
 			return nil
 		},

@@ -251,8 +251,8 @@ func TestGetUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no kind", []string{"get"}, "error: get what? want workloads, workload ID, nodes or teams\n"},
-		{"unknown kind", []string{"get", "pods"}, "error: get \"pods\": want workloads, workload ID, nodes or teams\n"},
+		{"no kind", []string{"get"}, "error: get what? want workloads, workload ID, nodes, teams or priorityclasses\n"},
+		{"unknown kind", []string{"get", "pods"}, "error: get \"pods\": want workloads, workload ID, nodes, teams or priorityclasses\n"},
 		{"unknown output", []string{"get", "nodes", "-o", "xml"}, "error: -o \"xml\": want one of table, wide, json, yaml\n"},
 		{"workload filters on nodes", []string{"get", "nodes", "--team", "a"}, "error: --team, --phase and --limit apply to workloads only\n"},
 		{"unknown flag", []string{"get", "nodes", "--colour"}, "error: unknown flag: --colour\n"},
