@@ -28,30 +28,57 @@
 //     in order (team furthest above its share, lowest class, newest), then
 //     pruned to a minimal set: a workload never evicts more than one node's
 //     worth of what it needs. Production is never a victim; batch never
-//     preempts. The preemptor waits, keeping that node, until its victims
-//     have stopped (Preempting);
+//     preempts; gangs do not preempt (their victims would span nodes). The
+//     preemptor waits (Preempting), nominated to that node;
 //  4. otherwise it waits with a reason and a sentence (Unschedulable,
 //     WaitingForIdleCapacity for batch).
+//
+// # Nominations: promised capacity
+//
+// Victims take their grace period to stop, so a preemptor is placed a few
+// cycles after it preempts. Meanwhile its node is held for it: the node's
+// future (the stops under way done, the waiting preemptors placed) is what
+// later preemptors plan against, so several can share a node without
+// over-asking, and a workload within its guarantee may also wait for room
+// that stops already under way will free, without a victim of its own.
+// Other workloads may still use a held node where their placement also fits
+// its future. Holds carry over between cycles through the workload's
+// nominated node, and the workloads holding one are decided first in the
+// next cycle; a hold its holder no longer needs is given back at once.
+//
+// Gangs (replicas × GPUs) are placed replica by replica, each on the best
+// node given the ones before, and undone entirely if one does not fit.
 //
 // # Backfill and starvation
 //
 // A workload that does not fit never blocks the ones behind it: they are
 // placed if they fit (backfill). So that a large workload is not starved by
-// a stream of small ones, the first workload in order that has waited longer
-// than Options.StarvationAfter gets a reservation: the node where it would
-// fit soonest (most free devices of its model) is withheld from the workloads
-// after it, and drains as they finish. We chose a reservation over aging
-// because aging only reorders the queue, and reordering does not help a
-// workload that no node can hold while small ones keep arriving.
+// a stream of small ones, the workload that has waited longest past
+// Options.StarvationAfter (highest class first) gets a reservation: the node
+// where it would fit soonest is withheld from everyone else, and drains as
+// its workloads finish. The reservation lasts, through its nomination,
+// until the workload runs; there is one at a time. We chose a reservation
+// over aging because aging only reorders the queue, and reordering does not
+// help a workload that no node can hold while small ones keep arriving.
 //
 // # Speed
 //
 // Each node has summaries (free whole devices, largest free share) so that
 // a full node is skipped at once; a request shape that fitted nowhere is not
 // tried again in the cycle (usage only grows within a cycle), nor is a
-// victim search that failed for the same team, class and shape. One cycle
-// over 1,000 nodes × 8 GPUs and 50 teams takes about 180 ms with 10,000
-// pending workloads and 260 ms with 50,000 (BenchmarkCycle).
+// victim search that failed for the same team, class and shape, and a node
+// where even every candidate victim gone would not leave room is skipped
+// before its victims are sorted. One cycle over 1,000 nodes × 8 GPUs and 50
+// teams takes about 270 ms with 10,000 pending workloads and 480 ms with
+// 50,000 (BenchmarkCycle), most of it in victim searches.
+//
+// # Known limits
+//
+// Placement is greedy: with mixed sizes a reclaim can fragment (a small
+// workload planned onto the only node a large one of the same team fits),
+// and where preemptors share a node the devices pictured for the earlier
+// ones may not be the ones they get. Both cost time, never safety: every
+// placement is checked with core.Fits, here and again in the store.
 //
 // sched imports core and sched/fairshare only.
 package sched

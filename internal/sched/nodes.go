@@ -258,4 +258,7 @@ type runningWorkload struct {
 	over bool
 	// chosen is true once it is a victim in this cycle.
 	chosen bool
+	// eligible is false for workloads that can never be victims: unknown
+	// or non-preemptible class, or already stopping.
+	eligible bool
 }

@@ -124,10 +124,10 @@ func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamStat
 	out = out[:0]
 	fairShareOK := c.opts.FairShareReclaim && ts.usage+ask <= ts.share
 	for _, r := range ns.running {
-		v := r.w
-		if !r.known || !r.class.Preemptible || v.Status.StopRequested != "" || r.chosen {
+		if !r.eligible || r.chosen {
 			continue
 		}
+		v := r.w
 		vt := r.team
 		switch {
 		case vt == ts && r.class.Value < cl.Value:

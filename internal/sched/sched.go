@@ -139,7 +139,8 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, w := range snap.Running {
 		ts := c.team(w.Team)
 		cl, known := c.classOf(w)
-		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w)}
+		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w),
+			eligible: known && cl.Preemptible && w.Status.StopRequested == ""}
 		ts.hold(cl, r.held)
 		ts.running = append(ts.running, r)
 		for _, n := range core.Nodes(w.Status.Placement) {
