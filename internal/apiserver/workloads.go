@@ -109,6 +109,20 @@ func (s *Server) toCore(ctx context.Context, in *api.Workload, u *core.User) (*c
 		}
 		errs = append(errs, api.FieldError{Field: "priority", Problem: fmt.Sprintf("unknown priority class %q (known: %s)", prio, strings.Join(names, ", "))})
 	}
+	// A class that may not borrow runs only within the team's guarantee: a
+	// request larger than the whole guarantee could never run.
+	if cl, ok := core.Class(s.opts.PriorityClasses, prio); ok && !cl.MayBorrow && len(errs) == 0 && in.Resources.GPUs > 0 {
+		ask := int64(in.Resources.GPUs) * int64(max(1, in.Replicas))
+		t, err := s.opts.Store.Team(ctx, team)
+		if err != nil {
+			return nil, err
+		}
+		if ask > t.Guaranteed {
+			errs = append(errs, api.FieldError{Field: "priority", Problem: fmt.Sprintf(
+				"%s runs only within the team's guarantee, and team %s guarantees %s GPUs while this workload asks for %s; ask an admin to raise the guarantee or choose another class",
+				prio, team, api.Milli(t.Guaranteed), api.Milli(ask))})
+		}
+	}
 	if len(errs) > 0 {
 		return nil, &fieldErrors{fields: errs}
 	}

@@ -471,3 +471,22 @@ func TestSecondServerOnOneDataDirIsRefused(t *testing.T) {
 		t.Errorf("second server: %v, want a refusal naming the data dir lock", err)
 	}
 }
+
+// TestProductionBeyondTheGuaranteeIsRefused: production runs only within
+// its team's guarantee, so a request larger than the guarantee is refused
+// at submission, naming the field; one within it is accepted.
+func TestProductionBeyondTheGuaranteeIsRefused(t *testing.T) {
+	s := start(t, t.TempDir())
+	ctx := context.Background()
+	one := int64(1000)
+	if _, err := s.admin.SetQuota(ctx, "research", &api.TeamQuota{GuaranteedMilliGPU: &one}); err != nil {
+		t.Fatal(err)
+	}
+	status, body := post(t, s, "/api/v1/workloads", `{"team":"research","priority":"production","command":["true"],"resources":{"gpus":2}}`, nil)
+	if status != 400 || !strings.Contains(body, `"field":"priority"`) || !strings.Contains(body, "guarantees 1 GPUs") {
+		t.Errorf("production over the guarantee: %d %s, want 400 naming priority", status, body)
+	}
+	if _, err := s.admin.SubmitWorkload(ctx, &api.Workload{Team: "research", Priority: "production", Command: []string{"true"}, Resources: api.Resources{GPUs: 1000}}, ""); err != nil {
+		t.Errorf("production within the guarantee: %v", err)
+	}
+}
