@@ -30,6 +30,8 @@ type nodeState struct {
 	future *nodeState
 	// freeing is set when stops are under way or planned on the node.
 	freeing bool
+	// stoppingMilli is what workloads already stopping hold (at most) here.
+	stoppingMilli int64
 	// running lists the workloads running here, for preemption.
 	running []*runningWorkload
 }

@@ -197,9 +197,8 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 		if (ns.starving && ns.heldForOther(w.ID)) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) {
 			continue
 		}
-		future := ns.futureState(c)
 		if mayJoin && ns.freeing {
-			if _, why := onNode(future, w.Request); why == "" {
+			if _, why := onNode(ns.futureState(c), w.Request); why == "" {
 				return ns, []candidate{}
 			}
 		}
@@ -207,14 +206,16 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 		if len(cands) == 0 {
 			continue
 		}
-		// Even every candidate gone would not leave room enough: skip.
-		room := future.freeMilli()
+		// Even every candidate and every stop under way gone would not leave
+		// room enough: skip (an upper bound, so no future is built).
+		room := ns.freeMilli() + ns.stoppingMilli
 		for _, v := range cands {
 			room += v.held
 		}
 		if room < w.Request.TotalMilliGPU() {
 			continue
 		}
+		future := ns.futureState(c)
 		sortVictims(cands)
 		scratch := future.clone()
 		n := -1

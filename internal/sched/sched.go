@@ -146,6 +146,10 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		for _, n := range core.Nodes(w.Status.Placement) {
 			if ns := c.byName[n]; ns != nil {
 				ns.running = append(ns.running, r)
+				if w.Status.StopRequested != "" {
+					ns.freeing = true
+					ns.stoppingMilli += r.held
+				}
 			}
 		}
 		if w.Status.StopRequested != "" && w.Status.PreemptedBy != "" {
