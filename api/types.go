@@ -135,13 +135,16 @@ type Node struct {
 
 // GPU is one device of a node, with what is allocated on it now.
 type GPU struct {
-	Index              int    `json:"index"`
-	UUID               string `json:"uuid"`
-	Model              string `json:"model"`
-	MemoryMiB          int64  `json:"memoryMiB"`
-	Simulated          bool   `json:"simulated,omitempty"`
-	AllocatedMilliGPU  int64  `json:"allocatedMilliGPU"`
-	AllocatedMemoryMiB int64  `json:"allocatedMemoryMiB"`
+	Index     int    `json:"index"`
+	UUID      string `json:"uuid"`
+	Model     string `json:"model"`
+	MemoryMiB int64  `json:"memoryMiB"`
+	Simulated bool   `json:"simulated,omitempty"`
+	// Domain groups devices joined by NVLink; whole-GPU workloads are
+	// placed within one domain when they can be.
+	Domain             int   `json:"domain,omitempty"`
+	AllocatedMilliGPU  int64 `json:"allocatedMilliGPU"`
+	AllocatedMemoryMiB int64 `json:"allocatedMemoryMiB"`
 }
 
 // Team owns workloads and holds a quota in milli-GPU (1000 = one GPU).

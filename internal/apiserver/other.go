@@ -121,7 +121,7 @@ func (s *Server) nodes(r *http.Request, u *core.User) (reply, error) {
 				gu = usage.GPUs[g.Index]
 			}
 			an.GPUs = append(an.GPUs, api.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB,
-				Simulated: g.Simulated, AllocatedMilliGPU: gu.MilliGPU, AllocatedMemoryMiB: gu.MemoryMiB})
+				Simulated: g.Simulated, Domain: g.Domain, AllocatedMilliGPU: gu.MilliGPU, AllocatedMemoryMiB: gu.MemoryMiB})
 		}
 		out.Items = append(out.Items, an)
 	}

@@ -12,6 +12,10 @@ type GPU struct {
 	Model     string `json:"model"`
 	MemoryMiB int64  `json:"memoryMiB"`
 	Simulated bool   `json:"simulated,omitempty"`
+	// Domain groups the devices of a node joined by NVLink (or NVSwitch):
+	// devices of one domain talk fastest. Devices whose topology is unknown
+	// share domain 0.
+	Domain int `json:"domain,omitempty"`
 }
 
 // Node is a machine with GPUs.

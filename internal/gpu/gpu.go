@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ func Discover(ctx context.Context) ([]core.GPU, error) {
 	if len(gpus) == 0 {
 		return nil, ErrNoGPUs
 	}
+	discoverTopology(ctx, path, gpus)
 	return gpus, nil
 }
 
@@ -89,4 +91,103 @@ func Fake(node string, spec string) ([]core.GPU, error) {
 		}
 	}
 	return gpus, nil
+}
+
+// TopologyArgs is the nvidia-smi call that prints the device topology.
+var TopologyArgs = []string{"topo", "-m"}
+
+// discoverTopology sets each GPU's NVLink domain from nvidia-smi topo -m;
+// on any failure the devices keep domain 0 (unknown, treated as flat).
+func discoverTopology(ctx context.Context, path string, gpus []core.GPU) {
+	out, err := exec.CommandContext(ctx, path, TopologyArgs...).Output()
+	if err != nil {
+		return
+	}
+	domains, err := ParseTopology(string(out))
+	if err != nil {
+		return
+	}
+	for i := range gpus {
+		gpus[i].Domain = domains[gpus[i].Index]
+	}
+}
+
+// ParseTopology reads the matrix nvidia-smi topo -m prints and returns, per
+// GPU index, its NVLink domain: GPUs joined by NVLink ("NV4", "NV18", ...),
+// directly or through others, share a domain, numbered from 0 in order of
+// their lowest GPU index. Without any NVLink every GPU is in domain 0 (the
+// topology gives no reason to prefer some GPUs over others).
+func ParseTopology(out string) (map[int]int, error) {
+	lines := strings.Split(out, "\n")
+	var cols []int // GPU index of each matrix column
+	parent := map[int]int{}
+	var find func(int) int
+	find = func(x int) int {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	nvlink := false
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if cols == nil {
+			if !strings.HasPrefix(fields[0], "GPU") {
+				continue
+			}
+			for _, f := range fields {
+				n, ok := strings.CutPrefix(f, "GPU")
+				idx, err := strconv.Atoi(n)
+				if !ok || err != nil {
+					break
+				}
+				cols = append(cols, idx)
+				parent[idx] = idx
+			}
+			continue
+		}
+		row, ok := strings.CutPrefix(fields[0], "GPU")
+		if !ok {
+			continue
+		}
+		from, err := strconv.Atoi(row)
+		if err != nil || len(fields) < 1+len(cols) {
+			continue
+		}
+		if _, known := parent[from]; !known {
+			return nil, fmt.Errorf("topology: row GPU%d is not a column", from)
+		}
+		for j, to := range cols {
+			link := fields[1+j]
+			if strings.HasPrefix(link, "NV") {
+				nvlink = true
+				parent[find(from)] = find(to)
+			}
+		}
+	}
+	if cols == nil {
+		return nil, errors.New("topology: no GPU columns in nvidia-smi topo -m output")
+	}
+	domains := make(map[int]int, len(cols))
+	if !nvlink {
+		for _, c := range cols {
+			domains[c] = 0
+		}
+		return domains, nil
+	}
+	sorted := slices.Clone(cols)
+	slices.Sort(sorted)
+	ids := map[int]int{}
+	for _, c := range sorted {
+		root := find(c)
+		if _, ok := ids[root]; !ok {
+			ids[root] = len(ids)
+		}
+		domains[c] = ids[root]
+	}
+	return domains, nil
 }

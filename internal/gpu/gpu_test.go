@@ -54,3 +54,39 @@ func TestFakeIsStableAndDistinct(t *testing.T) {
 		t.Error("bad spec accepted")
 	}
 }
+
+func TestParseTopology(t *testing.T) {
+	// Two NVLink pairs on PCIe, as on a 4-GPU workstation, with a NIC row
+	// and the legend that nvidia-smi prints.
+	pairs := "\tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n" +
+		"GPU0\t X \tNV4\tSYS\tSYS\tPIX\t0-31\t0\t\tN/A\n" +
+		"GPU1\tNV4\t X \tSYS\tSYS\tPIX\t0-31\t0\t\tN/A\n" +
+		"GPU2\tSYS\tSYS\t X \tNV4\tSYS\t32-63\t1\t\tN/A\n" +
+		"GPU3\tSYS\tSYS\tNV4\t X \tSYS\t32-63\t1\t\tN/A\n" +
+		"NIC0\tPIX\tPIX\tSYS\tSYS\t X \n\nLegend:\n\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n"
+	flat := "\tGPU0\tGPU1\tCPU Affinity\n GPU0\t X \tPHB\t0-7\nGPU1\tPHB\t X \t0-7\n"
+	switched := "\tGPU0\tGPU1\tGPU2\n" + "GPU0\t X \tNV18\tNV18\n" + "GPU1\tNV18\t X \tNV18\n" + "GPU2\tNV18\tNV18\t X \n"
+	cases := []struct {
+		name string
+		out  string
+		want map[int]int
+	}{
+		{"two NVLink pairs make two domains", pairs, map[int]int{0: 0, 1: 0, 2: 1, 3: 1}},
+		{"PCIe only is one flat domain", flat, map[int]int{0: 0, 1: 0}},
+		{"NVSwitch joins every GPU", switched, map[int]int{0: 0, 1: 0, 2: 0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseTopology(tc.out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("domains (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := ParseTopology("nothing here\n"); err == nil {
+		t.Error("output without a GPU header accepted")
+	}
+}

@@ -13,6 +13,10 @@ type nodeState struct {
 	cpu    int64
 	mem    int64
 	models []string // distinct device models
+	// multiDomain is set when the node's devices span several NVLink
+	// domains; firstDomain is the domain of its devices otherwise.
+	multiDomain bool
+	firstDomain int
 	// Summaries, kept current by add and remove: devices with nothing
 	// allocated, and the largest free share of any device.
 	freeWhole int
@@ -44,6 +48,11 @@ func newNodeState(n *core.Node, u *core.NodeUsage) *nodeState {
 		}
 		if !slices.Contains(ns.models, g.Model) {
 			ns.models = append(ns.models, g.Model)
+		}
+		if i == 0 {
+			ns.firstDomain = g.Domain
+		} else if g.Domain != ns.firstDomain {
+			ns.multiDomain = true
 		}
 	}
 	if u != nil {
@@ -189,7 +198,9 @@ func onNode(ns *nodeState, req core.Request) (choice, string) {
 		if free < want {
 			return choice{}, whyWhole
 		}
-		return choice{ns: ns, score: int64(free - want)}, ""
+		// Prefer nodes where the GPUs can come from one NVLink domain,
+		// then the node left with the fewest free devices.
+		return choice{ns: ns, score: int64(ns.domainsNeeded(req, want)-1)*100 + int64(free-want)}, ""
 	}
 	if req.MilliGPU > 0 && ns.maxFree < req.MilliGPU {
 		return choice{}, whyShare
@@ -236,9 +247,11 @@ func assignments(c choice, req core.Request) []core.Assignment {
 	n := c.ns.node
 	if want := req.WholeGPUs(); want > 0 {
 		as := make([]core.Assignment, 0, want)
-		for i, g := range n.GPUs {
-			if u := c.ns.used[i]; len(as) < want && req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
-				as = append(as, core.Assignment{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
+		for _, d := range c.ns.domainOrder(req, want) {
+			for i, g := range n.GPUs {
+				if u := c.ns.used[i]; len(as) < want && g.Domain == d && req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+					as = append(as, core.Assignment{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
+				}
 			}
 		}
 		return as
@@ -263,4 +276,60 @@ type runningWorkload struct {
 	// eligible is false for workloads that can never be victims: unknown
 	// or non-preemptible class, or already stopping.
 	eligible bool
+}
+
+// freeByDomain counts the free devices the request accepts, per NVLink
+// domain.
+func (ns *nodeState) freeByDomain(req core.Request) map[int]int {
+	free := map[int]int{}
+	for i, g := range ns.node.GPUs {
+		if u := ns.used[i]; req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+			free[g.Domain]++
+		}
+	}
+	return free
+}
+
+// domainOrder says which domains to take want free devices from: the one
+// domain with the fewest free devices that has enough (keeping larger free
+// domains whole); otherwise the domains with the most free devices first,
+// so that the fewest domains are spanned. Ties go to the lower domain.
+func (ns *nodeState) domainOrder(req core.Request, want int) []int {
+	if !ns.multiDomain {
+		return []int{ns.firstDomain}
+	}
+	free := ns.freeByDomain(req)
+	ds := make([]int, 0, len(free))
+	for d := range free {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	best := -1
+	for _, d := range ds {
+		if free[d] >= want && (best < 0 || free[d] < free[best]) {
+			best = d
+		}
+	}
+	if best >= 0 {
+		return []int{best}
+	}
+	slices.SortStableFunc(ds, func(a, b int) int { return free[b] - free[a] })
+	return ds
+}
+
+// domainsNeeded is how many domains a placement of want devices spans.
+func (ns *nodeState) domainsNeeded(req core.Request, want int) int {
+	if !ns.multiDomain {
+		return 1
+	}
+	free := ns.freeByDomain(req)
+	n := 0
+	for _, d := range ns.domainOrder(req, want) {
+		if want <= 0 {
+			break
+		}
+		want -= free[d]
+		n++
+	}
+	return n
 }

@@ -40,6 +40,15 @@ func wl(id, tm, class string, milli int64) *core.Workload {
 		Kind: core.KindJob, Request: core.Request{MilliGPU: milli}, Command: []string{"true"}}, Status: core.Status{Phase: core.Pending}}
 }
 
+// twoDomains is a node of 8 GPUs in two NVLink domains of four.
+func twoDomains() *core.Node {
+	n := node("nv").gpus(8, "H100").obj()
+	for i := 4; i < 8; i++ {
+		n.GPUs[i].Domain = 1
+	}
+	return n
+}
+
 // fresh marks workloads as just submitted, so that none starves.
 func fresh(now time.Time, ws ...*core.Workload) []*core.Workload {
 	for _, w := range ws {
@@ -358,6 +367,17 @@ func TestPolicy(t *testing.T) {
 		wantPlaced:  []string{"one on g1:0,1", "two on g2:0,1"},
 		wantWaiting: map[string]string{"gang": sched.ReasonUnschedulable},
 		wantMessage: map[string]string{"gang": "gang of 3: replica 3 does not fit"},
+	}, {
+		name: "whole GPUs come from one NVLink domain when they can",
+		c: cluster{
+			nodes:   []*core.Node{twoDomains()},
+			teams:   []core.Team{team("a", 0, -1, 1)},
+			running: []*core.Workload{runOn(wl("r", "a", "training", 1000), twoDomains(), 0, 1)},
+			pending: fresh(now, wl("four", "a", "training", 4000), wl("two", "a", "training", 2000)),
+		},
+		// four takes domain 1 whole (GPUs 4–7) rather than 1,2,3,4; two
+		// then fits domain 0's remaining three (best fit).
+		wantPlaced: []string{"four on nv:4,5,6,7", "two on nv:1,2"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
