@@ -69,7 +69,7 @@
 // victim search that failed for the same team, class and shape, and a node
 // where even every candidate victim gone would not leave room is skipped
 // before its victims are sorted. One cycle over 1,000 nodes × 8 GPUs and 50
-// teams takes about 270 ms with 10,000 pending workloads and 480 ms with
+// teams takes about 235 ms with 10,000 pending workloads and 440 ms with
 // 50,000 (BenchmarkCycle), most of it in victim searches.
 //
 // # Known limits

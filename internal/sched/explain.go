@@ -25,24 +25,32 @@ const (
 )
 
 // tally counts why nodes were rejected, and remembers the best partial fit,
-// for the pending message.
+// for the pending message. It does not allocate until a message is made:
+// the reasons are the fixed set in whyReasons.
 type tally struct {
-	counts map[string]int
-	order  []string
+	counts [len(whyReasons)]int
+	order  [len(whyReasons)]int8
+	n      int8
 	// best is the node with the most free room for the request, and how
 	// much (free whole devices, or the largest free share).
 	best     core.NodeName
 	bestFree int64
 }
 
+// whyReasons are the reasons a node is not used, in a fixed order.
+var whyReasons = [...]string{whyUnschedulable, whyNoGPU, whySelector, whyModel, whyCPU, whyMemory, whyWhole, whyShare, whyReserved}
+
 func (t *tally) add(reason string) {
-	if t.counts == nil {
-		t.counts = map[string]int{}
+	for i, r := range whyReasons {
+		if r == reason {
+			if t.counts[i] == 0 {
+				t.order[t.n] = int8(i)
+				t.n++
+			}
+			t.counts[i]++
+			return
+		}
 	}
-	if t.counts[reason] == 0 {
-		t.order = append(t.order, reason)
-	}
-	t.counts[reason]++
 }
 
 // near records how close a node came to fitting req.
@@ -87,9 +95,9 @@ func (t *tally) message(nodes int, req core.Request) string {
 	default:
 		s += fmt.Sprintf(" (best: %s with %s of a GPU free)", t.best, gpus(t.bestFree))
 	}
-	parts := make([]string, 0, len(t.order))
-	for _, r := range t.order {
-		parts = append(parts, fmt.Sprintf("%d %s", t.counts[r], r))
+	parts := make([]string, 0, t.n)
+	for _, i := range t.order[:t.n] {
+		parts = append(parts, fmt.Sprintf("%d %s", t.counts[i], whyReasons[i]))
 	}
 	return s + fmt.Sprintf("; %d %s considered: %s", nodes, plural(nodes, "node", "nodes"), strings.Join(parts, ", "))
 }
