@@ -44,7 +44,7 @@ type Options struct {
 type Executor struct {
 	now        func() time.Time
 	realTimers bool
-	out        *outbox
+	out        *executor.Outbox
 
 	mu      sync.Mutex
 	running map[key]*task
@@ -69,7 +69,7 @@ type task struct {
 func New(opts Options) *Executor {
 	f := &Executor{
 		now:     opts.Now,
-		out:     newOutbox(exitBuffer),
+		out:     executor.NewOutbox(exitBuffer),
 		running: map[key]*task{},
 		latest:  map[core.WorkloadID]executor.Task{},
 		logs:    map[core.WorkloadID]*bytes.Buffer{},
@@ -191,7 +191,7 @@ func (f *Executor) endLocked(tk *task, x executor.Exit) {
 	default:
 		f.logf(x.WorkloadID, "attempt %d killed by %s", x.Attempt, x.Signal)
 	}
-	f.out.put(x)
+	f.out.Put(x)
 }
 
 // Adopt implements executor.Executor: true for a task that is running.
@@ -203,7 +203,7 @@ func (f *Executor) Adopt(ctx context.Context, t executor.Task) (bool, error) {
 }
 
 // Exits implements executor.Executor.
-func (f *Executor) Exits() <-chan executor.Exit { return f.out.ch }
+func (f *Executor) Exits() <-chan executor.Exit { return f.out.C }
 
 // Logs implements executor.Executor: the lines the fake wrote for the
 // workload ("started attempt 1: ...", "attempt 1 exited with code 0"). The

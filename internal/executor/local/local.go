@@ -48,7 +48,7 @@ type Executor struct {
 	path string // PATH given to tasks
 	log  *slog.Logger
 	now  func() time.Time
-	out  *outbox
+	out  *executor.Outbox
 
 	mu    sync.Mutex
 	tasks map[key]*task
@@ -102,7 +102,7 @@ func New(opts Options) (*Executor, error) {
 		path:  path,
 		log:   opts.Logger.With("executor", "local"),
 		now:   opts.Now,
-		out:   newOutbox(64),
+		out:   executor.NewOutbox(64),
 		tasks: map[key]*task{},
 	}, nil
 }
@@ -358,7 +358,7 @@ func (e *Executor) finish(tk *task, rec pidRecord, how string) {
 	}
 	x.At = e.now()
 	e.forget(tk)
-	e.out.put(x)
+	e.out.Put(x)
 }
 
 func (e *Executor) forget(tk *task) {
@@ -445,7 +445,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 	deliver := func(r exitRecord) (bool, error) {
 		x := r.exit(k)
 		x.At = e.now()
-		e.out.put(x)
+		e.out.Put(x)
 		e.log.Info("adopted ended task", "workload", k.id, "attempt", k.attempt)
 		return true, nil
 	}
@@ -500,7 +500,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 
 // Exits implements executor.Executor. Delivery never blocks the executor: a
 // slow reader only makes the queue grow.
-func (e *Executor) Exits() <-chan executor.Exit { return e.out.ch }
+func (e *Executor) Exits() <-chan executor.Exit { return e.out.C }
 
 // Logs implements executor.Executor. The error wraps fs.ErrNotExist when the
 // workload has no log.

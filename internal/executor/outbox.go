@@ -1,31 +1,31 @@
-package local
+package executor
 
 import (
 	"sync"
-
-	"github.com/gpufleet/gpufleet/internal/executor"
 )
 
-// outbox delivers exits on a buffered channel and never blocks the sender:
+// Outbox delivers exits on a buffered channel and never blocks the sender:
 // when the buffer is full, exits queue in memory and one goroutine feeds
 // them to the channel in order.
-type outbox struct {
-	ch      chan executor.Exit
+type Outbox struct {
+	C       chan Exit // read exits here
 	mu      sync.Mutex
-	queue   []executor.Exit
+	queue   []Exit
 	pumping bool // a goroutine owns the queue, and may hold one exit in flight
 }
 
-func newOutbox(buffer int) *outbox {
-	return &outbox{ch: make(chan executor.Exit, buffer)}
+// NewOutbox returns an outbox whose channel holds buffer exits.
+func NewOutbox(buffer int) *Outbox {
+	return &Outbox{C: make(chan Exit, buffer)}
 }
 
-func (o *outbox) put(x executor.Exit) {
+// Put delivers x, never blocking.
+func (o *Outbox) Put(x Exit) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.pumping {
 		select {
-		case o.ch <- x:
+		case o.C <- x:
 			return
 		default:
 		}
@@ -37,7 +37,7 @@ func (o *outbox) put(x executor.Exit) {
 	}
 }
 
-func (o *outbox) pump() {
+func (o *Outbox) pump() {
 	for {
 		o.mu.Lock()
 		if len(o.queue) == 0 {
@@ -47,9 +47,9 @@ func (o *outbox) pump() {
 			return
 		}
 		x := o.queue[0]
-		o.queue[0] = executor.Exit{}
+		o.queue[0] = Exit{}
 		o.queue = o.queue[1:]
 		o.mu.Unlock()
-		o.ch <- x
+		o.C <- x
 	}
 }
