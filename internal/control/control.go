@@ -39,6 +39,9 @@ type Loop struct {
 	// stopping remembers the stops already sent to the executor, per
 	// workload attempt, so that each is sent once.
 	stopping map[attemptKey]bool
+	// unadopted counts failed Adopt calls of running workloads, retried
+	// each cycle.
+	unadopted map[attemptKey]int
 }
 
 type attemptKey struct {
@@ -57,7 +60,7 @@ func New(opts Options) *Loop {
 	if opts.Resync <= 0 {
 		opts.Resync = time.Second
 	}
-	return &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}}
+	return &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}, unadopted: map[attemptKey]int{}}
 }
 
 // Reconcile re-adopts the workloads that the store says are Running. Those
@@ -68,27 +71,49 @@ func (l *Loop) Reconcile(ctx context.Context) error {
 		return fmt.Errorf("reconcile: %w", err)
 	}
 	for _, w := range running {
-		ok, err := l.opts.Executor.Adopt(ctx, TaskFor(w))
-		if err != nil {
-			l.log.Warn("adopt failed", "workload", w.ID, "err", err)
+		if err := l.adopt(ctx, w); err != nil {
+			return err
 		}
-		if ok {
-			l.log.Info("re-adopted running workload", "workload", w.ID, "attempt", w.Status.Attempts)
-			continue
+	}
+	return nil
+}
+
+// maxAdoptTries bounds how often a failing Adopt is retried (once a cycle)
+// before the workload is taken for lost.
+const maxAdoptTries = 10
+
+// adopt re-attaches to a running workload's task, or settles it when the
+// executor no longer knows it. An Adopt that fails (as opposed to one that
+// finds nothing) is retried in later cycles: requeueing a task that may
+// still run would run it twice.
+func (l *Loop) adopt(ctx context.Context, w *core.Workload) error {
+	k := attemptKey{w.ID, w.Status.Attempts}
+	ok, err := l.opts.Executor.Adopt(ctx, TaskFor(w))
+	if err != nil {
+		l.unadopted[k]++
+		if l.unadopted[k] < maxAdoptTries {
+			l.log.Warn("adopt failed; retrying next cycle", "workload", w.ID, "try", l.unadopted[k], "err", err)
+			return nil
 		}
-		if w.Status.StopRequested != "" {
-			// It was being stopped, and it is gone: record the stop that
-			// was asked for instead of running it again.
-			if err := l.settle(ctx, w, executor.Exit{WorkloadID: w.ID, Attempt: w.Status.Attempts, Reason: "Lost"}); err != nil {
-				return fmt.Errorf("reconcile %s: %w", w.ID, err)
-			}
-			continue
-		}
-		l.log.Warn("running workload lost across restart", "workload", w.ID, "attempt", w.Status.Attempts)
-		if _, err := l.opts.Store.Requeue(ctx, w.ID, w.Status.Attempts, core.Lost, "ProcessLost",
-			"the workload's process was not found after the control plane restarted", l.opts.Now()); err != nil {
+		l.log.Error("adopt keeps failing; taking the workload for lost", "workload", w.ID, "err", err)
+	}
+	delete(l.unadopted, k)
+	if ok {
+		l.log.Info("re-adopted running workload", "workload", w.ID, "attempt", w.Status.Attempts)
+		return nil
+	}
+	if w.Status.StopRequested != "" {
+		// It was being stopped, and it is gone: record the stop that was
+		// asked for instead of running it again.
+		if err := l.settle(ctx, w, executor.Exit{WorkloadID: w.ID, Attempt: w.Status.Attempts, Reason: "Lost"}); err != nil {
 			return fmt.Errorf("reconcile %s: %w", w.ID, err)
 		}
+		return nil
+	}
+	l.log.Warn("running workload lost across restart", "workload", w.ID, "attempt", w.Status.Attempts)
+	if _, err := l.opts.Store.Requeue(ctx, w.ID, w.Status.Attempts, core.Lost, "ProcessLost",
+		"the workload's process was not found after the control plane restarted", l.opts.Now()); err != nil {
+		return fmt.Errorf("reconcile %s: %w", w.ID, err)
 	}
 	return nil
 }
@@ -127,6 +152,15 @@ func (l *Loop) cycle(ctx context.Context) {
 	if err != nil {
 		l.log.Error("snapshot", "err", err)
 		return
+	}
+	if len(l.unadopted) > 0 {
+		for _, w := range snap.Running {
+			if l.unadopted[attemptKey{w.ID, w.Status.Attempts}] > 0 {
+				if err := l.adopt(ctx, w); err != nil {
+					l.log.Error("adopt", "workload", w.ID, "err", err)
+				}
+			}
+		}
 	}
 	l.stops(ctx, snap, now)
 	snap.Classes = l.opts.Classes
