@@ -159,6 +159,11 @@ type Team struct {
 	// Weight is the team's share of capacity beyond the guarantees
 	// (default 1).
 	Weight int64 `json:"weight,omitempty"`
+	// GuaranteedByModelMilliGPU guarantees shares of GPU models ("H100":
+	// 4000); a workload asking for exactly that model is within quota
+	// while the team's use of it stays within this. Its sum is at most
+	// GuaranteedMilliGPU.
+	GuaranteedByModelMilliGPU map[string]int64 `json:"guaranteedByModelMilliGPU,omitempty"`
 	// Read-only, from the last scheduling cycle: what the team's running
 	// workloads hold, its fair share of the capacity, and what its pending
 	// workloads ask for.
@@ -174,6 +179,9 @@ type TeamQuota struct {
 	GuaranteedMilliGPU *int64 `json:"guaranteedMilliGPU,omitempty"`
 	LimitMilliGPU      *int64 `json:"limitMilliGPU,omitempty"`
 	Weight             *int64 `json:"weight,omitempty"`
+	// GuaranteedByModelMilliGPU replaces the model guarantees when given
+	// ({} removes them all; null or absent leaves them).
+	GuaranteedByModelMilliGPU map[string]int64 `json:"guaranteedByModelMilliGPU,omitzero"`
 }
 
 // PriorityClass is a priority workloads may name, with its rules.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
@@ -161,7 +162,7 @@ func toAPITeam(t core.Team, sh core.TeamShare) api.Team {
 	if limit < 0 {
 		limit = core.Unlimited
 	}
-	return api.Team{Name: string(t.Name), GuaranteedMilliGPU: t.Guaranteed, LimitMilliGPU: &limit, Weight: t.Weight,
+	return api.Team{Name: string(t.Name), GuaranteedMilliGPU: t.Guaranteed, LimitMilliGPU: &limit, Weight: t.Weight, GuaranteedByModelMilliGPU: t.GuaranteedByModel,
 		UsageMilliGPU: sh.Usage, FairShareMilliGPU: sh.FairShare, PendingMilliGPU: sh.Pending, CreatedAt: t.CreatedAt}
 }
 
@@ -178,6 +179,19 @@ func quotaErrors(t core.Team) []api.FieldError {
 	}
 	if t.Weight < 1 || t.Weight > 1000 {
 		errs = append(errs, api.FieldError{Field: "weight", Problem: "must be from 1 to 1000"})
+	}
+	var sum int64
+	for model, g := range t.GuaranteedByModel {
+		if strings.TrimSpace(model) == "" || len(model) > 64 {
+			errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU", Problem: fmt.Sprintf("model name %q must be 1 to 64 characters", model)})
+		}
+		if g < 0 {
+			errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU." + model, Problem: "must not be negative"})
+		}
+		sum += g
+	}
+	if sum > t.Guaranteed {
+		errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU", Problem: fmt.Sprintf("the model guarantees add up to %d, more than the team's guarantee (%d); raise guaranteedMilliGPU too", sum, t.Guaranteed)})
 	}
 	return errs
 }
@@ -199,6 +213,12 @@ func (s *Server) setQuota(r *http.Request, u *core.User) (reply, error) {
 		}
 		if in.Weight != nil {
 			t.Weight = *in.Weight
+		}
+		if in.GuaranteedByModelMilliGPU != nil {
+			t.GuaranteedByModel = in.GuaranteedByModelMilliGPU
+			if len(t.GuaranteedByModel) == 0 {
+				t.GuaranteedByModel = nil
+			}
 		}
 		if errs := quotaErrors(*t); len(errs) > 0 {
 			return &fieldErrors{fields: errs}
@@ -245,6 +265,9 @@ func (s *Server) createTeam(r *http.Request, u *core.User) (reply, error) {
 	}
 	if in.Weight != 0 {
 		t.Weight = in.Weight
+	}
+	if len(in.GuaranteedByModelMilliGPU) > 0 {
+		t.GuaranteedByModel = in.GuaranteedByModelMilliGPU
 	}
 	if errs := quotaErrors(t); len(errs) > 0 {
 		return reply{}, &fieldErrors{fields: errs}

@@ -490,3 +490,31 @@ func TestProductionBeyondTheGuaranteeIsRefused(t *testing.T) {
 		t.Errorf("production within the guarantee: %v", err)
 	}
 }
+
+func TestModelGuarantees(t *testing.T) {
+	s := start(t, t.TempDir())
+	ctx := context.Background()
+	two := int64(2000)
+	var se *api.StatusError
+	_, err := s.admin.SetQuota(ctx, "research", &api.TeamQuota{GuaranteedByModelMilliGPU: map[string]int64{"H100": 4000}})
+	if !errors.As(err, &se) || se.Status != 400 || !strings.Contains(se.Error(), "guaranteedByModelMilliGPU") {
+		t.Errorf("model guarantees above the total: %v, want 400 naming guaranteedByModelMilliGPU", err)
+	}
+	got, err := s.admin.SetQuota(ctx, "research", &api.TeamQuota{GuaranteedMilliGPU: &two, GuaranteedByModelMilliGPU: map[string]int64{"H100": 2000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GuaranteedByModelMilliGPU["H100"] != 2000 || got.GuaranteedMilliGPU != 2000 {
+		t.Errorf("team after setting its H100 guarantee: %+v", got)
+	}
+	teams, _ := s.admin.Teams(ctx)
+	for _, tm := range teams {
+		if tm.Name == "research" && tm.GuaranteedByModelMilliGPU["H100"] != 2000 {
+			t.Errorf("GET /teams lost the model guarantee: %+v", tm)
+		}
+	}
+	got, err = s.admin.SetQuota(ctx, "research", &api.TeamQuota{GuaranteedByModelMilliGPU: map[string]int64{}})
+	if err != nil || len(got.GuaranteedByModelMilliGPU) != 0 {
+		t.Errorf("clearing the model guarantees: %+v %v", got, err)
+	}
+}

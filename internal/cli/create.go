@@ -49,6 +49,7 @@ func newCreateTeamCmd(e *env) *cobra.Command {
 			if q.Weight != nil {
 				team.Weight = *q.Weight
 			}
+			team.GuaranteedByModelMilliGPU = q.GuaranteedByModelMilliGPU
 			c, err := e.client()
 			if err != nil {
 				return err

@@ -72,6 +72,7 @@ limit.`,
 // quotaFlags are the quota flags of `create team` and `set quota`, as typed.
 type quotaFlags struct {
 	guaranteed, limit, weight string
+	byModel                   []string
 }
 
 // add declares the flags; defaults says what a flag left out means: the
@@ -87,6 +88,7 @@ func (qf *quotaFlags) add(cmd *cobra.Command, defaults bool) {
 	fl.StringVar(&qf.guaranteed, "guaranteed", "", "GPUs the team always gets back, by reclaim, when it has work for them, e.g. 8 or 2.5"+unset("0"))
 	fl.StringVar(&qf.limit, "limit", "", "the most GPUs the team may hold, borrowing included, or unlimited (-1)"+unset("unlimited"))
 	fl.StringVar(&qf.weight, "weight", "", "the team's share of the capacity beyond the guarantees, a whole number from 1 to 1000"+unset("1"))
+	fl.StringArrayVar(&qf.byModel, "guaranteed-model", nil, "guarantee GPUs of one model, MODEL=GPUS (repeatable, e.g. H100=4); they count within --guaranteed; MODEL= with no GPUs removes them all"+unset("none"))
 }
 
 // parse turns the quota flags that were given into a quota in milli-GPU;
@@ -117,6 +119,26 @@ func (qf *quotaFlags) parse(cmd *cobra.Command) (api.TeamQuota, error) {
 			fail("weight", qf.weight, err)
 		} else {
 			q.Weight = &v
+		}
+	}
+	if set("guaranteed-model") {
+		q.GuaranteedByModelMilliGPU = map[string]int64{}
+		for _, kv := range qf.byModel {
+			model, n, ok := strings.Cut(kv, "=")
+			model = strings.TrimSpace(model)
+			switch {
+			case !ok || model == "":
+				fail("guaranteed-model", kv, fmt.Errorf("want MODEL=GPUS, e.g. H100=4"))
+			case strings.TrimSpace(n) == "":
+				// MODEL= clears the model guarantees.
+			default:
+				v, err := parseGPUs(n)
+				if err != nil || v < 0 {
+					fail("guaranteed-model", kv, fmt.Errorf("want a number of GPUs"))
+					continue
+				}
+				q.GuaranteedByModelMilliGPU[model] = v
+			}
 		}
 	}
 	flagValue := map[string]string{"guaranteed": qf.guaranteed, "limit": qf.limit, "weight": qf.weight}

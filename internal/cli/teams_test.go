@@ -144,6 +144,13 @@ func TestSetQuota(t *testing.T) {
 			"NAME      GUARANTEED  LIMIT      WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
 			"research  8           unlimited  2       2.5    10          0.25\n",
 	}, {
+		name:     "--guaranteed-model sends model guarantees in milli-GPU",
+		args:     []string{"set", "quota", "research", "--guaranteed", "8", "--guaranteed-model", "H100=4", "--guaranteed-model", "A10=2.5"},
+		wantBody: `{"guaranteedMilliGPU":8000,"guaranteedByModelMilliGPU":{"H100":4000,"A10":2500}}`,
+		wantOut: "" +
+			"NAME      GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
+			"research  8           16     2       2.5    10          0.25\n",
+	}, {
 		name:     "--limit -1 removes the limit too",
 		args:     []string{"set", "quota", "research", "--limit", "-1"},
 		wantBody: `{"limitMilliGPU":-1}`,

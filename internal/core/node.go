@@ -2,6 +2,7 @@ package core
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -105,8 +106,40 @@ type Team struct {
 	// (-1) for no limit.
 	Limit int64 `json:"limitMilliGPU"`
 	// Weight is the team's share of capacity beyond the guarantees.
-	Weight    int64     `json:"weight"`
-	CreatedAt time.Time `json:"createdAt"`
+	Weight int64 `json:"weight"`
+	// GuaranteedByModel guarantees shares of particular GPU models (by the
+	// same name matching as Request.GPUModels: "H100" covers "NVIDIA H100
+	// 80GB HBM3"). A workload that asks for exactly one such model is
+	// within quota when the team's use of that model stays within it; work
+	// on those devices beyond it runs over quota. Guaranteed is the total.
+	GuaranteedByModel map[string]int64 `json:"guaranteedByModelMilliGPU,omitempty"`
+	CreatedAt         time.Time        `json:"createdAt"`
+}
+
+// ModelKey returns the model guarantee that covers a request asking for
+// exactly the model models[0], if the team has one.
+func (t *Team) ModelKey(models []string) (string, bool) {
+	if len(t.GuaranteedByModel) == 0 || len(models) != 1 {
+		return "", false
+	}
+	for k := range t.GuaranteedByModel {
+		if strings.EqualFold(k, models[0]) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// DeviceKey returns the model guarantee that covers a device of this model,
+// if any (the alphabetically first when several match).
+func (t *Team) DeviceKey(model string) (string, bool) {
+	best, found := "", false
+	for k := range t.GuaranteedByModel {
+		if containsFold(model, k) && (!found || k < best) {
+			best, found = k, true
+		}
+	}
+	return best, found
 }
 
 // Unlimited marks a team limit that is not set.

@@ -378,6 +378,26 @@ func TestPolicy(t *testing.T) {
 		// four takes domain 1 whole (GPUs 4–7) rather than 1,2,3,4; two
 		// then fits domain 0's remaining three (best fit).
 		wantPlaced: []string{"four on nv:4,5,6,7", "two on nv:1,2"},
+	}, {
+		name: "a model guarantee reclaims devices of that model, apart from the team's other work",
+		c: func() cluster {
+			h, a := node("h").gpus(2, "H100").obj(), node("x").gpus(1, "A10").obj()
+			b := team("b", 1, -1, 1)
+			b.GuaranteedByModel = map[string]int64{"H100": 1000}
+			want := wl("b-h100", "b", "training", 1000)
+			want.Request.GPUModels = []string{"h100"}
+			return cluster{
+				nodes: []*core.Node{h, a},
+				teams: []core.Team{team("a", 0, -1, 1), b},
+				running: []*core.Workload{runOn(wl("a1", "a", "training", 1000), h, 0, 1), runOn(wl("a2", "a", "training", 1000), h, 1, 2),
+					runOn(wl("b-a10", "b", "training", 1000), a, 0, 1)},
+				pending: fresh(now, want),
+			}
+		}(),
+		// b's A10 work fills its total guarantee, yet its H100 guarantee is
+		// unused: a's newest H100 workload is reclaimed.
+		wantVictims: []string{"a2 Reclaimed for b-h100"},
+		wantWaiting: map[string]string{"b-h100": sched.ReasonPreempting},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

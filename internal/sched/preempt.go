@@ -18,6 +18,9 @@ type teamState struct {
 	running []*runningWorkload
 	// byClass is usage by class value (idle-only classes excluded).
 	byClass map[int]int64
+	// byModel is usage by model guarantee and class value (idle-only
+	// classes excluded), for teams with GuaranteedByModel.
+	byModel map[string]map[int]int64
 }
 
 // classify marks which running workloads of a team are within its
@@ -30,13 +33,80 @@ func (c *cycle) classify(ts *teamState) {
 		return cmp.Or(cmp.Compare(b.class.Value, a.class.Value), compareStart(a.w, b.w), cmp.Compare(a.w.ID, b.w.ID))
 	})
 	var used int64
+	usedByModel := map[string]int64{}
 	for _, r := range rs {
+		// Work on devices a model guarantee covers counts against it;
+		// other work against the team's total guarantee.
+		if key, ok := c.deviceKey(ts, r.w.Status.Placement); ok {
+			if r.class.IdleOnly || usedByModel[key]+r.held > ts.team.GuaranteedByModel[key] {
+				r.over = true
+				continue
+			}
+			usedByModel[key] += r.held
+			continue
+		}
 		if r.class.IdleOnly || used+r.held > ts.team.Guaranteed {
 			r.over = true
 			continue
 		}
 		used += r.held
 	}
+}
+
+// deviceKey returns the team's model guarantee covering the devices of a
+// placement (judged by its first device).
+func (c *cycle) deviceKey(ts *teamState, as []core.Assignment) (string, bool) {
+	if len(ts.team.GuaranteedByModel) == 0 || len(as) == 0 {
+		return "", false
+	}
+	ns := c.byName[as[0].Node]
+	if ns == nil {
+		return "", false
+	}
+	for _, g := range ns.node.GPUs {
+		if g.Index == as[0].GPUIndex {
+			return ts.team.DeviceKey(g.Model)
+		}
+	}
+	return "", false
+}
+
+// usageOfModelAtOrAbove is usageAtOrAbove for one model guarantee.
+func (ts *teamState) usageOfModelAtOrAbove(key string, value int) int64 {
+	var u int64
+	for v, m := range ts.byModel[key] {
+		if v >= value {
+			u += m
+		}
+	}
+	return u
+}
+
+// holdOn records a placement's usage, by model guarantee too.
+func (c *cycle) holdOn(ts *teamState, cl core.PriorityClass, as []core.Assignment, milli int64) {
+	ts.hold(cl, milli)
+	if key, ok := c.deviceKey(ts, as); ok && !cl.IdleOnly {
+		if ts.byModel == nil {
+			ts.byModel = map[string]map[int]int64{}
+		}
+		if ts.byModel[key] == nil {
+			ts.byModel[key] = map[int]int64{}
+		}
+		ts.byModel[key][cl.Value] += milli
+	}
+}
+
+// withinGuarantee reports whether w (of class cl, asking ask) keeps its
+// team within its guarantee: the guarantee of the one model it asks for,
+// when the team has one, else the total; counting the team's work of its
+// class and above (its lower classes can be preempted for it).
+func (c *cycle) withinGuarantee(w *core.Workload, ts *teamState, cl core.PriorityClass, ask int64) (ok bool, held, guaranteed int64, scope string) {
+	if key, found := ts.team.ModelKey(w.Request.GPUModels); found {
+		held, guaranteed = ts.usageOfModelAtOrAbove(key, cl.Value), ts.team.GuaranteedByModel[key]
+		return held+ask <= guaranteed, held, guaranteed, key + " "
+	}
+	held, guaranteed = ts.usageAtOrAbove(cl.Value), ts.team.Guaranteed
+	return held+ask <= guaranteed, held, guaranteed, ""
 }
 
 // usageAtOrAbove is what the team holds in classes at least as important as

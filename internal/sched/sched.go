@@ -141,7 +141,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		cl, known := c.classOf(w)
 		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w),
 			eligible: known && cl.Preemptible && w.Status.StopRequested == ""}
-		ts.hold(cl, r.held)
+		c.holdOn(ts, cl, w.Status.Placement, r.held)
 		ts.running = append(ts.running, r)
 		for _, n := range core.Nodes(w.Status.Placement) {
 			if ns := c.byName[n]; ns != nil {
@@ -267,7 +267,8 @@ func (c *cycle) admissible(w *core.Workload) bool {
 	if !ts.team.LimitAllows(ts.usage + ask) {
 		return false
 	}
-	return class.MayBorrow || ts.usageAtOrAbove(class.Value)+ask <= ts.team.Guaranteed
+	in, _, _, _ := c.withinGuarantee(w, ts, class, ask)
+	return class.MayBorrow || in
 }
 
 // futureState returns the node as it will be once the stops under way have
@@ -401,10 +402,11 @@ func (c *cycle) decide(w *core.Workload) {
 	// Within quota: what the team holds in this class and above, plus this
 	// workload, stays within its guarantee (lower classes of the team can be
 	// preempted for it).
-	inQuota := !class.IdleOnly && ts.usageAtOrAbove(class.Value)+ask <= ts.team.Guaranteed
+	within, held, guaranteed, scope := c.withinGuarantee(w, ts, class, ask)
+	inQuota := !class.IdleOnly && within
 	if !class.MayBorrow && !inQuota {
-		c.unplaced(w, ReasonOverQuota, fmt.Sprintf("%s runs only within the team's guarantee: team %s holds %s of %s guaranteed GPUs in %s and above, and this workload needs %s",
-			class.Name, ts.team.Name, gpus(ts.usageAtOrAbove(class.Value)), gpus(ts.team.Guaranteed), class.Name, gpus(ask)), "")
+		c.unplaced(w, ReasonOverQuota, fmt.Sprintf("%s runs only within the team's guarantee: team %s holds %s of %s guaranteed %sGPUs in %s and above, and this workload needs %s",
+			class.Name, ts.team.Name, gpus(held), gpus(guaranteed), scope, class.Name, gpus(ask)), "")
 		return
 	}
 
@@ -418,7 +420,7 @@ func (c *cycle) decide(w *core.Workload) {
 		as, why := c.place(w)
 		if as != nil {
 			c.plan.Placements = append(c.plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
-			ts.hold(class, heldOf(as))
+			c.holdOn(ts, class, as, heldOf(as))
 			ts.pending -= ask
 			return
 		}
