@@ -26,6 +26,8 @@ type fleetTeam struct {
 	Guaranteed json.RawMessage `json:"guaranteed"` // GPUs
 	Limit      json.RawMessage `json:"limit"`      // GPUs; absent, unlimited or -1 for none
 	Weight     json.RawMessage `json:"weight"`
+	// GuaranteedByModel guarantees GPUs of models, e.g. {H100: 4}.
+	GuaranteedByModel map[string]json.RawMessage `json:"guaranteedByModel"`
 }
 
 // teamSpec is one team of the file, checked, in the API's units. The file
@@ -35,6 +37,7 @@ type teamSpec struct {
 	guaranteed int64
 	limit      int64 // unlimited (-1) when the file gives none
 	weight     int64
+	byModel    map[string]int64 // milli-GPU; empty when the file gives none
 }
 
 func newApplyCmd(e *env) *cobra.Command {
@@ -52,6 +55,8 @@ The file lists teams with their quota in GPUs (fractions allowed):
       guaranteed: 8      # GPUs (default 0)
       limit: 16          # GPUs; omit (or unlimited, -1) for no limit
       weight: 2          # default 1
+      guaranteedByModel: # GPUs of one model, within guaranteed (default none)
+        H100: 4
 
 A team that does not exist is created; one that does gets the file's quota,
 and a field the file leaves out returns to its default. The whole file is
@@ -114,7 +119,7 @@ One line per team says "team/NAME created" or "team/NAME configured".`,
 }
 
 func createTeam(cmd *cobra.Command, c *api.Client, sp teamSpec) error {
-	t := &api.Team{Name: sp.name, GuaranteedMilliGPU: sp.guaranteed, Weight: sp.weight}
+	t := &api.Team{Name: sp.name, GuaranteedMilliGPU: sp.guaranteed, Weight: sp.weight, GuaranteedByModelMilliGPU: sp.byModel}
 	if sp.limit != unlimited {
 		t.LimitMilliGPU = &sp.limit
 	}
@@ -127,6 +132,7 @@ func createTeam(cmd *cobra.Command, c *api.Client, sp teamSpec) error {
 func setTeamQuota(cmd *cobra.Command, c *api.Client, sp teamSpec) error {
 	_, err := c.SetQuota(cmd.Context(), sp.name, &api.TeamQuota{
 		GuaranteedMilliGPU: &sp.guaranteed, LimitMilliGPU: &sp.limit, Weight: &sp.weight,
+		GuaranteedByModelMilliGPU: sp.byModel,
 	})
 	return err
 }
@@ -197,6 +203,21 @@ func readFleetFile(e *env, name string) ([]teamSpec, error) {
 			} else {
 				q.Weight, sp.weight = &v, v
 			}
+		}
+		sp.byModel = map[string]int64{}
+		var sum int64
+		for model, raw := range ft.GuaranteedByModel {
+			s, ok := scalar(raw)
+			v, err := parseGPUs(s)
+			if !ok || err != nil || v < 0 || strings.TrimSpace(model) == "" {
+				bad("guaranteedByModel."+model, "must be a number of GPUs for a named model")
+				continue
+			}
+			sp.byModel[model] = v
+			sum += v
+		}
+		if sum > 0 && sum > sp.guaranteed {
+			bad("guaranteedByModel", fmt.Sprintf("adds up to %s GPUs, more than guaranteed (%s)", api.Milli(sum), api.Milli(sp.guaranteed)))
 		}
 		if q.GuaranteedMilliGPU == nil {
 			q.GuaranteedMilliGPU = &sp.guaranteed // 0, so that a limit is checked against it

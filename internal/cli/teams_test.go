@@ -234,7 +234,7 @@ teams:
 `,
 		wantOut: "team/vision configured\nteam/nlp created\n",
 		wantCalls: []string{
-			`PATCH vision {"guaranteedMilliGPU":8000,"limitMilliGPU":16000,"weight":2}`,
+			`PATCH vision {"guaranteedMilliGPU":8000,"limitMilliGPU":16000,"weight":2,"guaranteedByModelMilliGPU":{}}`,
 			`POST {"name":"nlp","guaranteedMilliGPU":2500,"weight":1,"usageMilliGPU":0,"fairShareMilliGPU":0,"pendingMilliGPU":0}`,
 		},
 		wantTeams: []api.Team{
@@ -245,14 +245,14 @@ teams:
 		name:      "a field left out returns to its default",
 		file:      "teams:\n  - name: research\n",
 		wantOut:   "team/research configured\n",
-		wantCalls: []string{`PATCH research {"guaranteedMilliGPU":0,"limitMilliGPU":-1,"weight":1}`},
+		wantCalls: []string{`PATCH research {"guaranteedMilliGPU":0,"limitMilliGPU":-1,"weight":1,"guaranteedByModelMilliGPU":{}}`},
 		wantTeams: []api.Team{{Name: "research", LimitMilliGPU: ptr(int64(-1)), Weight: 1}},
 	}, {
 		name:      "- reads standard input, and limit may say unlimited",
 		file:      "teams:\n  - {name: research, guaranteed: '0.5', limit: unlimited, weight: 3}\n",
 		stdin:     true,
 		wantOut:   "team/research configured\n",
-		wantCalls: []string{`PATCH research {"guaranteedMilliGPU":500,"limitMilliGPU":-1,"weight":3}`},
+		wantCalls: []string{`PATCH research {"guaranteedMilliGPU":500,"limitMilliGPU":-1,"weight":3,"guaranteedByModelMilliGPU":{}}`},
 		wantTeams: []api.Team{{Name: "research", GuaranteedMilliGPU: 500, LimitMilliGPU: ptr(int64(-1)), Weight: 3}},
 	}, {
 		name:      "a JSON file is read too, and limit -1 is unlimited",
