@@ -10,7 +10,10 @@
 // from package fairshare: guarantees first, then the rest by weight among
 // teams with demand (water-filling). A running workload is within quota when,
 // taking the team's workloads by class and then start time, it fits in the
-// guarantee; the rest runs over quota on borrowed capacity.
+// guarantee; the rest runs over quota on borrowed capacity. A team may also
+// guarantee GPU models (GuaranteedByModel): a workload asking for exactly
+// one such model is within quota against that model's guarantee, and work
+// on those devices beyond it is over quota.
 //
 // Pending workloads are taken by class (highest first), then by the team
 // furthest below its fair share (recomputed after every placement), then by
