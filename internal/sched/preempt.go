@@ -3,6 +3,7 @@ package sched
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 
@@ -260,7 +261,24 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 	// capacity that stops already under way will free, without a victim of
 	// its own.
 	mayJoin := inQuota || ts.usage+ask <= ts.share
-	for _, ns := range c.nodes {
+	// Like Kubernetes' default preemption, stop once victim sets were found
+	// on max(100, 10%) of the nodes, starting at a node that depends on the
+	// workload (deterministic, and spread over the cluster): on small
+	// clusters every node is weighed, on large ones the search stays short.
+	n := len(c.nodes)
+	enough := max(100, n/10)
+	found := 0
+	start := 0
+	if n > enough {
+		h := fnv.New32a()
+		h.Write([]byte(w.ID))
+		start = int(h.Sum32() % uint32(n))
+	}
+	for i := range n {
+		if found >= enough {
+			break
+		}
+		ns := c.nodes[(start+i)%n]
 		// A node held by a starvation reservation is not shared; one held
 		// for other preemptors is, against its future (their victims gone,
 		// they placed).
@@ -313,10 +331,11 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 		for _, v := range set {
 			milli += v.held
 		}
+		found++
 		// Fewest victims, then least preempted, then the smallest node (big
-		// nodes stay whole for big requests).
-		if best == nil || len(set) < len(best) || (len(set) == len(best) && (milli < bestMilli ||
-			(milli == bestMilli && len(ns.node.GPUs) < len(bestNode.node.GPUs)))) {
+		// nodes stay whole for big requests), then the name.
+		if best == nil || cmp.Or(cmp.Compare(len(set), len(best)), cmp.Compare(milli, bestMilli),
+			cmp.Compare(len(ns.node.GPUs), len(bestNode.node.GPUs)), cmp.Compare(ns.node.Name, bestNode.node.Name)) < 0 {
 			bestNode, best, bestMilli = ns, set, milli
 			if len(set) == 1 && milli <= ask {
 				break // one victim no larger than the request: nothing is better
