@@ -47,8 +47,8 @@ limit.`,
 			if err != nil {
 				return err
 			}
-			if q.GuaranteedMilliGPU == nil && q.LimitMilliGPU == nil && q.Weight == nil {
-				return usagef("nothing to set: give --guaranteed, --limit or --weight")
+			if q.GuaranteedMilliGPU == nil && q.LimitMilliGPU == nil && q.Weight == nil && q.GuaranteedByModelMilliGPU == nil {
+				return usagef("nothing to set: give --guaranteed, --limit, --weight or --guaranteed-model")
 			}
 			c, err := e.client()
 			if err != nil {

@@ -98,7 +98,7 @@ func TestBadQuotaFlagsFailBeforeSending(t *testing.T) {
 		{"more than three decimals", []string{"set", "quota", "research", "--guaranteed", "0.0001"}, `--guaranteed "0.0001": "0.0001" has more than three decimals`},
 		{"a limit below the guarantee", []string{"create", "team", "nlp", "--guaranteed", "8", "--limit", "4"}, `--limit "4": 4 GPUs is below the guarantee of 8`},
 		{"every bad flag is named", []string{"set", "quota", "research", "--guaranteed", "-1", "--weight", "0"}, `--guaranteed "-1": must not be negative; --weight "0": must be from 1 to 1000`},
-		{"set quota without a flag", []string{"set", "quota", "research"}, `nothing to set: give --guaranteed, --limit or --weight`},
+		{"set quota without a flag", []string{"set", "quota", "research"}, `nothing to set: give --guaranteed, --limit, --weight or --guaranteed-model`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,6 +147,13 @@ func TestSetQuota(t *testing.T) {
 		name:     "--guaranteed-model sends model guarantees in milli-GPU",
 		args:     []string{"set", "quota", "research", "--guaranteed", "8", "--guaranteed-model", "H100=4", "--guaranteed-model", "A10=2.5"},
 		wantBody: `{"guaranteedMilliGPU":8000,"guaranteedByModelMilliGPU":{"H100":4000,"A10":2500}}`,
+		wantOut: "" +
+			"NAME      GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
+			"research  8           16     2       2.5    10          0.25\n",
+	}, {
+		name:     "--guaranteed-model alone is enough, and MODEL= clears the model guarantees",
+		args:     []string{"set", "quota", "research", "--guaranteed-model", "H100="},
+		wantBody: `{"guaranteedByModelMilliGPU":{}}`,
 		wantOut: "" +
 			"NAME      GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
 			"research  8           16     2       2.5    10          0.25\n",

@@ -613,8 +613,13 @@ func invCheckRank(t invTB, c *invCycle) {
 		var ok bool
 		switch pr.Reason {
 		case "Preempted":
-			ok = (v.Team == w.Team && vc.Value < wc.Value) || vc.IdleOnly
+			// Within a team: a lower class, or batch.
+			ok = v.Team == w.Team && (vc.Value < wc.Value || vc.IdleOnly)
 		case "Reclaimed":
+			if vc.IdleOnly && v.Team != w.Team && !wc.IdleOnly {
+				ok = true // batch of another team gives back the idle capacity it borrowed
+				break
+			}
 			vt, wt := c.team(v.Team), c.team(w.Team)
 			ask := w.Request.MilliGPU
 			inQuota := !wc.IdleOnly && c.heldAtOrAbove(w.Team, wc.Value)+ask <= wt.Guaranteed

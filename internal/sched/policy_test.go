@@ -202,7 +202,7 @@ func TestPolicy(t *testing.T) {
 			running: []*core.Workload{runOn(wl("batch1", "a", "batch", 4000), n4, 0, 1)},
 			pending: []*core.Workload{wl("b1", "b", "development", 1000)},
 		},
-		wantVictims: []string{"batch1 Preempted for b1"},
+		wantVictims: []string{"batch1 Reclaimed for b1"}, // another team's: Reclaimed
 		wantWaiting: map[string]string{"b1": sched.ReasonPreempting},
 	}, {
 		name: "batch never preempts and says it waits for idle capacity",
@@ -304,7 +304,7 @@ func TestPolicy(t *testing.T) {
 			}(),
 		},
 		wantWaiting: map[string]string{"big": sched.ReasonUnschedulable, "late": sched.ReasonUnschedulable},
-		wantMessage: map[string]string{"big": "n8 is reserved for it after waiting 1h0m0s", "late": "reserved for another workload"},
+		wantMessage: map[string]string{"big": "n8 is reserved for it, waiting since 2026-11-30T08:00:00Z", "late": "reserved for another workload"},
 	}, {
 		name: "a large job that fits nowhere does not block smaller ones behind it before it starves",
 		c: cluster{

@@ -141,8 +141,9 @@ func (c *cycle) value(w *core.Workload) int {
 // rule.
 type candidate struct {
 	*runningWorkload
-	victim *core.Workload
-	rule   rule
+	victim   *core.Workload
+	rule     rule
+	sameTeam bool
 }
 
 // rule is why a victim may be preempted.
@@ -155,8 +156,10 @@ const (
 	ruleFairShare // its team is above its fair share; the preemptor's below
 )
 
+// reason is Preempted within a team, Reclaimed across teams (quota, fair
+// share, or idle capacity that batch had borrowed).
 func (v candidate) reason() string {
-	if v.rule == ruleOwnTeam || v.rule == ruleIdleOnly {
+	if v.rule == ruleOwnTeam || (v.rule == ruleIdleOnly && v.sameTeam) {
 		return "Preempted"
 	}
 	return "Reclaimed"
@@ -202,14 +205,14 @@ func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamStat
 		vt := r.team
 		switch {
 		case vt == ts && r.class.Value < cl.Value:
-			out = append(out, candidate{r, v, ruleOwnTeam})
+			out = append(out, candidate{r, v, ruleOwnTeam, true})
 		case r.class.IdleOnly:
-			out = append(out, candidate{r, v, ruleIdleOnly})
+			out = append(out, candidate{r, v, ruleIdleOnly, vt == ts})
 		case vt != ts && r.over && inQuota:
-			out = append(out, candidate{r, v, ruleGuarantee})
+			out = append(out, candidate{r, v, ruleGuarantee, false})
 		case vt != ts && fairShareOK && r.over && vt.usage-r.held >= vt.share &&
 			v.Status.StartedAt != nil && c.now.Sub(*v.Status.StartedAt) >= c.opts.MinRuntime:
-			out = append(out, candidate{r, v, ruleFairShare})
+			out = append(out, candidate{r, v, ruleFairShare, false})
 		}
 	}
 	return out

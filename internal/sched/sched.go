@@ -476,7 +476,9 @@ func (c *cycle) decide(w *core.Workload) {
 		}
 		if ns != nil {
 			nominated = ns.node.Name
-			msg += fmt.Sprintf("; %s is reserved for it after waiting %s", ns.node.Name, c.now.Sub(w.CreatedAt).Truncate(time.Second))
+			// No running clock in the message: it is rewritten (and
+			// recorded) only when something changes.
+			msg += fmt.Sprintf("; %s is reserved for it, waiting since %s", ns.node.Name, w.CreatedAt.UTC().Format(time.RFC3339))
 		}
 	}
 	reason := ReasonUnschedulable

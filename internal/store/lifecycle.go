@@ -181,9 +181,17 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time) error {
 	if w.Status.Reason == d.Reason && w.Status.Message == d.Message && w.Status.Nominated == d.Nominated {
 		return nil
 	}
+	// The status always holds the latest explanation; an event is recorded
+	// only when the reason or the nominated node changes, so that a message
+	// that tracks the cluster (the best node, the counts) does not add an
+	// event every cycle.
+	newEvent := w.Status.Reason != d.Reason || w.Status.Nominated != d.Nominated
 	w.Status.Reason, w.Status.Message, w.Status.Nominated = d.Reason, d.Message, d.Nominated
 	if err := putStatus(tx, w); err != nil {
 		return err
+	}
+	if !newEvent {
+		return nil
 	}
 	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
 }
@@ -332,9 +340,13 @@ func preempt(tx *wtx, p core.Preemption, now time.Time) error {
 	if w.Status.Phase != core.Running || w.Status.Attempts != p.Attempt || w.Status.StopRequested != "" {
 		return nil
 	}
-	w.Status.StopRequested, w.Status.PreemptedBy, w.Status.Message = p.Reason, p.Preemptor, p.Message
+	// The status says at once that it is being stopped and why; the event
+	// that names the reason is recorded when it stops (Requeue), and this
+	// one marks the decision.
+	w.Status.StopRequested, w.Status.PreemptedBy = p.Reason, p.Preemptor
+	w.Status.Reason, w.Status.Message = p.Reason, p.Message
 	if err := putStatus(tx, w); err != nil {
 		return err
 	}
-	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: now.UTC(), Type: core.EventWarning, Reason: p.Reason, Message: p.Message})
+	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: now.UTC(), Type: core.EventWarning, Reason: "StopRequested", Message: p.Message})
 }

@@ -493,3 +493,32 @@ func TestMigratesVersion1(t *testing.T) {
 		t.Errorf("the migrated workload's device was given away: %v", res[0].Err)
 	}
 }
+
+// TestPendingExplanations: the status always holds the latest explanation;
+// an event is recorded only when the reason (or nominated node) changes.
+func TestPendingExplanations(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	w := submit(t, s, 1000)
+	for i, d := range []core.Decision{
+		{Workload: w.ID, Reason: "Unschedulable", Message: "best: n1 with 1"},
+		{Workload: w.ID, Reason: "Unschedulable", Message: "best: n1 with 0"},
+		{Workload: w.ID, Reason: "QuotaLimit", Message: "team a at its limit"},
+	} {
+		if _, err := s.ApplyPlan(ctx, core.Plan{Unplaced: []core.Decision{d}}, t0.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.Workload(ctx, w.ID)
+		if got.Status.Reason != d.Reason || got.Status.Message != d.Message {
+			t.Errorf("after decision %d: status %q %q, want %q %q", i, got.Status.Reason, got.Status.Message, d.Reason, d.Message)
+		}
+	}
+	evs, _ := s.Events(ctx, w.ID)
+	var reasons []string
+	for _, e := range evs {
+		reasons = append(reasons, e.Reason)
+	}
+	if diff := cmp.Diff([]string{"Submitted", "Unschedulable", "QuotaLimit"}, reasons); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
