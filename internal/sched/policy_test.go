@@ -500,3 +500,22 @@ func BenchmarkCycle(b *testing.B) {
 		})
 	}
 }
+
+func TestFairShareIgnoresDemandThatCannotBeAdmitted(t *testing.T) {
+	n4 := node("n1").gpus(4, "H100").obj()
+	c := cluster{
+		nodes: []*core.Node{n4},
+		teams: []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
+		// b asks for production beyond its (zero) guarantee and for batch:
+		// neither can claim a share; a's training can.
+		pending: []*core.Workload{wl("a1", "a", "training", 4000), wl("bp", "b", "production", 2000), wl("bb", "b", "batch", 2000)},
+	}
+	plan := sched.DefaultOptions().Schedule(c.snapshot(), t0)
+	want := []core.TeamShare{
+		{Team: "a", Usage: 4000, Pending: 0, FairShare: 4000},
+		{Team: "b", Usage: 0, Pending: 4000, FairShare: 0},
+	}
+	if diff := cmp.Diff(want, plan.Shares); diff != "" {
+		t.Errorf("shares (-want +got):\n%s", diff)
+	}
+}

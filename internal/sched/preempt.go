@@ -15,6 +15,7 @@ type teamState struct {
 	team    core.Team
 	usage   int64 // milli-GPU held by running workloads, plus placements made this cycle
 	pending int64 // milli-GPU asked by pending workloads not yet placed
+	demand  int64 // the part of pending that could be admitted (for fair shares)
 	share   int64 // fair share
 	running []*runningWorkload
 	// byClass is usage by class value (idle-only classes excluded).

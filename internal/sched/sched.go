@@ -165,6 +165,12 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, w := range snap.Pending {
 		ts := c.team(w.Team)
 		ts.pending += c.askMilli(w)
+		// Fair shares weigh only demand that could be admitted: not batch
+		// (it borrows idle capacity and never reclaims), not work its
+		// team's limit or its class's quota rule keeps out.
+		if c.admissible(w) {
+			ts.demand += c.askMilli(w)
+		}
 		v := -1 << 30 // unknown classes go last and are explained
 		if cl, ok := c.classOf(w); ok {
 			v = cl.Value
@@ -201,7 +207,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	fts := make([]fairshare.Team, 0, len(c.teams))
 	for _, ts := range c.teams {
 		fts = append(fts, fairshare.Team{Name: string(ts.team.Name), Guaranteed: ts.team.Guaranteed, Limit: ts.team.Limit,
-			Weight: ts.team.Weight, Demand: ts.usage + ts.pending})
+			Weight: ts.team.Weight, Demand: ts.usage + ts.demand})
 	}
 	shares := fairshare.Shares(capacity, fts)
 	for _, ts := range c.teams {
