@@ -74,8 +74,8 @@
 // victim sets on max(100, 10%) of the nodes, starting at a node that
 // depends on the workload; a node where even every candidate gone would not
 // leave room is skipped before its victims are sorted. One cycle over 1,000
-// nodes × 8 GPUs and 50 teams takes about 180 ms with 10,000 pending
-// workloads and 340 ms with 50,000 (BenchmarkCycle).
+// nodes × 8 GPUs and 50 teams takes 180–205 ms with 10,000 pending
+// workloads and 335–375 ms with 50,000 (BenchmarkCycle).
 //
 // # Known limits
 //
