@@ -128,7 +128,11 @@ func printWorkloads(e *env, format string, ws []api.Workload) error {
 	t := newTable(e.stdout, header...)
 	for _, w := range ws {
 		s := w.Status
-		row := []string{w.ID, w.Name, w.Team, w.Priority, formatGPURequest(w.Resources), s.Phase, s.Reason,
+		ask := formatGPURequest(w.Resources)
+		if w.Replicas > 1 {
+			ask = strconv.Itoa(w.Replicas) + "x" + ask // a gang: replicas × each one's GPUs
+		}
+		row := []string{w.ID, w.Name, w.Team, w.Priority, ask, s.Phase, s.Reason,
 			formatExitCode(s.ExitCode), strconv.Itoa(s.Attempts), placementNodes(s.Placement), formatAge(e.now(), w.CreatedAt)}
 		if format == outWide {
 			row = append(row, w.Kind, w.Owner, s.Message)

@@ -619,7 +619,11 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 		}
 	}
 	if best.ns == nil {
-		return nil, why.message(len(c.nodes), req)
+		msg := why.message(len(c.nodes), req)
+		if len(c.nodes) > 0 && !c.everFits(req) {
+			msg = "can never run as asked: even empty, " + msg
+		}
+		return nil, msg
 	}
 	as := assignments(best, req)
 	for i := range as {
@@ -678,4 +682,15 @@ func (c *cycle) classOf(w *core.Workload) (core.PriorityClass, bool) {
 		name = core.DefaultPriority(w.Kind)
 	}
 	return core.Class(c.classes, name)
+}
+
+// everFits reports whether some schedulable node could hold req if it were
+// empty.
+func (c *cycle) everFits(req core.Request) bool {
+	for _, ns := range c.nodes {
+		if ns.node.Schedulable && fitsEmpty(ns, req) {
+			return true
+		}
+	}
+	return false
 }

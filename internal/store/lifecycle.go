@@ -275,6 +275,7 @@ func (s *Store) Requeue(ctx context.Context, id core.WorkloadID, attempt int, vi
 		}
 		w.Status.Phase, w.Status.Reason, w.Status.Message = core.Pending, string(via), message
 		w.Status.Placement = nil
+		w.Status.StartedAt = nil // the attempt's start stays in its events and allocation interval
 		w.Status.StopRequested = ""
 		w.Status.PreemptedBy = ""
 		w.Status.ExitCode = nil
