@@ -194,6 +194,7 @@ func TestPolicy(t *testing.T) {
 			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
 		},
 		wantWaiting: map[string]string{"b1": sched.ReasonUnschedulable},
+		wantMessage: map[string]string{"b1": "team b holds 0 GPUs and its fair share is 0, so it cannot reclaim more"},
 	}, {
 		name: "batch runs on idle capacity and is preempted by anything",
 		c: cluster{
@@ -270,6 +271,7 @@ func TestPolicy(t *testing.T) {
 			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
 		},
 		wantWaiting: map[string]string{"b1": sched.ReasonUnschedulable},
+		wantMessage: map[string]string{"b1": "fair-share reclaim is off"},
 	}, {
 		name: "a preemptor waiting for its victims does not preempt again, and another waits for the room they leave",
 		c: cluster{

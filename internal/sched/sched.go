@@ -98,7 +98,9 @@ type cycle struct {
 	// order they are decided, before all others.
 	first []*core.Workload
 	// holders are the workloads some nodes are held for, with the nodes.
-	holders  map[core.WorkloadID][]*nodeState
+	holders map[core.WorkloadID][]*nodeState
+	// never remembers request shapes no node could hold even empty.
+	never    map[string]bool
 	plan     core.Plan
 	reserved bool // a starvation reservation was made this cycle
 }
@@ -118,7 +120,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		opts: o, now: now, classes: snap.Classes,
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
-		noFit:       map[string]string{}, noVictims: map[string]bool{}, holders: map[core.WorkloadID][]*nodeState{},
+		noFit:       map[string]string{}, noVictims: map[string]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[string]bool{},
 	}
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()
@@ -472,6 +474,27 @@ func (c *cycle) decide(w *core.Workload) {
 	// Wait, and reserve a node if it has waited too long (or keep the one
 	// reserved for it before).
 	msg := noFit
+	// Say why no preemption helps: what makes the capacity out of reach.
+	never, known := c.never[key]
+	if !known {
+		never = len(c.nodes) == 0 || !c.everFits(w.Request)
+		c.never[key] = never
+	}
+	othersHold := false
+	for _, o := range c.teams {
+		othersHold = othersHold || (o != ts && o.usage > 0)
+	}
+	switch {
+	case never || class.IdleOnly || w.Request.Count() > 1 || !othersHold:
+	case inQuota:
+		msg += fmt.Sprintf("; team %s is within its guarantee, but what holds the capacity cannot be preempted for it (within quota, or a class that is never preempted)", ts.team.Name)
+	case ts.usage+ask > ts.share:
+		msg += fmt.Sprintf("; team %s holds %s GPUs and its fair share is %s, so it cannot reclaim more", ts.team.Name, gpus(ts.usage), gpus(ts.share))
+	case !c.opts.FairShareReclaim:
+		msg += fmt.Sprintf("; team %s is below its fair share, but fair-share reclaim is off", ts.team.Name)
+	default:
+		msg += fmt.Sprintf("; team %s is below its fair share, but what holds the capacity is within its teams' quotas, has run less than %s, or is never preempted", ts.team.Name, c.opts.MinRuntime)
+	}
 	var nominated core.NodeName
 	if w == c.starver {
 		ns := c.heldFor(w.ID)
