@@ -145,6 +145,18 @@ type GPU struct {
 	Domain             int   `json:"domain,omitempty"`
 	AllocatedMilliGPU  int64 `json:"allocatedMilliGPU"`
 	AllocatedMemoryMiB int64 `json:"allocatedMemoryMiB"`
+	// Allocations lists the running workloads that hold a share of this
+	// GPU and that the caller may see (its own teams'; every one for an
+	// admin). The totals above count every workload.
+	Allocations []GPUAllocation `json:"allocations,omitempty"`
+}
+
+// GPUAllocation is one workload's share of a GPU.
+type GPUAllocation struct {
+	WorkloadID string `json:"workloadID"`
+	Team       string `json:"team"`
+	MilliGPU   int64  `json:"milliGPU"`
+	MemoryMiB  int64  `json:"memoryMiB"`
 }
 
 // Team owns workloads and holds a quota in milli-GPU (1000 = one GPU).

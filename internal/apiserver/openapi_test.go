@@ -362,6 +362,8 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"Event":          reflect.TypeFor[api.Event](),
 		"Node":           reflect.TypeFor[api.Node](),
 		"GPU":            reflect.TypeFor[api.GPU](),
+		"GPUAllocation":  reflect.TypeFor[api.GPUAllocation](),
+		"PriorityClass":  reflect.TypeFor[api.PriorityClass](),
 		"Team":           reflect.TypeFor[api.Team](),
 		"TeamQuota":      reflect.TypeFor[api.TeamQuota](),
 		"User":           reflect.TypeFor[api.User](),

@@ -111,6 +111,21 @@ func (s *Server) nodes(r *http.Request, u *core.User) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	// Who holds what, per device, among the workloads the caller may see.
+	type devKey struct {
+		node  core.NodeName
+		index int
+	}
+	holders := map[devKey][]api.GPUAllocation{}
+	for _, w := range snap.Running {
+		if !u.InTeam(w.Team) {
+			continue
+		}
+		for _, a := range w.Status.Placement {
+			k := devKey{a.Node, a.GPUIndex}
+			holders[k] = append(holders[k], api.GPUAllocation{WorkloadID: string(w.ID), Team: string(w.Team), MilliGPU: a.MilliGPU, MemoryMiB: a.MemoryMiB})
+		}
+	}
 	out := api.List[api.Node]{Items: []api.Node{}}
 	for _, n := range snap.Nodes {
 		an := api.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region, Labels: n.Labels, CPU: api.Milli(n.MilliCPU),
@@ -122,7 +137,8 @@ func (s *Server) nodes(r *http.Request, u *core.User) (reply, error) {
 				gu = usage.GPUs[g.Index]
 			}
 			an.GPUs = append(an.GPUs, api.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB,
-				Simulated: g.Simulated, Domain: g.Domain, AllocatedMilliGPU: gu.MilliGPU, AllocatedMemoryMiB: gu.MemoryMiB})
+				Simulated: g.Simulated, Domain: g.Domain, AllocatedMilliGPU: gu.MilliGPU, AllocatedMemoryMiB: gu.MemoryMiB,
+				Allocations: holders[devKey{n.Name, g.Index}]})
 		}
 		out.Items = append(out.Items, an)
 	}

@@ -518,3 +518,62 @@ func TestModelGuarantees(t *testing.T) {
 		t.Errorf("clearing the model guarantees: %+v %v", got, err)
 	}
 }
+
+// TestNodesShowWhoHoldsEachGPU: each GPU lists the workloads holding it
+// that the caller may see; another team's workload is counted but not
+// named.
+func TestNodesShowWhoHoldsEachGPU(t *testing.T) {
+	s := start(t, t.TempDir())
+	ctx := context.Background()
+	alice, err := s.admin.CreateUser(ctx, &api.User{Name: "alice", Teams: []string{"research"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := s.admin.SubmitWorkload(ctx, &api.Workload{Team: "research", Command: []string{"sleep", "30"}, Resources: api.Resources{GPUs: 500}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := s.admin.SubmitWorkload(ctx, &api.Workload{Team: "inference", Command: []string{"sleep", "30"}, Resources: api.Resources{GPUs: 500}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, id := range []string{mine.ID, theirs.ID} {
+			s.admin.CancelWorkload(ctx, id)
+			waitDone(t, s.admin, id)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nodes, _ := s.admin.Nodes(ctx)
+		held := map[string]bool{}
+		for _, g := range nodes[0].GPUs {
+			for _, a := range g.Allocations {
+				held[a.WorkloadID] = true
+			}
+		}
+		if held[mine.ID] && held[theirs.ID] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin does not see both holders: %+v", nodes[0].GPUs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	nodes, err := api.NewClient(s.addr, alice.Token).Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, g := range nodes[0].GPUs {
+		total += g.AllocatedMilliGPU
+		for _, a := range g.Allocations {
+			if a.WorkloadID != mine.ID {
+				t.Errorf("alice sees %s (team %s) on a GPU", a.WorkloadID, a.Team)
+			}
+		}
+	}
+	if total != 1000 {
+		t.Errorf("alice's view counts %d milli-GPU allocated, want 1000 (both workloads)", total)
+	}
+}

@@ -73,7 +73,8 @@ func newFakeServer(t *testing.T) *fakeServer {
 		nodes: []api.Node{{
 			Name: "gpu1", Schedulable: true, Pool: "a",
 			GPUs: []api.GPU{
-				{Index: 0, UUID: "GPU-0", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 1000, AllocatedMemoryMiB: 81920},
+				{Index: 0, UUID: "GPU-0", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 1000, AllocatedMemoryMiB: 81920,
+					Allocations: []api.GPUAllocation{{WorkloadID: "wl-a", Team: "research", MilliGPU: 500, MemoryMiB: 40960}, {WorkloadID: "wl-b", Team: "research", MilliGPU: 500, MemoryMiB: 40960}}},
 				{Index: 1, UUID: "GPU-1", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 750, AllocatedMemoryMiB: 61440},
 				{Index: 2, UUID: "GPU-2", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 1000, AllocatedMemoryMiB: 81920},
 				{Index: 3, UUID: "GPU-3", Model: "H100", MemoryMiB: 81920},

@@ -175,7 +175,7 @@ func printNodes(e *env, format string, ns []api.Node) error {
 	wide := format == outWide
 	header := []string{"NAME", "GPUS", "ALLOCATED", "SCHEDULABLE"}
 	if wide {
-		header = append(header, "GPU-MEMORY", "POOL", "UUID")
+		header = append(header, "GPU-MEMORY", "POOL", "UUID", "WORKLOADS")
 	}
 	t := newTable(e.stdout, header...)
 	for _, n := range ns {
@@ -190,10 +190,14 @@ func printNodes(e *env, format string, ns []api.Node) error {
 			t.row(row...)
 			continue
 		}
-		t.row(append(row, formatMiB(memAlloc)+"/"+formatMiB(memTotal), n.Pool, "")...)
+		t.row(append(row, formatMiB(memAlloc)+"/"+formatMiB(memTotal), n.Pool, "", "")...)
 		for _, g := range n.GPUs {
+			var holders []string
+			for _, a := range g.Allocations {
+				holders = append(holders, a.WorkloadID+"@"+api.Milli(a.MilliGPU).String())
+			}
 			t.row(fmt.Sprintf("  %s/%d", n.Name, g.Index), g.Model, fmt.Sprintf("%s/1", api.Milli(g.AllocatedMilliGPU)),
-				" ", formatMiB(g.AllocatedMemoryMiB)+"/"+formatMiB(g.MemoryMiB), " ", g.UUID) // " ": blank, not "-"
+				" ", formatMiB(g.AllocatedMemoryMiB)+"/"+formatMiB(g.MemoryMiB), " ", g.UUID, strings.Join(holders, ",")) // " ": blank, not "-"
 		}
 	}
 	return t.flush()
