@@ -246,17 +246,18 @@ type ErrorBody struct {
 
 // Error codes carried in Error.Code.
 const (
-	CodeInvalid         = "invalid"         // 400 or 422
-	CodeUnauthenticated = "unauthenticated" // 401
-	CodeForbidden       = "forbidden"       // 403
-	CodeNotFound        = "not_found"       // 404
-	CodeConflict        = "conflict"        // 409
-	CodeTooLarge        = "too_large"       // 413
-	CodeUnprocessable   = "unprocessable"   // 422
-	CodeRateLimited     = "rate_limited"    // 429
-	CodeInternal        = "internal"        // 500
-	CodeUnavailable     = "unavailable"     // 503
-	CodeIdempotency     = "idempotency_conflict"
+	CodeInvalid          = "invalid"            // 400 or 422
+	CodeUnauthenticated  = "unauthenticated"    // 401
+	CodeForbidden        = "forbidden"          // 403
+	CodeNotFound         = "not_found"          // 404
+	CodeMethodNotAllowed = "method_not_allowed" // 405
+	CodeConflict         = "conflict"           // 409
+	CodeTooLarge         = "too_large"          // 413
+	CodeUnprocessable    = "unprocessable"      // 422
+	CodeRateLimited      = "rate_limited"       // 429
+	CodeInternal         = "internal"           // 500
+	CodeUnavailable      = "unavailable"        // 503
+	CodeIdempotency      = "idempotency_conflict"
 )
 
 // Error implements error so that the client can return it.

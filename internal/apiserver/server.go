@@ -127,7 +127,26 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/teams", s.createTeam)
 	s.handle("PATCH /api/v1/teams/{name}", s.setQuota)
 	s.handle("POST /api/v1/users", s.createUser)
+	// A path that exists with other methods answers 405 with Allow;
+	// anything else under /api/ is a JSON 404.
+	probe := http.NewServeMux()
+	for _, route := range Routes {
+		probe.HandleFunc(route, func(http.ResponseWriter, *http.Request) {})
+	}
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			r2 := r.Clone(r.Context())
+			r2.Method = m
+			if _, pattern := probe.Handler(r2); pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethod))
+			return
+		}
 		writeError(w, fmt.Errorf("no such endpoint %s %s: %w", r.Method, r.URL.Path, core.ErrNotFound))
 	})
 }
@@ -192,7 +211,10 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *core.
 	})
 }
 
-var errUnauthenticated = errors.New("unauthenticated")
+var (
+	errUnauthenticated = errors.New("unauthenticated")
+	errMethod          = errors.New("method not allowed")
+)
 
 // HashToken is how tokens are stored: the hex SHA-256 of the token. Tokens
 // are 256-bit random values, so a fast hash suffices (no password stretching
@@ -248,6 +270,8 @@ func classify(err error) (int, string) {
 		return fe.status, api.CodeUnprocessable
 	case errors.Is(err, errUnauthenticated):
 		return http.StatusUnauthorized, api.CodeUnauthenticated
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed, api.CodeMethodNotAllowed
 	case errors.Is(err, core.ErrInvalid):
 		return http.StatusBadRequest, api.CodeInvalid
 	case errors.Is(err, core.ErrIdempotency):

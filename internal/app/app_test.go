@@ -577,3 +577,22 @@ func TestNodesShowWhoHoldsEachGPU(t *testing.T) {
 		t.Errorf("alice's view counts %d milli-GPU allocated, want 1000 (both workloads)", total)
 	}
 }
+
+func TestWrongMethodIs405(t *testing.T) {
+	s := start(t, t.TempDir())
+	req, _ := http.NewRequest(http.MethodPut, "http://"+s.addr+"/api/v1/workloads", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+s.admin.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, POST" || !strings.Contains(string(b), `"code":"method_not_allowed"`) {
+		t.Errorf("PUT /api/v1/workloads: %d Allow=%q %s, want 405 with Allow: GET, POST", resp.StatusCode, resp.Header.Get("Allow"), b)
+	}
+	status, body := post(t, s, "/api/v1/nope", "{}", nil)
+	if status != http.StatusNotFound || !strings.Contains(body, `"code":"not_found"`) {
+		t.Errorf("unknown path: %d %s, want a JSON 404", status, body)
+	}
+}
