@@ -121,8 +121,7 @@ func ParseTopology(out string) (map[int]int, error) {
 	lines := strings.Split(out, "\n")
 	var cols []int // GPU index of each matrix column
 	parent := map[int]int{}
-	var find func(int) int
-	find = func(x int) int {
+	find := func(x int) int {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]
