@@ -52,7 +52,7 @@ func Default() Config {
 		MaxBodyBytes:    1 << 20,
 		PriorityClasses: DefaultPriorityClasses(),
 		Scheduler: Scheduler{
-			StarvationAfter:  Duration{10 * time.Minute},
+			StarvationAfter:  Duration{2 * time.Minute},
 			FairShareReclaim: true,
 			MinRuntime:       Duration{5 * time.Minute},
 		},

@@ -25,10 +25,10 @@ type Options struct {
 	MinRuntime time.Duration
 }
 
-// DefaultOptions: reserve after 10 minutes, fair-share reclaim on after 5
+// DefaultOptions: reserve after 2 minutes, fair-share reclaim on after 5
 // minutes of runtime.
 func DefaultOptions() Options {
-	return Options{StarvationAfter: 10 * time.Minute, FairShareReclaim: true, MinRuntime: 5 * time.Minute}
+	return Options{StarvationAfter: 2 * time.Minute, FairShareReclaim: true, MinRuntime: 5 * time.Minute}
 }
 
 // Schedule runs one cycle with DefaultOptions.
