@@ -94,3 +94,22 @@ func TestParseFakeGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestExampleConfig keeps deploy/gpufleet.example.yaml loadable and equal
+// to the defaults it documents.
+func TestExampleConfig(t *testing.T) {
+	c, err := Load(filepath.Join("..", "..", "deploy", "gpufleet.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := Default()
+	if diff := cmp.Diff(d.PriorityClasses, c.PriorityClasses); diff != "" {
+		t.Errorf("example classes differ from the defaults (-default +example):\n%s", diff)
+	}
+	if diff := cmp.Diff(d.Scheduler, c.Scheduler); diff != "" {
+		t.Errorf("example scheduler options differ from the defaults (-default +example):\n%s", diff)
+	}
+}
