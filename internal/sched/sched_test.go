@@ -506,31 +506,8 @@ func checkPlan(t *testing.T, snap *core.Snapshot, plan core.Plan) {
 // node for whole GPUs.
 func fitsSomewhere(nodes []*core.Node, usage map[core.NodeName]*core.NodeUsage, req core.Request) []core.Assignment {
 	for _, n := range nodes {
-		u := usage[n.Name]
-		switch {
-		case req.Fractional():
-			for _, g := range n.GPUs {
-				milli, mem, ok := req.ShareOn(g)
-				if !ok {
-					continue
-				}
-				as := []core.Assignment{{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: milli, MemoryMiB: mem}}
-				if core.Fits(n, u, req, as) == nil {
-					return as
-				}
-			}
-		case req.WholeGPUs() > 0:
-			one := core.Request{MilliGPU: 1000, GPUModels: req.GPUModels}
-			var as []core.Assignment
-			for _, g := range n.GPUs {
-				a := []core.Assignment{{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB}}
-				if core.Fits(n, u, one, a) == nil {
-					as = append(as, a[0])
-				}
-			}
-			if len(as) >= req.WholeGPUs() && core.Fits(n, u, req, as[:req.WholeGPUs()]) == nil {
-				return as[:req.WholeGPUs()]
-			}
+		if as := invFitOn(n, usage[n.Name], req); as != nil {
+			return as
 		}
 	}
 	return nil

@@ -18,7 +18,6 @@ import (
 
 // Store is gpufleet's authoritative state in one SQLite file.
 type Store struct {
-	path   string
 	write  *sql.DB // one connection, used only by the writer goroutine
 	read   *sql.DB // a pool of read-only connections
 	ops    chan *op
@@ -100,7 +99,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	s := &Store{tokens: map[string]cachedUser{}, path: path, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Store{tokens: map[string]cachedUser{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used (is it a gpufleet store, and readable?): %w", path, err)
@@ -127,9 +126,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// Path returns the database file's path.
-func (s *Store) Path() string { return s.path }
-
 // Close stops the writer after the writes already queued and closes the file.
 func (s *Store) Close() error {
 	var err error
@@ -151,7 +147,7 @@ func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
 	select {
 	case s.ops <- o:
 	case <-s.done:
-		return fmt.Errorf("store closed: %w", errUnavailable)
+		return fmt.Errorf("store closed: %w", core.ErrUnavailable)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -14,8 +14,6 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 )
 
-var errUnavailable = core.ErrUnavailable
-
 // NewWorkloadID returns a fresh random workload ID such as "wl-7kq2m9x4c1ab".
 // IDs are random, not sequential, so that one team cannot guess another's.
 func NewWorkloadID() core.WorkloadID {
@@ -56,7 +54,7 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 	}
 	err = s.do(ctx, func(tx *wtx) error {
 		if idem != nil {
-			prev, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE owner = ? AND idem_key = ?", w.Owner, idem.Key), true)
+			prev, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE owner = ? AND idem_key = ?", w.Owner, idem.Key))
 			if err == nil {
 				if prev.hash != idem.Hash {
 					return fmt.Errorf("key %q: %w", idem.Key, core.ErrIdempotency)
@@ -105,7 +103,7 @@ type scanned struct {
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-func scanWorkload(r rowScanner, _ bool) (*scanned, error) {
+func scanWorkload(r rowScanner) (*scanned, error) {
 	var (
 		seq, created int64
 		id           string
@@ -130,7 +128,7 @@ func scanWorkload(r rowScanner, _ bool) (*scanned, error) {
 
 // Workload reads one workload.
 func (s *Store) Workload(ctx context.Context, id core.WorkloadID) (*core.Workload, error) {
-	sc, err := scanWorkload(s.read.QueryRowContext(ctx, selectWorkload+" WHERE id = ?", string(id)), false)
+	sc, err := scanWorkload(s.read.QueryRowContext(ctx, selectWorkload+" WHERE id = ?", string(id)))
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", id, err)
 	}
@@ -197,7 +195,7 @@ func (s *Store) queryWorkloads(ctx context.Context, q querier, f WorkloadFilter)
 	defer rows.Close()
 	var out []*core.Workload
 	for rows.Next() {
-		sc, err := scanWorkload(rows, false)
+		sc, err := scanWorkload(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -273,14 +271,9 @@ func addEvent(tx *wtx, e core.Event) error {
 	return err
 }
 
-// AddEvent records an event that changes no phase (a warning, say).
-func (s *Store) AddEvent(ctx context.Context, e core.Event) error {
-	return s.do(ctx, func(tx *wtx) error { return addEvent(tx, e) })
-}
-
 // getForUpdate reads a workload inside a write.
 func getForUpdate(tx *wtx, id core.WorkloadID) (*core.Workload, error) {
-	sc, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE id = ?", string(id)), false)
+	sc, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE id = ?", string(id)))
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", id, err)
 	}
@@ -313,7 +306,7 @@ func nodeUsage(tx *wtx, node core.NodeName) (*core.NodeUsage, error) {
 	defer rows.Close()
 	u := &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
 	for rows.Next() {
-		sc, err := scanWorkload(rows, false)
+		sc, err := scanWorkload(rows)
 		if err != nil {
 			return nil, err
 		}
