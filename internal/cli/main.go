@@ -131,6 +131,7 @@ then in GPUFLEET_ADDR and GPUFLEET_TOKEN, then in the file that
 		newApplyCmd(e),
 		newWhyCmd(e),
 		newVersionCmd(e),
+		newSimCmd(e),
 	)
 	return root
 }

@@ -8,11 +8,16 @@ import (
 
 // nodeState is one node as this cycle sees it.
 type nodeState struct {
-	node   *core.Node
-	used   []core.GPUUse // by position in node.GPUs
-	cpu    int64
-	mem    int64
-	models []string // distinct device models
+	node *core.Node
+	// pos is the node's place in name order; version counts its changes
+	// (add), so that scores cached per node know when they are stale.
+	pos     int
+	version uint64
+	frag    *fragCache
+	used    []core.GPUUse // by position in node.GPUs
+	cpu     int64
+	mem     int64
+	models  []string // distinct device models
 	// multiDomain is set when the node's devices span several NVLink
 	// domains; firstDomain is the domain of its devices otherwise.
 	multiDomain bool
@@ -67,6 +72,7 @@ func (ns *nodeState) clone() *nodeState {
 	c.used = slices.Clone(ns.used)
 	c.reservedFor = nil
 	c.future = nil
+	c.frag = nil
 	return &c
 }
 
@@ -125,6 +131,7 @@ func (ns *nodeState) add(req core.Request, as []core.Assignment, sign int64) {
 	}
 	ns.cpu += sign * req.MilliCPU * replicas
 	ns.mem += sign * req.MemoryMiB * replicas
+	ns.version++
 	ns.summarise()
 }
 
@@ -156,7 +163,7 @@ func fitsAs(ns *nodeState, req core.Request, as []core.Assignment) bool {
 type choice struct {
 	ns    *nodeState
 	gpu   int
-	score int64
+	score float64
 }
 
 // Reasons a node is not used for a request, as counted in explanations.
@@ -172,41 +179,34 @@ const (
 	whySelector      = "labels do not match the node selector"
 )
 
-// onNode scores req on one node without allocating; reason is non-empty
-// when it does not fit. It does not look at reservations.
+// onNode finds where req fits on one node, scored best-fit; reason is
+// non-empty when it does not fit. It does not look at reservations.
 func onNode(ns *nodeState, req core.Request) (choice, string) {
-	n := ns.node
-	switch {
-	case !n.Schedulable:
-		return choice{}, whyUnschedulable
-	case len(n.GPUs) == 0:
-		return choice{}, whyNoGPU
-	case len(req.NodeSelector) > 0 && !n.Matches(req.NodeSelector):
-		return choice{}, whySelector
-	case !slices.ContainsFunc(ns.models, req.ModelAllowed):
-		return choice{}, whyModel
-	case n.MilliCPU > 0 && ns.cpu+req.MilliCPU > n.MilliCPU:
-		return choice{}, whyCPU
-	case n.MemoryMiB > 0 && ns.mem+req.MemoryMiB > n.MemoryMiB:
-		return choice{}, whyMemory
+	return onNodeWith(ns, req, bestFit{})
+}
+
+// onNodeWith finds the best place for req on one node by the scorer's
+// measure, without allocating. Whole GPUs: nodes where the devices can come
+// from one NVLink domain always win over the others, then the scorer
+// decides. A fraction: the device with the best score.
+func onNodeWith(ns *nodeState, req core.Request, sc scorer) (choice, string) {
+	if why := misfit(ns, req); why != "" {
+		return choice{}, why
 	}
 	if want := req.WholeGPUs(); want > 0 {
-		if ns.freeWhole < want { // fewer free devices of any model
-			return choice{}, whyWhole
-		}
 		free := ns.freeOf(req)
 		if free < want {
 			return choice{}, whyWhole
 		}
-		// Prefer nodes where the GPUs can come from one NVLink domain,
-		// then the node left with the fewest free devices.
-		return choice{ns: ns, score: int64(ns.domainsNeeded(req, want)-1)*100 + int64(free-want)}, ""
+		return choice{ns: ns, gpu: -1, score: float64(ns.domainsNeeded(req, want)-1)*domainPenalty + sc.score(ns, req, -1)}, ""
 	}
-	if req.MilliGPU > 0 && ns.maxFree < req.MilliGPU {
-		return choice{}, whyShare
+	if req.MilliGPU == 0 && req.GPUMemoryMiB == 0 {
+		return choice{ns: ns, gpu: -1, score: sc.score(ns, req, -1)}, ""
 	}
 	best := choice{ns: ns, gpu: -1}
-	for i, g := range n.GPUs {
+	var tried [8]int64 // free shares already scored: equal devices score alike
+	nTried := 0
+	for i, g := range ns.node.GPUs {
 		if !req.ModelAllowed(g.Model) {
 			continue
 		}
@@ -218,14 +218,51 @@ func onNode(ns *nodeState, req core.Request) (choice, string) {
 		if u.MilliGPU+milli > 1000 || u.MemoryMiB+mem > g.MemoryMiB {
 			continue
 		}
-		if left := 1000 - u.MilliGPU - milli; best.gpu < 0 || left < best.score {
-			best.gpu, best.score = i, left
+		if g.MemoryMiB == 0 && nTried < len(tried) {
+			if slices.Contains(tried[:nTried], u.MilliGPU) {
+				continue
+			}
+			tried[nTried] = u.MilliGPU
+			nTried++
+		}
+		if s := sc.score(ns, req, i); best.gpu < 0 || s < best.score {
+			best.gpu, best.score = i, s
 		}
 	}
 	if best.gpu < 0 {
 		return choice{}, whyShare
 	}
 	return best, ""
+}
+
+// domainPenalty outweighs any scorer's measure: spanning NVLink domains is
+// worse than any packing gain.
+const domainPenalty = 1e12
+
+// misfit says why req cannot go on the node at all, before devices are
+// looked at one by one; "" when it may.
+func misfit(ns *nodeState, req core.Request) string {
+	n := ns.node
+	gpus := req.MilliGPU > 0 || req.GPUMemoryMiB > 0 || len(req.GPUModels) > 0
+	switch {
+	case !n.Schedulable:
+		return whyUnschedulable
+	case len(n.GPUs) == 0 && gpus:
+		return whyNoGPU
+	case len(req.NodeSelector) > 0 && !n.Matches(req.NodeSelector):
+		return whySelector
+	case gpus && !slices.ContainsFunc(ns.models, req.ModelAllowed):
+		return whyModel
+	case n.MilliCPU > 0 && ns.cpu+req.MilliCPU > n.MilliCPU:
+		return whyCPU
+	case n.MemoryMiB > 0 && ns.mem+req.MemoryMiB > n.MemoryMiB:
+		return whyMemory
+	case req.WholeGPUs() > 0 && ns.freeWhole < req.WholeGPUs():
+		return whyWhole
+	case req.MilliGPU > 0 && req.MilliGPU < 1000 && ns.maxFree < req.MilliGPU:
+		return whyShare
+	}
+	return ""
 }
 
 // freeOf counts the wholly free devices of a model the request accepts.
@@ -255,6 +292,9 @@ func assignments(c choice, req core.Request) []core.Assignment {
 			}
 		}
 		return as
+	}
+	if c.gpu < 0 {
+		return nil // no GPUs asked for
 	}
 	g := n.GPUs[c.gpu]
 	milli, mem, _ := req.ShareOn(g)

@@ -23,6 +23,10 @@ type Options struct {
 	// MinRuntime protects a workload from fair-share reclaim until it has run
 	// this long (reclaim of a guarantee is not delayed).
 	MinRuntime time.Duration
+	// Packing names the policy that chooses among the places where a
+	// workload fits (see Policies); "" is PackGPUFleet. An unknown name
+	// falls back to PackGPUFleet: config validation rejects it earlier.
+	Packing string
 }
 
 // DefaultOptions: reserve after 2 minutes, fair-share reclaim on after 5
@@ -103,6 +107,8 @@ type cycle struct {
 	never    map[string]bool
 	plan     core.Plan
 	reserved bool // a starvation reservation was made this cycle
+	// scorer is the packing policy.
+	scorer scorer
 }
 
 type level struct {
@@ -134,6 +140,25 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		}
 	}
 	slices.SortFunc(c.nodes, func(a, b *nodeState) int { return cmp.Compare(a.node.Name, b.node.Name) })
+	for i, ns := range c.nodes {
+		ns.pos = i
+	}
+	// The mix the packing policy weighs placements against: what runs and
+	// what waits.
+	mix := NewMix(o.Packing != PackFGD)
+	for _, w := range snap.Running {
+		mix.Add(w.Request, float64(w.Request.Count()))
+	}
+	for _, w := range snap.Pending {
+		mix.Add(w.Request, float64(w.Request.Count()))
+	}
+	mix.reweigh()
+	sc, err := newScorer(o.Packing, mix, 1)
+	if err != nil {
+		sc, _ = newScorer(PackGPUFleet, mix, 1)
+	}
+	setNodes(sc, c.nodes)
+	c.scorer = sc
 	for _, t := range snap.Teams {
 		c.teams[t.Name] = &teamState{team: t}
 	}
@@ -613,13 +638,16 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	req := w.Request
 	var best choice
 	var why tally
+	if pr, ok := c.scorer.(preparer); ok {
+		pr.prepare()
+	}
 	for _, ns := range c.nodes {
 		held := ns.heldForOther(w.ID)
 		if ns.starving && (c.starver == nil || w.ID != c.starver.ID) {
 			why.add(whyReserved) // draining for a workload that waited too long
 			continue
 		}
-		ch, reason := onNode(ns, req)
+		ch, reason := onNodeWith(ns, req, c.scorer)
 		if reason != "" {
 			why.add(reason)
 			if reason == whyWhole || reason == whyShare {
@@ -635,10 +663,7 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 			continue
 		}
 		if best.ns == nil || ch.score < best.score {
-			best = ch
-			if ch.score == 0 {
-				break // a perfect fit; nodes are in name order, so ties go to the first
-			}
+			best = ch // nodes are in name order, so ties go to the first
 		}
 	}
 	if best.ns == nil {

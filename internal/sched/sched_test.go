@@ -134,12 +134,15 @@ func TestSchedule(t *testing.T) {
 			placed:  map[core.WorkloadID]string{"a": "n1:2@250"},
 		},
 		{
-			name:  "a fraction goes to the device with the least room that still fits it",
+			// The mix is 0.3 and 0.2. 0.3 on device 1 (0.5 free) costs one
+			// 0.3 and one 0.2 of what the device could hold; on an idle
+			// device it costs one 0.3 and two 0.2s. 0.2 then fills device 0.
+			name:  "a fraction goes where it costs the workload mix the fewest places",
 			nodes: []*core.Node{node("n1").gpus(4, h100).obj()},
 			used:  map[core.NodeName][]int64{"n1": {800, 500, 0, 0}},
 			pending: []*core.Workload{
-				job("a").gpus(300).obj(), // 200 free on 0: too little; 500 free on 1
-				job("b").gpus(200).obj(), // now 200 free on 0 and on 1: the first one
+				job("a").gpus(300).obj(),
+				job("b").gpus(200).obj(),
 			},
 			placed: map[core.WorkloadID]string{"a": "n1:1@300", "b": "n1:0@200"},
 		},

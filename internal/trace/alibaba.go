@@ -58,8 +58,9 @@ func ReadNodes(r io.Reader) ([]core.Node, error) {
 // below 1000 asks for that share of one GPU; num_gpu N asks for N whole
 // GPUs; gpu_spec ("V100M16|V100M32") becomes the allowed models.
 func ReadPods(r io.Reader) ([]Pod, error) {
-	rows, err := readCSV(r, []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
-		"creation_time", "deletion_time", "scheduled_time"})
+	// The multigpuNN variants have the first five columns only.
+	rows, err := readCSV(r, []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"},
+		"gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time")
 	if err != nil {
 		return nil, fmt.Errorf("pod list: %w", err)
 	}
@@ -105,8 +106,9 @@ func ReadPods(r io.Reader) ([]Pod, error) {
 }
 
 // readCSV reads a CSV with a header naming at least the wanted columns, and
-// returns each row as a map by column name.
-func readCSV(r io.Reader, want []string) ([]map[string]string, error) {
+// returns each row as a map by column name, with the optional columns
+// that the header has ("" where it has not).
+func readCSV(r io.Reader, want []string, optional ...string) ([]map[string]string, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
@@ -120,6 +122,11 @@ func readCSV(r io.Reader, want []string) ([]map[string]string, error) {
 	for _, w := range want {
 		if _, ok := index[w]; !ok {
 			return nil, fmt.Errorf("header %v lacks column %q", header, w)
+		}
+	}
+	for _, o := range optional {
+		if _, ok := index[o]; ok {
+			want = append(want, o)
 		}
 	}
 	var rows []map[string]string

@@ -1,0 +1,395 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/gpufleet/gpufleet/internal/sched"
+	"github.com/gpufleet/gpufleet/internal/sim"
+)
+
+// The synthetic trace: 20 nodes (124 GPUs, two CPU-only nodes) and 200 pods
+// (fractions, whole GPUs, 8-GPU pods, CPU-only pods, some with gpu_spec)
+// asking for about 85% of the GPUs.
+const (
+	simNodes = "../sim/testdata/nodes.csv"
+	simPods  = "../sim/testdata/pods.csv"
+)
+
+// realTrace is the Alibaba trace, when this checkout sits beside it.
+const realTrace = "../../../shared/traces/alibaba-gpu-v2023"
+
+// runPacking runs 'gpufleet sim packing' on the synthetic trace with args.
+func runPackingCLI(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCLI(t, invocation{args: append([]string{"sim", "packing", "--nodes", simNodes, "--pods", simPods}, args...)})
+}
+
+// packingJSON runs with -o json and decodes the answer.
+func packingJSON(t *testing.T, args ...string) packingReport {
+	t.Helper()
+	got := runPackingCLI(t, append(args, "-o", "json")...)
+	if got.code != 0 {
+		t.Fatalf("code %d: %s", got.code, got.stderr)
+	}
+	var rep packingReport
+	if err := json.Unmarshal([]byte(got.stdout), &rep); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, got.stdout)
+	}
+	return rep
+}
+
+func TestSimPackingJSON(t *testing.T) {
+	got := runPackingCLI(t, "--policy", "gpufleet", "--policy", "random,bestfit", "--seed", "1,5-6", "-o", "json")
+	if got.code != 0 {
+		t.Fatalf("code %d: %s", got.code, got.stderr)
+	}
+
+	// The field names are the contract with scripts.
+	var raw struct {
+		Runs    []map[string]json.RawMessage `json:"runs"`
+		Summary []map[string]json.RawMessage `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &raw); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, got.stdout)
+	}
+	if len(raw.Runs) != 9 {
+		t.Fatalf("%d runs, want 3 policies × 3 seeds = 9", len(raw.Runs))
+	}
+	for _, k := range []string{"policy", "seed", "pods", "seconds", "firstFailureArrived", "points"} {
+		if _, ok := raw.Runs[0][k]; !ok {
+			t.Errorf("run lacks %q: %v", k, raw.Runs[0])
+		}
+	}
+	if _, ok := raw.Runs[0]["curve"]; ok {
+		t.Errorf("run carries its curve without --curve")
+	}
+	var point map[string]json.RawMessage
+	var points []json.RawMessage
+	json.Unmarshal(raw.Runs[0]["points"], &points)
+	json.Unmarshal(points[0], &point)
+	for _, k := range []string{"arrived", "allocation", "stranded", "failedPods"} {
+		if _, ok := point[k]; !ok {
+			t.Errorf("point lacks %q: %s", k, points[0])
+		}
+	}
+	for _, k := range []string{"policy", "levels", "firstFailureArrived"} {
+		if _, ok := raw.Summary[0][k]; !ok {
+			t.Errorf("summary lacks %q: %v", k, raw.Summary[0])
+		}
+	}
+
+	var rep packingReport
+	json.Unmarshal([]byte(got.stdout), &rep)
+	type key struct {
+		Policy string
+		Seed   int64
+	}
+	var keys []key
+	for _, r := range rep.Runs {
+		keys = append(keys, key{r.Policy, r.Seed})
+		if r.Pods == 0 || r.CapacityGPUs != 124 || len(r.Points) != len(sim.DefaultReport) {
+			t.Errorf("%s seed %d: %d pods, %d GPUs, %d points; want some pods, 124 GPUs, %d points",
+				r.Policy, r.Seed, r.Pods, r.CapacityGPUs, len(r.Points), len(sim.DefaultReport))
+		}
+		for i, p := range r.Points {
+			if p.Arrived < sim.DefaultReport[i] || p.Allocation > p.Arrived || p.Allocation <= 0 {
+				t.Errorf("%s seed %d point %d: %+v, want arrived ≥ %g ≥ allocation > 0", r.Policy, r.Seed, i, p, sim.DefaultReport[i])
+			}
+		}
+	}
+	// Policies in the order of sched.Policies, whatever the flags' order.
+	wantKeys := []key{{"gpufleet", 1}, {"gpufleet", 5}, {"gpufleet", 6}, {"bestfit", 1}, {"bestfit", 5}, {"bestfit", 6}, {"random", 1}, {"random", 5}, {"random", 6}}
+	if diff := cmp.Diff(wantKeys, keys); diff != "" {
+		t.Errorf("runs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(sim.Summarize(rep.Runs), rep.Summary, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("summary is not Summarize(runs) (-want +got):\n%s", diff)
+	}
+	if strings.Contains(got.stdout, "sim packing:") || !strings.Contains(got.stderr, "9/9 runs done") {
+		t.Errorf("progress should go to stderr only; stderr:\n%s", got.stderr)
+	}
+}
+
+func TestSimPackingCurveFlag(t *testing.T) {
+	rep := packingJSON(t, "--policy", "gpufleet", "--seed", "1", "--curve")
+	if n := len(rep.Runs[0].Curve); n < 129 {
+		t.Errorf("--curve gave %d curve points, want one per 1%% up to 130%%", n)
+	}
+}
+
+func TestSimPackingSeedsDiffer(t *testing.T) {
+	rep := packingJSON(t, "--policy", "random", "--seed", "1,2")
+	a, b := rep.Runs[0], rep.Runs[1]
+	if cmp.Equal(a.Points, b.Points) {
+		t.Errorf("seeds 1 and 2 of random gave the same points: %+v", a.Points)
+	}
+	again := packingJSON(t, "--policy", "random", "--seed", "1")
+	if diff := cmp.Diff(a.Points, again.Runs[0].Points); diff != "" {
+		t.Errorf("seed 1 of random is not reproducible (-first +second):\n%s", diff)
+	}
+}
+
+func TestSimPackingInflate(t *testing.T) {
+	pods := map[string]int{}
+	for _, inflate := range []string{"0.5", "1", "1.3", "2"} {
+		rep := packingJSON(t, "--policy", "firstfit", "--seed", "7", "--inflate", inflate, "--report", "0.5")
+		pods[inflate] = rep.Runs[0].Pods
+	}
+	// The trace asks for about 85% of the GPUs: half is a cut, above that
+	// copies are drawn, more the higher the target.
+	if !(pods["0.5"] < 200 && pods["1"] > 200 && pods["1"] < pods["1.3"] && pods["1.3"] < pods["2"]) {
+		t.Errorf("pods by --inflate %v, want fewer than 200 at 0.5 and more at each step above", pods)
+	}
+}
+
+func TestSimPackingParallelIsDeterministic(t *testing.T) {
+	args := []string{"--policy", "gpufleet,fgd,random", "--seed", "1-3"}
+	one := packingJSON(t, append(args, "--parallel", "1")...)
+	many := packingJSON(t, append(args, "--parallel", "5")...)
+	ignoreTime := cmpopts.IgnoreFields(sim.PackingRun{}, "Seconds")
+	if diff := cmp.Diff(one.Runs, many.Runs, ignoreTime); diff != "" {
+		t.Errorf("--parallel 5 differs from --parallel 1 (-1 +5):\n%s", diff)
+	}
+}
+
+func TestSimPackingTable(t *testing.T) {
+	args := []string{"--seed", "3,4"}
+	got := runPackingCLI(t, args...)
+	if got.code != 0 {
+		t.Fatalf("code %d: %s", got.code, got.stderr)
+	}
+	for _, p := range sched.Policies() {
+		if !strings.Contains(got.stdout, "  "+p+" ") {
+			t.Errorf("table lacks policy %s:\n%s", p, got.stdout)
+		}
+	}
+	for _, s := range []string{"ALLOCATION", "STRANDED", "FAILED PODS", "FIRST FAILURE AT", "80%", "120%", "16 runs: 8 policies × seeds 3,4"} {
+		if !strings.Contains(got.stdout, s) {
+			t.Errorf("table lacks %q:\n%s", s, got.stdout)
+		}
+	}
+	// The comparison is computed from the runs.
+	rep := packingJSON(t, args...)
+	c, ok := sim.Compare(rep.Summary, sched.PackGPUFleet, sched.PackReservation)
+	if !ok {
+		t.Fatal("no comparison between gpufleet and reservation")
+	}
+	want := fmt.Sprintf("sharing (gpufleet) serves %.2f× the GPU demand of whole-GPU reservation at 120%% arrived", c.Ratio)
+	if !strings.Contains(got.stdout, want) {
+		t.Errorf("table lacks %q:\n%s", want, got.stdout)
+	}
+}
+
+func TestSimPackingTableWithoutReservation(t *testing.T) {
+	got := runPackingCLI(t, "--policy", "gpufleet", "--seed", "1")
+	if got.code != 0 || strings.Contains(got.stdout, "sharing") {
+		t.Errorf("code %d; a comparison without reservation:\n%s", got.code, got.stdout)
+	}
+}
+
+func TestSimPackingPlot(t *testing.T) {
+	tests := []struct {
+		file  string
+		magic []string
+	}{
+		{"alloc.svg", []string{"<?xml", "<svg"}},
+		{"alloc.png", []string{"\x89PNG\r\n\x1a\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tt.file)
+			got := runPackingCLI(t, "--policy", "gpufleet,reservation", "--seed", "1-2", "--plot", path, "-o", "json")
+			if got.code != 0 {
+				t.Fatalf("code %d: %s", got.code, got.stderr)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok := false
+			for _, m := range tt.magic {
+				ok = ok || bytes.HasPrefix(b, []byte(m))
+			}
+			if !ok {
+				t.Errorf("%s starts %q, want one of %q", tt.file, b[:min(20, len(b))], tt.magic)
+			}
+			// The curve feeds the plot but stays out of the JSON.
+			if strings.Contains(got.stdout, `"curve"`) {
+				t.Errorf("JSON carries curves without --curve")
+			}
+		})
+	}
+}
+
+func TestSimPackingUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"an unknown policy", []string{"--nodes", simNodes, "--pods", simPods, "--policy", "gpufleet,nope"},
+			`--policy "nope": want one of gpufleet, fgd, firstfit, bestfit, random, dotproduct, gpupacking, reservation`},
+		{"no --nodes", []string{"--pods", simPods}, "--nodes is required"},
+		{"no --pods", []string{"--nodes", simNodes}, "--pods is required"},
+		{"a seed that is no number", []string{"--nodes", simNodes, "--pods", simPods, "--seed", "x"}, `--seed "x"`},
+		{"a backwards seed range", []string{"--nodes", simNodes, "--pods", simPods, "--seed", "51-42"}, `--seed "51-42"`},
+		{"a zero inflate", []string{"--nodes", simNodes, "--pods", simPods, "--inflate", "0"}, "--inflate 0"},
+		{"an inflate that is no number", []string{"--nodes", simNodes, "--pods", simPods, "--inflate", "lots"}, "--inflate"},
+		{"a report level above the inflate", []string{"--nodes", simNodes, "--pods", simPods, "--report", "0.9,1.5"}, "--report 1.5"},
+		{"a plot in an unknown format", []string{"--nodes", simNodes, "--pods", simPods, "--plot", "x.pdf"}, "--plot x.pdf: want a file name ending in .svg or .png"},
+		{"no workers", []string{"--nodes", simNodes, "--pods", simPods, "--parallel", "0"}, "--parallel 0"},
+		{"an unknown output", []string{"--nodes", simNodes, "--pods", simPods, "-o", "yaml"}, `-o "yaml"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCLI(t, invocation{args: append([]string{"sim", "packing"}, tt.args...)})
+			if got.code != 2 {
+				t.Errorf("code %d, want 2; stderr:\n%s", got.code, got.stderr)
+			}
+			if !strings.Contains(got.stderr, tt.want) {
+				t.Errorf("stderr lacks %q:\n%s", tt.want, got.stderr)
+			}
+			if got.stdout != "" {
+				t.Errorf("stdout: %s", got.stdout)
+			}
+		})
+	}
+}
+
+func TestSimPackingFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("sn,cpu_milli\nx,1\n"), 0o644)
+	noGPUs := filepath.Join(dir, "cpu.csv")
+	os.WriteFile(noGPUs, []byte("sn,cpu_milli,memory_mib,gpu,model\ncpu-0,32000,131072,0,\n"), 0o644)
+	missing := filepath.Join(dir, "missing.csv")
+	tests := []struct {
+		name        string
+		nodes, pods string
+		want        []string
+	}{
+		{"a missing node list", missing, simPods, []string{"--nodes", "missing.csv"}},
+		{"a missing pod list", simNodes, missing, []string{"--pods", "missing.csv"}},
+		{"a node list without its columns", bad, simPods, []string{"--nodes", "bad.csv", `lacks column "memory_mib"`}},
+		{"a pod list that is a node list", simNodes, simNodes, []string{"--pods", "nodes.csv", "lacks column"}},
+		{"a node list without GPUs", noGPUs, simPods, []string{"--nodes", "cpu.csv", "no GPUs"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCLI(t, invocation{args: []string{"sim", "packing", "--nodes", tt.nodes, "--pods", tt.pods}})
+			if got.code != 1 {
+				t.Errorf("code %d, want 1; stderr:\n%s", got.code, got.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, got.stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestParseSeeds(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []int64
+	}{
+		{"the paper's range", []string{"42-51"}, []int64{42, 43, 44, 45, 46, 47, 48, 49, 50, 51}},
+		{"a list and a range, each seed once", []string{"3", "1-2", "2"}, []int64{3, 1, 2}},
+		{"a one-seed range", []string{"7-7"}, []int64{7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseSeeds(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("seeds (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, in := range []string{"", "-3", "1-", "a-b", "5-4", "0-20000"} {
+		if _, err := parseSeeds([]string{in}); err == nil {
+			t.Errorf("parseSeeds(%q) succeeded, want an error", in)
+		}
+	}
+}
+
+func TestFormatSeeds(t *testing.T) {
+	tests := []struct {
+		in   []int64
+		want string
+	}{
+		{[]int64{42, 43, 44, 45}, "42-45"},
+		{[]int64{1, 3, 5, 6, 7}, "1,3,5-7"},
+		{[]int64{1, 2}, "1,2"},
+		{[]int64{9}, "9"},
+	}
+	for _, tt := range tests {
+		if got := formatSeeds(tt.in); got != tt.want {
+			t.Errorf("formatSeeds(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestProgressOnATerminalRedrawsOneLine(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progress{w: &buf, now: func() time.Time { return testNow }, tty: true, total: 4, began: testNow, inflight: map[int]float64{}}
+	p.start(0, "gpufleet seed 42")
+	p.advance(0, 500, 1000)
+	p.mu.Lock()
+	p.draw()
+	p.mu.Unlock()
+	p.finish(0, "gpufleet seed 42")
+	out := buf.String()
+	if strings.Contains(out, "\n") {
+		t.Errorf("a terminal bar wrote a newline: %q", out)
+	}
+	for _, want := range []string{"\r[===>", "0/4 runs  gpufleet seed 42", "\r[=======>", "1/4 runs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bar lacks %q: %q", want, out)
+		}
+	}
+}
+
+// TestSimPackingRealTrace runs the production policy and best fit on the
+// Alibaba trace, when it is there: sharing must place at least as much GPU
+// demand as best fit once all of it has arrived.
+func TestSimPackingRealTrace(t *testing.T) {
+	nodes := filepath.Join(realTrace, "openb_node_list_gpu_node.csv")
+	pods := filepath.Join(realTrace, "openb_pod_list_default.csv")
+	if _, err := os.Stat(pods); err != nil {
+		t.Skipf("no Alibaba trace beside the checkout: %v", err)
+	}
+	if testing.Short() {
+		t.Skip("a few seconds on the real trace")
+	}
+	got := runCLI(t, invocation{args: []string{"sim", "packing", "--nodes", nodes, "--pods", pods,
+		"--policy", "gpufleet,bestfit", "--seed", "42", "--report", "1", "-o", "json"}})
+	if got.code != 0 {
+		t.Fatalf("code %d: %s", got.code, got.stderr)
+	}
+	var rep packingReport
+	if err := json.Unmarshal([]byte(got.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	alloc := map[string]float64{}
+	for _, r := range rep.Runs {
+		alloc[r.Policy] = r.Points[0].Allocation
+	}
+	if alloc["gpufleet"] < alloc["bestfit"] || alloc["gpufleet"] == 0 {
+		t.Errorf("allocation at 100%% arrived: gpufleet %.4f, bestfit %.4f; want gpufleet ≥ bestfit", alloc["gpufleet"], alloc["bestfit"])
+	}
+}

@@ -1,0 +1,389 @@
+package sched
+
+import (
+	"slices"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// Fragmentation-aware packing: fgd (the ATC'23 paper's policy, as a
+// baseline) and gpufleet (the production policy). Both weigh a placement by
+// what it does to the shapes of the mix on the node it lands on; they
+// differ in what they count and how they weigh it.
+
+// fragBase is what both scorers share: the mix, the nodes (for the
+// weights that depend on the cluster) and a per-node cache of what each
+// shape of the mix can do on the node.
+type fragBase struct {
+	mix   *Mix
+	nodes []*nodeState
+}
+
+// fragCache holds, for one node in one state (its version) and one set of
+// shapes (the mix's epoch), what the scorers need of each active shape.
+type fragCache struct {
+	version uint64
+	epoch   int
+	sum     int64 // free share of all the node's devices
+	// Per active shape:
+	allowed  []bool  // some device of the node is of a model it accepts
+	feasible []bool  // one more of it fits the node now
+	below    []int64 // free share of the devices too small for it
+	slots    []int64 // fractions: how many fit on the devices alone
+	fill     []int64 // how many fit the node: devices, CPU and memory
+	holds    []int   // the shapes with fill > 0
+}
+
+func (b *fragBase) cache(ns *nodeState) *fragCache {
+	m := b.mix
+	fc := ns.frag
+	if fc != nil && fc.version == ns.version && fc.epoch == m.epoch {
+		return fc
+	}
+	if fc == nil {
+		fc = &fragCache{}
+		ns.frag = fc
+	}
+	fc.version, fc.epoch = ns.version, m.epoch
+	fc.sum = ns.freeMilli()
+	n := len(m.active)
+	fc.allowed, fc.feasible, fc.below = resize(fc.allowed, n), resize(fc.feasible, n), resize(fc.below, n)
+	fc.slots, fc.fill, fc.holds = resize(fc.slots, n), resize(fc.fill, n), fc.holds[:0]
+	cpuFree, memFree := ns.hostFree()
+	for j, ti := range m.active {
+		t := &m.types[ti]
+		allowed := ns.node.Schedulable && (len(t.models) == 0 || slices.ContainsFunc(ns.models, t.accepts))
+		var below, slots int64
+		for _, u := range ns.used {
+			f := 1000 - u.MilliGPU
+			if f < t.milli {
+				below += f
+			}
+			slots += t.div(f)
+		}
+		fc.allowed[j], fc.below[j], fc.slots[j] = allowed, below, slots
+		fc.feasible[j] = allowed && t.fits(cpuFree, memFree, ns.freeWhole, ns.maxFree)
+		fc.fill[j] = 0
+		if allowed {
+			if t.whole > 0 {
+				slots = int64(ns.freeWhole / t.whole)
+			}
+			fc.fill[j] = t.hostSlots(slots, cpuFree, memFree)
+		}
+		if fc.fill[j] > 0 {
+			fc.holds = append(fc.holds, j)
+		}
+	}
+	return fc
+}
+
+// after is the node as a candidate placement would leave it: what the
+// scorers compare with the cache.
+type after struct {
+	i                int   // the device of a fraction, or -1
+	whole            int   // whole devices taken
+	f, f2            int64 // the device's free share before and after
+	sum              int64 // free share of all devices
+	freeWhole        int
+	maxFree          int64
+	cpuFree, memFree int64
+}
+
+func newAfter(ns *nodeState, fc *fragCache, req core.Request, i int) after {
+	take := share(ns, req, i)
+	a := after{i: i, whole: req.WholeGPUs(), freeWhole: ns.freeWhole, maxFree: ns.maxFree}
+	a.cpuFree, a.memFree = ns.hostFree()
+	a.cpuFree -= req.MilliCPU
+	a.memFree -= req.MemoryMiB
+	a.sum = fc.sum - take - int64(a.whole)*1000
+	a.freeWhole -= a.whole
+	switch {
+	case i >= 0:
+		a.f = 1000 - ns.used[i].MilliGPU
+		a.f2 = a.f - take
+		if a.f == 1000 {
+			a.freeWhole--
+		}
+		a.maxFree = a.f2
+		for j, u := range ns.used {
+			if j != i {
+				a.maxFree = max(a.maxFree, 1000-u.MilliGPU)
+			}
+		}
+	case a.whole > 0:
+		a.maxFree = 0
+		if a.freeWhole > 0 {
+			a.maxFree = 1000
+		} else {
+			for _, u := range ns.used {
+				if u.MilliGPU > 0 {
+					a.maxFree = max(a.maxFree, 1000-u.MilliGPU)
+				}
+			}
+		}
+	}
+	return a
+}
+
+// fgdScorer is fragmentation gradient descent (Weng et al., ATC'23). A
+// node's fragmentation for a shape is the free GPU share the shape cannot
+// use: the devices with less free than it asks, or all of the node's free
+// share when one more of the shape does not fit the node at all (CPU,
+// memory, model, devices). The node's expected fragmentation weighs the
+// shapes by their share of the mix; a placement is scored by how much it
+// raises it. Ties go to the first node and device.
+type fgdScorer struct{ fragBase }
+
+func (s *fgdScorer) score(ns *nodeState, req core.Request, i int) float64 {
+	m := s.mix
+	if len(m.active) == 0 {
+		return bestFit{}.score(ns, req, i)
+	}
+	fc := s.cache(ns)
+	a := newAfter(ns, fc, req, i)
+	var delta float64
+	for j, ti := range m.active {
+		t := &m.types[ti]
+		before := fc.sum
+		if fc.feasible[j] {
+			before = fc.below[j]
+		}
+		frag := a.sum
+		if fc.allowed[j] && t.fits(a.cpuFree, a.memFree, a.freeWhole, a.maxFree) {
+			frag = fc.below[j]
+			if i >= 0 {
+				if a.f < t.milli {
+					frag -= a.f
+				}
+				if a.f2 < t.milli {
+					frag += a.f2
+				}
+			}
+		}
+		delta += m.weights[j] * float64(frag-before)
+	}
+	return delta
+}
+
+// fillScorer is the production policy. It counts, for each shape of the
+// mix, how many of it the node could still hold if it were filled with
+// that shape alone, as far as its devices, CPU and memory allow, and
+// scores a placement by the GPU share of the slots it destroys, weighed
+// by shape. Three things set it apart from FGD:
+//
+//   - Filling, not one more: FGD sees a node whose CPU will run out after
+//     three more pods as unfragmented until the last one; filling sees the
+//     GPUs those pods will strand now. It also sees the 0.1 left on a
+//     device after two 0.3s.
+//   - Shapes are GPU shapes (share or device count, and model), with the
+//     mean CPU and memory of their requests: rare big requests (8 GPUs
+//     with 64, 88 or 120 cores) weigh together, as they compete together
+//     for the same nodes.
+//   - Scarcity: a shape's weight is its share of the mix divided by the
+//     square of the free GPU share of the models it accepts, recomputed
+//     before each placement. A shape that only a scarce model can hold
+//     (a third of production GPU tasks name models) counts for more as
+//     that model fills up, so that requests that could go anywhere leave
+//     that model to those that cannot. The square is measured: linear
+//     scarcity still let unconstrained work take half the scarce models'
+//     room on the gpuspec traces.
+//
+// Equal scores go to the device, then the node, left with the least free
+// share: the tightest packing among equals, which keeps whole devices and
+// whole nodes free.
+type fillScorer struct {
+	fragBase
+	// weights of the active shapes for the cluster as it is now, and the
+	// free share per model they were computed from.
+	weights   []float64
+	modelIdx  map[string]int
+	freeBy    []int64
+	allowedBy [][]bool // per active shape, per model index
+	epoch     int
+	// seen is each node's version when its free share was last added to
+	// freeBy, and gave what it added, per device.
+	seen []uint64
+	gave [][]int64
+}
+
+// prepare recomputes the weights; call it before a placement is chosen.
+func (s *fillScorer) prepare() {
+	m := s.mix
+	if s.modelIdx == nil {
+		s.modelIdx = map[string]int{}
+		for _, ns := range s.nodes {
+			for _, g := range ns.node.GPUs {
+				if _, ok := s.modelIdx[g.Model]; !ok {
+					s.modelIdx[g.Model] = len(s.modelIdx)
+				}
+			}
+		}
+		s.freeBy = make([]int64, len(s.modelIdx))
+		s.epoch = -1
+		s.seen = make([]uint64, len(s.nodes))
+		s.gave = make([][]int64, len(s.nodes))
+		for k, ns := range s.nodes {
+			s.gave[k] = make([]int64, len(ns.used))
+			s.seen[k] = ns.version + 1 // not seen yet
+		}
+	}
+	if s.epoch != m.epoch || len(s.allowedBy) != len(m.active) {
+		s.epoch = m.epoch
+		s.allowedBy = resize(s.allowedBy, len(m.active))
+		for j, ti := range m.active {
+			t := &m.types[ti]
+			s.allowedBy[j] = resize(s.allowedBy[j], len(s.modelIdx))
+			for model, k := range s.modelIdx {
+				s.allowedBy[j][k] = t.accepts(model)
+			}
+		}
+	}
+	// Only the nodes changed since the last call are looked at again.
+	for k, ns := range s.nodes {
+		if s.seen[k] == ns.version || !ns.node.Schedulable {
+			continue
+		}
+		s.seen[k] = ns.version
+		for i, g := range ns.node.GPUs {
+			f := 1000 - ns.used[i].MilliGPU
+			s.freeBy[s.modelIdx[g.Model]] += f - s.gave[k][i]
+			s.gave[k][i] = f
+		}
+	}
+	s.weights = resize(s.weights, len(m.active))
+	var total float64
+	for j := range m.active {
+		var supply int64
+		for k, f := range s.freeBy {
+			if s.allowedBy[j][k] {
+				supply += f
+			}
+		}
+		w := 0.0
+		if supply > 0 {
+			w = m.weights[j] / (float64(supply) * float64(supply))
+		}
+		s.weights[j] = w
+		total += w
+	}
+	if total > 0 {
+		for j := range s.weights {
+			s.weights[j] /= total
+		}
+	}
+}
+
+func (s *fillScorer) score(ns *nodeState, req core.Request, i int) float64 {
+	m := s.mix
+	if len(m.active) == 0 || len(s.weights) != len(m.active) {
+		return bestFit{}.score(ns, req, i)
+	}
+	fc := s.cache(ns)
+	a := newAfter(ns, fc, req, i)
+	// Every shape loses the share taken from the cluster's free capacity
+	// wherever it is taken; a shape the node cannot hold loses nothing
+	// more there. Only the slots lost on the node differ between nodes.
+	var lost float64
+	for _, j := range fc.holds {
+		t := &m.types[m.active[j]]
+		slots := fc.slots[j]
+		switch {
+		case t.whole > 0:
+			slots = int64(a.freeWhole / t.whole)
+		case i >= 0:
+			slots += t.div(a.f2) - t.div(a.f)
+		case a.whole > 0:
+			slots -= int64(a.whole) * t.div(1000)
+		}
+		if n := fc.fill[j] - t.hostSlots(slots, a.cpuFree, a.memFree); n > 0 {
+			lost += s.weights[j] * float64(n*t.per())
+		}
+	}
+	return lost + float64(a.f2)*1e-6 + float64(a.sum)*1e-9
+}
+
+// preparer is a scorer that must see the cluster before each placement.
+type preparer interface{ prepare() }
+
+// setNodes tells a scorer that weighs the cluster which nodes it has.
+func setNodes(sc scorer, nodes []*nodeState) {
+	switch s := sc.(type) {
+	case *fillScorer:
+		s.nodes = nodes
+	case *fgdScorer:
+		s.nodes = nodes
+	}
+}
+
+// accepts reports whether the shape may run on a device of the model.
+func (t *mixType) accepts(model string) bool {
+	return (core.Request{GPUModels: t.models}).ModelAllowed(model)
+}
+
+// fits reports whether one more of the shape fits a node with this much
+// free.
+func (t *mixType) fits(cpuFree, memFree int64, freeWhole int, maxFree int64) bool {
+	if cpuFree < t.cpu || memFree < t.mem {
+		return false
+	}
+	if t.whole > 0 {
+		return freeWhole >= t.whole
+	}
+	return maxFree >= t.milli
+}
+
+// per is the GPU share one of the shape takes, in milli-GPU.
+func (t *mixType) per() int64 {
+	if t.whole > 0 {
+		return int64(t.whole) * 1000
+	}
+	return t.milli
+}
+
+// div is f / t.milli, by multiplying with a kept reciprocal.
+func (t *mixType) div(f int64) int64 { return divBy(f, t.milli, t.invMilli) }
+
+// hostSlots bounds the number of the shape a node holds by its free CPU
+// and memory.
+func (t *mixType) hostSlots(slots, cpuFree, memFree int64) int64 {
+	if t.cpu > 0 && cpuFree < slots*t.cpu {
+		slots = divBy(max(cpuFree, 0), t.cpu, t.invCPU)
+	}
+	if t.mem > 0 && memFree < slots*t.mem {
+		slots = divBy(max(memFree, 0), t.mem, t.invMem)
+	}
+	return max(slots, 0)
+}
+
+// divBy is a / d for a ≥ 0 and d > 0, given inv = 1/d: a float product,
+// corrected to the exact quotient. Integer division is the hot loop's
+// largest cost otherwise.
+func divBy(a, d int64, inv float64) int64 {
+	q := int64(float64(a) * inv)
+	if q*d > a {
+		q--
+	} else if (q+1)*d <= a {
+		q++
+	}
+	return q
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+// hostFree is the CPU and memory left on the node; unlimited when the node
+// declares none.
+func (ns *nodeState) hostFree() (cpu, mem int64) {
+	cpu, mem = 1<<62, 1<<62
+	if ns.node.MilliCPU > 0 {
+		cpu = ns.node.MilliCPU - ns.cpu
+	}
+	if ns.node.MemoryMiB > 0 {
+		mem = ns.node.MemoryMiB - ns.mem
+	}
+	return cpu, mem
+}

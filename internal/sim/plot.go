@@ -1,0 +1,133 @@
+package sim
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/gpufleet/gpufleet/internal/sched"
+)
+
+// palette gives each policy line its own colour; it wraps after eight.
+var palette = []color.Color{
+	color.RGBA{31, 119, 180, 255},
+	color.RGBA{214, 39, 40, 255},
+	color.RGBA{44, 160, 44, 255},
+	color.RGBA{255, 127, 14, 255},
+	color.RGBA{148, 103, 189, 255},
+	color.RGBA{140, 86, 75, 255},
+	color.RGBA{227, 119, 194, 255},
+	color.RGBA{23, 190, 207, 255},
+}
+
+// CurveLine is one policy's mean curve: arrived demand against allocation,
+// both in percent of the GPU capacity.
+type CurveLine struct {
+	Policy              string
+	Arrived, Allocation []float64
+}
+
+// MeanCurves averages the Curve of each policy's runs, point by point: every
+// run has a point at each 1% of arrived demand, so the i-th points match.
+// A policy's line stops where its shortest curve does. Policies come in the
+// order they first appear in runs; those with no curve are left out.
+func MeanCurves(runs []PackingRun) []CurveLine {
+	var order []string
+	groups := map[string][]PackingRun{}
+	for _, r := range runs {
+		if _, ok := groups[r.Policy]; !ok {
+			order = append(order, r.Policy)
+		}
+		groups[r.Policy] = append(groups[r.Policy], r)
+	}
+	var out []CurveLine
+	for _, policy := range order {
+		rs := groups[policy]
+		n := len(rs[0].Curve)
+		for _, r := range rs[1:] {
+			n = min(n, len(r.Curve))
+		}
+		if n == 0 {
+			continue
+		}
+		l := CurveLine{Policy: policy, Arrived: make([]float64, n), Allocation: make([]float64, n)}
+		for i := range n {
+			var arrived, alloc float64
+			for _, r := range rs {
+				arrived += r.Curve[i].Arrived
+				alloc += r.Curve[i].Allocation
+			}
+			l.Arrived[i] = 100 * arrived / float64(len(rs))
+			l.Allocation[i] = 100 * alloc / float64(len(rs))
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// PlotAllocation draws the allocation ratio (%) against the arrived demand
+// (%), one line per policy averaged over its seeds (MeanCurves), and writes
+// it to w in format, "svg" or "png". The runs must carry their Curve.
+func PlotAllocation(w io.Writer, format, title string, runs []PackingRun) error {
+	if format != "svg" && format != "png" {
+		return fmt.Errorf("plot format %q: want svg or png", format)
+	}
+	lines := MeanCurves(runs)
+	if len(lines) == 0 {
+		return fmt.Errorf("plot: no run has a curve")
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "arrived GPU demand (% of capacity)"
+	p.Y.Label.Text = "GPU allocation ratio (%)"
+	p.X.Min, p.Y.Min = 0, 0
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(8)
+	p.Add(plotter.NewGrid())
+
+	// The diagonal is the most any policy can place: all that arrived.
+	top := 0.0
+	for _, l := range lines {
+		top = max(top, l.Arrived[len(l.Arrived)-1])
+	}
+	ideal, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: top, Y: top}})
+	if err != nil {
+		return err
+	}
+	ideal.Color = color.Gray{Y: 160}
+	ideal.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+	p.Add(ideal)
+	p.Legend.Add("all arrived demand placed", ideal)
+
+	for i, l := range lines {
+		xys := make(plotter.XYs, len(l.Arrived))
+		for j := range l.Arrived {
+			xys[j] = plotter.XY{X: l.Arrived[j], Y: l.Allocation[j]}
+		}
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", l.Policy, err)
+		}
+		line.Color = palette[i%len(palette)]
+		line.Width = vg.Points(1.5)
+		if i >= len(palette) {
+			line.Dashes = []vg.Length{vg.Points(6), vg.Points(2)}
+		}
+		if l.Policy == sched.PackGPUFleet {
+			line.Width = vg.Points(2.5)
+		}
+		p.Add(line)
+		p.Legend.Add(l.Policy, line)
+	}
+
+	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, format)
+	if err != nil {
+		return err
+	}
+	_, err = wt.WriteTo(w)
+	return err
+}
