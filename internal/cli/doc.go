@@ -6,10 +6,11 @@
 // nothing themselves. The same api.Workload.Validate that the server runs is
 // run here before anything is sent; team quotas are checked here with the
 // server's rules (quotaProblems) for want of a shared api validator. `server`
-// builds a config.Config and hands over to app.Run.
+// builds a config.Config and hands over to app.Run. `sim` verbs read trace
+// files and hand over to package sim, which runs the scheduler offline.
 //
 // The package must not import the store, the scheduler, the control loop or
-// the executors.
+// the executors (sim does, for the simulator).
 //
 // Exit codes: 0 success, 1 an error (a server error, an invalid workload, a
 // failed or cancelled workload under `wait`), 2 a usage error (unknown verb

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/internal/core"
-	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
@@ -105,7 +104,7 @@ Runs go on --parallel workers; progress goes to stderr, results to stdout.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.nodes, "nodes", "", "openb node list CSV (e.g. openb_node_list_gpu_node.csv); required")
 	fl.StringVar(&f.pods, "pods", "", "openb pod list CSV (e.g. openb_pod_list_default.csv); required")
-	fl.StringSliceVar(&f.policies, "policy", nil, "policies to run, repeatable or comma-separated (default all: "+strings.Join(sched.Policies(), ",")+")")
+	fl.StringSliceVar(&f.policies, "policy", nil, "policies to run, repeatable or comma-separated (default all: "+strings.Join(sim.Policies(), ",")+")")
 	fl.StringSliceVar(&f.seeds, "seed", []string{"42-51"}, "seeds, repeatable, comma-separated or a range like 42-51")
 	fl.Float64Var(&f.inflate, "inflate", 1.3, "arrived GPU demand to reach, as a multiple of the GPU capacity")
 	fl.Float64SliceVar(&f.report, "report", sim.DefaultReport, "arrived-demand levels to report, as fractions of the GPU capacity")
@@ -126,14 +125,14 @@ func (f packingFlags) resolve() (packingOptions, error) {
 	if f.pods == "" {
 		return o, usagef("--pods is required: an openb pod list CSV such as openb_pod_list_default.csv")
 	}
-	all := sched.Policies()
+	all := sim.Policies()
 	for _, p := range f.policies {
 		p = strings.TrimSpace(p)
 		if !slices.Contains(all, p) {
 			return o, usagef("--policy %q: want one of %s", p, strings.Join(all, ", "))
 		}
 	}
-	// In the order of sched.Policies, the production policy first.
+	// In the order of sim.Policies, the production policy first.
 	for _, p := range all {
 		if len(f.policies) == 0 || slices.ContainsFunc(f.policies, func(q string) bool { return strings.TrimSpace(q) == p }) {
 			o.policies = append(o.policies, p)
@@ -523,9 +522,9 @@ func printPackingTable(w io.Writer, head string, sums []sim.PolicySummary) error
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if c, ok := sim.Compare(sums, sched.PackGPUFleet, sched.PackReservation); ok {
+	if c, ok := sim.Compare(sums, sim.PolicyGPUFleet, sim.PolicyReservation); ok {
 		fmt.Fprintf(w, "\nsharing (%s) serves %.2f× the GPU demand of whole-GPU reservation at %s arrived (allocation %s vs %s)\n",
-			sched.PackGPUFleet, c.Ratio, formatLevel(c.Level), formatPercent(c.A), formatPercent(c.B))
+			sim.PolicyGPUFleet, c.Ratio, formatLevel(c.Level), formatPercent(c.A), formatPercent(c.B))
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
@@ -102,12 +101,12 @@ func TestSimPackingJSON(t *testing.T) {
 				r.Policy, r.Seed, r.Pods, r.CapacityGPUs, len(r.Points), len(sim.DefaultReport))
 		}
 		for i, p := range r.Points {
-			if p.Arrived < sim.DefaultReport[i] || p.Allocation > p.Arrived || p.Allocation <= 0 {
-				t.Errorf("%s seed %d point %d: %+v, want arrived ≥ %g ≥ allocation > 0", r.Policy, r.Seed, i, p, sim.DefaultReport[i])
+			if p.Arrived != sim.DefaultReport[i] || p.ArrivedExact < p.Arrived || p.Allocation > p.ArrivedExact || p.Allocation <= 0 {
+				t.Errorf("%s seed %d point %d: %+v, want arrived = %g ≤ arrivedExact ≥ allocation > 0", r.Policy, r.Seed, i, p, sim.DefaultReport[i])
 			}
 		}
 	}
-	// Policies in the order of sched.Policies, whatever the flags' order.
+	// Policies in the order of sim.Policies, whatever the flags' order.
 	wantKeys := []key{{"gpufleet", 1}, {"gpufleet", 5}, {"gpufleet", 6}, {"bestfit", 1}, {"bestfit", 5}, {"bestfit", 6}, {"random", 1}, {"random", 5}, {"random", 6}}
 	if diff := cmp.Diff(wantKeys, keys); diff != "" {
 		t.Errorf("runs (-want +got):\n%s", diff)
@@ -168,7 +167,7 @@ func TestSimPackingTable(t *testing.T) {
 	if got.code != 0 {
 		t.Fatalf("code %d: %s", got.code, got.stderr)
 	}
-	for _, p := range sched.Policies() {
+	for _, p := range sim.Policies() {
 		if !strings.Contains(got.stdout, "  "+p+" ") {
 			t.Errorf("table lacks policy %s:\n%s", p, got.stdout)
 		}
@@ -180,7 +179,7 @@ func TestSimPackingTable(t *testing.T) {
 	}
 	// The comparison is computed from the runs.
 	rep := packingJSON(t, args...)
-	c, ok := sim.Compare(rep.Summary, sched.PackGPUFleet, sched.PackReservation)
+	c, ok := sim.Compare(rep.Summary, sim.PolicyGPUFleet, sim.PolicyReservation)
 	if !ok {
 		t.Fatal("no comparison between gpufleet and reservation")
 	}

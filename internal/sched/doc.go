@@ -21,9 +21,8 @@
 //
 //  1. its team's limit must allow it (QuotaLimit), and a class that may not
 //     borrow (production) must stay within the guarantee (OverQuota);
-//  2. it is placed on free capacity when it fits: whole GPUs on the node left
-//     with the fewest free devices, a fraction on the device left with the
-//     least free share (packing keeps whole devices free);
+//  2. it is placed on free capacity when it fits, where the packing policy
+//     (below) says it costs the workload mix least;
 //  3. otherwise it may preempt: lower classes of its own team, batch of any
 //     team, over-quota work of other teams when it reclaims its guarantee,
 //     and, with fair-share reclaim on, over-quota work of teams above their
@@ -51,6 +50,24 @@
 //
 // Gangs (replicas × GPUs) are placed replica by replica, each on the best
 // node given the ones before, and undone entirely if one does not fit.
+//
+// # Packing
+//
+// Where a workload fits in several places, Options.Packing chooses. The
+// production policy, gpufleet (frag.go), is fragmentation-aware in the
+// manner of FGD (Weng et al., ATC'23), measured against it on Alibaba's
+// production trace with gpufleet sim packing (package sim): for each GPU
+// shape of the mix of running and pending work, it counts how many more of
+// that shape the node could hold if filled with it alone (devices, CPU and
+// memory), and scores a placement by the GPU share of the places it
+// destroys, each shape weighed by its share of the mix over the square of
+// its remaining supply in the cluster. Ties go to the device, then the
+// node, left with the least free share. fgd, firstfit, bestfit, random,
+// dotproduct, gpupacking and reservation (a fraction takes a whole device)
+// are baselines on the same code path, so that comparisons are fair.
+// Spanning NVLink domains outweighs any packing gain. Packer runs the same
+// choice one request at a time over persistent node states, for the
+// packing experiment, where a snapshot per request would cost minutes.
 //
 // # Backfill and starvation
 //

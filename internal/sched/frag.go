@@ -180,88 +180,66 @@ func (s *fgdScorer) score(ns *nodeState, req core.Request, i int) float64 {
 //     with 64, 88 or 120 cores) weigh together, as they compete together
 //     for the same nodes.
 //   - Scarcity: a shape's weight is its share of the mix divided by the
-//     square of the free GPU share of the models it accepts, recomputed
-//     before each placement. A shape that only a scarce model can hold
-//     (a third of production GPU tasks name models) counts for more as
-//     that model fills up, so that requests that could go anywhere leave
-//     that model to those that cannot. The square is measured: linear
-//     scarcity still let unconstrained work take half the scarce models'
-//     room on the gpuspec traces.
+//     square of its supply, the GPU share of all its slots in the cluster,
+//     recomputed before each placement. A shape few places can still hold
+//     counts for more as they go: the last free 8-GPU nodes, or a model
+//     that a third of production GPU tasks name and others could do
+//     without. Requests that could go anywhere leave those places to the
+//     ones that cannot. The square is measured: with linear scarcity,
+//     unconstrained work still took half the scarce models' room on the
+//     gpuspec traces, and the first 8-GPU pod failed at 72% of demand.
 //
 // Equal scores go to the device, then the node, left with the least free
 // share: the tightest packing among equals, which keeps whole devices and
 // whole nodes free.
 type fillScorer struct {
 	fragBase
-	// weights of the active shapes for the cluster as it is now, and the
-	// free share per model they were computed from.
-	weights   []float64
-	modelIdx  map[string]int
-	freeBy    []int64
-	allowedBy [][]bool // per active shape, per model index
-	epoch     int
-	// seen is each node's version when its free share was last added to
-	// freeBy, and gave what it added, per device.
-	seen []uint64
-	gave [][]int64
+	// weights of the active shapes for the cluster as it is now.
+	weights []float64
+	// supply is, per active shape, the GPU share of all its slots in the
+	// cluster (for epoch); gave is what each node added to it, at the
+	// node's version seen.
+	supply []int64
+	epoch  int
+	seen   []uint64
+	gave   [][]int64
 }
 
 // prepare recomputes the weights; call it before a placement is chosen.
+// Only the nodes changed since the last call are looked at again.
 func (s *fillScorer) prepare() {
 	m := s.mix
-	if s.modelIdx == nil {
-		s.modelIdx = map[string]int{}
-		for _, ns := range s.nodes {
-			for _, g := range ns.node.GPUs {
-				if _, ok := s.modelIdx[g.Model]; !ok {
-					s.modelIdx[g.Model] = len(s.modelIdx)
-				}
-			}
-		}
-		s.freeBy = make([]int64, len(s.modelIdx))
-		s.epoch = -1
+	n := len(m.active)
+	if len(s.supply) != n || s.epoch != m.epoch || len(s.seen) != len(s.nodes) {
+		s.epoch = m.epoch
+		s.supply = resize(s.supply, n)
+		clear(s.supply)
 		s.seen = make([]uint64, len(s.nodes))
 		s.gave = make([][]int64, len(s.nodes))
 		for k, ns := range s.nodes {
-			s.gave[k] = make([]int64, len(ns.used))
-			s.seen[k] = ns.version + 1 // not seen yet
+			s.seen[k] = ns.version + 1 // not counted yet
 		}
 	}
-	if s.epoch != m.epoch || len(s.allowedBy) != len(m.active) {
-		s.epoch = m.epoch
-		s.allowedBy = resize(s.allowedBy, len(m.active))
-		for j, ti := range m.active {
-			t := &m.types[ti]
-			s.allowedBy[j] = resize(s.allowedBy[j], len(s.modelIdx))
-			for model, k := range s.modelIdx {
-				s.allowedBy[j][k] = t.accepts(model)
-			}
-		}
-	}
-	// Only the nodes changed since the last call are looked at again.
 	for k, ns := range s.nodes {
-		if s.seen[k] == ns.version || !ns.node.Schedulable {
+		if s.seen[k] == ns.version {
 			continue
 		}
 		s.seen[k] = ns.version
-		for i, g := range ns.node.GPUs {
-			f := 1000 - ns.used[i].MilliGPU
-			s.freeBy[s.modelIdx[g.Model]] += f - s.gave[k][i]
-			s.gave[k][i] = f
+		fc := s.cache(ns)
+		g := resize(s.gave[k], n)
+		for j := range n {
+			v := fc.fill[j] * m.types[m.active[j]].per()
+			s.supply[j] += v - g[j]
+			g[j] = v
 		}
+		s.gave[k] = g
 	}
-	s.weights = resize(s.weights, len(m.active))
+	s.weights = resize(s.weights, n)
 	var total float64
-	for j := range m.active {
-		var supply int64
-		for k, f := range s.freeBy {
-			if s.allowedBy[j][k] {
-				supply += f
-			}
-		}
+	for j := range n {
 		w := 0.0
-		if supply > 0 {
-			w = m.weights[j] / (float64(supply) * float64(supply))
+		if sup := float64(s.supply[j]); sup > 0 {
+			w = m.weights[j] / (sup * sup)
 		}
 		s.weights[j] = w
 		total += w

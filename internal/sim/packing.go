@@ -11,6 +11,16 @@ import (
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
 
+// Policies lists the packing policies the scheduler has, the production
+// one (PolicyGPUFleet) first.
+func Policies() []string { return sched.Policies() }
+
+// The production policy and the whole-GPU reservation baseline.
+const (
+	PolicyGPUFleet    = sched.PackGPUFleet
+	PolicyReservation = sched.PackReservation
+)
+
 // DefaultReport are the arrived-demand levels reported by default, as
 // fractions of the cluster's GPU capacity.
 var DefaultReport = []float64{0.8, 0.9, 1.0, 1.1, 1.2}
@@ -35,9 +45,12 @@ type PackingConfig struct {
 
 // Point is the cluster at one level of arrived demand.
 type Point struct {
-	// Arrived is the GPU demand of the pods arrived so far, as a fraction
-	// of the cluster's GPU capacity.
-	Arrived float64 `json:"arrived"`
+	// Arrived is the level of arrived GPU demand, as a fraction of the
+	// cluster's GPU capacity, and ArrivedExact the demand of the pods
+	// arrived when the point was taken: the pod that crossed the level
+	// counts, so it is a little above.
+	Arrived      float64 `json:"arrived"`
+	ArrivedExact float64 `json:"arrivedExact"`
 	// Allocation is the GPU demand placed, as a fraction of the capacity.
 	// Under the reservation baseline a fraction counts for what it asked,
 	// not for the whole device it holds (see Reserved).
@@ -135,7 +148,7 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 	nextReport, nextCurve := 0, 1
 	frac := func(v int64) float64 { return float64(v) / float64(capacity) }
 	point := func() Point {
-		return Point{Arrived: frac(arrived), Allocation: frac(placed), Reserved: frac(reserved), FailedPods: run.Failed}
+		return Point{ArrivedExact: frac(arrived), Allocation: frac(placed), Reserved: frac(reserved), FailedPods: run.Failed}
 	}
 	for i, pod := range seq {
 		if cfg.Progress != nil && i%500 == 0 {
@@ -158,11 +171,14 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 			}
 		}
 		for nextCurve <= 200 && frac(arrived) >= float64(nextCurve)/100 {
-			run.Curve = append(run.Curve, point())
+			pt := point()
+			pt.Arrived = float64(nextCurve) / 100
+			run.Curve = append(run.Curve, pt)
 			nextCurve++
 		}
 		for nextReport < len(report) && frac(arrived) >= report[nextReport] {
 			pt := point()
+			pt.Arrived = report[nextReport]
 			pt.Stranded = frac(stranded(p, seq[i+1:], cfg.Pods))
 			run.Points = append(run.Points, pt)
 			nextReport++

@@ -111,7 +111,7 @@ func summarizePolicy(policy string, runs []PackingRun, levels []float64) PolicyS
 				continue
 			}
 			p := r.Points[i]
-			arrived = append(arrived, p.Arrived)
+			arrived = append(arrived, p.ArrivedExact)
 			alloc = append(alloc, p.Allocation)
 			reserved = append(reserved, p.Reserved)
 			stranded = append(stranded, p.Stranded)

@@ -16,22 +16,22 @@ func handRuns() []PackingRun {
 		{
 			Policy: "gpufleet", Seed: 1, Pods: 100, Seconds: 1, FirstFailureArrived: floatPtr(0.9),
 			Points: []Point{
-				{Arrived: 0.81, Allocation: 0.80, Reserved: 0.80, Stranded: 0.02, FailedPods: 0},
-				{Arrived: 1.01, Allocation: 0.96, Reserved: 0.96, Stranded: 0.04, FailedPods: 3},
+				{Arrived: 0.8, ArrivedExact: 0.81, Allocation: 0.80, Reserved: 0.80, Stranded: 0.02, FailedPods: 0},
+				{Arrived: 1, ArrivedExact: 1.01, Allocation: 0.96, Reserved: 0.96, Stranded: 0.04, FailedPods: 3},
 			},
 		},
 		{
 			Policy: "reservation", Seed: 1, Pods: 100, Seconds: 0.5, FirstFailureArrived: floatPtr(0.7),
 			Points: []Point{
-				{Arrived: 0.81, Allocation: 0.70, Reserved: 0.75, FailedPods: 5},
-				{Arrived: 1.01, Allocation: 0.80, Reserved: 0.90, FailedPods: 20},
+				{Arrived: 0.8, ArrivedExact: 0.81, Allocation: 0.70, Reserved: 0.75, FailedPods: 5},
+				{Arrived: 1, ArrivedExact: 1.01, Allocation: 0.80, Reserved: 0.90, FailedPods: 20},
 			},
 		},
 		{
 			Policy: "gpufleet", Seed: 2, Pods: 110, Seconds: 3,
 			Points: []Point{
-				{Arrived: 0.83, Allocation: 0.82, Reserved: 0.82, Stranded: 0.00, FailedPods: 0},
-				{Arrived: 1.03, Allocation: 1.00, Reserved: 1.00, Stranded: 0.02, FailedPods: 0},
+				{Arrived: 0.8, ArrivedExact: 0.83, Allocation: 0.82, Reserved: 0.82, Stranded: 0.00, FailedPods: 0},
+				{Arrived: 1, ArrivedExact: 1.03, Allocation: 1.00, Reserved: 1.00, Stranded: 0.02, FailedPods: 0},
 			},
 		},
 	}
