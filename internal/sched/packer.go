@@ -22,6 +22,7 @@ type Packer struct {
 // Policies); seed drives the random policy.
 func NewPacker(nodes []core.Node, policy string, seed uint64) (*Packer, error) {
 	p := &Packer{mix: NewMix(policy != PackFGD), reserve: policy == PackReservation}
+	p.mix.SetHosts(nodes)
 	sc, err := newScorer(policy, p.mix, seed)
 	if err != nil {
 		return nil, err

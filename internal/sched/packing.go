@@ -167,6 +167,7 @@ func (gpuPacking) score(ns *nodeState, req core.Request, i int) float64 {
 // workloads of its snapshot; the simulator from the requests seen so far.
 type Mix struct {
 	group bool
+	hosts [][2]int64 // distinct node sizes (CPU, memory), for grouping
 	types []mixType
 	index map[mixKey]int
 	total float64
@@ -182,16 +183,19 @@ type mixKey struct {
 	milli    int64
 	cpu, mem int64
 	models   string
+	fits     uint64 // grouped: the host sizes the request fits
 }
 
 type mixType struct {
-	milli          int64 // per device: < 1000 for a fraction, 1000 for whole devices
-	whole          int   // whole devices, 0 for a fraction
-	cpu            int64
-	mem            int64
-	models         []string
-	count          float64
-	cpuSum, memSum float64
+	milli  int64 // per device: < 1000 for a fraction, 1000 for whole devices
+	whole  int   // whole devices, 0 for a fraction
+	cpu    int64
+	mem    int64
+	models []string
+	count  float64
+	// cpuMax and memMax are the most any request counted in the shape
+	// asks: a grouped shape's CPU and memory.
+	cpuMax, memMax int64
 	// reciprocals of milli, cpu and mem, for divBy.
 	invMilli, invCPU, invMem float64
 }
@@ -201,11 +205,33 @@ type mixType struct {
 const maxMixShapes = 64
 
 // NewMix returns an empty mix. With group, requests are counted by their
-// GPU shape alone (share or device count, and models), and each shape's
-// CPU and memory are the means of the requests counted in it: rare big
-// requests (8 GPUs with 88 or 120 cores) then weigh together, as they do
-// on the nodes they need.
+// GPU shape (share or device count, and models) and the node sizes they
+// fit (see SetHosts), and each shape's CPU and memory are the most any of
+// its requests asks: rare big requests (8 GPUs with 64 or 88 cores) then
+// weigh together, as they compete for the same nodes, while those only the
+// largest nodes hold (120 cores) stay apart. (The mean would be wrong: a
+// group of 16 cores with no memory and 128 GiB with no CPU averages to a
+// request that fits a node neither fits.)
 func NewMix(group bool) *Mix { return &Mix{index: map[mixKey]int{}, nextAt: 1, group: group} }
+
+// SetHosts tells a grouping mix the sizes of the cluster's nodes: requests
+// of one GPU shape are grouped with those that fit the same node sizes, so
+// that a group's mean CPU and memory fit where its members fit.
+func (m *Mix) SetHosts(nodes []core.Node) {
+	for _, n := range nodes {
+		cpu, mem := n.MilliCPU, n.MemoryMiB
+		if cpu == 0 {
+			cpu = 1 << 62
+		}
+		if mem == 0 {
+			mem = 1 << 62
+		}
+		h := [2]int64{cpu, mem}
+		if len(n.GPUs) > 0 && !slices.Contains(m.hosts, h) {
+			m.hosts = append(m.hosts, h)
+		}
+	}
+}
 
 // Add counts n more requests of req's shape. Requests without GPUs, and
 // those given as GPU memory alone, are not counted: they leave no GPU
@@ -217,6 +243,11 @@ func (m *Mix) Add(req core.Request, n float64) {
 	k := mixKey{milli: req.MilliGPU, cpu: req.MilliCPU, mem: req.MemoryMiB, models: strings.Join(req.GPUModels, "|")}
 	if m.group {
 		k.cpu, k.mem = 0, 0
+		for b, h := range m.hosts {
+			if req.MilliCPU <= h[0] && req.MemoryMiB <= h[1] && b < 64 {
+				k.fits |= 1 << b
+			}
+		}
 	}
 	i, ok := m.index[k]
 	if !ok {
@@ -232,8 +263,8 @@ func (m *Mix) Add(req core.Request, n float64) {
 		m.types = append(m.types, t)
 	}
 	m.types[i].count += n
-	m.types[i].cpuSum += float64(req.MilliCPU) * n
-	m.types[i].memSum += float64(req.MemoryMiB) * n
+	m.types[i].cpuMax = max(m.types[i].cpuMax, req.MilliCPU)
+	m.types[i].memMax = max(m.types[i].memMax, req.MemoryMiB)
 	m.total += n
 	if m.total >= m.nextAt {
 		m.reweigh()
@@ -248,7 +279,8 @@ func (m *Mix) reweigh() {
 	if m.group {
 		for i := range m.types {
 			t := &m.types[i]
-			t.cpu, t.mem = int64(t.cpuSum/t.count), int64(t.memSum/t.count)
+			t.cpu, t.mem = t.cpuMax, t.memMax
+
 			t.invCPU = 1 / float64(max(t.cpu, 1))
 			t.invMem = 1 / float64(max(t.mem, 1))
 		}

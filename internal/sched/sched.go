@@ -146,6 +146,11 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	// The mix the packing policy weighs placements against: what runs and
 	// what waits.
 	mix := NewMix(o.Packing != PackFGD)
+	nodes := make([]core.Node, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		nodes[i] = *n
+	}
+	mix.SetHosts(nodes)
 	for _, w := range snap.Running {
 		mix.Add(w.Request, float64(w.Request.Count()))
 	}

@@ -135,16 +135,18 @@ func TestSchedule(t *testing.T) {
 		},
 		{
 			// The mix is 0.3 and 0.2. 0.3 on device 1 (0.5 free) costs one
-			// 0.3 and one 0.2 of what the device could hold; on an idle
-			// device it costs one 0.3 and two 0.2s. 0.2 then fills device 0.
-			name:  "a fraction goes where it costs the workload mix the fewest places",
+			// 0.3 and one 0.2 of what the device could hold, and leaves 0.2
+			// that no 0.3 can use; on an idle device it costs one 0.3 and
+			// two 0.2s. 0.3s have fewer places left than 0.2s, so they
+			// weigh more: the idle device. 0.2 then fills device 0.
+			name:  "a fraction goes where it costs the workload mix least",
 			nodes: []*core.Node{node("n1").gpus(4, h100).obj()},
 			used:  map[core.NodeName][]int64{"n1": {800, 500, 0, 0}},
 			pending: []*core.Workload{
 				job("a").gpus(300).obj(),
 				job("b").gpus(200).obj(),
 			},
-			placed: map[core.WorkloadID]string{"a": "n1:1@300", "b": "n1:0@200"},
+			placed: map[core.WorkloadID]string{"a": "n1:2@300", "b": "n1:0@200"},
 		},
 		{
 			name:    "fractions prefer a partly used node to a free one",
