@@ -139,19 +139,42 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
-// cycle is one pass:
+// Step handles the exits the executor has already delivered, without
+// waiting for more, then runs one cycle. It returns how many exits it
+// handled and the cycle's plan (empty when the cycle failed; failures are
+// logged, as in Run).
+//
+// Step is Run taken apart for callers that drive the loop themselves under a
+// virtual clock, such as the simulator: after each change (a submission, a
+// task that ended, the clock passing a deadline) they call Step until
+// nothing more happens, instead of calling Run. Never call it while Run
+// runs.
+func (l *Loop) Step(ctx context.Context) (exits int, plan core.Plan) {
+	ch := l.opts.Executor.Exits()
+	for {
+		select {
+		case e := <-ch:
+			l.exit(ctx, e)
+			exits++
+		default:
+			return exits, l.cycle(ctx)
+		}
+	}
+}
+
+// cycle is one pass, which returns its plan:
 //
 //  1. snapshot the store;
 //  2. send the stops that were asked for (cancel, max runtime);
 //  3. schedule and apply the plan;
 //  4. launch every placement the store accepted.
-func (l *Loop) cycle(ctx context.Context) {
+func (l *Loop) cycle(ctx context.Context) core.Plan {
 	start := time.Now()
 	now := l.opts.Now()
 	snap, err := l.opts.Store.Snapshot(ctx)
 	if err != nil {
 		l.log.Error("snapshot", "err", err)
-		return
+		return core.Plan{}
 	}
 	if len(l.unadopted) > 0 {
 		for _, w := range snap.Running {
@@ -176,7 +199,7 @@ func (l *Loop) cycle(ctx context.Context) {
 		results, err := l.opts.Store.ApplyPlan(ctx, apply, now)
 		if err != nil {
 			l.log.Error("apply plan", "err", err)
-			return
+			return core.Plan{}
 		}
 		for _, r := range results {
 			if r.Err != nil {
@@ -189,6 +212,7 @@ func (l *Loop) cycle(ctx context.Context) {
 	if l.opts.OnCycle != nil {
 		l.opts.OnCycle(time.Since(start), plan)
 	}
+	return plan
 }
 
 // stops asks the executor to stop running workloads whose stop was

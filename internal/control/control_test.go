@@ -792,3 +792,65 @@ func TestLostExit(t *testing.T) {
 		h.checkAllClosed(w.ID)
 	})
 }
+
+func TestStepDrivesTheLoopWithoutRun(t *testing.T) {
+	h := newHarness(t)
+	loop := control.New(h.options(h.exec))
+	ctx := context.Background()
+	type step struct{ Exits, Placed, Preempted int }
+	do := func() step {
+		t.Helper()
+		exits, plan := loop.Step(ctx)
+		return step{exits, len(plan.Placements), len(plan.Preemptions)}
+	}
+	var devs []core.WorkloadID
+	for range 4 {
+		devs = append(devs, h.submit(func(w *core.Workload) { w.Priority = "development" }).ID)
+	}
+	if diff := cmp.Diff(step{Placed: 4}, do()); diff != "" {
+		t.Fatalf("first step: four development workloads fill the node (-want +got):\n%s", diff)
+	}
+	for _, id := range devs {
+		if w := h.get(id); w.Status.Phase != core.Running {
+			t.Fatalf("%s is %s after the step, want Running", id, w.Status.Phase)
+		}
+	}
+
+	// A training workload of the same team preempts one of them: the plan
+	// asks for the stop, the next step sends it, and the step after that
+	// records the exit and places the preemptor.
+	h.clock.Advance(time.Minute)
+	train := h.submit(nil).ID
+	want := []step{{Preempted: 1}, {}, {Exits: 1, Placed: 1}, {}}
+	var got []step
+	for range want {
+		got = append(got, do())
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("steps after the training workload arrived (-want +got):\n%s", diff)
+	}
+	if w := h.get(train); w.Status.Phase != core.Running || !w.Status.StartedAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("training workload: %s since %v, want Running since %v", w.Status.Phase, w.Status.StartedAt, t0.Add(time.Minute))
+	}
+	preempted := 0
+	for _, id := range devs {
+		if w := h.get(id); w.Status.Phase == core.Pending && w.Status.Preemptions == 1 {
+			preempted++
+		}
+	}
+	if preempted != 1 {
+		t.Errorf("%d development workloads are Pending after one preemption, want 1", preempted)
+	}
+
+	// An exit the executor delivered is handled by the next step.
+	h.clock.Advance(time.Minute)
+	if !h.exec.Finish(train, 1, 0) {
+		t.Fatal("Finish: the training workload is not running")
+	}
+	if diff := cmp.Diff(step{Exits: 1, Placed: 1}, do()); diff != "" {
+		t.Errorf("step after the exit (-want +got):\n%s", diff)
+	}
+	if w := h.get(train); w.Status.Phase != core.Succeeded {
+		t.Errorf("training workload is %s after its exit, want Succeeded", w.Status.Phase)
+	}
+}

@@ -1,6 +1,8 @@
 // Package store owns gpufleet's truth: teams, users and token hashes, nodes,
 // workloads with their status, events and allocation intervals, in one SQLite
-// file (modernc.org/sqlite, WAL, synchronous=FULL).
+// file (modernc.org/sqlite, WAL, synchronous=FULL). OpenWith can turn fsync
+// off and choose the workload IDs, for throwaway stores such as the
+// simulator's.
 //
 // Every write goes through one writer goroutine that gathers the writes
 // queued at that moment into one transaction, each under its own savepoint,

@@ -14,7 +14,7 @@ import (
 // queue. The workloads come from the in-memory view of committed active
 // workloads, so a cycle decodes no rows; they must not be modified.
 func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
-	nodes, err := queryNodes(ctx, s.read)
+	nodes, err := s.snapshotNodes(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -16,10 +16,44 @@ func (s *Store) PutNode(ctx context.Context, n core.Node) error {
 	if err != nil {
 		return err
 	}
-	return s.do(ctx, func(tx *wtx) error {
+	err = s.do(ctx, func(tx *wtx) error {
 		_, err := tx.Exec("INSERT INTO nodes (name, spec) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET spec = excluded.spec", string(n.Name), b)
 		return err
 	})
+	s.nodeMu.Lock()
+	s.nodeCache = nil
+	s.nodeGen++
+	s.nodeMu.Unlock()
+	return err
+}
+
+// snapshotNodes reads the nodes, from the cache when Options.CacheNodes is
+// set and no node was written since it was filled. The caller gets its own
+// copies.
+func (s *Store) snapshotNodes(ctx context.Context) ([]core.Node, error) {
+	if !s.cacheNodes {
+		return queryNodes(ctx, s.read)
+	}
+	s.nodeMu.Lock()
+	cached, gen := s.nodeCache, s.nodeGen
+	s.nodeMu.Unlock()
+	if cached == nil {
+		nodes, err := queryNodes(ctx, s.read)
+		if err != nil {
+			return nil, err
+		}
+		s.nodeMu.Lock()
+		if s.nodeGen == gen {
+			s.nodeCache = nodes
+		}
+		s.nodeMu.Unlock()
+		cached = nodes
+	}
+	out := make([]core.Node, len(cached))
+	for i := range cached {
+		out[i] = *cached[i].Clone()
+	}
+	return out, nil
 }
 
 // Nodes lists the nodes by name.

@@ -36,6 +36,34 @@ type Store struct {
 
 	tokMu  sync.Mutex
 	tokens map[string]cachedUser // token hash → user, see UserByTokenHash
+
+	newID func() core.WorkloadID
+
+	// nodeCache holds the decoded nodes when Options.CacheNodes is set;
+	// PutNode empties it and bumps nodeGen, so that a read that raced with
+	// the write does not fill it with what it read before.
+	cacheNodes bool
+	nodeMu     sync.Mutex
+	nodeCache  []core.Node
+	nodeGen    uint64
+}
+
+// Options changes how a store is opened. The zero value is what the server
+// uses: durable writes and random workload IDs.
+type Options struct {
+	// NoSync turns off fsync (PRAGMA synchronous=OFF): a write is
+	// acknowledged once it is in the operating system's cache, and may be
+	// lost by a crash. Only for throwaway stores, such as a simulation's.
+	NoSync bool
+	// NewID, when set, makes the workload IDs instead of NewWorkloadID, so
+	// that a simulation can give reproducible IDs. It must never repeat an
+	// ID, and must be safe for concurrent use: CreateWorkload calls it on
+	// the caller's goroutine.
+	NewID func() core.WorkloadID
+	// CacheNodes keeps the decoded nodes in memory between writes, so that
+	// Snapshot decodes no node rows: with a thousand nodes that is most of
+	// a cycle's cost. The simulator sets it.
+	CacheNodes bool
 }
 
 // wtx is a write transaction. It records the workloads each write changes so
@@ -77,6 +105,11 @@ const MaxBatch = 256
 // Open opens (creating if needed) the store at path. It fails with a clear
 // message when the file exists but is not a readable gpufleet store.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -87,7 +120,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
 		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(FULL)")
+		if opts.NoSync {
+			q.Add("_pragma", "synchronous(OFF)")
+		} else {
+			q.Add("_pragma", "synchronous(FULL)")
+		}
 		q.Add("_pragma", "foreign_keys(1)")
 		if extra != "" {
 			q.Add("_pragma", extra)
@@ -99,7 +136,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	s := &Store{tokens: map[string]cachedUser{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	if opts.NewID == nil {
+		opts.NewID = NewWorkloadID
+	}
+	s := &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, tokens: map[string]cachedUser{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used (is it a gpufleet store, and readable?): %w", path, err)

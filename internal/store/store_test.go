@@ -522,3 +522,85 @@ func TestPendingExplanations(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+func TestOpenWithOptions(t *testing.T) {
+	ctx := context.Background()
+	synchronous := func(s *Store) int {
+		t.Helper()
+		var v int
+		if err := s.write.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	t.Run("the default is durable", func(t *testing.T) {
+		s := open(t, "")
+		if got, want := synchronous(s), 2; got != want { // FULL
+			t.Errorf("PRAGMA synchronous = %d, want %d (FULL)", got, want)
+		}
+	})
+	t.Run("NoSync turns fsync off and NewID names workloads", func(t *testing.T) {
+		n := 0
+		s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "sim.db"), Options{NoSync: true, NewID: func() core.WorkloadID {
+			n++
+			return core.WorkloadID(fmt.Sprintf("wl-%d", n))
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if got, want := synchronous(s), 0; got != want { // OFF
+			t.Errorf("PRAGMA synchronous = %d, want %d (OFF)", got, want)
+		}
+		if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+			t.Fatal(err)
+		}
+		var ids []core.WorkloadID
+		for range 2 {
+			ids = append(ids, submit(t, s, 1000).ID)
+		}
+		if diff := cmp.Diff([]core.WorkloadID{"wl-1", "wl-2"}, ids); diff != "" {
+			t.Errorf("IDs (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestCachedNodesFollowWrites(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "sim.db"), Options{CacheNodes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	gpus := func() map[core.NodeName]int {
+		t.Helper()
+		snap, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[core.NodeName]int{}
+		for _, n := range snap.Nodes {
+			out[n.Name] = len(n.GPUs)
+			n.GPUs = nil // a caller that changes its copy changes nothing else
+		}
+		return out
+	}
+	if err := s.PutNode(ctx, node("n1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[core.NodeName]int{"n1": 2}, gpus()); diff != "" {
+		t.Errorf("after the first PutNode (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[core.NodeName]int{"n1": 2}, gpus()); diff != "" {
+		t.Errorf("read again from the cache (-want +got):\n%s", diff)
+	}
+	if err := s.PutNode(ctx, node("n1", 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutNode(ctx, node("n2", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[core.NodeName]int{"n1": 4, "n2": 1}, gpus()); diff != "" {
+		t.Errorf("after replacing n1 and adding n2 (-want +got):\n%s", diff)
+	}
+}

@@ -37,7 +37,7 @@ type Idempotency struct {
 // idempotency key is returned instead.
 func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idempotency, now time.Time) (out *core.Workload, created bool, err error) {
 	w = w.Clone()
-	w.ID = NewWorkloadID()
+	w.ID = s.newID()
 	w.CreatedAt = now.UTC()
 	w.Status = core.Status{Phase: core.Pending, Reason: "Submitted"}
 	spec, err := json.Marshal(&w.Spec)

@@ -1,0 +1,503 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/trace"
+)
+
+func init() {
+	simSubcommands = append(simSubcommands, newSimReplayCmd, newSimExportCmd)
+}
+
+// traceSource is where replay and export read a trace from: exactly one of
+// an openb node and pod list, a JSONL trace, or a live server.
+type traceSource struct {
+	nodes, pods, jsonl string
+	fromServer         bool
+}
+
+func (s *traceSource) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&s.nodes, "nodes", "", "openb node list CSV (with --pods)")
+	fl.StringVar(&s.pods, "pods", "", "openb pod list CSV (with --nodes)")
+	fl.StringVar(&s.jsonl, "trace", "", "gpufleet JSONL trace (docs/TRACE-FORMAT.md)")
+	fl.BoolVar(&s.fromServer, "from-server", false, "read the nodes, teams and workloads of the server (--addr, --token; all teams need an admin token)")
+}
+
+// check returns a usage error unless exactly one source is given.
+func (s *traceSource) check() error {
+	n := 0
+	if s.nodes != "" || s.pods != "" {
+		if s.nodes == "" || s.pods == "" {
+			return usagef("--nodes and --pods go together")
+		}
+		n++
+	}
+	if s.jsonl != "" {
+		n++
+	}
+	if s.fromServer {
+		n++
+	}
+	if n != 1 {
+		return usagef("give one trace: --nodes and --pods, --trace, or --from-server")
+	}
+	return nil
+}
+
+// load reads the trace.
+func (s *traceSource) load(ctx context.Context, e *env) (trace.Trace, error) {
+	switch {
+	case s.jsonl != "":
+		f, err := os.Open(s.jsonl)
+		if err != nil {
+			return trace.Trace{}, fmt.Errorf("--trace: %w", err)
+		}
+		defer f.Close()
+		t, err := trace.ReadJSONL(f)
+		if err != nil {
+			return trace.Trace{}, fmt.Errorf("--trace %s: %w", s.jsonl, err)
+		}
+		return t, nil
+	case s.fromServer:
+		return serverTrace(ctx, e)
+	}
+	nodes, err := readOpenb(s.nodes, "--nodes", trace.ReadNodes)
+	if err != nil {
+		return trace.Trace{}, err
+	}
+	pods, err := readOpenb(s.pods, "--pods", trace.ReadPods)
+	if err != nil {
+		return trace.Trace{}, err
+	}
+	return trace.Trace{
+		Source: fmt.Sprintf("openb %s, %s", filepath.Base(s.nodes), filepath.Base(s.pods)),
+		Nodes:  nodes,
+		Tasks:  trace.FromPods(pods),
+	}, nil
+}
+
+func readOpenb[T any](path, flag string, read func(io.Reader) ([]T, error)) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	v, err := read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return v, nil
+}
+
+// serverTrace reads a snapshot of a live server as a trace: its nodes, its
+// teams with their quotas, and every workload the caller may see (an admin
+// sees all), submitted at their creation times counted from the first one.
+// A workload's runtime is finished − started, or the time it has run so far
+// when it is running; one that never started runs for its max runtime when
+// it has one, and has no known runtime otherwise (replay skips it).
+func serverTrace(ctx context.Context, e *env) (trace.Trace, error) {
+	c, err := e.client()
+	if err != nil {
+		return trace.Trace{}, err
+	}
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		return trace.Trace{}, fmt.Errorf("read nodes: %w", err)
+	}
+	teams, err := c.Teams(ctx)
+	if err != nil {
+		return trace.Trace{}, fmt.Errorf("read teams: %w", err)
+	}
+	ws, err := c.AllWorkloads(ctx, api.ListOptions{})
+	if err != nil {
+		return trace.Trace{}, fmt.Errorf("read workloads: %w", err)
+	}
+	now := e.now()
+	addr, _, _ := e.settings()
+	t := trace.Trace{Source: fmt.Sprintf("gpufleet server %s at %s", addr, now.UTC().Format(time.RFC3339))}
+	for _, n := range nodes {
+		cn := core.Node{Name: core.NodeName(n.Name), Pool: n.Pool, Region: n.Region, Labels: n.Labels,
+			MilliCPU: int64(n.CPU), MemoryMiB: n.MemoryMiB, Schedulable: true}
+		for _, g := range n.GPUs {
+			cn.GPUs = append(cn.GPUs, core.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB, Domain: g.Domain, Simulated: g.Simulated})
+		}
+		t.Nodes = append(t.Nodes, cn)
+	}
+	for _, tm := range teams {
+		limit := core.Unlimited
+		if tm.LimitMilliGPU != nil && *tm.LimitMilliGPU >= 0 {
+			limit = *tm.LimitMilliGPU
+		}
+		t.Teams = append(t.Teams, trace.Team{Name: tm.Name, Guaranteed: tm.GuaranteedMilliGPU, Limit: limit, Weight: max(1, tm.Weight)})
+	}
+	var start time.Time
+	for _, w := range ws {
+		if start.IsZero() || w.CreatedAt.Before(start) {
+			start = w.CreatedAt
+		}
+	}
+	for _, w := range ws {
+		r := w.Resources
+		task := trace.Task{Name: cmp.Or(w.Name, w.ID), Team: w.Team, Priority: w.Priority, Submitted: w.CreatedAt.Sub(start),
+			Runtime: trace.UnknownRuntime,
+			Request: core.Request{MilliGPU: int64(r.GPUs), GPUMemoryMiB: r.GPUMemoryMiB, GPUModels: r.GPUModels,
+				MilliCPU: int64(r.CPU), MemoryMiB: r.MemoryMiB, Replicas: w.Replicas, NodeSelector: w.NodeSelector}}
+		switch s := w.Status; {
+		case s.StartedAt != nil && s.FinishedAt != nil:
+			task.Runtime = max(0, s.FinishedAt.Sub(*s.StartedAt))
+		case s.StartedAt != nil && s.Phase == api.PhaseRunning:
+			task.Runtime = max(0, now.Sub(*s.StartedAt))
+		case w.MaxRuntimeSeconds > 0:
+			task.Runtime = time.Duration(w.MaxRuntimeSeconds) * time.Second
+		}
+		t.Tasks = append(t.Tasks, task)
+	}
+	return t, nil
+}
+
+func newSimExportCmd(e *env) *cobra.Command {
+	var src traceSource
+	var output string
+	cmd := &cobra.Command{
+		Use:   "export (--nodes NODES.csv --pods PODS.csv | --trace T.jsonl | --from-server) [-o FILE]",
+		Short: "Write a trace in gpufleet's JSONL format, from openb CSVs or a live server",
+		Long: `Write a trace in gpufleet's JSONL trace format (docs/TRACE-FORMAT.md): a
+header line, then one line per node, team and task. 'gpufleet sim replay
+--trace FILE' replays it.
+
+From openb CSVs every pod becomes a task: its runtime is deletion − scheduled;
+pods that never ran have none, and CPU-only pods ask for no GPU (replay skips
+both). From a server (--from-server, with the address and token of the other
+client verbs) the nodes, the teams with their quotas and every workload the
+token may see become the trace; a workload runs for finished − started, or for
+as long as it has run so far when it is running.`,
+		Example: `  gpufleet sim export --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv > openb.jsonl
+  gpufleet sim export --from-server -o cluster.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := src.check(); err != nil {
+				return err
+			}
+			t, err := src.load(cmd.Context(), e)
+			if err != nil {
+				return err
+			}
+			w := e.stdout
+			if output != "-" {
+				f, err := os.Create(output)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			if err := trace.WriteJSONL(w, t); err != nil {
+				return fmt.Errorf("write trace: %w", err)
+			}
+			if f, ok := w.(*os.File); ok && w != e.stdout {
+				if err := f.Close(); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(e.stderr, "wrote %d nodes, %d teams and %d tasks to %s\n", len(t.Nodes), len(t.Teams), len(t.Tasks), cmp.Or(strings.TrimPrefix(output, "-"), "stdout"))
+			return nil
+		},
+	}
+	src.addFlags(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "-", "file to write (- for stdout)")
+	return cmd
+}
+
+// replayReport is the -o json answer of 'gpufleet sim replay'.
+type replayReport struct {
+	Source string             `json:"source"`
+	Tasks  int                `json:"tasks"`
+	Runs   []sim.ReplayResult `json:"runs"`
+}
+
+type replayFlags struct {
+	src        traceSource
+	policies   []string
+	teams      int
+	guarantees []float64
+	seed       int64
+	limit      int
+	maxNodes   int
+}
+
+func newSimReplayCmd(e *env) *cobra.Command {
+	var f replayFlags
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "replay (--nodes NODES.csv --pods PODS.csv | --trace T.jsonl | --from-server)",
+		Short: "Replay a trace in virtual time through the scheduler and control loop, per policy",
+		Long: `Replay a trace through the store, the control loop and the scheduler that
+'gpufleet server' runs, with simulated machines and a virtual clock: each task
+is submitted at its submission time, waits in the queue, and once started
+runs for its runtime (openb: deletion − scheduled). Nothing sleeps: the clock
+jumps from one event to the next.
+
+Each --policy is replayed on its own copy of the cluster: gpufleet shares GPUs
+between fractional tasks; reservation rounds every fraction up to a whole GPU,
+as a cluster without sharing does. The table shows, per policy, the tasks
+completed, the queueing delay from submission to first start (p50, p95, p99),
+the mean share of the GPU capacity allocated (reservation counts the whole
+GPUs it holds) and requested, preemptions, and the allocated share over time.
+
+Tasks that ask for no GPU, and tasks that never ran in the trace (no runtime),
+are skipped and counted. Every task is submitted as a 'training' job unless the
+trace names its priority class. --teams N assigns the tasks to teams team-1
+... team-N at random (deterministic with --seed), with equal guarantees or
+--guarantee percentages of the GPU capacity, so that quotas, reclaim and fair
+share act on the trace's arrivals; otherwise the trace's teams are used (tasks
+without one are in team 'default'). Progress goes to stderr.`,
+		Example: `  gpufleet sim replay --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
+  gpufleet sim replay --trace cluster.jsonl --teams 3 --guarantee 50,30,20 --seed 7 -o json
+  gpufleet sim replay --from-server --policy gpufleet`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			if err := f.check(); err != nil {
+				return err
+			}
+			return runReplay(cmd.Context(), e, f, out.value)
+		},
+	}
+	f.src.addFlags(cmd)
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.policies, "policy", []string{sim.ReplayGPUFleet, sim.ReplayReservation}, "policies to replay, comma-separated: "+sim.ReplayGPUFleet+", "+sim.ReplayReservation)
+	fl.IntVar(&f.teams, "teams", 0, "assign the tasks to this many teams (team-1 ... team-N), at random with --seed")
+	fl.Float64SliceVar(&f.guarantees, "guarantee", nil, "with --teams, each team's guarantee in percent of the GPU capacity, e.g. 40,30,30 (default equal shares)")
+	fl.Int64Var(&f.seed, "seed", 42, "seed of the team assignment")
+	fl.IntVar(&f.limit, "limit", 0, "replay only the first N tasks that can be replayed (0: all)")
+	fl.IntVar(&f.maxNodes, "max-nodes", 0, "keep only the first N nodes with GPUs (0: all), to load a smaller cluster with the same trace")
+	out = addOutputFlag(cmd, outTable, outJSON)
+	return cmd
+}
+
+func (f *replayFlags) check() error {
+	if err := f.src.check(); err != nil {
+		return err
+	}
+	if len(f.policies) == 0 {
+		return usagef("--policy: give at least one of %s, %s", sim.ReplayGPUFleet, sim.ReplayReservation)
+	}
+	for _, p := range f.policies {
+		if p != sim.ReplayGPUFleet && p != sim.ReplayReservation {
+			return usagef("--policy %q: want %s or %s", p, sim.ReplayGPUFleet, sim.ReplayReservation)
+		}
+	}
+	switch {
+	case f.teams < 0:
+		return usagef("--teams %d: must not be negative", f.teams)
+	case f.guarantees != nil && f.teams == 0:
+		return usagef("--guarantee needs --teams")
+	case f.guarantees != nil && len(f.guarantees) != f.teams:
+		return usagef("--guarantee: %d values for %d teams", len(f.guarantees), f.teams)
+	case f.limit < 0:
+		return usagef("--limit %d: must not be negative", f.limit)
+	case f.maxNodes < 0:
+		return usagef("--max-nodes %d: must not be negative", f.maxNodes)
+	}
+	sum := 0.0
+	for _, g := range f.guarantees {
+		if g < 0 || math.IsNaN(g) {
+			return usagef("--guarantee %g: must not be negative", g)
+		}
+		sum += g
+	}
+	if sum > 100+1e-9 {
+		return usagef("--guarantee: the guarantees add up to %g%%, more than 100%%", sum)
+	}
+	return nil
+}
+
+func runReplay(ctx context.Context, e *env, f replayFlags, format string) error {
+	t, err := f.src.load(ctx, e)
+	if err != nil {
+		return err
+	}
+	nodes := t.Nodes
+	if f.maxNodes > 0 {
+		nodes = nil
+		for _, n := range t.Nodes {
+			if len(n.GPUs) > 0 && len(nodes) < f.maxNodes {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	cfg := sim.ReplayConfig{Nodes: nodes, TraceTeams: t.Teams, Tasks: t.Tasks, Teams: f.teams, Guarantees: f.guarantees, Seed: f.seed, Limit: f.limit}
+
+	// The policies run side by side, each on its own store; progress lines
+	// go to stderr, at most one per policy and tenth of the tasks.
+	runs := make([]sim.ReplayResult, len(f.policies))
+	errs := make([]error, len(f.policies))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, p := range f.policies {
+		c := cfg
+		c.Policy = p
+		last := -1
+		c.Progress = func(pr sim.ReplayProgress) {
+			if pr.Total == 0 {
+				return
+			}
+			tenth := pr.Submitted * 10 / pr.Total
+			if tenth == last {
+				return
+			}
+			last = tenth
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(e.stderr, "replay %s: %d of %d tasks submitted, %d finished, virtual time %s\n",
+				pr.Policy, pr.Submitted, pr.Total, pr.Finished, formatSpan(pr.Virtual.Seconds()))
+		}
+		wg.Go(func() { runs[i], errs[i] = sim.Replay(ctx, c) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("replay %s: %w", f.policies[i], err)
+		}
+	}
+	for _, r := range runs {
+		fmt.Fprintf(e.stderr, "replay %s: done in %.1fs (%d scheduling cycles)\n", r.Policy, r.Seconds, r.Cycles)
+	}
+	if format == outJSON {
+		return printJSON(e.stdout, replayReport{Source: t.Source, Tasks: len(t.Tasks), Runs: runs})
+	}
+	return printReplayTable(e.stdout, t, runs)
+}
+
+// sparkWidth is the number of characters of a utilisation sparkline.
+const sparkWidth = 60
+
+func printReplayTable(w io.Writer, t trace.Trace, runs []sim.ReplayResult) error {
+	r0 := runs[0]
+	fmt.Fprintf(w, "trace: %s\n", cmp.Or(t.Source, "(no source)"))
+	fmt.Fprintf(w, "cluster: %d nodes, %d GPUs; %d tasks in the trace, %d replayed", r0.Nodes, r0.CapacityGPUs, len(t.Tasks), r0.Submitted)
+	var skipped []string
+	if r0.SkippedCPUOnly > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d CPU-only", r0.SkippedCPUOnly))
+	}
+	if r0.SkippedNoRuntime > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d that never ran (no runtime)", r0.SkippedNoRuntime))
+	}
+	if r0.SkippedLimit > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d past --limit", r0.SkippedLimit))
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(w, "; skipped %s", strings.Join(skipped, ", "))
+	}
+	fmt.Fprintf(w, "\nspan: %s to %s of virtual time (%s)\n\n", formatSpan(r0.FirstSubmission), formatSpan(r0.LastCompletion), formatSpan(r0.Makespan))
+
+	tb := newTable(w, "POLICY", "COMPLETED", "NEVER-STARTED", "QUEUE-P50", "QUEUE-P95", "QUEUE-P99", "ALLOCATED", "REQUESTED", "PREEMPTIONS", "MAKESPAN")
+	for _, r := range runs {
+		tb.row(r.Policy, fmt.Sprintf("%d/%d", r.Completed, r.Submitted), strconv.Itoa(r.NeverStarted),
+			formatSpan(r.Queueing.P50), formatSpan(r.Queueing.P95), formatSpan(r.Queueing.P99),
+			percent(r.MeanAllocated), percent(r.MeanRequested), strconv.Itoa(r.Preemptions), formatSpan(r.Makespan))
+	}
+	if err := tb.flush(); err != nil {
+		return err
+	}
+
+	top := 0.0
+	for _, r := range runs {
+		for _, s := range r.Utilisation {
+			top = max(top, s.Allocated)
+		}
+	}
+	fmt.Fprintf(w, "\nallocated share over time (%d columns; ' ' is 0, █ is %s):\n", sparkWidth, percent(top))
+	for _, r := range runs {
+		fmt.Fprintf(w, "  %-12s %s\n", r.Policy, sparkline(r.Utilisation, top))
+	}
+
+	if len(r0.Teams) > 1 {
+		fmt.Fprintln(w)
+		tb := newTable(w, "POLICY", "TEAM", "GUARANTEED", "COMPLETED", "GPU-HOURS", "MEAN-SHARE", "PREEMPTIONS", "QUEUE-P50", "QUEUE-P95", "QUEUE-P99")
+		for _, r := range runs {
+			for _, tm := range r.Teams {
+				tb.row(r.Policy, tm.Name, percent(tm.Guaranteed), fmt.Sprintf("%d/%d", tm.Completed, tm.Submitted),
+					formatHours(tm.GPUHours), percent(tm.MeanShare), strconv.Itoa(tm.Preemptions),
+					formatSpan(tm.Queueing.P50), formatSpan(tm.Queueing.P95), formatSpan(tm.Queueing.P99))
+			}
+		}
+		return tb.flush()
+	}
+	return nil
+}
+
+// sparkline draws the allocated share of samples in sparkWidth characters,
+// each the mean of the samples it covers, scaled so that top is a full
+// block.
+func sparkline(samples []sim.UtilisationSample, top float64) string {
+	if len(samples) == 0 {
+		return ""
+	}
+	levels := []rune(" ▁▂▃▄▅▆▇█")
+	width := min(sparkWidth, len(samples))
+	var b strings.Builder
+	for c := range width {
+		lo, hi := c*len(samples)/width, (c+1)*len(samples)/width
+		sum := 0.0
+		for _, s := range samples[lo:hi] {
+			sum += s.Allocated
+		}
+		v := sum / float64(hi-lo)
+		i := 0
+		if top > 0 && v > 0 {
+			i = max(1, int(math.Round(v/top*float64(len(levels)-1))))
+		}
+		b.WriteRune(levels[min(i, len(levels)-1)])
+	}
+	return b.String()
+}
+
+// formatHours renders GPU-hours with about three significant digits.
+func formatHours(h float64) string {
+	switch {
+	case h >= 100:
+		return strconv.FormatFloat(h, 'f', 0, 64)
+	case h >= 1:
+		return strconv.FormatFloat(h, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(h, 'f', 3, 64)
+}
+
+func percent(f float64) string {
+	return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
+}
+
+// formatSpan renders seconds briefly: 0s, 42s, 12.5m, 3.2h, 4.1d.
+func formatSpan(s float64) string {
+	switch a := math.Abs(s); {
+	case a < 60 && s == math.Trunc(s):
+		return strconv.FormatFloat(s, 'f', 0, 64) + "s"
+	case a < 60:
+		return strconv.FormatFloat(s, 'f', 1, 64) + "s"
+	case a < 3600:
+		return strconv.FormatFloat(s/60, 'f', 1, 64) + "m"
+	case a < 86400:
+		return strconv.FormatFloat(s/3600, 'f', 1, 64) + "h"
+	}
+	return strconv.FormatFloat(s/86400, 'f', 1, 64) + "d"
+}

@@ -1,0 +1,239 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/trace"
+)
+
+// tinyTrace is a JSONL trace: one node with one GPU, four quarter-GPU tasks
+// submitted together and running 100 s, a CPU-only task and one that never
+// ran.
+const tinyTrace = `{"kind":"header","format":"gpufleet-trace","version":1,"source":"tiny"}
+{"kind":"node","name":"n1","gpuCount":1,"gpuModel":"H100","gpuMemoryMiB":81920}
+{"kind":"task","name":"q0","submitted":0,"runtimeSeconds":100,"gpus":0.25}
+{"kind":"task","name":"q1","submitted":0,"runtimeSeconds":100,"gpus":0.25}
+{"kind":"task","name":"q2","submitted":0,"runtimeSeconds":100,"gpus":0.25}
+{"kind":"task","name":"q3","submitted":0,"runtimeSeconds":100,"gpus":0.25}
+{"kind":"task","name":"cpu","submitted":0,"runtimeSeconds":100,"gpus":0,"milliCPU":1000}
+{"kind":"task","name":"pending","submitted":5,"gpus":1}
+`
+
+func writeTinyTrace(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny.jsonl")
+	if err := os.WriteFile(path, []byte(tinyTrace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSimReplayJSON(t *testing.T) {
+	got := runCLI(t, invocation{args: []string{"sim", "replay", "--trace", writeTinyTrace(t), "-o", "json"}})
+	if got.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", got.code, got.stderr)
+	}
+	// The shape, as scripts see it: camelCase keys.
+	var raw struct {
+		Source string           `json:"source"`
+		Tasks  int              `json:"tasks"`
+		Runs   []map[string]any `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &raw); err != nil {
+		t.Fatalf("%v\n%s", err, got.stdout)
+	}
+	if raw.Source != "tiny" || raw.Tasks != 6 || len(raw.Runs) != 2 {
+		t.Fatalf("source %q, %d tasks, %d runs; want tiny, 6, 2", raw.Source, raw.Tasks, len(raw.Runs))
+	}
+	for _, key := range []string{"policy", "submitted", "completed", "neverStarted", "skippedCPUOnly", "skippedNoRuntime", "queueingSeconds",
+		"meanAllocated", "meanRequested", "utilisation", "makespanSeconds", "preemptions", "teams", "cycles"} {
+		if _, ok := raw.Runs[0][key]; !ok {
+			t.Errorf("a run lacks the key %q: %v", key, raw.Runs[0])
+		}
+	}
+
+	type run struct {
+		Policy                           string
+		Submitted, Completed             int
+		SkippedCPUOnly, SkippedNoRuntime int
+		Queueing                         struct{ P50, P95, P99 float64 } `json:"queueingSeconds"`
+		MeanAllocated, MeanRequested     float64
+		Makespan                         float64 `json:"makespanSeconds"`
+	}
+	var report struct{ Runs []run }
+	if err := json.Unmarshal([]byte(got.stdout), &report); err != nil {
+		t.Fatal(err)
+	}
+	q := func(p50, p95, p99 float64) struct{ P50, P95, P99 float64 } {
+		return struct{ P50, P95, P99 float64 }{p50, p95, p99}
+	}
+	want := []run{
+		{Policy: "gpufleet", Submitted: 4, Completed: 4, SkippedCPUOnly: 1, SkippedNoRuntime: 1, MeanAllocated: 1, MeanRequested: 1, Makespan: 100},
+		{Policy: "reservation", Submitted: 4, Completed: 4, SkippedCPUOnly: 1, SkippedNoRuntime: 1, Queueing: q(100, 300, 300),
+			MeanAllocated: 1, MeanRequested: 0.25, Makespan: 400},
+	}
+	if diff := cmp.Diff(want, report.Runs); diff != "" {
+		t.Errorf("runs (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(got.stderr, "replay gpufleet: done") || !strings.Contains(got.stderr, "replay reservation: done") {
+		t.Errorf("stderr lacks the progress of each policy:\n%s", got.stderr)
+	}
+}
+
+func TestSimReplayTable(t *testing.T) {
+	got := runCLI(t, invocation{args: []string{"sim", "replay", "--trace", writeTinyTrace(t), "--teams", "2", "--guarantee", "50,50"}})
+	if got.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", got.code, got.stderr)
+	}
+	for _, want := range []string{
+		"cluster: 1 nodes, 1 GPUs; 6 tasks in the trace, 4 replayed; skipped 1 CPU-only, 1 that never ran (no runtime)",
+		"POLICY       COMPLETED  NEVER-STARTED  QUEUE-P50  QUEUE-P95  QUEUE-P99  ALLOCATED  REQUESTED  PREEMPTIONS  MAKESPAN",
+		"gpufleet     4/4        0              0s         0s         0s         100.0%     100.0%     0            1.7m",
+		"reservation  4/4        0              1.7m       5.0m       5.0m       100.0%     25.0%      0            6.7m",
+		"  gpufleet     " + strings.Repeat("█", 60),
+		"POLICY       TEAM    GUARANTEED",
+	} {
+		if !strings.Contains(got.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, got.stdout)
+		}
+	}
+}
+
+func TestSimReplayUsageErrors(t *testing.T) {
+	path := writeTinyTrace(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no trace", nil, "give one trace"},
+		{"two traces", []string{"--trace", path, "--from-server"}, "give one trace"},
+		{"nodes without pods", []string{"--nodes", "n.csv"}, "--nodes and --pods go together"},
+		{"unknown policy", []string{"--trace", path, "--policy", "fgd"}, `--policy "fgd"`},
+		{"guarantee without teams", []string{"--trace", path, "--guarantee", "50,50"}, "--guarantee needs --teams"},
+		{"guarantees for other teams", []string{"--trace", path, "--teams", "3", "--guarantee", "50,50"}, "2 values for 3 teams"},
+		{"guarantees above 100%", []string{"--trace", path, "--teams", "2", "--guarantee", "60,50"}, "add up to 110%"},
+		{"negative limit", []string{"--trace", path, "--limit", "-1"}, "--limit -1"},
+		{"unknown output", []string{"--trace", path, "-o", "yaml"}, `-o "yaml"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runCLI(t, invocation{args: append([]string{"sim", "replay"}, tc.args...)})
+			if got.code != 2 || !strings.Contains(got.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", got.code, got.stderr, tc.want)
+			}
+		})
+	}
+	t.Run("a bad trace names its line", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad.jsonl")
+		os.WriteFile(bad, []byte(`{"kind":"node","name":"n1","gpuCount":1,"gpuModel":"T4"}`+"\n"+`{"kind":"task","submitted":0,"gpus":1.5}`+"\n"), 0o644)
+		got := runCLI(t, invocation{args: []string{"sim", "replay", "--trace", bad}})
+		if got.code != 1 || !strings.Contains(got.stderr, "line 2: task") || !strings.Contains(got.stderr, `field "gpus"`) {
+			t.Errorf("exit %d, stderr %q; want 1 and the line and field", got.code, got.stderr)
+		}
+	})
+}
+
+func TestSimExportOpenb(t *testing.T) {
+	// The packing tests' synthetic openb trace.
+	out := filepath.Join(t.TempDir(), "openb.jsonl")
+	got := runCLI(t, invocation{args: []string{"sim", "export", "--nodes", simNodes, "--pods", simPods, "-o", out}})
+	if got.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", got.code, got.stderr)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := trace.ReadJSONL(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ := readOpenb(simNodes, "--nodes", trace.ReadNodes)
+	pods, _ := readOpenb(simPods, "--pods", trace.ReadPods)
+	if diff := cmp.Diff(nodes, tr.Nodes); diff != "" {
+		t.Errorf("nodes read back (-csv +jsonl):\n%s", diff)
+	}
+	if diff := cmp.Diff(trace.FromPods(pods), tr.Tasks); diff != "" {
+		t.Errorf("tasks read back (-csv +jsonl):\n%s", diff)
+	}
+	if want := "wrote 20 nodes, 0 teams and 200 tasks to " + out; !strings.Contains(got.stderr, want) {
+		t.Errorf("stderr %q lacks %q", got.stderr, want)
+	}
+}
+
+func TestSimExportFromServer(t *testing.T) {
+	f := newFakeServer(t)
+	f.addWorkloads(
+		api.Workload{Name: "done", Team: "research", Priority: "training", Resources: api.Resources{GPUs: 250, CPU: 2000, MemoryMiB: 4096}, Command: []string{"x"}},
+		api.Workload{Name: "running", Team: "vision", Resources: api.Resources{GPUs: 2000}, Replicas: 2, Command: []string{"x"}},
+		api.Workload{Name: "waiting", Team: "vision", Resources: api.Resources{GPUMemoryMiB: 20480, GPUModels: []string{"H100"}}, Command: []string{"x"}},
+		api.Workload{Name: "capped", Team: "research", Resources: api.Resources{GPUs: 1000}, MaxRuntimeSeconds: 3600, Command: []string{"x"}},
+	)
+	at := func(d time.Duration) *time.Time { v := testNow.Add(d); return &v }
+	f.setStatus("wl-1", api.WorkloadStatus{Phase: api.PhaseSucceeded, StartedAt: at(-8 * time.Minute), FinishedAt: at(-5 * time.Minute)})
+	f.setStatus("wl-2", api.WorkloadStatus{Phase: api.PhaseRunning, StartedAt: at(-2 * time.Minute)})
+	f.setStatus("wl-3", api.WorkloadStatus{Phase: api.PhasePending})
+	f.setStatus("wl-4", api.WorkloadStatus{Phase: api.PhasePending})
+
+	got := runCLI(t, invocation{args: []string{"sim", "export", "--from-server"}, vars: f.vars(t, adminToken)})
+	if got.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", got.code, got.stderr)
+	}
+	tr, err := trace.ReadJSONL(strings.NewReader(got.stdout))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, got.stdout)
+	}
+	if !strings.HasPrefix(tr.Source, "gpufleet server "+f.URL) {
+		t.Errorf("source %q, want it to name the server", tr.Source)
+	}
+	var nodes []string
+	for _, n := range tr.Nodes {
+		nodes = append(nodes, string(n.Name)+":"+n.GPUs[0].Model+"+"+n.GPUs[len(n.GPUs)-1].Model)
+	}
+	if diff := cmp.Diff([]string{"gpu1:H100+H100", "gpu2:A10+L4"}, nodes); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
+	}
+	wantTeams := []trace.Team{{Name: "research", Guaranteed: 8000, Limit: 16000, Weight: 2}, {Name: "vision", Limit: core.Unlimited, Weight: 1}}
+	if diff := cmp.Diff(wantTeams, tr.Teams); diff != "" {
+		t.Errorf("teams (-want +got):\n%s", diff)
+	}
+	// The fake stamps workload i with testNow − (11−i) minutes: the trace
+	// starts at the first.
+	wantTasks := []trace.Task{
+		{Name: "done", Team: "research", Priority: "training", Submitted: 0, Runtime: 3 * time.Minute,
+			Request: core.Request{MilliGPU: 250, MilliCPU: 2000, MemoryMiB: 4096}},
+		{Name: "running", Team: "vision", Submitted: time.Minute, Runtime: 2 * time.Minute, Request: core.Request{MilliGPU: 2000, Replicas: 2}},
+		{Name: "waiting", Team: "vision", Submitted: 2 * time.Minute, Runtime: trace.UnknownRuntime,
+			Request: core.Request{GPUMemoryMiB: 20480, GPUModels: []string{"H100"}}},
+		{Name: "capped", Team: "research", Submitted: 3 * time.Minute, Runtime: time.Hour, Request: core.Request{MilliGPU: 1000}},
+	}
+	if diff := cmp.Diff(wantTasks, tr.Tasks); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+
+	// The same snapshot replays.
+	got = runCLI(t, invocation{args: []string{"sim", "replay", "--from-server", "--policy", "gpufleet", "-o", "json"}, vars: f.vars(t, adminToken)})
+	if got.code != 0 {
+		t.Fatalf("replay --from-server: exit %d, stderr:\n%s", got.code, got.stderr)
+	}
+	var report struct {
+		Runs []struct{ Submitted, Completed, SkippedNoRuntime int }
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &report); err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Runs) != 1 || report.Runs[0].Submitted != 3 || report.Runs[0].Completed != 3 || report.Runs[0].SkippedNoRuntime != 1 {
+		t.Errorf("replay of the snapshot: %+v, want 3 submitted and completed, 1 skipped (no runtime)", report.Runs)
+	}
+}

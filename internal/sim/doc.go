@@ -1,0 +1,25 @@
+// Package sim runs gpufleet's scheduler offline on cluster traces.
+//
+// Two experiments:
+//
+//   - Packing (packing.go) is the FGD paper's (Weng et al., ATC'23): pods
+//     of a trace, shuffled by a seed and inflated with copies to 130% of
+//     the GPU capacity, arrive one at a time and never leave; each is
+//     placed by a packing policy or fails. It records the allocation, the
+//     stranded capacity and the failures as arrived demand grows. It uses
+//     sched.Packer, the scheduler's own placement code with persistent
+//     node states: a snapshot and a full cycle per pod would cost minutes
+//     for what placement alone decides.
+//   - Replay (replay.go) plays a trace in time through what 'gpufleet
+//     server' runs: a store (SQLite, no fsync), the control loop, the
+//     scheduler and the fake executor, under a virtual clock that jumps
+//     from event to event. Queueing, quotas, reclaim and preemption all
+//     act as in production; nothing is re-implemented.
+//
+// Summaries and plots of packing runs are in summary.go and plot.go
+// (gonum/plot). Traces come from package trace: the Alibaba openb CSVs or
+// gpufleet's own JSONL format (docs/TRACE-FORMAT.md).
+//
+// sim imports core, sched, store, control, executor/fake and trace; only
+// the cli imports sim.
+package sim
