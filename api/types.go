@@ -176,6 +176,10 @@ type Team struct {
 	// while the team's use of it stays within this. Its sum is at most
 	// GuaranteedMilliGPU.
 	GuaranteedByModelMilliGPU map[string]int64 `json:"guaranteedByModelMilliGPU,omitempty"`
+	// PriorityClasses the team's workloads may use; empty means every
+	// preemptible class (production must be granted by name). An admin or
+	// the team's team-admin sets it.
+	PriorityClasses []string `json:"priorityClasses,omitempty"`
 	// Read-only, from the last scheduling cycle: what the team's running
 	// workloads hold, its fair share of the capacity, and what its pending
 	// workloads ask for.
@@ -211,12 +215,73 @@ type PriorityClass struct {
 
 // User is a person or service account with an API token.
 type User struct {
-	Name      string    `json:"name"`
-	Admin     bool      `json:"admin,omitempty"`
+	Name string `json:"name"`
+	// Admin manages teams, quotas, nodes and users, and acts for every
+	// team.
+	Admin bool `json:"admin,omitempty"`
+	// ServiceAccount marks a user for pipelines and CI rather than a
+	// person.
+	ServiceAccount bool `json:"serviceAccount,omitempty"`
+	// Memberships are the user's teams with its role in each (viewer,
+	// member, team-admin).
+	Memberships []Membership `json:"memberships,omitempty"`
+	// Teams, on create, makes the user a member of each (shorthand kept
+	// for older clients); in answers, the teams of Memberships.
 	Teams     []string  `json:"teams,omitempty"`
 	CreatedAt time.Time `json:"createdAt,omitzero"`
 	// Token is returned once, when the user is created.
 	Token string `json:"token,omitempty"`
+}
+
+// Roles a user may hold in a team, weakest first: a viewer reads the team's
+// workloads, logs, events and usage; a member also submits and cancels its
+// workloads; a team-admin also manages its members, service accounts and
+// allowed priority classes.
+const (
+	RoleViewer    = "viewer"
+	RoleMember    = "member"
+	RoleTeamAdmin = "team-admin"
+)
+
+// Membership is a user's role in one team.
+type Membership struct {
+	Team string `json:"team"`
+	Role string `json:"role"`
+}
+
+// Token is an API token's record. The token itself (Token) is returned
+// once, when it is made; only its hash is kept.
+type Token struct {
+	// ID names the token for listing and revoking; it is not a secret.
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// User is whom the token authenticates: on create, the caller when
+	// empty; an admin may name anyone, a team-admin a service account of
+	// its team.
+	User      string     `json:"user,omitempty"`
+	CreatedAt time.Time  `json:"createdAt,omitzero"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	// ExpiresIn, on create only, sets ExpiresAt that long from now
+	// ("720h").
+	ExpiresIn string `json:"expiresIn,omitempty"`
+	Token     string `json:"token,omitempty"`
+}
+
+// AuditEntry is one mutating request as the audit trail keeps it: who, in
+// what role, did what to which object, when, and the status answered.
+type AuditEntry struct {
+	ID      int64     `json:"id"`
+	Time    time.Time `json:"time"`
+	User    string    `json:"user"`
+	Role    string    `json:"role,omitempty"`
+	Action  string    `json:"action"`
+	Method  string    `json:"method"`
+	Path    string    `json:"path"`
+	Object  string    `json:"object,omitempty"`
+	Team    string    `json:"team,omitempty"`
+	Status  int       `json:"status"`
+	Message string    `json:"message,omitempty"`
 }
 
 // List is the envelope of every list answer. NextPageToken is set when more
@@ -254,7 +319,8 @@ const (
 	CodeConflict         = "conflict"           // 409
 	CodeTooLarge         = "too_large"          // 413
 	CodeUnprocessable    = "unprocessable"      // 422
-	CodeRateLimited      = "rate_limited"       // 429
+	CodeRateLimited      = "rate_limited"       // 429: too many requests for this token
+	CodeLimitReached     = "limit_reached"      // 429: too many pending workloads
 	CodeInternal         = "internal"           // 500
 	CodeUnavailable      = "unavailable"        // 503
 	CodeIdempotency      = "idempotency_conflict"

@@ -77,11 +77,11 @@ func (s *Server) toCore(ctx context.Context, in *api.Workload, u *core.User) (*c
 	team := core.TeamName(in.Team)
 	if team == "" {
 		switch {
-		case len(u.Teams) == 1:
-			team = u.Teams[0]
+		case len(u.Memberships) == 1:
+			team = u.Memberships[0].Team
 		case s.opts.DefaultTeam != "" && u.InTeam(s.opts.DefaultTeam):
 			team = s.opts.DefaultTeam
-		case len(u.Teams) == 0 && !u.Admin:
+		case len(u.Memberships) == 0 && !u.Admin:
 			errs = append(errs, api.FieldError{Field: "team", Problem: "you belong to no team; ask an admin to add you to one"})
 		default:
 			errs = append(errs, api.FieldError{Field: "team", Problem: "is required: you belong to several teams"})
@@ -250,7 +250,7 @@ func (s *Server) listWorkloads(r *http.Request, u *core.User) (reply, error) {
 			f.Teams = []core.TeamName{core.TeamName(v)}
 		}
 	} else if !u.Admin {
-		f.Teams = slices.Clone(u.Teams)
+		f.Teams = u.Teams()
 		if f.Teams == nil {
 			f.Teams = []core.TeamName{}
 		}

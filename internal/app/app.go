@@ -201,10 +201,10 @@ func ensureAdmin(ctx context.Context, st *store.Store, dir string) (string, erro
 	}
 	now := time.Now().UTC()
 	if userErr != nil {
-		if err := st.CreateUser(ctx, core.User{Name: "admin", Admin: true, CreatedAt: now}, apiserver.HashToken(tok), nil); err != nil {
+		if err := st.CreateUser(ctx, core.User{Name: "admin", Admin: true, CreatedAt: now}, core.Token{Name: "admin-token file", CreatedAt: now}, apiserver.HashToken(tok)); err != nil {
 			return "", err
 		}
-	} else if err := st.AddToken(ctx, "admin", apiserver.HashToken(tok), now, nil); err != nil {
+	} else if err := st.CreateToken(ctx, core.Token{User: "admin", Name: "admin-token file", CreatedAt: now}, apiserver.HashToken(tok)); err != nil {
 		return "", err
 	}
 	return path, nil

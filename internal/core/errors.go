@@ -10,6 +10,9 @@ var (
 	ErrInvalid     = errors.New("invalid")
 	ErrForbidden   = errors.New("forbidden")
 	ErrUnavailable = errors.New("unavailable")
+	// ErrLimit: a limit on how much a caller may ask (pending workloads,
+	// request rate) is reached; retrying later may succeed.
+	ErrLimit = errors.New("limit reached")
 	// ErrIdempotency: an idempotency key was reused with another request.
 	ErrIdempotency = errors.New("idempotency key reused with a different request")
 )

@@ -113,7 +113,20 @@ type Team struct {
 	// within quota when the team's use of that model stays within it; work
 	// on those devices beyond it runs over quota. Guaranteed is the total.
 	GuaranteedByModel map[string]int64 `json:"guaranteedByModelMilliGPU,omitempty"`
-	CreatedAt         time.Time        `json:"createdAt"`
+	// PriorityClasses are the classes the team's workloads may use; empty
+	// means every preemptible class. A class that is never preempted
+	// (production) must be granted by name, by an admin or the team's
+	// team-admin.
+	PriorityClasses []string  `json:"priorityClasses,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+}
+
+// AllowsClass reports whether the team may submit workloads of class pc.
+func (t *Team) AllowsClass(pc PriorityClass) bool {
+	if len(t.PriorityClasses) == 0 {
+		return pc.Preemptible
+	}
+	return slices.Contains(t.PriorityClasses, pc.Name)
 }
 
 // ModelKey returns the model guarantee that covers a request asking for

@@ -1,20 +1,166 @@
 package core
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 )
 
-// User is a person or a service account. A user acts for the teams it
-// belongs to; an admin acts for every team.
-type User struct {
-	Name      string     `json:"name"`
-	Admin     bool       `json:"admin,omitempty"`
-	Teams     []TeamName `json:"teams,omitempty"`
-	CreatedAt time.Time  `json:"createdAt"`
+// Role is what a user may do in one team. Each role includes the ones
+// before it.
+type Role string
+
+const (
+	// RoleViewer reads the team's workloads, logs, events and usage.
+	RoleViewer Role = "viewer"
+	// RoleMember also submits and cancels the team's workloads.
+	RoleMember Role = "member"
+	// RoleTeamAdmin also manages the team's members and service accounts
+	// and the priority classes the team may use.
+	RoleTeamAdmin Role = "team-admin"
+)
+
+// Roles lists the roles, weakest first.
+func Roles() []Role { return []Role{RoleViewer, RoleMember, RoleTeamAdmin} }
+
+// Includes reports whether r grants everything need does.
+func (r Role) Includes(need Role) bool { return r.rank() >= need.rank() && need.rank() > 0 }
+
+func (r Role) rank() int { return slices.Index(Roles(), r) + 1 }
+
+// ParseRole checks a role name.
+func ParseRole(s string) (Role, error) {
+	r := Role(s)
+	if r.rank() == 0 {
+		return "", fmt.Errorf("role %q: want viewer, member or team-admin: %w", s, ErrInvalid)
+	}
+	return r, nil
 }
 
-// InTeam reports whether the user may act for team.
-func (u *User) InTeam(team TeamName) bool {
-	return u.Admin || slices.Contains(u.Teams, team)
+// Membership is a user's role in one team.
+type Membership struct {
+	Team TeamName `json:"team"`
+	Role Role     `json:"role"`
+}
+
+// User is a person or a service account (a user for pipelines and CI, that
+// no person logs in as). A user acts for its teams with its role in each;
+// an admin manages everything: teams, quotas, nodes and users, and acts
+// for every team.
+type User struct {
+	Name           string       `json:"name"`
+	Admin          bool         `json:"admin,omitempty"`
+	ServiceAccount bool         `json:"serviceAccount,omitempty"`
+	Memberships    []Membership `json:"memberships,omitempty"`
+	CreatedAt      time.Time    `json:"createdAt"`
+}
+
+// UnmarshalJSON also reads users stored before roles (schema 2 and
+// earlier), whose "teams" made them members of each.
+func (u *User) UnmarshalJSON(b []byte) error {
+	type plain User
+	var v struct {
+		plain
+		Teams []TeamName `json:"teams"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*u = User(v.plain)
+	for _, t := range v.Teams {
+		if _, ok := u.Role(t); !ok {
+			u.Memberships = append(u.Memberships, Membership{Team: t, Role: RoleMember})
+		}
+	}
+	return nil
+}
+
+// Role is the user's role in team; ok is false when it is not a member.
+// An admin's role is not looked up here: see Can.
+func (u *User) Role(team TeamName) (r Role, ok bool) {
+	for _, m := range u.Memberships {
+		if m.Team == team {
+			return m.Role, true
+		}
+	}
+	return "", false
+}
+
+// Can reports whether the user may act in team with the given role: an
+// admin may do anything anywhere.
+func (u *User) Can(team TeamName, need Role) bool {
+	if u.Admin {
+		return true
+	}
+	r, ok := u.Role(team)
+	return ok && r.Includes(need)
+}
+
+// InTeam reports whether the user may see team's objects.
+func (u *User) InTeam(team TeamName) bool { return u.Can(team, RoleViewer) }
+
+// Teams lists the teams the user belongs to, in the order of its
+// memberships.
+func (u *User) Teams() []TeamName {
+	out := make([]TeamName, 0, len(u.Memberships))
+	for _, m := range u.Memberships {
+		out = append(out, m.Team)
+	}
+	return out
+}
+
+// SetRole gives the user a role in team (replacing the one it had).
+func (u *User) SetRole(team TeamName, r Role) {
+	for i := range u.Memberships {
+		if u.Memberships[i].Team == team {
+			u.Memberships[i].Role = r
+			return
+		}
+	}
+	u.Memberships = append(u.Memberships, Membership{Team: team, Role: r})
+}
+
+// RemoveTeam takes the user out of team; it reports whether it was in.
+func (u *User) RemoveTeam(team TeamName) bool {
+	n := len(u.Memberships)
+	u.Memberships = slices.DeleteFunc(u.Memberships, func(m Membership) bool { return m.Team == team })
+	return len(u.Memberships) != n
+}
+
+// Token is an API token's record; the token itself is never stored, only
+// its hash, and is shown once, when it is made.
+type Token struct {
+	// ID names the token for listing and revoking ("tok-" and 10
+	// characters); it is not a secret and cannot authenticate.
+	ID        string     `json:"id"`
+	Name      string     `json:"name,omitempty"`
+	User      string     `json:"user"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+}
+
+// AuditEntry records one mutating request: who, in what role, did what to
+// which object, when, and how it ended. It never holds a token or a
+// request body.
+type AuditEntry struct {
+	ID   int64     `json:"id"`
+	Time time.Time `json:"time"`
+	// User is the caller ("" when the request did not authenticate), and
+	// Role its role for the object's team ("admin" for an admin).
+	User string `json:"user"`
+	Role string `json:"role,omitempty"`
+	// Action is the verb and the kind of object ("create workload"),
+	// Method and Path the request's.
+	Action string `json:"action"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// Object is what was acted on (a workload ID, a team, a user, a token
+	// ID), and Team its team when it has one.
+	Object string `json:"object,omitempty"`
+	Team   string `json:"team,omitempty"`
+	// Status is the HTTP status answered, and Message the error, if any.
+	Status  int    `json:"status"`
+	Message string `json:"message,omitempty"`
 }

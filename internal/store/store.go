@@ -39,6 +39,8 @@ type Store struct {
 
 	newID func() core.WorkloadID
 
+	maxPendingTeam, maxPendingUser int
+
 	// nodeCache holds the decoded nodes when Options.CacheNodes is set;
 	// PutNode empties it and bumps nodeGen, so that a read that raced with
 	// the write does not fill it with what it read before.
@@ -60,6 +62,10 @@ type Options struct {
 	// ID, and must be safe for concurrent use: CreateWorkload calls it on
 	// the caller's goroutine.
 	NewID func() core.WorkloadID
+	// MaxPendingPerTeam and MaxPendingPerUser bound the pending workloads
+	// of one team and of one submitter (0: no bound). A submission beyond
+	// either fails with core.ErrLimit and changes nothing.
+	MaxPendingPerTeam, MaxPendingPerUser int
 	// CacheNodes keeps the decoded nodes in memory between writes, so that
 	// Snapshot decodes no node rows: with a thousand nodes that is most of
 	// a cycle's cost. The simulator sets it.
@@ -139,7 +145,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.NewID == nil {
 		opts.NewID = NewWorkloadID
 	}
-	s := &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, tokens: map[string]cachedUser{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser, tokens: map[string]cachedUser{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used (is it a gpufleet store, and readable?): %w", path, err)
@@ -183,6 +189,21 @@ func (s *Store) Changed() <-chan struct{} { return s.notify }
 
 // do queues fn as one write and waits until it is durable or failed.
 func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
+	if a := auditOf(ctx); a != nil && !a.written {
+		// The request's audit entry goes into the transaction of the
+		// change it describes: no change is ever without its entry.
+		inner := fn
+		fn = func(tx *wtx) error {
+			if err := inner(tx); err != nil {
+				return err
+			}
+			if err := insertAudit(tx, a.entry); err != nil {
+				return err
+			}
+			a.written = true
+			return nil
+		}
+	}
 	o := &op{fn: fn, err: make(chan error, 1)}
 	select {
 	case s.ops <- o:
@@ -296,9 +317,35 @@ var migrations = [][]string{
 		`INSERT INTO workload_nodes (workload_id, node) SELECT id, node FROM workloads WHERE phase = 'Running' AND node IS NOT NULL`,
 		`ALTER TABLE allocations ADD COLUMN replica INTEGER NOT NULL DEFAULT 0`,
 	},
+	{
+		// Tenancy: tokens get a public ID and a name, for listing and
+		// revoking; the audit trail; pending counts per team and owner.
+		`ALTER TABLE tokens ADD COLUMN id TEXT`,
+		`ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT ''`,
+		`UPDATE tokens SET id = 'tok-' || substr(hash, 1, 10)`,
+		`CREATE UNIQUE INDEX tokens_id ON tokens(id)`,
+		`CREATE INDEX tokens_user ON tokens(user_name)`,
+		`CREATE TABLE audit (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			time INTEGER NOT NULL,
+			user_name TEXT NOT NULL,
+			role TEXT NOT NULL,
+			action TEXT NOT NULL,
+			method TEXT NOT NULL,
+			path TEXT NOT NULL,
+			object TEXT NOT NULL,
+			team TEXT NOT NULL,
+			status INTEGER NOT NULL,
+			message TEXT NOT NULL
+		)`,
+		`CREATE INDEX audit_time ON audit(time)`,
+		`CREATE INDEX audit_user ON audit(user_name, id)`,
+		`CREATE INDEX workloads_team_phase ON workloads(team, phase)`,
+		`CREATE INDEX workloads_owner_phase ON workloads(owner, phase)`,
+	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -389,21 +390,163 @@ func TestTokens(t *testing.T) {
 	s := fixture(t)
 	ctx := context.Background()
 	exp := t0.Add(time.Hour)
-	if err := s.CreateUser(ctx, core.User{Name: "bob", Teams: []core.TeamName{"a"}, CreatedAt: t0}, "hash1", &exp); err != nil {
+	bob := core.User{Name: "bob", Memberships: []core.Membership{{Team: "a", Role: core.RoleMember}}, CreatedAt: t0}
+	if err := s.CreateUser(ctx, bob, core.Token{ID: "tok-first", Name: "laptop", CreatedAt: t0, ExpiresAt: &exp}, "hash1"); err != nil {
 		t.Fatal(err)
 	}
 	u, err := s.UserByTokenHash(ctx, "hash1", t0)
-	if err != nil || u.Name != "bob" {
-		t.Errorf("lookup: %v %v", u, err)
+	if err != nil || u.Name != "bob" || !u.Can("a", core.RoleMember) || u.Can("a", core.RoleTeamAdmin) {
+		t.Errorf("lookup: %+v %v", u, err)
 	}
 	if _, err := s.UserByTokenHash(ctx, "hash1", t0.Add(2*time.Hour)); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("expired token: err %v, want ErrNotFound", err)
 	}
-	if err := s.CreateUser(ctx, core.User{Name: "carol", Teams: []core.TeamName{"nope"}, CreatedAt: t0}, "hash2", nil); !errors.Is(err, core.ErrNotFound) {
+	carol := core.User{Name: "carol", Memberships: []core.Membership{{Team: "nope", Role: core.RoleViewer}}, CreatedAt: t0}
+	if err := s.CreateUser(ctx, carol, core.Token{CreatedAt: t0}, "hash2"); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("user in unknown team: err %v, want ErrNotFound", err)
 	}
 	if _, err := s.UserByTokenHash(ctx, "hash2", t0); !errors.Is(err, core.ErrNotFound) {
 		t.Error("token of a refused user was stored")
+	}
+	// A second token, listed, then revoked: it stops working at once.
+	if err := s.CreateToken(ctx, core.Token{ID: "tok-second", User: "bob", Name: "ci", CreatedAt: t0.Add(time.Minute)}, "hash3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateToken(ctx, core.Token{User: "nobody", CreatedAt: t0}, "hash4"); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("token for an unknown user: %v", err)
+	}
+	if _, err := s.UserByTokenHash(ctx, "hash3", t0); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := s.Tokens(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []core.Token{
+		{ID: "tok-second", Name: "ci", User: "bob", CreatedAt: t0.Add(time.Minute)},
+		{ID: "tok-first", Name: "laptop", User: "bob", CreatedAt: t0, ExpiresAt: &exp},
+	}
+	if diff := cmp.Diff(want, ts); diff != "" {
+		t.Errorf("tokens (-want +got):\n%s", diff)
+	}
+	if err := s.RevokeToken(ctx, "tok-second", t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UserByTokenHash(ctx, "hash3", t0); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("revoked token still authenticates: %v", err)
+	}
+	if err := s.RevokeToken(ctx, "tok-none", t0); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("revoking an unknown token: %v", err)
+	}
+}
+
+func TestUsersAndRoles(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	if err := s.CreateTeam(ctx, core.NewTeam("b", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateUser(ctx, core.User{Name: "dan", CreatedAt: t0}, core.Token{CreatedAt: t0}, "h"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.UpdateUser(ctx, "dan", func(u *core.User) error {
+		u.SetRole("a", core.RoleViewer)
+		u.SetRole("b", core.RoleTeamAdmin)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !u.Can("b", core.RoleMember) || u.Can("a", core.RoleMember) || !u.InTeam("a") {
+		t.Errorf("roles: %+v", u.Memberships)
+	}
+	if _, err := s.UpdateUser(ctx, "dan", func(u *core.User) error { u.SetRole("zzz", core.RoleViewer); return nil }); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("role in an unknown team: %v", err)
+	}
+	got, err := s.User(ctx, "dan")
+	if err != nil || len(got.Memberships) != 2 {
+		t.Errorf("a refused update changed the user: %+v %v", got, err)
+	}
+	users, err := s.Users(ctx)
+	if err != nil || len(users) != 1 || users[0].Name != "dan" {
+		t.Errorf("users: %+v %v", users, err)
+	}
+}
+
+// A user stored before roles (schema 2: "teams") is a member of each team.
+func TestUserFromBeforeRoles(t *testing.T) {
+	var u core.User
+	if err := json.Unmarshal([]byte(`{"name":"old","teams":["a","b"],"createdAt":"2025-01-01T00:00:00Z"}`), &u); err != nil {
+		t.Fatal(err)
+	}
+	want := []core.Membership{{Team: "a", Role: core.RoleMember}, {Team: "b", Role: core.RoleMember}}
+	if diff := cmp.Diff(want, u.Memberships); diff != "" {
+		t.Errorf("memberships (-want +got):\n%s", diff)
+	}
+}
+
+func TestPendingLimits(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenWith(context.Background(), filepath.Join(dir, "s.db"), Options{MaxPendingPerTeam: 3, MaxPendingPerUser: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(owner string) error {
+		w := workload(1000)
+		w.Owner = owner
+		_, _, err := s.CreateWorkload(ctx, w, nil, t0)
+		return err
+	}
+	for i, tc := range []struct {
+		owner string
+		ok    bool
+	}{{"u1", true}, {"u1", true}, {"u1", false}, {"u2", true}, {"u3", false}} {
+		if err := submit(tc.owner); (err == nil) != tc.ok || (err != nil && !errors.Is(err, core.ErrLimit)) {
+			t.Errorf("submit %d by %s: %v, want ok=%v (or ErrLimit)", i, tc.owner, err, tc.ok)
+		}
+	}
+	ws, _ := s.Workloads(ctx, WorkloadFilter{})
+	if len(ws) != 3 {
+		t.Errorf("%d workloads stored, want 3: refused submissions must change nothing", len(ws))
+	}
+}
+
+func TestAuditWithTheChange(t *testing.T) {
+	s := fixture(t)
+	e := &core.AuditEntry{Time: t0, User: "bob", Role: "member", Action: "create workload", Method: "POST", Path: "/api/v1/workloads", Status: 201}
+	ctx := WithAudit(context.Background(), e)
+	w, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !AuditWritten(ctx) {
+		t.Fatal("the write did not record the audit entry")
+	}
+	// A refused request records its entry on its own.
+	if err := s.AppendAudit(context.Background(), core.AuditEntry{Time: t0.Add(time.Second), User: "eve", Action: "cancel workload", Method: "POST", Path: "/x", Status: 404, Message: "not found"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Audit(context.Background(), AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []core.AuditEntry{
+		{ID: 1, Time: t0, User: "bob", Role: "member", Action: "create workload", Method: "POST", Path: "/api/v1/workloads", Object: string(w.ID), Team: string(w.Team), Status: 201},
+		{ID: 2, Time: t0.Add(time.Second), User: "eve", Action: "cancel workload", Method: "POST", Path: "/x", Status: 404, Message: "not found"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+	if got, _ := s.Audit(context.Background(), AuditFilter{User: "eve"}); len(got) != 1 || got[0].User != "eve" {
+		t.Errorf("by user: %+v", got)
+	}
+	if got, _ := s.Audit(context.Background(), AuditFilter{AfterID: 1}); len(got) != 1 || got[0].ID != 2 {
+		t.Errorf("after 1: %+v", got)
 	}
 }
 
@@ -467,19 +610,32 @@ func TestMigratesVersion1(t *testing.T) {
 	if res, err := s.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: w.ID, Assignments: []core.Assignment{assign("n1", 0, 1000)}}}}, t0); err != nil || res[0].Err != nil {
 		t.Fatal(err, res[0].Err)
 	}
+	if err := s.CreateUser(ctx, core.User{Name: "bob", Memberships: []core.Membership{{Team: "a", Role: core.RoleMember}}, CreatedAt: t0}, core.Token{CreatedAt: t0}, "0123456789abcdef"); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
 	// Take the file back to version 1.
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, stmt := range []string{"DROP TABLE workload_nodes", "ALTER TABLE allocations DROP COLUMN replica", "PRAGMA user_version = 1"} {
+	for _, stmt := range []string{
+		"DROP INDEX tokens_id", "DROP INDEX tokens_user", "ALTER TABLE tokens DROP COLUMN id", "ALTER TABLE tokens DROP COLUMN name",
+		"DROP TABLE audit", "DROP INDEX workloads_team_phase", "DROP INDEX workloads_owner_phase",
+		"DROP TABLE workload_nodes", "ALTER TABLE allocations DROP COLUMN replica", "PRAGMA user_version = 1",
+	} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(stmt, err)
 		}
 	}
 	db.Close()
 	s2 := open(t, path)
+	if ts, err := s2.Tokens(ctx, "bob"); err != nil || len(ts) != 1 || ts[0].ID != "tok-0123456789" {
+		t.Errorf("token after migration: %+v %v", ts, err)
+	}
+	if u, err := s2.UserByTokenHash(ctx, "0123456789abcdef", t0); err != nil || u.Name != "bob" {
+		t.Errorf("token lookup after migration: %v %v", u, err)
+	}
 	u, err := s2.Usage(ctx)
 	if err != nil {
 		t.Fatal(err)

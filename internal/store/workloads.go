@@ -73,6 +73,10 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 			}
 			return err
 		}
+		if err := s.checkPending(tx, w); err != nil {
+			return err
+		}
+		setAuditObject(ctx, string(w.ID), string(w.Team))
 		res, err := tx.Exec(`INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status)
@@ -313,4 +317,27 @@ func nodeUsage(tx *wtx, node core.NodeName) (*core.NodeUsage, error) {
 		u.Add(node, sc.w.Request, sc.w.Status.Placement)
 	}
 	return u, rows.Err()
+}
+
+// checkPending fails with core.ErrLimit when w would take its team or its
+// submitter beyond the pending bounds. It counts inside the write
+// transaction, so that concurrent submissions cannot both pass.
+func (s *Store) checkPending(tx *wtx, w *core.Workload) error {
+	check := func(limit int, col, val, who string) error {
+		if limit <= 0 {
+			return nil
+		}
+		var n int
+		if err := tx.QueryRow("SELECT count(*) FROM workloads WHERE "+col+" = ? AND phase = 'Pending'", val).Scan(&n); err != nil {
+			return err
+		}
+		if n >= limit {
+			return fmt.Errorf("%s has %d pending workloads, the most allowed; wait until some start or cancel some: %w", who, n, core.ErrLimit)
+		}
+		return nil
+	}
+	if err := check(s.maxPendingTeam, "team", string(w.Team), "team "+string(w.Team)); err != nil {
+		return err
+	}
+	return check(s.maxPendingUser, "owner", w.Owner, "user "+w.Owner)
 }
