@@ -78,11 +78,11 @@ func (s *traceSource) load(ctx context.Context, e *env) (trace.Trace, error) {
 	case s.fromServer:
 		return serverTrace(ctx, e)
 	}
-	nodes, err := readOpenb(s.nodes, "--nodes", trace.ReadNodes)
+	nodes, err := readTrace(s.nodes, "--nodes", trace.ReadNodes)
 	if err != nil {
 		return trace.Trace{}, err
 	}
-	pods, err := readOpenb(s.pods, "--pods", trace.ReadPods)
+	pods, err := readTrace(s.pods, "--pods", trace.ReadPods)
 	if err != nil {
 		return trace.Trace{}, err
 	}
@@ -91,19 +91,6 @@ func (s *traceSource) load(ctx context.Context, e *env) (trace.Trace, error) {
 		Nodes:  nodes,
 		Tasks:  trace.FromPods(pods),
 	}, nil
-}
-
-func readOpenb[T any](path, flag string, read func(io.Reader) ([]T, error)) ([]T, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	defer f.Close()
-	v, err := read(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	return v, nil
 }
 
 // serverTrace reads a snapshot of a live server as a trace: its nodes, its

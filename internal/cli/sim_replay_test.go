@@ -159,8 +159,8 @@ func TestSimExportOpenb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, _ := readOpenb(simNodes, "--nodes", trace.ReadNodes)
-	pods, _ := readOpenb(simPods, "--pods", trace.ReadPods)
+	nodes, _ := readTrace(simNodes, "--nodes", trace.ReadNodes)
+	pods, _ := readTrace(simPods, "--pods", trace.ReadPods)
 	if diff := cmp.Diff(nodes, tr.Nodes); diff != "" {
 		t.Errorf("nodes read back (-csv +jsonl):\n%s", diff)
 	}

@@ -36,14 +36,7 @@ type CurveLine struct {
 // A policy's line stops where its shortest curve does. Policies come in the
 // order they first appear in runs; those with no curve are left out.
 func MeanCurves(runs []PackingRun) []CurveLine {
-	var order []string
-	groups := map[string][]PackingRun{}
-	for _, r := range runs {
-		if _, ok := groups[r.Policy]; !ok {
-			order = append(order, r.Policy)
-		}
-		groups[r.Policy] = append(groups[r.Policy], r)
-	}
+	order, groups := byPolicy(runs)
 	var out []CurveLine
 	for _, policy := range order {
 		rs := groups[policy]

@@ -71,14 +71,7 @@ func Summarize(runs []PackingRun, levels ...float64) []PolicySummary {
 	if len(levels) == 0 {
 		levels = DefaultReport
 	}
-	var order []string
-	groups := map[string][]PackingRun{}
-	for _, r := range runs {
-		if _, ok := groups[r.Policy]; !ok {
-			order = append(order, r.Policy)
-		}
-		groups[r.Policy] = append(groups[r.Policy], r)
-	}
+	order, groups := byPolicy(runs)
 	out := make([]PolicySummary, 0, len(order))
 	for _, policy := range order {
 		out = append(out, summarizePolicy(policy, groups[policy], levels))
@@ -163,4 +156,17 @@ func Compare(sums []PolicySummary, a, b string) (c Comparison, ok bool) {
 		return c, false
 	}
 	return Comparison{Level: la.Level, A: la.Allocation.Mean, B: lb.Allocation.Mean, Ratio: la.Allocation.Mean / lb.Allocation.Mean}, true
+}
+
+// byPolicy groups runs by policy, the policies in the order they first
+// appear.
+func byPolicy(runs []PackingRun) (order []string, groups map[string][]PackingRun) {
+	groups = map[string][]PackingRun{}
+	for _, r := range runs {
+		if _, ok := groups[r.Policy]; !ok {
+			order = append(order, r.Policy)
+		}
+		groups[r.Policy] = append(groups[r.Policy], r)
+	}
+	return order, groups
 }
