@@ -77,17 +77,31 @@ func PlotAllocation(w io.Writer, format, title string, runs []PackingRun) error 
 	p.Title.Text = title
 	p.X.Label.Text = "arrived GPU demand (% of capacity)"
 	p.Y.Label.Text = "GPU allocation ratio (%)"
+	// The policies differ where the cluster fills up: show arrived demand
+	// from 60% (when the curves go beyond 80%), and allocations from a
+	// little below the lowest one there.
 	p.X.Min, p.Y.Min = 0, 0
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs = vg.Points(8)
+	if zoom := 60.0; lastArrived(lines) > 80 {
+		p.X.Min = zoom
+		low := 100.0
+		for _, l := range lines {
+			for j, x := range l.Arrived {
+				if x >= zoom {
+					low = min(low, l.Allocation[j])
+				}
+			}
+		}
+		p.Y.Min = max(0, low-5)
+	}
+	p.Legend.Top, p.Legend.Left = false, false // bottom right: below the curves
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(-8), vg.Points(8)
 	p.Add(plotter.NewGrid())
 
 	// The diagonal is the most any policy can place: all that arrived.
-	top := 0.0
-	for _, l := range lines {
-		top = max(top, l.Arrived[len(l.Arrived)-1])
-	}
-	ideal, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: top, Y: top}})
+	// Allocation cannot pass 100%: the diagonal stops there.
+	top := min(lastArrived(lines), 100)
+	p.Y.Max = 101
+	ideal, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: p.X.Min}, {X: top, Y: top}})
 	if err != nil {
 		return err
 	}
@@ -97,9 +111,11 @@ func PlotAllocation(w io.Writer, format, title string, runs []PackingRun) error 
 	p.Legend.Add("all arrived demand placed", ideal)
 
 	for i, l := range lines {
-		xys := make(plotter.XYs, len(l.Arrived))
+		var xys plotter.XYs
 		for j := range l.Arrived {
-			xys[j] = plotter.XY{X: l.Arrived[j], Y: l.Allocation[j]}
+			if l.Arrived[j] >= p.X.Min {
+				xys = append(xys, plotter.XY{X: l.Arrived[j], Y: l.Allocation[j]})
+			}
 		}
 		line, err := plotter.NewLine(xys)
 		if err != nil {
@@ -123,4 +139,15 @@ func PlotAllocation(w io.Writer, format, title string, runs []PackingRun) error 
 	}
 	_, err = wt.WriteTo(w)
 	return err
+}
+
+// lastArrived is the largest arrived demand of the lines (percent).
+func lastArrived(lines []CurveLine) float64 {
+	top := 0.0
+	for _, l := range lines {
+		if n := len(l.Arrived); n > 0 {
+			top = max(top, l.Arrived[n-1])
+		}
+	}
+	return top
 }
