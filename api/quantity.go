@@ -153,10 +153,16 @@ func (r *Resources) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&raw); err != nil {
 		msg := err.Error()
 		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-			return FieldErrors{{Field: "resources." + strings.Trim(f, `"`), Problem: "unknown field"}}
+			if name := strings.Trim(f, `"`); name != "" {
+				return FieldErrors{{Field: "resources." + name, Problem: "unknown field"}}
+			}
+			return FieldErrors{{Field: "resources", Problem: "has a field with an empty name"}}
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if te.Field == "" { // resources itself is not an object
+				return FieldErrors{{Field: "resources", Problem: fmt.Sprintf("must be an object, not a JSON %s", te.Value)}}
+			}
 			return FieldErrors{{Field: "resources." + te.Field, Problem: fmt.Sprintf("must be a %s, not a JSON %s", te.Type, te.Value)}}
 		}
 		return FieldErrors{{Field: "resources", Problem: strings.TrimPrefix(msg, "json: ")}}
