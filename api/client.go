@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Client is a small HTTP client for the gpufleet API.
@@ -236,4 +237,148 @@ func (c *Client) CreateUser(ctx context.Context, u *User) (*User, error) {
 func (c *Client) WhoAmI(ctx context.Context) (*User, error) {
 	var out User
 	return &out, c.do(ctx, http.MethodGet, "/whoami", nil, nil, &out)
+}
+
+// listAll reads every page of the list at path, with the query q, and
+// returns its items; at most limit of them when limit > 0.
+func listAll[T any](ctx context.Context, c *Client, path string, q url.Values, limit int) ([]T, error) {
+	if q == nil {
+		q = url.Values{}
+	}
+	var all []T
+	for {
+		if limit > 0 {
+			q.Set("limit", strconv.Itoa(limit-len(all)))
+		}
+		p := path
+		if len(q) > 0 {
+			p += "?" + q.Encode()
+		}
+		var page List[T]
+		if err := c.do(ctx, http.MethodGet, p, nil, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Items...)
+		if limit > 0 && len(all) >= limit {
+			return all[:limit], nil
+		}
+		if page.NextPageToken == "" || len(page.Items) == 0 {
+			return all, nil
+		}
+		q.Set("pageToken", page.NextPageToken)
+	}
+}
+
+// Users lists every user (admin only), with their memberships.
+func (c *Client) Users(ctx context.Context) ([]User, error) {
+	return listAll[User](ctx, c, "/users", nil, 0)
+}
+
+// User reads one user: the caller itself, or anyone for an admin.
+func (c *Client) User(ctx context.Context, name string) (*User, error) {
+	var out User
+	return &out, c.do(ctx, http.MethodGet, "/users/"+url.PathEscape(name), nil, nil, &out)
+}
+
+// Members lists a team's members, each with only its membership in that
+// team.
+func (c *Client) Members(ctx context.Context, team string) ([]User, error) {
+	return listAll[User](ctx, c, "/teams/"+url.PathEscape(team)+"/members", nil, 0)
+}
+
+// SetMember adds user to team with role, or changes its role there (a
+// team-admin of the team, or an admin), and returns the member.
+func (c *Client) SetMember(ctx context.Context, team, user, role string) (*User, error) {
+	var out User
+	in := struct {
+		Role string `json:"role"`
+	}{role}
+	return &out, c.do(ctx, http.MethodPut, "/teams/"+url.PathEscape(team)+"/members/"+url.PathEscape(user), nil, in, &out)
+}
+
+// RemoveMember takes user out of team (a team-admin of the team, or an
+// admin).
+func (c *Client) RemoveMember(ctx context.Context, team, user string) error {
+	return c.do(ctx, http.MethodDelete, "/teams/"+url.PathEscape(team)+"/members/"+url.PathEscape(user), nil, nil, nil)
+}
+
+// SetPriorityClasses replaces the priority classes a team may use (a
+// team-admin of the team, or an admin) and returns the team. An empty list
+// (sent as []) means the default: every preemptible class.
+func (c *Client) SetPriorityClasses(ctx context.Context, team string, classes []string) (*Team, error) {
+	if classes == nil {
+		classes = []string{}
+	}
+	var out Team
+	return &out, c.do(ctx, http.MethodPatch, "/teams/"+url.PathEscape(team), nil, &TeamQuota{PriorityClasses: classes}, &out)
+}
+
+// CreateToken makes a new token, for the caller when t.User is empty; the
+// answer carries the token once.
+func (c *Client) CreateToken(ctx context.Context, t *Token) (*Token, error) {
+	var out Token
+	return &out, c.do(ctx, http.MethodPost, "/tokens", nil, t, &out)
+}
+
+// Tokens lists token records (never the tokens): the caller's own, or, for
+// an admin, every user's or those of user when it is not empty.
+func (c *Client) Tokens(ctx context.Context, user string) ([]Token, error) {
+	q := url.Values{}
+	if user != "" {
+		q.Set("user", user)
+	}
+	return listAll[Token](ctx, c, "/tokens", q, 0)
+}
+
+// RevokeToken revokes the token with this ID.
+func (c *Client) RevokeToken(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/tokens/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// AuditOptions selects and pages the audit trail.
+type AuditOptions struct {
+	// Since keeps entries at or after this time (zero: from the start).
+	Since time.Time
+	// User keeps the entries of one user.
+	User string
+	// Limit is the most entries to return; 0 means all of them for Audit
+	// and the server's page size for AuditPage.
+	Limit     int
+	PageToken string
+}
+
+func (o AuditOptions) query() url.Values {
+	q := url.Values{}
+	if !o.Since.IsZero() {
+		q.Set("since", o.Since.UTC().Format(time.RFC3339))
+	}
+	if o.User != "" {
+		q.Set("user", o.User)
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.PageToken != "" {
+		q.Set("pageToken", o.PageToken)
+	}
+	return q
+}
+
+// AuditPage reads one page of the audit trail (admin only), oldest first.
+func (c *Client) AuditPage(ctx context.Context, o AuditOptions) (*List[AuditEntry], error) {
+	var out List[AuditEntry]
+	p := "/audit"
+	if q := o.query(); len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	return &out, c.do(ctx, http.MethodGet, p, nil, nil, &out)
+}
+
+// Audit follows the pages of the audit trail (admin only) and returns every
+// matching entry, oldest first, or the first o.Limit when it is set.
+func (c *Client) Audit(ctx context.Context, o AuditOptions) ([]AuditEntry, error) {
+	limit := o.Limit
+	o.Limit = 0
+	q := o.query()
+	return listAll[AuditEntry](ctx, c, "/audit", q, limit)
 }

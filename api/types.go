@@ -189,8 +189,8 @@ type Team struct {
 	CreatedAt         time.Time `json:"createdAt,omitzero"`
 }
 
-// TeamQuota changes a team's quota (PATCH /teams/{name}); absent fields
-// stay as they are.
+// TeamQuota changes a team's quota and allowed priority classes (PATCH
+// /teams/{name}); absent fields stay as they are.
 type TeamQuota struct {
 	GuaranteedMilliGPU *int64 `json:"guaranteedMilliGPU,omitempty"`
 	LimitMilliGPU      *int64 `json:"limitMilliGPU,omitempty"`
@@ -198,6 +198,10 @@ type TeamQuota struct {
 	// GuaranteedByModelMilliGPU replaces the model guarantees when given
 	// ({} removes them all; null or absent leaves them).
 	GuaranteedByModelMilliGPU map[string]int64 `json:"guaranteedByModelMilliGPU,omitzero"`
+	// PriorityClasses replaces the classes the team may use when given ([]
+	// restores the default, every preemptible class; null or absent leaves
+	// them). A team-admin of the team may change this field and no other.
+	PriorityClasses []string `json:"priorityClasses,omitzero"`
 }
 
 // PriorityClass is a priority workloads may name, with its rules.

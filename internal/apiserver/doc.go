@@ -6,8 +6,14 @@
 // LogSource interface.
 //
 // Every request except /healthz, /readyz and the OpenAPI document carries a
-// bearer token; tokens are stored as SHA-256 hashes. Another team's workload
-// answers 404, never 403, so that IDs do not leak.
+// bearer token; tokens are stored as SHA-256 hashes and never logged. Who
+// may call what is one table (authz.go): each route says whether any caller,
+// an admin, a role in the object's team, or the account's owner may call
+// it, and serve applies it to every request. An object of a team the caller
+// cannot see answers 404 with the body a missing one gets, so that IDs do not
+// leak; a role too weak in the caller's own team answers 403 naming the role
+// needed. Each token has a rate limit (ratelimit.go), and every mutating
+// request, whatever its answer, is recorded in the audit trail (audit.go).
 //
 // apiserver imports api, core and store; never sched, control or executor.
 package apiserver

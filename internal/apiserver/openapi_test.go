@@ -56,15 +56,15 @@ func resolve(doc map[string]any, v map[string]any) (map[string]any, bool) {
 	return nil, false
 }
 
-// route splits "GET /api/v1/workloads/{id}" into its method, lower case as
+// splitRoute splits "GET /api/v1/workloads/{id}" into its method, lower case as
 // in the document, and its path.
-func route(r string) (method, path string) {
+func splitRoute(r string) (method, path string) {
 	m, p, _ := strings.Cut(r, " ")
 	return strings.ToLower(m), p
 }
 
 // pathParams fills in the path parameters of a route with example values.
-var pathParams = strings.NewReplacer("{id}", "wl-1", "{name}", "research")
+var pathParams = strings.NewReplacer("{id}", "wl-1", "{name}", "research", "{team}", "research", "{user}", "alice")
 
 // publicRoutes are served without a token.
 var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /api/v1/healthz", "GET /api/v1/readyz", "GET /api/v1/openapi.json"}
@@ -85,7 +85,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	paths := obj(doc, "paths")
 	for _, r := range Routes {
 		t.Run(r, func(t *testing.T) {
-			method, path := route(r)
+			method, path := splitRoute(r)
 			if obj(paths, path, method) == nil {
 				t.Errorf("paths[%q][%q] is missing", path, method)
 			}
@@ -111,7 +111,7 @@ func TestOpenAPIOperations(t *testing.T) {
 	ids := map[string]string{}
 	for _, r := range Routes {
 		t.Run(r, func(t *testing.T) {
-			method, path := route(r)
+			method, path := splitRoute(r)
 			op := obj(doc, "paths", path, method)
 			if op == nil {
 				t.Skip("not described; TestOpenAPIDescribesEveryRoute says so")
@@ -133,8 +133,8 @@ func TestOpenAPIOperations(t *testing.T) {
 				}
 			}
 
-			// Every answer has a body schema, and every error answer is an
-			// api.ErrorBody.
+			// Every answer but a 204 has a body schema, and every error
+			// answer is an api.ErrorBody.
 			responses := obj(op, "responses")
 			if len(responses) == 0 {
 				t.Fatalf("no responses")
@@ -146,6 +146,12 @@ func TestOpenAPIOperations(t *testing.T) {
 					continue
 				}
 				content := obj(resp, "content")
+				if status == "204" {
+					if len(content) != 0 {
+						t.Errorf("response 204 has content")
+					}
+					continue
+				}
 				if len(content) == 0 {
 					t.Errorf("response %s has no content", status)
 				}
@@ -190,25 +196,34 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"GET /api/v1/healthz", nil, []string{"200"}},
 		{"GET /api/v1/readyz", nil, []string{"200", "503"}},
 		{"GET /api/v1/openapi.json", nil, []string{"200"}},
-		{"GET /api/v1/whoami", nil, []string{"200", "401"}},
-		{"POST /api/v1/workloads", []string{"header Idempotency-Key"}, []string{"200", "201", "400", "401", "413", "422"}},
-		{"GET /api/v1/workloads", []string{"query limit", "query owner", "query pageToken", "query phase", "query team"}, []string{"200", "400", "401"}},
-		{"GET /api/v1/workloads/{id}", nil, []string{"200", "401", "404"}},
-		{"DELETE /api/v1/workloads/{id}", nil, []string{"200", "401", "404"}},
-		{"GET /api/v1/workloads/{id}/logs", []string{"query follow", "query limitBytes"}, []string{"200", "400", "401", "404"}},
-		{"GET /api/v1/workloads/{id}/events", nil, []string{"200", "401", "404"}},
-		{"GET /api/v1/nodes", nil, []string{"200", "401"}},
-		{"GET /api/v1/priorityclasses", nil, []string{"200", "401"}},
-		{"GET /api/v1/teams", nil, []string{"200", "401"}},
-		{"POST /api/v1/teams", nil, []string{"201", "400", "401", "403", "409", "413"}},
-		{"PATCH /api/v1/teams/{name}", nil, []string{"200", "400", "401", "403", "404", "413"}},
-		{"POST /api/v1/users", nil, []string{"201", "400", "401", "403", "409", "413", "422"}},
+		{"GET /api/v1/whoami", nil, []string{"200", "401", "429"}},
+		{"POST /api/v1/workloads", []string{"header Idempotency-Key"}, []string{"200", "201", "400", "401", "403", "413", "422", "429"}},
+		{"GET /api/v1/workloads", []string{"query limit", "query owner", "query pageToken", "query phase", "query team"}, []string{"200", "400", "401", "429"}},
+		{"GET /api/v1/workloads/{id}", nil, []string{"200", "401", "404", "429"}},
+		{"DELETE /api/v1/workloads/{id}", nil, []string{"200", "401", "403", "404", "429"}},
+		{"GET /api/v1/workloads/{id}/logs", []string{"query follow", "query limitBytes"}, []string{"200", "400", "401", "404", "429"}},
+		{"GET /api/v1/workloads/{id}/events", nil, []string{"200", "401", "404", "429"}},
+		{"GET /api/v1/nodes", nil, []string{"200", "401", "429"}},
+		{"GET /api/v1/priorityclasses", nil, []string{"200", "401", "429"}},
+		{"GET /api/v1/teams", nil, []string{"200", "401", "429"}},
+		{"POST /api/v1/teams", nil, []string{"201", "400", "401", "403", "409", "413", "429"}},
+		{"PATCH /api/v1/teams/{name}", nil, []string{"200", "400", "401", "403", "404", "413", "429"}},
+		{"GET /api/v1/teams/{team}/members", []string{"query limit", "query pageToken"}, []string{"200", "400", "401", "404", "429"}},
+		{"PUT /api/v1/teams/{team}/members/{user}", nil, []string{"200", "400", "401", "403", "404", "413", "429"}},
+		{"DELETE /api/v1/teams/{team}/members/{user}", nil, []string{"204", "401", "403", "404", "429"}},
+		{"POST /api/v1/users", nil, []string{"201", "400", "401", "403", "404", "409", "413", "422", "429"}},
+		{"GET /api/v1/users", []string{"query limit", "query pageToken"}, []string{"200", "400", "401", "403", "429"}},
+		{"GET /api/v1/users/{name}", nil, []string{"200", "401", "404", "429"}},
+		{"POST /api/v1/tokens", nil, []string{"201", "400", "401", "403", "404", "413", "429"}},
+		{"GET /api/v1/tokens", []string{"query limit", "query pageToken", "query user"}, []string{"200", "400", "401", "404", "429"}},
+		{"DELETE /api/v1/tokens/{id}", nil, []string{"204", "401", "404", "429"}},
+		{"GET /api/v1/audit", []string{"query limit", "query pageToken", "query since", "query user"}, []string{"200", "400", "401", "403", "429"}},
 	}
 	var covered []string
 	for _, tt := range tests {
 		covered = append(covered, tt.route)
 		t.Run(tt.route, func(t *testing.T) {
-			method, path := route(tt.route)
+			method, path := splitRoute(tt.route)
 			var params []string
 			for k := range parameters(t, doc, path, method) {
 				if !strings.HasPrefix(k, "path ") {
@@ -240,14 +255,16 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 func TestOpenAPIRequestBodies(t *testing.T) {
 	doc := openAPIDoc(t)
 	bodies := map[string]string{
-		"POST /api/v1/workloads":     "Workload",
-		"POST /api/v1/teams":         "Team",
-		"PATCH /api/v1/teams/{name}": "TeamQuota",
-		"POST /api/v1/users":         "User",
+		"POST /api/v1/workloads":                  "Workload",
+		"POST /api/v1/teams":                      "Team",
+		"PATCH /api/v1/teams/{name}":              "TeamQuota",
+		"POST /api/v1/users":                      "User",
+		"PUT /api/v1/teams/{team}/members/{user}": "Membership",
+		"POST /api/v1/tokens":                     "Token",
 	}
 	for _, r := range Routes {
 		t.Run(r, func(t *testing.T) {
-			method, path := route(r)
+			method, path := splitRoute(r)
 			body := obj(doc, "paths", path, method, "requestBody")
 			want, reads := bodies[r]
 			if !reads {
@@ -282,7 +299,7 @@ func TestOpenAPISecurity(t *testing.T) {
 	srv := New(Options{OpenAPI: api.OpenAPI})
 	for _, r := range Routes {
 		t.Run(r, func(t *testing.T) {
-			method, path := route(r)
+			method, path := splitRoute(r)
 			op := obj(doc, "paths", path, method)
 			sec, overridden := op["security"].([]any)
 			public := overridden && len(sec) == 0
@@ -374,6 +391,12 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"EventList":      reflect.TypeFor[api.List[api.Event]](),
 		"NodeList":       reflect.TypeFor[api.List[api.Node]](),
 		"TeamList":       reflect.TypeFor[api.List[api.Team]](),
+		"Membership":     reflect.TypeFor[api.Membership](),
+		"Token":          reflect.TypeFor[api.Token](),
+		"AuditEntry":     reflect.TypeFor[api.AuditEntry](),
+		"UserList":       reflect.TypeFor[api.List[api.User]](),
+		"TokenList":      reflect.TypeFor[api.List[api.Token]](),
+		"AuditList":      reflect.TypeFor[api.List[api.AuditEntry]](),
 	}
 	// schemaName is the schema of a struct type that a property refers to.
 	schemaName := func(rt reflect.Type) string {

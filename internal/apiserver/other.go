@@ -23,30 +23,31 @@ const MaxLogBytes = 16 << 20
 
 // logs streams a workload's log. With follow=true it keeps sending what is
 // appended until the workload has finished and the log is drained.
-func (s *Server) logs(w http.ResponseWriter, r *http.Request, u *core.User) {
-	wl, err := s.visible(r, u)
+func (s *Server) logs(w http.ResponseWriter, c *call) error {
+	r := c.r
+	wl, err := s.workload(c)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	follow := r.URL.Query().Get("follow") == "true"
 	limit := int64(MaxLogBytes)
 	if v := r.URL.Query().Get("limitBytes"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 || n > MaxLogBytes {
-			writeError(w, invalid("limitBytes", "must be a number from 1 to %d", MaxLogBytes))
-			return
+			return invalid("limitBytes", "must be a number from 1 to %d", MaxLogBytes)
 		}
 		limit = n
 	}
 	f, err := s.opts.Logs.Logs(wl.ID)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		writeError(w, err)
-		return
+		return err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
+	if f == nil && !follow {
+		return nil // no log yet: it is empty
+	}
 	if f != nil {
 		defer f.Close()
 		if !follow {
@@ -58,7 +59,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, u *core.User) {
 				}
 			}
 			io.Copy(w, io.LimitReader(f, limit))
-			return
+			return nil
 		}
 	}
 	flusher, _ := w.(http.Flusher)
@@ -73,7 +74,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, u *core.User) {
 		}
 		if f != nil {
 			if _, err := io.Copy(w, f); err != nil {
-				return
+				return nil // the client is gone
 			}
 			if flusher != nil {
 				flusher.Flush()
@@ -84,18 +85,18 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, u *core.User) {
 			if f != nil {
 				io.Copy(w, f) // what was written before the end
 			}
-			return
+			return nil
 		}
 		select {
 		case <-r.Context().Done():
-			return
+			return nil
 		case <-tick.C:
 		}
 	}
 }
 
-func (s *Server) whoami(r *http.Request, u *core.User) (reply, error) {
-	return reply{status: http.StatusOK, body: toAPIUser(u)}, nil
+func (s *Server) whoami(c *call) (reply, error) {
+	return reply{status: http.StatusOK, body: toAPIUser(c.u)}, nil
 }
 
 func toAPIUser(u *core.User) api.User {
@@ -107,8 +108,9 @@ func toAPIUser(u *core.User) api.User {
 	return out
 }
 
-func (s *Server) nodes(r *http.Request, u *core.User) (reply, error) {
-	snap, err := s.opts.Store.Snapshot(r.Context())
+func (s *Server) nodes(c *call) (reply, error) {
+	u := c.u
+	snap, err := s.opts.Store.Snapshot(c.r.Context())
 	if err != nil {
 		return reply{}, err
 	}
@@ -146,18 +148,17 @@ func (s *Server) nodes(r *http.Request, u *core.User) (reply, error) {
 	return reply{status: http.StatusOK, body: out}, nil
 }
 
-func (s *Server) priorityClasses(r *http.Request, u *core.User) (reply, error) {
-	cs := slices.Clone(s.opts.PriorityClasses)
-	slices.SortFunc(cs, func(a, b core.PriorityClass) int { return b.Value - a.Value })
+func (s *Server) priorityClasses(*call) (reply, error) {
 	out := api.List[api.PriorityClass]{Items: []api.PriorityClass{}}
-	for _, c := range cs {
+	for _, c := range s.sortedClasses() {
 		out.Items = append(out.Items, api.PriorityClass{Name: c.Name, Value: c.Value, Preemptible: c.Preemptible, MayBorrow: c.MayBorrow, IdleOnly: c.IdleOnly})
 	}
 	return reply{status: http.StatusOK, body: out}, nil
 }
 
-func (s *Server) teams(r *http.Request, u *core.User) (reply, error) {
-	ts, err := s.opts.Store.Teams(r.Context())
+func (s *Server) teams(c *call) (reply, error) {
+	u := c.u
+	ts, err := s.opts.Store.Teams(c.r.Context())
 	if err != nil {
 		return reply{}, err
 	}
@@ -180,7 +181,7 @@ func toAPITeam(t core.Team, sh core.TeamShare) api.Team {
 		limit = core.Unlimited
 	}
 	return api.Team{Name: string(t.Name), GuaranteedMilliGPU: t.Guaranteed, LimitMilliGPU: &limit, Weight: t.Weight, GuaranteedByModelMilliGPU: t.GuaranteedByModel,
-		UsageMilliGPU: sh.Usage, FairShareMilliGPU: sh.FairShare, PendingMilliGPU: sh.Pending, CreatedAt: t.CreatedAt}
+		PriorityClasses: t.PriorityClasses, UsageMilliGPU: sh.Usage, FairShareMilliGPU: sh.FairShare, PendingMilliGPU: sh.Pending, CreatedAt: t.CreatedAt}
 }
 
 // quotaErrors checks a quota and names each bad field.
@@ -213,15 +214,30 @@ func quotaErrors(t core.Team) []api.FieldError {
 	return errs
 }
 
-func (s *Server) setQuota(r *http.Request, u *core.User) (reply, error) {
-	if err := requireAdmin(u); err != nil {
-		return reply{}, err
-	}
+// updateTeam handles PATCH /teams/{name}: an admin changes the quota and
+// the priority classes, the team's team-admin only the priority classes.
+func (s *Server) updateTeam(c *call) (reply, error) {
 	var in api.TeamQuota
-	if err := decode(r, &in); err != nil {
+	if err := decode(c.r, &in); err != nil {
 		return reply{}, err
 	}
-	t, err := s.opts.Store.UpdateTeam(r.Context(), core.TeamName(r.PathValue("name")), func(t *core.Team) error {
+	name := c.r.PathValue("name")
+	c.setObject(name)
+	err := c.authorize(core.TeamName(name), "team", name)
+	if quota := quotaField(&in); quota != "" && !c.u.Admin && (err == nil || errors.Is(err, core.ErrForbidden)) {
+		// In its own team, the caller is told what it lacks: the admin
+		// role for the quota, whatever its role.
+		return reply{}, forbidden("changing the quota of team %s (%s) needs the admin role; a team-admin may change only priorityClasses", name, quota)
+	}
+	if err != nil {
+		return reply{}, err
+	}
+	if in.PriorityClasses != nil {
+		if errs := s.classErrors(in.PriorityClasses); len(errs) > 0 {
+			return reply{}, &fieldErrors{fields: errs}
+		}
+	}
+	t, err := s.opts.Store.UpdateTeam(c.r.Context(), core.TeamName(name), func(t *core.Team) error {
 		if in.GuaranteedMilliGPU != nil {
 			t.Guaranteed = *in.GuaranteedMilliGPU
 		}
@@ -237,11 +253,20 @@ func (s *Server) setQuota(r *http.Request, u *core.User) (reply, error) {
 				t.GuaranteedByModel = nil
 			}
 		}
+		if in.PriorityClasses != nil {
+			t.PriorityClasses = slices.Clip(in.PriorityClasses)
+			if len(t.PriorityClasses) == 0 {
+				t.PriorityClasses = nil // the default: every preemptible class
+			}
+		}
 		if errs := quotaErrors(*t); len(errs) > 0 {
 			return &fieldErrors{fields: errs}
 		}
 		return nil
 	})
+	if errors.Is(err, core.ErrNotFound) {
+		return reply{}, notFound("team", name)
+	}
 	if err != nil {
 		return reply{}, err
 	}
@@ -254,24 +279,47 @@ func (s *Server) setQuota(r *http.Request, u *core.User) (reply, error) {
 	return reply{status: http.StatusOK, body: toAPITeam(*t, sh)}, nil
 }
 
-func requireAdmin(u *core.User) error {
-	if !u.Admin {
-		return fmt.Errorf("only an admin may do this: %w", core.ErrForbidden)
+// quotaField names a quota field the change sets, if any.
+func quotaField(in *api.TeamQuota) string {
+	switch {
+	case in.GuaranteedMilliGPU != nil:
+		return "guaranteedMilliGPU"
+	case in.LimitMilliGPU != nil:
+		return "limitMilliGPU"
+	case in.Weight != nil:
+		return "weight"
+	case in.GuaranteedByModelMilliGPU != nil:
+		return "guaranteedByModelMilliGPU"
 	}
-	return nil
+	return ""
 }
 
-func (s *Server) createTeam(r *http.Request, u *core.User) (reply, error) {
-	if err := requireAdmin(u); err != nil {
-		return reply{}, err
+// classErrors checks a team's list of allowed priority classes: each names
+// a class, once.
+func (s *Server) classErrors(names []string) []api.FieldError {
+	var errs []api.FieldError
+	for i, n := range names {
+		field := fmt.Sprintf("priorityClasses[%d]", i)
+		switch {
+		case !slices.ContainsFunc(s.opts.PriorityClasses, func(p core.PriorityClass) bool { return p.Name == n }):
+			errs = append(errs, api.FieldError{Field: field, Problem: fmt.Sprintf("unknown priority class %q (known: %s)", n, strings.Join(s.classNames(), ", "))})
+		case slices.Index(names, n) < i:
+			errs = append(errs, api.FieldError{Field: field, Problem: fmt.Sprintf("%q is named twice", n)})
+		}
 	}
+	return errs
+}
+
+func (s *Server) createTeam(c *call) (reply, error) {
 	var in api.Team
-	if err := decode(r, &in); err != nil {
+	if err := decode(c.r, &in); err != nil {
 		return reply{}, err
 	}
 	if !api.ValidName(in.Name) {
 		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters", api.MaxNameLen)
 	}
+	c.setObject(in.Name)
+	c.audit.Team = in.Name
 	if !in.CreatedAt.IsZero() || in.UsageMilliGPU != 0 || in.FairShareMilliGPU != 0 || in.PendingMilliGPU != 0 {
 		return reply{}, invalid("createdAt", "createdAt, usageMilliGPU, fairShareMilliGPU and pendingMilliGPU are set by the server")
 	}
@@ -286,56 +334,18 @@ func (s *Server) createTeam(r *http.Request, u *core.User) (reply, error) {
 	if len(in.GuaranteedByModelMilliGPU) > 0 {
 		t.GuaranteedByModel = in.GuaranteedByModelMilliGPU
 	}
-	if errs := quotaErrors(t); len(errs) > 0 {
+	errs := quotaErrors(t)
+	if len(in.PriorityClasses) > 0 {
+		errs = append(errs, s.classErrors(in.PriorityClasses)...)
+		t.PriorityClasses = in.PriorityClasses
+	}
+	if len(errs) > 0 {
 		return reply{}, &fieldErrors{fields: errs}
 	}
-	if err := s.opts.Store.CreateTeam(r.Context(), t); err != nil {
+	if err := s.opts.Store.CreateTeam(c.r.Context(), t); err != nil {
 		return reply{}, err
 	}
 	return reply{status: http.StatusCreated, body: toAPITeam(t, core.TeamShare{})}, nil
-}
-
-func (s *Server) createUser(r *http.Request, u *core.User) (reply, error) {
-	if err := requireAdmin(u); err != nil {
-		return reply{}, err
-	}
-	var in api.User
-	if err := decode(r, &in); err != nil {
-		return reply{}, err
-	}
-	if !api.ValidName(in.Name) {
-		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters", api.MaxNameLen)
-	}
-	if in.Token != "" {
-		return reply{}, invalid("token", "is generated by the server")
-	}
-	nu := core.User{Name: in.Name, Admin: in.Admin, ServiceAccount: in.ServiceAccount, CreatedAt: s.opts.Now().UTC()}
-	for i, t := range in.Teams {
-		if !api.ValidName(t) {
-			return reply{}, invalid(fmt.Sprintf("teams[%d]", i), "is not a valid team name")
-		}
-		nu.SetRole(core.TeamName(t), core.RoleMember)
-	}
-	for i, m := range in.Memberships {
-		if !api.ValidName(m.Team) {
-			return reply{}, invalid(fmt.Sprintf("memberships[%d].team", i), "is not a valid team name")
-		}
-		role, err := core.ParseRole(m.Role)
-		if err != nil {
-			return reply{}, invalid(fmt.Sprintf("memberships[%d].role", i), "%q: want viewer, member or team-admin", m.Role)
-		}
-		nu.SetRole(core.TeamName(m.Team), role)
-	}
-	tok := NewToken()
-	if err := s.opts.Store.CreateUser(r.Context(), nu, core.Token{Name: "first", CreatedAt: nu.CreatedAt}, HashToken(tok)); err != nil {
-		if errors.Is(err, core.ErrNotFound) {
-			return reply{}, &fieldErrors{status: http.StatusUnprocessableEntity, fields: []api.FieldError{{Field: "teams", Problem: err.Error()}}}
-		}
-		return reply{}, err
-	}
-	out := toAPIUser(&nu)
-	out.Token = tok
-	return reply{status: http.StatusCreated, body: out}, nil
 }
 
 // NewToken returns a fresh API token: "gpf_" and 256 random bits.

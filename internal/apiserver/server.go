@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,17 +38,29 @@ type Options struct {
 	// PriorityClasses are the classes a workload may name.
 	PriorityClasses []core.PriorityClass
 	// DefaultTeam receives the workloads of callers who name no team and
-	// belong to it (admins belong to every team).
+	// may submit to it (an admin may submit to every team).
 	DefaultTeam core.TeamName
 	// OpenAPI is the document served at /api/v1/openapi.json.
 	OpenAPI []byte
+	// RateLimit shapes each token's requests; the zero value sets no
+	// limit.
+	RateLimit RateLimit
+}
+
+// RateLimit is a token bucket per token: RequestsPerSecond sustained, Burst
+// at once. Requests without a valid token share one bucket per client
+// address; admins are not limited. RequestsPerSecond 0 turns it off.
+type RateLimit struct {
+	RequestsPerSecond float64
+	Burst             int
 }
 
 // Server serves the REST API.
 type Server struct {
-	opts Options
-	mux  *http.ServeMux
-	log  *slog.Logger
+	opts    Options
+	mux     *http.ServeMux
+	log     *slog.Logger
+	limiter *limiter // nil: no rate limit
 }
 
 // MaxPageSize bounds one page of a list.
@@ -67,32 +81,32 @@ func New(opts Options) *Server {
 		opts.PriorityClasses = core.DefaultPriorityClasses()
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger}
+	if rl := opts.RateLimit; rl.RequestsPerSecond > 0 {
+		s.opts.RateLimit.Burst = max(1, rl.Burst)
+		s.limiter = newLimiter(rl.RequestsPerSecond, s.opts.RateLimit.Burst)
+	}
 	s.routes()
 	return s
 }
 
-// Routes lists every API route as "METHOD /path"; the OpenAPI test checks
-// that the document describes each.
-var Routes = []string{
+// publicPatterns are the routes that answer without a token.
+var publicPatterns = []string{
 	"GET /healthz",
 	"GET /readyz",
 	"GET /api/v1/healthz",
 	"GET /api/v1/readyz",
 	"GET /api/v1/openapi.json",
-	"GET /api/v1/whoami",
-	"POST /api/v1/workloads",
-	"GET /api/v1/workloads",
-	"GET /api/v1/workloads/{id}",
-	"DELETE /api/v1/workloads/{id}",
-	"GET /api/v1/workloads/{id}/logs",
-	"GET /api/v1/workloads/{id}/events",
-	"GET /api/v1/nodes",
-	"GET /api/v1/priorityclasses",
-	"GET /api/v1/teams",
-	"POST /api/v1/teams",
-	"PATCH /api/v1/teams/{name}",
-	"POST /api/v1/users",
 }
+
+// Routes lists every API route as "METHOD /path"; the OpenAPI test checks
+// that the document describes each.
+var Routes = func() []string {
+	out := slices.Clone(publicPatterns)
+	for _, rt := range table {
+		out = append(out, rt.pattern)
+	}
+	return out
+}()
 
 func (s *Server) routes() {
 	healthz := func(w http.ResponseWriter, r *http.Request) {
@@ -114,26 +128,19 @@ func (s *Server) routes() {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(s.opts.OpenAPI)
 	})
-	s.handle("GET /api/v1/whoami", s.whoami)
-	s.handle("POST /api/v1/workloads", s.submit)
-	s.handle("GET /api/v1/workloads", s.listWorkloads)
-	s.handle("GET /api/v1/workloads/{id}", s.getWorkload)
-	s.handle("DELETE /api/v1/workloads/{id}", s.cancelWorkload)
-	s.handle("GET /api/v1/workloads/{id}/events", s.events)
-	s.mux.Handle("GET /api/v1/workloads/{id}/logs", s.authenticated(s.logs))
-	s.handle("GET /api/v1/nodes", s.nodes)
-	s.handle("GET /api/v1/priorityclasses", s.priorityClasses)
-	s.handle("GET /api/v1/teams", s.teams)
-	s.handle("POST /api/v1/teams", s.createTeam)
-	s.handle("PATCH /api/v1/teams/{name}", s.setQuota)
-	s.handle("POST /api/v1/users", s.createUser)
-	// A path that exists with other methods answers 405 with Allow;
-	// anything else under /api/ is a JSON 404.
+	for i := range table {
+		s.mux.Handle(table[i].pattern, s.serve(&table[i]))
+	}
+	// A path that exists with other methods answers 405 with Allow (so a
+	// PUT or PATCH on a workload is 405: nothing changes a workload's spec
+	// or team after submission); anything else under /api/ is a JSON 404.
+	// Both need a token, like every route that is not public.
 	probe := http.NewServeMux()
 	for _, route := range Routes {
 		probe.HandleFunc(route, func(http.ResponseWriter, *http.Request) {})
 	}
-	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle("/api/", s.serve(&route{access: anyCaller, action: "unsupported request", serve: func(_ *Server, c *call) (reply, error) {
+		r := c.r
 		var allow []string
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			r2 := r.Clone(r.Context())
@@ -143,12 +150,11 @@ func (s *Server) routes() {
 			}
 		}
 		if len(allow) > 0 {
-			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethod))
-			return
+			return reply{header: http.Header{"Allow": {strings.Join(allow, ", ")}}},
+				fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethod)
 		}
-		writeError(w, fmt.Errorf("no such endpoint %s %s: %w", r.Method, r.URL.Path, core.ErrNotFound))
-	})
+		return reply{}, fmt.Errorf("no such endpoint %s %s: %w", r.Method, r.URL.Path, core.ErrNotFound)
+	}}))
 }
 
 // ServeHTTP implements http.Handler.
@@ -158,63 +164,180 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // reply is what a handler returns: a status and a body to encode as JSON.
+// Its header goes with errors too (Allow on a 405).
 type reply struct {
 	status int
 	body   any
 	header http.Header
+	// streamed: the handler wrote the answer itself.
+	streamed bool
 }
 
-type handlerFunc func(r *http.Request, u *core.User) (reply, error)
-
-type userKey struct{}
-
-// handle registers an authenticated JSON handler: the one place where
-// results are encoded and errors mapped to status codes.
-func (s *Server) handle(pattern string, h handlerFunc) {
-	s.mux.Handle(pattern, s.authenticated(func(w http.ResponseWriter, r *http.Request, u *core.User) {
-		rep, err := h(r, u)
-		if err != nil {
-			if status, _ := classify(err); status >= 500 {
-				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			}
-			writeError(w, err)
-			return
+// serve runs one route for one request. It is the one place where callers
+// are authenticated, rate limited and authorized (by the route's row of the
+// table), answers encoded, errors mapped to status codes, and mutating
+// requests audited:
+//
+//  1. authenticate the bearer token (401 without a valid one);
+//  2. take a request from the caller's bucket (429 beyond the rate);
+//  3. refuse non-admins on admin routes (403);
+//  4. run the handler, which finds the object's team or owner and calls
+//     c.authorize or c.authorizeUser (404 for what the caller may not
+//     see, 403 for a role too weak in its own team);
+//  5. answer, and record a mutating request's audit entry: the store wrote
+//     it in the transaction of the change (store.WithAudit), or it is
+//     appended now with the status answered.
+func (s *Server) serve(rt *route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &call{r: r, rt: rt}
+		if mutating(r.Method) {
+			c.audit = &core.AuditEntry{Time: s.opts.Now().UTC(), Action: rt.action, Method: r.Method, Path: r.URL.Path}
 		}
+		rep, err := s.run(w, c)
 		for k, v := range rep.header {
 			w.Header()[k] = v
 		}
-		writeJSON(w, rep.status, rep.body)
-	}))
+		status, msg := rep.status, ""
+		switch {
+		case err != nil:
+			status, msg = s.fail(w, r, err)
+		case !rep.streamed:
+			writeJSON(w, rep.status, rep.body)
+		}
+		if c.audit != nil {
+			s.finishAudit(c, status, msg)
+		}
+	})
 }
 
-// authenticated resolves the bearer token to a user, or answers 401.
-func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *core.User)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		tok = strings.TrimSpace(tok)
-		if !ok || tok == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="gpufleet"`)
-			writeError(w, errUnauthenticated)
-			return
-		}
-		u, err := s.opts.Store.UserByTokenHash(r.Context(), HashToken(tok), s.opts.Now())
-		if err != nil {
-			if errors.Is(err, core.ErrNotFound) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="gpufleet", error="invalid_token"`)
-				writeError(w, errUnauthenticated)
-				return
+// run authenticates, limits and authorizes a request and calls the
+// route's handler.
+func (s *Server) run(w http.ResponseWriter, c *call) (reply, error) {
+	u, key, authErr := s.authenticate(c.r)
+	if u != nil {
+		c.u = u
+		if c.audit != nil {
+			c.audit.User = u.Name
+			if u.Admin {
+				c.audit.Role = "admin"
 			}
-			writeError(w, err)
-			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)), u)
-	})
+	}
+	if s.limiter != nil && (u == nil || !u.Admin) {
+		if wait, ok := s.limiter.allow(key, s.opts.Now()); !ok {
+			return reply{}, &rateLimited{wait: wait, rate: s.opts.RateLimit}
+		}
+	}
+	if authErr != nil {
+		return reply{}, authErr
+	}
+	if c.rt.access == adminOnly && !u.Admin {
+		return reply{}, forbidden("%s needs the admin role", c.rt.doing)
+	}
+	ctx := c.r.Context()
+	if c.audit != nil {
+		c.audit.Status = c.rt.ok
+		ctx = store.WithAudit(ctx, c.audit)
+	}
+	if u.Admin {
+		// Per-caller bounds are for tenants; the team bound applies to
+		// admins too.
+		ctx = store.WithoutUserBound(ctx)
+	}
+	c.r = c.r.WithContext(ctx)
+	var rep reply
+	var err error
+	if c.rt.stream != nil {
+		rep = reply{status: http.StatusOK, streamed: true}
+		err = c.rt.stream(s, w, c)
+	} else {
+		rep, err = c.rt.serve(s, c)
+	}
+	if err == nil && (c.rt.access == teamRole || c.rt.access == userScope) && !c.authorized && !u.Admin {
+		// The table says this route acts on a team's or a user's object,
+		// and its handler answered without checking the caller's right to
+		// it: a bug, answered as one rather than as a leak.
+		return reply{}, fmt.Errorf("%s answered without an authorization check", c.rt.pattern)
+	}
+	return rep, err
+}
+
+// authenticate resolves the bearer token to a user. key names the caller's
+// rate-limit bucket: the token's hash when it is valid, else the client's
+// address.
+func (s *Server) authenticate(r *http.Request) (u *core.User, key string, err error) {
+	key = "addr " + clientAddr(r)
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	tok = strings.TrimSpace(tok)
+	if !ok || tok == "" {
+		return nil, key, errUnauthenticated
+	}
+	hash := HashToken(tok)
+	u, err = s.opts.Store.UserByTokenHash(r.Context(), hash, s.opts.Now())
+	if err != nil {
+		if errors.Is(err, core.ErrNotFound) {
+			return nil, key, errInvalidToken
+		}
+		return nil, key, err
+	}
+	return u, "token " + hash, nil
+}
+
+// clientAddr is the request's remote IP address; no proxy header is
+// trusted.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// fail answers an error and returns the status and message it sent.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) (int, string) {
+	if status, _ := classify(err); status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	e := writeError(w, err)
+	return e.status, e.Message
+}
+
+func mutating(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
 }
 
 var (
 	errUnauthenticated = errors.New("unauthenticated")
-	errMethod          = errors.New("method not allowed")
+	// errInvalidToken: a token that authenticates nobody (unknown, revoked
+	// or expired).
+	errInvalidToken = fmt.Errorf("invalid token: %w", errUnauthenticated)
+	errMethod       = errors.New("method not allowed")
 )
+
+// rateLimited is a request beyond its bucket's rate.
+type rateLimited struct {
+	wait time.Duration
+	rate RateLimit
+}
+
+func (e *rateLimited) Error() string {
+	return fmt.Sprintf("too many requests: at most %g per second for one token, in bursts of at most %d; retry in %d s",
+		e.rate.RequestsPerSecond, e.rate.Burst, retrySeconds(e.wait))
+}
+
+// retrySeconds rounds a wait up to whole seconds, at least one, as
+// Retry-After has it.
+func retrySeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+// limitRetryAfter is the Retry-After, in seconds, of a submission refused
+// for too many pending workloads: they drain as the scheduler starts them.
+const limitRetryAfter = 10
 
 // HashToken is how tokens are stored: the hex SHA-256 of the token. Tokens
 // are 256-bit random values, so a fast hash suffices (no password stretching
@@ -225,6 +348,10 @@ func HashToken(tok string) string {
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {
+	if status == http.StatusNoContent {
+		w.WriteHeader(status)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
@@ -258,14 +385,39 @@ func invalid(field, format string, args ...any) error {
 	return &fieldErrors{fields: []api.FieldError{{Field: field, Problem: fmt.Sprintf(format, args...)}}}
 }
 
+// refusal is an error whose message is told to the caller as it is, of a
+// kind (core.ErrForbidden, core.ErrNotFound) that classify maps.
+type refusal struct {
+	msg  string
+	kind error
+}
+
+func (e *refusal) Error() string { return e.msg }
+func (e *refusal) Unwrap() error { return e.kind }
+
+// forbidden is a 403 whose message says what the caller lacks.
+func forbidden(format string, args ...any) error {
+	return &refusal{msg: fmt.Sprintf(format, args...), kind: core.ErrForbidden}
+}
+
+// notFound is the 404 of an object that does not exist or that the caller
+// may not see. The two are the same answer, so that IDs do not leak; the
+// message is the store's ("workload wl-1: not found").
+func notFound(kind, id string) error {
+	return &refusal{msg: kind + " " + id + ": " + core.ErrNotFound.Error(), kind: core.ErrNotFound}
+}
+
 // classify maps an error to its HTTP status and wire code. It is the only
 // place that does.
 func classify(err error) (int, string) {
 	var fe *fieldErrors
 	var mbe *http.MaxBytesError
+	var rl *rateLimited
 	switch {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, api.CodeTooLarge
+	case errors.As(err, &rl):
+		return http.StatusTooManyRequests, api.CodeRateLimited
 	case errors.As(err, &fe) && fe.status != 0:
 		return fe.status, api.CodeUnprocessable
 	case errors.Is(err, errUnauthenticated):
@@ -282,13 +434,23 @@ func classify(err error) (int, string) {
 		return http.StatusForbidden, api.CodeForbidden
 	case errors.Is(err, core.ErrConflict):
 		return http.StatusConflict, api.CodeConflict
+	case errors.Is(err, core.ErrLimit):
+		return http.StatusTooManyRequests, api.CodeLimitReached
 	case errors.Is(err, core.ErrUnavailable):
 		return http.StatusServiceUnavailable, api.CodeUnavailable
 	}
 	return http.StatusInternalServerError, api.CodeInternal
 }
 
-func writeError(w http.ResponseWriter, err error) {
+// sentError is what writeError answered.
+type sentError struct {
+	api.Error
+	status int
+}
+
+// writeError answers err with its status and code, and the headers that go
+// with them (WWW-Authenticate, Retry-After).
+func writeError(w http.ResponseWriter, err error) sentError {
 	status, code := classify(err)
 	e := api.Error{Code: code, Message: err.Error()}
 	var fe *fieldErrors
@@ -300,10 +462,23 @@ func writeError(w http.ResponseWriter, err error) {
 		e.Message = "internal error" // details go to the server log, not the client
 	case http.StatusUnauthorized:
 		e.Message = "a valid token is required: send Authorization: Bearer TOKEN"
+		if errors.Is(err, errInvalidToken) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gpufleet", error="invalid_token"`)
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gpufleet"`)
+		}
 	case http.StatusRequestEntityTooLarge:
 		e.Message = "request body too large"
+	case http.StatusTooManyRequests:
+		retry := limitRetryAfter
+		var rl *rateLimited
+		if errors.As(err, &rl) {
+			retry = retrySeconds(rl.wait)
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(retry))
 	}
 	writeJSON(w, status, api.ErrorBody{Error: e})
+	return sentError{Error: e, status: status}
 }
 
 // decode reads a JSON body strictly: unknown fields, trailing data and
@@ -346,7 +521,10 @@ func decodeError(err error) error {
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return invalid(strings.Trim(f, `"`), "unknown field")
+		if name := strings.Trim(f, `"`); name != "" {
+			return invalid(name, "unknown field")
+		}
+		return invalid("body", "has a field with an empty name")
 	}
 	return invalid("body", "%s", strings.TrimPrefix(msg, "json: "))
 }

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,11 +22,15 @@ import (
 // submit handles POST /workloads.
 //
 //  1. read the body;
-//  2. decode strictly and validate every field (the same Validate the CLI
-//     runs), then the server-side checks (team membership, priority class);
-//  3. store it, with the idempotency key and a hash of the request: the
+//  2. decode strictly; find the team and check the caller's role there;
+//  3. validate every field (the same Validate the CLI runs, and the fields
+//     the server owns), then the checks that need the store: the priority
+//     class is known, allowed to the team, and, for a class that may not
+//     borrow, within the team's guarantee;
+//  4. store it, with the idempotency key and a hash of the request: the
 //     answer is sent only once the workload is on disk.
-func (s *Server) submit(r *http.Request, u *core.User) (reply, error) {
+func (s *Server) submit(c *call) (reply, error) {
+	r := c.r
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return reply{}, decodeError(err)
@@ -41,7 +44,7 @@ func (s *Server) submit(r *http.Request, u *core.User) (reply, error) {
 	if err := decode(r, &in); err != nil {
 		return reply{}, err
 	}
-	w, err := s.toCore(r.Context(), &in, u)
+	w, err := s.toCore(c, &in)
 	if err != nil {
 		return reply{}, err
 	}
@@ -71,29 +74,61 @@ func (s *Server) submit(r *http.Request, u *core.User) (reply, error) {
 	return rep, nil
 }
 
-// toCore validates a submitted workload and turns it into the domain type.
-func (s *Server) toCore(ctx context.Context, in *api.Workload, u *core.User) (*core.Workload, error) {
-	errs := in.Validate()
-	team := core.TeamName(in.Team)
-	if team == "" {
-		switch {
-		case len(u.Memberships) == 1:
-			team = u.Memberships[0].Team
-		case s.opts.DefaultTeam != "" && u.InTeam(s.opts.DefaultTeam):
-			team = s.opts.DefaultTeam
-		case len(u.Memberships) == 0 && !u.Admin:
-			errs = append(errs, api.FieldError{Field: "team", Problem: "you belong to no team; ask an admin to add you to one"})
-		default:
-			errs = append(errs, api.FieldError{Field: "team", Problem: "is required: you belong to several teams"})
-		}
-	} else if api.ValidName(in.Team) {
-		if _, err := s.opts.Store.Team(ctx, team); err != nil || !u.InTeam(team) {
-			if err != nil && !errors.Is(err, core.ErrNotFound) {
-				return nil, err
-			}
-			errs = append(errs, api.FieldError{Field: "team", Problem: fmt.Sprintf("team %q does not exist or you are not a member", in.Team)})
+// submitTeam is the team a submission goes to: the one it names, or, when
+// it names none, the caller's only team, the one team where it may submit,
+// or the default team.
+func (s *Server) submitTeam(in *api.Workload, u *core.User) (core.TeamName, *api.FieldError) {
+	if in.Team != "" {
+		return core.TeamName(in.Team), nil
+	}
+	var submit []core.TeamName
+	for _, m := range u.Memberships {
+		if m.Role.Includes(core.RoleMember) {
+			submit = append(submit, m.Team)
 		}
 	}
+	switch {
+	case len(u.Memberships) == 1:
+		return u.Memberships[0].Team, nil
+	case len(submit) == 1:
+		return submit[0], nil
+	case s.opts.DefaultTeam != "" && u.Can(s.opts.DefaultTeam, core.RoleMember):
+		return s.opts.DefaultTeam, nil
+	case len(u.Memberships) == 0 && !u.Admin:
+		return "", &api.FieldError{Field: "team", Problem: "you belong to no team; ask an admin to add you to one"}
+	}
+	return "", &api.FieldError{Field: "team", Problem: "is required: you belong to several teams"}
+}
+
+// toCore authorizes and validates a submitted workload and turns it into
+// the domain type.
+func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
+	ctx, u := c.r.Context(), c.u
+	team, ferr := s.submitTeam(in, u)
+	if ferr != nil {
+		return nil, &fieldErrors{fields: append(in.Validate(), *ferr)}
+	}
+	// A team the caller cannot see is refused as one that does not exist
+	// (the same answer, 400 naming the field); in its own team, a role too
+	// weak is a 403.
+	var t *core.Team
+	if api.ValidName(string(team)) && u.InTeam(team) {
+		var err error
+		if t, err = s.opts.Store.Team(ctx, team); err != nil && !errors.Is(err, core.ErrNotFound) {
+			return nil, err
+		}
+	}
+	if t == nil {
+		errs := in.Validate()
+		if api.ValidName(string(team)) {
+			errs = append(errs, api.FieldError{Field: "team", Problem: fmt.Sprintf("team %q does not exist or you are not a member", team)})
+		}
+		return nil, &fieldErrors{fields: errs}
+	}
+	if err := c.authorize(team, "team", string(team)); err != nil {
+		return nil, err
+	}
+	errs := append(in.Validate(), serverOwned(in)...)
 	kind := core.Kind(in.Kind)
 	if kind == "" {
 		kind = core.KindJob
@@ -102,29 +137,26 @@ func (s *Server) toCore(ctx context.Context, in *api.Workload, u *core.User) (*c
 	if prio == "" {
 		prio = core.DefaultPriority(kind)
 	}
-	if !slices.ContainsFunc(s.opts.PriorityClasses, func(p core.PriorityClass) bool { return p.Name == prio }) && api.ValidName(prio) {
-		names := make([]string, len(s.opts.PriorityClasses))
-		for i, p := range s.opts.PriorityClasses {
-			names[i] = p.Name
-		}
-		errs = append(errs, api.FieldError{Field: "priority", Problem: fmt.Sprintf("unknown priority class %q (known: %s)", prio, strings.Join(names, ", "))})
-	}
-	// A class that may not borrow runs only within the team's guarantee: a
-	// request larger than the whole guarantee could never run.
-	if cl, ok := core.Class(s.opts.PriorityClasses, prio); ok && !cl.MayBorrow && len(errs) == 0 && in.Resources.GPUs > 0 {
-		ask := int64(in.Resources.GPUs) * int64(max(1, in.Replicas))
-		t, err := s.opts.Store.Team(ctx, team)
-		if err != nil {
-			return nil, err
-		}
-		if ask > t.Guaranteed {
-			errs = append(errs, api.FieldError{Field: "priority", Problem: fmt.Sprintf(
-				"%s runs only within the team's guarantee, and team %s guarantees %s GPUs while this workload asks for %s; ask an admin to raise the guarantee or choose another class",
-				prio, team, api.Milli(t.Guaranteed), api.Milli(ask))})
-		}
+	cl, known := core.Class(s.opts.PriorityClasses, prio)
+	if !known && api.ValidName(prio) {
+		errs = append(errs, api.FieldError{Field: "priority", Problem: fmt.Sprintf("unknown priority class %q (known: %s)", prio, strings.Join(s.classNames(), ", "))})
 	}
 	if len(errs) > 0 {
 		return nil, &fieldErrors{fields: errs}
+	}
+	if !t.AllowsClass(cl) {
+		return nil, forbidden("team %s may not use priority class %s (allowed: %s); a team-admin or an admin can grant it",
+			team, prio, strings.Join(s.allowedClasses(t), ", "))
+	}
+	// A class that may not borrow runs only within the team's guarantee: a
+	// request larger than the whole guarantee could never run.
+	if !cl.MayBorrow && in.Resources.GPUs > 0 {
+		ask := int64(in.Resources.GPUs) * int64(max(1, in.Replicas))
+		if ask > t.Guaranteed {
+			return nil, &fieldErrors{fields: []api.FieldError{{Field: "priority", Problem: fmt.Sprintf(
+				"%s runs only within the team's guarantee, and team %s guarantees %s GPUs while this workload asks for %s; ask an admin to raise the guarantee or choose another class",
+				prio, team, api.Milli(t.Guaranteed), api.Milli(ask))}}}
+		}
 	}
 	name := in.Name
 	if name == "" {
@@ -158,6 +190,51 @@ func (s *Server) toCore(ctx context.Context, in *api.Workload, u *core.User) (*c
 	}}, nil
 }
 
+// serverOwned names the fields a submission may not set that Validate does
+// not already: the server sets them.
+func serverOwned(in *api.Workload) []api.FieldError {
+	var errs []api.FieldError
+	if !in.CreatedAt.IsZero() {
+		errs = append(errs, api.FieldError{Field: "createdAt", Problem: "is set by the server"})
+	}
+	st := in.Status
+	validated := st.Phase != "" || st.Attempts != 0 || len(st.Placement) != 0 // Validate names these
+	if !validated && (st.Reason != "" || st.Message != "" || st.ExitCode != nil || st.Preemptions != 0 || st.Placement != nil ||
+		st.StartedAt != nil || st.FinishedAt != nil || st.StopRequested != "" || st.PreemptedBy != "" || st.NominatedNode != "") {
+		errs = append(errs, api.FieldError{Field: "status", Problem: "is set by the server"})
+	}
+	return errs
+}
+
+func (s *Server) classNames() []string {
+	names := make([]string, len(s.opts.PriorityClasses))
+	for i, p := range s.opts.PriorityClasses {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// allowedClasses lists the classes team t may use, most important first.
+func (s *Server) allowedClasses(t *core.Team) []string {
+	var out []string
+	for _, p := range s.sortedClasses() {
+		if t.AllowsClass(p) {
+			out = append(out, p.Name)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"none"}
+	}
+	return out
+}
+
+// sortedClasses are the priority classes, most important first.
+func (s *Server) sortedClasses() []core.PriorityClass {
+	cs := slices.Clone(s.opts.PriorityClasses)
+	slices.SortStableFunc(cs, func(a, b core.PriorityClass) int { return b.Value - a.Value })
+	return cs
+}
+
 // sanitizeName turns a program name into a valid workload name.
 func sanitizeName(s string) string {
 	b := []byte(strings.ToLower(s))
@@ -176,45 +253,52 @@ func sanitizeName(s string) string {
 	return n
 }
 
-// visible reads a workload the user may see; another team's workload is
-// "not found", so that IDs do not leak.
-func (s *Server) visible(r *http.Request, u *core.User) (*core.Workload, error) {
-	id := core.WorkloadID(r.PathValue("id"))
-	w, err := s.opts.Store.Workload(r.Context(), id)
+// workload reads the workload of the request's path and checks the
+// caller's role in its team for the route: another team's workload is "not
+// found", exactly as a missing one, so that IDs do not leak.
+func (s *Server) workload(c *call) (*core.Workload, error) {
+	id := c.r.PathValue("id")
+	c.setObject(id)
+	w, err := s.opts.Store.Workload(c.r.Context(), core.WorkloadID(id))
+	if errors.Is(err, core.ErrNotFound) {
+		return nil, notFound("workload", id)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !u.InTeam(w.Team) {
-		return nil, fmt.Errorf("workload %s: %w", id, core.ErrNotFound)
+	if err := c.authorize(w.Team, "workload", id); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
 
-func (s *Server) getWorkload(r *http.Request, u *core.User) (reply, error) {
-	w, err := s.visible(r, u)
+func (s *Server) getWorkload(c *call) (reply, error) {
+	w, err := s.workload(c)
 	if err != nil {
 		return reply{}, err
 	}
 	return reply{status: http.StatusOK, body: toAPI(w)}, nil
 }
 
-func (s *Server) cancelWorkload(r *http.Request, u *core.User) (reply, error) {
-	w, err := s.visible(r, u)
+func (s *Server) cancelWorkload(c *call) (reply, error) {
+	w, err := s.workload(c)
 	if err != nil {
 		return reply{}, err
 	}
-	out, err := s.opts.Store.RequestStop(r.Context(), w.ID, "Cancelled", "cancelled by "+u.Name, s.opts.Now())
+	ctx := c.r.Context()
+	out, err := s.opts.Store.RequestStop(ctx, w.ID, "Cancelled", "cancelled by "+c.u.Name, s.opts.Now())
 	if err != nil {
 		return reply{}, err
 	}
 	// Read it back: a running workload now shows its stop request.
-	if now, err := s.opts.Store.Workload(r.Context(), out.ID); err == nil {
+	if now, err := s.opts.Store.Workload(ctx, out.ID); err == nil {
 		out = now
 	}
 	return reply{status: http.StatusOK, body: toAPI(out)}, nil
 }
 
-func (s *Server) listWorkloads(r *http.Request, u *core.User) (reply, error) {
+func (s *Server) listWorkloads(c *call) (reply, error) {
+	r, u := c.r, c.u
 	q := r.URL.Query()
 	f := store.WorkloadFilter{Limit: 500}
 	if v := q.Get("limit"); v != "" {
@@ -269,12 +353,12 @@ func (s *Server) listWorkloads(r *http.Request, u *core.User) (reply, error) {
 	return reply{status: http.StatusOK, body: out}, nil
 }
 
-func (s *Server) events(r *http.Request, u *core.User) (reply, error) {
-	w, err := s.visible(r, u)
+func (s *Server) events(c *call) (reply, error) {
+	w, err := s.workload(c)
 	if err != nil {
 		return reply{}, err
 	}
-	evs, err := s.opts.Store.Events(r.Context(), w.ID)
+	evs, err := s.opts.Store.Events(c.r.Context(), w.ID)
 	if err != nil {
 		return reply{}, err
 	}

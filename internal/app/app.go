@@ -67,7 +67,10 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "gpufleet.db"))
+	st, err := store.OpenWith(ctx, filepath.Join(cfg.DataDir, "gpufleet.db"), store.Options{
+		MaxPendingPerTeam: cfg.Limits.MaxPendingPerTeam,
+		MaxPendingPerUser: cfg.Limits.MaxPendingPerUser,
+	})
 	if err != nil {
 		return err
 	}
@@ -81,8 +84,19 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	if cfg.Demo {
 		teams = append(teams, DemoTeams...)
 	}
-	for _, t := range teams {
-		if err := st.CreateTeam(ctx, core.NewTeam(t, time.Now().UTC())); err != nil && !errors.Is(err, core.ErrConflict) {
+	// The teams made here are the operator's own (the default team, the
+	// demo's): they may use every class, production included, as before
+	// teams had allowed classes. Teams created later start with the
+	// preemptible classes only, until an admin or their team-admin grants
+	// more. An existing team is left as it is.
+	var allClasses []string
+	for _, c := range cfg.PriorityClasses {
+		allClasses = append(allClasses, c.Name)
+	}
+	for _, name := range teams {
+		t := core.NewTeam(name, time.Now().UTC())
+		t.PriorityClasses = allClasses
+		if err := st.CreateTeam(ctx, t); err != nil && !errors.Is(err, core.ErrConflict) {
 			return err
 		}
 	}
@@ -130,6 +144,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		DefaultTeam:     DefaultTeam,
 		PriorityClasses: classes,
 		OpenAPI:         api.OpenAPI,
+		RateLimit:       apiserver.RateLimit{RequestsPerSecond: cfg.Limits.RequestsPerSecond, Burst: cfg.Limits.Burst},
 	})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 

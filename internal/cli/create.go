@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +11,7 @@ import (
 func newCreateCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create team|user NAME",
-		Short: "Create a team or a user (admin only)",
+		Short: "Create a team (admin only) or a user",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("create %q: want team or user", args[0])
@@ -66,49 +65,6 @@ func newCreateTeamCmd(e *env) *cobra.Command {
 		},
 	}
 	qf.add(cmd, true)
-	out = addOutputFlag(cmd, "text", outJSON, outYAML)
-	return cmd
-}
-
-func newCreateUserCmd(e *env) *cobra.Command {
-	var out *outputFlag
-	var teams []string
-	var admin bool
-	cmd := &cobra.Command{
-		Use:   "user NAME [--team TEAM ...] [--admin]",
-		Short: "Create a user (admin only) and print its token",
-		Long: `Create a user (admin only). The new user's API token is printed alone on
-the last line of standard output; it is shown only this once.`,
-		Example: `  token=$(gpufleet create user alice --team research | tail -n 1)`,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.check(); err != nil {
-				return err
-			}
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			u, err := c.CreateUser(cmd.Context(), &api.User{Name: args[0], Teams: teams, Admin: admin})
-			if err != nil {
-				return err
-			}
-			if ok, err := out.structured(e.stdout, u); ok {
-				return err
-			}
-			desc := "user " + u.Name + " created"
-			if len(u.Teams) > 0 {
-				desc += " in " + strings.Join(u.Teams, ", ")
-			}
-			if u.Admin {
-				desc += " (admin)"
-			}
-			_, err = fmt.Fprintf(e.stdout, "%s; its token, shown only once:\n%s\n", desc, u.Token)
-			return err
-		},
-	}
-	cmd.Flags().StringArrayVar(&teams, "team", nil, "team the user belongs to (repeatable)")
-	cmd.Flags().BoolVar(&admin, "admin", false, "make the user an administrator")
 	out = addOutputFlag(cmd, "text", outJSON, outYAML)
 	return cmd
 }

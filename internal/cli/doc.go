@@ -1,7 +1,7 @@
 // Package cli is the command line of the gpufleet binary: one file per verb.
 //
 // Client verbs (submit, get, describe, why, logs, cancel, wait, create,
-// set, apply, login) talk to the server only through the api client; they
+// set, delete, apply, login, whoami, token, audit) talk to the server only through the api client; they
 // translate flags and files into api types and answers into text, and decide
 // nothing themselves. The same api.Workload.Validate that the server runs is
 // run here before anything is sent; team quotas are checked here with the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,11 @@ type fakeServer struct {
 	teamCalls []string          // "POST body" or "PATCH name body" of team changes
 	frozen    map[string]bool   // workloads whose status a test set; the executor leaves them alone
 	lastToken string            // token of the last authenticated request
+
+	people []*api.User      // every user, by creation; f.users points into it
+	tokens []*fakeToken     // token records
+	audit  []api.AuditEntry // the audit trail, oldest first
+	calls  []string         // "METHOD URI BODY" of every request
 }
 
 const (
@@ -55,10 +61,7 @@ const (
 func newFakeServer(t *testing.T) *fakeServer {
 	t.Helper()
 	f := &fakeServer{
-		users: map[string]*api.User{
-			aliceToken: {Name: "alice", Teams: []string{"research"}},
-			adminToken: {Name: "admin", Admin: true},
-		},
+		users: map[string]*api.User{},
 		teams: []api.Team{{
 			Name: "research", GuaranteedMilliGPU: 8000, LimitMilliGPU: ptr(int64(16000)), Weight: 2,
 			UsageMilliGPU: 2500, FairShareMilliGPU: 10000, PendingMilliGPU: 250, CreatedAt: testNow.Add(-72 * time.Hour),
@@ -87,7 +90,11 @@ func newFakeServer(t *testing.T) *fakeServer {
 			},
 		}},
 	}
+	f.addUser(api.User{Name: "alice", Memberships: []api.Membership{{Team: "research", Role: api.RoleMember}}, CreatedAt: testNow.Add(-48 * time.Hour)},
+		aliceToken, "laptop")
+	f.addUser(api.User{Name: "admin", Admin: true, CreatedAt: testNow.Add(-72 * time.Hour)}, adminToken, "")
 	mux := http.NewServeMux()
+	f.tenancyRoutes(mux)
 	mux.HandleFunc("GET /api/v1/whoami", f.whoami)
 	mux.HandleFunc("POST /api/v1/workloads", f.submit)
 	mux.HandleFunc("GET /api/v1/workloads", f.list)
@@ -121,6 +128,9 @@ func (f *fakeServer) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		f.calls = append(f.calls, strings.TrimSpace(r.Method+" "+r.URL.RequestURI()+" "+string(bytes.TrimSpace(body))))
 		token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if f.users[token] == nil {
 			replyError(w, http.StatusUnauthorized, api.CodeUnauthenticated, "missing or unknown API token")
@@ -399,15 +409,28 @@ func (f *fakeServer) createTeam(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeServer) setQuota(w http.ResponseWriter, r *http.Request) {
-	if !f.caller(r).Admin {
+	body, _ := io.ReadAll(r.Body)
+	var q struct {
+		api.TeamQuota
+		PriorityClasses *[]string `json:"priorityClasses"`
+	}
+	u := f.caller(r)
+	quota := bytes.Contains(body, []byte("MilliGPU")) || bytes.Contains(body, []byte(`"weight"`))
+	if !u.Admin && (quota || fakeRole(u, r.PathValue("name")) != api.RoleTeamAdmin) {
 		replyError(w, 403, api.CodeForbidden, "only an admin may do this")
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
 	f.teamCalls = append(f.teamCalls, "PATCH "+r.PathValue("name")+" "+string(bytes.TrimSpace(body)))
-	var q api.TeamQuota
 	if !decodeStrict(w, body, &q) {
 		return
+	}
+	if q.PriorityClasses != nil {
+		for i, c := range *q.PriorityClasses {
+			if !slices.Contains([]string{"production", "training", "development", "batch"}, c) {
+				replyError(w, 400, api.CodeInvalid, "invalid team", api.FieldError{Field: fmt.Sprintf("priorityClasses[%d]", i), Problem: fmt.Sprintf("no priority class %q", c)})
+				return
+			}
+		}
 	}
 	for i := range f.teams {
 		t := f.teams[i] // changed on a copy, kept only when valid
@@ -422,6 +445,12 @@ func (f *fakeServer) setQuota(w http.ResponseWriter, r *http.Request) {
 		}
 		if q.Weight != nil {
 			t.Weight = *q.Weight
+		}
+		if q.PriorityClasses != nil {
+			t.PriorityClasses = nil
+			if len(*q.PriorityClasses) > 0 {
+				t.PriorityClasses = *q.PriorityClasses
+			}
 		}
 		if errs := fakeQuotaErrors(t); len(errs) > 0 {
 			replyError(w, 400, api.CodeInvalid, "invalid quota", errs...)
@@ -454,17 +483,36 @@ func (f *fakeServer) teamChanges() []string {
 }
 
 func (f *fakeServer) createUser(w http.ResponseWriter, r *http.Request) {
-	if !f.caller(r).Admin {
+	body, _ := io.ReadAll(r.Body)
+	var u api.User
+	if !decodeStrict(w, body, &u) {
+		return
+	}
+	for _, t := range u.Teams {
+		u.Memberships = append(u.Memberships, api.Membership{Team: t, Role: api.RoleMember})
+	}
+	caller := f.caller(r)
+	allowed := caller.Admin || u.ServiceAccount && !u.Admin && len(u.Memberships) > 0
+	for i, m := range u.Memberships {
+		if !slices.Contains([]string{api.RoleViewer, api.RoleMember, api.RoleTeamAdmin}, m.Role) {
+			replyError(w, 400, api.CodeInvalid, "invalid user", api.FieldError{Field: fmt.Sprintf("memberships[%d].role", i), Problem: "want viewer, member or team-admin"})
+			return
+		}
+		allowed = allowed && (caller.Admin || fakeRole(caller, m.Team) == api.RoleTeamAdmin)
+	}
+	if !allowed {
 		replyError(w, 403, api.CodeForbidden, "only an admin can create users")
 		return
 	}
-	var u api.User
-	json.NewDecoder(r.Body).Decode(&u)
+	if f.person(u.Name) != nil {
+		replyError(w, 409, api.CodeConflict, fmt.Sprintf("user %q exists", u.Name))
+		return
+	}
 	u.Token = u.Name + "-token"
 	u.CreatedAt = testNow
-	stored := u
-	f.users[u.Token] = &stored
-	reply(w, 201, u)
+	out := *f.addUser(u, u.Token, "")
+	out.Token = u.Token
+	reply(w, 201, out)
 }
 
 // submitted returns the raw bodies of the submissions so far.

@@ -14,23 +14,27 @@ func newGetCmd(e *env) *cobra.Command {
 	var opts api.ListOptions
 	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:   "get workloads|workload ID|nodes|teams|priorityclasses",
-		Short: "List workloads, nodes or teams, or show one workload",
-		Long: `List workloads, nodes or teams, or show one workload.
+		Use:   "get workloads|workload ID|nodes|teams|priorityclasses|users|user NAME|members TEAM",
+		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
+		Long: `List workloads, nodes, teams, users (admin only) or a team's members, or show
+one workload or user.
 
 -o json and -o yaml print what the API returns: {"items": [...]} with every
 matching object for lists (all pages are read; --limit asks for fewer), the
 object itself for one workload. -o wide adds columns, and for nodes a row per
 GPU. Team quantities are in GPUs: the guarantee, the limit, what the team's
 running workloads hold (USAGE), its fair share of the capacity and what its
-pending workloads ask for.`,
+pending workloads ask for; -o wide adds the priority classes each team may use
+("preemptible": every preemptible class, the default). Users show their
+teams as TEAM:ROLE; members their role in the team.`,
 		Example: `  gpufleet get workloads --team research --phase Running
   gpufleet get workload wl-0042 -o json
   gpufleet get nodes -o wide
-  gpufleet get teams`,
+  gpufleet get teams
+  gpufleet get members research -o json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 || len(args) > 2 {
-				return usagef("get what? want workloads, workload ID, nodes, teams or priorityclasses")
+				return usagef("get what? want %s", getKinds)
 			}
 			return nil
 		},
@@ -46,7 +50,12 @@ pending workloads ask for.`,
 			if opts.Limit < 0 {
 				return usagef("--limit %d: must not be negative", opts.Limit)
 			}
-			if len(args) == 2 && !isWorkloads {
+			isUsers := kind == "users" || kind == "user"
+			isMembers := kind == "members" || kind == "member"
+			switch {
+			case isMembers && len(args) != 2:
+				return usagef("get members TEAM: which team?")
+			case len(args) == 2 && !isWorkloads && !isUsers && !isMembers:
 				return usagef("get %s takes no name", kind)
 			}
 			c, err := e.client()
@@ -107,8 +116,35 @@ pending workloads ask for.`,
 					t.row(pc.Name, strconv.Itoa(pc.Value), strconv.FormatBool(pc.Preemptible), strconv.FormatBool(pc.MayBorrow), strconv.FormatBool(pc.IdleOnly))
 				}
 				return t.flush()
+			case isUsers && len(args) == 2:
+				u, err := c.User(ctx, args[1])
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, u); ok {
+					return err
+				}
+				return printUsers(e, out.value, []api.User{*u})
+			case isUsers:
+				us, err := c.Users(ctx)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(us)); ok {
+					return err
+				}
+				return printUsers(e, out.value, us)
+			case isMembers:
+				us, err := c.Members(ctx, args[1])
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(us)); ok {
+					return err
+				}
+				return printMembers(e, args[1], us)
 			default:
-				return usagef("get %q: want workloads, workload ID, nodes, teams or priorityclasses", kind)
+				return usagef("get %q: want %s", kind, getKinds)
 			}
 		},
 	}
@@ -119,6 +155,9 @@ pending workloads ask for.`,
 	out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
 	return cmd
 }
+
+// getKinds lists what get knows, for usage errors.
+const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME or members TEAM"
 
 func printWorkloads(e *env, format string, ws []api.Workload) error {
 	header := []string{"ID", "NAME", "TEAM", "PRIORITY", "GPUS", "PHASE", "REASON", "EXIT", "ATTEMPTS", "NODE", "AGE"}
@@ -143,11 +182,11 @@ func printWorkloads(e *env, format string, ws []api.Workload) error {
 }
 
 // printTeams prints a row per team, quantities in GPUs; -o wide adds the
-// age.
+// age and the priority classes the team may use.
 func printTeams(e *env, format string, ts []api.Team) error {
 	header := []string{"NAME", "GUARANTEED", "LIMIT", "WEIGHT", "USAGE", "FAIR-SHARE", "PENDING"}
 	if format == outWide {
-		header = append(header, "AGE")
+		header = append(header, "AGE", "PRIORITY-CLASSES")
 	}
 	t := newTable(e.stdout, header...)
 	for _, tm := range ts {
@@ -162,7 +201,11 @@ func printTeams(e *env, format string, ts []api.Team) error {
 		row := []string{tm.Name, api.Milli(tm.GuaranteedMilliGPU).String(), limit, strconv.FormatInt(weight, 10),
 			api.Milli(tm.UsageMilliGPU).String(), api.Milli(tm.FairShareMilliGPU).String(), api.Milli(tm.PendingMilliGPU).String()}
 		if format == outWide {
-			row = append(row, formatAge(e.now(), tm.CreatedAt))
+			classes := "preemptible" // none named: every preemptible class
+			if len(tm.PriorityClasses) > 0 {
+				classes = strings.Join(tm.PriorityClasses, ",")
+			}
+			row = append(row, formatAge(e.now(), tm.CreatedAt), classes)
 		}
 		t.row(row...)
 	}

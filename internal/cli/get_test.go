@@ -203,16 +203,17 @@ func TestGetTeams(t *testing.T) {
 			"research  8           16         2       2.5    10          0.25\n" +
 			"vision    0           unlimited  1       0      4           8\n",
 	}, {
-		name: "wide adds the age",
+		name: "wide adds the age and the priority classes",
 		args: []string{"get", "teams", "-o", "wide"},
 		want: "" +
-			"NAME      GUARANTEED  LIMIT      WEIGHT  USAGE  FAIR-SHARE  PENDING  AGE\n" +
-			"research  8           16         2       2.5    10          0.25     3d\n" +
-			"vision    0           unlimited  1       0      4           8        90m\n",
+			"NAME      GUARANTEED  LIMIT      WEIGHT  USAGE  FAIR-SHARE  PENDING  AGE  PRIORITY-CLASSES\n" +
+			"research  8           16         2       2.5    10          0.25     3d   production,training\n" +
+			"vision    0           unlimited  1       0      4           8        90m  preemptible\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeServer(t)
+			f.teams[0].PriorityClasses = []string{"production", "training"}
 			got := f.run(t, tt.args...)
 			if diff := cmp.Diff(result{stdout: tt.want}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -251,8 +252,8 @@ func TestGetUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no kind", []string{"get"}, "error: get what? want workloads, workload ID, nodes, teams or priorityclasses\n"},
-		{"unknown kind", []string{"get", "pods"}, "error: get \"pods\": want workloads, workload ID, nodes, teams or priorityclasses\n"},
+		{"no kind", []string{"get"}, "error: get what? want workloads, workload ID, nodes, teams, priorityclasses, users, user NAME or members TEAM\n"},
+		{"unknown kind", []string{"get", "pods"}, "error: get \"pods\": want workloads, workload ID, nodes, teams, priorityclasses, users, user NAME or members TEAM\n"},
 		{"unknown output", []string{"get", "nodes", "-o", "xml"}, "error: -o \"xml\": want one of table, wide, json, yaml\n"},
 		{"workload filters on nodes", []string{"get", "nodes", "--team", "a"}, "error: --team, --phase and --limit apply to workloads only\n"},
 		{"unknown flag", []string{"get", "nodes", "--colour"}, "error: unknown flag: --colour\n"},

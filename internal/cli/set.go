@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,16 +13,16 @@ import (
 
 func newSetCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "set quota TEAM",
-		Short: "Change a team's quota (admin only)",
+		Use:   "set quota|priority-classes|member",
+		Short: "Change a team's quota, priority classes or members",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("set %q: want quota", args[0])
+				return usagef("set %q: want quota, priority-classes or member", args[0])
 			}
-			return usagef("set what? want quota")
+			return usagef("set what? want quota, priority-classes or member")
 		},
 	}
-	cmd.AddCommand(newSetQuotaCmd(e))
+	cmd.AddCommand(newSetQuotaCmd(e), newSetPriorityClassesCmd(e), newSetMemberCmd(e))
 	return cmd
 }
 
@@ -67,6 +68,67 @@ limit.`,
 	qf.add(cmd, false)
 	out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
 	return cmd
+}
+
+func newSetPriorityClassesCmd(e *env) *cobra.Command {
+	var out *outputFlag
+	var reset bool
+	cmd := &cobra.Command{
+		Use:   "priority-classes TEAM CLASS[,CLASS...] | TEAM --default",
+		Short: "Choose the priority classes a team may use",
+		Long: `Choose the priority classes a team's workloads may use (a team-admin of the
+team, or an admin); the list replaces the one the team had. Without a list a
+team may use every preemptible class, not production, which must be granted
+by name. --default goes back to that. 'gpufleet get priorityclasses' lists
+the classes; 'gpufleet get teams -o wide' shows what each team may use.`,
+		Example: `  gpufleet set priority-classes research production,training,development,batch
+  gpufleet set priority-classes research --default`,
+		Aliases: []string{"priorityclasses", "pc"},
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			var classes []string
+			for _, a := range args[1:] {
+				for c := range strings.SplitSeq(a, ",") {
+					if c = strings.TrimSpace(c); c != "" && !slices.Contains(classes, c) {
+						classes = append(classes, c)
+					}
+				}
+			}
+			switch {
+			case reset && len(classes) > 0:
+				return usagef("--default and a list of classes: give one or the other")
+			case !reset && len(classes) == 0:
+				return usagef("which classes? give CLASS[,CLASS...], e.g. training,development, or --default")
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.SetPriorityClasses(cmd.Context(), args[0], classes)
+			if err != nil {
+				return err
+			}
+			if ok, err := out.structured(e.stdout, t); ok {
+				return err
+			}
+			_, err = fmt.Fprintf(e.stdout, "team %s may use %s\n", or(t.Name, args[0]), describeClasses(t.PriorityClasses))
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&reset, "default", false, "go back to the default: every preemptible class, not production")
+	out = addOutputFlag(cmd, "text", outJSON, outYAML)
+	return cmd
+}
+
+// describeClasses says which priority classes a team's list allows.
+func describeClasses(classes []string) string {
+	if len(classes) == 0 {
+		return "every preemptible priority class (the default)"
+	}
+	return "priority classes " + strings.Join(classes, ", ")
 }
 
 // quotaFlags are the quota flags of `create team` and `set quota`, as typed.

@@ -35,6 +35,8 @@ type Config struct {
 	PriorityClasses []PriorityClass
 	// Scheduler tunes the scheduling policy.
 	Scheduler Scheduler
+	// Limits bound what one caller or team may ask of the server.
+	Limits Limits
 }
 
 // Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.
@@ -56,6 +58,7 @@ func Default() Config {
 			FairShareReclaim: true,
 			MinRuntime:       Duration{5 * time.Minute},
 		},
+		Limits: DefaultLimits(),
 	}
 }
 
@@ -91,5 +94,6 @@ func (c Config) Validate() error {
 	if c.Scheduler.StarvationAfter.Duration < 0 || c.Scheduler.MinRuntime.Duration < 0 {
 		errs = append(errs, errors.New("scheduler: durations must not be negative"))
 	}
+	errs = append(errs, c.Limits.validate()...)
 	return errors.Join(errs...)
 }

@@ -112,4 +112,48 @@ func TestExampleConfig(t *testing.T) {
 	if diff := cmp.Diff(d.Scheduler, c.Scheduler); diff != "" {
 		t.Errorf("example scheduler options differ from the defaults (-default +example):\n%s", diff)
 	}
+	if diff := cmp.Diff(d.Limits, c.Limits); diff != "" {
+		t.Errorf("example limits differ from the defaults (-default +example):\n%s", diff)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	t.Run("a file that sets one limit keeps the others' defaults", func(t *testing.T) {
+		c, err := Load(write(t, "limits:\n  burst: 50\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := DefaultLimits()
+		want.Burst = 50
+		if diff := cmp.Diff(want, c.Limits); diff != "" {
+			t.Errorf("limits (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("zero turns a limit off", func(t *testing.T) {
+		c, err := Load(write(t, "limits: {maxPendingPerTeam: 0, maxPendingPerUser: 0, requestsPerSecond: 0, burst: 0}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("limits all off: %v", err)
+		}
+	})
+	bad := []struct{ name, body, want string }{
+		{"negative team bound", "limits: {maxPendingPerTeam: -1}\n", "limits.maxPendingPerTeam"},
+		{"negative user bound", "limits: {maxPendingPerUser: -5}\n", "limits.maxPendingPerUser"},
+		{"negative rate", "limits: {requestsPerSecond: -1}\n", "limits.requestsPerSecond"},
+		{"a rate without a burst", "limits: {requestsPerSecond: 5, burst: 0}\n", "limits.burst"},
+		{"unknown limit", "limits: {maxRunning: 3}\n", "maxRunning"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(write(t, tc.body))
+			if err == nil {
+				err = c.Validate()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -60,6 +60,7 @@ type file struct {
 	NodeName        *string         `json:"nodeName"`
 	PriorityClasses []PriorityClass `json:"priorityClasses"`
 	Scheduler       *Scheduler      `json:"scheduler"`
+	Limits          *fileLimits     `json:"limits"`
 }
 
 // Load reads a YAML (or JSON) configuration file over the defaults.
@@ -91,6 +92,14 @@ func Load(path string) (Config, error) {
 	}
 	if f.Scheduler != nil {
 		c.Scheduler = *f.Scheduler
+	}
+	if l := f.Limits; l != nil {
+		// Each limit left out keeps its default: leaving one out must not
+		// lift it.
+		set(&c.Limits.MaxPendingPerTeam, l.MaxPendingPerTeam)
+		set(&c.Limits.MaxPendingPerUser, l.MaxPendingPerUser)
+		set(&c.Limits.RequestsPerSecond, l.RequestsPerSecond)
+		set(&c.Limits.Burst, l.Burst)
 	}
 	return c, nil
 }
@@ -138,4 +147,10 @@ func validateClasses(cs []PriorityClass) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }

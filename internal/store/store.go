@@ -40,6 +40,10 @@ type Store struct {
 	newID func() core.WorkloadID
 
 	maxPendingTeam, maxPendingUser int
+	// pendingTeam and pendingOwner count the committed Pending workloads
+	// by team and by submitter, under mu, for the pending bounds.
+	pendingTeam  map[core.TeamName]int
+	pendingOwner map[string]int
 
 	// nodeCache holds the decoded nodes when Options.CacheNodes is set;
 	// PutNode empties it and bumps nodeGen, so that a read that raced with
@@ -164,8 +168,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: load active workloads: %w", path, err)
 	}
 	s.active = make(map[core.WorkloadID]*core.Workload, len(active))
+	s.pendingTeam, s.pendingOwner = map[core.TeamName]int{}, map[string]int{}
 	for _, w := range active {
 		s.active[w.ID] = w
+		s.countPending(w, +1)
 	}
 	s.wg.Add(1)
 	go s.writer()
@@ -283,8 +289,13 @@ func (s *Store) commit(batch []*op) {
 	}
 	s.mu.Lock()
 	for _, w := range tx.changed {
+		if old := s.active[w.ID]; old != nil {
+			s.countPending(old, -1)
+		}
 		if w.Status.Phase == core.Pending || w.Status.Phase == core.Running {
-			s.active[w.ID] = w.Clone()
+			c := w.Clone()
+			s.active[w.ID] = c
+			s.countPending(c, +1)
 		} else {
 			delete(s.active, w.ID)
 		}
@@ -319,7 +330,7 @@ var migrations = [][]string{
 	},
 	{
 		// Tenancy: tokens get a public ID and a name, for listing and
-		// revoking; the audit trail; pending counts per team and owner.
+		// revoking; the audit trail.
 		`ALTER TABLE tokens ADD COLUMN id TEXT`,
 		`ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT ''`,
 		`UPDATE tokens SET id = 'tok-' || substr(hash, 1, 10)`,
@@ -340,8 +351,6 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX audit_time ON audit(time)`,
 		`CREATE INDEX audit_user ON audit(user_name, id)`,
-		`CREATE INDEX workloads_team_phase ON workloads(team, phase)`,
-		`CREATE INDEX workloads_owner_phase ON workloads(owner, phase)`,
 	},
 }
 
@@ -467,3 +476,13 @@ var schema = []string{
 func unixNano(t time.Time) int64 { return t.UTC().UnixNano() }
 
 func fromNano(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// countPending adds sign to w's team's and owner's pending counts when w is
+// Pending. Callers hold mu.
+func (s *Store) countPending(w *core.Workload, sign int) {
+	if w.Status.Phase != core.Pending {
+		return
+	}
+	s.pendingTeam[w.Team] += sign
+	s.pendingOwner[w.Owner] += sign
+}

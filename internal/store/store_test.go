@@ -621,7 +621,7 @@ func TestMigratesVersion1(t *testing.T) {
 	}
 	for _, stmt := range []string{
 		"DROP INDEX tokens_id", "DROP INDEX tokens_user", "ALTER TABLE tokens DROP COLUMN id", "ALTER TABLE tokens DROP COLUMN name",
-		"DROP TABLE audit", "DROP INDEX workloads_team_phase", "DROP INDEX workloads_owner_phase",
+		"DROP TABLE audit",
 		"DROP TABLE workload_nodes", "ALTER TABLE allocations DROP COLUMN replica", "PRAGMA user_version = 1",
 	} {
 		if _, err := db.Exec(stmt); err != nil {

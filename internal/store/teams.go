@@ -111,4 +111,3 @@ func (s *Store) Team(ctx context.Context, name core.TeamName) (*core.Team, error
 	var t core.Team
 	return &t, json.Unmarshal(b, &t)
 }
-

@@ -52,6 +52,10 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 	if idem != nil {
 		key, hash = idem.Key, idem.Hash
 	}
+	userBound := s.maxPendingUser
+	if ctx.Value(noUserBoundKey{}) != nil {
+		userBound = 0
+	}
 	err = s.do(ctx, func(tx *wtx) error {
 		if idem != nil {
 			prev, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE owner = ? AND idem_key = ?", w.Owner, idem.Key))
@@ -73,7 +77,7 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 			}
 			return err
 		}
-		if err := s.checkPending(tx, w); err != nil {
+		if err := s.checkPending(tx, w, userBound); err != nil {
 			return err
 		}
 		setAuditObject(ctx, string(w.ID), string(w.Team))
@@ -319,25 +323,44 @@ func nodeUsage(tx *wtx, node core.NodeName) (*core.NodeUsage, error) {
 	return u, rows.Err()
 }
 
+type noUserBoundKey struct{}
+
+// WithoutUserBound exempts the submissions made with the returned context
+// from MaxPendingPerUser (the API server uses it for admins); the team
+// bound still applies.
+func WithoutUserBound(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noUserBoundKey{}, true)
+}
+
 // checkPending fails with core.ErrLimit when w would take its team or its
-// submitter beyond the pending bounds. It counts inside the write
-// transaction, so that concurrent submissions cannot both pass.
-func (s *Store) checkPending(tx *wtx, w *core.Workload) error {
-	check := func(limit int, col, val, who string) error {
-		if limit <= 0 {
-			return nil
-		}
-		var n int
-		if err := tx.QueryRow("SELECT count(*) FROM workloads WHERE "+col+" = ? AND phase = 'Pending'", val).Scan(&n); err != nil {
-			return err
-		}
-		if n >= limit {
-			return fmt.Errorf("%s has %d pending workloads, the most allowed; wait until some start or cancel some: %w", who, n, core.ErrLimit)
-		}
+// submitter beyond the pending bounds (userBound: the submitter's). It runs
+// in the writer, so concurrent submissions cannot both pass: the committed
+// counts (kept in memory with the active workloads) plus the workloads this
+// batch has created so far. Those the batch has started are still counted,
+// which errs on the side of the bound.
+func (s *Store) checkPending(tx *wtx, w *core.Workload, userBound int) error {
+	if s.maxPendingTeam <= 0 && userBound <= 0 {
 		return nil
 	}
-	if err := check(s.maxPendingTeam, "team", string(w.Team), "team "+string(w.Team)); err != nil {
-		return err
+	s.mu.Lock()
+	team, owner := s.pendingTeam[w.Team], s.pendingOwner[w.Owner]
+	for _, c := range tx.changed {
+		if _, committed := s.active[c.ID]; committed || c.Status.Phase != core.Pending {
+			continue
+		}
+		if c.Team == w.Team {
+			team++
+		}
+		if c.Owner == w.Owner {
+			owner++
+		}
 	}
-	return check(s.maxPendingUser, "owner", w.Owner, "user "+w.Owner)
+	s.mu.Unlock()
+	switch {
+	case s.maxPendingTeam > 0 && team >= s.maxPendingTeam:
+		return fmt.Errorf("team %s has %d pending workloads, the most allowed; wait until some start or cancel some: %w", w.Team, team, core.ErrLimit)
+	case userBound > 0 && owner >= userBound:
+		return fmt.Errorf("user %s has %d pending workloads, the most allowed; wait until some start or cancel some: %w", w.Owner, owner, core.ErrLimit)
+	}
+	return nil
 }

@@ -1,0 +1,190 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// access says who may call a route. serve checks adminOnly itself; for
+// teamRole and userScope the handler finds the object's team or owner and
+// calls c.authorize or c.authorizeUser, and serve answers 500 if it did
+// not (a handler that forgot is a bug, never a leak).
+type access int
+
+const (
+	// anyCaller: any authenticated caller; the handler answers only with
+	// what the caller may see (its teams' objects, itself).
+	anyCaller access = iota + 1
+	// teamRole: the object belongs to a team, where the caller needs the
+	// route's role. A caller who cannot see the team gets 404, with the
+	// answer a missing object gets; one whose role is too weak gets 403
+	// naming the role needed.
+	teamRole
+	// userScope: the object is a user's account or token. The user itself
+	// and admins may act on it; with need team-admin, so may a team-admin
+	// of one of a service account's teams. Anyone else gets 404 (or 403
+	// when the route says what it does and the caller shares a team with
+	// the user).
+	userScope
+	// adminOnly: global admins only; others get 403.
+	adminOnly
+)
+
+// route is one row of the authorization table.
+type route struct {
+	pattern string
+	access  access
+	// need is the role needed in the object's team (teamRole), or
+	// team-admin where a team-admin may act for its service accounts
+	// (userScope).
+	need core.Role
+	// doing says what the route does, for 403s: a format taking the team
+	// ("submitting to team %s") for teamRole, the user for userScope, a
+	// phrase ("creating teams") for adminOnly.
+	doing string
+	// action names a mutating route in the audit trail, and ok is the
+	// status it answers on success.
+	action string
+	ok     int
+	serve  func(*Server, *call) (reply, error)
+	// stream, instead of serve, writes the answer itself (logs); it
+	// returns an error only before it has written anything.
+	stream func(*Server, http.ResponseWriter, *call) error
+}
+
+// table says, for each route, who may call it. It is the one place to read
+// to know who may do what:
+//
+//   - viewer: read its teams' workloads, logs, events and members;
+//   - member: also submit to its teams and cancel their workloads;
+//   - team-admin: also manage its teams' members, service accounts (and
+//     their tokens) and allowed priority classes;
+//   - admin: everything, including teams, quotas, users and the audit trail.
+//
+// Everyone may read the nodes (with only its teams' allocations named), the
+// priority classes, itself and its own tokens.
+var table = []route{
+	{pattern: "GET /api/v1/whoami", access: anyCaller, serve: (*Server).whoami},
+
+	{pattern: "POST /api/v1/workloads", access: teamRole, need: core.RoleMember, doing: "submitting to team %s",
+		action: "create workload", ok: http.StatusCreated, serve: (*Server).submit},
+	{pattern: "GET /api/v1/workloads", access: anyCaller, serve: (*Server).listWorkloads},
+	{pattern: "GET /api/v1/workloads/{id}", access: teamRole, need: core.RoleViewer, serve: (*Server).getWorkload},
+	{pattern: "DELETE /api/v1/workloads/{id}", access: teamRole, need: core.RoleMember, doing: "cancelling the workloads of team %s",
+		action: "cancel workload", ok: http.StatusOK, serve: (*Server).cancelWorkload},
+	{pattern: "GET /api/v1/workloads/{id}/logs", access: teamRole, need: core.RoleViewer, stream: (*Server).logs},
+	{pattern: "GET /api/v1/workloads/{id}/events", access: teamRole, need: core.RoleViewer, serve: (*Server).events},
+
+	{pattern: "GET /api/v1/nodes", access: anyCaller, serve: (*Server).nodes},
+	{pattern: "GET /api/v1/priorityclasses", access: anyCaller, serve: (*Server).priorityClasses},
+
+	{pattern: "GET /api/v1/teams", access: anyCaller, serve: (*Server).teams},
+	{pattern: "POST /api/v1/teams", access: adminOnly, doing: "creating teams",
+		action: "create team", ok: http.StatusCreated, serve: (*Server).createTeam},
+	// An admin changes the quota; a team-admin only the priority classes
+	// (the handler checks which fields are given).
+	{pattern: "PATCH /api/v1/teams/{name}", access: teamRole, need: core.RoleTeamAdmin, doing: "changing the priority classes of team %s",
+		action: "update team", ok: http.StatusOK, serve: (*Server).updateTeam},
+	{pattern: "GET /api/v1/teams/{team}/members", access: teamRole, need: core.RoleViewer, serve: (*Server).members},
+	{pattern: "PUT /api/v1/teams/{team}/members/{user}", access: teamRole, need: core.RoleTeamAdmin, doing: "managing the members of team %s",
+		action: "set member", ok: http.StatusOK, serve: (*Server).setMember},
+	{pattern: "DELETE /api/v1/teams/{team}/members/{user}", access: teamRole, need: core.RoleTeamAdmin, doing: "managing the members of team %s",
+		action: "remove member", ok: http.StatusNoContent, serve: (*Server).removeMember},
+
+	// An admin creates anyone; a team-admin service accounts in its teams
+	// (the handler authorizes each membership).
+	{pattern: "POST /api/v1/users", access: teamRole, need: core.RoleTeamAdmin, doing: "creating service accounts in team %s",
+		action: "create user", ok: http.StatusCreated, serve: (*Server).createUser},
+	{pattern: "GET /api/v1/users", access: adminOnly, doing: "listing users", serve: (*Server).users},
+	{pattern: "GET /api/v1/users/{name}", access: userScope, serve: (*Server).user},
+
+	{pattern: "POST /api/v1/tokens", access: userScope, need: core.RoleTeamAdmin, doing: "creating tokens for %s",
+		action: "create token", ok: http.StatusCreated, serve: (*Server).createToken},
+	{pattern: "GET /api/v1/tokens", access: userScope, need: core.RoleTeamAdmin, serve: (*Server).tokens},
+	{pattern: "DELETE /api/v1/tokens/{id}", access: userScope, need: core.RoleTeamAdmin,
+		action: "revoke token", ok: http.StatusNoContent, serve: (*Server).revokeToken},
+
+	{pattern: "GET /api/v1/audit", access: adminOnly, doing: "reading the audit trail", serve: (*Server).auditTrail},
+}
+
+// call is one request on its way through a route.
+type call struct {
+	r  *http.Request
+	u  *core.User
+	rt *route
+	// audit is the entry of a mutating request (nil for reads); handlers
+	// name its object and team.
+	audit      *core.AuditEntry
+	authorized bool
+}
+
+// authorize checks the caller's role in team against the route's need.
+// kind and id name the object for the 404, which is the answer a missing
+// object gets.
+func (c *call) authorize(team core.TeamName, kind, id string) error {
+	if c.audit != nil && c.audit.Team == "" {
+		c.audit.Team = string(team)
+	}
+	if c.u.Admin {
+		c.authorized = true
+		return nil
+	}
+	role, ok := c.u.Role(team)
+	if !ok {
+		return notFound(kind, id)
+	}
+	if c.audit != nil {
+		c.audit.Role = string(role)
+	}
+	if !role.Includes(c.rt.need) {
+		return forbidden("%s needs the %s role; you are a %s", fmt.Sprintf(c.rt.doing, team), c.rt.need, role)
+	}
+	c.authorized = true
+	return nil
+}
+
+// authorizeUser checks that the caller may act on target's account: it is
+// target, an admin, or (when the route needs team-admin) a team-admin of
+// one of a service account's teams. kind and id name the object for the
+// 404.
+func (c *call) authorizeUser(target *core.User, kind, id string) error {
+	if c.u.Admin || c.u.Name == target.Name {
+		c.authorized = true
+		return nil
+	}
+	if c.rt.need == core.RoleTeamAdmin && target.ServiceAccount {
+		for _, m := range target.Memberships {
+			if c.u.Can(m.Team, core.RoleTeamAdmin) {
+				if c.audit != nil {
+					c.audit.Role, c.audit.Team = string(core.RoleTeamAdmin), string(m.Team)
+				}
+				c.authorized = true
+				return nil
+			}
+		}
+	}
+	if c.rt.doing != "" && c.sharesTeam(target) {
+		return forbidden("%s needs the admin role (a team-admin may act for its teams' service accounts)", fmt.Sprintf(c.rt.doing, target.Name))
+	}
+	return notFound(kind, id)
+}
+
+// sharesTeam reports whether the caller sees one of target's teams, and so
+// may know that target exists (it is in the team's members).
+func (c *call) sharesTeam(target *core.User) bool {
+	for _, m := range target.Memberships {
+		if c.u.InTeam(m.Team) {
+			return true
+		}
+	}
+	return false
+}
+
+// setObject names the request's object in its audit entry.
+func (c *call) setObject(id string) {
+	if c.audit != nil {
+		c.audit.Object = id
+	}
+}

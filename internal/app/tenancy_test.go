@@ -1,0 +1,950 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/apiserver"
+	"github.com/gpufleet/gpufleet/internal/config"
+)
+
+// This file proves tenancy from outside: a real server over HTTP, users of
+// two teams in every role, and every endpoint of apiserver.Routes tried by
+// every caller on its own team's objects and on the other team's.
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.b.Bytes())
+}
+
+// loadConfig reads a server configuration file holding yaml (the way
+// `gpufleet server --config` does) and points it at dir with four simulated
+// GPUs on a free port.
+func loadConfig(t testing.TB, dir, yaml string) config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gpufleet.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("config file:\n%s\n%v", yaml, err)
+	}
+	cfg.Addr = freeAddr(t)
+	cfg.DataDir = dir
+	cfg.FakeGPUs = "4xH100-80GB"
+	cfg.NodeName = "node-a"
+	cfg.ResyncPeriod = 100 * time.Millisecond
+	return cfg
+}
+
+// startWith runs a real server from cfg in-process, its log (every level)
+// and its standard output going to logw.
+func startWith(t testing.TB, cfg config.Config, logw io.Writer) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{addr: cfg.Addr, cancel: cancel, done: make(chan error, 1), cfg: cfg}
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	go func() { s.done <- RunWithLogger(ctx, cfg, logw, log) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + cfg.Addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("server exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server not ready after 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tok, err := os.ReadFile(filepath.Join(cfg.DataDir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.admin = api.NewClient(cfg.Addr, strings.TrimSpace(string(tok)))
+	t.Cleanup(s.stop)
+	return s
+}
+
+// answer is one HTTP exchange's result.
+type answer struct {
+	status int
+	body   string
+	header http.Header
+}
+
+// hclient sends raw requests. With retry429 it waits out rate limiting
+// (counting it) so that a long matrix is not cut short by the limiter.
+type hclient struct {
+	t        testing.TB
+	addr     string
+	retry429 bool
+	requests int
+	waited   int
+}
+
+func (h *hclient) do(token, method, path, body string) answer {
+	h.t.Helper()
+	for attempt := 0; ; attempt++ {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, "http://"+h.addr+path, rd)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			h.t.Fatalf("%s %s: %v", method, path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		h.requests++
+		a := answer{status: resp.StatusCode, body: string(b), header: resp.Header}
+		if a.status == http.StatusTooManyRequests && h.retry429 && attempt < 20 && strings.Contains(a.body, api.CodeRateLimited) {
+			h.waited++
+			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			time.Sleep(time.Duration(max(1, min(secs, 3))) * time.Second)
+			continue
+		}
+		return a
+	}
+}
+
+// must sends a request that has to succeed with want, and decodes the answer
+// into out (when not nil).
+func (h *hclient) must(token, method, path, body string, want int, out any) answer {
+	h.t.Helper()
+	a := h.do(token, method, path, body)
+	if a.status != want {
+		h.t.Fatalf("%s %s %s: %d %s, want %d", method, path, body, a.status, a.body, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal([]byte(a.body), out); err != nil {
+			h.t.Fatalf("%s %s: decode %s: %v", method, path, a.body, err)
+		}
+	}
+	return a
+}
+
+// caller is one identity of the matrix. role is its role in team A ("" when
+// it has none).
+type caller struct {
+	name, token string
+	admin       bool
+	role        string
+	// bSide: the caller is in team B.
+	bSide bool
+}
+
+const (
+	teamA       = "tenant-a"
+	teamB       = "tenant-b"
+	missingTeam = "tenant-x"
+	missingUser = "ghost-user"
+	missingWL   = "wl-zzzzzzzzzzzz"
+	missingTok  = "tok-zzzzzzzzzz"
+	markerA     = "a-secret-marker"
+	markerB     = "b-secret-marker"
+	// park keeps a workload pending for ever: no node carries the label.
+	park = `"nodeSelector":{"tenancy-test/nowhere":"x"}`
+)
+
+// world is the matrix's fixture: the callers and the objects of both
+// teams.
+type world struct {
+	t       *testing.T
+	s       *server
+	h       *hclient
+	admin   caller
+	callers []caller // A's side, the admin, B's member and a user in no team
+	bMember caller
+
+	wlA, wlB, wlBPend string
+	tokB              api.Token // b-member's token record, with its text
+	seq               int
+	// secretsA and secretsB must never reach a caller outside the team.
+	secretsA, secretsB []string
+}
+
+func (w *world) uniq(prefix string) string {
+	w.seq++
+	return fmt.Sprintf("%s-%d", prefix, w.seq)
+}
+
+// createUser makes a user as the admin and returns it with its token.
+func (w *world) createUser(name string, sa bool, ms ...api.Membership) caller {
+	w.t.Helper()
+	b, _ := json.Marshal(api.User{Name: name, ServiceAccount: sa, Memberships: ms})
+	var u api.User
+	w.h.must(w.admin.token, "POST", "/api/v1/users", string(b), http.StatusCreated, &u)
+	if u.Token == "" {
+		w.t.Fatalf("create user %s: no token in the answer", name)
+	}
+	c := caller{name: name, token: u.Token}
+	for _, m := range ms {
+		if m.Team == teamA {
+			c.role = m.Role
+		}
+	}
+	return c
+}
+
+// submit submits a workload as c and returns its ID.
+func (w *world) submit(c caller, body string) string {
+	w.t.Helper()
+	var out api.Workload
+	w.h.must(c.token, "POST", "/api/v1/workloads", body, http.StatusCreated, &out)
+	return out.ID
+}
+
+// freshPending is a new pending workload of team A, submitted by the admin.
+func (w *world) freshPending() string {
+	return w.submit(w.admin, `{"team":"`+teamA+`","command":["true"],"resources":{"gpus":1},`+park+`}`)
+}
+
+func (w *world) waitRunningWithLog(id, marker string) {
+	w.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var wl api.Workload
+		w.h.must(w.admin.token, "GET", "/api/v1/workloads/"+id, "", 200, &wl)
+		if wl.Status.Phase == api.PhaseRunning {
+			if a := w.h.do(w.admin.token, "GET", "/api/v1/workloads/"+id+"/logs", ""); strings.Contains(a.body, marker) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("%s is %s without %q in its log after 20s", id, wl.Status.Phase, marker)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func newWorld(t *testing.T, s *server) *world {
+	h := &hclient{t: t, addr: s.addr, retry429: true}
+	w := &world{t: t, s: s, h: h, admin: caller{name: "admin", token: s.admin.Token, admin: true, role: "admin"}}
+	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamA+`","guaranteedMilliGPU":1000}`, http.StatusCreated, nil)
+	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamB+`"}`, http.StatusCreated, nil)
+	m := func(team, role string) api.Membership { return api.Membership{Team: team, Role: role} }
+	aViewer := w.createUser("a-viewer", false, m(teamA, api.RoleViewer))
+	aMember := w.createUser("a-member", false, m(teamA, api.RoleMember))
+	aTAdmin := w.createUser("a-tadmin", false, m(teamA, api.RoleTeamAdmin))
+	aBot := w.createUser("a-bot", true, m(teamA, api.RoleMember))
+	w.createUser("a-target", false, m(teamA, api.RoleViewer))
+	w.bMember = w.createUser("b-member", false, m(teamB, api.RoleMember))
+	w.bMember.bSide = true
+	bBot := w.createUser("b-bot", true, m(teamB, api.RoleMember))
+	loner := w.createUser("loner", false)
+	w.callers = []caller{w.admin, aViewer, aMember, aTAdmin, aBot, w.bMember, loner}
+
+	// Team B's objects: a running workload with a log and events, a
+	// pending one, and a token made by B's member.
+	w.wlB = w.submit(w.bMember, `{"team":"`+teamB+`","command":["sh","-c","echo `+markerB+`; sleep 300"],"gracePeriodSeconds":1,"resources":{"gpus":0.25}}`)
+	w.wlBPend = w.submit(w.bMember, `{"team":"`+teamB+`","command":["true"],"resources":{"gpus":1},`+park+`}`)
+	w.h.must(w.bMember.token, "POST", "/api/v1/tokens", `{"name":"b-ci","expiresIn":"720h"}`, http.StatusCreated, &w.tokB)
+	if w.tokB.ID == "" || w.tokB.Token == "" {
+		t.Fatalf("token create answered %+v: want an ID and the token", w.tokB)
+	}
+	// Team A's running workload.
+	w.wlA = w.submit(aMember, `{"team":"`+teamA+`","command":["sh","-c","echo `+markerA+`; sleep 300"],"gracePeriodSeconds":1,"resources":{"gpus":0.25}}`)
+	w.waitRunningWithLog(w.wlB, markerB)
+	w.waitRunningWithLog(w.wlA, markerA)
+	t.Cleanup(func() {
+		for _, id := range []string{w.wlA, w.wlB} {
+			w.h.do(w.admin.token, "DELETE", "/api/v1/workloads/"+id, "")
+		}
+		for _, id := range []string{w.wlA, w.wlB} {
+			waitDone(t, s.admin, id)
+		}
+	})
+	w.secretsB = []string{w.wlB, w.wlBPend, markerB, w.tokB.ID, w.tokB.Token, w.bMember.token, bBot.token, "b-member", "b-bot", teamB}
+	w.secretsA = []string{w.wlA, markerA, aViewer.token, aMember.token, aTAdmin.token, aBot.token, "a-viewer", "a-member", "a-tadmin", "a-bot", "a-target", teamA}
+	return w
+}
+
+// probe is one request of the matrix and what may answer it.
+type probe struct {
+	what         string
+	method, path string
+	body         string
+	// want lists the acceptable statuses.
+	want []int
+	// hidden: the request names an object the caller may not see. Then
+	// the same request with each key of hidden replaced by its value (an
+	// object that does not exist) must answer the same status and body,
+	// and the answer must not be a 2xx.
+	hidden map[string]string
+	// givesToken: the answer may carry a token (it creates one).
+	givesToken bool
+	// raw: the 200 answer is not JSON (logs).
+	raw bool
+	// check, when set, looks further at a 2xx answer.
+	check func(a answer) string
+	// skip: nothing to try (team B's own member on B's objects, or the
+	// admin changing B's objects, which the matrix checks are untouched).
+	skip bool
+}
+
+var anyTokenRE = regexp.MustCompile(`gpf_[A-Za-z0-9_-]{20,}`)
+
+// roleRank orders the roles of team A; admin is above all.
+func roleRank(r string) int {
+	return map[string]int{api.RoleViewer: 1, api.RoleMember: 2, api.RoleTeamAdmin: 3, "admin": 4}[r]
+}
+
+// inA answers a request on one of team A's objects that needs role need:
+// ok when the caller has it, 403 when it is in team A with a weaker role,
+// and hidden (404, indistinguishable from a missing object) when it is not
+// in team A.
+func inA(c caller, need string, ok int, p probe, hidden map[string]string, notFound ...int) probe {
+	if len(notFound) == 0 {
+		notFound = []int{http.StatusNotFound}
+	}
+	switch {
+	case roleRank(c.role) >= roleRank(need):
+		p.want = []int{ok}
+	case c.role != "":
+		p.want = []int{http.StatusForbidden}
+	default:
+		p.want, p.hidden = notFound, hidden
+	}
+	return p
+}
+
+// inB answers a request on one of team B's objects: only the admin may
+// act on it; anyone else gets what a missing object gets.
+func inB(c caller, ok int, p probe, hidden map[string]string, notFound ...int) probe {
+	if len(notFound) == 0 {
+		notFound = []int{http.StatusNotFound}
+	}
+	if c.bSide || (c.admin && p.method != http.MethodGet) {
+		p.skip = true
+		return p
+	}
+	if c.admin {
+		p.want = []int{ok}
+		return p
+	}
+	p.want, p.hidden = notFound, hidden
+	return p
+}
+
+func adminOnly(c caller, ok int, p probe) probe {
+	p.want = []int{http.StatusForbidden}
+	if c.admin {
+		p.want = []int{ok}
+	}
+	return p
+}
+
+func anyone(ok int, p probe) probe { p.want = []int{ok}; return p }
+
+func lacks(subs ...string) func(a answer) string {
+	return func(a answer) string {
+		for _, s := range subs {
+			if strings.Contains(a.body, s) {
+				return fmt.Sprintf("answer holds %q", s)
+			}
+		}
+		return ""
+	}
+}
+
+func holds(subs ...string) func(a answer) string {
+	return func(a answer) string {
+		for _, s := range subs {
+			if !strings.Contains(a.body, s) {
+				return fmt.Sprintf("answer lacks %q", s)
+			}
+		}
+		return ""
+	}
+}
+
+// routeKey normalizes "GET /api/v1/teams/{name}" to "GET /api/v1/teams/{}"
+// so that the table does not depend on the names of path parameters.
+func routeKey(r string) string { return regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(r, "{}") }
+
+// matrix lists, for every route the spec defines, the probes one caller
+// makes. A route of apiserver.Routes missing here fails the test, and so
+// does a route here that the server does not serve.
+func (w *world) matrix() map[string]func(c caller) []probe {
+	wl := func(id string) map[string]string { return map[string]string{id: missingWL} }
+	team := func(name string) map[string]string { return map[string]string{name: missingTeam} }
+	user := func(name string) map[string]string { return map[string]string{name: missingUser} }
+	public := func(path string) func(c caller) []probe {
+		return func(c caller) []probe { return []probe{anyone(200, probe{method: "GET", path: path})} }
+	}
+	onWorkload := func(suffix string, raw bool, marker string) func(c caller) []probe {
+		return func(c caller) []probe {
+			return []probe{
+				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/workloads/" + w.wlA + suffix, raw: raw, check: holds(marker)}, wl(w.wlA)),
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/workloads/" + w.wlB + suffix, raw: raw}, wl(w.wlB)),
+				inB(c, 200, probe{what: "foreign pending", method: "GET", path: "/api/v1/workloads/" + w.wlBPend + suffix, raw: raw}, wl(w.wlBPend)),
+			}
+		}
+	}
+	return map[string]func(c caller) []probe{
+		"GET /healthz":             public("/healthz"),
+		"GET /readyz":              public("/readyz"),
+		"GET /api/v1/healthz":      public("/api/v1/healthz"),
+		"GET /api/v1/readyz":       public("/api/v1/readyz"),
+		"GET /api/v1/openapi.json": public("/api/v1/openapi.json"),
+		"GET /api/v1/whoami": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/whoami", check: holds(`"name":"` + c.name + `"`)})}
+		},
+		"POST /api/v1/workloads": func(c caller) []probe {
+			sub := func(t string) string {
+				return `{"team":"` + t + `","command":["true"],"resources":{"gpus":1},` + park + `}`
+			}
+			// A team one cannot see answers as a missing team does: 400
+			// naming the field (as before) or 404.
+			return []probe{
+				inA(c, api.RoleMember, 201, probe{what: "own team", method: "POST", path: "/api/v1/workloads", body: sub(teamA)}, team(teamA), 400, 404),
+				inB(c, 201, probe{what: "foreign team", method: "POST", path: "/api/v1/workloads", body: sub(teamB)}, team(teamB), 400, 404),
+			}
+		},
+		"GET /api/v1/workloads": func(c caller) []probe {
+			return []probe{
+				anyone(200, probe{what: "all", method: "GET", path: "/api/v1/workloads"}),
+				anyone(200, probe{what: "team filter", method: "GET", path: "/api/v1/workloads?team=" + teamB}),
+			}
+		},
+		"GET /api/v1/workloads/{}": onWorkload("", false, `"team":"`+teamA+`"`),
+		"DELETE /api/v1/workloads/{}": func(c caller) []probe {
+			own := w.freshPending()
+			return []probe{
+				inA(c, api.RoleMember, 200, probe{what: "own", method: "DELETE", path: "/api/v1/workloads/" + own}, wl(own)),
+				inB(c, 200, probe{what: "foreign pending", method: "DELETE", path: "/api/v1/workloads/" + w.wlBPend}, wl(w.wlBPend)),
+			}
+		},
+		"GET /api/v1/workloads/{}/logs":   onWorkload("/logs", true, markerA),
+		"GET /api/v1/workloads/{}/events": onWorkload("/events", false, w.wlA),
+		"GET /api/v1/nodes": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/nodes"})}
+		},
+		"GET /api/v1/priorityclasses": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/priorityclasses"})}
+		},
+		"GET /api/v1/teams": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/teams"})}
+		},
+		"POST /api/v1/teams": func(c caller) []probe {
+			return []probe{adminOnly(c, 201, probe{method: "POST", path: "/api/v1/teams", body: `{"name":"` + w.uniq("made-by-"+c.name) + `"}`})}
+		},
+		"PATCH /api/v1/teams/{}": func(c caller) []probe {
+			quota, classes := `{"weight":2}`, `{"priorityClasses":["training","development","batch"]}`
+			// Quotas are the admin's: a team-admin is refused too.
+			q := inA(c, "admin", 200, probe{what: "own quota", method: "PATCH", path: "/api/v1/teams/" + teamA, body: quota}, team(teamA))
+			return []probe{q,
+				inA(c, api.RoleTeamAdmin, 200, probe{what: "own classes", method: "PATCH", path: "/api/v1/teams/" + teamA, body: classes}, team(teamA)),
+				inB(c, 200, probe{what: "foreign quota", method: "PATCH", path: "/api/v1/teams/" + teamB, body: `{"weight":1}`}, team(teamB)),
+				inB(c, 200, probe{what: "foreign classes", method: "PATCH", path: "/api/v1/teams/" + teamB, body: `{"priorityClasses":["training","development"]}`}, team(teamB)),
+			}
+		},
+		"POST /api/v1/users": func(c caller) []probe {
+			sa := func(t string) string {
+				return `{"name":"` + w.uniq("sa-by-"+c.name) + `","serviceAccount":true,"memberships":[{"team":"` + t + `","role":"member"}]}`
+			}
+			person := `{"name":"` + w.uniq("person-by-"+c.name) + `","memberships":[{"team":"` + teamA + `","role":"viewer"}]}`
+			p := []probe{
+				inA(c, api.RoleTeamAdmin, 201, probe{what: "service account of own team", method: "POST", path: "/api/v1/users", body: sa(teamA), givesToken: true}, team(teamA), 403, 404),
+				inB(c, 201, probe{what: "service account of foreign team", method: "POST", path: "/api/v1/users", body: sa(teamB), givesToken: true}, team(teamB), 403, 404),
+				adminOnly(c, 201, probe{what: "a person", method: "POST", path: "/api/v1/users", body: person, givesToken: true}),
+			}
+			return p
+		},
+		"GET /api/v1/users": func(c caller) []probe {
+			return []probe{adminOnly(c, 200, probe{method: "GET", path: "/api/v1/users"})}
+		},
+		"GET /api/v1/users/{}": func(c caller) []probe {
+			other := probe{what: "a teammate", method: "GET", path: "/api/v1/users/a-target", want: []int{404}, hidden: user("a-target")}
+			if c.admin {
+				other = probe{what: "a teammate", method: "GET", path: "/api/v1/users/a-target", want: []int{200}}
+			}
+			return []probe{
+				anyone(200, probe{what: "self", method: "GET", path: "/api/v1/users/" + c.name, check: holds(`"name":"` + c.name + `"`)}),
+				other,
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/users/b-member"}, user("b-member")),
+			}
+		},
+		"GET /api/v1/teams/{}/members": func(c caller) []probe {
+			return []probe{
+				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/teams/" + teamA + "/members", check: holds("a-target")}, team(teamA)),
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/teams/" + teamB + "/members"}, team(teamB)),
+			}
+		},
+		"PUT /api/v1/teams/{}/members/{}": func(c caller) []probe {
+			ps := []probe{
+				inA(c, api.RoleTeamAdmin, 200, probe{what: "own", method: "PUT", path: "/api/v1/teams/" + teamA + "/members/a-target", body: `{"role":"viewer"}`}, team(teamA)),
+				inB(c, 200, probe{what: "foreign: add a teammate", method: "PUT", path: "/api/v1/teams/" + teamB + "/members/a-target", body: `{"role":"member"}`}, team(teamB)),
+			}
+			if !c.admin {
+				ps = append(ps, inB(c, 200, probe{what: "foreign: add oneself", method: "PUT", path: "/api/v1/teams/" + teamB + "/members/" + c.name, body: `{"role":"team-admin"}`}, team(teamB)))
+			}
+			if c.role != "" && c.role != api.RoleTeamAdmin && c.role != "admin" {
+				ps = append(ps, probe{what: "promote oneself", method: "PUT", path: "/api/v1/teams/" + teamA + "/members/" + c.name, body: `{"role":"team-admin"}`, want: []int{403}})
+			}
+			return ps
+		},
+		"DELETE /api/v1/teams/{}/members/{}": func(c caller) []probe {
+			target := "a-target"
+			if roleRank(c.role) >= roleRank(api.RoleTeamAdmin) {
+				target = w.createUser(w.uniq("leaver"), false, api.Membership{Team: teamA, Role: api.RoleViewer}).name
+			}
+			return []probe{
+				inA(c, api.RoleTeamAdmin, 204, probe{what: "own", method: "DELETE", path: "/api/v1/teams/" + teamA + "/members/" + target}, team(teamA)),
+				inB(c, 204, probe{what: "foreign", method: "DELETE", path: "/api/v1/teams/" + teamB + "/members/b-bot"}, team(teamB)),
+			}
+		},
+		"POST /api/v1/tokens": func(c caller) []probe {
+			ps := []probe{
+				anyone(201, probe{what: "self", method: "POST", path: "/api/v1/tokens", body: `{"name":"mine"}`, givesToken: true}),
+				inB(c, 201, probe{what: "for B's member", method: "POST", path: "/api/v1/tokens", body: `{"name":"x","user":"b-member"}`, givesToken: true}, user("b-member"), 403, 404),
+			}
+			sa := inA(c, api.RoleTeamAdmin, 201, probe{what: "for own service account", method: "POST", path: "/api/v1/tokens", body: `{"name":"ci","user":"a-bot"}`, givesToken: true}, user("a-bot"), 403, 404)
+			if c.name == "a-bot" {
+				sa.want = []int{201} // its own
+			} else if c.role != "" && roleRank(c.role) < roleRank(api.RoleTeamAdmin) {
+				sa.want = []int{403, 404}
+			}
+			return append(ps, sa)
+		},
+		"GET /api/v1/tokens": func(c caller) []probe {
+			p := probe{what: "B's member's", method: "GET", path: "/api/v1/tokens?user=b-member", want: []int{200, 403, 404}, hidden: user("b-member")}
+			if c.admin || c.bSide {
+				p = probe{what: "B's member's", method: "GET", path: "/api/v1/tokens?user=b-member", want: []int{200}, check: holds(w.tokB.ID)}
+			}
+			return []probe{anyone(200, probe{what: "own", method: "GET", path: "/api/v1/tokens"}), p}
+		},
+		"DELETE /api/v1/tokens/{}": func(c caller) []probe {
+			var mine, bots api.Token
+			w.h.must(c.token, "POST", "/api/v1/tokens", `{"name":"to-revoke"}`, 201, &mine)
+			w.h.must(w.admin.token, "POST", "/api/v1/tokens", `{"name":"bot-ci","user":"a-bot"}`, 201, &bots)
+			tok := map[string]string{bots.ID: missingTok}
+			botp := inA(c, api.RoleTeamAdmin, 204, probe{what: "own service account's", method: "DELETE", path: "/api/v1/tokens/" + bots.ID}, tok)
+			if c.name == "a-bot" {
+				botp.want, botp.hidden = []int{204}, nil
+			} else if c.role != "" && roleRank(c.role) < roleRank(api.RoleTeamAdmin) {
+				// Another user's token ID answers 404 (spec).
+				botp.want, botp.hidden = []int{404}, tok
+			}
+			return []probe{
+				anyone(204, probe{what: "own", method: "DELETE", path: "/api/v1/tokens/" + mine.ID}),
+				botp,
+				inB(c, 204, probe{what: "B's", method: "DELETE", path: "/api/v1/tokens/" + w.tokB.ID}, map[string]string{w.tokB.ID: missingTok}),
+			}
+		},
+		"GET /api/v1/audit": func(c caller) []probe {
+			return []probe{adminOnly(c, 200, probe{method: "GET", path: "/api/v1/audit"})}
+		},
+	}
+}
+
+// runProbe sends p as c, checks the answer, and returns the problems found
+// and whether one of them is a leak.
+func (w *world) runProbe(c caller, p probe) (problems []string, leak bool) {
+	a := w.h.do(c.token, p.method, p.path, p.body)
+	bad := func(isLeak bool, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf(format, args...))
+		leak = leak || isLeak
+	}
+	if !slices.Contains(p.want, a.status) {
+		bad(p.hidden != nil && a.status/100 == 2, "status %d, want %v: %.300s", a.status, p.want, a.body)
+	}
+	mt, _, _ := mime.ParseMediaType(a.header.Get("Content-Type"))
+	if !(p.raw && a.status == 200) && a.status != http.StatusNoContent && (mt != "application/json" || !json.Valid([]byte(a.body))) {
+		bad(false, "answer is not JSON (Content-Type %q): %.200s", a.header.Get("Content-Type"), a.body)
+	}
+	if a.status/100 == 2 && p.check != nil && !(p.hidden != nil && !c.admin) {
+		if msg := p.check(a); msg != "" {
+			bad(false, "%s", msg)
+		}
+	}
+	// Nothing of a team reaches a caller outside it, except what the
+	// request itself named.
+	var secrets []string
+	if !c.admin {
+		if c.role == "" {
+			secrets = append(secrets, w.secretsA...)
+		}
+		if c.name != w.bMember.name {
+			secrets = append(secrets, w.secretsB...)
+		}
+	}
+	for _, s := range secrets {
+		if s == c.name || strings.Contains(p.path, s) || strings.Contains(p.body, s) {
+			continue
+		}
+		if strings.Contains(a.body, s) {
+			bad(true, "answer holds %q, which belongs to a team the caller is not in: %.300s", s, a.body)
+		}
+	}
+	if !p.givesToken {
+		if tok := anyTokenRE.FindString(a.body); tok != "" {
+			bad(true, "answer holds a token: %.300s", a.body)
+		}
+	}
+	if p.hidden != nil {
+		path, body := p.path, p.body
+		for real, fake := range p.hidden {
+			path, body = strings.ReplaceAll(path, real, fake), strings.ReplaceAll(body, real, fake)
+		}
+		twin := w.h.do(c.token, p.method, path, body)
+		norm := twin.body
+		for real, fake := range p.hidden {
+			norm = strings.ReplaceAll(norm, fake, real)
+		}
+		if twin.status != a.status || norm != a.body {
+			bad(true, "the object is distinguishable from a missing one: %d %s\nvs missing (%s %s): %d %s",
+				a.status, strings.TrimSpace(a.body), p.method, path, twin.status, strings.TrimSpace(twin.body))
+		}
+	}
+	return problems, leak
+}
+
+// TestCrossTenantMatrix tries every route of the server, as every caller,
+// on its own team's objects and on the other team's: the other team's
+// objects answer exactly as missing ones do (404), a role too weak answers
+// 403, and nothing of a team reaches a caller outside it.
+func TestCrossTenantMatrix(t *testing.T) {
+	s := start(t, t.TempDir())
+	w := newWorld(t, s)
+	table := w.matrix()
+
+	// The table must cover the server's routes, and the server must serve
+	// the spec's.
+	served := map[string]bool{}
+	for _, r := range apiserver.Routes {
+		served[routeKey(r)] = true
+		if table[routeKey(r)] == nil {
+			t.Errorf("route %q has no entry in the cross-tenant matrix: add one", r)
+		}
+	}
+	var keys []string
+	for k := range table {
+		keys = append(keys, k)
+		if !served[k] {
+			t.Errorf("spec endpoint %q is not in apiserver.Routes", k)
+		}
+	}
+	slices.Sort(keys)
+
+	tried, leaks, twins := 0, 0, 0
+	for _, k := range keys {
+		if !served[k] {
+			continue
+		}
+		for _, c := range w.callers {
+			for _, p := range table[k](c) {
+				if p.skip {
+					continue
+				}
+				tried++
+				if p.hidden != nil {
+					twins++
+				}
+				problems, leak := w.runProbe(c, p)
+				if leak {
+					leaks++
+				}
+				for _, msg := range problems {
+					t.Errorf("%s %s (%s) as %s [%s]: %s", p.method, p.path, p.what, c.name, roleOf(c), msg)
+				}
+			}
+		}
+		// Without a token: 401, except the public routes.
+		method, path, _ := strings.Cut(k, " ")
+		path = strings.NewReplacer("{}", "x").Replace(path)
+		if !strings.HasSuffix(path, "healthz") && !strings.HasSuffix(path, "readyz") && !strings.HasSuffix(path, "openapi.json") {
+			tried++
+			if a := w.h.do("", method, path, ""); a.status != http.StatusUnauthorized {
+				t.Errorf("%s %s without a token: %d %.200s, want 401", method, path, a.status, a.body)
+			}
+		}
+	}
+	// A workload's spec never changes after submission: no PUT or PATCH.
+	for _, c := range w.callers {
+		for _, m := range []string{"PUT", "PATCH"} {
+			for _, id := range []string{w.wlA, w.wlB} {
+				tried++
+				a := w.h.do(c.token, m, "/api/v1/workloads/"+id, `{"team":"`+teamA+`","resources":{"gpus":8}}`)
+				if a.status != http.StatusMethodNotAllowed {
+					t.Errorf("%s /api/v1/workloads/%s as %s: %d %.200s, want 405", m, id, c.name, a.status, a.body)
+				}
+			}
+		}
+	}
+
+	// Nothing of team B changed.
+	var got api.Workload
+	w.h.must(w.admin.token, "GET", "/api/v1/workloads/"+w.wlB, "", 200, &got)
+	if got.Status.Phase != api.PhaseRunning || got.Status.StopRequested != "" {
+		t.Errorf("team B's running workload after the matrix: %s (stop %q), want Running", got.Status.Phase, got.Status.StopRequested)
+	}
+	w.h.must(w.admin.token, "GET", "/api/v1/workloads/"+w.wlBPend, "", 200, &got)
+	if got.Status.Phase != api.PhasePending {
+		t.Errorf("team B's pending workload after the matrix: %s, want Pending", got.Status.Phase)
+	}
+	var members api.List[api.User]
+	w.h.must(w.admin.token, "GET", "/api/v1/teams/"+teamB+"/members", "", 200, &members)
+	var names []string
+	for _, u := range members.Items {
+		names = append(names, u.Name+"="+roleIn(u, teamB))
+	}
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{"b-bot=member", "b-member=member"}, names); diff != "" {
+		t.Errorf("team B's members after the matrix (-want +got):\n%s", diff)
+	}
+	var teams api.List[api.Team]
+	w.h.must(w.admin.token, "GET", "/api/v1/teams", "", 200, &teams)
+	for _, tm := range teams.Items {
+		if tm.Name == teamB && (tm.Weight != 1 || len(tm.PriorityClasses) != 0) {
+			t.Errorf("team B after the matrix: weight %d classes %v, want 1 and none", tm.Weight, tm.PriorityClasses)
+		}
+	}
+	if a := w.h.do(w.tokB.Token, "GET", "/api/v1/whoami", ""); a.status != 200 || !strings.Contains(a.body, `"b-member"`) {
+		t.Errorf("B's token after the matrix: %d %s, want it still valid", a.status, a.body)
+	}
+	t.Logf("cross-tenant matrix: %d requests (%d probes over %d routes x %d callers, with the 405 and 401 checks, and %d twin requests on missing objects), %d leaks; %d waits for the rate limiter",
+		tried+twins, tried, len(keys), len(w.callers), twins, leaks, w.h.waited)
+	if leaks > 0 {
+		t.Errorf("%d leaks", leaks)
+	}
+}
+
+func roleOf(c caller) string {
+	if c.role == "" {
+		return "not in " + teamA
+	}
+	return c.role
+}
+
+func roleIn(u api.User, team string) string {
+	for _, m := range u.Memberships {
+		if m.Team == team {
+			return m.Role
+		}
+	}
+	if slices.Contains(u.Teams, team) {
+		return "member?"
+	}
+	return ""
+}
+
+// TestTenancyMemberMayNotChooseProduction: a member submitting a class its
+// team was not granted gets 403 with a message that says what to do, and
+// nothing is stored; once a team-admin grants it, the same submission is
+// accepted.
+func TestTenancyMemberMayNotChooseProduction(t *testing.T) {
+	s := start(t, t.TempDir())
+	w := newWorldLite(t, s)
+	member := w.createUser("a-member", false, api.Membership{Team: teamA, Role: api.RoleMember})
+	tadmin := w.createUser("a-tadmin", false, api.Membership{Team: teamA, Role: api.RoleTeamAdmin})
+	body := `{"team":"` + teamA + `","priority":"production","command":["true"],"resources":{"gpus":1},` + park + `}`
+	a := w.h.do(member.token, "POST", "/api/v1/workloads", body)
+	var eb api.ErrorBody
+	json.Unmarshal([]byte(a.body), &eb)
+	if a.status != http.StatusForbidden || eb.Error.Code != api.CodeForbidden ||
+		!strings.Contains(eb.Error.Message, "production") || !strings.Contains(eb.Error.Message, teamA) ||
+		!strings.Contains(eb.Error.Message, "team-admin") {
+		t.Errorf("member submitting production: %d %s\nwant 403 forbidden naming the class, the team and who can grant it", a.status, a.body)
+	}
+	var list api.List[api.Workload]
+	w.h.must(w.admin.token, "GET", "/api/v1/workloads", "", 200, &list)
+	if len(list.Items) != 0 {
+		t.Errorf("%d workloads stored after a refused submission", len(list.Items))
+	}
+	// A member cannot grant it either.
+	grant := `{"priorityClasses":["training","development","batch","production"]}`
+	if a := w.h.do(member.token, "PATCH", "/api/v1/teams/"+teamA, grant); a.status != http.StatusForbidden {
+		t.Errorf("member granting production: %d %s, want 403", a.status, a.body)
+	}
+	w.h.must(tadmin.token, "PATCH", "/api/v1/teams/"+teamA, grant, 200, nil)
+	var wl api.Workload
+	w.h.must(member.token, "POST", "/api/v1/workloads", body, 201, &wl)
+	if wl.Priority != "production" {
+		t.Errorf("granted production: stored priority %q", wl.Priority)
+	}
+	// An unknown class still names the field, and a class that is not a
+	// class in the grant is refused.
+	if a := w.h.do(tadmin.token, "PATCH", "/api/v1/teams/"+teamA, `{"priorityClasses":["gold"]}`); a.status/100 != 4 || !strings.Contains(a.body, "priorityClasses[0]") {
+		t.Errorf("granting an unknown class: %d %s, want 400/422 naming priorityClasses[0]", a.status, a.body)
+	}
+}
+
+// TestTenancyServerOwnedFieldsAreRefused: a submission may not set what the
+// platform owns.
+func TestTenancyServerOwnedFieldsAreRefused(t *testing.T) {
+	s := start(t, t.TempDir())
+	w := newWorldLite(t, s)
+	member := w.createUser("a-member", false, api.Membership{Team: teamA, Role: api.RoleMember})
+	base := `"team":"` + teamA + `","command":["true"],"resources":{"gpus":1},` + park
+	for field, extra := range map[string]string{
+		"id":        `"id":"wl-aaaaaaaaaaaa"`,
+		"owner":     `"owner":"admin"`,
+		"createdAt": `"createdAt":"2020-01-01T00:00:00Z"`,
+		"status":    `"status":{"phase":"Succeeded"}`,
+	} {
+		a := w.h.do(member.token, "POST", "/api/v1/workloads", "{"+base+","+extra+"}")
+		if a.status != http.StatusBadRequest || !strings.Contains(a.body, `"field":"`+field) {
+			t.Errorf("submission setting %s: %d %s, want 400 naming %s", field, a.status, a.body, field)
+		}
+	}
+	var list api.List[api.Workload]
+	w.h.must(w.admin.token, "GET", "/api/v1/workloads", "", 200, &list)
+	if len(list.Items) != 0 {
+		t.Errorf("%d workloads stored after refused submissions", len(list.Items))
+	}
+}
+
+// newWorldLite is a world with the admin and both teams, and no users.
+func newWorldLite(t *testing.T, s *server) *world {
+	h := &hclient{t: t, addr: s.addr}
+	w := &world{t: t, s: s, h: h, admin: caller{name: "admin", token: s.admin.Token, admin: true, role: "admin"}}
+	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamA+`","guaranteedMilliGPU":1000}`, http.StatusCreated, nil)
+	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamB+`"}`, http.StatusCreated, nil)
+	return w
+}
+
+// TestTenancyLimits: oversized bodies, request bursts and pending work are
+// bounded, with JSON answers that say so.
+func TestTenancyLimits(t *testing.T) {
+	cfg := loadConfig(t, t.TempDir(), `
+limits:
+  maxPendingPerTeam: 3
+  maxPendingPerUser: 2
+  requestsPerSecond: 2
+  burst: 5
+`)
+	s := startWith(t, cfg, io.Discard)
+	w := newWorldLite(t, s)
+	alice := w.createUser("alice", false, api.Membership{Team: teamA, Role: api.RoleMember})
+	bob := w.createUser("bob", false, api.Membership{Team: teamA, Role: api.RoleMember})
+	carol := w.createUser("carol", false, api.Membership{Team: teamA, Role: api.RoleViewer})
+
+	t.Run("2 MiB bodies", func(t *testing.T) {
+		big := strings.Repeat("x", 2<<20)
+		for _, r := range []struct{ method, path, body string }{
+			{"POST", "/api/v1/workloads", `{"command":["true","` + big + `"],"resources":{"gpus":1}}`},
+			{"POST", "/api/v1/teams", `{"name":"` + big + `"}`},
+			{"PATCH", "/api/v1/teams/" + teamA, `{"priorityClasses":["` + big + `"]}`},
+			{"POST", "/api/v1/users", `{"name":"` + big + `"}`},
+			{"POST", "/api/v1/tokens", `{"name":"` + big + `"}`},
+			{"PUT", "/api/v1/teams/" + teamA + "/members/alice", `{"role":"` + big + `"}`},
+		} {
+			a := w.h.do(w.admin.token, r.method, r.path, r.body)
+			var eb api.ErrorBody
+			if a.status != http.StatusRequestEntityTooLarge || json.Unmarshal([]byte(a.body), &eb) != nil || eb.Error.Code != api.CodeTooLarge {
+				t.Errorf("%s %s with 2 MiB: %d %.200s, want 413 too_large in JSON", r.method, r.path, a.status, a.body)
+			}
+		}
+	})
+
+	t.Run("pending limits", func(t *testing.T) {
+		sub := `{"team":"` + teamA + `","command":["true"],"resources":{"gpus":1},` + park + `}`
+		w.h.must(alice.token, "POST", "/api/v1/workloads", sub, 201, nil)
+		w.h.must(alice.token, "POST", "/api/v1/workloads", sub, 201, nil)
+		a := w.h.do(alice.token, "POST", "/api/v1/workloads", sub)
+		checkLimited(t, "alice's third pending workload (per-user limit 2)", a, api.CodeLimitReached)
+		w.h.must(bob.token, "POST", "/api/v1/workloads", sub, 201, nil)
+		a = w.h.do(bob.token, "POST", "/api/v1/workloads", sub)
+		checkLimited(t, "the team's fourth pending workload (per-team limit 3)", a, api.CodeLimitReached)
+		if a.header.Get("Retry-After") != "10" {
+			t.Errorf("limit_reached Retry-After %q, want 10", a.header.Get("Retry-After"))
+		}
+		var list api.List[api.Workload]
+		w.h.must(w.admin.token, "GET", "/api/v1/workloads?team="+teamA, "", 200, &list)
+		if len(list.Items) != 3 {
+			t.Errorf("%d workloads stored, want the 3 accepted", len(list.Items))
+		}
+		// Cancelling one makes room.
+		w.h.must(alice.token, "DELETE", "/api/v1/workloads/"+list.Items[0].ID, "", 200, nil)
+		w.h.must(bob.token, "POST", "/api/v1/workloads", sub, 201, nil)
+	})
+
+	t.Run("rate limit", func(t *testing.T) {
+		limited := 0
+		var first answer
+		for range 30 {
+			a := w.h.do(carol.token, "GET", "/api/v1/whoami", "")
+			if a.status == http.StatusTooManyRequests {
+				if limited == 0 {
+					first = a
+				}
+				limited++
+			} else if a.status != 200 {
+				t.Fatalf("whoami: %d %s", a.status, a.body)
+			}
+		}
+		if limited == 0 {
+			t.Fatalf("30 requests at once with burst 5 and 2/s: none answered 429")
+		}
+		checkLimited(t, "a burst", first, api.CodeRateLimited)
+		// The bucket is the token's: another caller is not limited.
+		if a := w.h.do(bob.token, "GET", "/api/v1/whoami", ""); a.status != 200 {
+			t.Errorf("another token during carol's burst: %d %s, want 200", a.status, a.body)
+		}
+		t.Logf("rate limit: %d of 30 requests answered 429", limited)
+	})
+}
+
+func checkLimited(t *testing.T, what string, a answer, code string) {
+	t.Helper()
+	var eb api.ErrorBody
+	if a.status != http.StatusTooManyRequests || json.Unmarshal([]byte(a.body), &eb) != nil || eb.Error.Code != code || eb.Error.Message == "" {
+		t.Errorf("%s: %d %.300s, want 429 %s in JSON", what, a.status, a.body, code)
+		return
+	}
+	n, err := strconv.Atoi(a.header.Get("Retry-After"))
+	if err != nil || n < 1 {
+		t.Errorf("%s: Retry-After %q, want whole seconds >= 1", what, a.header.Get("Retry-After"))
+	}
+}
