@@ -3,7 +3,9 @@ package sched
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -107,8 +109,47 @@ type cycle struct {
 	never    map[string]bool
 	plan     core.Plan
 	reserved bool // a starvation reservation was made this cycle
-	// scorer is the packing policy.
+	// scorer is the packing policy; its weights are set once a cycle, so
+	// that a node's score for a request shape changes only when the node
+	// does: memo keeps them, per shape, by node position.
 	scorer scorer
+	memo   map[memoShape][]scored
+}
+
+// scored is a node's remembered score for a request shape, valid while the
+// node's version is version-1 (0: none).
+type scored struct {
+	version uint64
+	gpu     int
+	score   float64
+	why     string
+}
+
+// memoShape is what onNodeWith reads of a request.
+type memoShape struct {
+	milli, gpuMem, cpu, mem int64
+	models, selector        string
+}
+
+// memoFor returns the remembered scores for req's shape (none for the
+// random policy, whose scores are not functions of the node).
+func (c *cycle) memoFor(req core.Request) []scored {
+	if _, random := c.scorer.(*randomFit); random {
+		return make([]scored, len(c.nodes))
+	}
+	k := memoShape{milli: req.MilliGPU, gpuMem: req.GPUMemoryMiB, cpu: req.MilliCPU, mem: req.MemoryMiB, models: strings.Join(req.GPUModels, "\x00")}
+	if len(req.NodeSelector) > 0 {
+		keys := slices.Sorted(maps.Keys(req.NodeSelector))
+		for _, key := range keys {
+			k.selector += key + "=" + req.NodeSelector[key] + "\x00"
+		}
+	}
+	m, ok := c.memo[k]
+	if !ok {
+		m = make([]scored, len(c.nodes))
+		c.memo[k] = m
+	}
+	return m
 }
 
 type level struct {
@@ -163,7 +204,11 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		sc, _ = newScorer(PackGPUFleet, mix, 1)
 	}
 	setNodes(sc, c.nodes)
+	if pr, ok := sc.(preparer); ok {
+		pr.prepare() // the weights hold for the whole cycle
+	}
 	c.scorer = sc
+	c.memo = map[memoShape][]scored{}
 	for _, t := range snap.Teams {
 		c.teams[t.Name] = &teamState{team: t}
 	}
@@ -643,16 +688,21 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	req := w.Request
 	var best choice
 	var why tally
-	if pr, ok := c.scorer.(preparer); ok {
-		pr.prepare()
-	}
+	memo := c.memoFor(req)
 	for _, ns := range c.nodes {
 		held := ns.heldForOther(w.ID)
 		if ns.starving && (c.starver == nil || w.ID != c.starver.ID) {
 			why.add(whyReserved) // draining for a workload that waited too long
 			continue
 		}
-		ch, reason := onNodeWith(ns, req, c.scorer)
+		var ch choice
+		var reason string
+		if m := &memo[ns.pos]; m.version == ns.version+1 {
+			ch, reason = choice{ns: ns, gpu: m.gpu, score: m.score}, m.why
+		} else {
+			ch, reason = onNodeWith(ns, req, c.scorer)
+			*m = scored{version: ns.version + 1, gpu: ch.gpu, score: ch.score, why: reason}
+		}
 		if reason != "" {
 			why.add(reason)
 			if reason == whyWhole || reason == whyShare {
