@@ -197,7 +197,8 @@ func fgdDelta(m *Mix, weights []float64, fc *fragCache, a after) float64 {
 //     same nodes.
 //   - Scarcity: a shape's weight is its share of the mix divided by the
 //     square of its supply, the GPU share of all its slots in the cluster,
-//     recomputed before each placement. A shape few places can still hold
+//     recomputed before each placement in the packing experiment and once
+//     a cycle in the scheduler. A shape few places can still hold
 //     counts for more as they go: the last free 8-GPU nodes, or a model
 //     that a third of production GPU tasks name and others could do
 //     without. Requests that could go anywhere leave those places to the
