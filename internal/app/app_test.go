@@ -54,25 +54,7 @@ func start(t testing.TB, dir string) *server {
 	go func() {
 		s.done <- RunWithLogger(ctx, cfg, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + cfg.Addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		select {
-		case err := <-s.done:
-			t.Fatalf("server exited: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("server not ready after 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReady(t, cfg.Addr, s.done)
 	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
 	if err != nil {
 		t.Fatal(err)
@@ -594,5 +576,30 @@ func TestWrongMethodIs405(t *testing.T) {
 	status, body := post(t, s, "/api/v1/nope", "{}", nil)
 	if status != http.StatusNotFound || !strings.Contains(body, `"code":"not_found"`) {
 		t.Errorf("unknown path: %d %s, want a JSON 404", status, body)
+	}
+}
+
+// waitReady waits until the server at addr answers /readyz, failing the
+// test if it exits first or is not ready within 10 s.
+func waitReady(t testing.TB, addr string, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("server exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server not ready after 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -77,25 +77,7 @@ func startWith(t testing.TB, cfg config.Config, logw io.Writer) *server {
 	s := &server{addr: cfg.Addr, cancel: cancel, done: make(chan error, 1), cfg: cfg}
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() { s.done <- RunWithLogger(ctx, cfg, logw, log) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + cfg.Addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		select {
-		case err := <-s.done:
-			t.Fatalf("server exited: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("server not ready after 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReady(t, cfg.Addr, s.done)
 	tok, err := os.ReadFile(filepath.Join(cfg.DataDir, "admin-token"))
 	if err != nil {
 		t.Fatal(err)
