@@ -5,7 +5,9 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +27,8 @@ import (
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
+	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/gpu"
 	"github.com/gpufleet/gpufleet/internal/sched"
@@ -100,29 +104,36 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 			return err
 		}
 	}
-	node, err := localNode(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	if len(node.GPUs) == 0 {
-		// No real GPUs and none asked for: keep the simulated ones this
-		// node had, so that a demo store restarted without --demo still works.
-		if nodes, err := st.Nodes(ctx); err == nil {
-			for _, old := range nodes {
-				if old.Name == node.Name && len(old.GPUs) > 0 && old.GPUs[0].Simulated {
-					node.GPUs = old.GPUs
-					log.Info("keeping the simulated GPUs registered before", "gpus", len(old.GPUs))
-				}
-			}
+	var ex executor.Executor
+	var where, try string
+	switch cfg.Executor {
+	case "kubernetes":
+		kex, err := startKubernetes(ctx, cfg, st, log)
+		if err != nil {
+			return err
 		}
-	}
-	if err := st.PutNode(ctx, node); err != nil {
-		return err
-	}
-
-	ex, err := local.New(local.Options{DataDir: cfg.DataDir, Logger: log.With("component", "executor")})
-	if err != nil {
-		return err
+		ex = kex
+		where = fmt.Sprintf("Kubernetes executor, %d GPU nodes", len(kex.Nodes()))
+		try = "nvidia-smi"
+	default:
+		lex, node, err := startLocal(ctx, cfg, st, log)
+		if err != nil {
+			return err
+		}
+		ex = lex
+		gpus := "no GPUs"
+		if len(node.GPUs) > 0 {
+			kind := "real"
+			if node.GPUs[0].Simulated {
+				kind = "simulated"
+			}
+			gpus = fmt.Sprintf("%d %s GPUs (%s)", len(node.GPUs), kind, node.GPUs[0].Model)
+		}
+		where = fmt.Sprintf("node %s with %s", node.Name, gpus)
+		try = "nvidia-smi"
+		if len(node.GPUs) == 0 || node.GPUs[0].Simulated {
+			try = "sh -c 'echo GPU $CUDA_VISIBLE_DEVICES, fraction $GPUFLEET_GPU_FRACTION'"
+		}
 	}
 	classes := make([]core.PriorityClass, len(cfg.PriorityClasses))
 	for i, c := range cfg.PriorityClasses {
@@ -134,6 +145,17 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Classes: classes, Policy: &policy})
 	if err := loop.Reconcile(ctx); err != nil {
 		return err
+	}
+	if kex, ok := ex.(*kubernetes.Executor); ok {
+		// Every running workload is adopted now: a pod nobody adopted
+		// would run twice.
+		orphans, err := kex.DeleteOrphans(ctx)
+		for _, o := range orphans {
+			log.Warn("deleted an orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt)
+		}
+		if err != nil {
+			log.Error("delete orphan pods", "err", err)
+		}
 	}
 
 	srv := apiserver.New(apiserver.Options{
@@ -148,21 +170,9 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 
-	gpus := "no GPUs"
-	if len(node.GPUs) > 0 {
-		kind := "real"
-		if node.GPUs[0].Simulated {
-			kind = "simulated"
-		}
-		gpus = fmt.Sprintf("%d %s GPUs (%s)", len(node.GPUs), kind, node.GPUs[0].Model)
-	}
 	fmt.Fprintf(out, "gpufleet: API on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "gpufleet: admin token in %s\n", tokenPath)
-	fmt.Fprintf(out, "gpufleet: node %s with %s; teams: %v\n", node.Name, gpus, teams)
-	try := "nvidia-smi"
-	if len(node.GPUs) == 0 || node.GPUs[0].Simulated {
-		try = "sh -c 'echo GPU $CUDA_VISIBLE_DEVICES, fraction $GPUFLEET_GPU_FRACTION'"
-	}
+	fmt.Fprintf(out, "gpufleet: %s; teams: %v\n", where, teams)
 	fmt.Fprintf(out, "gpufleet: try  export GPUFLEET_ADDR=%s GPUFLEET_TOKEN=$(cat %s); gpufleet submit --gpus 0.5 -- %s\n", ln.Addr(), tokenPath, try)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -243,6 +253,114 @@ func writeSecret(path, s string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// startLocal registers this machine as the one node and returns the local
+// executor.
+func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger) (*local.Executor, core.Node, error) {
+	node, err := localNode(ctx, cfg, log)
+	if err != nil {
+		return nil, node, err
+	}
+	if len(node.GPUs) == 0 {
+		// No real GPUs and none asked for: keep the simulated ones this
+		// node had, so that a demo store restarted without --demo still works.
+		if nodes, err := st.Nodes(ctx); err == nil {
+			for _, old := range nodes {
+				if old.Name == node.Name && len(old.GPUs) > 0 && old.GPUs[0].Simulated {
+					node.GPUs = old.GPUs
+					log.Info("keeping the simulated GPUs registered before", "gpus", len(old.GPUs))
+				}
+			}
+		}
+	}
+	if err := st.PutNode(ctx, node); err != nil {
+		return nil, node, err
+	}
+	ex, err := local.New(local.Options{DataDir: cfg.DataDir, Logger: log.With("component", "executor")})
+	return ex, node, err
+}
+
+// startKubernetes connects to the cluster and returns the kubernetes
+// executor. The cluster's GPU nodes become the store's nodes, and stay in
+// step with it: a node added is put, a node changed is updated, a node
+// removed is kept (its allocations still name it) but unschedulable.
+func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger) (*kubernetes.Executor, error) {
+	client, err := kubernetes.Clientset(cfg.Kubernetes.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	ns := &nodeSync{st: st, log: log.With("component", "nodes")}
+	if known, err := st.Nodes(ctx); err == nil {
+		ns.known = map[core.NodeName]core.Node{}
+		for _, n := range known {
+			ns.known[n.Name] = n
+		}
+	}
+	kex, err := kubernetes.New(ctx, kubernetes.Options{
+		Client:            client,
+		NamespaceTemplate: cfg.Kubernetes.NamespaceTemplate,
+		DefaultImage:      cfg.Kubernetes.DefaultImage,
+		Fractions:         kubernetes.FractionMode(cfg.Kubernetes.Fractions),
+		PoolLabel:         cfg.Kubernetes.PoolLabel,
+		RegionLabel:       cfg.Kubernetes.RegionLabel,
+		OnNodes:           func(nodes []core.Node) { ns.put(ctx, nodes) },
+		Logger:            log.With("component", "executor"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ns.put(ctx, kex.Nodes())
+	return kex, nil
+}
+
+// nodeSync writes the cluster's GPU nodes to the store.
+type nodeSync struct {
+	st    *store.Store
+	log   *slog.Logger
+	mu    sync.Mutex
+	known map[core.NodeName]core.Node
+}
+
+func (s *nodeSync) put(ctx context.Context, nodes []core.Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known == nil {
+		s.known = map[core.NodeName]core.Node{}
+	}
+	seen := map[core.NodeName]bool{}
+	for _, n := range nodes {
+		seen[n.Name] = true
+		if old, ok := s.known[n.Name]; ok && sameNode(old, n) {
+			continue
+		}
+		if err := s.st.PutNode(ctx, n); err != nil {
+			s.log.Error("put node", "node", n.Name, "err", err)
+			continue
+		}
+		s.known[n.Name] = n
+	}
+	for name, old := range s.known {
+		if seen[name] || !old.Schedulable {
+			continue
+		}
+		old.Schedulable = false
+		old.UpdatedAt = time.Now().UTC()
+		if err := s.st.PutNode(ctx, old); err != nil {
+			s.log.Error("put node", "node", name, "err", err)
+			continue
+		}
+		s.known[name] = old
+		s.log.Warn("node left the cluster; no new work goes there", "node", name)
+	}
+}
+
+// sameNode compares two nodes but for their update time.
+func sameNode(a, b core.Node) bool {
+	a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
 }
 
 // localNode describes this machine: its real GPUs, or simulated ones when

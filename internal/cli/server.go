@@ -13,8 +13,10 @@ func newServerCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the gpufleet server on this machine",
-		Long: `Run the gpufleet server: the API, the scheduler and the local executor.
-It runs until interrupted (SIGINT or SIGTERM).
+		Long: `Run the gpufleet server: the API, the scheduler and an executor: the local
+one (processes on this machine, the default) or, with --executor kubernetes,
+pods on the GPU nodes of a Kubernetes cluster. It runs until interrupted
+(SIGINT or SIGTERM).
 
 Unlike the client verbs, --addr here is the address to listen on, and
 GPUFLEET_ADDR does not apply.`,
@@ -35,6 +37,10 @@ GPUFLEET_ADDR does not apply.`,
 					"fake-gpus": func() { fromFile.FakeGPUs = cfg.FakeGPUs },
 					"demo":      func() { fromFile.Demo = cfg.Demo },
 					"node-name": func() { fromFile.NodeName = cfg.NodeName },
+					"executor":  func() { fromFile.Executor = cfg.Executor },
+					"kubeconfig": func() {
+						fromFile.Kubernetes.Kubeconfig = cfg.Kubernetes.Kubeconfig
+					},
 				} {
 					if fl.Changed(name) {
 						set()
@@ -56,5 +62,7 @@ GPUFLEET_ADDR does not apply.`,
 	f.StringVar(&cfg.FakeGPUs, "fake-gpus", cfg.FakeGPUs, "simulate GPUs instead of detecting them, e.g. 4xH100-80GB or 2xH100-80GB,2xA10-24GB")
 	f.BoolVar(&cfg.Demo, "demo", cfg.Demo, "create two demo teams and simulate "+config.DemoFakeGPUs+" when no GPU is found")
 	f.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "name this machine is registered under")
+	f.StringVar(&cfg.Executor, "executor", cfg.Executor, `how workloads run: "local" (processes on this machine) or "kubernetes" (pods on the cluster's GPU nodes)`)
+	f.StringVar(&cfg.Kubernetes.Kubeconfig, "kubeconfig", cfg.Kubernetes.Kubeconfig, "kubeconfig for --executor kubernetes (default: the service account in a pod, else $KUBECONFIG or ~/.kube/config)")
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -25,8 +26,11 @@ type Config struct {
 	Demo bool
 	// NodeName is the name this machine is registered under.
 	NodeName string
-	// Executor is "local" (processes on this machine).
+	// Executor is "local" (processes on this machine) or "kubernetes"
+	// (pods on a cluster, whose GPU nodes become gpufleet's nodes).
 	Executor string
+	// Kubernetes configures the kubernetes executor.
+	Kubernetes Kubernetes
 	// ResyncPeriod is how often the control loop runs even without changes.
 	ResyncPeriod time.Duration
 	// MaxBodyBytes bounds request bodies.
@@ -62,6 +66,38 @@ func Default() Config {
 	}
 }
 
+// Kubernetes configures the kubernetes executor; empty fields take the
+// executor's defaults.
+type Kubernetes struct {
+	// Kubeconfig is the kubeconfig file; empty means the pod's service
+	// account when running in a pod, else $KUBECONFIG or ~/.kube/config.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// NamespaceTemplate names a team's namespace: "gpufleet-{team}".
+	NamespaceTemplate string `json:"namespaceTemplate,omitempty"`
+	// DefaultImage runs workloads that name no image.
+	DefaultImage string `json:"defaultImage,omitempty"`
+	// Fractions is how fractional workloads share a GPU: "visible-devices"
+	// (the default) or "time-slicing".
+	Fractions string `json:"fractions,omitempty"`
+	// PoolLabel and RegionLabel are the node labels read as pool and
+	// region.
+	PoolLabel   string `json:"poolLabel,omitempty"`
+	RegionLabel string `json:"regionLabel,omitempty"`
+}
+
+func (k Kubernetes) validate() []error {
+	var errs []error
+	switch k.Fractions {
+	case "", "visible-devices", "time-slicing":
+	default:
+		errs = append(errs, fmt.Errorf("kubernetes.fractions %q: want \"visible-devices\" or \"time-slicing\"", k.Fractions))
+	}
+	if k.NamespaceTemplate != "" && !strings.Contains(k.NamespaceTemplate, "{team}") {
+		errs = append(errs, fmt.Errorf("kubernetes.namespaceTemplate %q: want {team} in it", k.NamespaceTemplate))
+	}
+	return errs
+}
+
 // DemoFakeGPUs is what --demo simulates when the machine has no GPUs.
 const DemoFakeGPUs = "4xH100-80GB"
 
@@ -79,8 +115,12 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--fake-gpus: %w", err))
 		}
 	}
-	if c.Executor != "local" {
-		errs = append(errs, fmt.Errorf("--executor %q: only \"local\" is available", c.Executor))
+	switch c.Executor {
+	case "local":
+	case "kubernetes":
+		errs = append(errs, c.Kubernetes.validate()...)
+	default:
+		errs = append(errs, fmt.Errorf("--executor %q: want \"local\" or \"kubernetes\"", c.Executor))
 	}
 	if c.ResyncPeriod <= 0 {
 		errs = append(errs, errors.New("resync period must be positive"))

@@ -58,6 +58,8 @@ type file struct {
 	Data            *string         `json:"data"`
 	FakeGPUs        *string         `json:"fakeGPUs"`
 	NodeName        *string         `json:"nodeName"`
+	Executor        *string         `json:"executor"`
+	Kubernetes      *Kubernetes     `json:"kubernetes"`
 	PriorityClasses []PriorityClass `json:"priorityClasses"`
 	Scheduler       *Scheduler      `json:"scheduler"`
 	Limits          *fileLimits     `json:"limits"`
@@ -86,6 +88,12 @@ func Load(path string) (Config, error) {
 	}
 	if f.NodeName != nil {
 		c.NodeName = *f.NodeName
+	}
+	if f.Executor != nil {
+		c.Executor = *f.Executor
+	}
+	if f.Kubernetes != nil {
+		c.Kubernetes = *f.Kubernetes
 	}
 	if f.PriorityClasses != nil {
 		c.PriorityClasses = f.PriorityClasses

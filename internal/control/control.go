@@ -338,6 +338,8 @@ func TaskFor(w *core.Workload) executor.Task {
 	return executor.Task{
 		WorkloadID:  w.ID,
 		Attempt:     w.Status.Attempts,
+		Team:        w.Team,
+		Priority:    w.Priority,
 		Command:     w.Command,
 		Env:         w.Env,
 		WorkingDir:  w.WorkingDir,

@@ -301,6 +301,8 @@ func TestPlaceStartAndFinish(t *testing.T) {
 			want := executor.Task{
 				WorkloadID:  w.ID,
 				Attempt:     1,
+				Team:        w.Team,
+				Priority:    w.Priority,
 				Command:     []string{"train", "--epochs=1"},
 				Env:         map[string]string{"SEED": "7"},
 				Request:     core.Request{MilliGPU: 1000},

@@ -19,8 +19,15 @@ import (
 type Task struct {
 	WorkloadID core.WorkloadID
 	Attempt    int // 1 for the first run, 2 after one requeue, ...
-	Command    []string
-	Env        map[string]string
+	// Team owns the workload; Priority names its priority class. Executors
+	// that isolate teams or pass priorities on (kubernetes) use them.
+	Team     core.TeamName
+	Priority string
+	// Image is the container image, for executors that run containers;
+	// empty means the executor's default. The local executor ignores it.
+	Image   string
+	Command []string
+	Env     map[string]string
 	// WorkingDir is relative to the workload's own directory; empty means
 	// that directory itself.
 	WorkingDir  string

@@ -22,6 +22,12 @@ type Options struct {
 	Finish func(e executor.Executor, id core.WorkloadID, attempt, code int)
 	// Timeout bounds every wait for an exit or a log line; 10 s when zero.
 	Timeout time.Duration
+	// LateStartErrors is set for executors that learn only after Start has
+	// returned that a program cannot run (a container runtime starts the
+	// process on another machine): there Start may succeed for a program
+	// that does not exist, and the failure must then come on Exits with a
+	// Reason and no exit code 0.
+	LateStartErrors bool
 }
 
 // Run runs the conformance suite. newExecutor returns a fresh executor for
@@ -78,7 +84,17 @@ func exitCode(h *harness, code int) {
 
 func startFailure(h *harness) {
 	tk := h.task("nope", "no-such-program", "--flag")
-	if err := h.e.Start(h.ctx(), tk); err == nil {
+	err := h.e.Start(h.ctx(), tk)
+	if err == nil && h.opts.LateStartErrors {
+		h.live[key{tk.WorkloadID, tk.Attempt}] = true
+		x := h.waitExit(tk)
+		if x.Reason == "" || (x.ExitCode != nil && *x.ExitCode == 0) {
+			h.t.Errorf("exit of a program that does not exist: got %s, want a failure with a reason", describe(x))
+		}
+		h.expectNoExit(300 * time.Millisecond)
+		return
+	}
+	if err == nil {
 		h.t.Fatalf("Start(%q): got no error, want one", tk.Command)
 	}
 	h.expectNoExit(300 * time.Millisecond)

@@ -1,0 +1,101 @@
+// Package kubernetes runs gpufleet's tasks as pods on a Kubernetes cluster.
+// gpufleet stays the scheduler (quotas, fair share, preemption, fractions);
+// Kubernetes runs the containers. It is the only package of gpufleet that
+// imports Kubernetes libraries (client-go, informers; no polling). STYLE.md
+// calls it executor/kube; it is named after the engine like its siblings,
+// and imports client-go's own kubernetes package as clientset.
+//
+// # Pods
+//
+// Each attempt becomes one pod per replica (a gang of N replicas is N pods,
+// created together, and only once gpufleet has placed all of them), in the
+// team's namespace ("gpufleet-{team}" by default, Options.NamespaceTemplate;
+// created on first use and labelled gpufleet.io/managed=true). A pod runs
+// the task's image (Options.DefaultImage when it names none) with the argv
+// as the container's command (no shell), restartPolicy Never, the task's
+// grace period as terminationGracePeriodSeconds, the PriorityClass
+// "gpufleet-<class>" (deploy/kubernetes creates the four default ones), and
+// the labels gpufleet.io/managed, workload, attempt, replica and team. The
+// annotations record the devices gpufleet chose (gpufleet.io/gpu-uuids,
+// gpu-indexes, milli-gpu, node).
+//
+// # Binding: spec.nodeName, not a scheduler of our own
+//
+// gpufleet has already decided where the pod runs, so the pod is created
+// with spec.nodeName set to that node: kube-scheduler never sees it, and
+// the kubelet of that node admits and runs it directly. A custom
+// schedulerName with a Binding would work too, but costs a second API call
+// per pod and a component that only echoes a decision already taken.
+// The trade-off: nothing re-checks the placement before the kubelet does.
+// Kubelet admission may still reject the pod (not enough nvidia.com/gpu
+// left because of pods gpufleet does not know about, a NoExecute taint, a
+// node selector mismatch): the pod then fails with a reason such as
+// OutOfnvidia.com/gpu or UnexpectedAdmissionError, and that reason is the
+// attempt's exit. Pods with nodeName also skip kube-scheduler's preemption,
+// which is what we want: preemption is gpufleet's.
+//
+// # GPUs
+//
+// Whole GPUs are asked of the NVIDIA device plugin as
+// resources.limits["nvidia.com/gpu"] = count. The kubelet's device manager
+// picks which devices of the node; gpufleet accounts devices per node, so
+// the count always agrees, but the exact devices may differ from the
+// annotation. The plugin does not publish device UUIDs, so gpufleet names a
+// node's devices "<node>/gpu<i>".
+//
+// Fractional workloads (Options.Fractions):
+//
+//   - "visible-devices" (default), as KAI-Scheduler does for fractions: the
+//     pod asks the device plugin for nothing; gpufleet's own choice of device
+//     is passed as NVIDIA_VISIBLE_DEVICES=<index>, with the share in
+//     GPUFLEET_GPU_FRACTION and its memory in GPUFLEET_GPU_MEMORY_LIMIT_MIB.
+//     Isolation limits: none is enforced. The memory limit is advisory (a
+//     process that allocates more takes it from its neighbours, and one of
+//     them hits out-of-memory); compute is shared by time-slicing in the
+//     driver, without a quota. The kubelet does not count these pods against
+//     nvidia.com/gpu, so whole-GPU pods of other tools may land on a device
+//     gpufleet shares out: give gpufleet its nodes. It needs the NVIDIA
+//     container toolkit to honour the variable for unprivileged containers
+//     (accept-nvidia-visible-devices-envvar-when-unprivileged, which some GPU
+//     operator versions turn off).
+//   - "time-slicing": the pod asks for one nvidia.com/gpu from a device
+//     plugin configured with time-slicing replicas; the plugin picks the
+//     device, and the isolation is that of time-slicing (none for memory).
+//
+// # Status
+//
+// A pod informer (only pods labelled gpufleet.io/managed=true, every
+// namespace) reports each attempt's end once on Exits: Succeeded or Failed
+// with the container's exit code; the reason when Kubernetes gives one
+// (OOMKilled, Evicted, StartError, ImagePullBackOff, InvalidImageName,
+// admission rejections). A container stuck in ImagePullBackOff or another
+// waiting reason that needs a change to the pod ends the attempt, and its
+// pod is deleted. A gang ends with its first failed replica (the others are
+// deleted) or succeeds when all have. A pod deleted by anyone but Stop ends
+// the attempt as Lost, which the control loop requeues; so does a node that
+// turns NotReady or is deleted (the node informer sees it; its pods are
+// force-deleted so that the requeued attempt cannot run twice; set
+// Options.DisableLostOnNotReady to leave it to Kubernetes' eviction).
+//
+// Stop deletes the pods with the grace period, rounded up to seconds: the
+// kubelet sends SIGTERM, then SIGKILL. Exit codes 143 and 137 of a pod being
+// stopped read as those signals.
+//
+// Pods that have ended are kept, so that Logs can read them; they hold no
+// resources. Logs streams the logs of every pod of the workload still in
+// the cluster, attempt after attempt.
+//
+// # Restart
+//
+// Adopt finds an attempt's pods by their labels in the informer's cache;
+// DeleteOrphans, called once the control loop has re-adopted its running
+// workloads, deletes the pending or running pods that nobody adopted.
+//
+// # Nodes
+//
+// GPUNode and DiscoverNodes describe every node with nvidia.com/gpu capacity
+// from the labels of GPU feature discovery (nvidia.com/gpu.product,
+// nvidia.com/gpu.memory in MiB, nvidia.com/gpu.count), its pool and region
+// from configurable labels; a cordoned or NotReady node is not schedulable.
+// Options.OnNodes hears of every change the node informer sees.
+package kubernetes

@@ -1,0 +1,530 @@
+package kubernetes
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
+)
+
+// FractionMode is how a fractional workload gets its share of a device.
+type FractionMode string
+
+const (
+	// FractionVisibleDevices (the default) hands the device gpufleet chose
+	// to the container through NVIDIA_VISIBLE_DEVICES, without any
+	// device-plugin resource, as KAI-Scheduler does for fractions.
+	FractionVisibleDevices FractionMode = "visible-devices"
+	// FractionTimeSlicing asks for one nvidia.com/gpu from a device plugin
+	// configured with time-slicing replicas; the plugin picks the device.
+	FractionTimeSlicing FractionMode = "time-slicing"
+)
+
+// Defaults.
+const (
+	DefaultNamespaceTemplate = "gpufleet-{team}"
+	DefaultImage             = "nvcr.io/nvidia/cuda:12.6.3-base-ubuntu24.04"
+	DefaultPoolLabel         = "gpufleet.io/pool"
+	DefaultRegionLabel       = "topology.kubernetes.io/region"
+)
+
+// exitBuffer is the capacity of the Exits channel.
+const exitBuffer = 1024
+
+// Options configures an Executor.
+type Options struct {
+	// Client talks to the cluster (Clientset builds one from a kubeconfig
+	// or the pod's service account).
+	Client clientset.Interface
+	// NamespaceTemplate names a team's namespace; "{team}" is replaced by
+	// the team's name. Default "gpufleet-{team}".
+	NamespaceTemplate string
+	// DefaultImage runs tasks that name no image.
+	DefaultImage string
+	// Fractions is how fractional workloads share a device; default
+	// FractionVisibleDevices.
+	Fractions FractionMode
+	// PoolLabel and RegionLabel are the node labels read as a node's pool
+	// and region.
+	PoolLabel, RegionLabel string
+	// OnNodes, when set, is called with every GPU node of the cluster
+	// (sorted by name) each time one is added, changed or removed; removed
+	// nodes are no longer in the list.
+	OnNodes func([]core.Node)
+	// LostOnNotReady makes an attempt Lost as soon as its node turns
+	// NotReady or is deleted (its pods are then force-deleted, so that the
+	// requeued attempt does not run twice). Default true; set
+	// DisableLostOnNotReady to wait for Kubernetes' own eviction instead.
+	DisableLostOnNotReady bool
+	Logger                *slog.Logger
+}
+
+// Executor runs tasks as pods. It is safe for concurrent use.
+type Executor struct {
+	opts  Options
+	log   *slog.Logger
+	out   *executor.Outbox
+	pods  corelisters.PodLister
+	podIx cache.Indexer
+	nodes corelisters.NodeLister
+
+	mu       sync.Mutex
+	tasks    map[key]*attempt
+	nsReady  map[string]bool
+	notReady map[string]bool // nodes seen NotReady
+}
+
+var _ executor.Executor = (*Executor)(nil)
+
+// key names an attempt by its workload label (the workload ID as a DNS
+// label, as on the pods) and number, so that informer events find it.
+type key struct {
+	workload string
+	attempt  int
+}
+
+func keyOf(id core.WorkloadID, attempt int) key { return key{dnsLabel(string(id)), attempt} }
+
+// attempt is one started or adopted attempt whose end is not yet reported.
+type attempt struct {
+	id       core.WorkloadID
+	attempt  int
+	ns       string
+	pods     map[string]string // pod name → node name
+	ends     map[string]executor.Exit
+	stopping bool
+	grace    time.Duration
+}
+
+const byWorkload = "workload"
+
+// New starts the pod and node informers, waits for their caches and
+// returns the executor. The informers stop when ctx ends.
+func New(ctx context.Context, opts Options) (*Executor, error) {
+	if opts.Client == nil {
+		return nil, errors.New("kubernetes executor: no client")
+	}
+	opts.NamespaceTemplate = cmp.Or(opts.NamespaceTemplate, DefaultNamespaceTemplate)
+	opts.DefaultImage = cmp.Or(opts.DefaultImage, DefaultImage)
+	opts.Fractions = cmp.Or(opts.Fractions, FractionVisibleDevices)
+	opts.PoolLabel = cmp.Or(opts.PoolLabel, DefaultPoolLabel)
+	opts.RegionLabel = cmp.Or(opts.RegionLabel, DefaultRegionLabel)
+	switch opts.Fractions {
+	case FractionVisibleDevices, FractionTimeSlicing:
+	default:
+		return nil, fmt.Errorf("kubernetes executor: fractions %q: want %q or %q", opts.Fractions, FractionVisibleDevices, FractionTimeSlicing)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Executor{
+		opts:     opts,
+		log:      opts.Logger,
+		out:      executor.NewOutbox(exitBuffer),
+		tasks:    map[key]*attempt{},
+		nsReady:  map[string]bool{},
+		notReady: map[string]bool{},
+	}
+
+	// Pods: only gpufleet's, in every namespace (teams come and go).
+	podFactory := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=true" }))
+	podInf := podFactory.Core().V1().Pods()
+	if err := podInf.Informer().AddIndexers(cache.Indexers{byWorkload: func(obj any) ([]string, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.Labels[LabelWorkload] == "" {
+			return nil, nil
+		}
+		return []string{p.Labels[LabelWorkload]}, nil
+	}}); err != nil {
+		return nil, err
+	}
+	e.pods, e.podIx = podInf.Lister(), podInf.Informer().GetIndexer()
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { e.onPod(obj, false) },
+		UpdateFunc: func(_, obj any) { e.onPod(obj, false) },
+		DeleteFunc: func(obj any) { e.onPod(obj, true) },
+	}); err != nil {
+		return nil, err
+	}
+
+	nodeFactory := informers.NewSharedInformerFactory(opts.Client, 0)
+	nodeInf := nodeFactory.Core().V1().Nodes()
+	e.nodes = nodeInf.Lister()
+	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { e.onNode(obj, false) },
+		UpdateFunc: func(_, obj any) { e.onNode(obj, false) },
+		DeleteFunc: func(obj any) { e.onNode(obj, true) },
+	}); err != nil {
+		return nil, err
+	}
+
+	podFactory.Start(ctx.Done())
+	nodeFactory.Start(ctx.Done())
+	for typ, ok := range podFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
+		}
+	}
+	for typ, ok := range nodeFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
+		}
+	}
+	return e, nil
+}
+
+// Start implements executor.Executor: it makes sure the team's namespace
+// exists and creates one pod per replica, bound to the node gpufleet chose.
+// It returns once the pods exist; a program that cannot run is reported on
+// Exits (StartError, ImagePullBackOff, ...), as only the kubelet knows.
+func (e *Executor) Start(ctx context.Context, t executor.Task) error {
+	fail := func(err error) error { return fmt.Errorf("start %s attempt %d: %w", t.WorkloadID, t.Attempt, err) }
+	switch {
+	case t.WorkloadID == "":
+		return fail(errors.New("empty workload ID"))
+	case len(t.Command) == 0:
+		return fail(errors.New("empty command"))
+	}
+	ns := namespaceFor(e.opts.NamespaceTemplate, t.Team)
+	groups := replicaAssignments(t)
+	pods := make([]*corev1.Pod, len(groups))
+	at := &attempt{id: t.WorkloadID, attempt: t.Attempt, ns: ns, pods: map[string]string{}, ends: map[string]executor.Exit{}, grace: t.GracePeriod}
+	for r, as := range groups {
+		pods[r] = buildPod(&e.opts, t, ns, r, as, len(groups))
+		at.pods[pods[r].Name] = pods[r].Spec.NodeName
+	}
+
+	k := keyOf(t.WorkloadID, t.Attempt)
+	e.mu.Lock()
+	if e.tasks[k] != nil {
+		e.mu.Unlock()
+		return fail(fmt.Errorf("attempt is already running: %w", fs.ErrExist))
+	}
+	// Tracked before the pods exist, so that no event about them is missed.
+	e.tasks[k] = at
+	e.mu.Unlock()
+	untrack := func() {
+		e.mu.Lock()
+		if e.tasks[k] == at {
+			delete(e.tasks, k)
+		}
+		e.mu.Unlock()
+	}
+
+	if err := e.ensureNamespace(ctx, ns); err != nil {
+		untrack()
+		return fail(err)
+	}
+	// Gangs: gpufleet calls Start only once every replica is placed, so
+	// all pods are created here together; if one cannot be, none stays.
+	for i, p := range pods {
+		if _, err := e.opts.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			untrack()
+			for _, made := range pods[:i] {
+				e.deletePod(context.WithoutCancel(ctx), ns, made.Name, 0)
+			}
+			if apierrors.IsAlreadyExists(err) {
+				err = fmt.Errorf("pod %s/%s: %w", ns, p.Name, fs.ErrExist)
+			}
+			return fail(err)
+		}
+	}
+	e.log.Info("pods created", "workload", t.WorkloadID, "attempt", t.Attempt, "namespace", ns, "pods", len(pods))
+	return nil
+}
+
+func (e *Executor) ensureNamespace(ctx context.Context, ns string) error {
+	e.mu.Lock()
+	ready := e.nsReady[ns]
+	e.mu.Unlock()
+	if ready {
+		return nil
+	}
+	nsc := e.opts.Client.CoreV1().Namespaces()
+	if _, err := nsc.Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err = nsc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: ns, Labels: map[string]string{LabelManaged: "true"},
+		}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		e.log.Info("namespace created", "namespace", ns)
+	} else if err != nil {
+		return fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	e.mu.Lock()
+	e.nsReady[ns] = true
+	e.mu.Unlock()
+	return nil
+}
+
+// Stop implements executor.Executor: it deletes the attempt's pods with the
+// grace period (rounded up to whole seconds): the kubelet sends SIGTERM,
+// then SIGKILL once the grace has passed. The end comes on Exits when the
+// pods are gone.
+func (e *Executor) Stop(ctx context.Context, id core.WorkloadID, attempt int, grace time.Duration) error {
+	e.mu.Lock()
+	at := e.tasks[keyOf(id, attempt)]
+	var ns string
+	var names []string
+	if at != nil {
+		at.stopping = true
+		ns = at.ns
+		for name := range at.pods {
+			if _, ended := at.ends[name]; !ended {
+				names = append(names, name)
+			}
+		}
+	}
+	e.mu.Unlock()
+	var errs []error
+	for _, name := range names {
+		errs = append(errs, e.deletePod(ctx, ns, name, grace))
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Executor) deletePod(ctx context.Context, ns, name string, grace time.Duration) error {
+	g := graceSeconds(grace)
+	err := e.opts.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &g})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// Adopt implements executor.Executor: it finds the attempt's pods by their
+// labels in the informer's cache. A pod that has already ended counts: its
+// end is reported on Exits at once.
+func (e *Executor) Adopt(ctx context.Context, t executor.Task) (bool, error) {
+	k := keyOf(t.WorkloadID, t.Attempt)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.tasks[k] != nil {
+		return true, nil
+	}
+	pods := e.attemptPods(t.WorkloadID, t.Attempt)
+	if len(pods) == 0 {
+		return false, nil
+	}
+	at := &attempt{id: t.WorkloadID, attempt: t.Attempt, ns: pods[0].Namespace, pods: map[string]string{}, ends: map[string]executor.Exit{}, grace: t.GracePeriod}
+	for _, p := range pods {
+		at.pods[p.Name] = p.Spec.NodeName
+	}
+	e.tasks[k] = at
+	for _, p := range pods {
+		e.podLocked(at, p, false)
+	}
+	e.log.Info("pods adopted", "workload", t.WorkloadID, "attempt", t.Attempt, "pods", len(pods))
+	return true, nil
+}
+
+// attemptPods lists the cached pods of one attempt, by name.
+func (e *Executor) attemptPods(id core.WorkloadID, attempt int) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range e.workloadPods(id) {
+		if p.Labels[LabelAttempt] == strconv.Itoa(attempt) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// workloadPods lists the cached pods of a workload, by attempt and name.
+func (e *Executor) workloadPods(id core.WorkloadID) []*corev1.Pod {
+	objs, err := e.podIx.ByIndex(byWorkload, dnsLabel(string(id)))
+	if err != nil {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int {
+		aa, _ := strconv.Atoi(a.Labels[LabelAttempt])
+		ba, _ := strconv.Atoi(b.Labels[LabelAttempt])
+		return cmp.Or(cmp.Compare(aa, ba), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// Exits implements executor.Executor.
+func (e *Executor) Exits() <-chan executor.Exit { return e.out.C }
+
+// Logs implements executor.Executor: the logs of every pod of the workload
+// still in the cluster, attempt after attempt, each after a header line.
+// Pods deleted (stopped, lost) take their logs with them. The error wraps
+// fs.ErrNotExist when the workload has no pod.
+func (e *Executor) Logs(id core.WorkloadID) (io.ReadCloser, error) {
+	pods := e.workloadPods(id)
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("logs of %s: %w", id, fs.ErrNotExist)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	go func() {
+		defer cancel()
+		for _, p := range pods {
+			fmt.Fprintf(pw, "==> pod %s/%s (attempt %s) <==\n", p.Namespace, p.Name, p.Labels[LabelAttempt])
+			rc, err := e.opts.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: containerName}).Stream(ctx)
+			if err != nil {
+				fmt.Fprintf(pw, "(no logs: %v)\n", err)
+				continue
+			}
+			_, err = io.Copy(pw, rc)
+			rc.Close()
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		pw.Close()
+	}()
+	return &logReader{PipeReader: pr, cancel: cancel}, nil
+}
+
+type logReader struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+}
+
+func (r *logReader) Close() error {
+	r.cancel()
+	return r.PipeReader.Close()
+}
+
+// Orphan is a pod that gpufleet made and no longer tracks.
+type Orphan struct {
+	Namespace, Name string
+	Workload        core.WorkloadID
+	Attempt         int
+}
+
+// DeleteOrphans deletes every running or pending pod of gpufleet that is not
+// tracked: neither started nor adopted since this executor began. Call it
+// after the control loop has re-adopted its running workloads. Pods that
+// have ended are history (their logs) and stay.
+func (e *Executor) DeleteOrphans(ctx context.Context) ([]Orphan, error) {
+	pods, err := e.pods.List(labelsManaged())
+	if err != nil {
+		return nil, err
+	}
+	var orphans []Orphan
+	e.mu.Lock()
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		n, err := strconv.Atoi(p.Labels[LabelAttempt])
+		if err != nil || p.Labels[LabelWorkload] == "" {
+			continue
+		}
+		if e.tasks[key{p.Labels[LabelWorkload], n}] != nil {
+			continue
+		}
+		orphans = append(orphans, Orphan{Namespace: p.Namespace, Name: p.Name, Workload: core.WorkloadID(p.Labels[LabelWorkload]), Attempt: n})
+	}
+	e.mu.Unlock()
+	var errs []error
+	for _, o := range orphans {
+		e.log.Warn("deleting orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt)
+		errs = append(errs, e.deletePod(ctx, o.Namespace, o.Name, 0))
+	}
+	return orphans, errors.Join(errs...)
+}
+
+// onPod handles an informer event about a pod.
+func (e *Executor) onPod(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(p.Labels[LabelAttempt])
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if at := e.tasks[key{p.Labels[LabelWorkload], n}]; at != nil && at.ns == p.Namespace {
+		e.podLocked(at, p, deleted)
+	}
+}
+
+// podLocked records the end of one pod of a tracked attempt, if it has
+// ended, and reports the attempt's end once it is known: the first replica
+// that fails ends a gang (the others are deleted), and it succeeds when all
+// its replicas have.
+func (e *Executor) podLocked(at *attempt, p *corev1.Pod, deleted bool) {
+	if _, ours := at.pods[p.Name]; !ours {
+		return
+	}
+	if _, ended := at.ends[p.Name]; ended {
+		return
+	}
+	x, ended := podEnd(p, at.stopping, deleted)
+	if !ended {
+		return
+	}
+	at.ends[p.Name] = x
+	failed := x.ExitCode == nil || *x.ExitCode != 0 || x.Reason != ""
+	if !failed && len(at.ends) < len(at.pods) {
+		return
+	}
+	e.reportLocked(at, x)
+}
+
+// reportLocked delivers the end of an attempt and deletes what is left of
+// it that has not ended.
+func (e *Executor) reportLocked(at *attempt, x executor.Exit) {
+	x.WorkloadID, x.Attempt = at.id, at.attempt
+	delete(e.tasks, keyOf(at.id, at.attempt))
+	e.out.Put(x)
+	var rest []string
+	for name := range at.pods {
+		if _, ended := at.ends[name]; !ended {
+			rest = append(rest, name)
+		}
+	}
+	// A stuck pod (ImagePullBackOff) ended the attempt but still exists.
+	if x.Reason != "" && x.Reason != ReasonLost {
+		for name, end := range at.ends {
+			if end.Reason == x.Reason && end.ExitCode == nil && end.Signal == "" {
+				rest = append(rest, name)
+			}
+		}
+	}
+	if len(rest) == 0 {
+		return
+	}
+	go func() {
+		for _, name := range rest {
+			if err := e.deletePod(context.Background(), at.ns, name, at.grace); err != nil {
+				e.log.Error("delete pod of an ended attempt", "err", err)
+			}
+		}
+	}()
+}
