@@ -368,17 +368,6 @@ func adminOnly(c caller, ok int, p probe) probe {
 
 func anyone(ok int, p probe) probe { p.want = []int{ok}; return p }
 
-func lacks(subs ...string) func(a answer) string {
-	return func(a answer) string {
-		for _, s := range subs {
-			if strings.Contains(a.body, s) {
-				return fmt.Sprintf("answer holds %q", s)
-			}
-		}
-		return ""
-	}
-}
-
 func holds(subs ...string) func(a answer) string {
 	return func(a answer) string {
 		for _, s := range subs {

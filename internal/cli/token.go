@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -84,8 +85,7 @@ alone on the last line of standard output; it is shown only this once.`,
 			} else {
 				desc += ", does not expire"
 			}
-			_, err = fmt.Fprintf(e.stdout, "%s; the token, shown only once:\n%s\n", desc, t.Token)
-			return err
+			return printSecret(e.stdout, desc, "the token", t.Token)
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "a name to tell the token apart in lists")
@@ -179,4 +179,11 @@ func parseDuration(s string) (time.Duration, error) {
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
 	return time.ParseDuration(s)
+}
+
+// printSecret says what was made and prints a new token alone on the last
+// line of out, so that scripts can take it with tail -n 1.
+func printSecret(out io.Writer, desc, what, token string) error {
+	_, err := fmt.Fprintf(out, "%s; %s, shown only once:\n%s\n", desc, what, token)
+	return err
 }

@@ -207,8 +207,7 @@ than a person.`,
 			if u.Admin {
 				desc += " (admin)"
 			}
-			_, err = fmt.Fprintf(e.stdout, "%s; its token, shown only once:\n%s\n", desc, u.Token)
-			return err
+			return printSecret(e.stdout, desc, "its token", u.Token)
 		},
 	}
 	mf.add(cmd)

@@ -154,6 +154,12 @@ func (w *Workload) Clone() *Workload {
 		v := *w.Status.ExitCode
 		c.Status.ExitCode = &v
 	}
+	for _, t := range []**time.Time{&c.Status.StartedAt, &c.Status.FinishedAt} {
+		if *t != nil {
+			v := **t
+			*t = &v
+		}
+	}
 	return &c
 }
 

@@ -263,48 +263,6 @@ func invNumber(ws []*core.Workload, first int64) {
 	}
 }
 
-// invCopy copies a snapshot deeply, Teams and Classes included.
-func invCopy(s *core.Snapshot) *core.Snapshot {
-	c := &core.Snapshot{Teams: slices.Clone(s.Teams), Classes: slices.Clone(s.Classes)}
-	for _, n := range s.Nodes {
-		c.Nodes = append(c.Nodes, n.Clone())
-	}
-	if s.Usage != nil {
-		c.Usage = map[core.NodeName]*core.NodeUsage{}
-		for k, u := range s.Usage {
-			if u == nil {
-				c.Usage[k] = nil
-				continue
-			}
-			cu := *u
-			if u.GPUs != nil {
-				cu.GPUs = map[int]core.GPUUse{}
-				for i, g := range u.GPUs {
-					cu.GPUs[i] = g
-				}
-			}
-			c.Usage[k] = &cu
-		}
-	}
-	for _, w := range s.Pending {
-		c.Pending = append(c.Pending, invCloneWorkload(w))
-	}
-	for _, w := range s.Running {
-		c.Running = append(c.Running, invCloneWorkload(w))
-	}
-	return c
-}
-
-// invCloneWorkload is Workload.Clone, with the start time copied too.
-func invCloneWorkload(w *core.Workload) *core.Workload {
-	c := w.Clone()
-	if w.Status.StartedAt != nil {
-		s := *w.Status.StartedAt
-		c.Status.StartedAt = &s
-	}
-	return c
-}
-
 // invDescribe writes a snapshot as data, for the log of a failing case.
 func invDescribe(opts sched.Options, s *core.Snapshot, now time.Time) string {
 	var b strings.Builder
@@ -689,7 +647,7 @@ func invCheckProduction(t invTB, c *invCycle) {
 // gives exactly the same plan, order included.
 func invCheckShuffledWorkloads(t invTB, c *invCycle) {
 	t.Helper()
-	s := invCopy(c.snap)
+	s := copySnapshot(c.snap)
 	r := rand.New(rand.NewPCG(uint64(len(s.Pending)), uint64(len(s.Running))))
 	r.Shuffle(len(s.Pending), func(i, j int) { s.Pending[i], s.Pending[j] = s.Pending[j], s.Pending[i] })
 	r.Shuffle(len(s.Running), func(i, j int) { s.Running[i], s.Running[j] = s.Running[j], s.Running[i] })
@@ -702,7 +660,7 @@ func invCheckShuffledWorkloads(t invTB, c *invCycle) {
 // exactly the same plan.
 func invCheckShuffledNodes(t invTB, c *invCycle) {
 	t.Helper()
-	s := invCopy(c.snap)
+	s := copySnapshot(c.snap)
 	r := rand.New(rand.NewPCG(uint64(len(s.Nodes)), uint64(len(s.Teams))))
 	r.Shuffle(len(s.Nodes), func(i, j int) { s.Nodes[i], s.Nodes[j] = s.Nodes[j], s.Nodes[i] })
 	r.Shuffle(len(s.Teams), func(i, j int) { s.Teams[i], s.Teams[j] = s.Teams[j], s.Teams[i] })
@@ -714,8 +672,8 @@ func invCheckShuffledNodes(t invTB, c *invCycle) {
 // invCheckUnmodified: scheduling leaves the snapshot as it was.
 func invCheckUnmodified(t invTB, c *invCycle) {
 	t.Helper()
-	s := invCopy(c.snap)
-	before := invCopy(s)
+	s := copySnapshot(c.snap)
+	before := copySnapshot(s)
 	c.opts.Schedule(s, c.now)
 	if diff := cmp.Diff(before, s); diff != "" {
 		t.Errorf("Schedule modified the snapshot (-before +after):\n%s", diff)
@@ -953,7 +911,7 @@ func (s *invSim) step(active bool, teams []core.TeamName) {
 			s.linger[w.ID]--
 			running = append(running, w)
 		case w.Status.StopRequested != "":
-			r := invCloneWorkload(w)
+			r := w.Clone()
 			r.Status = core.Status{Phase: core.Pending, Attempts: w.Status.Attempts, Preemptions: w.Status.Preemptions + 1}
 			pending = append(pending, r)
 		case active && s.rng.IntN(8) == 0: // finished
@@ -984,7 +942,7 @@ func invExplained(pending []*core.Workload, plan core.Plan) []*core.Workload {
 	out := make([]*core.Workload, 0, len(pending))
 	for _, w := range pending {
 		if d, ok := decided[w.ID]; ok {
-			w = invCloneWorkload(w)
+			w = w.Clone()
 			w.Status.Reason, w.Status.Message, w.Status.Nominated = d.Reason, d.Message, d.Nominated
 		}
 		out = append(out, w)
@@ -1010,7 +968,7 @@ func (s *invSim) apply(plan core.Plan, linger func() int) {
 			pending = append(pending, w)
 			continue
 		}
-		r := invCloneWorkload(w)
+		r := w.Clone()
 		started := s.now
 		r.Status.Phase, r.Status.Placement, r.Status.StartedAt = core.Running, slices.Clone(p.Assignments), &started
 		r.Status.Reason, r.Status.Message, r.Status.Nominated = "Scheduled", "placed on "+invWhere(p.Assignments), ""
@@ -1019,7 +977,7 @@ func (s *invSim) apply(plan core.Plan, linger func() int) {
 	}
 	for _, w := range s.snap.Running {
 		if pr, ok := victims[w.ID]; ok {
-			w = invCloneWorkload(w)
+			w = w.Clone()
 			w.Status.StopRequested, w.Status.PreemptedBy = pr.Reason, pr.Preemptor
 			s.linger[w.ID] = linger()
 		}
@@ -1198,7 +1156,7 @@ func (sc invReclaim) run(t invTB) {
 		if !victims[w.ID] {
 			next.Running = append(next.Running, w)
 		} else if sc.requeue {
-			r := invCloneWorkload(w)
+			r := w.Clone()
 			r.Status = core.Status{Phase: core.Pending, Attempts: 1, Preemptions: 1}
 			next.Pending = append(next.Pending, r)
 		}
@@ -1399,7 +1357,7 @@ func (sc invStarve) run(t invTB, bound int) int {
 		pending, running = nil, nil
 		for _, w := range snap.Running {
 			if victims[w.ID] {
-				r := invCloneWorkload(w)
+				r := w.Clone()
 				r.Status = core.Status{Phase: core.Pending, Attempts: w.Status.Attempts, Preemptions: w.Status.Preemptions + 1}
 				pending = append(pending, r)
 				continue
@@ -1412,7 +1370,7 @@ func (sc invStarve) run(t invTB, bound int) int {
 				pending = append(pending, w)
 				continue
 			}
-			r := invCloneWorkload(w)
+			r := w.Clone()
 			started := now
 			r.Status = core.Status{Phase: core.Running, Attempts: w.Status.Attempts + 1, StartedAt: &started, Placement: p.Assignments}
 			running = append(running, r)

@@ -521,7 +521,7 @@ func fitsSomewhere(nodes []*core.Node, usage map[core.NodeName]*core.NodeUsage, 
 // copySnapshot copies a snapshot deeply, keeping nil maps nil, so that a
 // change made through the original shows in a comparison.
 func copySnapshot(s *core.Snapshot) *core.Snapshot {
-	c := &core.Snapshot{}
+	c := &core.Snapshot{Teams: slices.Clone(s.Teams), Classes: slices.Clone(s.Classes)}
 	for _, n := range s.Nodes {
 		c.Nodes = append(c.Nodes, n.Clone())
 	}
