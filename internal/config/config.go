@@ -41,6 +41,9 @@ type Config struct {
 	Scheduler Scheduler
 	// Limits bound what one caller or team may ask of the server.
 	Limits Limits
+	// Usage configures utilisation sampling, idle reclaim and memory
+	// enforcement.
+	Usage Usage
 }
 
 // Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.
@@ -63,6 +66,7 @@ func Default() Config {
 			MinRuntime:       Duration{5 * time.Minute},
 		},
 		Limits: DefaultLimits(),
+		Usage:  DefaultUsage(),
 	}
 }
 
@@ -135,5 +139,6 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("scheduler: durations must not be negative"))
 	}
 	errs = append(errs, c.Limits.validate()...)
+	errs = append(errs, c.Usage.validate()...)
 	return errors.Join(errs...)
 }

@@ -63,6 +63,7 @@ type file struct {
 	PriorityClasses []PriorityClass `json:"priorityClasses"`
 	Scheduler       *Scheduler      `json:"scheduler"`
 	Limits          *fileLimits     `json:"limits"`
+	Usage           *fileUsage      `json:"usage"`
 }
 
 // Load reads a YAML (or JSON) configuration file over the defaults.
@@ -109,7 +110,33 @@ func Load(path string) (Config, error) {
 		set(&c.Limits.RequestsPerSecond, l.RequestsPerSecond)
 		set(&c.Limits.Burst, l.Burst)
 	}
+	if u := f.Usage; u != nil {
+		set(&c.Usage.SampleInterval, u.SampleInterval)
+		set(&c.Usage.History, u.History)
+		set(&c.Usage.NvidiaSMI, u.NvidiaSMI)
+		if u.Idle != nil {
+			c.Usage.Idle = *u.Idle
+		}
+		if u.Memory != nil {
+			set(&c.Usage.Memory.Enforce, u.Memory.Enforce)
+			set(&c.Usage.Memory.GraceSamples, u.Memory.GraceSamples)
+		}
+	}
 	return c, nil
+}
+
+// fileUsage is the usage section of the file; absent fields keep their
+// defaults, and idle rules given replace the default ones ([] removes
+// them all).
+type fileUsage struct {
+	SampleInterval *Duration   `json:"sampleInterval"`
+	History        *Duration   `json:"history"`
+	NvidiaSMI      *string     `json:"nvidiaSMI"`
+	Idle           *[]IdleRule `json:"idle"`
+	Memory         *struct {
+		Enforce      *bool `json:"enforce"`
+		GraceSamples *int  `json:"graceSamples"`
+	} `json:"memory"`
 }
 
 // DefaultPriorityClasses mirror core.DefaultPriorityClasses.
