@@ -38,6 +38,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for log headers and Exit.At; time.Now when nil.
 	Now func() time.Time
+	// SimulatedUsage gives each task that holds GPUs the path of a file
+	// in $GPUFLEET_SIM_USAGE_FILE where it writes its own utilisation and
+	// memory (for simulated GPUs; see UsageFile).
+	SimulatedUsage bool
 }
 
 // Executor runs tasks as supervised OS processes. It is safe for concurrent
@@ -49,6 +53,8 @@ type Executor struct {
 	log  *slog.Logger
 	now  func() time.Time
 	out  *executor.Outbox
+	// simUsage: tasks get EnvSimUsageFile.
+	simUsage bool
 
 	mu    sync.Mutex
 	tasks map[key]*task
@@ -66,6 +72,7 @@ type task struct {
 	key  key
 	dir  string // attempt-N directory
 	pid  int    // the task's main process and process group; 0 while starting
+	shim int    // the supervisor, leader of the task's session
 	done chan struct{}
 }
 
@@ -104,6 +111,8 @@ func New(opts Options) (*Executor, error) {
 		now:   opts.Now,
 		out:   executor.NewOutbox(64),
 		tasks: map[key]*task{},
+
+		simUsage: opts.SimulatedUsage,
 	}, nil
 }
 
@@ -205,6 +214,9 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		return fail(err)
 	}
 	env := taskEnv(t, e.path, dir)
+	if e.simUsage && len(t.Assignments) > 0 {
+		env = withSimUsageFile(env, e.usageFile(adir))
+	}
 	prog, err := lookPath(t.Command[0], envValue(env, "PATH"), dir)
 	if err != nil {
 		return fail(err)
@@ -313,7 +325,7 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, prog string, argv,
 		return err
 	}
 	e.mu.Lock()
-	tk.pid = pid
+	tk.pid, tk.shim = pid, shimPID
 	e.mu.Unlock()
 	go func() {
 		cmd.Wait() // its status says nothing about the task's
@@ -481,7 +493,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 	}
 
 	// 4. Still running: watch the supervisor.
-	tk := &task{key: k, dir: adir, pid: rec.PID, done: make(chan struct{})}
+	tk := &task{key: k, dir: adir, pid: rec.PID, shim: rec.ShimPID, done: make(chan struct{})}
 	e.mu.Lock()
 	if _, ok := e.tasks[k]; ok {
 		e.mu.Unlock()
