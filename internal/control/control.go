@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
+	"github.com/gpufleet/gpufleet/internal/reclaim"
 	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -30,6 +31,20 @@ type Options struct {
 	// OnCycle, when set, is called after every cycle with its duration and
 	// plan; metrics and tests use it.
 	OnCycle func(d time.Duration, plan core.Plan)
+	// Reporter, when set, is told of starts and ends (metrics).
+	Reporter Reporter
+}
+
+// Reporter receives what the loop observes, for metrics; its methods must
+// return quickly. The loop declares it so that it imports no metrics
+// library.
+type Reporter interface {
+	// WorkloadStarted: an attempt was placed; wait is the time from
+	// submission to this start, for first attempts (0 for later ones).
+	WorkloadStarted(w *core.Workload, wait time.Duration)
+	// WorkloadEnded: an attempt ended in phase (Preempted and Lost for an
+	// attempt requeued) with reason.
+	WorkloadEnded(w *core.Workload, phase core.Phase, reason string)
 }
 
 // Loop is the control loop.
@@ -206,6 +221,13 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 				l.log.Info("placement rejected at commit; retrying next cycle", "err", r.Err)
 				continue
 			}
+			if rep := l.opts.Reporter; rep != nil {
+				var wait time.Duration
+				if w := r.Workload; w.Status.Attempts == 1 && w.Status.StartedAt != nil {
+					wait = w.Status.StartedAt.Sub(w.CreatedAt)
+				}
+				rep.WorkloadStarted(r.Workload, wait)
+			}
 			l.launch(ctx, r.Workload)
 		}
 	}
@@ -266,6 +288,8 @@ func (l *Loop) launch(ctx context.Context, w *core.Workload) {
 	l.log.Warn("start failed", "workload", w.ID, "err", err)
 	if _, ferr := l.opts.Store.Finish(sctx, w.ID, w.Status.Attempts, core.Failed, ReasonStartError, err.Error(), nil, l.opts.Now()); ferr != nil {
 		l.log.Error("record start failure", "workload", w.ID, "err", ferr)
+	} else {
+		l.ended(w, core.Failed, ReasonStartError)
 	}
 }
 
@@ -286,6 +310,9 @@ func (l *Loop) exit(ctx context.Context, e executor.Exit) {
 	if e.Reason == "Lost" && w.Status.StopRequested == "" {
 		_, err = l.opts.Store.Requeue(ctx, w.ID, e.Attempt, core.Lost, "ProcessLost", e.Message, now)
 		l.logErr(err, w.ID)
+		if err == nil {
+			l.ended(w, core.Lost, "ProcessLost")
+		}
 		return
 	}
 	l.logErr(l.settle(ctx, w, e), w.ID)
@@ -301,7 +328,16 @@ func (l *Loop) settle(ctx context.Context, w *core.Workload, e executor.Exit) er
 	} else {
 		_, err = l.opts.Store.Finish(ctx, w.ID, e.Attempt, phase, reason, msg, e.ExitCode, l.opts.Now())
 	}
+	if err == nil {
+		l.ended(w, phase, reason)
+	}
 	return err
+}
+
+func (l *Loop) ended(w *core.Workload, phase core.Phase, reason string) {
+	if l.opts.Reporter != nil {
+		l.opts.Reporter.WorkloadEnded(w, phase, reason)
+	}
 }
 
 func (l *Loop) logErr(err error, id core.WorkloadID) {
@@ -319,6 +355,9 @@ func outcome(w *core.Workload, e executor.Exit) (core.Phase, string, string) {
 		return core.Cancelled, ReasonCancelled, w.Status.Message
 	case ReasonMaxRuntime:
 		return core.Failed, ReasonMaxRuntime, fmt.Sprintf("stopped after its max runtime of %s", w.MaxRuntime)
+	case reclaim.ReasonIdle, reclaim.ReasonMemoryExceeded:
+		// The monitor's stop: its message has the figures.
+		return core.Failed, w.Status.StopRequested, w.Status.Message
 	}
 	switch {
 	case e.Reason != "":

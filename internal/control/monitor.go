@@ -1,0 +1,120 @@
+package control
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/reclaim"
+	"github.com/gpufleet/gpufleet/internal/store"
+	"github.com/gpufleet/gpufleet/internal/usage"
+)
+
+// MonitorOptions configures a Monitor.
+type MonitorOptions struct {
+	Store   *store.Store
+	Sampler usage.Sampler
+	// Tracker receives every sample and the cluster's point.
+	Tracker *usage.Tracker
+	Rules   reclaim.Rules
+	// Interval is the time between two samples; 10 s when zero.
+	Interval time.Duration
+	// Now is the clock; time.Now when nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Monitor samples the GPUs' utilisation at a fixed interval, keeps the
+// samples in the tracker, and applies idle reclaim and memory enforcement:
+// the decisions are reclaim.Decide's; the monitor records the warnings as
+// events and asks for the stops through the store (store.RequestStop),
+// which the loop carries out as it does for a max runtime, and records as
+// Failed with the stop's reason.
+type Monitor struct {
+	opts  MonitorOptions
+	log   *slog.Logger
+	state reclaim.State
+	// lastErr is the last sampling error logged, so that a lasting
+	// failure is logged once.
+	lastErr string
+}
+
+// NewMonitor returns a monitor; call Run.
+func NewMonitor(opts MonitorOptions) *Monitor {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 10 * time.Second
+	}
+	return &Monitor{opts: opts, log: opts.Logger, state: reclaim.State{}}
+}
+
+// Run samples every interval until ctx ends.
+func (m *Monitor) Run(ctx context.Context) error {
+	tick := time.NewTicker(m.opts.Interval)
+	defer tick.Stop()
+	for {
+		m.Step(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Step takes one sample and acts on it, and returns the actions taken.
+// Never call it while Run runs.
+func (m *Monitor) Step(ctx context.Context) []reclaim.Action {
+	snap, err := m.opts.Store.Snapshot(ctx)
+	if err != nil {
+		m.log.Error("snapshot", "err", err)
+		return nil
+	}
+	s, err := m.opts.Sampler.Sample(ctx, snap)
+	if err != nil {
+		// What the sampler saw (other samplers, other GPUs) still
+		// counts; a workload it did not see keeps its idle stretch.
+		if msg := err.Error(); msg != m.lastErr {
+			m.log.Warn("GPU utilisation sampling failed", "err", err)
+			m.lastErr = msg
+		}
+	} else {
+		m.lastErr = ""
+	}
+	now := m.opts.Now()
+	if s.At.IsZero() {
+		s.At = now
+	}
+	if s.Workloads == nil {
+		s.Workloads = map[core.WorkloadID]core.WorkloadSample{}
+	}
+	var acts []reclaim.Action
+	m.state, acts = reclaim.Decide(m.state, reclaim.Input{Now: now, Sample: s, Running: snap.Running, Rules: m.opts.Rules})
+	if m.opts.Tracker != nil {
+		m.opts.Tracker.Record(s, usage.Point(snap, s, now), m.state.IdleSince())
+	}
+	for _, a := range acts {
+		log := m.log.With("workload", a.Workload, "attempt", a.Attempt, "team", a.Team, "reason", a.Reason)
+		switch a.Kind {
+		case reclaim.Warn:
+			if _, err := m.opts.Store.Warn(ctx, a.Workload, a.Attempt, a.Reason, a.Message, now); err != nil {
+				log.Error("record warning", "err", err)
+				continue
+			}
+			log.Info("warned", "message", a.Message)
+		case reclaim.Stop:
+			if _, err := m.opts.Store.RequestStop(ctx, a.Workload, a.Reason, a.Message, now); err != nil {
+				log.Error("request stop", "err", err)
+				continue
+			}
+			log.Info("stopping", "message", a.Message)
+		}
+	}
+	return acts
+}
