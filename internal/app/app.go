@@ -148,10 +148,15 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}
 	if kex, ok := ex.(*kubernetes.Executor); ok {
 		// Every running workload is adopted now: a pod nobody adopted
-		// would run twice.
+		// would run twice. Each deletion is recorded in the audit trail,
+		// where an operator looks for who deleted what (see the kubernetes
+		// package's doc).
 		orphans, err := kex.DeleteOrphans(ctx)
 		for _, o := range orphans {
-			log.Warn("deleted an orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt)
+			log.Warn("deleted an orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "err", o.Err)
+			if aerr := st.AppendAudit(ctx, orphanAudit(o)); aerr != nil {
+				log.Error("audit an orphan pod", "pod", o.Name, "err", aerr)
+			}
 		}
 		if err != nil {
 			log.Error("delete orphan pods", "err", err)
@@ -204,6 +209,29 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	wg.Wait()
 	// Running workloads keep running: the next start re-adopts them.
 	return runErr
+}
+
+// SystemUser is the audit trail's name for what the server does by itself.
+const SystemUser = "gpufleet"
+
+// orphanAudit is the audit entry of an orphan pod deleted at start-up.
+func orphanAudit(o kubernetes.Orphan) core.AuditEntry {
+	e := core.AuditEntry{
+		Time:    time.Now().UTC(),
+		User:    SystemUser,
+		Action:  "delete orphan pod",
+		Method:  http.MethodDelete,
+		Path:    "/api/v1/namespaces/" + o.Namespace + "/pods/" + o.Name, // the Kubernetes API's
+		Object:  o.Namespace + "/" + o.Name,
+		Team:    o.Team,
+		Status:  http.StatusOK,
+		Message: fmt.Sprintf("pod of workload %s attempt %d, which no running workload adopted after a restart", o.Workload, o.Attempt),
+	}
+	if o.Err != nil {
+		e.Status = http.StatusInternalServerError
+		e.Message += ": " + o.Err.Error()
+	}
+	return e
 }
 
 // ensureAdmin creates the admin user on first start, or a fresh admin token
@@ -304,6 +332,7 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 		Fractions:         kubernetes.FractionMode(cfg.Kubernetes.Fractions),
 		PoolLabel:         cfg.Kubernetes.PoolLabel,
 		RegionLabel:       cfg.Kubernetes.RegionLabel,
+		NodeSelector:      cfg.Kubernetes.NodeSelector,
 		OnNodes:           func(nodes []core.Node) { ns.put(ctx, nodes) },
 		Logger:            log.With("component", "executor"),
 	})

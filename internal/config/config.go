@@ -87,6 +87,9 @@ type Kubernetes struct {
 	// region.
 	PoolLabel   string `json:"poolLabel,omitempty"`
 	RegionLabel string `json:"regionLabel,omitempty"`
+	// NodeSelector is a Kubernetes label selector ("gpufleet.io/pool=a");
+	// only the GPU nodes it selects become gpufleet's nodes. Empty: all.
+	NodeSelector string `json:"nodeSelector,omitempty"`
 }
 
 func (k Kubernetes) validate() []error {

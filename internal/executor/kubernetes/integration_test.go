@@ -2,7 +2,7 @@ package kubernetes
 
 import (
 	"context"
-	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,37 +12,27 @@ import (
 	"github.com/gpufleet/gpufleet/internal/executor"
 )
 
-// TestIntegration runs against a real API server (hack/k8s-testenv.sh up,
-// then nodes 1 with GPUs): GPUFLEET_K8S_KUBECONFIG names its kubeconfig.
-// It is skipped when the variable is unset. It needs one KWOK GPU node and
-// the gpufleet-training PriorityClass (deploy/kubernetes); with KWOK no
-// container really runs, so it checks placement and stop only.
+// TestIntegration drives the executor alone (no gpufleet server) against a
+// real API server: GPUFLEET_K8S_KUBECONFIG names its kubeconfig
+// (hack/k8s-testenv.sh up); it is skipped when the variable is unset. It
+// makes its own KWOK GPU node; with KWOK no container really runs, so it
+// checks placement, adoption and stop only.
 func TestIntegration(t *testing.T) {
-	path := os.Getenv("GPUFLEET_K8S_KUBECONFIG")
-	if path == "" {
-		t.Skip("GPUFLEET_K8S_KUBECONFIG is not set")
-	}
-	client, err := Clientset(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := newE2E(t, 1, 8)
+	client := x.client
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	nodes, err := DiscoverNodes(ctx, client, NodeLabels{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var node core.Node
-	for _, n := range nodes {
-		if n.Schedulable {
-			node = n
-			break
-		}
+	i := slices.IndexFunc(nodes, func(n core.Node) bool { return string(n.Name) == x.nodes[0] })
+	if i < 0 || !nodes[i].Schedulable {
+		t.Fatalf("node %s not discovered as a schedulable GPU node: %+v", x.nodes[0], nodes)
 	}
-	if node.Name == "" {
-		t.Fatalf("no schedulable GPU node among %d", len(nodes))
-	}
-	e, err := New(ctx, Options{Client: client, NamespaceTemplate: "gpufleet-it-{team}"})
+	node := nodes[i]
+	ns := x.namespace("integration")
+	e, err := New(ctx, Options{Client: client, NamespaceTemplate: x.nsPrefix() + "{team}"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +43,6 @@ func TestIntegration(t *testing.T) {
 	if err := e.Start(ctx, tk); err != nil {
 		t.Fatal(err)
 	}
-	ns := "gpufleet-it-integration"
-	t.Cleanup(func() {
-		client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	})
 	name := PodName(id, 1, 0, 1)
 	for {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -65,6 +66,10 @@ type Options struct {
 	// PoolLabel and RegionLabel are the node labels read as a node's pool
 	// and region.
 	PoolLabel, RegionLabel string
+	// NodeSelector, a Kubernetes label selector ("gpufleet.io/pool=a,
+	// tier!=spare"), limits the nodes gpufleet sees and uses to those it
+	// selects; empty means every GPU node of the cluster.
+	NodeSelector string
 	// OnNodes, when set, is called with every GPU node of the cluster
 	// (sorted by name) each time one is added, changed or removed; removed
 	// nodes are no longer in the list.
@@ -132,6 +137,9 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 	default:
 		return nil, fmt.Errorf("kubernetes executor: fractions %q: want %q or %q", opts.Fractions, FractionVisibleDevices, FractionTimeSlicing)
 	}
+	if _, err := labels.Parse(opts.NodeSelector); err != nil {
+		return nil, fmt.Errorf("kubernetes executor: node selector (kubernetes.nodeSelector) %q: %w", opts.NodeSelector, err)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -166,7 +174,8 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 		return nil, err
 	}
 
-	nodeFactory := informers.NewSharedInformerFactory(opts.Client, 0)
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opts.NodeSelector }))
 	nodeInf := nodeFactory.Core().V1().Nodes()
 	e.nodes = nodeInf.Lister()
 	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -419,12 +428,19 @@ type Orphan struct {
 	Namespace, Name string
 	Workload        core.WorkloadID
 	Attempt         int
+	// Team is the pod's team label (the team's name as a DNS label).
+	Team string
+	// Err is why the pod could not be deleted; nil when it was.
+	Err error
 }
 
 // DeleteOrphans deletes every running or pending pod of gpufleet that is not
 // tracked: neither started nor adopted since this executor began. Call it
 // after the control loop has re-adopted its running workloads. Pods that
-// have ended are history (their logs) and stay.
+// have ended are history (their logs) and stay. Only pods in namespaces
+// that this executor's namespace template makes are considered: another
+// gpufleet server on the same cluster, with a template of its own, keeps
+// its pods.
 func (e *Executor) DeleteOrphans(ctx context.Context) ([]Orphan, error) {
 	pods, err := e.pods.List(labelsManaged())
 	if err != nil {
@@ -440,16 +456,18 @@ func (e *Executor) DeleteOrphans(ctx context.Context) ([]Orphan, error) {
 		if err != nil || p.Labels[LabelWorkload] == "" {
 			continue
 		}
-		if e.tasks[key{p.Labels[LabelWorkload], n}] != nil {
+		if e.tasks[key{p.Labels[LabelWorkload], n}] != nil || !ownsNamespace(e.opts.NamespaceTemplate, p.Namespace) {
 			continue
 		}
-		orphans = append(orphans, Orphan{Namespace: p.Namespace, Name: p.Name, Workload: core.WorkloadID(p.Labels[LabelWorkload]), Attempt: n})
+		orphans = append(orphans, Orphan{Namespace: p.Namespace, Name: p.Name, Workload: core.WorkloadID(p.Labels[LabelWorkload]),
+			Attempt: n, Team: p.Labels[LabelTeam]})
 	}
 	e.mu.Unlock()
 	var errs []error
-	for _, o := range orphans {
+	for i, o := range orphans {
 		e.log.Warn("deleting orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt)
-		errs = append(errs, e.deletePod(ctx, o.Namespace, o.Name, 0))
+		orphans[i].Err = e.deletePod(ctx, o.Namespace, o.Name, 0)
+		errs = append(errs, orphans[i].Err)
 	}
 	return orphans, errors.Join(errs...)
 }

@@ -226,12 +226,21 @@ func TestAdoptAfterRestartAndOrphans(t *testing.T) {
 	if x := exitOf(t, e); x.WorkloadID != "wl-done" || x.ExitCode == nil || *x.ExitCode != 0 {
 		t.Errorf("exit: got %+v, want wl-done code 0", x)
 	}
+	// A pod of another gpufleet server (another namespace template) is
+	// not this one's orphan.
+	other := buildPod(defaults(), gpuTask("wl-other", "n1", 1), "fleet2-research", 0, nil, 1)
+	if _, err := k.client.CoreV1().Pods(other.Namespace).Create(t.Context(), other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	orphans, err := e.DeleteOrphans(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(orphans) != 1 || orphans[0].Workload != "wl-orphan" {
-		t.Errorf("orphans: got %+v, want wl-orphan only", orphans)
+	if len(orphans) != 1 || orphans[0].Workload != "wl-orphan" || orphans[0].Team != "research" || orphans[0].Err != nil {
+		t.Errorf("orphans: got %+v, want wl-orphan of research only", orphans)
+	}
+	if _, err := k.client.CoreV1().Pods(other.Namespace).Get(t.Context(), other.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("another server's pod: %v", err)
 	}
 	waitGone(t, k, "gpufleet-research", "wl-orphan-1")
 	if _, err := k.client.CoreV1().Pods("gpufleet-research").Get(t.Context(), "wl-keep-1", metav1.GetOptions{}); err != nil {
@@ -344,5 +353,30 @@ func TestNodeDiscoveryAndWatch(t *testing.T) {
 		case <-deadline:
 			t.Fatal("OnNodes never reported b,c,d")
 		}
+	}
+}
+
+func TestOwnsNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		template, ns string
+		want         bool
+	}{
+		{"gpufleet-{team}", "gpufleet-research", true},
+		{"gpufleet-{team}", "gpufleet-", false},
+		{"gpufleet-{team}", "fleet2-research", false},
+		{"GF-{team}-jobs", "gf-research-jobs", true},
+		{"GF-{team}-jobs", "gf-research", false},
+		{"{team}", "anything", true},
+	} {
+		if got := ownsNamespace(tc.template, tc.ns); got != tc.want {
+			t.Errorf("ownsNamespace(%q, %q) = %v, want %v", tc.template, tc.ns, got, tc.want)
+		}
+	}
+}
+
+func TestNodeSelector(t *testing.T) {
+	k := newFakeKubelet(t)
+	if _, err := New(t.Context(), Options{Client: k.client, NodeSelector: "a=b=c"}); err == nil || !strings.Contains(err.Error(), "kubernetes.nodeSelector") {
+		t.Errorf("bad selector: got %v, want an error naming kubernetes.nodeSelector", err)
 	}
 }

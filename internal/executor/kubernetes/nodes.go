@@ -156,16 +156,21 @@ func (e *Executor) onNode(obj any, deleted bool) {
 	} else {
 		delete(e.notReady, n.Name)
 	}
+	e.mu.Unlock()
+	// OnNodes first: the store must know that the node takes no work
+	// before its attempts are reported lost, or the control loop could
+	// requeue them onto the same node.
+	if e.opts.OnNodes != nil {
+		e.opts.OnNodes(e.Nodes())
+	}
 	if down && !was && !e.opts.DisableLostOnNotReady {
 		why := "NotReady"
 		if deleted {
 			why = "deleted"
 		}
+		e.mu.Lock()
 		e.loseNodeLocked(n.Name, why)
-	}
-	e.mu.Unlock()
-	if e.opts.OnNodes != nil {
-		e.opts.OnNodes(e.Nodes())
+		e.mu.Unlock()
 	}
 }
 

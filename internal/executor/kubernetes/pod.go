@@ -87,6 +87,18 @@ func namespaceFor(template string, team core.TeamName) string {
 	return dnsLabel(strings.ReplaceAll(template, "{team}", string(team)))
 }
 
+// ownsNamespace reports whether ns can be the namespace template's for
+// some team: it starts with what comes before "{team}" and ends with what
+// comes after it (both as namespaceFor writes them).
+func ownsNamespace(template, ns string) bool {
+	before, after, ok := strings.Cut(template, "{team}")
+	if !ok {
+		return ns == namespaceFor(template, "")
+	}
+	before, after = strings.ToLower(before), strings.ToLower(after)
+	return len(ns) > len(before)+len(after) && strings.HasPrefix(ns, before) && strings.HasSuffix(ns, after)
+}
+
 // replicaAssignments groups a task's assignments by replica, in replica
 // order; a task without assignments still has one replica per Count.
 func replicaAssignments(t executor.Task) [][]core.Assignment {
