@@ -31,6 +31,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/gpu"
+	"github.com/gpufleet/gpufleet/internal/portal"
 	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -173,7 +174,8 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		OpenAPI:         api.OpenAPI,
 		RateLimit:       apiserver.RateLimit{RequestsPerSecond: cfg.Limits.RequestsPerSecond, Burst: cfg.Limits.Burst},
 	})
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	// The portal owns "/" and "/ui/"; every other path is the API's.
+	hs := &http.Server{Handler: portal.With(srv), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 
 	fmt.Fprintf(out, "gpufleet: API on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "gpufleet: admin token in %s\n", tokenPath)

@@ -1,0 +1,225 @@
+import { api, streamLogs } from '../api.js';
+import { h, replace, ago, rfc3339, phase, errorBox, table, dl, every, gpus, mib, pct, duration } from '../dom.js';
+import { askGPUs } from './dashboard.js';
+
+const TERMINAL = ['Succeeded', 'Failed', 'Cancelled'];
+
+export function render(main, { parts }) {
+  const id = parts[1];
+  const title = h('h1', {}, id);
+  const phaseBox = h('span', { id: 'phase' });
+  const actions = h('div', { class: 'actions' });
+  const why = h('section', { class: 'card why', id: 'why', 'aria-labelledby': 'why-h' });
+  const statusBox = h('div', { id: 'status' });
+  const specBox = h('div', { id: 'spec' });
+  const placeBox = h('div', { id: 'placement' });
+  const eventsBox = h('div', { id: 'events' });
+  const errBox = h('div', {});
+  const logs = h('pre', { id: 'logs', class: 'logs', tabindex: '0', 'aria-label': 'Log output', 'aria-live': 'off' });
+  const logState = h('p', { class: 'help', id: 'log-state', 'aria-live': 'polite' }, 'Connecting…');
+  const follow = h('input', { type: 'checkbox', id: 'log-follow', checked: true });
+  const dialog = confirmDialog(id, () => cancel());
+
+  replace(main,
+    h('p', { class: 'crumbs' }, h('a', { href: '#/workloads' }, 'Workloads'), ' / ', id),
+    h('div', { class: 'page-head' }, h('div', { class: 'title-row' }, title, phaseBox), actions),
+    errBox,
+    why,
+    h('div', { class: 'cols' },
+      h('section', { class: 'card', 'aria-labelledby': 'status-h' }, h('h2', { id: 'status-h' }, 'Status'), statusBox),
+      h('section', { class: 'card', 'aria-labelledby': 'spec-h' }, h('h2', { id: 'spec-h' }, 'Spec'), specBox)),
+    h('section', { class: 'card', 'aria-labelledby': 'logs-h' },
+      h('div', { class: 'section-head' }, h('h2', { id: 'logs-h' }, 'Logs'), logState,
+        h('span', { class: 'check' }, follow, h('label', { for: 'log-follow' }, 'Scroll to the end as lines arrive'))),
+      logs),
+    h('section', { class: 'card', 'aria-labelledby': 'placement-h' }, h('h2', { id: 'placement-h' }, 'Placement'), placeBox),
+    h('section', { class: 'card', 'aria-labelledby': 'events-h' }, h('h2', { id: 'events-h' }, 'Events'), eventsBox),
+    dialog);
+
+  const ac = new AbortController();
+  let w = null;
+
+  async function refresh() {
+    try {
+      const [wl, evs] = await Promise.all([
+        api('/workloads/' + encodeURIComponent(id), { signal: ac.signal }),
+        api('/workloads/' + encodeURIComponent(id) + '/events', { signal: ac.signal }),
+      ]);
+      w = wl;
+      replace(errBox);
+      show(wl, evs.items);
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      replace(errBox, errorBox(e, e.status === 404 ? 'No such workload, or not one of your teams\'' : 'Cannot read the workload'));
+    }
+  }
+
+  function show(wl, evs) {
+    const st = wl.status;
+    title.textContent = wl.name || wl.id;
+    document.title = (wl.name || wl.id) + ' · gpufleet';
+    replace(phaseBox, phase(st.phase), st.stopRequested && !TERMINAL.includes(st.phase) ? h('span', { class: 'badge warn' }, 'stopping: ' + st.stopRequested) : null);
+    const done = TERMINAL.includes(st.phase);
+    if (done || st.stopRequested) replace(actions);
+    else if (!actions.firstChild) {
+      replace(actions, h('button', { type: 'button', class: 'danger', id: 'cancel', onclick: () => dialog.showModal() }, 'Cancel workload'));
+    }
+    replace(why, h('h2', { id: 'why-h' }, whyTitle(st)), whyText(wl));
+    replace(statusBox, dl([
+      ['Phase', st.phase],
+      ['Reason', st.reason || null],
+      ['Message', st.message || null],
+      ['Exit code', st.exitCode === null || st.exitCode === undefined ? null : String(st.exitCode)],
+      ['Attempts', String(st.attempts)],
+      ['Preemptions', st.preemptions ? String(st.preemptions) : null],
+      ['Stop requested', st.stopRequested || null],
+      ['Preempted by', st.preemptedBy ? h('a', { href: '#/workloads/' + encodeURIComponent(st.preemptedBy) }, st.preemptedBy) : null],
+      ['Nominated node', st.nominatedNode || null],
+      ['Submitted', rfc3339(wl.createdAt)],
+      ['Started', st.startedAt ? rfc3339(st.startedAt) : null],
+      ['Finished', st.finishedAt ? rfc3339(st.finishedAt) : null],
+      ['Ran for', st.startedAt ? duration(((st.finishedAt ? Date.parse(st.finishedAt) : Date.now()) - Date.parse(st.startedAt)) / 1000) : null],
+      ['GPU use', st.usage ? usageText(st.usage) : (st.phase === 'Running' ? h('span', { class: 'muted' }, 'not sampled') : null)],
+    ]));
+    replace(specBox, dl([
+      ['ID', wl.id],
+      ['Team', wl.team],
+      ['Owner', wl.owner],
+      ['Kind', wl.kind],
+      ['Priority', wl.priority],
+      ['GPUs', askGPUs(wl)],
+      ['GPU models', (wl.resources.gpuModels || []).join(', ') || null],
+      ['CPU', wl.resources.cpu ? String(wl.resources.cpu) : null],
+      ['Memory', wl.resources.memoryMiB ? mib(wl.resources.memoryMiB) : null],
+      ['Image', wl.image || null],
+      ['Command', wl.command && wl.command.length ? argvView(wl.command) : null],
+      ['Working directory', wl.workingDir || null],
+      ['Environment', wl.env && Object.keys(wl.env).length ? h('ul', { class: 'plain' }, Object.entries(wl.env).map(([k, v]) => h('li', {}, h('code', {}, k + '=' + v)))) : null],
+      ['Max runtime', wl.maxRuntimeSeconds ? duration(wl.maxRuntimeSeconds) : null],
+      ['Grace period', wl.gracePeriodSeconds ? duration(wl.gracePeriodSeconds) : null],
+      ['Labels', wl.labels && Object.keys(wl.labels).length ? Object.entries(wl.labels).map(([k, v]) => k + '=' + v).join(', ') : null],
+      ['Node selector', wl.nodeSelector && Object.keys(wl.nodeSelector).length ? Object.entries(wl.nodeSelector).map(([k, v]) => k + '=' + v).join(', ') : null],
+    ]));
+    replace(placeBox, table('Placement', ['Replica', 'Node', 'GPU', 'GPU UUID', 'Share', 'GPU memory'],
+      (st.placement || []).map((p) => [String(p.replica || 0), h('a', { href: '#/nodes' }, p.node), String(p.gpuIndex), h('code', {}, p.gpuUUID),
+        p.milliGPU >= 1000 ? 'whole GPU' : gpus(p.milliGPU) + ' GPU', mib(p.memoryMiB)]),
+      { empty: st.phase === 'Pending' ? 'Not placed yet: see why above.' : 'Holds no GPU now.' }));
+    replace(eventsBox, table('Events', ['Time', 'Type', 'Reason', 'Phase', 'Message'],
+      evs.slice().reverse().map((e) => ({
+        attrs: { class: e.type === 'Warning' ? 'warning' : '' },
+        cells: [ago(e.time), e.type === 'Warning' ? h('span', { class: 'badge warn' }, 'Warning') : e.type, e.reason,
+          e.from || e.to ? (e.from || '—') + ' → ' + (e.to || '—') : '', e.message || ''],
+      })), { empty: 'No events yet.', cls: 'events' }));
+  }
+
+  async function cancel() {
+    try {
+      const wl = await api('/workloads/' + encodeURIComponent(id), { method: 'DELETE', signal: ac.signal });
+      replace(actions, h('p', { class: 'ok', role: 'status' }, 'Cancel requested.'));
+      w = wl;
+      refresh();
+    } catch (e) {
+      if (e.name !== 'AbortError') replace(errBox, errorBox(e, 'Cannot cancel'));
+    }
+  }
+
+  // Logs: follow the log until the workload ends; reconnect if the stream
+  // breaks while it still runs.
+  let got = 0;
+  const append = (text) => {
+    got += text.length;
+    const atEnd = logs.scrollTop + logs.clientHeight >= logs.scrollHeight - 4;
+    logs.appendChild(document.createTextNode(text));
+    if (follow.checked || atEnd) logs.scrollTop = logs.scrollHeight;
+    logState.textContent = 'Following the log live.';
+  };
+  (async () => {
+    for (let attempt = 0; !ac.signal.aborted; attempt++) {
+      logs.textContent = '';
+      got = 0;
+      logState.textContent = attempt ? 'Reconnecting…' : 'Connecting…';
+      try {
+        await streamLogs(id, append, ac.signal);
+        logState.textContent = got ? 'End of the log: the workload has finished.' : 'The workload finished without writing anything.';
+        return;
+      } catch (e) {
+        if (e.name === 'AbortError') return;
+        if (e.status && e.status < 500 && e.status !== 429) {
+          logState.textContent = 'Cannot read the log: ' + e.message;
+          return;
+        }
+        logState.textContent = 'The log stream broke (' + e.message + '); reconnecting in 2 s.';
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
+  })();
+
+  const stop = every(3000, async () => {
+    if (w && TERMINAL.includes(w.status.phase)) return;
+    await refresh();
+  });
+  return () => {
+    stop();
+    ac.abort();
+    if (dialog.open) dialog.close();
+  };
+}
+
+function whyTitle(st) {
+  switch (st.phase) {
+    case 'Pending':
+      return 'Why it is pending';
+    case 'Running':
+      return st.stopRequested ? 'Stopping' : 'Running';
+    default:
+      return 'Outcome';
+  }
+}
+
+function whyText(wl) {
+  const st = wl.status;
+  const parts = [];
+  if (st.reason || st.message) parts.push(h('p', { class: 'reason' }, st.reason ? h('strong', {}, st.reason) : null, st.reason && st.message ? ': ' : '', st.message || ''));
+  if (st.phase === 'Pending') {
+    if (st.nominatedNode) parts.push(h('p', {}, `Node ${st.nominatedNode} is held for it while the workloads it preempted stop.`));
+    if (!st.reason && !st.message) parts.push(h('p', {}, 'Waiting for the next scheduling cycle.'));
+    parts.push(h('p', { class: 'help' }, 'Submitted ', ago(wl.createdAt), '. The CLI\'s ', h('code', {}, 'gpufleet why ' + wl.id), ' says the same.'));
+  }
+  if (st.phase === 'Running' && !st.reason && !st.message) parts.push(h('p', {}, 'Running since ', ago(st.startedAt), '.'));
+  if (st.phase === 'Failed' && st.reason === 'GPUMemoryLimitExceeded') {
+    parts.push(h('p', { class: 'help' }, 'It used more GPU memory than its share of the GPU; ask for more memory (or a larger fraction) and submit it again.'));
+  }
+  if (st.phase === 'Failed' && st.reason === 'Idle') {
+    parts.push(h('p', { class: 'help' }, 'Its GPUs stayed below the idle threshold for its idle timeout, so they were given back.'));
+  }
+  if (!parts.length) parts.push(h('p', {}, st.phase + (st.exitCode !== null && st.exitCode !== undefined ? `, exit code ${st.exitCode}` : '') + '.'));
+  return parts;
+}
+
+function usageText(u) {
+  return h('span', {}, pct(u.gpuUtilization) + ' utilisation, ' + mib(u.gpuMemoryUsedMiB) + ' of GPU memory, sampled ', ago(u.sampledAt),
+    u.idleSince ? h('span', {}, ' · ', h('span', { class: 'badge warn' }, 'idle'), ' since ', ago(u.idleSince)) : null);
+}
+
+// argvView shows the argv as it is: one box per argument.
+function argvView(argv) {
+  return h('ol', { class: 'argv', 'aria-label': 'Command arguments' }, argv.map((a) => h('li', {}, h('code', {}, a))));
+}
+
+function confirmDialog(id, onYes) {
+  const d = h('dialog', { id: 'confirm-cancel', 'aria-labelledby': 'confirm-h' });
+  const no = h('button', { type: 'button', id: 'confirm-no', onclick: () => d.close() }, 'Keep it running');
+  const yes = h('button', { type: 'button', class: 'danger', id: 'confirm-yes', onclick: () => { d.close(); onYes(); } }, 'Yes, cancel it');
+  d.append(h('h2', { id: 'confirm-h' }, 'Cancel ' + id + '?'),
+    h('p', {}, 'Its processes get SIGTERM, then SIGKILL after its grace period. It ends Cancelled; this cannot be undone.'),
+    h('div', { class: 'actions' }, no, yes));
+  d.addEventListener('close', () => {
+    const b = document.getElementById('cancel');
+    if (b) b.focus();
+  });
+  // Safer default: focus "keep it" when the dialog opens.
+  d.addEventListener('toggle', () => {
+    if (d.open) no.focus();
+  });
+  return d;
+}

@@ -1,0 +1,409 @@
+package portal_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/app"
+	"github.com/gpufleet/gpufleet/internal/config"
+)
+
+// The browser test drives the portal in a real headless Chromium against a
+// real gpufleet server (SQLite store, scheduler, local executor, simulated
+// GPUs): sign in through the form, submit a fractional workload through the
+// submit form, see it Running on the dashboard and in the list, read its
+// live log on its page, cancel it. It saves a 1366×768 screenshot of each
+// page in the test's artifact directory (go test -artifacts), and in
+// docs/portal/ with GPUFLEET_UPDATE_SCREENSHOTS=1.
+//
+// Without Chromium it skips, unless GPUFLEET_REQUIRE_BROWSER=1 (CI), and
+// then it fails. GPUFLEET_CHROMIUM names the browser when it is not on the
+// usual paths.
+
+const (
+	viewW = 1366
+	viewH = 768
+)
+
+func findChromium(t *testing.T) string {
+	t.Helper()
+	candidates := []string{os.Getenv("GPUFLEET_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("GPUFLEET_REQUIRE_BROWSER") == "1" {
+		t.Fatal("GPUFLEET_REQUIRE_BROWSER=1 but no Chromium was found (install Debian's chromium, or set GPUFLEET_CHROMIUM)")
+	}
+	t.Skip("no Chromium found; set GPUFLEET_REQUIRE_BROWSER=1 to make this a failure")
+	return ""
+}
+
+// server is a real gpufleet server on loopback with four simulated H100s,
+// run in-process as `gpufleet server --demo` runs it.
+type server struct {
+	url   string
+	token string
+	admin *api.Client
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Addr = addr
+	cfg.DataDir = dir
+	cfg.FakeGPUs = "4xH100-80GB"
+	cfg.Demo = true
+	cfg.NodeName = "node-a"
+	cfg.ResyncPeriod = 100 * time.Millisecond
+	// Sample GPU use often, so that the dashboard's history has points
+	// within the test.
+	cfg.Usage.SampleInterval = config.Duration{Duration: 250 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- app.RunWithLogger(ctx, cfg, io.Discard, slog.New(slog.DiscardHandler))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("server exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server not ready after 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{url: "http://" + addr, token: strings.TrimSpace(string(tok))}
+	s.admin = api.NewClient(addr, s.token)
+	return s
+}
+
+// browser starts headless Chromium and records what goes wrong in the
+// page: uncaught exceptions, console errors, and the browser's own error
+// entries (Content-Security-Policy violations among them).
+type browser struct {
+	ctx      context.Context
+	mu       sync.Mutex
+	problems []string
+}
+
+func startBrowser(t *testing.T, path string) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", "new"),
+		chromedp.NoSandbox, // root in CI containers; the page is our own
+		chromedp.DisableGPU,
+		chromedp.WindowSize(viewW, viewH),
+		chromedp.Flag("lang", "en-GB"),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() {
+		tcancel()
+		cancel()
+		acancel()
+	})
+	b := &browser{ctx: ctx}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(viewW, viewH)); err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			switch {
+			case m.IsException():
+				b.problem("exception: %s (%s:%d)", m.Text, m.URL, m.Line)
+			case m.Type != chromedp.ConsoleError:
+			case m.Source == "network" && strings.Contains(m.URL, "/api/v1/"):
+				// The API's own error answers (401 for a wrong token,
+				// 404 from a server without the usage history, 400 for
+				// a bad submission) are logged as failed loads; they
+				// are expected, and the page shows them.
+			default:
+				b.problem("console error (%s): %s %s", m.Source, m.Text, m.URL)
+			}
+		}
+	}()
+	return b
+}
+
+func (b *browser) problem(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.problems = append(b.problems, fmt.Sprintf(format, args...))
+}
+
+func (b *browser) run(t *testing.T, step string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		body, _ := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("main")))
+		t.Fatalf("%s: %v\npage shows:\n%s", step, err, body)
+	}
+}
+
+// get runs one action that answers a value.
+func get[T any](t *testing.T, b *browser, step string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(b.ctx, a)
+	if err != nil {
+		body, _ := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("main")))
+		t.Fatalf("%s: %v\npage shows:\n%s", step, err, body)
+	}
+	return v
+}
+
+// clearInput empties the input of that id, as selecting its text and
+// deleting it would.
+func clearInput(id string) chromedp.Action[chromedp.Void] {
+	js := fmt.Sprintf(`(() => { const e = document.getElementById(%q); e.value = ''; e.dispatchEvent(new Event('input', {bubbles: true})); return true })()`, id)
+	ev := chromedp.Evaluate[bool](js)
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := ev(ctx, t)
+		return chromedp.Void{}, err
+	}
+}
+
+// waitJS waits until the expression is true.
+func waitJS(expr string) chromedp.Action[chromedp.Void] {
+	poll := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(25*time.Second))
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		if _, err := poll(ctx, t); err != nil {
+			return chromedp.Void{}, fmt.Errorf("waiting for %s: %w", expr, err)
+		}
+		return chromedp.Void{}, nil
+	}
+}
+
+// shot saves a screenshot of the viewport as name.png.
+func (b *browser) shot(t *testing.T, name string) {
+	t.Helper()
+	// Let layout and the last repaint settle.
+	b.run(t, "settle", chromedp.Sleep(150*time.Millisecond))
+	png := get(t, b, "screenshot "+name, chromedp.CaptureScreenshot())
+	dirs := []string{t.ArtifactDir()}
+	if os.Getenv("GPUFLEET_UPDATE_SCREENSHOTS") == "1" {
+		dirs = append(dirs, filepath.Join("..", "..", "docs", "portal"))
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestPortalInBrowser(t *testing.T) {
+	chrome := findChromium(t)
+	began := time.Now()
+	s := startServer(t)
+	b := startBrowser(t, chrome)
+	// A workload of another team, so that the lists and nodes show more
+	// than the one the test submits.
+	other, err := s.admin.SubmitWorkload(context.Background(), &api.Workload{Team: "inference", Name: "serve-llm", Kind: api.KindService,
+		Command: []string{"sleep", "120"}, Resources: api.Resources{GPUs: 1000}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.admin.CancelWorkload(context.Background(), other.ID) })
+
+	// Sign in: a wrong token is refused on the form; the right one,
+	// typed and sent with Enter, opens the dashboard.
+	b.run(t, "open the portal",
+		chromedp.Navigate(s.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#token")))
+	b.shot(t, "signin")
+	b.run(t, "a wrong token",
+		chromedp.SendKeys(chromedp.CSS("#token"), "not-a-token"+kb.Enter),
+		waitJS(`document.getElementById('token-error').textContent !== ''`))
+	msg := get(t, b, "read the error", chromedp.Text(chromedp.CSS("#token-error")))
+	if !strings.Contains(msg, "not valid") {
+		t.Errorf("wrong token: the form says %q, want it to say the token is not valid", msg)
+	}
+	b.run(t, "sign in",
+		clearInput("token"),
+		chromedp.SendKeys(chromedp.CSS("#token"), s.token+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("#dashboard")),
+		waitJS(`document.getElementById('who-name').textContent.includes('admin')`))
+
+	// The workload prints a marker computed by the shell (so the log shows
+	// output, not the command's text), reports the use of its simulated GPU
+	// share, and runs until cancelled.
+	script := `sh -c 'echo "portal-marker-$((6*7))"; echo "utilization=0.8 memoryMiB=6144" > "$GPUFLEET_SIM_USAGE_FILE"; sleep 60'`
+	inner := script[len(`sh -c '`) : len(script)-1]
+
+	// The submit form: a bad GPU count comes back from the API as a field
+	// error shown next to the field.
+	b.run(t, "open the submit form",
+		chromedp.Navigate(s.url+"/#/submit"),
+		chromedp.WaitVisible(chromedp.CSS("#submit-form")),
+		waitJS(`document.querySelector('#team option[value="research"]') !== null`),
+		chromedp.SetValue(chromedp.CSS("#team"), "research"),
+		chromedp.SendKeys(chromedp.CSS("#command"), script),
+		clearInput("gpus"),
+		chromedp.SendKeys(chromedp.CSS("#gpus"), "1.5"),
+		chromedp.Click(chromedp.CSS("#submit")),
+		waitJS(`document.getElementById('gpus-error').textContent !== ''`))
+	msg = get(t, b, "read the error", chromedp.Text(chromedp.CSS("#gpus-error")))
+	if !strings.Contains(msg, "whole") {
+		t.Errorf("1.5 GPUs: the form says %q next to the GPUs, want the API's problem (above one GPU the count must be whole)", msg)
+	}
+	preview := get(t, b, "the argv preview", chromedp.Text(chromedp.CSS("#argv-preview")))
+	if !strings.Contains(preview, "3 arguments") || !strings.Contains(preview, inner) {
+		t.Errorf("argv preview %q: want 3 arguments, the third the whole quoted script", preview)
+	}
+	b.shot(t, "submit-error")
+
+	// A quarter of a GPU. The marker the log must show is computed by the
+	// shell, so it is not the command's text.
+	b.run(t, "submit 0.25 GPU",
+		clearInput("gpus"),
+		chromedp.SendKeys(chromedp.CSS("#gpus"), "0.25"),
+		chromedp.Click(chromedp.CSS("#submit")),
+		waitJS(`location.hash.startsWith('#/workloads/')`))
+	hash := get(t, b, "read the URL", chromedp.Evaluate[string](`location.hash`))
+	id := strings.TrimPrefix(hash, "#/workloads/")
+	w, err := s.admin.GetWorkload(context.Background(), id)
+	if err != nil {
+		t.Fatalf("the form submitted %q: %v", id, err)
+	}
+	if w.Team != "research" || w.Resources.GPUs != 250 || len(w.Command) != 3 || w.Command[2] != inner {
+		t.Errorf("submitted workload: team %s, %s GPUs, command %q; want research, 0.25, [sh -c SCRIPT]", w.Team, w.Resources.GPUs, w.Command)
+	}
+
+	// Running, on the dashboard and in the list.
+	row := fmt.Sprintf(`tr[data-id=%q]`, id)
+	b.run(t, "running on the dashboard",
+		chromedp.Navigate(s.url+"/#/"),
+		waitJS(fmt.Sprintf(`document.querySelector('#running %s') !== null`, row)))
+	b.run(t, "running in the list",
+		chromedp.Navigate(s.url+"/#/workloads?phase=Running"),
+		waitJS(fmt.Sprintf(`document.querySelector('#workload-list %s[data-phase="Running"]') !== null`, row)))
+	b.shot(t, "workloads")
+
+	// Its page, reached by its link: the live log shows the marker.
+	b.run(t, "open its page",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#workload-list %s a`, row))),
+		waitJS(`document.querySelector('#phase .phase-running') !== null`),
+		waitJS(`document.getElementById('logs').textContent.includes('portal-marker-42')`))
+	logs := get(t, b, "read its log", chromedp.Text(chromedp.CSS("#logs")))
+	if strings.Contains(logs, "$((") {
+		t.Errorf("log %q shows the command, not its output", logs)
+	}
+	b.shot(t, "workload")
+
+	b.run(t, "nodes",
+		chromedp.Navigate(s.url+"/#/nodes"),
+		waitJS(fmt.Sprintf(`[...document.querySelectorAll('#nodes .allocs a')].some(a => a.textContent === %q)`, id)))
+	b.shot(t, "nodes")
+	b.run(t, "teams",
+		chromedp.Navigate(s.url+"/#/teams"),
+		waitJS(`document.querySelector('#teams tr[data-team="research"]') !== null`))
+	b.shot(t, "teams")
+
+	// Back on the dashboard, a few samples later: when the server reports
+	// the workload's GPU use (it wrote 80% to its usage file), the
+	// dashboard shows it.
+	b.run(t, "the dashboard again",
+		chromedp.Navigate(s.url+"/#/"),
+		waitJS(fmt.Sprintf(`document.querySelector('#running %s') !== null`, row)))
+	if w, err := s.admin.GetWorkload(context.Background(), id); err != nil {
+		t.Fatal(err)
+	} else if w.Status.Usage != nil {
+		b.run(t, "its GPU use on the dashboard",
+			waitJS(fmt.Sprintf(`document.querySelector('#running %s').textContent.includes('80%%')`, row)),
+			waitJS(`!document.getElementById('tile-used').textContent.includes('not sampled')`))
+	} else {
+		t.Log("the server reports no GPU use for the workload: not checking the dashboard's")
+	}
+	b.shot(t, "dashboard")
+
+	// Cancel, confirmed in a dialog; the page then shows it Cancelled, and
+	// so does the API.
+	b.run(t, "cancel",
+		chromedp.Navigate(s.url+"/#/workloads/"+id),
+		chromedp.WaitVisible(chromedp.CSS("#cancel")),
+		chromedp.Click(chromedp.CSS("#cancel")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-yes")))
+	b.shot(t, "cancel-confirm")
+	b.run(t, "confirm",
+		chromedp.Click(chromedp.CSS("#confirm-yes")),
+		waitJS(`document.querySelector('#phase .phase-cancelled') !== null`),
+		waitJS(`document.getElementById('log-state').textContent.includes('End of the log')`))
+	b.shot(t, "cancelled")
+	w, err = s.admin.GetWorkload(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Status.Phase != api.PhaseCancelled {
+		t.Errorf("after cancelling in the portal the API says %s, want Cancelled", w.Status.Phase)
+	}
+
+	// Sign out: the token is gone from the tab.
+	b.run(t, "sign out",
+		chromedp.Click(chromedp.CSS("#signout")),
+		chromedp.WaitVisible(chromedp.CSS("#token")))
+	stored := get(t, b, "read sessionStorage", chromedp.Evaluate[string](`sessionStorage.getItem('gpufleet.token') || ''`))
+	if stored != "" {
+		t.Error("the token is still in sessionStorage after signing out")
+	}
+
+	b.mu.Lock()
+	for _, p := range b.problems {
+		t.Errorf("in the page: %s", p)
+	}
+	b.mu.Unlock()
+	t.Logf("browser flow took %v", time.Since(began).Round(time.Millisecond))
+}
