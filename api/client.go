@@ -203,6 +203,18 @@ func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 	return out.Items, c.do(ctx, http.MethodGet, "/nodes", nil, nil, &out)
 }
 
+// Usage returns the cluster's use over the last window, one point per
+// sample interval, oldest first; window 0 asks for the server's default
+// (1h).
+func (c *Client) Usage(ctx context.Context, window time.Duration) (*UsageHistory, error) {
+	path := "/usage"
+	if window > 0 {
+		path += "?window=" + url.QueryEscape(window.String())
+	}
+	var out UsageHistory
+	return &out, c.do(ctx, http.MethodGet, path, nil, nil, &out)
+}
+
 // Teams lists the teams.
 func (c *Client) Teams(ctx context.Context) ([]Team, error) {
 	var out List[Team]

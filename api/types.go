@@ -92,6 +92,44 @@ type WorkloadStatus struct {
 	// NominatedNode is the node a pending workload waits for while the
 	// workloads it preempted stop.
 	NominatedNode string `json:"nominatedNode,omitempty"`
+	// Usage is what the last utilisation sample saw of a running
+	// workload's GPUs; absent when not sampled (yet).
+	Usage *WorkloadUsage `json:"usage,omitempty"`
+}
+
+// WorkloadUsage is a running workload's sampled use of its GPUs.
+type WorkloadUsage struct {
+	// GPUUtilization is the mean over its GPUs, 0 to 1.
+	GPUUtilization   float64   `json:"gpuUtilization"`
+	GPUMemoryUsedMiB int64     `json:"gpuMemoryUsedMiB"`
+	SampledAt        time.Time `json:"sampledAt"`
+	// IdleSince is when its utilisation went below its idle reclaim
+	// threshold (absent when it is above, or no idle rule applies).
+	IdleSince *time.Time `json:"idleSince,omitempty"`
+}
+
+// UsageHistory is the cluster's use over time (GET /usage): one point per
+// sample interval, oldest first.
+type UsageHistory struct {
+	Points          []UsagePoint `json:"points"`
+	IntervalSeconds float64      `json:"intervalSeconds"`
+}
+
+// UsagePoint is the cluster at one sample.
+type UsagePoint struct {
+	Time time.Time `json:"time"`
+	GPUs int       `json:"gpus"`
+	// AllocatedGPUs counts fractions (0.25 + 0.5 = 0.75).
+	AllocatedGPUs float64 `json:"allocatedGPUs"`
+	// UsedGPUs is the sum of the sampled utilisation of all GPUs.
+	UsedGPUs float64 `json:"usedGPUs"`
+	// IdleGPUs are the GPUs with nothing allocated.
+	IdleGPUs int `json:"idleGPUs"`
+	Running  int `json:"running"`
+	Pending  int `json:"pending"`
+	// QueueWaitSeconds is the mean wait of the workloads pending then (0
+	// when none).
+	QueueWaitSeconds float64 `json:"queueWaitSeconds"`
 }
 
 // Placement is one GPU share held by a running workload.
@@ -149,6 +187,13 @@ type GPU struct {
 	// GPU and that the caller may see (its own teams'; every one for an
 	// admin). The totals above count every workload.
 	Allocations []GPUAllocation `json:"allocations,omitempty"`
+	// Utilization (0 to 1) and MemoryUsedMiB are the last sample's;
+	// absent when never sampled.
+	Utilization   *float64 `json:"utilization,omitempty"`
+	MemoryUsedMiB *int64   `json:"memoryUsedMiB,omitempty"`
+	// Healthy is false when the last sample reported an error for the GPU
+	// or its node is unschedulable.
+	Healthy bool `json:"healthy"`
 }
 
 // GPUAllocation is one workload's share of a GPU.

@@ -107,6 +107,12 @@ var table = []route{
 		action: "revoke token", ok: http.StatusNoContent, serve: (*Server).revokeToken},
 
 	{pattern: "GET /api/v1/audit", access: adminOnly, doing: "reading the audit trail", serve: (*Server).auditTrail},
+
+	// Cluster totals only, no team names: anyone may read them.
+	{pattern: "GET /api/v1/usage", access: anyCaller, serve: (*Server).usageHistory},
+	// Metrics name every team and node: admins only (a scraper holds an
+	// admin token).
+	{pattern: "GET /metrics", access: adminOnly, doing: "reading the metrics", stream: (*Server).metrics},
 }
 
 // call is one request on its way through a route.

@@ -218,6 +218,8 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"GET /api/v1/tokens", []string{"query limit", "query pageToken", "query user"}, []string{"200", "400", "401", "404", "429"}},
 		{"DELETE /api/v1/tokens/{id}", nil, []string{"204", "401", "404", "429"}},
 		{"GET /api/v1/audit", []string{"query limit", "query pageToken", "query since", "query user"}, []string{"200", "400", "401", "403", "429"}},
+		{"GET /api/v1/usage", []string{"query window"}, []string{"200", "400", "401", "429"}},
+		{"GET /metrics", nil, []string{"200", "401", "403", "429"}},
 	}
 	var covered []string
 	for _, tt := range tests {
@@ -397,6 +399,9 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"UserList":       reflect.TypeFor[api.List[api.User]](),
 		"TokenList":      reflect.TypeFor[api.List[api.Token]](),
 		"AuditList":      reflect.TypeFor[api.List[api.AuditEntry]](),
+		"WorkloadUsage":  reflect.TypeFor[api.WorkloadUsage](),
+		"UsageHistory":   reflect.TypeFor[api.UsageHistory](),
+		"UsagePoint":     reflect.TypeFor[api.UsagePoint](),
 	}
 	// schemaName is the schema of a struct type that a property refers to.
 	schemaName := func(rt reflect.Type) string {
@@ -520,6 +525,10 @@ func checkProperty(t *testing.T, doc map[string]any, field string, rt reflect.Ty
 	case rt.Kind() >= reflect.Int && rt.Kind() <= reflect.Int64:
 		if typ != "integer" {
 			t.Errorf("%s: type %q, want integer", field, typ)
+		}
+	case rt.Kind() == reflect.Float64 || rt.Kind() == reflect.Float32:
+		if typ != "number" {
+			t.Errorf("%s: type %q, want number", field, typ)
 		}
 	case rt.Kind() == reflect.Slice:
 		if typ != "array" {

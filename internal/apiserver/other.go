@@ -139,9 +139,11 @@ func (s *Server) nodes(c *call) (reply, error) {
 			if usage != nil {
 				gu = usage.GPUs[g.Index]
 			}
-			an.GPUs = append(an.GPUs, api.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB,
+			ag := api.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB,
 				Simulated: g.Simulated, Domain: g.Domain, AllocatedMilliGPU: gu.MilliGPU, AllocatedMemoryMiB: gu.MemoryMiB,
-				Allocations: holders[devKey{n.Name, g.Index}]})
+				Allocations: holders[devKey{n.Name, g.Index}]}
+			s.withGPUUsage(&ag, n)
+			an.GPUs = append(an.GPUs, ag)
 		}
 		out.Items = append(out.Items, an)
 	}

@@ -45,6 +45,11 @@ type Options struct {
 	// RateLimit shapes each token's requests; the zero value sets no
 	// limit.
 	RateLimit RateLimit
+	// Usage is the utilisation tracker (workloads' and GPUs' usage, GET
+	// /usage); nil when nothing is sampled.
+	Usage UsageSource
+	// Metrics serves GET /metrics to admins; nil answers 503.
+	Metrics http.Handler
 }
 
 // RateLimit is a token bucket per token: RequestsPerSecond sustained, Burst

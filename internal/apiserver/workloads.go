@@ -277,7 +277,7 @@ func (s *Server) getWorkload(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: toAPI(w)}, nil
+	return reply{status: http.StatusOK, body: s.withUsage(toAPI(w), w)}, nil
 }
 
 func (s *Server) cancelWorkload(c *call) (reply, error) {
@@ -345,7 +345,7 @@ func (s *Server) listWorkloads(c *call) (reply, error) {
 	}
 	out := api.List[api.Workload]{Items: make([]api.Workload, 0, len(ws))}
 	for _, w := range ws {
-		out.Items = append(out.Items, *toAPI(w))
+		out.Items = append(out.Items, *s.withUsage(toAPI(w), w))
 	}
 	if len(ws) == f.Limit {
 		out.NextPageToken = fmt.Sprintf("s%d", ws[len(ws)-1].Seq)

@@ -142,8 +142,9 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}
 	policy := sched.Options{StarvationAfter: cfg.Scheduler.StarvationAfter.Duration, FairShareReclaim: cfg.Scheduler.FairShareReclaim,
 		MinRuntime: cfg.Scheduler.MinRuntime.Duration}
+	obs := newObservability(cfg, st, ex, log)
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
-		Classes: classes, Policy: &policy})
+		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle})
 	if err := loop.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -173,6 +174,8 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		PriorityClasses: classes,
 		OpenAPI:         api.OpenAPI,
 		RateLimit:       apiserver.RateLimit{RequestsPerSecond: cfg.Limits.RequestsPerSecond, Burst: cfg.Limits.Burst},
+		Usage:           obs.tracker,
+		Metrics:         obs.metrics.Handler(),
 	})
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := &http.Server{Handler: portal.With(srv), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
@@ -191,6 +194,9 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		defer wg.Done()
 		errc <- loop.Run(ctx)
 	}()
+	if obs.monitor != nil {
+		wg.Go(func() { obs.monitor.Run(ctx) })
+	}
 	go func() {
 		defer wg.Done()
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -307,7 +313,8 @@ func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *sl
 	if err := st.PutNode(ctx, node); err != nil {
 		return nil, node, err
 	}
-	ex, err := local.New(local.Options{DataDir: cfg.DataDir, Logger: log.With("component", "executor")})
+	simulated := len(node.GPUs) > 0 && node.GPUs[0].Simulated
+	ex, err := local.New(local.Options{DataDir: cfg.DataDir, Logger: log.With("component", "executor"), SimulatedUsage: simulated})
 	return ex, node, err
 }
 

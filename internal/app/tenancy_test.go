@@ -556,6 +556,14 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		"GET /api/v1/audit": func(c caller) []probe {
 			return []probe{adminOnly(c, 200, probe{method: "GET", path: "/api/v1/audit"})}
 		},
+		// Cluster totals, no team names: anyone.
+		"GET /api/v1/usage": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/usage?window=5m"})}
+		},
+		// Metrics name every team: admins only.
+		"GET /metrics": func(c caller) []probe {
+			return []probe{adminOnly(c, 200, probe{method: "GET", path: "/metrics", raw: true, check: holds("gpufleet_gpus_total")})}
+		},
 	}
 }
 

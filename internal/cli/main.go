@@ -134,6 +134,7 @@ then in GPUFLEET_ADDR and GPUFLEET_TOKEN, then in the file that
 		newAuditCmd(e),
 		newApplyCmd(e),
 		newWhyCmd(e),
+		newUsageCmd(e),
 		newVersionCmd(e),
 		newSimCmd(e),
 	)

@@ -216,17 +216,22 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 			l.log.Error("apply plan", "err", err)
 			return core.Plan{}
 		}
-		for _, r := range results {
-			if r.Err != nil {
-				l.log.Info("placement rejected at commit; retrying next cycle", "err", r.Err)
-				continue
-			}
-			if rep := l.opts.Reporter; rep != nil {
+		if rep := l.opts.Reporter; rep != nil {
+			for _, r := range results {
+				if r.Err != nil {
+					continue
+				}
 				var wait time.Duration
 				if w := r.Workload; w.Status.Attempts == 1 && w.Status.StartedAt != nil {
 					wait = w.Status.StartedAt.Sub(w.CreatedAt)
 				}
 				rep.WorkloadStarted(r.Workload, wait)
+			}
+		}
+		for _, r := range results {
+			if r.Err != nil {
+				l.log.Info("placement rejected at commit; retrying next cycle", "err", r.Err)
+				continue
 			}
 			l.launch(ctx, r.Workload)
 		}

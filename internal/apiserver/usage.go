@@ -1,0 +1,88 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// UsageSource is the utilisation tracker as the API reads it
+// (usage.Tracker).
+type UsageSource interface {
+	// Workload returns the latest sample of a workload's attempt, when it
+	// was taken and since when the workload has been idle.
+	Workload(id core.WorkloadID, attempt int) (s core.WorkloadSample, at time.Time, idleSince *time.Time, ok bool)
+	// GPU returns the latest sample of a GPU.
+	GPU(node core.NodeName, index int) (core.GPUSample, bool)
+	// History returns the points of the last window, oldest first.
+	History(window time.Duration, now time.Time) []core.UsagePoint
+	// Interval is the time between two points.
+	Interval() time.Duration
+}
+
+// MaxUsageWindow bounds ?window= of GET /usage.
+const MaxUsageWindow = 24 * time.Hour
+
+// usageHistory answers the cluster's use over time: totals only, no team
+// names, so any caller may read it.
+func (s *Server) usageHistory(c *call) (reply, error) {
+	window := time.Hour
+	if v := c.r.URL.Query().Get("window"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > MaxUsageWindow {
+			return reply{}, invalid("window", "must be a duration from 1s to %s, such as 30m or 6h", "24h")
+		}
+		window = d
+	}
+	out := api.UsageHistory{Points: []api.UsagePoint{}}
+	if u := s.opts.Usage; u != nil {
+		out.IntervalSeconds = u.Interval().Seconds()
+		for _, p := range u.History(window, s.opts.Now()) {
+			out.Points = append(out.Points, api.UsagePoint(p))
+		}
+	}
+	return reply{status: http.StatusOK, body: out}, nil
+}
+
+// metrics serves the Prometheus metrics; the table lets only admins here.
+func (s *Server) metrics(w http.ResponseWriter, c *call) error {
+	if s.opts.Metrics == nil {
+		return fmt.Errorf("no metrics on this server: %w", core.ErrUnavailable)
+	}
+	s.opts.Metrics.ServeHTTP(w, c.r)
+	return nil
+}
+
+// withUsage sets a running workload's sampled usage on its wire form.
+func (s *Server) withUsage(out *api.Workload, w *core.Workload) *api.Workload {
+	if s.opts.Usage == nil || w.Status.Phase != core.Running {
+		return out
+	}
+	smp, at, idle, ok := s.opts.Usage.Workload(w.ID, w.Status.Attempts)
+	if !ok {
+		return out
+	}
+	out.Status.Usage = &api.WorkloadUsage{GPUUtilization: smp.Utilization, GPUMemoryUsedMiB: smp.MemoryUsedMiB, SampledAt: at.UTC(), IdleSince: idle}
+	return out
+}
+
+// withGPUUsage sets a GPU's sampled use and health on its wire form.
+func (s *Server) withGPUUsage(g *api.GPU, n *core.Node) {
+	g.Healthy = n.Schedulable
+	if s.opts.Usage == nil {
+		return
+	}
+	smp, ok := s.opts.Usage.GPU(n.Name, g.Index)
+	if !ok {
+		return
+	}
+	if smp.Err != "" {
+		g.Healthy = false
+		return
+	}
+	u, m := smp.Utilization, smp.MemoryUsedMiB
+	g.Utilization, g.MemoryUsedMiB = &u, &m
+}

@@ -1,0 +1,103 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/control"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
+	"github.com/gpufleet/gpufleet/internal/executor/local"
+	"github.com/gpufleet/gpufleet/internal/metrics"
+	"github.com/gpufleet/gpufleet/internal/reclaim"
+	"github.com/gpufleet/gpufleet/internal/store"
+	"github.com/gpufleet/gpufleet/internal/usage"
+)
+
+// observability is the utilisation tracker, the metrics and the monitor
+// (nil when sampling is off) of one server.
+type observability struct {
+	tracker *usage.Tracker
+	metrics *metrics.Metrics
+	monitor *control.Monitor
+}
+
+// newObservability wires utilisation sampling, idle reclaim, memory
+// enforcement and metrics. The sampler follows the executor: the
+// simulated-usage files for simulated GPUs, nvidia-smi for real ones on the
+// local executor; nothing yet on Kubernetes (no DCGM reader), where the
+// monitor then sees no workload and reclaims nothing.
+func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, log *slog.Logger) *observability {
+	interval := cfg.Usage.SampleInterval.Duration
+	keep := cfg.Usage.History.Duration
+	if keep <= 0 {
+		keep = 24 * time.Hour
+	}
+	tick := interval
+	if tick <= 0 {
+		tick = 10 * time.Second
+	}
+	o := &observability{tracker: usage.NewTracker(tick, keep)}
+	o.metrics = metrics.New(metrics.Options{Snapshot: st.Snapshot, Shares: st.Shares, GPUs: o.tracker.GPUs})
+	if interval <= 0 {
+		return o
+	}
+	var sampler usage.Multi
+	if lex, ok := ex.(*local.Executor); ok {
+		sampler = append(sampler, localSampler{lex: lex, node: core.NodeName(cfg.NodeName), nvidiaSMI: cfg.Usage.NvidiaSMI})
+	}
+	o.monitor = control.NewMonitor(control.MonitorOptions{
+		Store:    st,
+		Sampler:  sampler,
+		Tracker:  o.tracker,
+		Rules:    reclaimRules(cfg.Usage),
+		Interval: interval,
+		Logger:   log.With("component", "monitor"),
+	})
+	return o
+}
+
+// localSampler samples the local node: its simulated GPUs through the
+// usage files, its real ones with nvidia-smi.
+type localSampler struct {
+	lex       *local.Executor
+	node      core.NodeName
+	nvidiaSMI string
+}
+
+func (s localSampler) Sample(ctx context.Context, snap *core.Snapshot) (core.Sample, error) {
+	real := false
+	for _, n := range snap.Nodes {
+		if n.Name != s.node {
+			continue
+		}
+		for _, g := range n.GPUs {
+			real = real || !g.Simulated
+		}
+	}
+	if !real {
+		return (&usage.Sim{File: s.lex.UsageFile}).Sample(ctx, snap)
+	}
+	nv := &usage.Nvidia{Node: s.node, Path: s.nvidiaSMI, Tasks: func() []usage.TaskProcess {
+		var out []usage.TaskProcess
+		for _, p := range s.lex.Processes() {
+			out = append(out, usage.TaskProcess(p))
+		}
+		return out
+	}}
+	return nv.Sample(ctx, snap)
+}
+
+// onCycle records a control loop cycle.
+func (o *observability) onCycle(d time.Duration, _ core.Plan) { o.metrics.ObserveCycle(d) }
+
+func reclaimRules(u config.Usage) reclaim.Rules {
+	r := reclaim.Rules{Memory: reclaim.MemoryRule{Enabled: u.Memory.Enforce, GraceSamples: u.Memory.GraceSamples}}
+	for _, i := range u.Idle {
+		r.Idle = append(r.Idle, reclaim.IdleRule{Kind: core.Kind(i.Kind), Team: core.TeamName(i.Team), Threshold: i.Threshold,
+			Timeout: i.Timeout.Duration, Warning: i.Warning.Duration})
+	}
+	return r
+}
