@@ -25,10 +25,11 @@ type observability struct {
 }
 
 // newObservability wires utilisation sampling, idle reclaim, memory
-// enforcement and metrics. The sampler follows the executor: the
+// enforcement and metrics. The sampler is a DCGM exporter when
+// usage.dcgmURL is set; otherwise it follows the executor: the
 // simulated-usage files for simulated GPUs, nvidia-smi for real ones on the
-// local executor; nothing yet on Kubernetes (no DCGM reader), where the
-// monitor then sees no workload and reclaims nothing.
+// local executor, nothing on Kubernetes (the monitor then sees no workload
+// and reclaims nothing).
 func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, log *slog.Logger) *observability {
 	interval := cfg.Usage.SampleInterval.Duration
 	keep := cfg.Usage.History.Duration
@@ -45,7 +46,10 @@ func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, 
 		return o
 	}
 	var sampler usage.Multi
-	if lex, ok := ex.(*local.Executor); ok {
+	switch lex, ok := ex.(*local.Executor); {
+	case cfg.Usage.DCGMURL != "":
+		sampler = append(sampler, &usage.DCGM{URL: cfg.Usage.DCGMURL})
+	case ok:
 		sampler = append(sampler, localSampler{lex: lex, node: core.NodeName(cfg.NodeName), nvidiaSMI: cfg.Usage.NvidiaSMI})
 	}
 	o.monitor = control.NewMonitor(control.MonitorOptions{

@@ -114,6 +114,7 @@ func Load(path string) (Config, error) {
 		set(&c.Usage.SampleInterval, u.SampleInterval)
 		set(&c.Usage.History, u.History)
 		set(&c.Usage.NvidiaSMI, u.NvidiaSMI)
+		set(&c.Usage.DCGMURL, u.DCGMURL)
 		if u.Idle != nil {
 			c.Usage.Idle = *u.Idle
 		}
@@ -132,6 +133,7 @@ type fileUsage struct {
 	SampleInterval *Duration   `json:"sampleInterval"`
 	History        *Duration   `json:"history"`
 	NvidiaSMI      *string     `json:"nvidiaSMI"`
+	DCGMURL        *string     `json:"dcgmURL"`
 	Idle           *[]IdleRule `json:"idle"`
 	Memory         *struct {
 		Enforce      *bool `json:"enforce"`

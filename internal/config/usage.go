@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 )
 
@@ -18,6 +19,10 @@ type Usage struct {
 	// NvidiaSMI is the nvidia-smi the sampler runs for real GPUs; empty
 	// means the one in $PATH.
 	NvidiaSMI string `json:"nvidiaSMI,omitempty"`
+	// DCGMURL, when set, reads utilisation from an NVIDIA DCGM exporter's
+	// metrics at this URL instead (for the kubernetes executor, whose pods'
+	// processes gpufleet cannot see).
+	DCGMURL string `json:"dcgmURL,omitempty"`
 	// Idle are the idle reclaim rules. The rule naming the workload's
 	// team wins over one naming only its kind, which wins over one naming
 	// neither. A rule with no timeout turns reclaim off for what it
@@ -65,6 +70,11 @@ func (u Usage) validate() []error {
 	}
 	if u.History.Duration < 0 {
 		errs = append(errs, errors.New("usage.history: must not be negative"))
+	}
+	if u.DCGMURL != "" {
+		if p, err := url.Parse(u.DCGMURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			errs = append(errs, fmt.Errorf("usage.dcgmURL %q: want an http(s) URL", u.DCGMURL))
+		}
 	}
 	if u.Memory.GraceSamples < 0 {
 		errs = append(errs, errors.New("usage.memory.graceSamples: must not be negative"))

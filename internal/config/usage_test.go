@@ -34,12 +34,12 @@ func TestUsageFile(t *testing.T) {
 		}
 	})
 	t.Run("bad rules are named", func(t *testing.T) {
-		c, err := Load(write(t, "usage:\n  idle:\n    - {kind: cron, threshold: 2, timeout: 1h}\n    - {kind: notebook, timeout: 1h}\n    - {kind: notebook, timeout: 2h}\n"))
+		c, err := Load(write(t, "usage:\n  dcgmURL: 'ftp://x'\n  idle:\n    - {kind: cron, threshold: 2, timeout: 1h}\n    - {kind: notebook, timeout: 1h}\n    - {kind: notebook, timeout: 2h}\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = c.Validate()
-		for _, want := range []string{"usage.idle[0].kind", "usage.idle[0].threshold", "usage.idle[2]: another rule"} {
+		for _, want := range []string{"usage.idle[0].kind", "usage.idle[0].threshold", "usage.idle[2]: another rule", "usage.dcgmURL"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Validate() = %v, want it to name %s", err, want)
 			}
