@@ -41,6 +41,11 @@ type Workload struct {
 	// started all together or not at all.
 	Replicas int `json:"replicas,omitempty"`
 
+	// Image is the container image, for executors that run containers
+	// (kubernetes); empty means the server's default image. With an image,
+	// Command may be empty: the image's entrypoint runs. The local executor
+	// needs a command.
+	Image string `json:"image,omitempty"`
 	// Command is the argv to run; it never passes through a shell.
 	Command    []string          `json:"command"`
 	Env        map[string]string `json:"env,omitempty"`

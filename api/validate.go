@@ -17,6 +17,7 @@ const (
 	MaxLabels      = 64
 	MaxGPUsPerNode = 8
 	MaxReplicas    = 256
+	MaxImageLen    = 512
 )
 
 var (
@@ -24,6 +25,9 @@ var (
 	envRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	labelRE  = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`)
 	dirPartR = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	// imageRE accepts what a container image reference is made of
+	// (registry[:port]/path[:tag][@digest]); the registry judges the rest.
+	imageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`)
 )
 
 // ValidName reports whether s is a DNS-label-like name (lowercase letters,
@@ -88,8 +92,17 @@ func (w *Workload) Validate() []FieldError {
 		}
 	}
 
-	if len(w.Command) == 0 || w.Command[0] == "" {
-		add("command", "must not be empty: give the program to run and its arguments")
+	switch {
+	case len(w.Image) > MaxImageLen:
+		add("image", "longer than %d characters", MaxImageLen)
+	case w.Image != "" && !imageRE.MatchString(w.Image):
+		add("image", "is not an image reference (such as ghcr.io/acme/train:1 or repo/name@sha256:...): no spaces or control characters")
+	}
+	switch {
+	case len(w.Command) == 0 && w.Image == "":
+		add("command", "must not be empty: give the program to run and its arguments (or an image whose entrypoint runs)")
+	case len(w.Command) > 0 && w.Command[0] == "":
+		add("command[0]", "must not be empty: it is the program to run")
 	}
 	if len(w.Command) > MaxArgs {
 		add("command", "at most %d arguments", MaxArgs)

@@ -160,7 +160,16 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 	}
 	name := in.Name
 	if name == "" {
-		name = in.Command[0]
+		// The program's base name, or the image's ("ghcr.io/acme/serve:2"
+		// → "serve") when only an image is given.
+		if len(in.Command) > 0 {
+			name = in.Command[0]
+		} else {
+			name, _, _ = strings.Cut(in.Image, "@")
+			if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+				name = name[:i]
+			}
+		}
 		if i := strings.LastIndexByte(name, '/'); i >= 0 {
 			name = name[i+1:]
 		}
@@ -181,6 +190,7 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 			NodeSelector: in.NodeSelector,
 			Replicas:     in.Replicas,
 		},
+		Image:       in.Image,
 		Command:     in.Command,
 		Env:         in.Env,
 		WorkingDir:  in.WorkingDir,
@@ -387,6 +397,7 @@ func toAPI(w *core.Workload) *api.Workload {
 			MemoryMiB:    w.Request.MemoryMiB,
 		},
 		Replicas:           w.Request.Replicas,
+		Image:              w.Image,
 		Command:            w.Command,
 		Env:                w.Env,
 		WorkingDir:         w.WorkingDir,

@@ -107,6 +107,9 @@ func describeWorkload(w io.Writer, now time.Time, wl *api.Workload, events []api
 		created = wl.CreatedAt.Format(time.RFC3339) + " (" + formatAge(now, wl.CreatedAt) + " ago)"
 	}
 	kv(0, "Created", created)
+	if wl.Image != "" { // only the kubernetes executor runs images
+		kv(0, "Image", wl.Image)
+	}
 	kv(0, "Command", quoteArgs(wl.Command))
 	kv(0, "Working dir", wl.WorkingDir)
 	kv(0, "Max runtime", formatSeconds(wl.MaxRuntimeSeconds, "none"))

@@ -24,6 +24,7 @@ type submitFlags struct {
 	team           string
 	priority       string
 	kind           string
+	image          string
 	gpus           string
 	gpuMemory      string
 	gpuModels      []string
@@ -59,6 +60,7 @@ flags need no '--'.`,
 		Example: `  gpufleet submit --team research --gpus 2 python train.py --epochs 3
   gpufleet submit --gpus 0.25 --name notebook --kind notebook -- jupyter lab
   gpufleet submit --gpu-memory 20GiB --gpu-model H100 -- ./serve
+  gpufleet submit --image ghcr.io/acme/serve:2 --kind service
   gpufleet submit -f workload.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -94,6 +96,7 @@ flags need no '--'.`,
 	fl.StringVar(&f.team, "team", "", "team the workload runs for (default: the server picks your only team)")
 	fl.StringVar(&f.priority, "priority", "", "priority class")
 	fl.StringVar(&f.kind, "kind", "", "job, service or notebook (default job)")
+	fl.StringVar(&f.image, "image", "", "container image, for the kubernetes executor (default: the server's); with an image the command may be left out")
 	fl.StringVar(&f.gpus, "gpus", "", "GPUs: a count (1, 2, 8) or a share of one GPU (0.5, 0.25) (default 1)")
 	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a share of one GPU by memory instead of --gpus, e.g. 20GiB")
 	fl.StringArrayVar(&f.gpuModels, "gpu-model", nil, "acceptable GPU model, e.g. H100 (repeatable)")
@@ -135,6 +138,9 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	}
 	if set("kind") {
 		w.Kind = f.kind
+	}
+	if set("image") {
+		w.Image = f.image
 	}
 	switch {
 	case set("gpus"):

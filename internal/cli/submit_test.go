@@ -57,6 +57,14 @@ env:
 			"env":{"A":"1","B":"x=y"},"workingDir":"out/run1","maxRuntimeSeconds":5400,"gracePeriodSeconds":45,
 			"labels":{"app":"bert"}}`,
 	}, {
+		name: "--image without a command runs the image's entrypoint",
+		args: []string{"submit", "--image", "ghcr.io/acme/serve:2", "--kind", "service"},
+		want: `{"kind":"service","image":"ghcr.io/acme/serve:2","resources":{"gpus":1},"command":null}`,
+	}, {
+		name: "--image with a command",
+		args: []string{"submit", "--image", "ghcr.io/acme/train:1", "--", "python", "train.py"},
+		want: `{"image":"ghcr.io/acme/train:1","resources":{"gpus":1},"command":["python","train.py"]}`,
+	}, {
 		name: "-f YAML is the base and flags override it",
 		args: []string{"submit", "-f", yamlFile, "--name", "from-flag", "--env", "A=from-flag"},
 		want: `{"name":"from-flag","team":"research","resources":{"gpus":2,"cpu":4},"command":["python","train.py"],
@@ -113,6 +121,16 @@ func TestSubmitRejectsBeforeSending(t *testing.T) {
 		args:       []string{"submit", "--gpus", "0.5", "--gpu-memory", "1GiB", "--kind", "batch"},
 		wantCode:   1,
 		wantStderr: []string{"  kind: must be one of job, service, notebook", "  resources.gpuMemoryMiB: give either gpus or gpuMemoryMiB, not both", "  command: must not be empty"},
+	}, {
+		name:       "an image that is not a reference is named",
+		args:       []string{"submit", "--image", "acme/train:1 --privileged"},
+		wantCode:   1,
+		wantStderr: []string{"error: invalid workload, nothing was submitted", "  image: is not an image reference"},
+	}, {
+		name:       "an empty program is named, image or not",
+		args:       []string{"submit", "--image", "acme/train:1", "--", "", "x"},
+		wantCode:   1,
+		wantStderr: []string{"  command[0]: must not be empty"},
 	}, {
 		name:       "an unknown field in -f is named",
 		args:       []string{"submit", "-f", badTopField},

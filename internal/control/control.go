@@ -384,6 +384,7 @@ func TaskFor(w *core.Workload) executor.Task {
 		Attempt:     w.Status.Attempts,
 		Team:        w.Team,
 		Priority:    w.Priority,
+		Image:       w.Image,
 		Command:     w.Command,
 		Env:         w.Env,
 		WorkingDir:  w.WorkingDir,

@@ -89,12 +89,15 @@ func (r Request) WholeGPUs() int {
 
 // Spec is what a user submits; it never changes after submission.
 type Spec struct {
-	Name        string            `json:"name"`
-	Team        TeamName          `json:"team"`
-	Owner       string            `json:"owner"`
-	Kind        Kind              `json:"kind"`
-	Priority    string            `json:"priority"`
-	Request     Request           `json:"request"`
+	Name     string   `json:"name"`
+	Team     TeamName `json:"team"`
+	Owner    string   `json:"owner"`
+	Kind     Kind     `json:"kind"`
+	Priority string   `json:"priority"`
+	Request  Request  `json:"request"`
+	// Image is the container image (kubernetes executor); empty means the
+	// executor's default.
+	Image       string            `json:"image,omitempty"`
 	Command     []string          `json:"command"`
 	Env         map[string]string `json:"env,omitempty"`
 	WorkingDir  string            `json:"workingDir,omitempty"`

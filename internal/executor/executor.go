@@ -24,7 +24,10 @@ type Task struct {
 	Team     core.TeamName
 	Priority string
 	// Image is the container image, for executors that run containers;
-	// empty means the executor's default. The local executor ignores it.
+	// empty means the executor's default. With an image, Command may be
+	// empty (the image's entrypoint runs). The local executor runs no
+	// image: it ignores Image, and refuses a task with an image and no
+	// command.
 	Image   string
 	Command []string
 	Env     map[string]string

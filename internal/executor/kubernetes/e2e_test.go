@@ -559,9 +559,11 @@ func TestE2EKindsAndClasses(t *testing.T) {
 			i++
 		}
 	}
+	// An image and no command, through the CLI: the image's entrypoint.
+	image := strings.TrimSpace(string(x.cli("submit", "--image", "ghcr.io/acme/serve:2", "--kind", "service", "--gpus", "1")))
 	gang := x.submit(api.Workload{Name: "gang", Priority: "training", Replicas: 2, Resources: api.Resources{GPUs: 1000},
 		Command: sleepCmd(), GracePeriodSeconds: 1})
-	ids = append(ids, gang)
+	ids = append(ids, gang, image)
 	ws := x.waitPhase(60*time.Second, api.PhaseRunning, ids...)
 	x.waitAgree(30 * time.Second)
 
@@ -591,7 +593,11 @@ func TestE2EKindsAndClasses(t *testing.T) {
 			if p.Spec.PriorityClassName != "gpufleet-"+w.Priority || p.Spec.Priority == nil || *p.Spec.Priority != classes[w.Priority] {
 				t.Errorf("%s: priority class %q value %v, want gpufleet-%s %d", id, p.Spec.PriorityClassName, p.Spec.Priority, w.Priority, classes[w.Priority])
 			}
-			if c.Image != e2eImage || !slices.Equal(c.Command, sleepCmd()) {
+			if id == image {
+				if c.Image != "ghcr.io/acme/serve:2" || c.Command != nil {
+					t.Errorf("%s: image %q command %q, want the image's entrypoint", id, c.Image, c.Command)
+				}
+			} else if c.Image != e2eImage || !slices.Equal(c.Command, sleepCmd()) {
 				t.Errorf("%s: image %q command %q", id, c.Image, c.Command)
 			}
 			gpus := c.Resources.Limits[ResourceGPU]

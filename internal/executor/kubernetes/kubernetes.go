@@ -210,8 +210,8 @@ func (e *Executor) Start(ctx context.Context, t executor.Task) error {
 	switch {
 	case t.WorkloadID == "":
 		return fail(errors.New("empty workload ID"))
-	case len(t.Command) == 0:
-		return fail(errors.New("empty command"))
+	case len(t.Command) == 0 && t.Image == "":
+		return fail(errors.New("empty command and no image (the default image needs a command)"))
 	}
 	ns := namespaceFor(e.opts.NamespaceTemplate, t.Team)
 	groups := replicaAssignments(t)

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,22 @@ func TestGraceSeconds(t *testing.T) {
 		if got := graceSeconds(d); got != want {
 			t.Errorf("graceSeconds(%s) = %d, want %d", d, got, want)
 		}
+	}
+}
+
+// TestImageWithoutCommand: an image and no command is a pod that runs the
+// image's entrypoint (no command in the container); neither is refused.
+func TestImageWithoutCommand(t *testing.T) {
+	tk := gpuTask("wl-img", "gpu-1", 1)
+	tk.Image, tk.Command = "ghcr.io/acme/serve:2", nil
+	p := buildPod(defaults(), tk, "ns", 0, tk.Assignments, 1)
+	if c := p.Spec.Containers[0]; c.Image != tk.Image || c.Command != nil || c.Args != nil {
+		t.Errorf("container: image %q command %q args %q", c.Image, c.Command, c.Args)
+	}
+	k := newFakeKubelet(t)
+	e := k.newExecutor(t, Options{})
+	tk.Image = ""
+	if err := e.Start(t.Context(), tk); err == nil || !strings.Contains(err.Error(), "no image") {
+		t.Errorf("Start without command or image: got %v", err)
 	}
 }

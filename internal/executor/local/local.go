@@ -154,6 +154,9 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	if err != nil {
 		return err
 	}
+	if len(t.Command) == 0 && t.Image != "" {
+		return fmt.Errorf("the local executor runs a command, not an image: the workload names image %q and no command (run it with --executor kubernetes, or give a command)", t.Image)
+	}
 	if len(t.Command) == 0 || t.Command[0] == "" {
 		return errors.New("empty command")
 	}

@@ -616,3 +616,23 @@ func TestShimRunsNothingWithoutGo(t *testing.T) {
 		t.Error("an exit record was written for a task that never ran")
 	}
 }
+
+// TestStartRefusesAnImageAlone: the local executor runs commands; a task
+// with an image and no command fails to start, and the error says why (the
+// control loop records it as Failed, reason StartError, with this message).
+func TestStartRefusesAnImageAlone(t *testing.T) {
+	e := newExecutor(t, "", nil)
+	tk := task("image-only")
+	tk.Image = "ghcr.io/acme/serve:2"
+	err := e.Start(t.Context(), tk)
+	if err == nil || !strings.Contains(err.Error(), "not an image") || !strings.Contains(err.Error(), tk.Image) {
+		t.Fatalf("Start: got %v, want an error saying the local executor runs no image %s", err, tk.Image)
+	}
+	// With a command the image is ignored and the command runs.
+	tk = task("image-and-command", "true")
+	tk.Image = "ghcr.io/acme/serve:2"
+	start(t, e, tk)
+	if x := waitExit(t, e, tk); x.ExitCode == nil || *x.ExitCode != 0 {
+		t.Errorf("exit: %+v", x)
+	}
+}
