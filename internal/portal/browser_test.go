@@ -214,6 +214,28 @@ func clearInput(id string) chromedp.Action[chromedp.Void] {
 	}
 }
 
+// tabTo presses Tab until the element matching sel has the focus (at most
+// 40 times).
+func tabTo(sel string) chromedp.Action[chromedp.Void] {
+	focused := chromedp.Evaluate[bool](fmt.Sprintf(`document.activeElement !== null && document.activeElement.matches(%q)`, sel))
+	tab := chromedp.KeyEvent(kb.Tab)
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for range 40 {
+			if _, err := tab(ctx, t); err != nil {
+				return chromedp.Void{}, err
+			}
+			ok, err := focused(ctx, t)
+			if err != nil {
+				return chromedp.Void{}, err
+			}
+			if ok {
+				return chromedp.Void{}, nil
+			}
+		}
+		return chromedp.Void{}, fmt.Errorf("40 presses of Tab never reached %s", sel)
+	}
+}
+
 // waitJS waits until the expression is true.
 func waitJS(expr string) chromedp.Action[chromedp.Void] {
 	poll := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(25*time.Second))
@@ -286,8 +308,11 @@ func TestPortalInBrowser(t *testing.T) {
 
 	// The submit form: a bad GPU count comes back from the API as a field
 	// error shown next to the field.
+	// Reach the submit form with the keyboard only: Tab to the menu's
+	// link, Enter.
 	b.run(t, "open the submit form",
-		chromedp.Navigate(s.url+"/#/submit"),
+		tabTo(`nav a[href="#/submit"]`),
+		chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS("#submit-form")),
 		waitJS(`document.querySelector('#team option[value="research"]') !== null`),
 		chromedp.SetValue(chromedp.CSS("#team"), "research"),
@@ -353,6 +378,28 @@ func TestPortalInBrowser(t *testing.T) {
 		waitJS(`document.querySelector('#teams tr[data-team="research"]') !== null`))
 	b.shot(t, "teams")
 
+	// A workload that cannot fit (8 GPUs on a node of 4): its page says
+	// why it is pending, in the scheduler's words.
+	big, err := s.admin.SubmitWorkload(context.Background(), &api.Workload{Team: "research", Name: "too-big",
+		Command: []string{"true"}, Resources: api.Resources{GPUs: 8000}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.admin.CancelWorkload(context.Background(), big.ID) })
+	var why string
+	for deadline := time.Now().Add(10 * time.Second); why == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if w, err := s.admin.GetWorkload(context.Background(), big.ID); err == nil && w.Status.Message != "" {
+			why = w.Status.Message
+		}
+	}
+	if why == "" {
+		t.Fatal("the scheduler gave no reason for the 8-GPU workload")
+	}
+	b.run(t, "why it is pending",
+		chromedp.Navigate(s.url+"/#/workloads/"+big.ID),
+		waitJS(fmt.Sprintf(`document.getElementById('why').textContent.includes(%q)`, why)))
+	b.shot(t, "pending")
+
 	// Back on the dashboard, a few samples later: when the server reports
 	// the workload's GPU use (it wrote 80% to its usage file), the
 	// dashboard shows it.
@@ -372,14 +419,20 @@ func TestPortalInBrowser(t *testing.T) {
 
 	// Cancel, confirmed in a dialog; the page then shows it Cancelled, and
 	// so does the API.
+	// With the keyboard: Tab to the cancel button, Enter; the dialog
+	// opens on "Keep it running", Tab to "Yes, cancel it", Enter.
 	b.run(t, "cancel",
 		chromedp.Navigate(s.url+"/#/workloads/"+id),
 		chromedp.WaitVisible(chromedp.CSS("#cancel")),
-		chromedp.Click(chromedp.CSS("#cancel")),
-		chromedp.WaitVisible(chromedp.CSS("#confirm-yes")))
+		tabTo("#cancel"),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-yes")),
+		waitJS(`document.activeElement.id === 'confirm-no'`))
 	b.shot(t, "cancel-confirm")
 	b.run(t, "confirm",
-		chromedp.Click(chromedp.CSS("#confirm-yes")),
+		chromedp.KeyEvent(kb.Tab),
+		waitJS(`document.activeElement.id === 'confirm-yes'`),
+		chromedp.KeyEvent(kb.Enter),
 		waitJS(`document.querySelector('#phase .phase-cancelled') !== null`),
 		waitJS(`document.getElementById('log-state').textContent.includes('End of the log')`))
 	b.shot(t, "cancelled")

@@ -71,6 +71,13 @@ export function ago(t) {
   return h('time', { datetime: t, title: t }, text);
 }
 
+// since is a <time> saying how long it has been since t ("3m 5s"), with
+// the RFC 3339 time as its title.
+export function since(t) {
+  if (!t) return h('span', { class: 'muted' }, '—');
+  return h('time', { datetime: t, title: t }, duration((Date.now() - new Date(t).getTime()) / 1000));
+}
+
 // rfc3339 is a <time> showing the RFC 3339 time to the second (the full
 // time, fractions included, is its title), with how long ago it was.
 export function rfc3339(t) {

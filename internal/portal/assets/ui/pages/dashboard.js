@@ -1,5 +1,5 @@
 import { api, list } from '../api.js';
-import { h, replace, gpus, pct, duration, ago, phase, bar, errorBox, table, every } from '../dom.js';
+import { h, replace, gpus, pct, duration, since, phase, bar, errorBox, table, every } from '../dom.js';
 import { timeChart } from '../chart.js';
 import { teamBar } from './teams.js';
 
@@ -123,7 +123,7 @@ export function render(main, _route, _ctx) {
           attrs: { 'data-id': w.id },
           cells: [
             h('a', { href: '#/workloads/' + encodeURIComponent(w.id) }, w.name || w.id, ' ', h('span', { class: 'muted' }, w.id)),
-            w.team, w.owner, askGPUs(w), placement(w), w.status.startedAt ? ago(w.status.startedAt) : '—', usageCell(w),
+            w.team, w.owner, askGPUs(w), placement(w), since(w.status.startedAt), usageCell(w),
           ],
         })), { empty: 'Nothing is running.', cls: 'running' }));
     }
@@ -196,7 +196,7 @@ function queue(pending, now) {
     table('Pending workloads', ['Workload', 'Team', 'GPUs', 'Waiting', 'Why'],
       pending.slice(0, 8).map((w) => [
         h('a', { href: '#/workloads/' + encodeURIComponent(w.id) }, w.name || w.id),
-        w.team, askGPUs(w), ago(w.createdAt), [w.status.reason, w.status.message].filter(Boolean).join(': ') || '—',
+        w.team, askGPUs(w), since(w.createdAt), [w.status.reason, w.status.message].filter(Boolean).join(': ') || '—',
       ])),
     pending.length > 8 ? h('p', {}, h('a', { href: '#/workloads?phase=Pending' }, `All ${pending.length} pending workloads`)) : null,
   ];

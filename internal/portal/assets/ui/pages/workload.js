@@ -65,6 +65,7 @@ export function render(main, { parts }) {
       replace(actions, h('button', { type: 'button', class: 'danger', id: 'cancel', onclick: () => dialog.showModal() }, 'Cancel workload'));
     }
     replace(why, h('h2', { id: 'why-h' }, whyTitle(st)), whyText(wl));
+    if (st.phase === 'Pending' && !got) logState.textContent = 'No output yet: the log follows here once the workload starts.';
     replace(statusBox, dl([
       ['Phase', st.phase],
       ['Reason', st.reason || null],
