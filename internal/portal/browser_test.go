@@ -2,11 +2,13 @@ package portal_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +19,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/app"
 	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/portal"
 )
 
 // The browser test drives the portal in a real headless Chromium against a
@@ -131,23 +136,53 @@ type browser struct {
 	problems []string
 }
 
+// One browser serves every test of the package (starting one takes
+// seconds); each test has a tab of its own. TestMain stops it.
+var shared struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab
+	cancel func()
+	err    error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.cancel != nil {
+		shared.cancel()
+	}
+	os.Exit(code)
+}
+
 func startBrowser(t *testing.T, path string) *browser {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", "new"),
-		chromedp.NoSandbox, // root in CI containers; the page is our own
-		chromedp.DisableGPU,
-		chromedp.WindowSize(viewW, viewH),
-		chromedp.Flag("lang", "en-GB"),
-	)
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
+	shared.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.Flag("headless", "new"),
+			chromedp.NoSandbox, // root in CI containers; the pages are our own
+			chromedp.DisableGPU,
+			chromedp.WindowSize(viewW, viewH),
+			chromedp.Flag("lang", "en-GB"),
+		)
+		actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, bcancel := chromedp.NewContext(actx)
+		shared.ctx, shared.cancel = bctx, func() { bcancel(); acancel() }
+		// Start the browser now, with no deadline: a deadline on the
+		// first run would stop the browser with it.
+		shared.err = chromedp.Do(bctx, chromedp.Navigate("about:blank"))
+	})
+	if shared.err != nil {
+		t.Fatalf("starting %s: %v", path, shared.err)
+	}
+	tab, cancel := chromedp.NewContext(shared.ctx)
+	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
+		cancel()
+		t.Fatalf("opening a tab: %v", err)
+	}
+	ctx, tcancel := context.WithTimeout(tab, 90*time.Second)
 	t.Cleanup(func() {
 		tcancel()
 		cancel()
-		acancel()
 	})
 	b := &browser{ctx: ctx}
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(viewW, viewH)); err != nil {
@@ -453,10 +488,107 @@ func TestPortalInBrowser(t *testing.T) {
 		t.Error("the token is still in sessionStorage after signing out")
 	}
 
+	// A member of one team sees that team only, and may submit only
+	// there; when its token is revoked, the portal signs out and says why.
+	alice, err := s.admin.CreateUser(context.Background(), &api.User{Name: "alice", Teams: []string{"research"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.run(t, "sign in as alice",
+		chromedp.SendKeys(chromedp.CSS("#token"), alice.Token+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("#dashboard")),
+		chromedp.Navigate(s.url+"/#/teams"),
+		waitJS(`document.querySelector('#teams tr[data-team]') !== null`))
+	teams := get(t, b, "alice's teams", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#teams tr[data-team]')].map(r => r.dataset.team)`))
+	b.run(t, "alice's submit form",
+		chromedp.Navigate(s.url+"/#/submit"),
+		waitJS(`document.querySelectorAll('#team option').length > 0`))
+	choices := get(t, b, "alice's choice of teams", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#team option')].map(o => o.value)`))
+	if !cmp.Equal(teams, []string{"research"}) || !cmp.Equal(choices, []string{"research"}) {
+		t.Errorf("alice, a member of research, sees teams %q and may submit to %q; want research alone", teams, choices)
+	}
+	toks, err := s.admin.Tokens(context.Background(), "alice")
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("alice's tokens: %v %v", toks, err)
+	}
+	if err := s.admin.RevokeToken(context.Background(), toks[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	b.run(t, "a revoked token",
+		chromedp.Navigate(s.url+"/#/workloads"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		waitJS(`document.getElementById('banner').textContent.includes('no longer accepted')`))
+	if stored := get(t, b, "read sessionStorage", chromedp.Evaluate[string](`sessionStorage.getItem('gpufleet.token') || ''`)); stored != "" {
+		t.Error("a revoked token is still in sessionStorage")
+	}
+
 	b.mu.Lock()
 	for _, p := range b.problems {
 		t.Errorf("in the page: %s", p)
 	}
 	b.mu.Unlock()
 	t.Logf("browser flow took %v", time.Since(began).Round(time.Millisecond))
+}
+
+// The submit form's command line splitting (argv.js), run in the browser
+// on a page served by the portal's handler alone.
+func TestArgvSplittingInBrowser(t *testing.T) {
+	chrome := findChromium(t)
+	srv := httptest.NewServer(portal.New())
+	t.Cleanup(srv.Close)
+	b := startBrowser(t, chrome)
+	b.run(t, "open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	type result struct {
+		Args  []string `json:"args"`
+		Error string   `json:"error"`
+	}
+	split := func(mode, line string) result {
+		t.Helper()
+		in, _ := json.Marshal(line)
+		js := fmt.Sprintf(`import('/ui/argv.js').then(m => {
+			try { return {args: m.%s(%s), error: ''} } catch (e) { return {args: null, error: e.message} }
+		})`, mode, in)
+		return get(t, b, "split "+line, chromedp.Evaluate[result](js, chromedp.EvalAwaitPromise))
+	}
+	cases := []struct {
+		line string
+		want result
+	}{
+		{"a b  c", result{Args: []string{"a", "b", "c"}}},
+		{"  a\n\tb \r\n c  ", result{Args: []string{"a", "b", "c"}}},
+		{`sh -c 'echo "x y"; sleep 1'`, result{Args: []string{"sh", "-c", `echo "x y"; sleep 1`}}},
+		{`"a b" 'c d' e\ f`, result{Args: []string{"a b", "c d", "e f"}}},
+		{`'' ""`, result{Args: []string{"", ""}}},
+		{`a"b"'c'd`, result{Args: []string{"abcd"}}},
+		{`"q\"b\\c\$d\e\` + "`" + `"`, result{Args: []string{`q"b\c$d\e` + "`"}}},
+		{`'it''s' 'a\b'`, result{Args: []string{"its", `a\b`}}},
+		{"echo $HOME * | wc > out; x && y", result{Args: []string{"echo", "$HOME", "*", "|", "wc", ">", "out;", "x", "&&", "y"}}},
+		{"python train.py \\\n  --epochs 3", result{Args: []string{"python", "train.py", "--epochs", "3"}}},
+		{"", result{Args: []string{}}},
+		{"a 'b", result{Error: "a single quote is not closed"}},
+		{`a "b`, result{Error: "a double quote is not closed"}},
+		{`a \`, result{Error: "the line ends with a lone backslash"}},
+	}
+	for _, c := range cases {
+		if got := split("splitArgs", c.line); !cmp.Equal(got, c.want, cmpopts.EquateEmpty()) {
+			t.Errorf("splitArgs(%q) = %q (error %q), want %q (error %q)", c.line, got.Args, got.Error, c.want.Args, c.want.Error)
+		}
+	}
+	lines := []struct {
+		text string
+		want []string
+	}{
+		{"python\ntrain.py\n--name=a b\n", []string{"python", "train.py", "--name=a b"}},
+		{"a\r\n\r\n'b'\n\n", []string{"a", "", "'b'"}},
+	}
+	for _, c := range lines {
+		if got := split("linesArgs", c.text); !cmp.Equal(got.Args, c.want) || got.Error != "" {
+			t.Errorf("linesArgs(%q) = %+v, want %q", c.text, got, c.want)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		t.Errorf("in the page: %s", p)
+	}
 }
