@@ -315,6 +315,15 @@ func TestPortalInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.admin.CancelWorkload(context.Background(), other.ID) })
+	// And one that uses 30 GiB of GPU memory on a quarter of an 80 GiB
+	// GPU (a 20 GiB share).
+	hog, err := s.admin.SubmitWorkload(context.Background(), &api.Workload{Team: "research", Name: "memory-hog",
+		Command:   []string{"sh", "-c", `echo "utilization=0.5 memoryMiB=30720" > "$GPUFLEET_SIM_USAGE_FILE"; sleep 60`},
+		Resources: api.Resources{GPUs: 250}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.admin.CancelWorkload(context.Background(), hog.ID) })
 
 	// Sign in: a wrong token is refused on the form; the right one,
 	// typed and sent with Enter, opens the dashboard.
@@ -434,6 +443,27 @@ func TestPortalInBrowser(t *testing.T) {
 		chromedp.Navigate(s.url+"/#/workloads/"+big.ID),
 		waitJS(fmt.Sprintf(`document.getElementById('why').textContent.includes(%q)`, why)))
 	b.shot(t, "pending")
+
+	// The memory hog: where the server enforces GPU memory shares, it
+	// ends Failed with GPUMemoryLimitExceeded, and its page says so.
+	var hw *api.Workload
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if hw, err = s.admin.GetWorkload(context.Background(), hog.ID); err != nil {
+			t.Fatal(err)
+		}
+		if hw.Status.Phase != api.PhaseRunning && hw.Status.Phase != api.PhasePending {
+			break
+		}
+	}
+	if hw.Status.Reason == "GPUMemoryLimitExceeded" {
+		b.run(t, "a workload over its GPU memory share",
+			chromedp.Navigate(s.url+"/#/workloads/"+hog.ID),
+			waitJS(`document.querySelector('#phase .phase-failed') !== null`),
+			waitJS(fmt.Sprintf(`document.getElementById('why').textContent.includes(%q)`, "GPUMemoryLimitExceeded: "+hw.Status.Message)))
+		b.shot(t, "memory-limit")
+	} else {
+		t.Logf("the server did not stop the memory hog (%s %s): not checking its page", hw.Status.Phase, hw.Status.Reason)
+	}
 
 	// Back on the dashboard, a few samples later: when the server reports
 	// the workload's GPU use (it wrote 80% to its usage file), the

@@ -50,7 +50,16 @@ export function render(main, { parts }) {
       show(wl, evs.items);
     } catch (e) {
       if (e.name === 'AbortError') return;
-      replace(errBox, errorBox(e, e.status === 404 ? 'No such workload, or not one of your teams\'' : 'Cannot read the workload'));
+      if (e.status === 404 && !w) {
+        // Nothing to show: say so, and stop following its log.
+        ac.abort();
+        replace(main, h('p', { class: 'crumbs' }, h('a', { href: '#/workloads' }, 'Workloads'), ' / ', id),
+          h('h1', {}, id),
+          errorBox(e, 'No such workload, or not one of your teams\''),
+          h('p', {}, h('a', { href: '#/workloads' }, 'Back to the workloads')));
+        return;
+      }
+      replace(errBox, errorBox(e, 'Cannot read the workload'));
     }
   }
 
