@@ -144,7 +144,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		MinRuntime: cfg.Scheduler.MinRuntime.Duration}
 	obs := newObservability(cfg, st, ex, log)
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
-		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle})
+		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg)})
 	if err := loop.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -217,6 +217,17 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	wg.Wait()
 	// Running workloads keep running: the next start re-adopts them.
 	return runErr
+}
+
+// startParallelism is how many placements of a cycle the control loop
+// starts at once: the kubernetes executor's Start is one API call per pod,
+// so sixteen at a time (client-go's rate limit, 100/s, still applies);
+// local processes start one after another, as before.
+func startParallelism(cfg config.Config) int {
+	if cfg.Executor == "kubernetes" {
+		return 16
+	}
+	return 1
 }
 
 // SystemUser is the audit trail's name for what the server does by itself.

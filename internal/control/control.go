@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -33,6 +34,11 @@ type Options struct {
 	OnCycle func(d time.Duration, plan core.Plan)
 	// Reporter, when set, is told of starts and ends (metrics).
 	Reporter Reporter
+	// StartParallelism is how many of a cycle's placements are started at
+	// once (Executor.Start must then be safe for concurrent use); 0 or 1
+	// starts them one after another. Executors whose Start waits on a
+	// remote API (kubernetes: one pod create per replica) gain from more.
+	StartParallelism int
 }
 
 // Reporter receives what the loop observes, for metrics; its methods must
@@ -228,13 +234,15 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 				rep.WorkloadStarted(r.Workload, wait)
 			}
 		}
+		var accepted []*core.Workload
 		for _, r := range results {
 			if r.Err != nil {
 				l.log.Info("placement rejected at commit; retrying next cycle", "err", r.Err)
 				continue
 			}
-			l.launch(ctx, r.Workload)
+			accepted = append(accepted, r.Workload)
 		}
+		l.launchAll(ctx, accepted)
 	}
 	if l.opts.OnCycle != nil {
 		l.opts.OnCycle(time.Since(start), plan)
@@ -279,6 +287,28 @@ const (
 	ReasonPreempted  = "Preempted"
 	ReasonReclaimed  = "Reclaimed"
 )
+
+// launchAll starts the workloads placed in a cycle, StartParallelism at a
+// time, and returns when every Start has returned.
+func (l *Loop) launchAll(ctx context.Context, ws []*core.Workload) {
+	n := l.opts.StartParallelism
+	if n <= 1 || len(ws) <= 1 {
+		for _, w := range ws {
+			l.launch(ctx, w)
+		}
+		return
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			l.launch(ctx, w)
+		})
+	}
+	wg.Wait()
+}
 
 func (l *Loop) launch(ctx context.Context, w *core.Workload) {
 	// A launch that has begun is finished even when the loop is shutting

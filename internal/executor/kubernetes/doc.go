@@ -12,7 +12,8 @@
 // team's namespace ("gpufleet-{team}" by default, Options.NamespaceTemplate;
 // created on first use and labelled gpufleet.io/managed=true). A pod runs
 // the task's image (Options.DefaultImage when it names none) with the argv
-// as the container's command (no shell), restartPolicy Never, the task's
+// as the container's command (no shell; a task with an image and no argv
+// runs the image's own entrypoint), restartPolicy Never, the task's
 // grace period as terminationGracePeriodSeconds, the PriorityClass
 // "gpufleet-<class>" (deploy/kubernetes creates the four default ones), and
 // the labels gpufleet.io/managed, workload, attempt, replica and team. The
@@ -89,7 +90,16 @@
 //
 // Adopt finds an attempt's pods by their labels in the informer's cache;
 // DeleteOrphans, called once the control loop has re-adopted its running
-// workloads, deletes the pending or running pods that nobody adopted.
+// workloads, deletes the pending or running pods that nobody adopted, in
+// the namespaces of this executor's template only (another gpufleet server
+// on the cluster, with a template of its own, keeps its pods), and returns
+// them. The server records each deletion in its audit trail (action
+// "delete orphan pod", user "gpufleet", the pod as object, 200 or the
+// error): that is where gpufleet's operators already look for who deleted
+// what, it outlives the pod, and it needs no further RBAC. A Kubernetes
+// Event on the pod was the alternative: it is visible to kubectl users
+// but expires after an hour (the API server's event TTL) and would need
+// "create events" in the Role.
 //
 // # Nodes
 //
@@ -97,5 +107,11 @@
 // from the labels of GPU feature discovery (nvidia.com/gpu.product,
 // nvidia.com/gpu.memory in MiB, nvidia.com/gpu.count), its pool and region
 // from configurable labels; a cordoned or NotReady node is not schedulable.
-// Options.OnNodes hears of every change the node informer sees.
+// Options.NodeSelector (config kubernetes.nodeSelector), a label selector,
+// limits the nodes gpufleet sees to those it selects (the node informer
+// lists only them), so that gpufleet can share a cluster. Options.OnNodes
+// hears of every change the node informer sees; when a node turns NotReady
+// or goes, OnNodes is called before its attempts are reported Lost, so that
+// the store knows the node takes no work before the control loop requeues
+// them.
 package kubernetes
