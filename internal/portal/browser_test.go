@@ -287,6 +287,23 @@ func (b *browser) shot(t *testing.T, name string) {
 	t.Helper()
 	// Let layout and the last repaint settle.
 	b.run(t, "settle", chromedp.Sleep(150*time.Millisecond))
+	// Every control has a label (or an aria-label) to be named by, and
+	// every button and link a text.
+	unnamed := get(t, b, "find unlabelled controls", chromedp.Evaluate[[]string](`[
+		...[...document.querySelectorAll('input, select, textarea')]
+			.filter(e => e.type !== 'hidden' && e.labels.length === 0 && !e.getAttribute('aria-label'))
+			.map(e => e.tagName.toLowerCase() + '#' + (e.id || e.name || '?')),
+		...[...document.querySelectorAll('button, a[href]')]
+			.filter(e => e.textContent.trim() === '' && !e.getAttribute('aria-label'))
+			.map(e => e.tagName.toLowerCase() + ' ' + e.outerHTML.slice(0, 60)),
+	]`))
+	for _, u := range unnamed {
+		t.Errorf("page %s: %s has no label or text", name, u)
+	}
+	// Nothing is wider than a 1366-pixel laptop screen.
+	if w := get(t, b, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > viewW {
+		t.Errorf("page %s is %d pixels wide: it scrolls sideways on a %d×%d screen", name, w, viewW, viewH)
+	}
 	png := get(t, b, "screenshot "+name, chromedp.CaptureScreenshot())
 	dirs := []string{t.ArtifactDir()}
 	if os.Getenv("GPUFLEET_UPDATE_SCREENSHOTS") == "1" {
