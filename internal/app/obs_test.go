@@ -179,7 +179,10 @@ func TestFractionalMemoryLimit(t *testing.T) {
 	if !warned {
 		t.Errorf("no Warning GPUMemoryLimitWarning among %+v", evs)
 	}
-	w := waitFor(t, s.admin, within.ID, "sampled", func(w *api.Workload) bool { return w.Status.Usage != nil })
+	// Sampled after it wrote its file (a sample before reads nothing: 0).
+	w := waitFor(t, s.admin, within.ID, "sampled at its share", func(w *api.Workload) bool {
+		return w.Status.Phase != api.PhaseRunning || (w.Status.Usage != nil && w.Status.Usage.GPUMemoryUsedMiB > 0)
+	})
 	if w.Status.Phase != api.PhaseRunning || w.Status.Usage.GPUMemoryUsedMiB != 20480 {
 		t.Errorf("the workload at its share: %s, usage %+v; want it running with 20480 MiB", w.Status.Phase, w.Status.Usage)
 	}
