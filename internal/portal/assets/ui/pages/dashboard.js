@@ -127,7 +127,8 @@ export function render(main, _route, _ctx) {
           ],
         })), { empty: 'Nothing is running.', cls: 'running' }));
     }
-    updated.replaceChildren('Updated ', h('time', { datetime: new Date(now).toISOString(), title: new Date(now).toISOString() }, new Date(now).toLocaleTimeString()),
+    const iso = new Date(now).toISOString();
+    updated.replaceChildren('Updated ', h('time', { datetime: iso, title: iso }, iso.replace(/\.\d+Z$/, 'Z')),
       ' · refreshes every 5 s');
   }
   const stop = every(5000, refresh);
