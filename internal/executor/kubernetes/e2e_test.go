@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -65,9 +66,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// gpufleetBinary builds cmd/gpufleet once per test binary.
+// gpufleetBinary builds cmd/gpufleet once per test binary, unless
+// GPUFLEET_E2E_BIN names one already built (to compare two builds).
 func gpufleetBinary(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("GPUFLEET_E2E_BIN"); bin != "" {
+		return bin
+	}
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "gpufleet-e2e-bin-")
 		if buildErr != nil {
@@ -210,28 +215,53 @@ func applyPriorityClasses(t *testing.T, client clientset.Interface) {
 	}
 }
 
-// cleanup stops the server and deletes the test's namespaces and nodes.
+// cleanup stops the server and deletes the test's pods, namespaces and
+// nodes, each step with its own deadline (2,000 pods take a while).
 func (x *e2e) cleanup() {
 	if x.srv != nil {
 		x.srv.stop(x.t)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if nss, err := x.client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
-		for _, ns := range nss.Items {
-			if strings.HasPrefix(ns.Name, x.nsPrefix()) {
-				// Pods first, at once: their nodes go too, and a pod
-				// left on a deleted node holds its namespace in
-				// Terminating until pod garbage collection.
-				zero := int64(0)
-				x.client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-				x.client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
-			}
+	step := func(d time.Duration, what string, f func(context.Context) error) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		if err := f(ctx); err != nil && !apierrors.IsNotFound(err) {
+			x.t.Logf("cleanup: %s: %v", what, err)
 		}
 	}
-	for _, n := range x.nodes {
-		x.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+	var nss []string
+	step(30*time.Second, "list namespaces", func(ctx context.Context) error {
+		list, err := x.client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, ns := range list.Items {
+			if strings.HasPrefix(ns.Name, x.nsPrefix()) {
+				nss = append(nss, ns.Name)
+			}
+		}
+		return nil
+	})
+	zero := int64(0)
+	for _, ns := range nss {
+		// Pods first, at once: their nodes go too, and a pod left on a
+		// deleted node holds its namespace in Terminating until pod
+		// garbage collection.
+		step(3*time.Minute, "delete the pods of "+ns, func(ctx context.Context) error {
+			return x.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		})
+		step(30*time.Second, "delete namespace "+ns, func(ctx context.Context) error {
+			return x.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		})
 	}
+	step(2*time.Minute, "delete the nodes", func(ctx context.Context) error {
+		var errs []error
+		for _, n := range x.nodes {
+			if err := x.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	})
 }
 
 func (x *e2e) nsPrefix() string             { return "gf-" + x.id + "-" }
