@@ -128,7 +128,11 @@ func TestIdleReclaim(t *testing.T) {
 		}
 	}
 	h.checkAllClosed(nb.ID)
+	// The loop reports the end after the store has it: wait for the report.
 	started, ended := rep.snapshot()
+	for end := time.Now().Add(deadline); len(ended) == 0 && time.Now().Before(end); started, ended = rep.snapshot() {
+		time.Sleep(poll)
+	}
 	if len(started) != 3 || len(ended) != 1 || ended[0] != string(nb.ID)+" Failed/Idle" {
 		t.Errorf("reported starts %v and ends %v; want 3 starts and the notebook's Failed/Idle", started, ended)
 	}
