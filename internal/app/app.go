@@ -181,6 +181,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	hs := &http.Server{Handler: portal.With(srv), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 
 	fmt.Fprintf(out, "gpufleet: API on http://%s\n", ln.Addr())
+	fmt.Fprintf(out, "gpufleet: portal on http://%s/ (sign in with a token)\n", ln.Addr())
 	fmt.Fprintf(out, "gpufleet: admin token in %s\n", tokenPath)
 	fmt.Fprintf(out, "gpufleet: %s; teams: %v\n", where, teams)
 	fmt.Fprintf(out, "gpufleet: try  export GPUFLEET_ADDR=%s GPUFLEET_TOKEN=$(cat %s); gpufleet submit --gpus 0.5 -- %s\n", ln.Addr(), tokenPath, try)
