@@ -148,6 +148,13 @@ func describeWorkload(w io.Writer, now time.Time, wl *api.Workload, events []api
 	}
 	kv(1, "Started", formatTime(s.StartedAt))
 	kv(1, "Finished", formatTime(s.FinishedAt))
+	if u := s.Usage; u != nil {
+		use := formatUtil(&u.GPUUtilization) + " GPU, " + formatMiB(u.GPUMemoryUsedMiB) + " GPU memory, sampled " + u.SampledAt.UTC().Format(time.RFC3339)
+		if u.IdleSince != nil {
+			use += ", idle since " + u.IdleSince.UTC().Format(time.RFC3339)
+		}
+		kv(1, "Usage", use)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

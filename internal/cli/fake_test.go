@@ -77,8 +77,10 @@ func newFakeServer(t *testing.T) *fakeServer {
 			Name: "gpu1", Schedulable: true, Pool: "a",
 			GPUs: []api.GPU{
 				{Index: 0, UUID: "GPU-0", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 1000, AllocatedMemoryMiB: 81920,
+					Utilization: ptr(0.9), MemoryUsedMiB: ptr(int64(30720)), Healthy: true,
 					Allocations: []api.GPUAllocation{{WorkloadID: "wl-a", Team: "research", MilliGPU: 500, MemoryMiB: 40960}, {WorkloadID: "wl-b", Team: "research", MilliGPU: 500, MemoryMiB: 40960}}},
-				{Index: 1, UUID: "GPU-1", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 750, AllocatedMemoryMiB: 61440},
+				{Index: 1, UUID: "GPU-1", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 750, AllocatedMemoryMiB: 61440,
+					Utilization: ptr(0.3), MemoryUsedMiB: ptr(int64(1000)), Healthy: true},
 				{Index: 2, UUID: "GPU-2", Model: "H100", MemoryMiB: 81920, AllocatedMilliGPU: 1000, AllocatedMemoryMiB: 81920},
 				{Index: 3, UUID: "GPU-3", Model: "H100", MemoryMiB: 81920},
 			},
@@ -294,6 +296,7 @@ func (f *fakeServer) step(wl *api.Workload) {
 		started := testNow
 		s.Phase, s.Reason, s.Attempts, s.StartedAt = api.PhaseRunning, "", s.Attempts+1, &started
 		s.Placement = []api.Placement{{Node: "gpu1", GPUIndex: 3, GPUUUID: "GPU-3", MilliGPU: int64(wl.Resources.GPUs), MemoryMiB: wl.Resources.GPUMemoryMiB}}
+		s.Usage = &api.WorkloadUsage{GPUUtilization: 0.4, GPUMemoryUsedMiB: 2048, SampledAt: started}
 		f.logs[wl.ID] = "hello from " + strings.Join(wl.Command, " ") + "\n"
 		f.event(wl, "Normal", "Started", api.PhasePending, api.PhaseRunning, "on gpu1")
 	case api.PhaseRunning:

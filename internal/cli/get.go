@@ -218,7 +218,7 @@ func printNodes(e *env, format string, ns []api.Node) error {
 	wide := format == outWide
 	header := []string{"NAME", "GPUS", "ALLOCATED", "SCHEDULABLE"}
 	if wide {
-		header = append(header, "GPU-MEMORY", "POOL", "UUID", "WORKLOADS")
+		header = append(header, "GPU-MEMORY", "UTIL", "MEM-USED", "POOL", "UUID", "WORKLOADS")
 	}
 	t := newTable(e.stdout, header...)
 	for _, n := range ns {
@@ -233,17 +233,58 @@ func printNodes(e *env, format string, ns []api.Node) error {
 			t.row(row...)
 			continue
 		}
-		t.row(append(row, formatMiB(memAlloc)+"/"+formatMiB(memTotal), n.Pool, "", "")...)
+		util, used := nodeUse(n.GPUs)
+		t.row(append(row, formatMiB(memAlloc)+"/"+formatMiB(memTotal), util, used, n.Pool, "", "")...)
 		for _, g := range n.GPUs {
 			var holders []string
 			for _, a := range g.Allocations {
 				holders = append(holders, a.WorkloadID+"@"+api.Milli(a.MilliGPU).String())
 			}
 			t.row(fmt.Sprintf("  %s/%d", n.Name, g.Index), g.Model, fmt.Sprintf("%s/1", api.Milli(g.AllocatedMilliGPU)),
-				" ", formatMiB(g.AllocatedMemoryMiB)+"/"+formatMiB(g.MemoryMiB), " ", g.UUID, strings.Join(holders, ",")) // " ": blank, not "-"
+				" ", formatMiB(g.AllocatedMemoryMiB)+"/"+formatMiB(g.MemoryMiB), formatUtil(g.Utilization), formatUsedMiB(g.MemoryUsedMiB),
+				" ", g.UUID, strings.Join(holders, ",")) // " ": blank, not "-"
 		}
 	}
 	return t.flush()
+}
+
+// nodeUse is a node's sampled use: the mean utilisation of its sampled GPUs
+// and their memory in use ("-" when none was sampled).
+func nodeUse(gs []api.GPU) (util, used string) {
+	var sum float64
+	var mem int64
+	n := 0
+	for _, g := range gs {
+		if g.Utilization == nil {
+			continue
+		}
+		n++
+		sum += *g.Utilization
+		if g.MemoryUsedMiB != nil {
+			mem += *g.MemoryUsedMiB
+		}
+	}
+	if n == 0 {
+		return "", ""
+	}
+	mean := sum / float64(n)
+	return formatUtil(&mean), formatUsedMiB(&mem)
+}
+
+// formatUtil prints a sampled utilisation as a percentage ("" when it was
+// never sampled, which the table shows as "-").
+func formatUtil(u *float64) string {
+	if u == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*u*100, 'f', 0, 64) + "%"
+}
+
+func formatUsedMiB(m *int64) string {
+	if m == nil {
+		return ""
+	}
+	return formatMiB(*m)
 }
 
 // gpuModels summarises a node's GPUs as counts per model: "4x H100" or

@@ -47,6 +47,7 @@ func TestDescribeWorkload(t *testing.T) {
 		"  Preemptions:  0\n" +
 		"  Started:      2025-06-01T12:00:00Z\n" +
 		"  Finished:     <none>\n" +
+		"  Usage:        40% GPU, 2GiB GPU memory, sampled 2025-06-01T12:00:00Z\n" +
 		"Placement:\n" +
 		"  NODE  GPU  UUID   MILLI-GPU  MEMORY\n" +
 		"  gpu1  3    GPU-3  250        0MiB\n" +
