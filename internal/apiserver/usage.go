@@ -32,7 +32,7 @@ func (s *Server) usageHistory(c *call) (reply, error) {
 	window := time.Hour
 	if v := c.r.URL.Query().Get("window"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > MaxUsageWindow {
+		if err != nil || d < time.Second || d > MaxUsageWindow {
 			return reply{}, invalid("window", "must be a duration from 1s to %s, such as 30m or 6h", "24h")
 		}
 		window = d
