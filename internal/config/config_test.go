@@ -60,7 +60,10 @@ func TestBadConfigIsRefused(t *testing.T) {
 		name, body, want string
 	}{
 		{"unknown field", "adress: x\n", "adress"},
-		{"bad duration", "scheduler: {starvationAfter: soon}\n", "want a value like 10m"},
+		{"bad duration", "scheduler: {starvationAfter: soon}\n", "scheduler.starvationAfter: duration \"soon\": want a value like 10m"},
+		{"bad sample interval", "usage: {sampleInterval: banana}\n", "usage.sampleInterval: duration \"banana\""},
+		{"duration without a unit", "usage: {history: 10}\n", "usage.history: duration \"10\""},
+		{"bad idle timeout", "usage: {idle: [{kind: notebook, timeout: 1h}, {kind: job, timeout: forever}]}\n", "usage.idle[1].timeout: duration \"forever\""},
 		{"duplicate class", "priorityClasses: [{name: training, value: 1}, {name: training, value: 2}, {name: development, value: 3}]\n", "defined twice"},
 		{"same value twice", "priorityClasses: [{name: training, value: 1}, {name: development, value: 1}]\n", "two classes have it"},
 		{"missing default class", "priorityClasses: [{name: training, value: 1}]\n", `"development" is needed`},

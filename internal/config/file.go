@@ -1,10 +1,13 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"regexp"
+	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -42,10 +45,52 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: want a value like 10m or 30s", s)
+		return &badDuration{value: s}
 	}
 	d.Duration = v
 	return nil
+}
+
+// badDuration is the error of a duration that does not parse; Load adds
+// the key it was found under.
+type badDuration struct{ value string }
+
+func (e *badDuration) Error() string {
+	return fmt.Sprintf("duration %q: want a value like 10m or 30s", e.value)
+}
+
+// keyOf returns the path ("usage.idle[0].timeout") of the first leaf of a
+// decoded YAML tree that reads as value, or "".
+func keyOf(tree any, value, at string) string {
+	switch t := tree.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			next := k
+			if at != "" {
+				next = at + "." + k
+			}
+			if p := keyOf(t[k], value, next); p != "" {
+				return p
+			}
+		}
+	case []any:
+		for i, v := range t {
+			if p := keyOf(v, value, fmt.Sprintf("%s[%d]", at, i)); p != "" {
+				return p
+			}
+		}
+	default:
+		b, err := json.Marshal(t)
+		if err == nil && strings.Trim(string(b), `"`) == value {
+			return at
+		}
+	}
+	return ""
 }
 
 // MarshalJSON writes the duration as "10m0s".
@@ -76,6 +121,15 @@ func Load(path string) (Config, error) {
 	}
 	var f file
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		// The JSON decoder does not say where a value that failed its
+		// own UnmarshalJSON was: find the key in the file.
+		var bad *badDuration
+		var tree any
+		if errors.As(err, &bad) && yaml.Unmarshal(b, &tree) == nil {
+			if at := keyOf(tree, bad.value, ""); at != "" {
+				return c, fmt.Errorf("config %s: %s: %w", path, at, bad)
+			}
+		}
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	if f.Addr != nil {
