@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -92,12 +93,19 @@ type SimUsage struct {
 // maxSimFile bounds what is read of a usage file.
 const maxSimFile = 4 << 10
 
+// readSimUsage reads a usage file. The workload owns it, so only a regular
+// file is read, not through a link: a FIFO would block the open until a
+// writer came (stalling the monitor for every workload), and a link would
+// make the server read a file of its choice. Anything else reads as 0.
 func readSimUsage(path string) SimUsage {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return SimUsage{}
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return SimUsage{}
+	}
 	b, _ := io.ReadAll(io.LimitReader(f, maxSimFile))
 	u, _ := ParseSimUsage(string(b))
 	return u

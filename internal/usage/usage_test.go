@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,6 +221,58 @@ func TestSimSample(t *testing.T) {
 	}
 	if w, ok := got.Workloads["silent"]; !ok || w.Utilization != 0 || w.MemoryUsedMiB != 0 {
 		t.Errorf("a workload without a file = %+v, %v; want a sample of zeros", w, ok)
+	}
+}
+
+// TestSimSampleReadsOnlyRegularFiles: the workload owns its usage file. A
+// FIFO there must not block the sample (opening one waits for a writer,
+// and stalled the monitor for the whole cluster), nor may a link make the
+// server read another file: both count as no file.
+func TestSimSampleReadsOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo, link, target := filepath.Join(dir, "fifo"), filepath.Join(dir, "link"), filepath.Join(dir, "target")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if err := os.WriteFile(target, []byte("utilization=0.9 memoryMiB=9000"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	snap := &core.Snapshot{
+		Nodes: []*core.Node{{Name: "n", GPUs: []core.GPU{{Index: 0, Simulated: true}, {Index: 1, Simulated: true}}}},
+		Running: []*core.Workload{
+			running("fifo", 1, core.Assignment{Node: "n", GPUIndex: 0, MilliGPU: 500}),
+			running("link", 1, core.Assignment{Node: "n", GPUIndex: 1, MilliGPU: 500}),
+		},
+	}
+	s := &Sim{Now: func() time.Time { return t0 }, File: func(id core.WorkloadID, _ int) string { return filepath.Join(dir, string(id)) }}
+	type result struct {
+		s   core.Sample
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := s.Sample(context.Background(), snap)
+		done <- result{got, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		for _, id := range []core.WorkloadID{"fifo", "link"} {
+			if w, ok := r.s.Workloads[id]; !ok || w.Utilization != 0 || w.MemoryUsedMiB != 0 {
+				t.Errorf("%s: %+v, %v; want a sample of zeros", id, w, ok)
+			}
+		}
+	case <-time.After(5 * time.Second):
+		// Unblock the goroutine before failing.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("sampling blocked on a FIFO in place of the usage file")
 	}
 }
 
