@@ -434,6 +434,14 @@ func TestPortalInBrowser(t *testing.T) {
 		chromedp.Navigate(s.url+"/#/nodes"),
 		waitJS(fmt.Sprintf(`[...document.querySelectorAll('#nodes .allocs a')].some(a => a.textContent === %q)`, id)))
 	b.shot(t, "nodes")
+	// On a narrower laptop (1024 pixels) every column still fits: the
+	// tables do not hide their last column (health) behind a scroll bar.
+	b.run(t, "narrow window", chromedp.EmulateViewport(1024, viewH), chromedp.Sleep(150*time.Millisecond))
+	if over := get(t, b, "tables wider than their box", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#nodes .table-wrap')]
+		.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.scrollWidth + '>' + e.clientWidth)`)); len(over) > 0 {
+		t.Errorf("nodes page at 1024 pixels: tables scroll sideways (scroll width > box width): %v", over)
+	}
+	b.run(t, "wide window", chromedp.EmulateViewport(viewW, viewH))
 	b.run(t, "teams",
 		chromedp.Navigate(s.url+"/#/teams"),
 		waitJS(`document.querySelector('#teams tr[data-team="research"]') !== null`))
