@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -167,7 +168,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			used += g.Utilization
 		}
 	}
-	gauge(descUsed, used)
+	gauge(descUsed, math.Round(used*1e6)/1e6)
 	if c.opts.Snapshot == nil {
 		return
 	}

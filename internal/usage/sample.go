@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -61,6 +62,7 @@ func Point(snap *core.Snapshot, s core.Sample, now time.Time) core.UsagePoint {
 	for _, g := range s.GPUs {
 		p.UsedGPUs += g.Utilization
 	}
+	p.UsedGPUs = Round(p.UsedGPUs)
 	if len(snap.Pending) > 0 {
 		var sum time.Duration
 		for _, w := range snap.Pending {
@@ -72,3 +74,7 @@ func Point(snap *core.Snapshot, s core.Sample, now time.Time) core.UsagePoint {
 	}
 	return p
 }
+
+// Round rounds a sum of utilisations to six decimals, so that 0.6 + 0.3
+// reads 0.9 in the API and the metrics rather than 0.8999999999999999.
+func Round(x float64) float64 { return math.Round(x*1e6) / 1e6 }

@@ -76,7 +76,7 @@ func (s *Sim) Sample(_ context.Context, snap *core.Snapshot) (core.Sample, error
 			}
 			ws.PerGPUMemoryMiB[r] += mem
 			g := &out.GPUs[idx[r]]
-			g.Utilization = min(1, g.Utilization+u.Utilization)
+			g.Utilization = min(1, Round(g.Utilization+u.Utilization))
 			g.MemoryUsedMiB += mem
 		}
 		out.Workloads[w.ID] = ws

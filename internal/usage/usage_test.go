@@ -224,6 +224,36 @@ func TestSimSample(t *testing.T) {
 	}
 }
 
+// TestSimSumsRound: a GPU shared by workloads at 0.6 and 0.3 is at 0.9, in
+// the GPU's sample and in the cluster's point, not 0.8999999999999999.
+func TestSimSumsRound(t *testing.T) {
+	dir := t.TempDir()
+	for id, u := range map[string]string{"a": "utilization=0.6", "b": "utilization=0.3"} {
+		if err := os.WriteFile(filepath.Join(dir, id), []byte(u), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := &core.Snapshot{
+		Nodes: []*core.Node{{Name: "n", GPUs: []core.GPU{{Index: 0, Simulated: true}}}},
+		Running: []*core.Workload{
+			running("a", 1, core.Assignment{Node: "n", GPUIndex: 0, MilliGPU: 250}),
+			running("b", 1, core.Assignment{Node: "n", GPUIndex: 0, MilliGPU: 250}),
+		},
+	}
+	s := &Sim{Now: func() time.Time { return t0 }, File: func(id core.WorkloadID, _ int) string { return filepath.Join(dir, string(id)) }}
+	got, err := s.Sample(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := got.GPUs[0].Utilization; u != 0.9 {
+		t.Errorf("GPU utilisation %v, want 0.9", u)
+	}
+	got.GPUs = append(got.GPUs, core.GPUSample{Node: "m", Index: 0, Utilization: 0.7})
+	if p := Point(snap, got, t0); p.UsedGPUs != 1.6 {
+		t.Errorf("used GPUs %v, want 1.6", p.UsedGPUs)
+	}
+}
+
 // TestSimSampleReadsOnlyRegularFiles: the workload owns its usage file. A
 // FIFO there must not block the sample (opening one waits for a writer,
 // and stalled the monitor for the whole cluster), nor may a link make the
