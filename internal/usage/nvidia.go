@@ -43,7 +43,9 @@ type Nvidia struct {
 	Run func(ctx context.Context, path string, args []string) ([]byte, error)
 	// Group returns a process's group and session; from /proc when nil.
 	Group func(pid int) (pgid, sid int, ok bool)
-	Now   func() time.Time
+	// Parent returns a process's parent; from /proc when nil.
+	Parent func(pid int) (ppid int, ok bool)
+	Now    func() time.Time
 }
 
 var _ Sampler = (*Nvidia)(nil)
@@ -98,6 +100,35 @@ func (n *Nvidia) Sample(ctx context.Context, snap *core.Snapshot) (core.Sample, 
 	if group == nil {
 		group = procGroup
 	}
+	parent := n.Parent
+	if parent == nil {
+		parent = procParent
+	}
+	// ownerOf finds the task of a process: it is the task's main process
+	// or supervisor, or in the session or process group of one; or else
+	// one of its ancestors is. A process that starts a session of its own
+	// (Jupyter starts each kernel so) is found through its parents.
+	ownerOf := func(pid int) (TaskProcess, bool) {
+		for range maxAncestors {
+			if t, ok := owner[pid]; ok {
+				return t, true
+			}
+			if pgid, sid, found := group(pid); found {
+				if t, ok := owner[sid]; ok {
+					return t, true
+				}
+				if t, ok := owner[pgid]; ok {
+					return t, true
+				}
+			}
+			ppid, found := parent(pid)
+			if !found || ppid <= 1 {
+				break
+			}
+			pid = ppid
+		}
+		return TaskProcess{}, false
+	}
 	type key struct {
 		id    core.WorkloadID
 		index int
@@ -109,16 +140,7 @@ func (n *Nvidia) Sample(ctx context.Context, snap *core.Snapshot) (core.Sample, 
 		if !ok {
 			continue
 		}
-		t, ok := owner[a.PID]
-		if !ok {
-			pgid, sid, found := group(a.PID)
-			if !found {
-				continue
-			}
-			if t, ok = owner[sid]; !ok {
-				t, ok = owner[pgid]
-			}
-		}
+		t, ok := ownerOf(a.PID)
 		if !ok {
 			continue
 		}
@@ -267,6 +289,28 @@ func procGroup(pid int) (pgid, sid int, ok bool) {
 		return 0, 0, false
 	}
 	return ParseProcStat(string(b))
+}
+
+// maxAncestors bounds the walk up a process's parents.
+const maxAncestors = 64
+
+// procParent reads a process's parent from /proc/PID/stat.
+func procParent(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
 }
 
 // ParseProcStat reads the process group and session from a /proc/PID/stat

@@ -141,6 +141,57 @@ func TestNvidiaSampleMapsProcessesToWorkloads(t *testing.T) {
 	}
 }
 
+// TestNvidiaSampleFindsProcessesInSessionsOfTheirOwn: Jupyter starts each
+// kernel in a session of its own, so the kernel that uses the GPU is in
+// neither the notebook task's session nor its group; it is the task's
+// through its parent. A process whose parents lead to no task is nobody's.
+func TestNvidiaSampleFindsProcessesInSessionsOfTheirOwn(t *testing.T) {
+	snap := &core.Snapshot{Running: []*core.Workload{
+		running("nb", 1, core.Assignment{Node: "n1", GPUIndex: 0, MilliGPU: 1000}),
+	}}
+	n := &Nvidia{
+		Node: "n1",
+		Run: func(_ context.Context, _ string, args []string) ([]byte, error) {
+			if strings.HasPrefix(args[0], "--query-gpu") {
+				return []byte(read(t, "query-gpu.txt")), nil
+			}
+			return []byte("8100, GPU-1b2c3d4e-0000-1111-2222-333344445555, 30000\n" +
+				"9100, GPU-1b2c3d4e-0000-1111-2222-333344445555, 500\n"), nil
+		},
+		Tasks: func() []TaskProcess { return []TaskProcess{{"nb", 1, 8000, 7990}} },
+		Group: func(pid int) (int, int, bool) {
+			if pid == 8050 {
+				return 8000, 7990, true // the Jupyter server's worker, in the task's group
+			}
+			return pid, pid, true // everyone else leads a session of its own
+		},
+		Parent: func(pid int) (int, bool) {
+			switch pid {
+			case 8100:
+				return 8050, true // the kernel, started by the server
+			case 9100:
+				return 9000, true
+			case 9000:
+				return 1, true
+			}
+			return 0, false
+		},
+	}
+	got, err := n.Sample(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := got.Workloads["nb"]; w.MemoryUsedMiB != 30000 || w.Utilization != 0.87 {
+		t.Errorf("nb = %+v, want the kernel's 30000 MiB and GPU 0's 0.87", w)
+	}
+}
+
+func TestProcParent(t *testing.T) {
+	if ppid, ok := procParent(os.Getpid()); !ok || ppid != os.Getppid() {
+		t.Errorf("procParent(self) = %d, %v; want %d", ppid, ok, os.Getppid())
+	}
+}
+
 func TestNvidiaSampleFails(t *testing.T) {
 	n := &Nvidia{Node: "n1", Run: func(context.Context, string, []string) ([]byte, error) { return nil, errors.New("exit status 9") }}
 	if _, err := n.Sample(context.Background(), &core.Snapshot{}); err == nil || !strings.Contains(err.Error(), "exit status 9") {
