@@ -18,7 +18,8 @@ import (
 )
 
 // MaxLogBytes bounds one non-following log read; ?limitBytes= asks for less
-// and the answer then holds the log's last bytes.
+// and the answer then holds the log's last bytes. A followed log starts at
+// its last limitBytes bytes when ?limitBytes= is given, else at its start.
 const MaxLogBytes = 16 << 20
 
 // logs streams a workload's log. With follow=true it keeps sending what is
@@ -50,7 +51,9 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 	}
 	if f != nil {
 		defer f.Close()
-		if !follow {
+		// Without follow, at most the last limit bytes; with follow, from
+		// the last limitBytes bytes when the caller asks for them.
+		if !follow || r.URL.Query().Has("limitBytes") {
 			if sk, ok := f.(io.Seeker); ok {
 				if end, err := sk.Seek(0, io.SeekEnd); err == nil && end > limit {
 					sk.Seek(end-limit, io.SeekStart)
@@ -58,6 +61,8 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 					sk.Seek(0, io.SeekStart)
 				}
 			}
+		}
+		if !follow {
 			io.Copy(w, io.LimitReader(f, limit))
 			return nil
 		}

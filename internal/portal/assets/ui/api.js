@@ -81,13 +81,16 @@ export async function list(path, { signal, max = 5000 } = {}) {
   }
 }
 
-// streamLogs follows a workload's log, calling onText with each chunk as it
-// arrives, until the workload has finished (the server then ends the
-// answer) or signal aborts.
+// LOG_TAIL_BYTES is how much of a log the page reads before following it.
+export const LOG_TAIL_BYTES = 1 << 20;
+
+// streamLogs follows a workload's log from its last LOG_TAIL_BYTES bytes,
+// calling onText with each chunk as it arrives, until the workload has
+// finished (the server then ends the answer) or signal aborts.
 export async function streamLogs(id, onText, signal) {
   let r;
   try {
-    r = await fetch('/api/v1/workloads/' + encodeURIComponent(id) + '/logs?follow=true', {
+    r = await fetch('/api/v1/workloads/' + encodeURIComponent(id) + '/logs?follow=true&limitBytes=' + LOG_TAIL_BYTES, {
       headers: headers({ Accept: 'text/plain' }), signal, cache: 'no-store', credentials: 'omit',
     });
   } catch (e) {

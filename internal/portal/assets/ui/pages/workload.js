@@ -1,4 +1,4 @@
-import { api, streamLogs } from '../api.js';
+import { api, streamLogs, LOG_TAIL_BYTES } from '../api.js';
 import { h, replace, ago, rfc3339, phase, errorBox, table, dl, every, gpus, mib, pct, duration } from '../dom.js';
 import { askGPUs } from './dashboard.js';
 
@@ -135,11 +135,19 @@ export function render(main, { parts }) {
 
   // Logs: follow the log until the workload ends; reconnect if the stream
   // breaks while it still runs.
+  // The page keeps the log's last 2 × LOG_TAIL_BYTES characters or so: a
+  // workload that writes for days must not grow the page without bound.
   let got = 0;
+  let shown = 0;
   const append = (text) => {
     got += text.length;
     const atEnd = logs.scrollTop + logs.clientHeight >= logs.scrollHeight - 4;
     logs.appendChild(document.createTextNode(text));
+    shown += text.length;
+    while (shown > 2 * LOG_TAIL_BYTES && logs.firstChild) {
+      shown -= logs.firstChild.textContent.length;
+      logs.firstChild.remove();
+    }
     if (follow.checked || atEnd) logs.scrollTop = logs.scrollHeight;
     logState.textContent = 'Following the log live.';
   };
@@ -147,6 +155,7 @@ export function render(main, { parts }) {
     for (let attempt = 0; !ac.signal.aborted; attempt++) {
       logs.textContent = '';
       got = 0;
+      shown = 0;
       logState.textContent = attempt ? 'Reconnecting…' : 'Connecting…';
       try {
         await streamLogs(id, append, ac.signal);
