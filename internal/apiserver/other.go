@@ -39,6 +39,9 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 		}
 		limit = n
 	}
+	if lf, ok := s.opts.Logs.(LogFollower); ok && follow {
+		return s.followStream(w, c, wl, lf)
+	}
 	f, err := s.opts.Logs.Logs(wl.ID)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -97,6 +100,68 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 			return nil
 		case <-tick.C:
 		}
+	}
+}
+
+// followStream follows a log that its source streams (a pod's): attempt
+// after attempt, until the workload has finished. Given ?limitBytes=, it
+// starts at the latest attempt rather than at the first.
+func (s *Server) followStream(w http.ResponseWriter, c *call, wl *core.Workload, lf LogFollower) error {
+	r := c.r
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	fw := flushWriter{w: w}
+	fw.flusher, _ = w.(http.Flusher)
+	fw.flush()
+	currentOnly := r.URL.Query().Has("limitBytes")
+	streamed := 0 // the attempt last streamed
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		cur, err := s.opts.Store.Workload(r.Context(), wl.ID)
+		if err != nil {
+			return nil
+		}
+		if cur.Status.Attempts > streamed {
+			rc, err := lf.FollowLogs(r.Context(), wl.ID, currentOnly)
+			if err == nil {
+				streamed = cur.Status.Attempts
+				_, err = io.Copy(fw, rc)
+				rc.Close()
+				if err != nil {
+					return nil // the client is gone
+				}
+				currentOnly = true // what came before is sent
+				continue
+			}
+		}
+		if cur.Status.Phase.Terminal() {
+			return nil
+		}
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// flushWriter sends each write to the client at once.
+type flushWriter struct {
+	w       io.Writer
+	flusher http.Flusher
+}
+
+func (f flushWriter) Write(b []byte) (int, error) {
+	n, err := f.w.Write(b)
+	f.flush()
+	return n, err
+}
+
+func (f flushWriter) flush() {
+	if f.flusher != nil {
+		f.flusher.Flush()
 	}
 }
 

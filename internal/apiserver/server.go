@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,6 +26,14 @@ import (
 // knows nothing else of the executor.
 type LogSource interface {
 	Logs(id core.WorkloadID) (io.ReadCloser, error)
+}
+
+// LogFollower is a LogSource whose log cannot be followed by reading it
+// again as it grows (a pod's log): for ?follow=true the API server asks it
+// for a stream that ends when the latest attempt's output ends. With
+// currentOnly it leaves out the earlier attempts.
+type LogFollower interface {
+	FollowLogs(ctx context.Context, id core.WorkloadID, currentOnly bool) (io.ReadCloser, error)
 }
 
 // Options configures the API server.

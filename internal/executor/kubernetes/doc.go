@@ -84,7 +84,13 @@
 //
 // Pods that have ended are kept, so that Logs can read them; they hold no
 // resources. Logs streams the logs of every pod of the workload still in
-// the cluster, attempt after attempt.
+// the cluster, attempt after attempt. A pod's log cannot be followed by
+// reading it again as a file can, so FollowLogs (the API server's
+// LogFollower, behind `gpufleet logs -f` and the portal's live log) reads
+// the earlier attempts whole and follows the latest attempt's pods with
+// Follow: true, waiting for containers that have not started yet. Ended
+// pods are never deleted by gpufleet; Kubernetes' pod garbage collection
+// (--terminated-pod-gc-threshold) bounds them.
 //
 // # Restart
 //

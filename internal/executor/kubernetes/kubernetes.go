@@ -95,6 +95,8 @@ type Executor struct {
 	tasks    map[key]*attempt
 	nsReady  map[string]bool
 	notReady map[string]bool // nodes seen NotReady
+
+	streamLogs podLogs // nil: the API server's pod log
 }
 
 var _ executor.Executor = (*Executor)(nil)
@@ -396,7 +398,7 @@ func (e *Executor) Logs(id core.WorkloadID) (io.ReadCloser, error) {
 		defer cancel()
 		for _, p := range pods {
 			fmt.Fprintf(pw, "==> pod %s/%s (attempt %s) <==\n", p.Namespace, p.Name, p.Labels[LabelAttempt])
-			rc, err := e.opts.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: containerName}).Stream(ctx)
+			rc, err := e.openPodLogs(ctx, p.Namespace, p.Name, &corev1.PodLogOptions{Container: containerName})
 			if err != nil {
 				fmt.Fprintf(pw, "(no logs: %v)\n", err)
 				continue
