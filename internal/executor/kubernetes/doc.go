@@ -54,8 +54,14 @@
 //     process that allocates more takes it from its neighbours, and one of
 //     them hits out-of-memory); compute is shared by time-slicing in the
 //     driver, without a quota. The kubelet does not count these pods against
-//     nvidia.com/gpu, so whole-GPU pods of other tools may land on a device
-//     gpufleet shares out: give gpufleet its nodes. It needs the NVIDIA
+//     nvidia.com/gpu, and the device plugin, not gpufleet, picks the devices
+//     of a whole-GPU pod: a whole-GPU pod (gpufleet's own included) may be
+//     given a device that fractions use, while gpufleet counts it on another.
+//     KAI-Scheduler closes this gap with a reservation pod per shared device
+//     that holds it in the device plugin and reports its UUID; gpufleet does
+//     not do that yet. Until it does, keep fractions and whole GPUs on
+//     different nodes (a pool for each, chosen with nodeSelector) or use
+//     "time-slicing". It needs the NVIDIA
 //     container toolkit to honour the variable for unprivileged containers
 //     (accept-nvidia-visible-devices-envvar-when-unprivileged, which some GPU
 //     operator versions turn off).
