@@ -193,7 +193,8 @@ type GPU struct {
 	// admin). The totals above count every workload.
 	Allocations []GPUAllocation `json:"allocations,omitempty"`
 	// Utilization (0 to 1) and MemoryUsedMiB are the last sample's;
-	// absent when never sampled.
+	// absent when never sampled, and for callers other than admins when the
+	// GPU holds a workload of a team they cannot see.
 	Utilization   *float64 `json:"utilization,omitempty"`
 	MemoryUsedMiB *int64   `json:"memoryUsedMiB,omitempty"`
 	// Healthy is false when the last sample reported an error for the GPU

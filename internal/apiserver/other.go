@@ -190,8 +190,14 @@ func (s *Server) nodes(c *call) (reply, error) {
 		index int
 	}
 	holders := map[devKey][]api.GPUAllocation{}
+	foreign := map[devKey]bool{} // devices holding a workload of a team the caller cannot see
 	for _, w := range snap.Running {
 		if !u.InTeam(w.Team) {
+			if !u.Admin {
+				for _, a := range w.Status.Placement {
+					foreign[devKey{a.Node, a.GPUIndex}] = true
+				}
+			}
 			continue
 		}
 		for _, a := range w.Status.Placement {
@@ -212,7 +218,7 @@ func (s *Server) nodes(c *call) (reply, error) {
 			ag := api.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB,
 				Simulated: g.Simulated, Domain: g.Domain, AllocatedMilliGPU: gu.MilliGPU, AllocatedMemoryMiB: gu.MemoryMiB,
 				Allocations: holders[devKey{n.Name, g.Index}]}
-			s.withGPUUsage(&ag, n)
+			s.withGPUUsage(&ag, n, foreign[devKey{n.Name, g.Index}])
 			an.GPUs = append(an.GPUs, ag)
 		}
 		out.Items = append(out.Items, an)

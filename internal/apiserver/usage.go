@@ -70,7 +70,11 @@ func (s *Server) withUsage(out *api.Workload, w *core.Workload) *api.Workload {
 }
 
 // withGPUUsage sets a GPU's sampled use and health on its wire form.
-func (s *Server) withGPUUsage(g *api.GPU, n *core.Node) {
+//
+// With hide, the figures stay out (health is still given): the device holds
+// a workload of a team the caller cannot see, whose use is that team's
+// business.
+func (s *Server) withGPUUsage(g *api.GPU, n *core.Node, hide bool) {
 	g.Healthy = n.Schedulable
 	if s.opts.Usage == nil {
 		return
@@ -81,6 +85,9 @@ func (s *Server) withGPUUsage(g *api.GPU, n *core.Node) {
 	}
 	if smp.Err != "" {
 		g.Healthy = false
+		return
+	}
+	if hide {
 		return
 	}
 	u, m := smp.Utilization, smp.MemoryUsedMiB
