@@ -70,6 +70,8 @@ func (u Usage) validate() []error {
 	}
 	if u.History.Duration < 0 {
 		errs = append(errs, errors.New("usage.history: must not be negative"))
+	} else if u.History.Duration > 0 && u.History.Duration < u.SampleInterval.Duration {
+		errs = append(errs, fmt.Errorf("usage.history %s: must be at least the sample interval (%s)", u.History.Duration, u.SampleInterval.Duration))
 	}
 	if u.DCGMURL != "" {
 		if p, err := url.Parse(u.DCGMURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
@@ -92,6 +94,8 @@ func (u Usage) validate() []error {
 		}
 		if r.Timeout.Duration < 0 || r.Warning.Duration < 0 {
 			errs = append(errs, fmt.Errorf("%s: timeout and warning must not be negative", at))
+		} else if r.Timeout.Duration > 0 && r.Warning.Duration >= r.Timeout.Duration {
+			errs = append(errs, fmt.Errorf("%s.warning %s: must be shorter than the timeout (%s)", at, r.Warning.Duration, r.Timeout.Duration))
 		}
 		k := [2]string{r.Kind, r.Team}
 		if seen[k] {

@@ -34,12 +34,13 @@ func TestUsageFile(t *testing.T) {
 		}
 	})
 	t.Run("bad rules are named", func(t *testing.T) {
-		c, err := Load(write(t, "usage:\n  dcgmURL: 'ftp://x'\n  idle:\n    - {kind: cron, threshold: 2, timeout: 1h}\n    - {kind: notebook, timeout: 1h}\n    - {kind: notebook, timeout: 2h}\n"))
+		c, err := Load(write(t, "usage:\n  dcgmURL: 'ftp://x'\n  sampleInterval: 1m\n  history: 30s\n  idle:\n    - {kind: cron, threshold: 2, timeout: 1h}\n    - {kind: notebook, timeout: 1h}\n    - {kind: notebook, timeout: 2h}\n    - {kind: job, timeout: 10m, warning: 10m}\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = c.Validate()
-		for _, want := range []string{"usage.idle[0].kind", "usage.idle[0].threshold", "usage.idle[2]: another rule", "usage.dcgmURL"} {
+		for _, want := range []string{"usage.idle[0].kind", "usage.idle[0].threshold", "usage.idle[2]: another rule", "usage.dcgmURL",
+			"usage.idle[3].warning 10m0s: must be shorter than the timeout", "usage.history 30s: must be at least the sample interval"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Validate() = %v, want it to name %s", err, want)
 			}
