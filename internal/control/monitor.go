@@ -11,9 +11,18 @@ import (
 	"github.com/gpufleet/gpufleet/internal/usage"
 )
 
+// MonitorStore is what the monitor needs of the store (*store.Store).
+type MonitorStore interface {
+	Snapshot(ctx context.Context) (*core.Snapshot, error)
+	Warn(ctx context.Context, id core.WorkloadID, attempt int, reason, message string, now time.Time) (bool, error)
+	RequestStop(ctx context.Context, id core.WorkloadID, reason, message string, now time.Time) (*core.Workload, error)
+}
+
+var _ MonitorStore = (*store.Store)(nil)
+
 // MonitorOptions configures a Monitor.
 type MonitorOptions struct {
-	Store   *store.Store
+	Store   MonitorStore
 	Sampler usage.Sampler
 	// Tracker receives every sample and the cluster's point.
 	Tracker *usage.Tracker
@@ -105,6 +114,12 @@ func (m *Monitor) Step(ctx context.Context) []reclaim.Action {
 		case reclaim.Warn:
 			if _, err := m.opts.Store.Warn(ctx, a.Workload, a.Attempt, a.Reason, a.Message, now); err != nil {
 				log.Error("record warning", "err", err)
+				// Not warned: warn again at the next sample rather
+				// than stop without a warning.
+				if tr, ok := m.state[a.Workload]; ok && a.Reason == reclaim.ReasonIdleWarning {
+					tr.IdleWarned = false
+					m.state[a.Workload] = tr
+				}
 				continue
 			}
 			log.Info("warned", "message", a.Message)

@@ -2,6 +2,7 @@ package control_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -168,5 +169,62 @@ func TestMemoryEnforcement(t *testing.T) {
 	}
 	if g := h.get(whole.ID); g.Status.Phase != core.Running {
 		t.Errorf("the whole-GPU workload is %s, want Running", g.Status.Phase)
+	}
+}
+
+// failWarn is the store whose first Warn fails.
+type failWarn struct {
+	control.MonitorStore
+	failed bool
+}
+
+func (f *failWarn) Warn(ctx context.Context, id core.WorkloadID, attempt int, reason, message string, now time.Time) (bool, error) {
+	if !f.failed {
+		f.failed = true
+		return false, errors.New("disk full")
+	}
+	return f.MonitorStore.Warn(ctx, id, attempt, reason, message, now)
+}
+
+// TestIdleWarningNotRecordedIsRetried: a warning the store failed to record
+// is given again at the next sample, and the stop still waits for it.
+func TestIdleWarningNotRecordedIsRetried(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	nb := h.submit(func(w *core.Workload) { w.Kind, w.Priority = core.KindNotebook, "development" })
+	h.waitRunning(nb.ID, 1)
+	smp := &setSampler{util: map[core.WorkloadID]float64{}, mem: map[core.WorkloadID]int64{}}
+	st := &failWarn{MonitorStore: h.store}
+	m := control.NewMonitor(control.MonitorOptions{Store: st, Sampler: smp, Tracker: usage.NewTracker(time.Minute, time.Hour), Now: h.clock.Now,
+		Rules: reclaim.Rules{Idle: []reclaim.IdleRule{{Kind: core.KindNotebook, Threshold: 0.05, Timeout: 10 * time.Minute, Warning: 2 * time.Minute}}}})
+	kinds := func(acts []reclaim.Action) []string {
+		var out []string
+		for _, a := range acts {
+			out = append(out, a.Reason)
+		}
+		return out
+	}
+	m.Step(context.Background())
+	for _, step := range []struct {
+		after time.Duration
+		want  string
+	}{
+		{8 * time.Minute, "IdleWarning"}, // not recorded: the store fails
+		{time.Minute, "IdleWarning"},     // given again
+		{time.Minute, "Idle"},
+	} {
+		h.clock.Advance(step.after)
+		if got := kinds(m.Step(context.Background())); len(got) != 1 || got[0] != step.want {
+			t.Fatalf("after %s more: actions %v, want %s", step.after, got, step.want)
+		}
+	}
+	var warnings int
+	for _, e := range h.events(nb.ID) {
+		if e.Reason == reclaim.ReasonIdleWarning {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Errorf("%d IdleWarning events, want 1 (the second try)", warnings)
 	}
 }
