@@ -206,9 +206,16 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	alloc := map[teamModel]int64{}
 	type teamPhase struct{ team, phase string }
 	count := map[teamPhase]int{}
+	models := map[string]bool{}
+	for k := range total {
+		models[k.model] = true
+	}
 	for _, t := range snap.Teams {
 		count[teamPhase{string(t.Name), string(core.Pending)}] += 0
 		count[teamPhase{string(t.Name), string(core.Running)}] += 0
+		for m := range models { // a team holding nothing reads 0, not absent
+			alloc[teamModel{string(t.Name), m}] += 0
+		}
 		gauge(descGuaranteed, float64(t.Guaranteed)/1000, string(t.Name))
 	}
 	for _, w := range snap.Running {

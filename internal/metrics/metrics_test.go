@@ -111,8 +111,9 @@ func TestClusterGauges(t *testing.T) {
 	})
 	fams := Scrape(t, m)
 	want := map[string][]string{
-		"gpufleet_gpus_total":            {"node=n1,model=A10 = 1", "node=n1,model=H100 = 2", "node=n2,model=H100 = 1"},
-		"gpufleet_gpus_allocated":        {"team=inference,model=A10 = 1", "team=inference,model=H100 = 1", "team=research,model=H100 = 0.75"},
+		"gpufleet_gpus_total": {"node=n1,model=A10 = 1", "node=n1,model=H100 = 2", "node=n2,model=H100 = 1"},
+		"gpufleet_gpus_allocated": {"team=empty,model=A10 = 0", "team=empty,model=H100 = 0", "team=inference,model=A10 = 1", "team=inference,model=H100 = 1",
+			"team=research,model=A10 = 0", "team=research,model=H100 = 0.75"}, // a team holding nothing reads 0
 		"gpufleet_idle_gpus":             {" = 1"},
 		"gpufleet_workloads":             {"team=empty,phase=Pending = 0", "team=empty,phase=Running = 0", "team=inference,phase=Pending = 0", "team=inference,phase=Running = 1", "team=research,phase=Pending = 1", "team=research,phase=Running = 2"},
 		"gpufleet_gpu_utilization_ratio": {"node=n1,gpu=0 = 0.5"},
