@@ -48,20 +48,19 @@ func start(t testing.TB, dir string) *server {
 	cfg.Demo = true
 	cfg.NodeName = "node-a"
 	cfg.ResyncPeriod = 100 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{addr: cfg.Addr, cancel: cancel, done: make(chan error, 1), cfg: cfg}
-	var out bytes.Buffer
-	go func() {
-		s.done <- RunWithLogger(ctx, cfg, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}()
-	waitReady(t, cfg.Addr, s.done)
-	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
-	if err != nil {
-		t.Fatal(err)
+	return startWith(t, cfg, io.Discard)
+}
+
+// removeAll removes dir, trying again while workloads that outlived their
+// server still write into it.
+func removeAll(t testing.TB, dir string) {
+	var err error
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
 	}
-	s.admin = api.NewClient(cfg.Addr, strings.TrimSpace(string(tok)))
-	t.Cleanup(s.stop)
-	return s
+	t.Errorf("remove %s: %v", dir, err)
 }
 
 func (s *server) stop() {

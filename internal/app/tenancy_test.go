@@ -83,6 +83,11 @@ func startWith(t testing.TB, cfg config.Config, logw io.Writer) *server {
 		t.Fatal(err)
 	}
 	s.admin = api.NewClient(cfg.Addr, strings.TrimSpace(string(tok)))
+	// Cleanups run last first: the server stops, then its data dir goes.
+	// Workloads outlive the server by design (their supervisors re-adopt
+	// them), and one that ends during the removal writes its exit status
+	// into a directory being removed: try again until nothing writes.
+	t.Cleanup(func() { removeAll(t, cfg.DataDir) })
 	t.Cleanup(s.stop)
 	return s
 }
