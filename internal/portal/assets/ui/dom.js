@@ -92,6 +92,24 @@ export function phase(p) {
   return h('span', { class: 'badge phase-' + String(p || 'unknown').toLowerCase() }, p || 'unknown');
 }
 
+// askGPUs says what a workload asks for: GPUs, or GPU memory, times its
+// replicas: "2", "0.5 × 4", "20 GiB of GPU memory".
+export function askGPUs(w) {
+  const r = w.resources || {};
+  const rep = w.replicas > 1 ? ` × ${w.replicas}` : '';
+  if (r.gpuMemoryMiB) return mib(r.gpuMemoryMiB) + ' of GPU memory' + rep;
+  return String(r.gpus) + rep;
+}
+
+// placement says where a workload's tasks run, node by node:
+// "n1 [GPU 0, GPU 1 ×0.25]".
+export function placement(w) {
+  const ps = (w.status && w.status.placement) || [];
+  if (!ps.length) return '—';
+  const nodes = [...new Set(ps.map((p) => p.node))];
+  return nodes.map((n) => n + ' [' + ps.filter((p) => p.node === n).map((p) => 'GPU ' + p.gpuIndex + (p.milliGPU < 1000 ? ' ×' + gpus(p.milliGPU) : '')).join(', ') + ']').join('; ');
+}
+
 // bar is a horizontal bar: value of max, with optional markers
 // [{at, label, class}]. The width is set through the CSSOM, which the
 // Content-Security-Policy allows (style attributes it does not).

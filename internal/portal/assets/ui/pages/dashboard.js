@@ -1,5 +1,5 @@
 import { api, list } from '../api.js';
-import { h, replace, gpus, pct, duration, since, phase, bar, errorBox, table, every } from '../dom.js';
+import { h, replace, gpus, pct, duration, since, bar, errorBox, table, every, askGPUs, placement } from '../dom.js';
 import { timeChart } from '../chart.js';
 import { teamBar } from './teams.js';
 
@@ -203,25 +203,9 @@ function queue(pending, now) {
   ];
 }
 
-export function askGPUs(w) {
-  const r = w.resources || {};
-  const rep = w.replicas > 1 ? ` × ${w.replicas}` : '';
-  if (r.gpuMemoryMiB) return (r.gpuMemoryMiB >= 1024 ? (r.gpuMemoryMiB / 1024) + ' GiB' : r.gpuMemoryMiB + ' MiB') + ' of GPU memory' + rep;
-  return String(r.gpus) + rep;
-}
-
-export function placement(w) {
-  const ps = (w.status && w.status.placement) || [];
-  if (!ps.length) return '—';
-  const nodes = [...new Set(ps.map((p) => p.node))];
-  return nodes.map((n) => n + ' [' + ps.filter((p) => p.node === n).map((p) => 'GPU ' + p.gpuIndex + (p.milliGPU < 1000 ? ' ×' + gpus(p.milliGPU) : '')).join(', ') + ']').join('; ');
-}
-
-export function usageCell(w) {
+function usageCell(w) {
   const u = w.status && w.status.usage;
   if (!u) return h('span', { class: 'muted' }, 'not sampled');
   return h('span', { class: 'usage' }, bar(u.gpuUtilization, 1, { label: 'utilisation ' + pct(u.gpuUtilization), cls: 'util' }), ' ', pct(u.gpuUtilization),
     u.idleSince ? h('span', { class: 'badge warn', title: 'below the idle threshold since ' + u.idleSince }, 'idle') : null);
 }
-
-export { phase };

@@ -1,6 +1,5 @@
 import { api, streamLogs, LOG_TAIL_BYTES } from '../api.js';
-import { h, replace, ago, rfc3339, phase, errorBox, table, dl, every, gpus, mib, pct, duration } from '../dom.js';
-import { askGPUs } from './dashboard.js';
+import { h, replace, ago, rfc3339, phase, errorBox, table, dl, every, gpus, mib, pct, duration, askGPUs } from '../dom.js';
 
 const TERMINAL = ['Succeeded', 'Failed', 'Cancelled'];
 

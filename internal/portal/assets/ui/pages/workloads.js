@@ -1,6 +1,5 @@
 import { api } from '../api.js';
-import { h, replace, ago, phase, errorBox, table, every } from '../dom.js';
-import { askGPUs, placement } from './dashboard.js';
+import { h, replace, ago, phase, errorBox, table, every, askGPUs, placement } from '../dom.js';
 
 const PHASES = [
   ['Pending,Running', 'Active (pending or running)'],
