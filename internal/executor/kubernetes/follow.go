@@ -19,8 +19,8 @@ import (
 type podLogs func(ctx context.Context, ns, name string, o *corev1.PodLogOptions) (io.ReadCloser, error)
 
 func (e *Executor) openPodLogs(ctx context.Context, ns, name string, o *corev1.PodLogOptions) (io.ReadCloser, error) {
-	if e.streamLogs != nil {
-		return e.streamLogs(ctx, ns, name, o)
+	if e.openLogs != nil {
+		return e.openLogs(ctx, ns, name, o)
 	}
 	return e.opts.Client.CoreV1().Pods(ns).GetLogs(name, o).Stream(ctx)
 }
@@ -36,6 +36,13 @@ const followRetry = 250 * time.Millisecond
 // they come, until their containers have ended or ctx is done. The error
 // wraps fs.ErrNotExist when the workload has no pod yet.
 func (e *Executor) FollowLogs(ctx context.Context, id core.WorkloadID, currentOnly bool) (io.ReadCloser, error) {
+	return e.streamLogs(ctx, id, true, currentOnly)
+}
+
+// streamLogs writes the logs of a workload's pods, attempt after attempt,
+// each after a header line: whole, or with follow the latest attempt's pods
+// as they grow. currentOnly leaves out the earlier attempts.
+func (e *Executor) streamLogs(ctx context.Context, id core.WorkloadID, follow, currentOnly bool) (io.ReadCloser, error) {
 	pods := e.workloadPods(id)
 	if len(pods) == 0 {
 		return nil, fmt.Errorf("logs of %s: %w", id, fs.ErrNotExist)
@@ -47,11 +54,12 @@ func (e *Executor) FollowLogs(ctx context.Context, id core.WorkloadID, currentOn
 		defer cancel()
 		var current []*corev1.Pod
 		for _, p := range pods {
-			if p.Labels[LabelAttempt] == last {
+			latest := p.Labels[LabelAttempt] == last
+			switch {
+			case follow && latest:
 				current = append(current, p)
 				continue
-			}
-			if currentOnly {
+			case currentOnly && !latest:
 				continue
 			}
 			fmt.Fprintf(pw, "==> pod %s/%s (attempt %s) <==\n", p.Namespace, p.Name, p.Labels[LabelAttempt])
@@ -63,7 +71,8 @@ func (e *Executor) FollowLogs(ctx context.Context, id core.WorkloadID, currentOn
 			_, err = io.Copy(pw, rc)
 			rc.Close()
 			if err != nil {
-				return // the reader is gone
+				pw.CloseWithError(err)
+				return
 			}
 		}
 		var mu sync.Mutex // one line at a time from the followed pods

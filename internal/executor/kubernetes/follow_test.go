@@ -26,7 +26,7 @@ func TestFollowLogs(t *testing.T) {
 	podOut, podIn := io.Pipe()
 	var mu sync.Mutex
 	var opened []string
-	e.streamLogs = func(_ context.Context, ns, name string, o *corev1.PodLogOptions) (io.ReadCloser, error) {
+	e.openLogs = func(_ context.Context, ns, name string, o *corev1.PodLogOptions) (io.ReadCloser, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		opened = append(opened, ns+"/"+name+map[bool]string{true: " follow", false: ""}[o.Follow])

@@ -96,7 +96,7 @@ type Executor struct {
 	nsReady  map[string]bool
 	notReady map[string]bool // nodes seen NotReady
 
-	streamLogs podLogs // nil: the API server's pod log
+	openLogs podLogs // nil: the API server's pod log
 }
 
 var _ executor.Executor = (*Executor)(nil)
@@ -388,31 +388,7 @@ func (e *Executor) Exits() <-chan executor.Exit { return e.out.C }
 // Pods deleted (stopped, lost) take their logs with them. The error wraps
 // fs.ErrNotExist when the workload has no pod.
 func (e *Executor) Logs(id core.WorkloadID) (io.ReadCloser, error) {
-	pods := e.workloadPods(id)
-	if len(pods) == 0 {
-		return nil, fmt.Errorf("logs of %s: %w", id, fs.ErrNotExist)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	go func() {
-		defer cancel()
-		for _, p := range pods {
-			fmt.Fprintf(pw, "==> pod %s/%s (attempt %s) <==\n", p.Namespace, p.Name, p.Labels[LabelAttempt])
-			rc, err := e.openPodLogs(ctx, p.Namespace, p.Name, &corev1.PodLogOptions{Container: containerName})
-			if err != nil {
-				fmt.Fprintf(pw, "(no logs: %v)\n", err)
-				continue
-			}
-			_, err = io.Copy(pw, rc)
-			rc.Close()
-			if err != nil {
-				pw.CloseWithError(err)
-				return
-			}
-		}
-		pw.Close()
-	}()
-	return &logReader{PipeReader: pr, cancel: cancel}, nil
+	return e.streamLogs(context.Background(), id, false, false)
 }
 
 type logReader struct {
