@@ -39,7 +39,9 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-func start(t testing.TB, dir string) *server {
+// testConfig is the configuration of a test server on a free loopback
+// address: four simulated H100s with the demo teams, its data in dir.
+func testConfig(t testing.TB, dir string) config.Config {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Addr = freeAddr(t)
@@ -48,7 +50,12 @@ func start(t testing.TB, dir string) *server {
 	cfg.Demo = true
 	cfg.NodeName = "node-a"
 	cfg.ResyncPeriod = 100 * time.Millisecond
-	return startWith(t, cfg, io.Discard)
+	return cfg
+}
+
+func start(t testing.TB, dir string) *server {
+	t.Helper()
+	return startWith(t, testConfig(t, dir), io.Discard)
 }
 
 // removeAll removes dir, trying again while workloads that outlived their

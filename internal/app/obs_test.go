@@ -21,13 +21,7 @@ import (
 // with edit applied to its configuration.
 func startObs(t testing.TB, dir string, edit func(*config.Config)) *server {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Addr = freeAddr(t)
-	cfg.DataDir = dir
-	cfg.FakeGPUs = "4xH100-80GB"
-	cfg.Demo = true
-	cfg.NodeName = "node-a"
-	cfg.ResyncPeriod = 100 * time.Millisecond
+	cfg := testConfig(t, dir)
 	edit(&cfg)
 	return startWith(t, cfg, io.Discard)
 }
