@@ -310,14 +310,11 @@ func (s *Server) cancelWorkload(c *call) (reply, error) {
 func (s *Server) listWorkloads(c *call) (reply, error) {
 	r, u := c.r, c.u
 	q := r.URL.Query()
-	f := store.WorkloadFilter{Limit: 500}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxPageSize {
-			return reply{}, invalid("limit", "must be a number from 1 to %d", MaxPageSize)
-		}
-		f.Limit = n
+	limit, err := pageLimit(q.Get("limit"), 500)
+	if err != nil {
+		return reply{}, err
 	}
+	f := store.WorkloadFilter{Limit: limit}
 	if v := q.Get("pageToken"); v != "" {
 		n, err := strconv.ParseInt(strings.TrimPrefix(v, "s"), 10, 64)
 		if err != nil || !strings.HasPrefix(v, "s") || n < 0 {
