@@ -378,8 +378,9 @@ func (s *Server) classErrors(names []string) []api.FieldError {
 	var errs []api.FieldError
 	for i, n := range names {
 		field := fmt.Sprintf("priorityClasses[%d]", i)
+		_, known := core.Class(s.opts.PriorityClasses, n)
 		switch {
-		case !slices.ContainsFunc(s.opts.PriorityClasses, func(p core.PriorityClass) bool { return p.Name == n }):
+		case !known:
 			errs = append(errs, api.FieldError{Field: field, Problem: fmt.Sprintf("unknown priority class %q (known: %s)", n, strings.Join(s.classNames(), ", "))})
 		case slices.Index(names, n) < i:
 			errs = append(errs, api.FieldError{Field: field, Problem: fmt.Sprintf("%q is named twice", n)})
