@@ -180,18 +180,14 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	type nodeModel struct{ node, model string }
-	type ref struct {
-		node  core.NodeName
-		index int
-	}
 	total := map[nodeModel]int{}
-	model := map[ref]string{}
+	model := map[core.GPURef]string{}
 	idle := 0
 	for _, n := range snap.Nodes {
 		u := snap.Usage[n.Name]
 		for _, g := range n.GPUs {
 			total[nodeModel{string(n.Name), g.Model}]++
-			model[ref{n.Name, g.Index}] = g.Model
+			model[core.GPURef{Node: n.Name, Index: g.Index}] = g.Model
 			if u == nil || u.GPUs[g.Index].MilliGPU == 0 {
 				idle++
 			}
@@ -221,7 +217,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, w := range snap.Running {
 		count[teamPhase{string(w.Team), string(core.Running)}]++
 		for _, a := range w.Status.Placement {
-			alloc[teamModel{string(w.Team), model[ref{a.Node, a.GPUIndex}]}] += a.MilliGPU
+			alloc[teamModel{string(w.Team), model[core.GPURef{Node: a.Node, Index: a.GPUIndex}]}] += a.MilliGPU
 		}
 	}
 	var oldest time.Duration
