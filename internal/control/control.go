@@ -222,18 +222,6 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 			l.log.Error("apply plan", "err", err)
 			return core.Plan{}
 		}
-		if rep := l.opts.Reporter; rep != nil {
-			for _, r := range results {
-				if r.Err != nil {
-					continue
-				}
-				var wait time.Duration
-				if w := r.Workload; w.Status.Attempts == 1 && w.Status.StartedAt != nil {
-					wait = w.Status.StartedAt.Sub(w.CreatedAt)
-				}
-				rep.WorkloadStarted(r.Workload, wait)
-			}
-		}
 		var accepted []*core.Workload
 		for _, r := range results {
 			if r.Err != nil {
@@ -241,6 +229,13 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 				continue
 			}
 			accepted = append(accepted, r.Workload)
+			if rep := l.opts.Reporter; rep != nil {
+				var wait time.Duration
+				if w := r.Workload; w.Status.Attempts == 1 && w.Status.StartedAt != nil {
+					wait = w.Status.StartedAt.Sub(w.CreatedAt)
+				}
+				rep.WorkloadStarted(r.Workload, wait)
+			}
 		}
 		l.launchAll(ctx, accepted)
 	}
