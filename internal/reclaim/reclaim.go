@@ -1,6 +1,7 @@
 package reclaim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -182,12 +183,7 @@ func Decide(prev State, in Input) (State, []Action) {
 
 		// 3. Idle.
 		rule, ok := in.Rules.Match(w)
-		if !ok || rule.Timeout <= 0 || w.Priority == ProductionClass {
-			t.IdleSince, t.IdleWarned = time.Time{}, false
-			next[w.ID] = t
-			continue
-		}
-		if s.Utilization >= rule.Threshold {
+		if !ok || rule.Timeout <= 0 || w.Priority == ProductionClass || s.Utilization >= rule.Threshold {
 			t.IdleSince, t.IdleWarned = time.Time{}, false
 			next[w.ID] = t
 			continue
@@ -236,13 +232,7 @@ func overShare(w *core.Workload, s core.WorkloadSample) (bool, string) {
 		return false, ""
 	}
 	slices.SortFunc(refs, func(a, b core.GPURef) int {
-		if a.Node != b.Node {
-			if a.Node < b.Node {
-				return -1
-			}
-			return 1
-		}
-		return a.Index - b.Index
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Index, b.Index))
 	})
 	for _, r := range refs {
 		if used := s.PerGPUMemoryMiB[r]; limits[r] > 0 && used > limits[r] {
