@@ -300,13 +300,8 @@ func procParent(pid int) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
+	f, ok := statFields(string(b), 2)
+	if !ok {
 		return 0, false
 	}
 	ppid, err := strconv.Atoi(f[1])
@@ -317,12 +312,8 @@ func procParent(pid int) (int, bool) {
 // line: "pid (comm) state ppid pgrp session ...", where comm may hold
 // spaces and parentheses.
 func ParseProcStat(s string) (pgid, sid int, ok bool) {
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 4 {
+	f, ok := statFields(s, 4)
+	if !ok {
 		return 0, 0, false
 	}
 	pg, err1 := strconv.Atoi(f[2])
@@ -331,4 +322,15 @@ func ParseProcStat(s string) (pgid, sid int, ok bool) {
 		return 0, 0, false
 	}
 	return pg, se, true
+}
+
+// statFields returns the fields of a /proc/PID/stat line after comm
+// (state, ppid, pgrp, session, ...), when there are at least n.
+func statFields(s string, n int) ([]string, bool) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, false
+	}
+	f := strings.Fields(s[i+1:])
+	return f, len(f) >= n
 }
