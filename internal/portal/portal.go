@@ -84,9 +84,9 @@ func New() *Handler {
 	return h
 }
 
-// Owns reports whether the portal serves path p: "/" and everything under
+// owns reports whether the portal serves path p: "/" and everything under
 // "/ui/".
-func Owns(p string) bool {
+func owns(p string) bool {
 	return p == "/" || strings.HasPrefix(p, "/ui/")
 }
 
@@ -122,7 +122,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func With(api http.Handler) http.Handler {
 	p := New()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if Owns(r.URL.Path) {
+		if owns(r.URL.Path) {
 			p.ServeHTTP(w, r)
 			return
 		}
