@@ -106,8 +106,8 @@ export function render(main, { parts }) {
       ['Environment', wl.env && Object.keys(wl.env).length ? h('ul', { class: 'plain' }, Object.entries(wl.env).map(([k, v]) => h('li', {}, h('code', {}, k + '=' + v)))) : null],
       ['Max runtime', wl.maxRuntimeSeconds ? duration(wl.maxRuntimeSeconds) : null],
       ['Grace period', wl.gracePeriodSeconds ? duration(wl.gracePeriodSeconds) : null],
-      ['Labels', wl.labels && Object.keys(wl.labels).length ? Object.entries(wl.labels).map(([k, v]) => k + '=' + v).join(', ') : null],
-      ['Node selector', wl.nodeSelector && Object.keys(wl.nodeSelector).length ? Object.entries(wl.nodeSelector).map(([k, v]) => k + '=' + v).join(', ') : null],
+      ['Labels', pairs(wl.labels)],
+      ['Node selector', pairs(wl.nodeSelector)],
     ]));
     replace(placeBox, table('Placement', ['Replica', 'Node', 'GPU', 'GPU UUID', 'Share', 'GPU memory'],
       (st.placement || []).map((p) => [String(p.replica || 0), h('a', { href: '#/nodes' }, p.node), String(p.gpuIndex), h('code', {}, p.gpuUUID),
@@ -217,6 +217,11 @@ function whyText(wl) {
 function usageText(u) {
   return h('span', {}, pct(u.gpuUtilization) + ' utilisation, ' + mib(u.gpuMemoryUsedMiB) + ' of GPU memory, sampled ', ago(u.sampledAt),
     u.idleSince ? h('span', {}, ' · ', h('span', { class: 'badge warn' }, 'idle'), ' since ', ago(u.idleSince)) : null);
+}
+
+// pairs shows a map as "k=v, k2=v2", or null when it is empty.
+function pairs(m) {
+  return m && Object.keys(m).length ? Object.entries(m).map(([k, v]) => k + '=' + v).join(', ') : null;
 }
 
 // argvView shows the argv as it is: one box per argument.
