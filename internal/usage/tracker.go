@@ -32,19 +32,16 @@ func NewTracker(interval, keep time.Duration) *Tracker {
 func (t *Tracker) Interval() time.Duration { return t.interval }
 
 // Record stores a sample, the cluster's point at that time and, per
-// workload, since when it has been below its idle threshold.
+// workload, since when it has been below its idle threshold. It keeps
+// s.Workloads and idleSince: the caller must not change them afterwards.
 func (t *Tracker) Record(s core.Sample, p core.UsagePoint, idleSince map[core.WorkloadID]time.Time) {
 	gpus := make(map[core.GPURef]core.GPUSample, len(s.GPUs))
 	for _, g := range s.GPUs {
 		gpus[core.GPURef{Node: g.Node, Index: g.Index}] = g
 	}
-	idle := make(map[core.WorkloadID]time.Time, len(idleSince))
-	for k, v := range idleSince {
-		idle[k] = v
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.at, t.gpus, t.wls, t.idle = s.At, gpus, s.Workloads, idle
+	t.at, t.gpus, t.wls, t.idle = s.At, gpus, s.Workloads, idleSince
 	t.ring[t.next] = p
 	t.next = (t.next + 1) % len(t.ring)
 	if t.next == 0 {
