@@ -401,7 +401,7 @@ func printReplayTable(w io.Writer, t trace.Trace, runs []sim.ReplayResult) error
 	for _, r := range runs {
 		tb.row(r.Policy, fmt.Sprintf("%d/%d", r.Completed, r.Submitted), strconv.Itoa(r.NeverStarted),
 			formatSpan(r.Queueing.P50), formatSpan(r.Queueing.P95), formatSpan(r.Queueing.P99),
-			percent(r.MeanAllocated), percent(r.MeanRequested), strconv.Itoa(r.Preemptions), formatSpan(r.Makespan))
+			formatPercent(r.MeanAllocated), formatPercent(r.MeanRequested), strconv.Itoa(r.Preemptions), formatSpan(r.Makespan))
 	}
 	if err := tb.flush(); err != nil {
 		return err
@@ -413,7 +413,7 @@ func printReplayTable(w io.Writer, t trace.Trace, runs []sim.ReplayResult) error
 			top = max(top, s.Allocated)
 		}
 	}
-	fmt.Fprintf(w, "\nallocated share over time (%d columns; ' ' is 0, █ is %s):\n", sparkWidth, percent(top))
+	fmt.Fprintf(w, "\nallocated share over time (%d columns; ' ' is 0, █ is %s):\n", sparkWidth, formatPercent(top))
 	for _, r := range runs {
 		fmt.Fprintf(w, "  %-12s %s\n", r.Policy, sparkline(r.Utilisation, top))
 	}
@@ -423,8 +423,8 @@ func printReplayTable(w io.Writer, t trace.Trace, runs []sim.ReplayResult) error
 		tb := newTable(w, "POLICY", "TEAM", "GUARANTEED", "COMPLETED", "GPU-HOURS", "MEAN-SHARE", "PREEMPTIONS", "QUEUE-P50", "QUEUE-P95", "QUEUE-P99")
 		for _, r := range runs {
 			for _, tm := range r.Teams {
-				tb.row(r.Policy, tm.Name, percent(tm.Guaranteed), fmt.Sprintf("%d/%d", tm.Completed, tm.Submitted),
-					formatHours(tm.GPUHours), percent(tm.MeanShare), strconv.Itoa(tm.Preemptions),
+				tb.row(r.Policy, tm.Name, formatPercent(tm.Guaranteed), fmt.Sprintf("%d/%d", tm.Completed, tm.Submitted),
+					formatHours(tm.GPUHours), formatPercent(tm.MeanShare), strconv.Itoa(tm.Preemptions),
 					formatSpan(tm.Queueing.P50), formatSpan(tm.Queueing.P95), formatSpan(tm.Queueing.P99))
 			}
 		}
@@ -468,10 +468,6 @@ func formatHours(h float64) string {
 		return strconv.FormatFloat(h, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(h, 'f', 3, 64)
-}
-
-func percent(f float64) string {
-	return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
 }
 
 // formatSpan renders seconds briefly: 0s, 42s, 12.5m, 3.2h, 4.1d.
