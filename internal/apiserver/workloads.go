@@ -160,20 +160,7 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 	}
 	name := in.Name
 	if name == "" {
-		// The program's base name, or the image's ("ghcr.io/acme/serve:2"
-		// → "serve") when only an image is given.
-		if len(in.Command) > 0 {
-			name = in.Command[0]
-		} else {
-			name, _, _ = strings.Cut(in.Image, "@")
-			if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
-				name = name[:i]
-			}
-		}
-		if i := strings.LastIndexByte(name, '/'); i >= 0 {
-			name = name[i+1:]
-		}
-		name = sanitizeName(name)
+		name = defaultName(in)
 	}
 	return &core.Workload{Spec: core.Spec{
 		Name:     name,
@@ -243,6 +230,25 @@ func (s *Server) sortedClasses() []core.PriorityClass {
 	cs := slices.Clone(s.opts.PriorityClasses)
 	slices.SortStableFunc(cs, func(a, b core.PriorityClass) int { return b.Value - a.Value })
 	return cs
+}
+
+// defaultName names a workload submitted without a name: after its
+// program's base name, or its image's ("ghcr.io/acme/serve:2" → "serve")
+// when only an image is given.
+func defaultName(in *api.Workload) string {
+	var name string
+	if len(in.Command) > 0 {
+		name = in.Command[0]
+	} else {
+		name, _, _ = strings.Cut(in.Image, "@")
+		if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+			name = name[:i]
+		}
+	}
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	return sanitizeName(name)
 }
 
 // sanitizeName turns a program name into a valid workload name.
