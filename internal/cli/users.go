@@ -58,7 +58,7 @@ func (mf *membershipFlags) add(cmd *cobra.Command) {
 // makes the user a member. Each --role must come after its --team and,
 // when there are fewer --role than --team, before the next --team, so that
 // `--team a --team b --role viewer` (which one is the viewer?) is refused
-// rather than guessed. roles reports whether any --role was given.
+// rather than guessed. withRoles reports whether any --role was given.
 func (mf *membershipFlags) parse() (ms []api.Membership, withRoles bool, err error) {
 	var teamAt, roleAt []int
 	var teams, rs []string
