@@ -63,6 +63,8 @@ type PlacementResult struct {
 // tries again. An applied placement moves the workload to Running, counts an
 // attempt, opens one allocation interval per device and records an event.
 // Decisions about workloads left pending update their reason when it changed.
+// A preemption is applied only while its victim runs the attempt it names
+// and its preemptor is still pending.
 func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([]PlacementResult, error) {
 	results := make([]PlacementResult, len(plan.Placements))
 	err := s.do(ctx, func(tx *wtx) error {
@@ -339,6 +341,11 @@ func preempt(tx *wtx, p core.Preemption, now time.Time) error {
 		return nil
 	}
 	if w.Status.Phase != core.Running || w.Status.Attempts != p.Attempt || w.Status.StopRequested != "" {
+		return nil
+	}
+	// A preemptor that is no longer pending (cancelled, or placed after
+	// all, between the snapshot and this commit) needs nothing freed.
+	if pw, err := getForUpdate(tx, p.Preemptor); err != nil || pw.Status.Phase != core.Pending {
 		return nil
 	}
 	// The status says at once that it is being stopped and why; the event

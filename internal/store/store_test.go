@@ -760,3 +760,26 @@ func TestCachedNodesFollowWrites(t *testing.T) {
 		t.Errorf("after replacing n1 and adding n2 (-want +got):\n%s", diff)
 	}
 }
+
+// TestApplyPlanSkipsPreemptionsForAGonePreemptor: a preemptor cancelled
+// between the snapshot and the commit no longer needs the capacity, so its
+// victims keep running (issue 13).
+func TestApplyPlanSkipsPreemptionsForAGonePreemptor(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	v, p := submit(t, s, 1000), submit(t, s, 1000)
+	if res, err := s.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: v.ID, Assignments: []core.Assignment{assign("n1", 0, 1000)}}}}, t0); err != nil || res[0].Err != nil {
+		t.Fatalf("place: %v", err)
+	}
+	if _, err := s.RequestStop(ctx, p.ID, "Cancelled", "by alice", t0); err != nil {
+		t.Fatal(err)
+	}
+	plan := core.Plan{Preemptions: []core.Preemption{{Victim: v.ID, Attempt: 1, Preemptor: p.ID, Reason: "Reclaimed", Message: "reclaimed by " + string(p.ID)}}}
+	if _, err := s.ApplyPlan(ctx, plan, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Workload(ctx, v.ID)
+	if got.Status.Phase != core.Running || got.Status.StopRequested != "" {
+		t.Errorf("victim of a cancelled preemptor: %s, stop %q; want Running with no stop request", got.Status.Phase, got.Status.StopRequested)
+	}
+}
