@@ -12,6 +12,16 @@
 // one was in flight. Reads use a separate pool of read-only connections and
 // see only committed data.
 //
+// A full or failing disk fails writes, never acknowledges them: when the
+// batch's COMMIT fails, or one of its writes fails with SQLITE_FULL, ENOSPC
+// or an I/O error, every write of the batch fails, with an error of kind
+// core.ErrNoSpace (full) or core.ErrUnavailable (I/O), and the transaction is
+// rolled back. Reads go on; Writable reports the condition (for readiness)
+// until a write succeeds, probing with a small write of its own, and writes
+// work again once space returns, without a restart. Errors other than "not
+// found" from a read inside a write fail that write: nothing is taken for
+// gone because it could not be read.
+//
 // The store holds no copy of the state in memory: SQLite is the state, so a
 // restart (even after kill -9) finds exactly what was acknowledged. Writes
 // that depend on the state (placing a workload, finishing an attempt) read

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -177,8 +178,14 @@ func describe(as []core.Assignment) string {
 
 func setPendingReason(tx *wtx, d core.Decision, now time.Time) error {
 	w, err := getForUpdate(tx, d.Workload)
-	if err != nil || w.Status.Phase != core.Pending {
-		return nil // gone or moved on; nothing to explain
+	if errors.Is(err, core.ErrNotFound) {
+		return nil // gone; nothing to explain
+	}
+	if err != nil {
+		return err
+	}
+	if w.Status.Phase != core.Pending {
+		return nil // moved on; nothing to explain
 	}
 	if w.Status.Reason == d.Reason && w.Status.Message == d.Message && w.Status.Nominated == d.Nominated {
 		return nil
@@ -334,18 +341,26 @@ func (s *Store) RequestStop(ctx context.Context, id core.WorkloadID, reason, mes
 }
 
 // preempt asks a running workload to stop for a preemptor. A victim that is
-// no longer running that attempt, or is already stopping, is left alone.
+// gone, no longer running that attempt, or already stopping is left alone;
+// an error reading it (other than not found) fails the write.
 func preempt(tx *wtx, p core.Preemption, now time.Time) error {
 	w, err := getForUpdate(tx, p.Victim)
-	if err != nil {
+	if errors.Is(err, core.ErrNotFound) {
 		return nil
+	}
+	if err != nil {
+		return err
 	}
 	if w.Status.Phase != core.Running || w.Status.Attempts != p.Attempt || w.Status.StopRequested != "" {
 		return nil
 	}
 	// A preemptor that is no longer pending (cancelled, or placed after
 	// all, between the snapshot and this commit) needs nothing freed.
-	if pw, err := getForUpdate(tx, p.Preemptor); err != nil || pw.Status.Phase != core.Pending {
+	pw, err := getForUpdate(tx, p.Preemptor)
+	if err != nil && !errors.Is(err, core.ErrNotFound) {
+		return err
+	}
+	if err != nil || pw.Status.Phase != core.Pending {
 		return nil
 	}
 	// The status says at once that it is being stopped and why; the event

@@ -52,6 +52,13 @@ type Store struct {
 	nodeMu     sync.Mutex
 	nodeCache  []core.Node
 	nodeGen    uint64
+
+	// healthMu guards writeErr, the storage error of the last commit when
+	// it failed for one (nil once a commit writes), and probedAt, when
+	// Writable last tried a write of its own.
+	healthMu sync.Mutex
+	writeErr error
+	probedAt time.Time
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -84,13 +91,19 @@ type wtx struct {
 }
 
 // savepoint runs fn under a named savepoint: on error the database changes
-// and the recorded workload changes of fn are rolled back together.
+// and the recorded workload changes of fn are rolled back together. An error
+// of fn that says the disk is full or failing (see storageError) is returned
+// as err, not fnErr: SQLite may have rolled the whole transaction back, so
+// the transaction, not only fn, has failed.
 func (tx *wtx) savepoint(name string, fn func() error) (fnErr error, err error) {
 	if _, err := tx.Exec("SAVEPOINT " + name); err != nil {
 		return nil, err
 	}
 	n := len(tx.changed)
 	if fnErr = fn(); fnErr != nil {
+		if de := storageError(fnErr); isStorage(de) {
+			return nil, de
+		}
 		tx.changed = tx.changed[:n]
 		if _, err := tx.Exec("ROLLBACK TO " + name); err != nil {
 			return fnErr, err
@@ -258,16 +271,29 @@ func (s *Store) writer() {
 	}
 }
 
+// commit runs one batch in one transaction. When the transaction cannot be
+// committed, or a write in it failed because the disk is full or failing,
+// every write of the batch fails with that error and none is acknowledged:
+// after SQLITE_FULL or an I/O error SQLite may already have rolled the whole
+// transaction back (https://sqlite.org/lang_transaction.html), so the others
+// cannot be trusted to commit. The transaction is then rolled back
+// explicitly, so that the connection is never left inside it and the next
+// batch starts clean once space returns.
 func (s *Store) commit(batch []*op) {
 	ctx := context.Background()
 	errs := make([]error, len(batch))
 	fail := func(err error) {
+		err = storageError(err)
+		if isStorage(err) {
+			s.noteWrite(err)
+		}
 		for _, o := range batch {
 			o.err <- err
 		}
 	}
 	sqltx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
+		s.rollback()
 		fail(fmt.Errorf("begin: %w", err))
 		return
 	}
@@ -276,16 +302,24 @@ func (s *Store) commit(batch []*op) {
 	for i, o := range batch {
 		fnErr, err := tx.savepoint("op", func() error { return o.fn(tx) })
 		if err != nil {
+			if !isStorage(err) {
+				err = fmt.Errorf("savepoint: %w", err)
+			}
 			tx.Rollback()
-			fail(fmt.Errorf("savepoint: %w", err))
+			s.rollback()
+			fail(err)
 			return
 		}
 		errs[i] = fnErr
 		changed = changed || fnErr == nil
 	}
 	if err := tx.Commit(); err != nil {
+		s.rollback()
 		fail(fmt.Errorf("commit: %w", err))
 		return
+	}
+	if changed {
+		s.noteWrite(nil)
 	}
 	s.mu.Lock()
 	for _, w := range tx.changed {
@@ -310,6 +344,15 @@ func (s *Store) commit(batch []*op) {
 		default:
 		}
 	}
+}
+
+// rollback ends whatever transaction a failed batch left open on the write
+// connection. database/sql forgets a transaction whose COMMIT failed, but
+// SQLite may still hold it open; without this the next BEGIN would fail
+// ("cannot start a transaction within a transaction") for ever. When no
+// transaction is open, SQLite answers an error that is of no interest.
+func (s *Store) rollback() {
+	s.write.ExecContext(context.Background(), "ROLLBACK")
 }
 
 // schemaVersion is the version this gpufleet writes; migrations[v] takes a

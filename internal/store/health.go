@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	sqlite "modernc.org/sqlite"
+)
+
+// SQLite result codes that mean the disk, not the request, failed
+// (https://sqlite.org/rescode.html). Extended codes keep the primary code in
+// their low byte.
+const (
+	sqliteIOErr      = 10   // SQLITE_IOERR and its extended codes
+	sqliteFull       = 13   // SQLITE_FULL: "database or disk is full"
+	sqliteIOErrShmSz = 4874 // SQLITE_IOERR_SHMSIZE: the WAL index could not grow
+)
+
+// diskError is a write that failed because the disk did: kind is
+// core.ErrNoSpace or core.ErrUnavailable, err what SQLite or the system said.
+type diskError struct {
+	kind, err error
+	what      string
+}
+
+func (e *diskError) Error() string {
+	return "the store cannot write (" + e.what + "): " + e.err.Error()
+}
+func (e *diskError) Unwrap() []error { return []error{e.kind, e.err} }
+
+// storageError classifies err. A write that failed because the disk is full
+// (SQLITE_FULL, ENOSPC, a WAL index that cannot grow) becomes a diskError of
+// kind core.ErrNoSpace; one that failed with an I/O error, of kind
+// core.ErrUnavailable. Anything else, and nil, is returned as it is.
+func storageError(err error) error {
+	var se *sqlite.Error
+	switch {
+	case err == nil || isStorage(err):
+		return err
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT),
+		errors.As(err, &se) && (se.Code()&0xff == sqliteFull || se.Code() == sqliteIOErrShmSz):
+		return &diskError{kind: core.ErrNoSpace, err: err, what: core.ErrNoSpace.Error() + "; free space in the data directory"}
+	case errors.Is(err, syscall.EIO), errors.As(err, &se) && se.Code()&0xff == sqliteIOErr:
+		return &diskError{kind: core.ErrUnavailable, err: err, what: "I/O error on its disk"}
+	}
+	return err
+}
+
+// isStorage reports whether err is a diskError: the disk, not the request,
+// failed.
+func isStorage(err error) bool {
+	var de *diskError
+	return errors.As(err, &de)
+}
+
+// probeEvery bounds how often Writable tries a write while the store cannot
+// write.
+const probeEvery = time.Second
+
+// noteWrite records the outcome of a commit for Writable: the storage error
+// of a failed one, or nil after one that wrote.
+func (s *Store) noteWrite(err error) {
+	s.healthMu.Lock()
+	s.writeErr = err
+	s.healthMu.Unlock()
+}
+
+// Writable reports whether the store can write: nil, or the error of the
+// last write, when it failed because the disk is full (core.ErrNoSpace) or
+// failing (core.ErrUnavailable). The condition holds until a write
+// succeeds; while it holds, Writable tries a small write of its own (at most
+// once every probeEvery) so that it clears once space returns even when
+// nothing else writes. Readiness probes call it.
+func (s *Store) Writable(ctx context.Context) error {
+	s.healthMu.Lock()
+	err := s.writeErr
+	probe := err != nil && time.Since(s.probedAt) >= probeEvery
+	if probe {
+		s.probedAt = time.Now()
+	}
+	s.healthMu.Unlock()
+	if !probe {
+		return err
+	}
+	perr := s.do(ctx, func(tx *wtx) error {
+		// Setting the schema version to what it is changes nothing but
+		// still writes the database header: a page in the WAL, as a real
+		// write needs.
+		_, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
+		return err
+	})
+	if isStorage(perr) || perr == nil {
+		return perr
+	}
+	return err
+}
