@@ -136,10 +136,14 @@ func TestFullDiskFailsWritesAndRecovers(t *testing.T) {
 	if err := s.CreateTeam(ctx, core.NewTeam("b", t0)); !errors.Is(err, core.ErrNoSpace) {
 		t.Errorf("CreateTeam on a full disk = %v, want ErrNoSpace", err)
 	}
-	if _, _, err := s.CreateWorkload(ctx, workload(100), nil, t0); err == nil || !errors.Is(err, core.ErrNoSpace) {
+	actx := WithAudit(ctx, &core.AuditEntry{Time: t0, User: "alice", Action: "submit workload", Method: "POST", Path: "/api/v1/workloads", Status: 201})
+	if _, _, err := s.CreateWorkload(actx, workload(100), nil, t0); err == nil || !errors.Is(err, core.ErrNoSpace) {
 		t.Errorf("submit on a full disk = %v, want ErrNoSpace", err)
 	} else {
 		t.Logf("on a full disk a submit fails with: %v", err)
+	}
+	if AuditWritten(actx) {
+		t.Errorf("the audit entry of a submit that failed for want of space counts as written; the failure would go unaudited")
 	}
 
 	// Space returns: Writable clears by its own probe, then writes work.

@@ -208,7 +208,9 @@ func (s *Store) Changed() <-chan struct{} { return s.notify }
 
 // do queues fn as one write and waits until it is durable or failed.
 func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
-	if a := auditOf(ctx); a != nil && !a.written {
+	a := auditOf(ctx)
+	audited := false // the entry is in this write, to be committed with it
+	if a != nil && !a.written {
 		// The request's audit entry goes into the transaction of the
 		// change it describes: no change is ever without its entry.
 		inner := fn
@@ -219,7 +221,7 @@ func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
 			if err := insertAudit(tx, a.entry); err != nil {
 				return err
 			}
-			a.written = true
+			audited = true
 			return nil
 		}
 	}
@@ -233,7 +235,13 @@ func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
 	}
 	// Once queued, the write will be carried out; wait for it even if ctx
 	// ends, so that the caller never reports failure for a committed write.
-	return <-o.err
+	// The entry counts as written only once committed: a batch that failed
+	// (a full disk) took it with it, and the failure is audited instead.
+	err := <-o.err
+	if err == nil && audited {
+		a.written = true
+	}
+	return err
 }
 
 // writer is the only goroutine that writes. It gathers queued writes into one
