@@ -6,6 +6,7 @@ import (
 	"errors"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -66,6 +67,12 @@ var workloadSeeds = []string{
 	`{"command":["true"],"team":"Research","resources":{"gpus":1}}`,
 	`{"command":["true"],"replicas":-1,"resources":{"gpus":1}}`,
 	`{"command":["true"],"gracePeriodSeconds":99999,"resources":{"gpus":1}}`,
+	`{"command":["true"],"maxRuntimeSeconds":9223372037,"resources":{"gpus":1}}`,
+	`{"command":["true"],"maxRuntimeSeconds":18446744074,"resources":{"gpus":1}}`,
+	`{"command":["true"],"maxRuntimeSeconds":99999999999999999999,"resources":{"gpus":1}}`,
+	`{"command":["true"],"maxRuntimeSeconds":31536000,"gracePeriodSeconds":3600,"replicas":256,"resources":{"gpus":8,"cpu":1024,"memoryMiB":16777216}}`,
+	`{"command":["true"],"resources":{"gpuMemoryMiB":1048577}}`,
+	`{"command":["true"],"resources":{"gpus":1,"cpu":"1099511627775.999","memoryMiB":9223372036854775807}}`,
 	`{"command":["true"],"id":"wl-abc","owner":"eve","resources":{"gpus":1}}`,
 	`{"command":["true"],"resources":{"gpus":1},"status":{"phase":"Succeeded"}}`,
 	`{"command":["true"],"resources":{"gpus":1},"createdAt":"2020-01-01T00:00:00Z"}`,
@@ -112,7 +119,39 @@ func FuzzWorkloadDecode(f *testing.F) {
 		if p := w2.Validate(); len(p) > 0 {
 			t.Fatalf("valid workload invalid after a round trip: %v\ninput: %q", p, b)
 		}
+		checkConversions(t, w, b)
 	})
+}
+
+// checkConversions fails when a number of a valid workload does not survive
+// the conversions the server makes: seconds to a time.Duration, MiB to
+// bytes, and a quantity times the replicas.
+func checkConversions(t *testing.T, w *Workload, in []byte) {
+	t.Helper()
+	for _, s := range []struct {
+		field string
+		v     int64
+	}{{"maxRuntimeSeconds", w.MaxRuntimeSeconds}, {"gracePeriodSeconds", w.GracePeriodSeconds}} {
+		if d := time.Duration(s.v) * time.Second; d < 0 || int64(d/time.Second) != s.v {
+			t.Fatalf("valid %s %d overflows a time.Duration (%v)\ninput: %q", s.field, s.v, d, in)
+		}
+	}
+	replicas := int64(max(w.Replicas, 1))
+	r := w.Resources
+	for _, q := range []struct {
+		field string
+		v     int64
+		mul   int64
+	}{
+		{"resources.gpuMemoryMiB", r.GPUMemoryMiB, 1 << 20 * replicas},
+		{"resources.memoryMiB", r.MemoryMiB, 1 << 20 * replicas},
+		{"resources.cpu", int64(r.CPU), replicas},
+		{"resources.gpus", int64(r.GPUs), replicas},
+	} {
+		if q.v != 0 && (q.v*q.mul)/q.mul != q.v {
+			t.Fatalf("valid %s %d times %d overflows\ninput: %q", q.field, q.v, q.mul, in)
+		}
+	}
 }
 
 func checkFields(t *testing.T, in []byte, fe []FieldError) {

@@ -51,10 +51,11 @@ type Workload struct {
 	Env        map[string]string `json:"env,omitempty"`
 	WorkingDir string            `json:"workingDir,omitempty"`
 	// MaxRuntimeSeconds stops the workload (Failed, reason MaxRuntimeExceeded)
-	// once it has run this long; 0 means no limit.
+	// once it has run this long; 0 means no limit. At most
+	// MaxRuntimeSeconds (365 days).
 	MaxRuntimeSeconds int64 `json:"maxRuntimeSeconds,omitempty"`
 	// GracePeriodSeconds is the time between SIGTERM and SIGKILL on cancel or
-	// preemption; 0 means the default (30 s).
+	// preemption; 0 means the default (30 s). At most MaxGracePeriodSeconds.
 	GracePeriodSeconds int64             `json:"gracePeriodSeconds,omitempty"`
 	Labels             map[string]string `json:"labels,omitempty"`
 	// NodeSelector limits the workload to nodes carrying these labels;
@@ -67,7 +68,9 @@ type Workload struct {
 
 // Resources is what one workload asks for. GPUs is a count (1, 2, 8) or a
 // fraction below one (0.5, 0.25); GPUMemoryMiB asks for a share of one GPU by
-// memory instead. The two are exclusive.
+// memory instead. The two are exclusive. Every number is bounded (Validate):
+// GPUs by MaxGPUsPerNode, GPUMemoryMiB by MaxGPUMemoryMiB, CPU by
+// MaxMilliCPU and MemoryMiB by MaxMemoryMiB, per replica.
 type Resources struct {
 	GPUs         Milli    `json:"gpus"`
 	GPUMemoryMiB int64    `json:"gpuMemoryMiB,omitempty"`
@@ -210,7 +213,10 @@ type GPUAllocation struct {
 	MemoryMiB  int64  `json:"memoryMiB"`
 }
 
-// Team owns workloads and holds a quota in milli-GPU (1000 = one GPU).
+// Team owns workloads and holds a quota in milli-GPU (1000 = one GPU). The
+// server bounds the guarantee, the limit and each model guarantee by
+// MaxQuotaMilliGPU, the weight by MaxTeamWeight and the number of model
+// guarantees by MaxModelGuarantees.
 type Team struct {
 	Name string `json:"name"`
 	// GuaranteedMilliGPU is what the team always gets back, by reclaim,
@@ -241,7 +247,7 @@ type Team struct {
 }
 
 // TeamQuota changes a team's quota and allowed priority classes (PATCH
-// /teams/{name}); absent fields stay as they are.
+// /teams/{name}); absent fields stay as they are. The bounds are Team's.
 type TeamQuota struct {
 	GuaranteedMilliGPU *int64 `json:"guaranteedMilliGPU,omitempty"`
 	LimitMilliGPU      *int64 `json:"limitMilliGPU,omitempty"`

@@ -20,6 +20,31 @@ const (
 	MaxImageLen    = 512
 )
 
+// Bounds on the numbers of a workload and of a team's quota. Each is checked
+// before the number becomes a duration, a byte count or a sum, so that no
+// conversion overflows (maxRuntimeSeconds 9223372037 would wrap to a negative
+// time.Duration, and 18446744074 to 290 ms).
+const (
+	// MaxRuntimeSeconds is the longest maxRuntimeSeconds: 365 days (0 is
+	// no limit).
+	MaxRuntimeSeconds = 365 * 24 * 3600
+	// MaxGracePeriodSeconds is the longest gracePeriodSeconds: one hour.
+	MaxGracePeriodSeconds = 3600
+	// MaxGPUMemoryMiB is the largest share of one GPU by memory: 1 TiB.
+	MaxGPUMemoryMiB = 1 << 20
+	// MaxMilliCPU is the most host CPU one replica may ask for: 1024 CPUs.
+	MaxMilliCPU = 1024 * 1000
+	// MaxMemoryMiB is the most host memory one replica may ask for: 16 TiB.
+	MaxMemoryMiB = 16 << 20
+	// MaxQuotaMilliGPU bounds a team's guarantee, limit and each model
+	// guarantee: a million GPUs.
+	MaxQuotaMilliGPU = 1_000_000_000
+	// MaxTeamWeight bounds a team's weight (at least 1).
+	MaxTeamWeight = 1000
+	// MaxModelGuarantees bounds how many models a team's guarantee names.
+	MaxModelGuarantees = 64
+)
+
 var (
 	nameRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	envRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -71,8 +96,8 @@ func (w *Workload) Validate() []FieldError {
 	if w.Replicas < 0 || w.Replicas > MaxReplicas {
 		add("replicas", "must be from 1 to %d", MaxReplicas)
 	}
-	if r.GPUMemoryMiB < 0 {
-		add("resources.gpuMemoryMiB", "must not be negative")
+	if r.GPUMemoryMiB < 0 || r.GPUMemoryMiB > MaxGPUMemoryMiB {
+		add("resources.gpuMemoryMiB", "must be from 0 to %d (1 TiB, a share of one GPU)", MaxGPUMemoryMiB)
 	}
 	if r.GPUMemoryMiB > 0 && r.GPUs > 0 {
 		add("resources.gpuMemoryMiB", "give either gpus or gpuMemoryMiB, not both")
@@ -80,11 +105,11 @@ func (w *Workload) Validate() []FieldError {
 	if r.GPUs == 0 && r.GPUMemoryMiB == 0 {
 		add("resources.gpus", "must be positive (a count such as 1 or 2, a fraction such as 0.25, or set gpuMemoryMiB)")
 	}
-	if r.CPU < 0 {
-		add("resources.cpu", "must not be negative")
+	if r.CPU < 0 || r.CPU > MaxMilliCPU {
+		add("resources.cpu", "must be from 0 to %s CPUs", Milli(MaxMilliCPU))
 	}
-	if r.MemoryMiB < 0 {
-		add("resources.memoryMiB", "must not be negative")
+	if r.MemoryMiB < 0 || r.MemoryMiB > MaxMemoryMiB {
+		add("resources.memoryMiB", "must be from 0 to %d (16 TiB)", MaxMemoryMiB)
 	}
 	for i, m := range r.GPUModels {
 		if strings.TrimSpace(m) == "" || len(m) > 64 {
@@ -139,11 +164,11 @@ func (w *Workload) Validate() []FieldError {
 			add("workingDir", "must be a relative path of plain names (no '..', no leading '/'); it is created under the workload's own directory")
 		}
 	}
-	if w.MaxRuntimeSeconds < 0 {
-		add("maxRuntimeSeconds", "must not be negative")
+	if w.MaxRuntimeSeconds < 0 || w.MaxRuntimeSeconds > MaxRuntimeSeconds {
+		add("maxRuntimeSeconds", "must be from 0 (no limit) to %d (365 days)", MaxRuntimeSeconds)
 	}
-	if w.GracePeriodSeconds < 0 || w.GracePeriodSeconds > 3600 {
-		add("gracePeriodSeconds", "must be between 0 and 3600")
+	if w.GracePeriodSeconds < 0 || w.GracePeriodSeconds > MaxGracePeriodSeconds {
+		add("gracePeriodSeconds", "must be between 0 and %d", MaxGracePeriodSeconds)
 	}
 	if len(w.Labels) > MaxLabels {
 		add("labels", "at most %d labels", MaxLabels)
