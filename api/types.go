@@ -387,6 +387,10 @@ const (
 	CodeIdempotency      = "idempotency_conflict"
 )
 
+// CodeNoSpace (507) says the server's disk is full: nothing was written;
+// retry once an operator has freed space.
+const CodeNoSpace = "insufficient_storage"
+
 // Error implements error so that the client can return it.
 func (e *Error) Error() string {
 	// The server's message usually repeats the field problems on one line;

@@ -15,5 +15,10 @@
 // needed. Each token has a rate limit (ratelimit.go), and every mutating
 // request, whatever its answer, is recorded in the audit trail (audit.go).
 //
+// A write the store refuses because its disk is full answers 507
+// insufficient_storage, naming the problem (nothing was written); /readyz
+// answers 503 while the store cannot write (store.Writable), and 200 again
+// once space returns.
+//
 // apiserver imports api, core and store; never sched, control or executor.
 package apiserver

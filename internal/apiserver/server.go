@@ -126,9 +126,15 @@ func (s *Server) routes() {
 	healthz := func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}
+	// Ready means the store can be read and written: a server whose disk
+	// is full answers 503 here (and 507 to writes) until space returns.
 	readyz := func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.opts.Store.Teams(r.Context()); err != nil {
 			writeError(w, fmt.Errorf("store: %v: %w", err, core.ErrUnavailable))
+			return
+		}
+		if err := s.opts.Store.Writable(r.Context()); err != nil {
+			writeError(w, fmt.Errorf("not ready: %v: %w", err, core.ErrUnavailable))
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -450,6 +456,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, api.CodeConflict
 	case errors.Is(err, core.ErrLimit):
 		return http.StatusTooManyRequests, api.CodeLimitReached
+	case errors.Is(err, core.ErrNoSpace):
+		return http.StatusInsufficientStorage, api.CodeNoSpace
 	case errors.Is(err, core.ErrUnavailable):
 		return http.StatusServiceUnavailable, api.CodeUnavailable
 	}
