@@ -174,9 +174,13 @@ type Node struct {
 	CPU       Milli             `json:"cpu,omitempty"`
 	MemoryMiB int64             `json:"memoryMiB,omitempty"`
 	// Schedulable is false for cordoned nodes.
-	Schedulable bool      `json:"schedulable"`
-	GPUs        []GPU     `json:"gpus"`
-	UpdatedAt   time.Time `json:"updatedAt,omitzero"`
+	Schedulable bool `json:"schedulable"`
+	// Isolation says how the node confines workloads from the platform
+	// and from each other ("per-team users + Landlock ABI 7"), with what
+	// is missing in parentheses.
+	Isolation string    `json:"isolation,omitempty"`
+	GPUs      []GPU     `json:"gpus"`
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 }
 
 // GPU is one device of a node, with what is allocated on it now.

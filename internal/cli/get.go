@@ -245,7 +245,17 @@ func printNodes(e *env, format string, ns []api.Node) error {
 				" ", g.UUID, strings.Join(holders, ",")) // " ": blank, not "-"
 		}
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	// A node that cannot keep workloads apart says so under the table
+	// (its isolation ends with what is missing, in parentheses).
+	for _, n := range ns {
+		if strings.HasSuffix(n.Isolation, ")") {
+			fmt.Fprintf(e.stderr, "warning: node %s does not fully isolate workloads: %s\n", n.Name, n.Isolation)
+		}
+	}
+	return nil
 }
 
 // nodeUse is a node's sampled use: the mean utilisation of its sampled GPUs

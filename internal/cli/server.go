@@ -32,12 +32,13 @@ GPUFLEET_ADDR does not apply.`,
 				}
 				fl := cmd.Flags()
 				for name, set := range map[string]func(){
-					"addr":      func() { fromFile.Addr = cfg.Addr },
-					"data":      func() { fromFile.DataDir = cfg.DataDir },
-					"fake-gpus": func() { fromFile.FakeGPUs = cfg.FakeGPUs },
-					"demo":      func() { fromFile.Demo = cfg.Demo },
-					"node-name": func() { fromFile.NodeName = cfg.NodeName },
-					"executor":  func() { fromFile.Executor = cfg.Executor },
+					"addr":             func() { fromFile.Addr = cfg.Addr },
+					"data":             func() { fromFile.DataDir = cfg.DataDir },
+					"fake-gpus":        func() { fromFile.FakeGPUs = cfg.FakeGPUs },
+					"demo":             func() { fromFile.Demo = cfg.Demo },
+					"node-name":        func() { fromFile.NodeName = cfg.NodeName },
+					"executor":         func() { fromFile.Executor = cfg.Executor },
+					"allow-shared-uid": func() { fromFile.Local.AllowSharedUID = cfg.Local.AllowSharedUID },
 					"kubeconfig": func() {
 						fromFile.Kubernetes.Kubeconfig = cfg.Kubernetes.Kubeconfig
 					},
@@ -64,5 +65,6 @@ GPUFLEET_ADDR does not apply.`,
 	f.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "name this machine is registered under")
 	f.StringVar(&cfg.Executor, "executor", cfg.Executor, `how workloads run: "local" (processes on this machine) or "kubernetes" (pods on the cluster's GPU nodes)`)
 	f.StringVar(&cfg.Kubernetes.Kubeconfig, "kubeconfig", cfg.Kubernetes.Kubeconfig, "kubeconfig for --executor kubernetes (default: the service account in a pod, else $KUBECONFIG or ~/.kube/config)")
+	f.BoolVar(&cfg.Local.AllowSharedUID, "allow-shared-uid", cfg.Local.AllowSharedUID, "start with several teams even where tasks cannot be confined from each other (not root, or no Landlock): single-user machines only")
 	return cmd
 }

@@ -31,6 +31,8 @@ type Config struct {
 	Executor string
 	// Kubernetes configures the kubernetes executor.
 	Kubernetes Kubernetes
+	// Local configures how the local executor confines tasks.
+	Local Local
 	// ResyncPeriod is how often the control loop runs even without changes.
 	ResyncPeriod time.Duration
 	// MaxBodyBytes bounds request bodies.
@@ -143,5 +145,6 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.Limits.validate()...)
 	errs = append(errs, c.Usage.validate()...)
+	errs = append(errs, c.Local.validate()...)
 	return errors.Join(errs...)
 }

@@ -105,6 +105,7 @@ type file struct {
 	NodeName        *string         `json:"nodeName"`
 	Executor        *string         `json:"executor"`
 	Kubernetes      *Kubernetes     `json:"kubernetes"`
+	Local           *Local          `json:"local"`
 	PriorityClasses []PriorityClass `json:"priorityClasses"`
 	Scheduler       *Scheduler      `json:"scheduler"`
 	Limits          *fileLimits     `json:"limits"`
@@ -149,6 +150,9 @@ func Load(path string) (Config, error) {
 	}
 	if f.Kubernetes != nil {
 		c.Kubernetes = *f.Kubernetes
+	}
+	if f.Local != nil {
+		c.Local = *f.Local
 	}
 	if f.PriorityClasses != nil {
 		c.PriorityClasses = f.PriorityClasses

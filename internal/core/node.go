@@ -28,8 +28,11 @@ type Node struct {
 	MilliCPU    int64             `json:"milliCPU,omitempty"`
 	MemoryMiB   int64             `json:"memoryMiB,omitempty"`
 	Schedulable bool              `json:"schedulable"`
-	GPUs        []GPU             `json:"gpus"`
-	UpdatedAt   time.Time         `json:"updatedAt"`
+	// Isolation says how the node's executor confines workloads (see
+	// api.Node.Isolation); informational.
+	Isolation string    `json:"isolation,omitempty"`
+	GPUs      []GPU     `json:"gpus"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // Well-known labels every node carries besides its own.

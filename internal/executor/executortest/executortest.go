@@ -28,6 +28,13 @@ type Options struct {
 	// that does not exist, and the failure must then come on Exits with a
 	// Reason and no exit code 0.
 	LateStartErrors bool
+	// Forbidden lists what a task of one team must not be able to read:
+	// the platform's files and those of the workload other, of another
+	// team, which is running. Paths are absolute or relative to the
+	// task's working directory. Executors that run commands set it; the
+	// isolation test is skipped without it (an executor that runs no
+	// command has nothing to confine).
+	Forbidden func(e executor.Executor, other core.WorkloadID) []string
 }
 
 // Run runs the conformance suite. newExecutor returns a fresh executor for
@@ -54,6 +61,7 @@ func Run(t *testing.T, newExecutor func(t *testing.T) executor.Executor, opts Op
 		{"adopting an unknown task returns false", adoptUnknown},
 		{"adopting a running task returns true and its exit comes once", adoptRunning},
 		{"two tasks run at once and are reported separately", twoTasks},
+		{"a task reads nothing of the platform's or another team's files", isolation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,6 +244,45 @@ type harness struct {
 	e    executor.Executor
 	opts Options
 	live map[key]bool
+}
+
+// isolation: a task of team tb tries to read the platform's files and what
+// a running task of team ta wrote (its log, its working directory), by
+// every path the executor names, and gets none of it, while it can read
+// what it wrote itself.
+func isolation(h *harness) {
+	if h.opts.Forbidden == nil {
+		h.t.Skip("the executor runs no commands: nothing to confine")
+	}
+	const marker = "ta-private-4f1c"
+	victim := h.task("victim", "sh", "-c", "echo "+marker+"; echo "+marker+" > own-file; sleep 30")
+	victim.Team = "ta"
+	h.start(victim)
+	h.waitLog(victim.WorkloadID, marker)
+	script := `echo mine > own-file; echo "OWN $(cat own-file)"
+for p in "$@"; do
+  if c=$(cat -- "$p" 2>/dev/null) && [ -n "$c" ]; then echo "LEAK $p: $c"; fi
+  if ls -- "$p" >/dev/null 2>&1 && [ -d "$p" ]; then echo "LEAK dir $p: $(ls -- "$p" | head -c 200)"; fi
+done
+echo DONE`
+	paths := h.opts.Forbidden(h.e, victim.WorkloadID)
+	attacker := h.task("attacker", append([]string{"sh", "-c", script, "sh"}, paths...)...)
+	attacker.Team = "tb"
+	h.start(attacker)
+	if x := h.waitExit(attacker); x.ExitCode == nil || *x.ExitCode != 0 {
+		h.t.Errorf("attacker: got %s, want exit code 0", describe(x))
+	}
+	out := h.readLogs(attacker.WorkloadID)
+	if !strings.Contains(out, "OWN mine") || !strings.Contains(out, "DONE") {
+		h.t.Fatalf("the attacking task did not run its checks; its log:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "LEAK") || strings.Contains(l, marker) {
+			h.t.Errorf("a task of team tb read what it must not: %s", l)
+		}
+	}
+	h.stop(victim, 0)
+	h.waitExit(victim)
 }
 
 func (h *harness) ctx() context.Context { return h.t.Context() }

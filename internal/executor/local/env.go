@@ -76,6 +76,19 @@ func taskEnv(t executor.Task, path, home string) []string {
 	return out
 }
 
+// EnvCheckpointDir names the workload's checkpoint directory: kept across
+// attempts (a requeue after preemption or a lost node finds what the last
+// attempt saved there), and writable by the task.
+const EnvCheckpointDir = "GPUFLEET_CHECKPOINT_DIR"
+
+// withVar sets name=value in a sorted environment, over any value there.
+func withVar(env []string, name, value string) []string {
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+	env = append(env, name+"="+value)
+	slices.Sort(env)
+	return env
+}
+
 // envValue returns the value of name in a "k=v" list.
 func envValue(env []string, name string) string {
 	for _, kv := range env {

@@ -42,6 +42,9 @@ type Options struct {
 	// in $GPUFLEET_SIM_USAGE_FILE where it writes its own utilisation and
 	// memory (for simulated GPUs; see UsageFile).
 	SimulatedUsage bool
+	// Isolation says how tasks are confined; the zero value confines them
+	// as far as this machine allows (see Executor.Isolation).
+	Isolation Isolation
 }
 
 // Executor runs tasks as supervised OS processes. It is safe for concurrent
@@ -55,6 +58,14 @@ type Executor struct {
 	out  *executor.Outbox
 	// simUsage: tasks get EnvSimUsageFile.
 	simUsage bool
+	// root is DataDir, absolute: hidden from sandboxed tasks.
+	root string
+	iso  Isolation
+	// status is what probing found; uids gives teams their user IDs when
+	// status.Users.
+	status IsolationStatus
+	uids   *teamIDs
+	devs   []string
 
 	mu    sync.Mutex
 	tasks map[key]*task
@@ -85,13 +96,26 @@ func New(opts Options) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local executor: %w", err)
 	}
+	if err := opts.Isolation.Validate(); err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
 	dir := filepath.Join(root, "workloads")
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("local executor: %w", err)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("local executor: find own binary for the supervisor: %w", err)
+	}
+	status := probe(self, opts.Isolation)
+	var uids *teamIDs
+	if status.Users {
+		if uids, err = loadTeamIDs(filepath.Join(root, "team-uids.json"), opts.Isolation.first(), opts.Isolation.last()); err != nil {
+			return nil, fmt.Errorf("local executor: %w", err)
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -113,8 +137,16 @@ func New(opts Options) (*Executor, error) {
 		tasks: map[key]*task{},
 
 		simUsage: opts.SimulatedUsage,
+		root:     root,
+		iso:      opts.Isolation,
+		status:   status,
+		uids:     uids,
+		devs:     devices(),
 	}, nil
 }
+
+// Isolation says how this executor confines tasks.
+func (e *Executor) Isolation() IsolationStatus { return e.status }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
 
@@ -187,20 +219,33 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	if _, err := os.Stat(filepath.Join(adir, "pid")); err == nil {
 		return fmt.Errorf("attempt was started before: %w", fs.ErrExist)
 	}
-	if err := os.MkdirAll(adir, 0o750); err != nil {
+	if err := os.MkdirAll(adir, 0o700); err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(adir, "exit")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for _, name := range []string{"exit", exitReserved} {
+		if err := os.Remove(filepath.Join(adir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
-	work := filepath.Join(wdir, "work")
-	if err := os.MkdirAll(work, 0o750); err != nil {
-		return err
+	uid, gid := -1, -1
+	if e.status.Users {
+		if uid, err = e.uids.uid(t.Team); err != nil {
+			return err
+		}
+		gid = uid
 	}
+	// The task's own directories, which only its team's user may enter.
+	own := taskDirs(wdir)
+	for _, d := range own.list() {
+		if err := ownDir(d, uid, gid); err != nil {
+			return err
+		}
+	}
+	work := own.work
 
 	// 3. Open the log and announce the attempt; later failures are logged
 	// there too, for the user.
-	logf, err := os.OpenFile(filepath.Join(wdir, "log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	logf, err := os.OpenFile(filepath.Join(wdir, "log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
@@ -212,21 +257,30 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	}
 
 	// 4. Working directory, environment and program.
-	dir, err := workingDir(work, t.WorkingDir)
+	dir, err := workingDir(work, t.WorkingDir, uid, gid)
 	if err != nil {
 		return fail(err)
 	}
 	env := taskEnv(t, e.path, dir)
+	env = withVar(env, EnvCheckpointDir, own.checkpoint)
+	if !e.status.Users {
+		// No private /tmp: give the task its own.
+		env = withVar(env, "TMPDIR", own.tmp)
+	}
 	if e.simUsage && len(t.Assignments) > 0 {
-		env = withSimUsageFile(env, e.usageFile(adir))
+		env = withVar(env, EnvSimUsageFile, e.usageFile(adir))
 	}
 	prog, err := lookPath(t.Command[0], envValue(env, "PATH"), dir)
 	if err != nil {
 		return fail(err)
 	}
+	spec, err := e.sandbox(own, uid, gid, dir)
+	if err != nil {
+		return fail(err)
+	}
 
 	// 5. Start the supervisor and wait until it has started the task.
-	if err := e.launch(ctx, tk, dir, prog, t.Command, env, logf); err != nil {
+	if err := e.launch(ctx, tk, dir, spec, prog, t.Command, env, logf); err != nil {
 		return fail(err)
 	}
 	started = true
@@ -235,7 +289,7 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 
 // launch starts the supervisor, waits for its report, writes the pid file
 // and starts the goroutine that waits for the supervisor's end.
-func (e *Executor) launch(ctx context.Context, tk *task, dir, prog string, argv, env []string, logf *os.File) error {
+func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string, argv, env []string, logf *os.File) error {
 	adir := tk.dir
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -250,7 +304,7 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, prog string, argv,
 	defer goW.Close()
 	cmd := &exec.Cmd{
 		Path:        e.self,
-		Args:        append([]string{e.self, shimArg, adir, prog}, argv...),
+		Args:        append([]string{e.self, shimArg, adir, spec, prog}, argv...),
 		Env:         append(env, shimEnv+"=1"),
 		Dir:         dir,
 		Stdout:      logf,
@@ -532,8 +586,9 @@ func (e *Executor) Logs(id core.WorkloadID) (io.ReadCloser, error) {
 }
 
 // workingDir creates and returns work/rel, refusing a rel that leaves work,
-// through ".." or through a symbolic link.
-func workingDir(work, rel string) (string, error) {
+// through ".." or through a symbolic link. What it creates is given to uid
+// and gid (unless -1), the task's.
+func workingDir(work, rel string, uid, gid int) (string, error) {
 	if rel == "" {
 		return work, nil
 	}
@@ -547,6 +602,14 @@ func workingDir(work, rel string) (string, error) {
 	defer root.Close()
 	if err := root.MkdirAll(rel, 0o750); err != nil {
 		return "", fmt.Errorf("working directory %q: %w", rel, err)
+	}
+	if uid >= 0 {
+		// Each component, through the root: a link cannot lead out.
+		for p := filepath.Clean(rel); p != "."; p = filepath.Dir(p) {
+			if err := root.Lchown(p, uid, gid); err != nil {
+				return "", fmt.Errorf("working directory %q: %w", rel, err)
+			}
+		}
 	}
 	return filepath.Join(work, rel), nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,13 +27,65 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	var dirs sync.Map // *local.Executor → its data directory
 	executortest.Run(t, func(t *testing.T) executor.Executor {
-		e, err := local.New(local.Options{DataDir: t.TempDir()})
+		dir := t.TempDir()
+		// The platform's secrets, as the server keeps them.
+		for _, name := range []string{"admin-token", "gpufleet.db"} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte("platform-secret-"+name), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e, err := local.New(local.Options{DataDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
+		requireIsolation(t, e)
+		dirs.Store(e, dir)
 		return e
-	}, executortest.Options{})
+	}, executortest.Options{Forbidden: func(e executor.Executor, other core.WorkloadID) []string {
+		v, _ := dirs.Load(e)
+		dir := v.(string)
+		var pids []string
+		for _, p := range e.(*local.Executor).Processes() {
+			if p.WorkloadID == other {
+				pids = append(pids, strconv.Itoa(p.PID))
+			}
+		}
+		return forbiddenPaths(dir, other, pids...)
+	}})
+}
+
+// forbiddenPaths are the ways a task could reach the platform's files in
+// dir, and the workload other's, whose processes are pids.
+func forbiddenPaths(dir string, other core.WorkloadID, pids ...string) []string {
+	w := filepath.Join(dir, "workloads", string(other))
+	paths := []string{
+		filepath.Join(dir, "admin-token"), filepath.Join(dir, "gpufleet.db"),
+		"../../../admin-token", "../../../gpufleet.db",
+		"/proc/1/root" + filepath.Join(dir, "admin-token"),
+		"/proc/self/root" + filepath.Join(dir, "admin-token"),
+		filepath.Join(w, "log"), filepath.Join(w, "work", "own-file"), filepath.Join(w, "work"),
+		"../../" + string(other) + "/log", "../../" + string(other) + "/work/own-file",
+	}
+	for _, pid := range pids {
+		paths = append(paths, "/proc/"+pid+"/environ", "/proc/"+pid+"/root"+filepath.Join(dir, "admin-token"),
+			"/proc/"+pid+"/cwd/own-file")
+	}
+	return paths
+}
+
+// requireIsolation skips a test that needs full isolation where the
+// machine cannot give it (not root, no Landlock), unless
+// GPUFLEET_REQUIRE_ISOLATION=1 (CI) makes that a failure.
+func requireIsolation(t *testing.T, e *local.Executor) {
+	t.Helper()
+	if st := e.Isolation(); !st.Full() {
+		if os.Getenv("GPUFLEET_REQUIRE_ISOLATION") == "1" {
+			t.Fatalf("isolation is required (GPUFLEET_REQUIRE_ISOLATION=1) but this machine gives %s", st)
+		}
+		t.Logf("isolation is not full here: %s", st)
+	}
 }
 
 // newExecutor returns a local executor on dir (a fresh temporary directory
@@ -249,12 +302,17 @@ func TestEnvironment(t *testing.T) {
 				got[k] = v
 			}
 			want := map[string]string{
-				"PATH":                 os.Getenv("PATH"),
-				"HOME":                 filepath.Join(dir, "workloads", string(tt.id), "work"),
-				"LANG":                 "C.UTF-8",
-				"GPUFLEET_WORKLOAD_ID": string(tt.id),
-				"GPUFLEET_ATTEMPT":     "1",
-				"CUDA_DEVICE_ORDER":    "PCI_BUS_ID",
+				"PATH":                    os.Getenv("PATH"),
+				"HOME":                    filepath.Join(dir, "workloads", string(tt.id), "work"),
+				"LANG":                    "C.UTF-8",
+				"GPUFLEET_WORKLOAD_ID":    string(tt.id),
+				"GPUFLEET_ATTEMPT":        "1",
+				"CUDA_DEVICE_ORDER":       "PCI_BUS_ID",
+				"GPUFLEET_CHECKPOINT_DIR": filepath.Join(dir, "workloads", string(tt.id), "checkpoint"),
+			}
+			if !e.Isolation().Users {
+				// Without a private /tmp the task gets its own.
+				want["TMPDIR"] = filepath.Join(dir, "workloads", string(tt.id), "tmp")
 			}
 			maps.Copy(want, tt.want)
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -31,6 +31,9 @@ type pidRecord struct {
 // ended: {"exitCode":3} or {"signal":"SIGTERM"}, with a reason and message
 // when there is more to say.
 type exitRecord struct {
+	// Reserved marks the placeholder the supervisor writes to
+	// attempt-N/exit.reserved before the task starts (see reserveExit).
+	Reserved   bool      `json:"reserved,omitempty"`
 	ExitCode   *int      `json:"exitCode,omitempty"`
 	Signal     string    `json:"signal,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
@@ -49,13 +52,106 @@ func (r exitRecord) exit(k key) executor.Exit {
 	}
 }
 
-// readExit reads attempt-N/exit; ok is false when there is none.
+// readExit reads attempt-N/exit or, when the supervisor had to record the
+// ending in its reservation, attempt-N/exit.reserved; ok is false when
+// neither holds an ending.
 func readExit(adir string) (r exitRecord, ok bool, err error) {
 	err = readJSON(filepath.Join(adir, "exit"), &r)
 	if errors.Is(err, fs.ErrNotExist) {
-		return r, false, nil
+		r = exitRecord{}
+		err = readJSON(filepath.Join(adir, exitReserved), &r)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && r.Reserved) {
+			return exitRecord{}, false, nil
+		}
 	}
 	return r, err == nil, err
+}
+
+// exitReserved is the file, of reservedSize bytes, that the supervisor
+// writes before it starts the task, so that recording the ending never
+// needs new space on a full disk: the ending overwrites it in place.
+const (
+	exitReserved = "exit.reserved"
+	reservedSize = 4096
+)
+
+// reserveExit writes the placeholder record, padded to reservedSize, and
+// syncs it, so that its blocks are allocated.
+func reserveExit(adir string) error {
+	b, _ := json.Marshal(exitRecord{Reserved: true})
+	f, err := os.OpenFile(filepath.Join(adir, exitReserved), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(padded(b))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(filepath.Join(adir, exitReserved))
+		return fmt.Errorf("reserve the exit record: %w", err)
+	}
+	return syncDir(adir)
+}
+
+// padded returns b followed by spaces up to reservedSize (JSON ignores
+// them), or b itself when longer.
+func padded(b []byte) []byte {
+	if len(b) >= reservedSize {
+		return b
+	}
+	out := make([]byte, reservedSize)
+	copy(out, b)
+	for i := len(b); i < reservedSize; i++ {
+		out[i] = ' '
+	}
+	out[reservedSize-1] = '\n'
+	return out
+}
+
+// writeExit records how the task ended: attempt-N/exit, written
+// atomically, or, when that fails (no space for a new file), the record
+// written over the reservation in place, in blocks already allocated.
+func writeExit(adir string, rec exitRecord) error {
+	err := writeJSON(filepath.Join(adir, "exit"), rec)
+	if err == nil {
+		os.Remove(filepath.Join(adir, exitReserved))
+		return nil
+	}
+	b, merr := json.Marshal(rec)
+	if merr != nil || len(b) >= reservedSize {
+		// Too long for the reservation: keep what matters.
+		rec.Message = ""
+		b, _ = json.Marshal(rec)
+	}
+	f, oerr := os.OpenFile(filepath.Join(adir, exitReserved), os.O_WRONLY, 0)
+	if oerr != nil {
+		return fmt.Errorf("%w; and the reservation: %w", err, oerr)
+	}
+	_, werr := f.WriteAt(padded(b), 0)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("%w; and the reservation: %w", err, werr)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	d.Close()
+	return err
 }
 
 func readJSON(path string, v any) error {

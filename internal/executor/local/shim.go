@@ -1,19 +1,21 @@
 package local
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 )
 
 // The supervisor is this package's binary called with shimEnv=1 in its
-// environment and the arguments: shimArg, attempt dir, program, argv...
+// environment and the arguments: shimArg, attempt dir, sandbox spec (JSON,
+// or empty to run the program unconfined), program, argv...
 const (
 	shimEnv = "GPUFLEET_SHIM"
 	shimArg = "gpufleet-shim"
@@ -26,18 +28,23 @@ const (
 	goFD    = 4
 )
 
+// drainTimeout bounds how long the supervisor keeps copying output after
+// the task's process group is gone: a process that left the group may hold
+// the pipe open.
+const drainTimeout = 2 * time.Second
+
 func init() {
-	if os.Getenv(shimEnv) != "1" || len(os.Args) < 5 || os.Args[1] != shimArg {
+	if os.Getenv(shimEnv) != "1" || len(os.Args) < 6 || os.Args[1] != shimArg {
 		return
 	}
 	// syscall.Exit, not os.Exit: the supervisor has nothing to flush, and
 	// race-enabled binaries (tests) would otherwise sleep a second on exit.
-	syscall.Exit(runShim(os.Args[2], os.Args[3], os.Args[4:]))
+	syscall.Exit(runShim(os.Args[2], os.Args[3], os.Args[4], os.Args[5:]))
 }
 
 // runShim supervises one task (see the package documentation) and returns
 // the supervisor's own exit status.
-func runShim(attemptDir, prog string, argv []string) int {
+func runShim(attemptDir, specJSON, prog string, argv []string) int {
 	// 1. Keep the report pipe from the task, and outlive signals meant for
 	// the task. Caught signals revert to their defaults in the task on exec;
 	// ignored ones would not, which is why they are caught, not ignored.
@@ -49,6 +56,11 @@ func runShim(attemptDir, prog string, argv []string) int {
 		for range sigs {
 		}
 	}()
+	refuse := func(msg string) int {
+		fmt.Fprintf(ready, "err %s\n", strings.ReplaceAll(msg, "\n", " "))
+		ready.Close()
+		return 1
+	}
 
 	// 2. Wait for "go": Start sends it once the pid file is on disk. A
 	// control plane that died before that never sees this task, so it must
@@ -59,50 +71,124 @@ func runShim(attemptDir, prog string, argv []string) int {
 	n, _ := io.ReadFull(goPipe, buf)
 	goPipe.Close()
 	if n != 3 || string(buf) != "go\n" {
-		fmt.Fprintf(ready, "err the control plane went away before the task started\n")
-		ready.Close()
-		return 1
+		return refuse("the control plane went away before the task started")
 	}
 
-	// 3. Start the task in a process group of its own.
-	cmd := &exec.Cmd{
-		Path:        prog,
-		Args:        argv,
-		Env:         withoutVar(os.Environ(), shimEnv),
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	// 3. Reserve the exit record, so that the ending can be recorded on a
+	// full disk; with no space for it, the task does not start.
+	if err := reserveExit(attemptDir); err != nil {
+		return refuse(err.Error())
 	}
-	if err := cmd.Start(); err != nil {
+
+	// 4. Start the task in a process group of its own, confined by the
+	// sandbox when there is a spec, its output on a pipe that only the
+	// supervisor writes to the log.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return refuse(err.Error())
+	}
+	env := withoutVar(os.Environ(), shimEnv)
+	cmd := &exec.Cmd{Path: prog, Args: argv, Env: env, Stdout: outW, Stderr: outW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	var errR *os.File
+	if specJSON != "" {
+		var spec sandboxSpec
+		if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+			return refuse("bad sandbox spec: " + err.Error())
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return refuse(err.Error())
+		}
+		var errW *os.File
+		errR, errW, err = os.Pipe()
+		if err != nil {
+			return refuse(err.Error())
+		}
+		defer errR.Close()
+		cmd.Path = self
+		cmd.Args = append([]string{self, sandboxArg, specJSON, prog}, argv...)
+		cmd.Env = append(env, sandboxEnv+"=1")
+		cmd.ExtraFiles = []*os.File{errW}
+		cmd.SysProcAttr = spec.sysProcAttr()
+		defer errW.Close()
+	}
+	startErr := cmd.Start()
+	outW.Close()
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
+	if startErr == nil && errR != nil {
+		// The sandbox closes its end unwritten when the exec succeeds.
+		b, _ := io.ReadAll(io.LimitReader(errR, 4096))
+		if msg := strings.TrimSpace(string(b)); msg != "" {
+			cmd.Wait()
+			startErr = errors.New(msg)
+		}
+	}
+	if startErr != nil {
 		// Start has checked the program already; this is a late failure.
-		msg := strings.ReplaceAll(err.Error(), "\n", " ")
-		werr := writeJSON(filepath.Join(attemptDir, "exit"), exitRecord{Reason: "StartError", Message: msg, FinishedAt: time.Now().UTC()})
-		fmt.Fprintf(ready, "err %s\n", msg)
-		ready.Close()
+		outR.Close()
+		msg := strings.ReplaceAll(startErr.Error(), "\n", " ")
+		werr := writeExit(attemptDir, exitRecord{Reason: "StartError", Message: msg, FinishedAt: time.Now().UTC()})
 		if werr != nil {
 			fmt.Fprintf(os.Stderr, "gpufleet: record exit: %v\n", werr)
 		}
-		return 1
+		return refuse(msg)
 	}
 	pid := cmd.Process.Pid
 	_, tick, _ := procStat(pid) // unreaped, so readable even if it has exited
+	copied := make(chan struct{})
+	go func() {
+		copyOutput(os.Stdout, outR)
+		close(copied)
+	}()
 
-	// 4. Report, then wait.
+	// 5. Report, then wait.
 	fmt.Fprintf(ready, "ok %d %d\n", pid, tick)
 	ready.Close()
 	cmd.Wait()
 
-	// 5. A task ends with its main process: kill what it left behind.
+	// 6. A task ends with its main process: kill what it left behind, and
+	// copy what it wrote until the pipe closes (or give up on a process
+	// that escaped the group).
 	syscall.Kill(-pid, syscall.SIGKILL)
+	select {
+	case <-copied:
+	case <-time.After(drainTimeout):
+		outR.Close()
+	}
 
-	// 6. Record the ending.
+	// 7. Record the ending.
 	rec := recordOf(cmd.ProcessState)
 	rec.FinishedAt = time.Now().UTC()
-	if err := writeJSON(filepath.Join(attemptDir, "exit"), rec); err != nil {
+	if err := writeExit(attemptDir, rec); err != nil {
 		fmt.Fprintf(os.Stderr, "gpufleet: record exit: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// copyOutput copies the task's output to the log until the pipe closes. A
+// write that fails (a full disk) drops that output but keeps draining the
+// pipe, so the task never blocks on it.
+func copyOutput(log io.Writer, r io.Reader) {
+	buf := make([]byte, 32<<10)
+	dropped := 0
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, werr := log.Write(buf[:n]); werr != nil {
+				dropped += n
+			} else if dropped > 0 {
+				fmt.Fprintf(log, "--- gpufleet: %d bytes of output were lost: the log could not be written ---\n", dropped)
+				dropped = 0
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // recordOf turns a wait status into an exit record.

@@ -2,16 +2,15 @@ package local
 
 import (
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 // EnvSimUsageFile names, for a task on simulated GPUs (Options.
 // SimulatedUsage), the file where it writes its own GPU utilisation and
-// memory: "utilization=0.8 memoryMiB=2048". The file is in the attempt's
-// directory; no file means utilisation 0 and memory 0.
+// memory: "utilization=0.8 memoryMiB=2048". The file is in the workload's
+// usage directory, which the task may write; no file means utilisation 0
+// and memory 0.
 const EnvSimUsageFile = "GPUFLEET_SIM_USAGE_FILE"
 
 // Process is a running task: its main process, which leads the task's
@@ -48,13 +47,8 @@ func (e *Executor) UsageFile(id core.WorkloadID, attempt int) string {
 	return e.usageFile(adir)
 }
 
-func (e *Executor) usageFile(adir string) string { return filepath.Join(adir, "gpu-usage") }
-
-// withSimUsageFile sets EnvSimUsageFile in a sorted environment, over any
-// value the task's own Env gave it.
-func withSimUsageFile(env []string, path string) []string {
-	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, EnvSimUsageFile+"=") })
-	env = append(env, EnvSimUsageFile+"="+path)
-	slices.Sort(env)
-	return env
+// usageFile is <workload>/usage/attempt-N: in a directory the task may
+// write, since the task writes it.
+func (e *Executor) usageFile(adir string) string {
+	return filepath.Join(filepath.Dir(adir), "usage", filepath.Base(adir))
 }

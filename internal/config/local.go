@@ -1,0 +1,62 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Local configures the local executor's confinement of tasks (see
+// SECURITY.md and internal/executor/local).
+type Local struct {
+	// Isolation is "auto" (the default: each team's tasks under a user ID
+	// of their own, restricted by Landlock, as far as the machine allows)
+	// or "off" (tasks run as the server's user, unconfined).
+	Isolation string `json:"isolation,omitempty"`
+	// UIDRange is the range of user IDs given to teams, "FIRST-LAST";
+	// empty means 200000-265535.
+	UIDRange string `json:"uidRange,omitempty"`
+	// ReadOnlyPaths replaces the system paths tasks may read and execute
+	// (/usr, /etc, /proc, ...) when set.
+	ReadOnlyPaths []string `json:"readOnlyPaths,omitempty"`
+	// AllowSharedUID lets the server start with several teams although it
+	// cannot confine their tasks from each other (not root, or no
+	// Landlock): for a single user's machine only. --allow-shared-uid.
+	AllowSharedUID bool `json:"allowSharedUID,omitempty"`
+}
+
+// UIDs parses UIDRange; zeros mean the executor's default.
+func (l Local) UIDs() (first, last int, err error) {
+	if l.UIDRange == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(l.UIDRange, "-")
+	first, err1 := strconv.Atoi(strings.TrimSpace(a))
+	last, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("local.uidRange %q: want FIRST-LAST, e.g. 200000-265535", l.UIDRange)
+	}
+	if first < 1000 || last < first || last > 1<<31-2 {
+		return 0, 0, fmt.Errorf("local.uidRange %q: want 1000 <= FIRST <= LAST < 2147483647", l.UIDRange)
+	}
+	return first, last, nil
+}
+
+func (l Local) validate() []error {
+	var errs []error
+	switch l.Isolation {
+	case "", "auto", "off":
+	default:
+		errs = append(errs, fmt.Errorf("local.isolation %q: want \"auto\" or \"off\"", l.Isolation))
+	}
+	if _, _, err := l.UIDs(); err != nil {
+		errs = append(errs, err)
+	}
+	for i, p := range l.ReadOnlyPaths {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("local.readOnlyPaths[%d] %q: want an absolute path", i, p))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,80 @@
+package local
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+)
+
+// dirs are a workload's directories that its tasks may write, all under
+// DataDir/workloads/<id>/ and kept across attempts.
+type dirs struct {
+	work       string // the default working directory and HOME
+	checkpoint string // $GPUFLEET_CHECKPOINT_DIR
+	usage      string // the simulated usage files, one per attempt
+	tmp        string // $TMPDIR where the task has no private /tmp
+}
+
+func taskDirs(wdir string) dirs {
+	return dirs{
+		work:       filepath.Join(wdir, "work"),
+		checkpoint: filepath.Join(wdir, "checkpoint"),
+		usage:      filepath.Join(wdir, "usage"),
+		tmp:        filepath.Join(wdir, "tmp"),
+	}
+}
+
+func (d dirs) list() []string { return []string{d.work, d.checkpoint, d.usage, d.tmp} }
+
+// ownDir creates dir, mode 0700, and gives it to uid and gid (unless -1).
+// It refuses a dir that is a symbolic link: the task owns the directory
+// above none of these, but a mistake there must not make the server chown
+// what a link points to.
+func ownDir(dir string, uid, gid int) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &os.PathError{Op: "prepare", Path: dir, Err: os.ErrInvalid}
+	}
+	if uid >= 0 {
+		if err := os.Lchown(dir, uid, gid); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(dir, 0o700)
+}
+
+// sandbox returns the sandbox spec for a task, as JSON, or "" when tasks
+// run unconfined.
+func (e *Executor) sandbox(own dirs, uid, gid int, dir string) (string, error) {
+	st := e.status
+	if !st.Users && st.Landlock == 0 {
+		return "", nil
+	}
+	spec := sandboxSpec{UID: uid, GID: gid, Dir: dir}
+	rw := own.list()
+	if st.Users {
+		spec.MountNS = true
+		spec.PrivateTmp = true
+		spec.HideProcs = true
+		spec.Hide = []string{e.root}
+		spec.Binds = rw
+		rw = append(rw, "/tmp", "/dev/shm")
+	}
+	if st.Landlock > 0 {
+		spec.Landlock = true
+		spec.RW = rw
+		spec.RO = e.iso.readOnly()
+		spec.Devices = e.devs
+	}
+	if err := spec.check(); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(spec)
+	return string(b), err
+}

@@ -1,0 +1,242 @@
+package local
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// The sandbox is this package's binary called with sandboxEnv=1 and the
+// arguments sandboxArg, the JSON sandboxSpec, then the program and its argv
+// (none for a probe). The supervisor starts it as the task's process; it
+// confines itself and execs the program, so the task's pid is the
+// sandbox's.
+const (
+	sandboxEnv = "GPUFLEET_SANDBOX"
+	sandboxArg = "gpufleet-sandbox"
+)
+
+// sandboxErrFD is the sandbox's end of a close-on-exec pipe to the
+// supervisor: a successful exec closes it unwritten; a failure writes why.
+const sandboxErrFD = 3
+
+// sandboxSpec is what the sandbox does before it execs the task, in order.
+type sandboxSpec struct {
+	// MountNS: the process was started in a mount namespace of its own
+	// (sysProcAttr); the mounts below are made there.
+	MountNS bool `json:"mountNS,omitempty"`
+	// PrivateTmp mounts an empty tmpfs on /tmp and /dev/shm.
+	PrivateTmp bool `json:"privateTmp,omitempty"`
+	// Hide covers each directory (the data directory) with an empty
+	// read-only tmpfs, after which Binds bring back the task's own
+	// directories at their usual paths.
+	Hide  []string `json:"hide,omitempty"`
+	Binds []string `json:"binds,omitempty"`
+	// HideProcs remounts /proc so that the task sees only its own user's
+	// processes (hidepid=invisible).
+	HideProcs bool `json:"hideProcs,omitempty"`
+	// UID and GID to run as, with no supplementary groups; -1 keeps the
+	// server's.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// Landlock restricts the task to reading and writing RW, reading and
+	// executing RO, and using Devices; signals and abstract sockets reach
+	// only its own domain.
+	Landlock bool     `json:"landlock,omitempty"`
+	RW       []string `json:"rw,omitempty"`
+	RO       []string `json:"ro,omitempty"`
+	Devices  []string `json:"devices,omitempty"`
+	// Dir is the working directory.
+	Dir string `json:"dir,omitempty"`
+}
+
+func init() {
+	if os.Getenv(sandboxEnv) != "1" || len(os.Args) < 3 || os.Args[1] != sandboxArg {
+		return
+	}
+	// Everything below runs on this thread, whose credentials and Landlock
+	// domain the program inherits through execve.
+	runtime.LockOSThread()
+	var spec sandboxSpec
+	if err := json.Unmarshal([]byte(os.Args[2]), &spec); err != nil {
+		sandboxFail(fmt.Errorf("sandbox: bad spec: %w", err))
+	}
+	if err := spec.enter(); err != nil {
+		sandboxFail(err)
+	}
+	if len(os.Args) == 3 {
+		syscall.Exit(0) // a probe
+	}
+	env := withoutVar(os.Environ(), sandboxEnv)
+	err := syscall.Exec(os.Args[3], os.Args[4:], env)
+	if err == syscall.ENOENT || err == syscall.EACCES {
+		sandboxFail(fmt.Errorf("exec %s: %w (a workload runs only programs in its own directories and the system paths %s, with a private /tmp)",
+			os.Args[3], err, strings.Join(spec.RO, ", ")))
+	}
+	sandboxFail(fmt.Errorf("exec %s: %w", os.Args[3], err))
+}
+
+// sandboxFail reports err to the supervisor (or, for a probe, on stderr)
+// and exits 127, as a shell does for a program it cannot run.
+func sandboxFail(err error) {
+	f := os.NewFile(sandboxErrFD, "sandbox-err")
+	if f == nil || len(os.Args) == 3 {
+		f = os.Stderr
+	}
+	fmt.Fprintln(f, err)
+	syscall.Exit(127)
+}
+
+// enter applies the spec to the calling process.
+func (s sandboxSpec) enter() error {
+	syscall.CloseOnExec(sandboxErrFD)
+	if s.MountNS {
+		if err := s.mount(); err != nil {
+			return err
+		}
+	}
+	// The ruleset is built while the process may still open every path.
+	rfd, rflags := -1, uint32(0)
+	if s.Landlock {
+		var err error
+		rfd, rflags, err = s.ruleset()
+		if err != nil {
+			return fmt.Errorf("sandbox: Landlock: %w", err)
+		}
+	}
+	if s.UID >= 0 {
+		if err := setIDs(s.UID, s.GID); err != nil {
+			return err
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if rfd >= 0 {
+		if err := ll.LandlockRestrictSelf(rfd, rflags); err != nil {
+			return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
+		}
+		unix.Close(rfd)
+	}
+	if s.Dir != "" {
+		if err := unix.Chdir(s.Dir); err != nil {
+			return fmt.Errorf("sandbox: working directory %s: %w", s.Dir, err)
+		}
+	}
+	return nil
+}
+
+// mount makes the task's view of the filesystem, in its own mount
+// namespace: the directories to bring back are opened first, then the data
+// directory is covered and they are bound again at their own paths.
+func (s sandboxSpec) mount() error {
+	fds := make([]int, len(s.Binds))
+	for i, dir := range s.Binds {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: open %s: %w", dir, err)
+		}
+		fds[i] = fd
+	}
+	const flags = unix.MS_NOSUID | unix.MS_NODEV
+	if s.PrivateTmp {
+		for _, dir := range []string{"/tmp", "/dev/shm"} {
+			if _, err := os.Stat(dir); err != nil {
+				continue
+			}
+			if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "mode=1777"); err != nil {
+				return fmt.Errorf("sandbox: private %s: %w", dir, err)
+			}
+		}
+	}
+	for _, dir := range s.Hide {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue // under /tmp, already hidden
+		}
+		if err := unix.Mount("tmpfs", dir, "tmpfs", flags|unix.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
+			return fmt.Errorf("sandbox: hide %s: %w", dir, err)
+		}
+	}
+	for i, dir := range s.Binds {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+		src := "/proc/self/fd/" + strconv.Itoa(fds[i])
+		if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("sandbox: bind %s: %w", dir, err)
+		}
+		unix.Close(fds[i])
+	}
+	// The covering tmpfs only holds mount points: make it read-only.
+	for _, dir := range s.Hide {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags|unix.MS_NOEXEC, "mode=0755,size=1m")
+		}
+	}
+	if s.HideProcs {
+		// Best effort: where procfs refuses the option the task still
+		// cannot read other users' process details (ptrace access rules).
+		unix.Mount("proc", "/proc", "proc", flags|unix.MS_NOEXEC, "hidepid=invisible")
+	}
+	return nil
+}
+
+// ruleset builds the Landlock ruleset: every filesystem access right the
+// kernel knows is handled (so denied unless a rule grants it), and signals
+// and abstract UNIX sockets are scoped to the task's own domain. Network
+// access is not handled here.
+func (s sandboxSpec) ruleset() (int, uint32, error) {
+	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}.BestEffort()
+	rules := []landlock.Rule{
+		landlock.RODirs(s.RO...).IgnoreIfMissing(),
+		landlock.RWDirs(s.RW...).WithRefer().IgnoreIfMissing(),
+		landlock.RWFiles(s.Devices...).WithIoctlDev().IgnoreIfMissing(),
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return -1, 0, err
+	}
+	if fd < 0 {
+		return -1, 0, fmt.Errorf("the kernel offers nothing to restrict")
+	}
+	return fd, flags, nil
+}
+
+// setIDs drops to uid and gid with no supplementary groups, on this thread
+// only (raw system calls, not the all-threads wrappers): the program that
+// this thread execs inherits them, and the capabilities of root are gone
+// with the switch.
+func setIDs(uid, gid int) error {
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("sandbox: setgroups: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
+		return fmt.Errorf("sandbox: setresgid %d: %w", gid, e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+		return fmt.Errorf("sandbox: setresuid %d: %w", uid, e)
+	}
+	return nil
+}
+
+// spawnSandbox is filepath.Join's guard: every path in a spec is absolute
+// and clean, so the sandbox never resolves one against its own directory.
+func (s sandboxSpec) check() error {
+	for _, list := range [][]string{s.Hide, s.Binds, s.RW, s.RO, s.Devices} {
+		for _, p := range list {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				return fmt.Errorf("sandbox path %q is not absolute and clean", p)
+			}
+		}
+	}
+	return nil
+}
