@@ -63,6 +63,49 @@ type Loop struct {
 	// unadopted counts failed Adopt calls of running workloads, retried
 	// each cycle.
 	unadopted map[attemptKey]int
+	// unrecorded holds the ends of attempts that the loop has seen (an
+	// exit, a failed start) but could not record, because the store failed
+	// (a full disk): each is tried again, with backoff, until the store
+	// takes it. Until then the attempt is never requeued, taken for lost,
+	// stopped or preempted: it has ended, and how is decided already.
+	unrecorded map[attemptKey]*unrecorded
+}
+
+// unrecorded is an attempt's end waiting to be recorded.
+type unrecorded struct {
+	exit executor.Exit
+	// end is what will be recorded, decided from the workload as it was
+	// when the end was first seen (nil until the workload could be read),
+	// so that a stop asked for later (max runtime, a preemption) does not
+	// change the outcome of an attempt that had already ended.
+	end   *end
+	tries int
+	next  time.Time // wall clock: retry no earlier
+}
+
+// end is how an attempt is recorded: Requeue via phase (Preempted or Lost),
+// or Finish in phase with the exit code.
+type end struct {
+	requeue  bool
+	phase    core.Phase
+	reason   string
+	message  string
+	exitCode *int
+}
+
+// Backoff between tries to record an end: doubling from retryMin up to
+// retryMax.
+const (
+	retryMin = 100 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+func retryAfter(tries int) time.Duration {
+	d := retryMin
+	for i := 1; i < tries && d < retryMax; i++ {
+		d *= 2
+	}
+	return min(d, retryMax)
 }
 
 type attemptKey struct {
@@ -81,11 +124,12 @@ func New(opts Options) *Loop {
 	if opts.Resync <= 0 {
 		opts.Resync = time.Second
 	}
-	return &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}, unadopted: map[attemptKey]int{}}
+	return &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}, unadopted: map[attemptKey]int{}, unrecorded: map[attemptKey]*unrecorded{}}
 }
 
 // Reconcile re-adopts the workloads that the store says are Running. Those
-// the executor no longer knows are marked Lost and requeued.
+// the executor no longer knows are marked Lost and requeued (or, when the
+// store cannot write, remembered and recorded once it can).
 func (l *Loop) Reconcile(ctx context.Context) error {
 	running, err := l.opts.Store.Workloads(ctx, store.WorkloadFilter{Phases: []core.Phase{core.Running}})
 	if err != nil {
@@ -109,6 +153,9 @@ const maxAdoptTries = 10
 // still run would run it twice.
 func (l *Loop) adopt(ctx context.Context, w *core.Workload) error {
 	k := attemptKey{w.ID, w.Status.Attempts}
+	if l.unrecorded[k] != nil {
+		return nil // it has ended: its end waits to be recorded
+	}
 	ok, err := l.opts.Executor.Adopt(ctx, TaskFor(w))
 	if err != nil {
 		l.unadopted[k]++
@@ -123,19 +170,14 @@ func (l *Loop) adopt(ctx context.Context, w *core.Workload) error {
 		l.log.Info("re-adopted running workload", "workload", w.ID, "attempt", w.Status.Attempts)
 		return nil
 	}
-	if w.Status.StopRequested != "" {
-		// It was being stopped, and it is gone: record the stop that was
-		// asked for instead of running it again.
-		if err := l.settle(ctx, w, executor.Exit{WorkloadID: w.ID, Attempt: w.Status.Attempts, Reason: "Lost"}); err != nil {
-			return fmt.Errorf("reconcile %s: %w", w.ID, err)
-		}
-		return nil
+	// It is gone: an exit of reason Lost requeues it, or, when it was
+	// being stopped, records the stop that was asked for instead of
+	// running it again.
+	if w.Status.StopRequested == "" {
+		l.log.Warn("running workload lost across restart", "workload", w.ID, "attempt", w.Status.Attempts)
 	}
-	l.log.Warn("running workload lost across restart", "workload", w.ID, "attempt", w.Status.Attempts)
-	if _, err := l.opts.Store.Requeue(ctx, w.ID, w.Status.Attempts, core.Lost, "ProcessLost",
-		"the workload's process was not found after the control plane restarted", l.opts.Now()); err != nil {
-		return fmt.Errorf("reconcile %s: %w", w.ID, err)
-	}
+	l.exit(ctx, executor.Exit{WorkloadID: w.ID, Attempt: w.Status.Attempts, Reason: "Lost",
+		Message: "the workload's process was not found after the control plane restarted"})
 	return nil
 }
 
@@ -185,12 +227,14 @@ func (l *Loop) Step(ctx context.Context) (exits int, plan core.Plan) {
 
 // cycle is one pass, which returns its plan:
 //
-//  1. snapshot the store;
-//  2. send the stops that were asked for (cancel, max runtime);
-//  3. schedule and apply the plan;
-//  4. launch every placement the store accepted.
+//  1. try again to record the ends the store failed to take;
+//  2. snapshot the store;
+//  3. send the stops that were asked for (cancel, max runtime);
+//  4. schedule and apply the plan;
+//  5. launch every placement the store accepted.
 func (l *Loop) cycle(ctx context.Context) core.Plan {
 	start := time.Now()
+	l.retryUnrecorded(ctx)
 	now := l.opts.Now()
 	snap, err := l.opts.Store.Snapshot(ctx)
 	if err != nil {
@@ -199,7 +243,7 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 	}
 	if len(l.unadopted) > 0 {
 		for _, w := range snap.Running {
-			if l.unadopted[attemptKey{w.ID, w.Status.Attempts}] > 0 {
+			if k := (attemptKey{w.ID, w.Status.Attempts}); l.unadopted[k] > 0 && l.unrecorded[k] == nil {
 				if err := l.adopt(ctx, w); err != nil {
 					l.log.Error("adopt", "workload", w.ID, "err", err)
 				}
@@ -214,8 +258,10 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 	}
 	plan := policy.Schedule(snap, now)
 	l.opts.Store.SetShares(plan.Shares)
-	// Only the explanations that changed are written.
-	apply := core.Plan{Placements: plan.Placements, Unplaced: changedDecisions(snap, plan.Unplaced), Preemptions: plan.Preemptions}
+	// Only the explanations that changed are written, and no attempt whose
+	// end waits to be recorded is preempted: that would requeue, and run
+	// again, an attempt that has ended.
+	apply := core.Plan{Placements: plan.Placements, Unplaced: changedDecisions(snap, plan.Unplaced), Preemptions: l.preemptable(plan.Preemptions)}
 	if len(apply.Placements) > 0 || len(apply.Unplaced) > 0 || len(apply.Preemptions) > 0 {
 		results, err := l.opts.Store.ApplyPlan(ctx, apply, now)
 		if err != nil {
@@ -245,10 +291,29 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 	return plan
 }
 
+// preemptable leaves out the preemptions of attempts whose end waits to be
+// recorded.
+func (l *Loop) preemptable(ps []core.Preemption) []core.Preemption {
+	if len(l.unrecorded) == 0 {
+		return ps
+	}
+	var out []core.Preemption
+	for _, p := range ps {
+		if l.unrecorded[attemptKey{p.Victim, p.Attempt}] == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // stops asks the executor to stop running workloads whose stop was
-// requested, and requests a stop for those past their max runtime.
+// requested, and requests a stop for those past their max runtime. An
+// attempt whose end waits to be recorded has ended: it is left alone.
 func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 	for _, w := range snap.Running {
+		if l.unrecorded[attemptKey{w.ID, w.Status.Attempts}] != nil {
+			continue
+		}
 		if w.Status.StopRequested == "" && w.MaxRuntime > 0 && w.Status.StartedAt != nil && now.Sub(*w.Status.StartedAt) >= w.MaxRuntime {
 			msg := fmt.Sprintf("ran longer than its max runtime of %s", w.MaxRuntime)
 			if _, err := l.opts.Store.RequestStop(ctx, w.ID, ReasonMaxRuntime, msg, now); err != nil {
@@ -284,28 +349,44 @@ const (
 )
 
 // launchAll starts the workloads placed in a cycle, StartParallelism at a
-// time, and returns when every Start has returned.
+// time, and returns when every Start has returned. A start failure the
+// store could not record is kept, on the loop's goroutine, to be recorded
+// later.
 func (l *Loop) launchAll(ctx context.Context, ws []*core.Workload) {
+	var mu sync.Mutex
+	var failed []*unrecorded
+	launch := func(w *core.Workload) {
+		if u := l.launch(ctx, w); u != nil {
+			mu.Lock()
+			failed = append(failed, u)
+			mu.Unlock()
+		}
+	}
 	n := l.opts.StartParallelism
 	if n <= 1 || len(ws) <= 1 {
 		for _, w := range ws {
-			l.launch(ctx, w)
+			launch(w)
 		}
-		return
+	} else {
+		sem := make(chan struct{}, n)
+		var wg sync.WaitGroup
+		for _, w := range ws {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				launch(w)
+			})
+		}
+		wg.Wait()
 	}
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	for _, w := range ws {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			l.launch(ctx, w)
-		})
+	for _, u := range failed {
+		l.remember(u)
 	}
-	wg.Wait()
 }
 
-func (l *Loop) launch(ctx context.Context, w *core.Workload) {
+// launch starts one placed workload. When the start fails and the store
+// cannot record it, it returns the failure to record later.
+func (l *Loop) launch(ctx context.Context, w *core.Workload) *unrecorded {
 	// A launch that has begun is finished even when the loop is shutting
 	// down: the placement is committed, and a half-started task would only
 	// be found Lost at the next start.
@@ -313,66 +394,117 @@ func (l *Loop) launch(ctx context.Context, w *core.Workload) {
 	defer cancel()
 	err := l.opts.Executor.Start(sctx, TaskFor(w))
 	if err == nil {
-		return
+		return nil
 	}
 	l.log.Warn("start failed", "workload", w.ID, "err", err)
-	if _, ferr := l.opts.Store.Finish(sctx, w.ID, w.Status.Attempts, core.Failed, ReasonStartError, err.Error(), nil, l.opts.Now()); ferr != nil {
-		l.log.Error("record start failure", "workload", w.ID, "err", ferr)
-	} else {
-		l.ended(w, core.Failed, ReasonStartError)
+	u := &unrecorded{
+		exit: executor.Exit{WorkloadID: w.ID, Attempt: w.Status.Attempts, Reason: ReasonStartError, Message: err.Error()},
+		end:  &end{phase: core.Failed, reason: ReasonStartError, message: err.Error()},
+	}
+	if ferr := l.record(sctx, w, u.exit.Attempt, *u.end); ferr != nil {
+		l.log.Error("record start failure; retrying", "workload", w.ID, "err", ferr)
+		return u
+	}
+	return nil
+}
+
+// exit records the end of an attempt. When the store fails to take it, the
+// end is remembered and tried again (retryUnrecorded) until it is recorded:
+// an exit is never dropped, and a second report of the same attempt's end
+// changes nothing.
+func (l *Loop) exit(ctx context.Context, e executor.Exit) {
+	k := attemptKey{e.WorkloadID, e.Attempt}
+	if l.unrecorded[k] != nil {
+		return // its first report waits to be recorded, and stands
+	}
+	delete(l.stopping, k)
+	u := &unrecorded{exit: e}
+	if err := l.settle(ctx, u); err != nil {
+		l.log.Error("record exit failed; retrying", "workload", e.WorkloadID, "attempt", e.Attempt, "err", err)
+		l.remember(u)
 	}
 }
 
-// exit records the end of an attempt.
-func (l *Loop) exit(ctx context.Context, e executor.Exit) {
-	delete(l.stopping, attemptKey{e.WorkloadID, e.Attempt})
+// remember keeps an end that the store failed to take, for retryUnrecorded.
+func (l *Loop) remember(u *unrecorded) {
+	u.tries++
+	u.next = time.Now().Add(retryAfter(u.tries))
+	l.unrecorded[attemptKey{u.exit.WorkloadID, u.exit.Attempt}] = u
+}
+
+// retryUnrecorded tries again to record the ends whose time has come.
+func (l *Loop) retryUnrecorded(ctx context.Context) {
+	now := time.Now()
+	for k, u := range l.unrecorded {
+		if now.Before(u.next) {
+			continue
+		}
+		if err := l.settle(ctx, u); err != nil {
+			u.tries++
+			u.next = now.Add(retryAfter(u.tries))
+			l.log.Error("record exit failed again; retrying", "workload", k.id, "attempt", k.attempt, "try", u.tries, "err", err)
+			continue
+		}
+		delete(l.unrecorded, k)
+		l.log.Info("recorded an exit after a failure of the store", "workload", k.id, "attempt", k.attempt, "tries", u.tries+1)
+	}
+}
+
+// settle records an attempt's end: finished, or requeued when it was lost
+// (unless it was being stopped: then it is gone as asked, and outcome
+// records the stop) or preempted. It returns nil once there is nothing left
+// to record (done, or the workload has moved on or is gone), and an error
+// when the store failed, to try again.
+func (l *Loop) settle(ctx context.Context, u *unrecorded) error {
+	e := u.exit
 	w, err := l.opts.Store.Workload(ctx, e.WorkloadID)
-	if err != nil {
+	if errors.Is(err, core.ErrNotFound) {
 		l.log.Error("exit of unknown workload", "workload", e.WorkloadID, "err", err)
-		return
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	if w.Status.Phase != core.Running || w.Status.Attempts != e.Attempt {
-		return // a late report of an attempt that is already settled
+		return nil // a late report of an attempt that is already settled
 	}
-	now := l.opts.Now()
-	// A lost task is requeued, unless it was being stopped: then it is
-	// gone as asked, and outcome records the stop.
-	if e.Reason == "Lost" && w.Status.StopRequested == "" {
-		_, err = l.opts.Store.Requeue(ctx, w.ID, e.Attempt, core.Lost, "ProcessLost", e.Message, now)
-		l.logErr(err, w.ID)
-		if err == nil {
-			l.ended(w, core.Lost, "ProcessLost")
-		}
-		return
+	if u.end == nil {
+		u.end = decide(w, e)
 	}
-	l.logErr(l.settle(ctx, w, e), w.ID)
+	return l.record(ctx, w, e.Attempt, *u.end)
 }
 
-// settle records the end of an attempt: finished, or requeued when it was
-// preempted.
-func (l *Loop) settle(ctx context.Context, w *core.Workload, e executor.Exit) error {
+// decide says how an exit is recorded, from the workload as it is now.
+func decide(w *core.Workload, e executor.Exit) *end {
+	if e.Reason == "Lost" && w.Status.StopRequested == "" {
+		return &end{requeue: true, phase: core.Lost, reason: "ProcessLost", message: e.Message}
+	}
 	phase, reason, msg := outcome(w, e)
+	return &end{requeue: phase == core.Preempted, phase: phase, reason: reason, message: msg, exitCode: e.ExitCode}
+}
+
+// record writes an attempt's end to the store. A conflict (the attempt was
+// settled meanwhile) leaves nothing to record.
+func (l *Loop) record(ctx context.Context, w *core.Workload, attempt int, d end) error {
 	var err error
-	if phase == core.Preempted {
-		_, err = l.opts.Store.Requeue(ctx, w.ID, e.Attempt, core.Preempted, reason, msg, l.opts.Now())
+	if d.requeue {
+		_, err = l.opts.Store.Requeue(ctx, w.ID, attempt, d.phase, d.reason, d.message, l.opts.Now())
 	} else {
-		_, err = l.opts.Store.Finish(ctx, w.ID, e.Attempt, phase, reason, msg, e.ExitCode, l.opts.Now())
+		_, err = l.opts.Store.Finish(ctx, w.ID, attempt, d.phase, d.reason, d.message, d.exitCode, l.opts.Now())
 	}
-	if err == nil {
-		l.ended(w, phase, reason)
+	switch {
+	case errors.Is(err, core.ErrConflict):
+		return nil
+	case err != nil:
+		return err
 	}
-	return err
+	l.ended(w, d.phase, d.reason)
+	return nil
 }
 
 func (l *Loop) ended(w *core.Workload, phase core.Phase, reason string) {
 	if l.opts.Reporter != nil {
 		l.opts.Reporter.WorkloadEnded(w, phase, reason)
-	}
-}
-
-func (l *Loop) logErr(err error, id core.WorkloadID) {
-	if err != nil && !errors.Is(err, core.ErrConflict) {
-		l.log.Error("record exit", "workload", id, "err", err)
 	}
 }
 

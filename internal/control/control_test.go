@@ -66,8 +66,14 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessIn(t, t.TempDir())
+}
+
+// newHarnessIn is newHarness with the store's file in dir.
+func newHarnessIn(t *testing.T, dir string) *harness {
+	t.Helper()
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "gpufleet.db"))
+	s, err := store.Open(ctx, filepath.Join(dir, "gpufleet.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

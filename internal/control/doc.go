@@ -12,4 +12,13 @@
 // its result recorded) or the workload is marked Lost and requeued. A
 // workload is never started twice for one attempt, and a finished one never
 // runs again, because only Pending workloads are placed.
+//
+// An exit (or a failed start) that the store cannot record, because its disk
+// is full, is not dropped: the loop keeps it in memory, with the outcome
+// decided when it was seen, and tries again with backoff each cycle until the
+// store takes it. Until then the attempt keeps its GPUs and is never
+// requeued, taken for lost, stopped or preempted, so that an attempt that has
+// ended is never run again. A restart loses only what the executor keeps on
+// disk anyway (the local executor's exit file), and Reconcile, too, keeps
+// what it cannot record rather than failing.
 package control
