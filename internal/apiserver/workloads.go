@@ -66,7 +66,7 @@ func (s *Server) submit(c *call) (reply, error) {
 		}
 		return reply{}, err
 	}
-	rep := reply{status: http.StatusCreated, body: toAPI(out), header: http.Header{"Location": {"/api/v1/workloads/" + string(out.ID)}}}
+	rep := reply{status: http.StatusCreated, body: s.redactor(c).workload(toAPI(out)), header: http.Header{"Location": {"/api/v1/workloads/" + string(out.ID)}}}
 	if !created {
 		rep.status = http.StatusOK
 		rep.header.Set("Idempotent-Replayed", "true")
@@ -293,7 +293,7 @@ func (s *Server) getWorkload(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: s.withUsage(toAPI(w), w)}, nil
+	return reply{status: http.StatusOK, body: s.redactor(c).workload(s.withUsage(toAPI(w), w))}, nil
 }
 
 func (s *Server) cancelWorkload(c *call) (reply, error) {
@@ -310,7 +310,7 @@ func (s *Server) cancelWorkload(c *call) (reply, error) {
 	if now, err := s.opts.Store.Workload(ctx, out.ID); err == nil {
 		out = now
 	}
-	return reply{status: http.StatusOK, body: toAPI(out)}, nil
+	return reply{status: http.StatusOK, body: s.redactor(c).workload(toAPI(out))}, nil
 }
 
 func (s *Server) listWorkloads(c *call) (reply, error) {
@@ -357,8 +357,9 @@ func (s *Server) listWorkloads(c *call) (reply, error) {
 		return reply{}, err
 	}
 	out := api.List[api.Workload]{Items: make([]api.Workload, 0, len(ws))}
+	rd := s.redactor(c)
 	for _, w := range ws {
-		out.Items = append(out.Items, *s.withUsage(toAPI(w), w))
+		out.Items = append(out.Items, *rd.workload(s.withUsage(toAPI(w), w)))
 	}
 	if len(ws) == f.Limit {
 		out.NextPageToken = fmt.Sprintf("s%d", ws[len(ws)-1].Seq)
@@ -376,9 +377,10 @@ func (s *Server) events(c *call) (reply, error) {
 		return reply{}, err
 	}
 	out := api.List[api.Event]{Items: make([]api.Event, 0, len(evs))}
+	rd := s.redactor(c)
 	for _, e := range evs {
-		out.Items = append(out.Items, api.Event{ID: e.ID, WorkloadID: string(e.WorkloadID), Time: e.Time, Type: e.Type,
-			Reason: e.Reason, Message: e.Message, From: string(e.From), To: string(e.To)})
+		out.Items = append(out.Items, rd.event(api.Event{ID: e.ID, WorkloadID: string(e.WorkloadID), Time: e.Time, Type: e.Type,
+			Reason: e.Reason, Message: e.Message, From: string(e.From), To: string(e.To)}))
 	}
 	return reply{status: http.StatusOK, body: out}, nil
 }
