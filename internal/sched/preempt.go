@@ -174,11 +174,13 @@ func (v candidate) message(preemptor *core.Workload, ts *teamState) string {
 	case ruleIdleOnly:
 		why = v.class.Name + " runs only on idle capacity"
 	case ruleGuarantee:
-		why = fmt.Sprintf("team %s runs over its quota and team %s reclaims its guarantee", v.victim.Team, ts.team.Name)
+		why = fmt.Sprintf("team %s runs over its quota, and the preempting team reclaims its guarantee", v.victim.Team)
 	case ruleFairShare:
-		why = fmt.Sprintf("team %s is above its fair share and team %s below", v.victim.Team, ts.team.Name)
+		why = fmt.Sprintf("team %s is above its fair share, and the preempting team below", v.victim.Team)
 	}
-	return fmt.Sprintf("%s by %s (team %s, %s): %s", strings.ToLower(v.reason()), preemptor.ID, ts.team.Name, preemptor.Priority, why)
+	// The preemptor and its team are named only in its mention, which the
+	// API server takes out for readers outside that team (core.Redact).
+	return fmt.Sprintf("%s by %s: %s", strings.ToLower(v.reason()), core.Mention(preemptor), why)
 }
 
 // victimsFor lists the running workloads on ns that w (of class cl and team
