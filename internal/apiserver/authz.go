@@ -24,7 +24,7 @@ const (
 	teamRole
 	// userScope: the object is a user's account or token. The user itself
 	// and admins may act on it; with need team-admin, so may a team-admin
-	// of one of a service account's teams. Anyone else gets 404 (or 403
+	// of a service account's team (actsFor). Anyone else gets 404 (or 403
 	// when the route says what it does and the caller shares a team with
 	// the user).
 	userScope
@@ -59,8 +59,9 @@ type route struct {
 //
 //   - viewer: read its teams' workloads, logs, events and members;
 //   - member: also submit to its teams and cancel their workloads;
-//   - team-admin: also manage its teams' members, service accounts (and
-//     their tokens) and allowed priority classes;
+//   - team-admin: also manage its teams' members (adding only users it may
+//     see: mayAdd), service accounts (each of one team, and their tokens:
+//     actsFor) and allowed priority classes;
 //   - admin: everything, including teams, quotas, users and the audit trail.
 //
 // Everyone may read the nodes (with only its teams' allocations named), the
@@ -93,8 +94,8 @@ var table = []route{
 	{pattern: "DELETE /api/v1/teams/{team}/members/{user}", access: teamRole, need: core.RoleTeamAdmin, doing: "managing the members of team %s",
 		action: "remove member", ok: http.StatusNoContent, serve: (*Server).removeMember},
 
-	// An admin creates anyone; a team-admin service accounts in its teams
-	// (the handler authorizes each membership).
+	// An admin creates anyone; a team-admin service accounts of its team,
+	// named after it (the handler authorizes the one membership).
 	{pattern: "POST /api/v1/users", access: teamRole, need: core.RoleTeamAdmin, doing: "creating service accounts in team %s",
 		action: "create user", ok: http.StatusCreated, serve: (*Server).createUser},
 	{pattern: "GET /api/v1/users", access: adminOnly, doing: "listing users", serve: (*Server).users},
@@ -152,24 +153,20 @@ func (c *call) authorize(team core.TeamName, kind, id string) error {
 }
 
 // authorizeUser checks that the caller may act on target's account: it is
-// target, an admin, or (when the route needs team-admin) a team-admin of
-// one of a service account's teams. kind and id name the object for the
+// target, an admin, or (when the route needs team-admin) a team-admin of a
+// service account's team (actsFor). kind and id name the object for the
 // 404.
 func (c *call) authorizeUser(target *core.User, kind, id string) error {
 	if c.u.Admin || c.u.Name == target.Name {
 		c.authorized = true
 		return nil
 	}
-	if c.rt.need == core.RoleTeamAdmin && target.ServiceAccount {
-		for _, m := range target.Memberships {
-			if c.u.Can(m.Team, core.RoleTeamAdmin) {
-				if c.audit != nil {
-					c.audit.Role, c.audit.Team = string(core.RoleTeamAdmin), string(m.Team)
-				}
-				c.authorized = true
-				return nil
-			}
+	if c.rt.need == core.RoleTeamAdmin && actsFor(c.u, target) {
+		if c.audit != nil {
+			c.audit.Role, c.audit.Team = string(core.RoleTeamAdmin), string(target.Memberships[0].Team)
 		}
+		c.authorized = true
+		return nil
 	}
 	if c.rt.doing != "" && c.sharesTeam(target) {
 		return forbidden("%s needs the admin role (a team-admin may act for its teams' service accounts)", fmt.Sprintf(c.rt.doing, target.Name))
@@ -179,13 +176,48 @@ func (c *call) authorizeUser(target *core.User, kind, id string) error {
 
 // sharesTeam reports whether the caller sees one of target's teams, and so
 // may know that target exists (it is in the team's members).
-func (c *call) sharesTeam(target *core.User) bool {
+func (c *call) sharesTeam(target *core.User) bool { return sharesTeam(c.u, target) }
+
+func sharesTeam(u, target *core.User) bool {
 	for _, m := range target.Memberships {
-		if c.u.InTeam(m.Team) {
+		if u.InTeam(m.Team) {
 			return true
 		}
 	}
 	return false
+}
+
+// actsFor reports whether u, not an admin, may act for target's account
+// (mint, list and revoke its tokens): target is a service account, not an
+// admin, and u is team-admin of its team. A service account has one team;
+// one made before that rule needs u to be team-admin of every one of its
+// teams, so that joining a second team never hands it to that team.
+func actsFor(u, target *core.User) bool {
+	if !target.ServiceAccount || target.Admin || len(target.Memberships) == 0 {
+		return false
+	}
+	for _, m := range target.Memberships {
+		if !u.Can(m.Team, core.RoleTeamAdmin) {
+			return false
+		}
+	}
+	return true
+}
+
+// mayAdd reports whether u, a team-admin of team but not an admin, may see
+// target to give it a role in team: it is in team already, or shares
+// another team with u, or is a person in no team (an admin creates people
+// without a team to make them eligible for any team-admin to add). Anyone
+// else, another team's service account above all, answers as a missing
+// user. The store then refuses a service account joining a second team.
+func mayAdd(u, target *core.User, team core.TeamName) bool {
+	if _, ok := target.Role(team); ok {
+		return true
+	}
+	if len(target.Memberships) == 0 {
+		return !target.ServiceAccount && !target.Admin
+	}
+	return sharesTeam(u, target)
 }
 
 // setObject names the request's object in its audit entry.

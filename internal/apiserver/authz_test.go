@@ -228,9 +228,11 @@ func TestRoles(t *testing.T) {
 	})
 
 	t.Run("a team-admin manages its team's members", func(t *testing.T) {
+		// carol, a person in no team, is one any team-admin may add.
+		f.must("admin", "POST", "/api/v1/users", `{"name":"carol"}`, http.StatusCreated, nil)
 		var m api.User
-		f.must("tadmin", "PUT", "/api/v1/teams/research/members/bob", `{"role":"viewer"}`, http.StatusOK, &m)
-		want := api.User{Name: "bob", Memberships: []api.Membership{{Team: "research", Role: "viewer"}}, Teams: []string{"research"}, CreatedAt: fixtureStart}
+		f.must("tadmin", "PUT", "/api/v1/teams/research/members/carol", `{"role":"viewer"}`, http.StatusOK, &m)
+		want := api.User{Name: "carol", Memberships: []api.Membership{{Team: "research", Role: "viewer"}}, Teams: []string{"research"}, CreatedAt: fixtureStart}
 		if diff := cmp.Diff(want, m); diff != "" {
 			t.Errorf("the member (-want +got):\n%s", diff)
 		}
@@ -243,17 +245,17 @@ func TestRoles(t *testing.T) {
 				t.Errorf("%s shows %d memberships, want only research's", u.Name, len(u.Memberships))
 			}
 		}
-		if diff := cmp.Diff([]string{"bob=viewer", "member=member", "tadmin=team-admin", "viewer=viewer"}, names); diff != "" {
+		if diff := cmp.Diff([]string{"carol=viewer", "member=member", "tadmin=team-admin", "viewer=viewer"}, names); diff != "" {
 			t.Errorf("members (-want +got):\n%s", diff)
 		}
-		f.must("tadmin", "DELETE", "/api/v1/teams/research/members/bob", "", http.StatusNoContent, nil)
-		if a := f.do("tadmin", "DELETE", "/api/v1/teams/research/members/bob", ""); a.status != http.StatusNotFound {
+		f.must("tadmin", "DELETE", "/api/v1/teams/research/members/carol", "", http.StatusNoContent, nil)
+		if a := f.do("tadmin", "DELETE", "/api/v1/teams/research/members/carol", ""); a.status != http.StatusNotFound {
 			t.Errorf("removing a non-member: %d %s, want 404", a.status, a.body)
 		}
 		if a := f.do("tadmin", "PUT", "/api/v1/teams/research/members/nobody", `{"role":"member"}`); a.status != http.StatusNotFound {
 			t.Errorf("adding an unknown user: %d %s, want 404", a.status, a.body)
 		}
-		a := f.do("tadmin", "PUT", "/api/v1/teams/research/members/bob", `{"role":"owner"}`)
+		a := f.do("tadmin", "PUT", "/api/v1/teams/research/members/carol", `{"role":"owner"}`)
 		if e := a.errorBody(t); a.status != http.StatusBadRequest || len(e.Fields) != 1 || e.Fields[0].Field != "role" {
 			t.Errorf("a bad role: %d %+v, want 400 naming role", a.status, e)
 		}
@@ -394,7 +396,7 @@ func TestServiceAccountsAndTokens(t *testing.T) {
 
 	t.Run("a team-admin creates a service account in its team", func(t *testing.T) {
 		var u api.User
-		f.must("tadmin", "POST", "/api/v1/users", `{"name":"ci","serviceAccount":true,"memberships":[{"team":"research","role":"member"}]}`, http.StatusCreated, &u)
+		f.must("tadmin", "POST", "/api/v1/users", `{"name":"research.ci","serviceAccount":true,"memberships":[{"team":"research","role":"member"}]}`, http.StatusCreated, &u)
 		if u.Token == "" || !u.ServiceAccount {
 			t.Fatalf("got %+v, want a service account with its token", u)
 		}
@@ -407,8 +409,11 @@ func TestServiceAccountsAndTokens(t *testing.T) {
 	}{
 		{"a person", `{"name":"eve","memberships":[{"team":"research","role":"member"}]}`, http.StatusForbidden},
 		{"an admin", `{"name":"eve","admin":true,"serviceAccount":true,"memberships":[{"team":"research","role":"member"}]}`, http.StatusForbidden},
-		{"in another team", `{"name":"eve","serviceAccount":true,"memberships":[{"team":"vision","role":"member"}]}`, http.StatusNotFound},
-		{"in no team", `{"name":"eve","serviceAccount":true}`, http.StatusBadRequest},
+		{"in another team", `{"name":"vision.eve","serviceAccount":true,"memberships":[{"team":"vision","role":"member"}]}`, http.StatusNotFound},
+		{"in no team", `{"name":"research.eve","serviceAccount":true}`, http.StatusBadRequest},
+		{"in two teams", `{"name":"research.eve","serviceAccount":true,"memberships":[{"team":"research","role":"member"},{"team":"vision","role":"member"}]}`, http.StatusBadRequest},
+		{"not named after its team", `{"name":"eve","serviceAccount":true,"memberships":[{"team":"research","role":"member"}]}`, http.StatusBadRequest},
+		{"named after another team", `{"name":"vision.eve","serviceAccount":true,"memberships":[{"team":"research","role":"member"}]}`, http.StatusBadRequest},
 	}
 	for _, r := range refusals {
 		t.Run("a team-admin cannot create "+r.name, func(t *testing.T) {
@@ -454,12 +459,12 @@ func TestServiceAccountsAndTokens(t *testing.T) {
 		if a := f.do("member", "POST", "/api/v1/tokens", `{"user":"bob"}`); a.status != http.StatusNotFound {
 			t.Errorf("a member making a stranger's token: %d %s, want 404", a.status, a.body)
 		}
-		f.must("tadmin", "POST", "/api/v1/tokens", `{"user":"ci","name":"pipeline"}`, http.StatusCreated, nil)
+		f.must("tadmin", "POST", "/api/v1/tokens", `{"user":"research.ci","name":"pipeline"}`, http.StatusCreated, nil)
 		if a := f.do("tadmin", "POST", "/api/v1/tokens", `{"user":"member"}`); a.status != http.StatusForbidden {
 			t.Errorf("a team-admin making a person's token: %d %s, want 403", a.status, a.body)
 		}
 		var l api.List[api.Token]
-		f.must("tadmin", "GET", "/api/v1/tokens?user=ci", "", http.StatusOK, &l)
+		f.must("tadmin", "GET", "/api/v1/tokens?user=research.ci", "", http.StatusOK, &l)
 		if len(l.Items) != 2 {
 			t.Errorf("ci's tokens seen by its team-admin: %+v, want 2", l.Items)
 		}

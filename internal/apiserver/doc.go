@@ -12,7 +12,11 @@
 // it, and serve applies it to every request. An object of a team the caller
 // cannot see answers 404 with the body a missing one gets, so that IDs do not
 // leak; a role too weak in the caller's own team answers 403 naming the role
-// needed. Each token has a rate limit (ratelimit.go), and every mutating
+// needed. Answers name another team's workload only as "a workload of
+// another team" (redact.go), and a team-admin's hold on accounts stops at
+// its own team: it adds only users it may see and acts only for its own
+// team's service accounts (mayAdd, actsFor). Each token has a rate limit
+// (ratelimit.go), and every mutating
 // request, whatever its answer, is recorded in the audit trail (audit.go).
 //
 // A write the store refuses because its disk is full answers 507

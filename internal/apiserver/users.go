@@ -14,15 +14,18 @@ import (
 )
 
 // createUser handles POST /users: an admin creates anyone; a team-admin
-// creates service accounts whose every team is one where it is team-admin.
-// The answer carries the new user's first token, once.
+// creates service accounts of a team where it is team-admin, named after
+// it ("research.ci"), so that the names it may try are its team's alone
+// and a taken one (409) is one of its own team's members. A service
+// account is in exactly one team. The answer carries the new user's first
+// token, once.
 func (s *Server) createUser(c *call) (reply, error) {
 	var in api.User
 	if err := decode(c.r, &in); err != nil {
 		return reply{}, err
 	}
-	if !api.ValidName(in.Name) {
-		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters", api.MaxNameLen)
+	if !validUserName(in.Name) {
+		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters (a service account's: its team's name, a dot and its own)", api.MaxNameLen)
 	}
 	c.setObject(in.Name)
 	if in.Token != "" {
@@ -57,11 +60,26 @@ func (s *Server) createUser(c *call) (reply, error) {
 		case len(nu.Memberships) == 0:
 			return reply{}, invalid("memberships", "a service account created by a team-admin needs a team where that team-admin is one")
 		}
-		for _, m := range nu.Memberships {
-			if err := c.authorize(m.Team, "team", string(m.Team)); err != nil {
-				return reply{}, err
-			}
+	}
+	if in.ServiceAccount && len(nu.Memberships) > 1 {
+		return reply{}, invalid("memberships", "a service account belongs to exactly one team; give one")
+	}
+	if !c.u.Admin {
+		team := nu.Memberships[0].Team
+		if err := c.authorize(team, "team", string(team)); err != nil {
+			return reply{}, err
 		}
+		if t, ok := core.ServiceAccountTeam(in.Name); !ok || t != team {
+			_, own, _ := strings.Cut(in.Name, ".")
+			return reply{}, invalid("name", "a service account a team-admin creates is named after its team: %q", string(team)+"."+own)
+		}
+	}
+	if err := nu.CheckNew(); err != nil {
+		field := "name"
+		if in.ServiceAccount && len(nu.Memberships) != 1 {
+			field = "memberships"
+		}
+		return reply{}, &fieldErrors{fields: []api.FieldError{{Field: field, Problem: strings.TrimSuffix(err.Error(), ": "+core.ErrInvalid.Error())}}}
 	}
 	tok := NewToken()
 	if err := s.opts.Store.CreateUser(c.r.Context(), nu, core.Token{Name: "first", CreatedAt: nu.CreatedAt}, HashToken(tok)); err != nil {
@@ -73,6 +91,16 @@ func (s *Server) createUser(c *call) (reply, error) {
 	out := toAPIUser(&nu)
 	out.Token = tok
 	return reply{status: http.StatusCreated, body: out}, nil
+}
+
+// validUserName: a person's name is a valid name; a service account's may
+// be its team's name, a dot and its own ("research.ci").
+func validUserName(name string) bool {
+	if api.ValidName(name) {
+		return true
+	}
+	team, own, ok := strings.Cut(name, ".")
+	return ok && api.ValidName(team) && api.ValidName(own)
 }
 
 // users handles GET /users (admins).
@@ -168,7 +196,9 @@ func (s *Server) members(c *call) (reply, error) {
 }
 
 // setMember handles PUT /teams/{team}/members/{user}: the user joins the
-// team with the role given, or takes it there.
+// team with the role given, or takes it there. A team-admin adds only users
+// it may see (mayAdd); any other answers as a missing user, and the store
+// refuses a service account joining a team not its own (409).
 func (s *Server) setMember(c *call) (reply, error) {
 	var in api.Membership
 	if err := decode(c.r, &in); err != nil {
@@ -187,12 +217,16 @@ func (s *Server) setMember(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, invalid("role", "%q: want viewer, member or team-admin", in.Role)
 	}
+	errUnseen := notFound("user", name)
 	u, err := s.opts.Store.UpdateUser(c.r.Context(), name, func(u *core.User) error {
+		if !c.u.Admin && !mayAdd(c.u, u, team) {
+			return errUnseen
+		}
 		u.SetRole(team, role)
 		return nil
 	})
 	if errors.Is(err, core.ErrNotFound) {
-		return reply{}, notFound("user", name)
+		return reply{}, errUnseen
 	}
 	if err != nil {
 		return reply{}, err
@@ -200,7 +234,8 @@ func (s *Server) setMember(c *call) (reply, error) {
 	return reply{status: http.StatusOK, body: memberView(u, team)}, nil
 }
 
-// removeMember handles DELETE /teams/{team}/members/{user}.
+// removeMember handles DELETE /teams/{team}/members/{user}. A service
+// account never leaves its team (409): revoke its tokens instead.
 func (s *Server) removeMember(c *call) (reply, error) {
 	name := c.r.PathValue("user")
 	c.setObject(name)

@@ -467,7 +467,8 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		},
 		"POST /api/v1/users": func(c caller) []probe {
 			sa := func(t string) string {
-				return `{"name":"` + w.uniq("sa-by-"+c.name) + `","serviceAccount":true,"memberships":[{"team":"` + t + `","role":"member"}]}`
+				// A service account is named after its team.
+				return `{"name":"` + t + "." + w.uniq("sa-by-"+c.name) + `","serviceAccount":true,"memberships":[{"team":"` + t + `","role":"member"}]}`
 			}
 			person := `{"name":"` + w.uniq("person-by-"+c.name) + `","memberships":[{"team":"` + teamA + `","role":"viewer"}]}`
 			p := []probe{
@@ -505,6 +506,25 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 			if !c.admin {
 				ps = append(ps, inB(c, 200, probe{what: "foreign: add oneself", method: "PUT", path: "/api/v1/teams/" + teamB + "/members/" + c.name, body: `{"role":"team-admin"}`}, team(teamB)))
 			}
+			// Into its own team, a team-admin may not pull another team's
+			// service account or person: they answer as missing users. An
+			// admin may add the person, never the service account (409).
+			for _, target := range []string{"b-bot", "b-member"} {
+				p := probe{what: "own team: add " + target + " of another team", method: "PUT", path: "/api/v1/teams/" + teamA + "/members/" + target, body: `{"role":"viewer"}`}
+				switch {
+				case c.admin && target == "b-bot":
+					p.want = []int{http.StatusConflict}
+				case c.admin:
+					p.skip = true // allowed, and it would put B's member in A for the probes that follow
+				case c.role == api.RoleTeamAdmin:
+					p.want, p.hidden = []int{http.StatusNotFound}, user(target)
+				case c.role != "":
+					p.want = []int{http.StatusForbidden}
+				default:
+					p.want, p.hidden = []int{http.StatusNotFound}, team(teamA)
+				}
+				ps = append(ps, p)
+			}
 			if c.role != "" && c.role != api.RoleTeamAdmin && c.role != "admin" {
 				ps = append(ps, probe{what: "promote oneself", method: "PUT", path: "/api/v1/teams/" + teamA + "/members/" + c.name, body: `{"role":"team-admin"}`, want: []int{403}})
 			}
@@ -524,6 +544,7 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 			ps := []probe{
 				anyone(201, probe{what: "self", method: "POST", path: "/api/v1/tokens", body: `{"name":"mine"}`, givesToken: true}),
 				inB(c, 201, probe{what: "for B's member", method: "POST", path: "/api/v1/tokens", body: `{"name":"x","user":"b-member"}`, givesToken: true}, user("b-member"), 403, 404),
+				inB(c, 201, probe{what: "for B's service account", method: "POST", path: "/api/v1/tokens", body: `{"name":"x","user":"b-bot"}`, givesToken: true}, user("b-bot"), 404),
 			}
 			sa := inA(c, api.RoleTeamAdmin, 201, probe{what: "for own service account", method: "POST", path: "/api/v1/tokens", body: `{"name":"ci","user":"a-bot"}`, givesToken: true}, user("a-bot"), 403, 404)
 			if c.name == "a-bot" {
@@ -726,6 +747,12 @@ func TestCrossTenantMatrix(t *testing.T) {
 	slices.Sort(names)
 	if diff := cmp.Diff([]string{"b-bot=member", "b-member=member"}, names); diff != "" {
 		t.Errorf("team B's members after the matrix (-want +got):\n%s", diff)
+	}
+	w.h.must(w.admin.token, "GET", "/api/v1/teams/"+teamA+"/members", "", 200, &members)
+	for _, u := range members.Items {
+		if strings.HasPrefix(u.Name, "b-") {
+			t.Errorf("team B's %s is in team A after the matrix", u.Name)
+		}
 	}
 	var teams api.List[api.Team]
 	w.h.must(w.admin.token, "GET", "/api/v1/teams", "", 200, &teams)

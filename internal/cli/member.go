@@ -14,7 +14,12 @@ func newSetMemberCmd(e *env) *cobra.Command {
 		Short: "Add a user to a team, or change its role there",
 		Long: `Add a user to a team with a role, or change the role it has there (a
 team-admin of the team, or an admin). Roles, weakest first: viewer, member,
-team-admin.`,
+team-admin.
+
+A team-admin may add a person in no team (an admin creates people that way
+to make them eligible), or one it shares another team with; any other user,
+and another team's service account above all, answers as a missing user. A
+service account belongs to one team for good: only its role there changes.`,
 		Example: `  gpufleet set member research bob --role team-admin`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,7 +73,8 @@ func newDeleteMemberCmd(e *env) *cobra.Command {
 		Use:   "member TEAM USER",
 		Short: "Remove a user from a team (a team-admin of the team, or an admin)",
 		Long: `Remove a user from a team (a team-admin of the team, or an admin). The user
-keeps its other teams.`,
+keeps its other teams. A service account cannot leave its team: revoke its
+tokens ('gpufleet token revoke') to disable it.`,
 		Example: `  gpufleet delete member research bob`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

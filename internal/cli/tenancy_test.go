@@ -126,6 +126,12 @@ func TestCreateUserWithRoles(t *testing.T) {
 		})
 	}
 
+	t.Run("a service account named after its team is a member of it", func(t *testing.T) {
+		f := tenancyFake(t)
+		got := f.runAs(t, carolToken, "create", "user", "research.ci", "--service-account")
+		checkResult(t, result{stdout: "service account research.ci created in research as member; its token, shown only once:\nresearch.ci-token\n"}, got)
+		checkRequests(t, f, "/api/v1/users", `POST /api/v1/users {"name":"research.ci","serviceAccount":true,"teams":["research"]}`)
+	})
 	t.Run("a member cannot create users", func(t *testing.T) {
 		f := tenancyFake(t)
 		got := f.run(t, "create", "user", "bob", "--team", "research")
@@ -145,6 +151,7 @@ func TestCreateUserBadFlagsFailBeforeSending(t *testing.T) {
 		{"more --role than --team", []string{"--team", "research", "--role", "viewer", "--role", "member"}, "--role member: no --team for it (give --team TEAM --role ROLE pairs)"},
 		{"a team twice", []string{"--team", "research", "--team", "research"}, "--team research: given twice"},
 		{"an empty team", []string{"--team", " "}, `--team " ": want a team name`},
+		{"a service account in two teams", []string{"--service-account", "--team", "research", "--team", "vision"}, "--service-account: a service account belongs to exactly one team; give one --team"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,10 +38,11 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 		Use:   "create [--name NAME] [--user USER] [--expires-in DURATION]",
 		Short: "Make a new token and print it",
 		Long: `Make a new API token, for yourself or, with --user, for another user (an
-admin) or a service account of your team (a team-admin). The token is printed
-alone on the last line of standard output; it is shown only this once.`,
+admin) or a service account of your team (a team-admin of that team; never an
+admin account). The token is printed alone on the last line of standard
+output; it is shown only this once.`,
 		Example: `  token=$(gpufleet token create --name laptop --expires-in 720h | tail -n 1)
-  gpufleet token create --user ci --name github-actions --expires-in 90d`,
+  gpufleet token create --user research.ci --name github-actions --expires-in 90d`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.check(); err != nil {
@@ -102,7 +103,8 @@ func newTokenListCmd(e *env) *cobra.Command {
 		Use:   "list [--user USER]",
 		Short: "List tokens (their IDs, never the tokens)",
 		Long: `List token records: your own, or, for an admin, everyone's (--user keeps one
-user's). The token itself is never shown; revoke by ID.`,
+user's; a team-admin may name its team's service accounts). The token itself
+is never shown; revoke by ID.`,
 		Aliases: []string{"ls", "get"},
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

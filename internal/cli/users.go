@@ -156,10 +156,17 @@ member. Roles, weakest first: viewer (reads the team's workloads, logs and
 usage), member (also submits and cancels them), team-admin (also manages the
 team's members, service accounts and priority classes). --admin makes a
 global administrator; --service-account a user for CI and pipelines rather
-than a person.`,
+than a person.
+
+A person created in no team may be added to a team by any team-admin ('set
+member'); once in a team, only an admin or a team-admin who shares a team with
+them adds them to another. A service account belongs to exactly one team, for
+good. A team-admin names it after that team, TEAM.NAME; given such a name and
+no --team, the account is a member of TEAM.`,
 		Example: `  token=$(gpufleet create user alice --team research | tail -n 1)
   gpufleet create user bob --team research --role team-admin --team vision --role viewer
-  gpufleet create user ci --service-account --team research --role member`,
+  gpufleet create user research.ci --service-account --team research --role member
+  gpufleet create user research.nightly --service-account`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -168,6 +175,15 @@ than a person.`,
 			ms, withRoles, err := mf.parse()
 			if err != nil {
 				return err
+			}
+			if serviceAccount {
+				team, _, named := strings.Cut(args[0], ".")
+				switch {
+				case len(ms) > 1:
+					return usagef("--service-account: a service account belongs to exactly one team; give one --team")
+				case len(ms) == 0 && named && team != "":
+					ms = []api.Membership{{Team: team, Role: api.RoleMember}} // the team its name says
+				}
 			}
 			in := &api.User{Name: args[0], Admin: admin, ServiceAccount: serviceAccount}
 			if withRoles {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -48,6 +49,12 @@ type Membership struct {
 // no person logs in as). A user acts for its teams with its role in each;
 // an admin manages everything: teams, quotas, nodes and users, and acts
 // for every team.
+//
+// A service account belongs to exactly one team, for as long as it exists:
+// it never joins another team and never leaves its own (CheckNew and
+// CheckChange, which the store applies to every write). One made by a
+// team-admin is named after its team ("research.ci"). Accounts made before
+// that rule may only leave teams until one is left.
 type User struct {
 	Name           string       `json:"name"`
 	Admin          bool         `json:"admin,omitempty"`
@@ -72,6 +79,59 @@ func (u *User) UnmarshalJSON(b []byte) error {
 		if _, ok := u.Role(t); !ok {
 			u.Memberships = append(u.Memberships, Membership{Team: t, Role: RoleMember})
 		}
+	}
+	return nil
+}
+
+// ServiceAccountTeam is the team a service account's name says it belongs
+// to: "research" for "research.ci". ok is false for a name without a dot
+// (a person's, or a service account an admin named otherwise).
+func ServiceAccountTeam(name string) (team TeamName, ok bool) {
+	t, rest, ok := strings.Cut(name, ".")
+	if !ok || t == "" || rest == "" {
+		return "", false
+	}
+	return TeamName(t), true
+}
+
+// CheckNew checks a user about to be created: a service account is in
+// exactly one team, and a name with a dot ("research.ci") is a service
+// account's, of the team before the dot, so that the names a team's
+// service accounts may take are the team's alone. Errors wrap ErrInvalid.
+func (u *User) CheckNew() error {
+	team, named := ServiceAccountTeam(u.Name)
+	switch {
+	case strings.Contains(u.Name, ".") && (!named || !u.ServiceAccount):
+		return fmt.Errorf("user %s: only a service account's name has a dot, after its team (research.ci): %w", u.Name, ErrInvalid)
+	case u.ServiceAccount && len(u.Memberships) != 1:
+		return fmt.Errorf("service account %s: belongs to exactly one team: %w", u.Name, ErrInvalid)
+	case named && u.Memberships[0].Team != team:
+		return fmt.Errorf("service account %s: belongs to team %s, the one its name begins with: %w", u.Name, team, ErrInvalid)
+	}
+	return nil
+}
+
+// CheckChange checks a change from before to u: a service account never
+// joins a team it was not in (an account in no team, made before this rule,
+// may be given one) and never leaves its last team. Errors wrap
+// ErrConflict.
+func (u *User) CheckChange(before *User) error {
+	if !before.ServiceAccount && !u.ServiceAccount {
+		return nil
+	}
+	if u.ServiceAccount != before.ServiceAccount {
+		return fmt.Errorf("user %s: whether it is a service account never changes: %w", u.Name, ErrConflict)
+	}
+	for _, t := range u.Teams() {
+		if _, was := before.Role(t); !was && len(before.Memberships) > 0 {
+			return fmt.Errorf("service account %s belongs to team %s and cannot join team %s: %w", u.Name, before.Teams()[0], t, ErrConflict)
+		}
+	}
+	switch {
+	case len(u.Memberships) > 1 && len(before.Memberships) == 0:
+		return fmt.Errorf("service account %s: belongs to one team: %w", u.Name, ErrConflict)
+	case len(u.Memberships) == 0 && len(before.Memberships) > 0:
+		return fmt.Errorf("service account %s cannot leave its team %s (revoke its tokens to disable it): %w", u.Name, before.Teams()[0], ErrConflict)
 	}
 	return nil
 }

@@ -17,8 +17,12 @@ import (
 
 // CreateUser stores a new user and its first token, given as the token's
 // record (ID, name, expiry) and its hash. The token itself is never
-// stored. Every team of its memberships must exist.
+// stored. Every team of its memberships must exist, and a service account
+// is in exactly one, the one its name says (core.User.CheckNew).
 func (s *Store) CreateUser(ctx context.Context, u core.User, tok core.Token, tokenHash string) error {
+	if err := u.CheckNew(); err != nil {
+		return err
+	}
 	b, err := json.Marshal(&u)
 	if err != nil {
 		return err
@@ -258,7 +262,8 @@ func (s *Store) Users(ctx context.Context) ([]core.User, error) {
 }
 
 // UpdateUser changes a user in one transaction: fn gets the stored user
-// and changes it; the teams of its memberships must exist.
+// and changes it; the teams of its memberships must exist, and a service
+// account stays in its one team (core.User.CheckChange: core.ErrConflict).
 func (s *Store) UpdateUser(ctx context.Context, name string, fn func(*core.User) error) (*core.User, error) {
 	var out core.User
 	err := s.do(ctx, func(tx *wtx) error {
@@ -273,11 +278,16 @@ func (s *Store) UpdateUser(ctx context.Context, name string, fn func(*core.User)
 		if err := json.Unmarshal(b, &u); err != nil {
 			return err
 		}
+		before := u
+		before.Memberships = slices.Clone(u.Memberships)
 		if err := fn(&u); err != nil {
 			return err
 		}
 		u.Name = name
 		u.Memberships = slices.Clip(u.Memberships)
+		if err := u.CheckChange(&before); err != nil {
+			return err
+		}
 		if err := teamsExist(tx, u.Teams()); err != nil {
 			return err
 		}
