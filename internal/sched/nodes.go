@@ -28,11 +28,11 @@ type nodeState struct {
 	maxFree   int64
 	// reservedFor lists the workloads the node is held for: preemptors
 	// waiting for their victims, or one starving workload. Other workloads
-	// do not place on it.
+	// place on it only where their placement also fits what the node is
+	// held for (its future, or its reservation).
 	reservedFor []core.WorkloadID
-	// starving is set when the hold is a starvation reservation, which no
-	// other workload shares, not even a preemptor.
-	starving bool
+	// resv is the node's starvation reservation, if any (see reservation).
+	resv *reservation
 	// future is the node as it will be once every stop under way has
 	// happened and every waiting preemptor has taken its place; victims are
 	// chosen against it. Made on first use.
@@ -43,6 +43,8 @@ type nodeState struct {
 	stoppingMilli int64
 	// running lists the workloads running here, for preemption.
 	running []*runningWorkload
+	// placed lists this cycle's placements here, for a reservation.
+	placed []item
 }
 
 func newNodeState(n *core.Node, u *core.NodeUsage) *nodeState {
@@ -71,6 +73,8 @@ func (ns *nodeState) clone() *nodeState {
 	c := *ns
 	c.used = slices.Clone(ns.used)
 	c.reservedFor = nil
+	c.resv = nil
+	c.placed = nil
 	c.future = nil
 	c.frag = nil
 	return &c
@@ -175,6 +179,8 @@ const (
 	whyWhole         = "not enough free whole GPUs"
 	whyShare         = "no GPU with enough free share"
 	whyReserved      = "reserved for another workload"
+	whyStarving      = "reserved for a workload that has waited too long"
+	whyLimit         = "its team's limit leaves less than it takes there"
 	whyNoGPU         = "no GPUs"
 	whySelector      = "labels do not match the node selector"
 )

@@ -306,7 +306,7 @@ func TestPolicy(t *testing.T) {
 			}(),
 		},
 		wantWaiting: map[string]string{"big": sched.ReasonUnschedulable, "late": sched.ReasonUnschedulable},
-		wantMessage: map[string]string{"big": "n8 is reserved for it, waiting since 2026-11-30T08:00:00Z", "late": "reserved for another workload"},
+		wantMessage: map[string]string{"big": "n8 is reserved for it (waiting since 2026-11-30T08:00:00Z): it waits there for small to end", "late": "reserved for a workload that has waited too long"},
 	}, {
 		name: "a large job that fits nowhere does not block smaller ones behind it before it starves",
 		c: cluster{

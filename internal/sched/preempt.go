@@ -252,16 +252,53 @@ func compareStart(a, b *core.Workload) int {
 	return cmp.Compare(at, bt)
 }
 
-// findVictims looks, node by node, for the smallest set of victims whose
-// removal lets w fit: it frees candidates in victim order until w fits,
-// then drops every victim that turns out not to be needed. The node with
-// the fewest victims wins (then the least milli-GPU preempted, then the
-// name). Victims are only ever taken from one node, so a workload never
-// evicts more than that node's share of what it needs.
+// findVictims looks for the victims whose removal lets w fit at the least
+// cost, by the eviction rules (doc.go): on one node; no gang while a set
+// without one suffices on some node; then the least GPU capacity evicted
+// (a victim's whole holding counts, all its replicas); for a fraction, a
+// set of fractional victims before any other; then the fewest victims,
+// the smallest node, the name. Within a node, victimSet finds the set.
 func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool) (*nodeState, []candidate) {
+	node, set := c.findVictimsOf(w, cl, ts, ask, inQuota, false)
+	if node == nil {
+		node, set = c.findVictimsOf(w, cl, ts, ask, inQuota, true)
+	}
+	return node, set
+}
+
+// victimCost orders victim sets: lower is better.
+type victimCost struct {
+	gang, whole bool // it evicts a gang; a fraction evicts more than fractions
+	milli       int64
+	n           int
+}
+
+func (a victimCost) compare(b victimCost) int {
+	bit := func(x bool) int {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	return cmp.Or(cmp.Compare(bit(a.gang), bit(b.gang)), cmp.Compare(bit(a.whole), bit(b.whole)), cmp.Compare(a.milli, b.milli), cmp.Compare(a.n, b.n))
+}
+
+func costOf(req core.Request, set []candidate) victimCost {
+	var k victimCost
+	for _, v := range set {
+		k.milli += v.held
+		k.gang = k.gang || v.victim.Request.Count() > 1
+		k.whole = k.whole || (req.Fractional() && !v.victim.Request.Fractional())
+	}
+	k.n = len(set)
+	return k
+}
+
+// findVictimsOf is findVictims with gangs allowed as victims or not.
+func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota, gangs bool) (*nodeState, []candidate) {
 	var bestNode *nodeState
 	var best []candidate
-	var bestMilli int64
+	var bestCost victimCost
 	var cands []candidate
 	// A workload within its guarantee or its fair share may also wait for
 	// capacity that stops already under way will free, without a victim of
@@ -285,10 +322,11 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 			break
 		}
 		ns := c.nodes[(start+i)%n]
-		// A node held by a starvation reservation is not shared; one held
-		// for other preemptors is, against its future (their victims gone,
-		// they placed).
-		if (ns.starving && ns.heldForOther(w.ID)) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) {
+		// A node held by a starvation reservation is not shared (unless
+		// the reservation would borrow and w runs within its guarantee);
+		// one held for other preemptors is, against its future (their
+		// victims gone, they placed).
+		if ns.resv.binds(w, inQuota) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) {
 			continue
 		}
 		if mayJoin && ns.freeing {
@@ -297,6 +335,9 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 			}
 		}
 		cands = c.victimsFor(w, cl, ts, ask, inQuota, ns, cands)
+		if !gangs {
+			cands = slices.DeleteFunc(cands, func(v candidate) bool { return v.victim.Request.Count() > 1 })
+		}
 		if len(cands) == 0 {
 			continue
 		}
@@ -309,44 +350,155 @@ func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamSta
 		if room < w.Request.TotalMilliGPU() {
 			continue
 		}
-		future := ns.futureState(c)
 		sortVictims(cands)
-		scratch := future.clone()
-		n := -1
-		for i, v := range cands {
-			scratch.add(v.victim.Request, v.victim.Status.Placement, -1)
-			if _, why := onNode(scratch, w.Request); why == "" {
-				n = i + 1
-				break
-			}
-		}
-		if n < 0 {
+		set := victimSet(ns.futureState(c), w.Request, cands)
+		if set == nil {
 			continue
 		}
-		// Drop victims that are not needed, last first.
-		set := slices.Clone(cands[:n])
-		for i := len(set) - 1; i >= 0 && len(set) > 1; i-- {
-			scratch.add(set[i].victim.Request, set[i].victim.Status.Placement, +1)
-			if _, why := onNode(scratch, w.Request); why == "" {
-				set = slices.Delete(set, i, i+1)
-				continue
-			}
-			scratch.add(set[i].victim.Request, set[i].victim.Status.Placement, -1)
-		}
-		var milli int64
-		for _, v := range set {
-			milli += v.held
-		}
 		found++
-		// Fewest victims, then least preempted, then the smallest node (big
-		// nodes stay whole for big requests), then the name.
-		if best == nil || cmp.Or(cmp.Compare(len(set), len(best)), cmp.Compare(milli, bestMilli),
-			cmp.Compare(len(ns.node.GPUs), len(bestNode.node.GPUs)), cmp.Compare(ns.node.Name, bestNode.node.Name)) < 0 {
-			bestNode, best, bestMilli = ns, set, milli
-			if len(set) == 1 && milli <= ask {
+		k := costOf(w.Request, set)
+		if best == nil || cmp.Or(k.compare(bestCost), cmp.Compare(len(ns.node.GPUs), len(bestNode.node.GPUs)), cmp.Compare(ns.node.Name, bestNode.node.Name)) < 0 {
+			bestNode, best, bestCost = ns, set, k
+			if !k.gang && !k.whole && len(set) == 1 && k.milli <= ask {
 				break // one victim no larger than the request: nothing is better
 			}
 		}
 	}
 	return bestNode, best
+}
+
+// victimSet finds, on a node's future, the cheapest set of candidates (in
+// victim order) whose removal lets req fit, or nil. Whole GPUs: devices
+// are freed one at a time, each time the one whose remaining occupants
+// cost least to evict (the capacity they hold, then how many they are).
+// A share of a device: on each device, its occupants are evicted
+// fractional first, smallest first, until the share fits, and the device
+// whose set costs least wins. Either way, victims not needed are then
+// dropped, largest first. Requests without GPUs take candidates in victim
+// order.
+func victimSet(future *nodeState, req core.Request, cands []candidate) []candidate {
+	scratch := future.clone()
+	var set []candidate
+	take := func(v candidate) {
+		set = append(set, v)
+		scratch.add(v.victim.Request, v.victim.Status.Placement, -1)
+	}
+	fits := func() bool { _, why := onNode(scratch, req); return why == "" }
+	on := func(v candidate, gpu int) bool {
+		for _, a := range v.victim.Status.Placement {
+			if a.Node == scratch.node.Name && a.GPUIndex == gpu {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case req.WholeGPUs() > 0:
+		for !fits() {
+			bestDev, bestCost, bestRank := -1, victimCost{}, 0
+			var bestVs []candidate
+			for i, g := range scratch.node.GPUs {
+				u := scratch.used[i]
+				if !req.ModelAllowed(g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
+					continue
+				}
+				var vs []candidate
+				var freed core.GPUUse
+				rank := -1 // the first of them in victim order
+				for j, v := range cands {
+					if !slices.ContainsFunc(set, func(x candidate) bool { return x.victim == v.victim }) && on(v, g.Index) {
+						if rank < 0 {
+							rank = j
+						}
+						vs = append(vs, v)
+						for _, a := range v.victim.Status.Placement {
+							if a.Node == scratch.node.Name && a.GPUIndex == g.Index {
+								freed.MilliGPU += a.MilliGPU
+								freed.MemoryMiB += a.MemoryMiB
+							}
+						}
+					}
+				}
+				if len(vs) == 0 || freed.MilliGPU < u.MilliGPU || freed.MemoryMiB < u.MemoryMiB {
+					continue // something that is not a candidate stays on it
+				}
+				if k := costOf(req, vs); bestDev < 0 || cmp.Or(k.compare(bestCost), cmp.Compare(rank, bestRank)) < 0 {
+					bestDev, bestCost, bestVs, bestRank = i, k, vs, rank
+				}
+			}
+			if bestDev < 0 {
+				return nil
+			}
+			for _, v := range bestVs {
+				take(v)
+			}
+		}
+	case req.Fractional():
+		var bestSet []candidate
+		var bestCost victimCost
+		bestRank := 0
+		rank := func(v candidate) int { return slices.IndexFunc(cands, func(x candidate) bool { return x.victim == v.victim }) }
+		for _, g := range scratch.node.GPUs {
+			milli, mem, ok := req.ShareOn(g)
+			if !ok || !req.ModelAllowed(g.Model) {
+				continue
+			}
+			var vs []candidate
+			for _, v := range cands {
+				if on(v, g.Index) {
+					vs = append(vs, v)
+				}
+			}
+			slices.SortStableFunc(vs, func(a, b candidate) int {
+				return costOf(req, []candidate{a}).compare(costOf(req, []candidate{b}))
+			})
+			try := scratch.clone()
+			var set []candidate
+			i := slices.IndexFunc(scratch.node.GPUs, func(x core.GPU) bool { return x.Index == g.Index })
+			for _, v := range vs {
+				if u := try.used[i]; u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB {
+					break
+				}
+				set = append(set, v)
+				try.add(v.victim.Request, v.victim.Status.Placement, -1)
+			}
+			if u := try.used[i]; u.MilliGPU+milli > 1000 || u.MemoryMiB+mem > g.MemoryMiB || len(set) == 0 {
+				continue
+			}
+			if k := costOf(req, set); bestSet == nil || cmp.Or(k.compare(bestCost), cmp.Compare(rank(set[0]), bestRank)) < 0 {
+				bestSet, bestCost, bestRank = set, k, rank(set[0])
+			}
+		}
+		for _, v := range bestSet {
+			take(v)
+		}
+	}
+	// What remains (host CPU or memory, a request without GPUs): victim
+	// order.
+	for _, v := range cands {
+		if fits() {
+			break
+		}
+		if !slices.ContainsFunc(set, func(x candidate) bool { return x.victim == v.victim }) {
+			take(v)
+		}
+	}
+	if !fits() {
+		return nil
+	}
+	// Drop victims that are not needed, largest first (then last chosen).
+	order := slices.Clone(set)
+	slices.SortStableFunc(order, func(a, b candidate) int { return cmp.Compare(b.held, a.held) })
+	for _, v := range order {
+		if len(set) == 1 {
+			break
+		}
+		scratch.add(v.victim.Request, v.victim.Status.Placement, +1)
+		if fits() {
+			set = slices.DeleteFunc(set, func(x candidate) bool { return x.victim == v.victim })
+			continue
+		}
+		scratch.add(v.victim.Request, v.victim.Status.Placement, -1)
+	}
+	return set
 }

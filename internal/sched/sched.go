@@ -68,13 +68,35 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 		c.decide(w)
 		decided[w.ID] = true
 	}
+	// Then the workloads that run within their team's guarantee, and
+	// only then the ones that would borrow, in the order they came: work
+	// placed on borrowed capacity is never placed where guaranteed work
+	// of this cycle would reclaim it in the next.
+	var borrowing []*core.Workload
 	for w := c.next(); w != nil; w = c.next() {
-		if !decided[w.ID] {
+		switch {
+		case decided[w.ID]:
+		case !c.guaranteed(w):
+			borrowing = append(borrowing, w)
+		default:
 			c.decide(w)
 		}
 	}
+	for _, w := range borrowing {
+		c.decide(w)
+	}
 	c.plan.Shares = c.shares()
 	return c.plan
+}
+
+// guaranteed reports whether w would run within its team's guarantee now.
+func (c *cycle) guaranteed(w *core.Workload) bool {
+	class, ok := c.classOf(w)
+	if !ok || class.IdleOnly {
+		return false
+	}
+	in, _, _, _ := c.withinGuarantee(w, c.team(w.Team), class, c.askMilli(w))
+	return in
 }
 
 // cycle is the scratch state of one Schedule call.
@@ -109,6 +131,25 @@ type cycle struct {
 	never    map[string]bool
 	plan     core.Plan
 	reserved bool // a starvation reservation was made this cycle
+	// pictured are the preemptors placed in a node's future at the start
+	// of the cycle, with where; a preemptor's own picture is taken out
+	// when it is decided again.
+	pictured map[core.WorkloadID]picture
+	// inQuota and budget describe the workload being placed: whether it
+	// runs within its team's guarantee, and the most milli-GPU its
+	// placement may take (its team's limit, and for a class that may not
+	// borrow its guarantee, less what the team holds; -1: no bound).
+	inQuota bool
+	budget  int64
+	// soft is set when a placement failed on a node for a reason that
+	// depends on the workload, not only its shape (a reservation, the
+	// budget): such a failure is not remembered in noFit.
+	soft bool
+	// kinds are the distinct device kinds (model and memory), for askMilli.
+	kinds []core.GPU
+	// kept are the replicas of the workload being placed that joined a
+	// reservation's picture, so that a gang that does not fit undoes them.
+	kept []keptReplica
 	// scorer is the packing policy; its weights are set once a cycle, so
 	// that a node's score for a request shape changes only when the node
 	// does: memo keeps them, per shape, by node position.
@@ -168,6 +209,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
 		noFit:       map[string]string{}, noVictims: map[string]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[string]bool{},
+		pictured: map[core.WorkloadID]picture{},
 	}
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()
@@ -178,6 +220,9 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		c.byName[n.Name] = ns
 		for _, g := range n.GPUs {
 			c.maxGPUMem = max(c.maxGPUMem, g.MemoryMiB)
+			if n.Schedulable && !slices.ContainsFunc(c.kinds, func(k core.GPU) bool { return k.Model == g.Model && k.MemoryMiB == g.MemoryMiB }) {
+				c.kinds = append(c.kinds, core.GPU{Model: g.Model, MemoryMiB: g.MemoryMiB})
+			}
 		}
 	}
 	slices.SortFunc(c.nodes, func(a, b *nodeState) int { return cmp.Compare(a.node.Name, b.node.Name) })
@@ -318,10 +363,14 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		if ns == nil || c.reserved || w != c.starver || w.Status.Reason == ReasonPreempting {
 			continue
 		}
-		c.first = append(c.first, w)
 		c.hold(ns, w.ID)
-		ns.starving = true
+		c.reserveOn(ns, w)
 		c.reserved = true
+		// A reserved workload that would borrow is decided in its turn,
+		// after the work within its teams' guarantees.
+		if ns.resv.inQuota {
+			c.first = append(c.first, w)
+		}
 	}
 	for _, w := range nominated {
 		ns := c.byName[w.Status.Nominated]
@@ -332,10 +381,24 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		c.hold(ns, w.ID)
 		f := ns.futureState(c)
 		if ch, why := onNode(f, w.Request); why == "" {
-			f.add(w.Request, assignments(ch, w.Request), +1)
+			as := assignments(ch, w.Request)
+			f.add(w.Request, as, +1)
+			c.pictured[w.ID] = picture{f, as}
 		}
 	}
 	return c
+}
+
+// keptReplica is a replica placed next to what a reservation holds.
+type keptReplica struct {
+	r  *reservation
+	as []core.Assignment
+}
+
+// picture is a preemptor placed in a node's future.
+type picture struct {
+	future *nodeState
+	as     []core.Assignment
 }
 
 // admissible reports whether w passes its class and quota rules now: only
@@ -423,18 +486,35 @@ func heldMilli(w *core.Workload) int64 {
 	return m
 }
 
-// askMilli is what a pending workload asks for, in milli-GPU. A request by
-// memory is counted against the largest device in the cluster (its smallest
-// possible share).
+// askMilli is what a pending workload asks for, in milli-GPU: the least it
+// can be charged where it lands. A count or a fraction is charged as asked;
+// a request by memory takes, on each device, the share of the device that
+// memory is, so it is counted at its smallest share among the devices of
+// the models it accepts (the ledger then records the share it takes where
+// it lands, and the placement is bounded by what the team may still take:
+// see decide's budget).
 func (c *cycle) askMilli(w *core.Workload) int64 {
-	per := int64(1000)
-	switch {
-	case w.Request.MilliGPU > 0:
-		per = w.Request.MilliGPU
-	case c.maxGPUMem > 0:
-		per = min(1000, (w.Request.GPUMemoryMiB*1000+c.maxGPUMem-1)/c.maxGPUMem)
+	return c.perReplica(w.Request) * int64(w.Request.Count())
+}
+
+// perReplica is askMilli for one replica.
+func (c *cycle) perReplica(r core.Request) int64 {
+	if r.MilliGPU > 0 {
+		return r.MilliGPU
 	}
-	return per * int64(w.Request.Count())
+	per := int64(-1)
+	for _, g := range c.kinds {
+		if milli, _, ok := r.ShareOn(g); ok && r.ModelAllowed(g.Model) && (per < 0 || milli < per) {
+			per = milli
+		}
+	}
+	switch {
+	case per >= 0:
+		return per
+	case c.maxGPUMem > 0:
+		return min(1000, (r.GPUMemoryMiB*1000+c.maxGPUMem-1)/c.maxGPUMem)
+	}
+	return 1000
 }
 
 func shapeKey(r core.Request) string {
@@ -476,6 +556,25 @@ func (c *cycle) decide(w *core.Workload) {
 		c.unplaced(w, ReasonPreempting, fmt.Sprintf("waiting for %d preempted %s to stop on %s", len(vs), plural(len(vs), "workload", "workloads"), node), node)
 		return
 	}
+	// Otherwise its picture in its node's future is taken out: what it is
+	// decided now is recorded anew (a placement, or a new preemption).
+	if p, ok := c.pictured[w.ID]; ok {
+		p.future.add(w.Request, p.as, -1)
+		delete(c.pictured, w.ID)
+	}
+
+	// A request no node could hold even empty says so first: no quota
+	// and no preemption would help it.
+	key := shapeKey(w.Request)
+	never, known := c.never[key]
+	if !known {
+		never = len(c.nodes) == 0 || !c.everFits(w.Request)
+		c.never[key] = never
+	}
+	if never {
+		c.unplaced(w, ReasonUnschedulable, c.neverMessage(w.Request), "")
+		return
+	}
 
 	// Quota rules.
 	if !ts.team.LimitAllows(ts.usage + ask) {
@@ -493,22 +592,44 @@ func (c *cycle) decide(w *core.Workload) {
 		return
 	}
 
-	// Place on free capacity. A shape that fitted nowhere for a workload
-	// that holds no node fits nowhere for another such workload; one that
-	// holds a node always tries.
-	key := shapeKey(w.Request)
+	// Place on free capacity, charging no more than the team's limit (and,
+	// for a class that may not borrow, its guarantee) leaves: a request
+	// by memory is charged the share it takes where it lands. A shape that
+	// fitted nowhere for a workload that holds no node fits nowhere for
+	// another such workload, unless a reservation or the budget refused
+	// it; one that holds a node always tries.
+	c.inQuota, c.budget = inQuota, -1
+	if ts.team.Limit >= 0 {
+		c.budget = max(0, ts.team.Limit-ts.usage)
+	}
+	if !class.MayBorrow {
+		room := max(0, guaranteed-held)
+		if c.budget < 0 || room < c.budget {
+			c.budget = room
+		}
+	}
 	holder := len(c.holders[w.ID]) > 0
 	noFit, failed := c.noFit[key]
 	if !failed || holder {
+		c.soft = false
 		as, why := c.place(w)
 		if as != nil {
 			c.plan.Placements = append(c.plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
 			c.holdOn(ts, class, as, heldOf(as))
 			ts.pending -= ask
+			var end time.Time
+			if w.MaxRuntime > 0 {
+				end = c.now.Add(w.MaxRuntime)
+			}
+			for _, n := range core.Nodes(as) {
+				on, _ := core.OnNode(as, n)
+				ns := c.byName[n]
+				ns.placed = append(ns.placed, item{req: w.Request, as: on, started: c.now, end: end})
+			}
 			return
 		}
 		noFit = why
-		if !holder {
+		if !holder && !c.soft {
 			c.noFit[key] = why
 		}
 	}
@@ -550,17 +671,12 @@ func (c *cycle) decide(w *core.Workload) {
 	// reserved for it before).
 	msg := noFit
 	// Say why no preemption helps: what makes the capacity out of reach.
-	never, known := c.never[key]
-	if !known {
-		never = len(c.nodes) == 0 || !c.everFits(w.Request)
-		c.never[key] = never
-	}
 	othersHold := false
 	for _, o := range c.teams {
 		othersHold = othersHold || (o != ts && o.usage > 0)
 	}
 	switch {
-	case never || class.IdleOnly || w.Request.Count() > 1 || !othersHold:
+	case class.IdleOnly || w.Request.Count() > 1 || !othersHold:
 	case inQuota:
 		msg += fmt.Sprintf("; team %s is within its guarantee, but what holds the capacity cannot be preempted for it (within quota, or a class that is never preempted)", ts.team.Name)
 	case ts.usage+ask > ts.share:
@@ -582,7 +698,7 @@ func (c *cycle) decide(w *core.Workload) {
 			nominated = ns.node.Name
 			// No running clock in the message: it is rewritten (and
 			// recorded) only when something changes.
-			msg += fmt.Sprintf("; %s is reserved for it, waiting since %s", ns.node.Name, w.CreatedAt.UTC().Format(time.RFC3339))
+			msg += ns.resv.waitMessage(ns)
 		}
 	}
 	reason := ReasonUnschedulable
@@ -621,8 +737,8 @@ func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
 			continue
 		}
 		ns.reservedFor = slices.DeleteFunc(ns.reservedFor, func(x core.WorkloadID) bool { return x == id })
-		if len(ns.reservedFor) == 0 {
-			ns.starving = false
+		if ns.resv != nil && ns.resv.w.ID == id {
+			ns.resv = nil
 		}
 	}
 	c.holders[id] = kept
@@ -631,7 +747,7 @@ func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
 // heldFor returns the node held for id by a starvation reservation, if any.
 func (c *cycle) heldFor(id core.WorkloadID) *nodeState {
 	for _, ns := range c.nodes {
-		if ns.starving && slices.Contains(ns.reservedFor, id) {
+		if ns.resv != nil && ns.resv.w.ID == id {
 			return ns
 		}
 	}
@@ -668,9 +784,15 @@ func (c *cycle) place(w *core.Workload) ([]core.Assignment, string) {
 	// given the replicas already placed, and undo them all if one does not
 	// fit (all or nothing).
 	var all []core.Assignment
+	budget, kept := c.budget, len(c.kept)
 	for r := range w.Request.Count() {
 		as, why := c.placeOne(w, r)
 		if as == nil {
+			c.budget = budget
+			for _, k := range c.kept[kept:] {
+				k.r.kept.add(w.Request, k.as, -1)
+			}
+			c.kept = c.kept[:kept]
 			for _, ns := range c.nodes {
 				if on, _ := core.OnNode(all, ns.node.Name); len(on) > 0 {
 					ns.commit(w.Request, all, -1)
@@ -687,14 +809,11 @@ func (c *cycle) place(w *core.Workload) ([]core.Assignment, string) {
 func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, string) {
 	req := w.Request
 	var best choice
+	bestKeep := false
 	var why tally
 	memo := c.memoFor(req)
 	for _, ns := range c.nodes {
 		held := ns.heldForOther(w.ID)
-		if ns.starving && (c.starver == nil || w.ID != c.starver.ID) {
-			why.add(whyReserved) // draining for a workload that waited too long
-			continue
-		}
 		var ch choice
 		var reason string
 		if m := &memo[ns.pos]; m.version == ns.version+1 {
@@ -710,6 +829,21 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 			}
 			continue
 		}
+		// A starvation reservation leaves the node to others where what
+		// it holds still fits next to them, or where they will be gone
+		// before its workload can start (backfill).
+		keep := false
+		switch {
+		case ns.resv.binds(w, c.inQuota):
+			var ok bool
+			if ch, keep, ok = c.backfillOn(ns, w, req, ch); !ok {
+				why.add(whyStarving)
+				c.soft = true
+				continue
+			}
+		case ns.resv != nil && ns.resv.w.ID != w.ID:
+			keep = true // within its guarantee: it stays, and the reservation knows
+		}
 		// A node held for preemptors may still take what they will not
 		// need: the placement must also fit the node's future, where they
 		// are already placed.
@@ -717,22 +851,31 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 			why.add(whyReserved)
 			continue
 		}
+		// What it takes there must stay within its team's budget.
+		if c.budget >= 0 && heldOf(assignments(ch, req)) > c.budget {
+			why.add(whyLimit)
+			c.soft = true
+			continue
+		}
 		if best.ns == nil || ch.score < best.score {
-			best = ch // nodes are in name order, so ties go to the first
+			best, bestKeep = ch, keep // nodes are in name order, so ties go to the first
 		}
 	}
 	if best.ns == nil {
-		msg := why.message(len(c.nodes), req)
-		if len(c.nodes) > 0 && !c.everFits(req) {
-			msg = "can never run as asked: even empty, " + msg
-		}
-		return nil, msg
+		return nil, why.message(len(c.nodes), req)
 	}
 	as := assignments(best, req)
 	for i := range as {
 		as[i].Replica = replica
 	}
 	best.ns.commit(req, as, +1)
+	if bestKeep {
+		best.ns.resv.kept.add(req, as, +1)
+		c.kept = append(c.kept, keptReplica{best.ns.resv, as})
+	}
+	if c.budget >= 0 {
+		c.budget -= heldOf(as)
+	}
 	return as, ""
 }
 
@@ -742,7 +885,7 @@ func (c *cycle) reserve(w *core.Workload) *nodeState {
 	var best *nodeState
 	var bestFree int64
 	for _, ns := range c.nodes {
-		if ns.starving || !ns.node.Schedulable || !modelOK(ns, w.Request) || !fitsEmpty(ns, w.Request) {
+		if ns.resv != nil || !ns.node.Schedulable || !modelOK(ns, w.Request) || !fitsEmpty(ns, w.Request) {
 			continue
 		}
 		free := ns.maxFree
@@ -755,7 +898,7 @@ func (c *cycle) reserve(w *core.Workload) *nodeState {
 	}
 	if best != nil {
 		c.hold(best, w.ID)
-		best.starving = true
+		c.reserveOn(best, w)
 	}
 	return best
 }
@@ -785,6 +928,26 @@ func (c *cycle) classOf(w *core.Workload) (core.PriorityClass, bool) {
 		name = core.DefaultPriority(w.Kind)
 	}
 	return core.Class(c.classes, name)
+}
+
+// neverMessage says why no schedulable node could hold req even empty.
+func (c *cycle) neverMessage(req core.Request) string {
+	if len(c.nodes) == 0 {
+		return "no nodes are registered"
+	}
+	var nodes []*core.Node
+	for _, ns := range c.nodes {
+		if ns.node.Schedulable {
+			nodes = append(nodes, ns.node)
+		}
+	}
+	if len(nodes) == 0 {
+		return "can never run as asked: no node is schedulable"
+	}
+	if err := Feasible(nodes, req); err != nil {
+		return "can never run as asked: " + err.Error()
+	}
+	return "can never run as asked: no node could hold it even empty"
 }
 
 // everFits reports whether some schedulable node could hold req if it were

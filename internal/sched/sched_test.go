@@ -181,7 +181,7 @@ func TestSchedule(t *testing.T) {
 			nodes:    []*core.Node{node("n1").gpus(2, a10).obj()},
 			pending:  []*core.Workload{job("a").gpuMem(40960).obj()},
 			unplaced: []core.WorkloadID{"a"},
-			messages: map[core.WorkloadID]string{"a": "can never run as asked: even empty, no node with 40960 MiB free on one GPU (best: n1 with a whole GPU free); 1 node considered: 1 no GPU with enough free share"},
+			messages: map[core.WorkloadID]string{"a": "can never run as asked: 40960 MiB on one GPU: the biggest has 24576 MiB"},
 		},
 		{
 			name:  "milli-GPU is a limit of its own: shares rounded up fill a device before its memory does",
@@ -281,7 +281,7 @@ func TestSchedule(t *testing.T) {
 			},
 			placed:   map[core.WorkloadID]string{"h100": "n2:0@500", "any": "n1:0@500"},
 			unplaced: []core.WorkloadID{"b200"},
-			messages: map[core.WorkloadID]string{"b200": "can never run as asked: even empty, no node with 1 free B200 GPU; 2 nodes considered: 2 no GPU of the requested model"},
+			messages: map[core.WorkloadID]string{"b200": "can never run as asked: no node has a GPU of model B200 (the fleet has NVIDIA A10, NVIDIA H100 80GB HBM3)"},
 		},
 		{
 			name:    "a model constraint filters devices on a mixed node",

@@ -1,0 +1,221 @@
+package sched_test
+
+// Scenarios of issue 13: decisions that never over-committed a GPU but
+// that a user would call broken. Each was a failing test first.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/sched"
+)
+
+// TestEvictionTakesTheSmallestSufficientSet: on one 4-GPU node, a
+// fraction that reclaims its guarantee evicts a fraction or a single GPU,
+// never a gang, even when the gang's team is the furthest above its share.
+func TestEvictionTakesTheSmallestSufficientSet(t *testing.T) {
+	n := node("n1").gpus(4, "H100").obj()
+	now := t0.Add(time.Hour)
+	teams := []core.Team{team("research", 0, -1, 1), team("ops", 0, -1, 1), team("vision", 1, -1, 1)}
+	research := runOn(wl("gang", "research", "training", 3000), n, 0, 1)
+	research = gang(research, 3)
+	research.Request.MilliGPU = 1000
+	for r := range research.Status.Placement {
+		research.Status.Placement[r].Replica = r
+	}
+	tests := []struct {
+		name    string
+		running []*core.Workload
+		want    []string
+	}{
+		{"a single GPU rather than a gang", []*core.Workload{research, runOn(wl("one", "ops", "training", 1000), n, 3, 2)},
+			[]string{"one Reclaimed for nb"}},
+		{"a fraction rather than a single GPU or a gang", []*core.Workload{research,
+			runOn(wl("half1", "ops", "training", 500), n, 3, 2), runOn(wl("half2", "ops", "training", 500), n, 3, 3)},
+			[]string{"half2 Reclaimed for nb"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster{nodes: []*core.Node{n}, teams: teams, running: tt.running,
+				pending: fresh(now, wl("nb", "vision", "development", 250))}
+			plan := sched.DefaultOptions().Schedule(c.snapshot(), now)
+			_, victims, _ := outcome(plan)
+			if diff := cmp.Diff(tt.want, victims); diff != "" {
+				t.Errorf("victims (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReservationBackfill: one 4-GPU node, two GPUs busy with work that
+// started before a 3-GPU gang began to starve. The node is reserved for
+// the gang, but work it cannot use or that ends before it can start
+// still runs.
+func TestReservationBackfill(t *testing.T) {
+	n := node("n1").gpus(4, "H100").obj()
+	now := t0.Add(time.Hour)
+	opts := sched.Options{StarvationAfter: 2 * time.Minute, FairShareReclaim: true, MinRuntime: 5 * time.Minute}
+	withMax := func(w *core.Workload, d time.Duration) *core.Workload { w.MaxRuntime = d; return w }
+	big := gang(wl("gang", "research", "training", 1000), 3)
+	big.CreatedAt = now.Add(-10 * time.Minute)
+	tests := []struct {
+		name    string
+		running []*core.Workload
+		pending []*core.Workload
+		placed  []string
+		message string // a substring of the gang's message
+	}{
+		{"the GPU it cannot use takes fractions", []*core.Workload{runOn(wl("x", "ops", "training", 1000), n, 0, 1), runOn(wl("y", "ops", "training", 1000), n, 1, 1)},
+			fresh(now, wl("quarter", "ops", "training", 250), wl("one", "ops", "training", 1000), wl("half", "ops", "training", 500)),
+			[]string{"half on n1:2@500", "quarter on n1:2@250"},
+			"n1 is reserved for it (waiting since 2026-11-30T08:50:00Z): it waits there for x, y to end"},
+		{"work that ends before it can start runs anywhere", []*core.Workload{
+			withMax(runOn(wl("x", "ops", "training", 1000), n, 0, 50), 30*time.Minute), withMax(runOn(wl("y", "ops", "training", 1000), n, 1, 50), 30*time.Minute)},
+			fresh(now, wl("one", "ops", "training", 1000), withMax(wl("short", "ops", "training", 1000), 10*time.Minute)),
+			[]string{"one on n1:2", "short on n1:3"}, // it can use three of the four GPUs
+			"by 2026-11-30T09:20:00Z at the latest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := big.Clone()
+			c := cluster{nodes: []*core.Node{n}, teams: []core.Team{team("research", 0, -1, 1), team("ops", 0, -1, 1)},
+				running: tt.running, pending: append([]*core.Workload{g}, tt.pending...)}
+			plan := opts.Schedule(c.snapshot(), now)
+			placed, _, _ := outcome(plan)
+			if diff := cmp.Diff(tt.placed, placed); diff != "" {
+				t.Errorf("placed (-want +got):\n%s", diff)
+			}
+			for _, d := range plan.Unplaced {
+				if d.Workload == "gang" && (d.Nominated != "n1" || !strings.Contains(d.Message, tt.message)) {
+					t.Errorf("gang waits nominated %q with %q, want n1 and a message containing %q", d.Nominated, d.Message, tt.message)
+				}
+			}
+		})
+	}
+}
+
+// TestLimitHoldsForEveryRequestShape: on 4 H100s and 4 A10s, a team with
+// a limit of one GPU asks for three replicas of a whole A10 by memory; the
+// limit charges what the ledger records (a whole A10 each), not the share
+// the request would take on the largest GPU.
+func TestLimitHoldsForEveryRequestShape(t *testing.T) {
+	nodes := []*core.Node{node("h").gpus(4, h100).obj(), node("a").gpus(4, a10).obj()}
+	lim := team("t", 0, 1, 1)
+	tests := []struct {
+		name string
+		w    *core.Workload
+	}{
+		{"a gang by memory on one model", gang(job("g").gpuMem(24576).models("A10").obj(), 3)},
+		{"one replica by memory on one model", job("m").gpuMem(24576).models("A10").obj()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, w := range []*core.Workload{tt.w, job("small").gpuMem(24576).obj()} {
+				w.Team, w.CreatedAt = "t", t0
+			}
+			c := cluster{nodes: nodes, teams: []core.Team{lim}, pending: []*core.Workload{tt.w}}
+			plan := sched.DefaultOptions().Schedule(c.snapshot(), t0)
+			var used int64
+			for _, p := range plan.Placements {
+				for _, a := range p.Assignments {
+					used += a.MilliGPU
+				}
+			}
+			if used > lim.Limit {
+				t.Errorf("team placed %d milli-GPU over its limit %d: %v", used, lim.Limit, plan.Placements)
+			}
+		})
+	}
+	// A request by memory that fits in the limit on one model and not on
+	// another lands where it fits.
+	t.Run("a memory request lands where the limit allows", func(t *testing.T) {
+		w := job("m").gpuMem(24576).obj()
+		w.Team, w.CreatedAt = "t", t0
+		half := team("t", 0, 0, 1)
+		half.Limit = 500
+		c := cluster{nodes: nodes, teams: []core.Team{half}, pending: []*core.Workload{w}}
+		plan := sched.DefaultOptions().Schedule(c.snapshot(), t0)
+		placed, _, waiting := outcome(plan)
+		if diff := cmp.Diff([]string{"m on h:0@300"}, placed); diff != "" {
+			t.Errorf("placed (-want +got):\n%s (waiting %v)", diff, waiting)
+		}
+	})
+}
+
+// TestNoThrashBetweenReservationAndReclaim: a 2 × 2-GPU gang of team t4
+// (guarantee 2, no limit) starves while teams t1 and t2 keep submitting
+// one-GPU work within their guarantees. The gang must not be started and
+// reclaimed over and over: no workload starts more than 3 times in 2
+// minutes (cycles 10 s apart).
+func TestNoThrashBetweenReservationAndReclaim(t *testing.T) {
+	nodes := []*core.Node{node("n1").gpus(4, h100).obj(), node("n2").gpus(4, h100).obj()}
+	teams := []core.Team{team("t1", 3, -1, 1), team("t2", 3, -1, 1), team("t4", 2, -1, 1)}
+	opts := sched.Options{StarvationAfter: 30 * time.Second, FairShareReclaim: true, MinRuntime: time.Minute}
+	s := &invSim{opts: opts, snap: &core.Snapshot{Nodes: nodes, Teams: teams, Usage: invUsage(nodes, nil)}, now: t0, linger: map[core.WorkloadID]int{}}
+	g := gang(wl("gang", "t4", "training", 2000), 2)
+	g.Seq, g.CreatedAt = 1, t0
+	s.snap.Pending = []*core.Workload{g}
+	s.seq = 1
+	starts := map[core.WorkloadID][]time.Time{}
+	ends := map[core.WorkloadID]time.Time{}
+	for cycle := range 60 {
+		// t1 and t2 keep three one-GPU workloads each queued or running;
+		// each runs for 40 s.
+		var running []*core.Workload
+		pending := slices.Clone(s.snap.Pending)
+		for _, w := range s.snap.Running {
+			switch {
+			case w.Status.StopRequested != "":
+				r := w.Clone()
+				r.Status = core.Status{Phase: core.Pending, Attempts: w.Status.Attempts, Preemptions: w.Status.Preemptions + 1}
+				pending = append(pending, r)
+			case w.Team != "t4" && !s.now.Before(ends[w.ID]):
+			default:
+				running = append(running, w)
+			}
+		}
+		for _, tm := range []core.TeamName{"t1", "t2"} {
+			n := 0
+			for _, w := range append(slices.Clone(running), pending...) {
+				if w.Team == tm {
+					n++
+				}
+			}
+			for ; n < 3; n++ {
+				s.seq++
+				w := wl(fmt.Sprintf("%s-%03d", tm, s.seq), string(tm), "training", 1000)
+				w.Seq, w.CreatedAt = s.seq, s.now
+				pending = append(pending, w)
+			}
+		}
+		s.snap = &core.Snapshot{Nodes: nodes, Teams: teams, Usage: invUsage(nodes, running), Pending: pending, Running: running}
+		plan := opts.Schedule(s.snap, s.now)
+		for _, p := range plan.Placements {
+			starts[p.Workload] = append(starts[p.Workload], s.now)
+			ends[p.Workload] = s.now.Add(40 * time.Second)
+		}
+		c := newInvCycle(opts, s.snap, s.now, plan)
+		for _, p := range invProperties {
+			p.check(t, c)
+		}
+		if t.Failed() {
+			t.Fatalf("cycle %d:\n%s\nplan:\n%s", cycle, invDescribe(opts, s.snap, s.now), invDescribePlan(plan))
+		}
+		s.apply(plan, func() int { return 0 })
+		s.now = s.now.Add(10 * time.Second)
+	}
+	for id, ts := range starts {
+		for i := range ts {
+			if j := i + 3; j < len(ts) && ts[j].Sub(ts[i]) <= 2*time.Minute {
+				t.Errorf("%s started %d times within %s: %v", id, 4, ts[j].Sub(ts[i]), ts)
+				break
+			}
+		}
+	}
+}
