@@ -437,7 +437,9 @@ func victimSet(future *nodeState, req core.Request, cands []candidate) []candida
 		var bestSet []candidate
 		var bestCost victimCost
 		bestRank := 0
-		rank := func(v candidate) int { return slices.IndexFunc(cands, func(x candidate) bool { return x.victim == v.victim }) }
+		rank := func(v candidate) int {
+			return slices.IndexFunc(cands, func(x candidate) bool { return x.victim == v.victim })
+		}
 		for _, g := range scratch.node.GPUs {
 			milli, mem, ok := req.ShareOn(g)
 			if !ok || !req.ModelAllowed(g.Model) {
