@@ -259,9 +259,9 @@ func compareStart(a, b *core.Workload) int {
 // set of fractional victims before any other; then the fewest victims,
 // the smallest node, the name. Within a node, victimSet finds the set.
 func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool) (*nodeState, []candidate) {
-	node, set := c.findVictimsOf(w, cl, ts, ask, inQuota, false)
-	if node == nil {
-		node, set = c.findVictimsOf(w, cl, ts, ask, inQuota, true)
+	node, set, gangs := c.findVictimsOf(w, cl, ts, ask, inQuota, false)
+	if node == nil && gangs {
+		node, set, _ = c.findVictimsOf(w, cl, ts, ask, inQuota, true)
 	}
 	return node, set
 }
@@ -283,19 +283,25 @@ func (a victimCost) compare(b victimCost) int {
 	return cmp.Or(cmp.Compare(bit(a.gang), bit(b.gang)), cmp.Compare(bit(a.whole), bit(b.whole)), cmp.Compare(a.milli, b.milli), cmp.Compare(a.n, b.n))
 }
 
+// add counts victim v, for a preemptor asking req, in k.
+func (k *victimCost) add(req core.Request, v candidate) {
+	k.milli += v.held
+	k.gang = k.gang || v.victim.Request.Count() > 1
+	k.whole = k.whole || (req.Fractional() && !v.victim.Request.Fractional())
+	k.n++
+}
+
 func costOf(req core.Request, set []candidate) victimCost {
 	var k victimCost
 	for _, v := range set {
-		k.milli += v.held
-		k.gang = k.gang || v.victim.Request.Count() > 1
-		k.whole = k.whole || (req.Fractional() && !v.victim.Request.Fractional())
+		k.add(req, v)
 	}
-	k.n = len(set)
 	return k
 }
 
-// findVictimsOf is findVictims with gangs allowed as victims or not.
-func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota, gangs bool) (*nodeState, []candidate) {
+// findVictimsOf is findVictims with gangs allowed as victims or not;
+// sawGang reports whether a gang was left out.
+func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota, gangs bool) (_ *nodeState, _ []candidate, sawGang bool) {
 	var bestNode *nodeState
 	var best []candidate
 	var bestCost victimCost
@@ -331,12 +337,14 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 		}
 		if mayJoin && ns.freeing {
 			if _, why := onNode(ns.futureState(c), w.Request); why == "" {
-				return ns, []candidate{}
+				return ns, []candidate{}, false
 			}
 		}
 		cands = c.victimsFor(w, cl, ts, ask, inQuota, ns, cands)
 		if !gangs {
+			n := len(cands)
 			cands = slices.DeleteFunc(cands, func(v candidate) bool { return v.victim.Request.Count() > 1 })
+			sawGang = sawGang || len(cands) < n
 		}
 		if len(cands) == 0 {
 			continue
@@ -364,7 +372,7 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 			}
 		}
 	}
-	return bestNode, best
+	return bestNode, best, sawGang
 }
 
 // victimSet finds, on a node's future, the cheapest set of candidates (in
@@ -378,117 +386,125 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 // order.
 func victimSet(future *nodeState, req core.Request, cands []candidate) []candidate {
 	scratch := future.clone()
+	taken := make([]bool, len(cands))
 	var set []candidate
-	take := func(v candidate) {
-		set = append(set, v)
-		scratch.add(v.victim.Request, v.victim.Status.Placement, -1)
+	take := func(j int) {
+		taken[j] = true
+		set = append(set, cands[j])
+		scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
 	}
 	fits := func() bool { _, why := onNode(scratch, req); return why == "" }
-	on := func(v candidate, gpu int) bool {
-		for _, a := range v.victim.Status.Placement {
+	// freed is what candidate j holds on device gpu of this node.
+	freed := func(j, gpu int) (core.GPUUse, bool) {
+		var u core.GPUUse
+		on := false
+		for _, a := range cands[j].victim.Status.Placement {
 			if a.Node == scratch.node.Name && a.GPUIndex == gpu {
-				return true
+				u.MilliGPU += a.MilliGPU
+				u.MemoryMiB += a.MemoryMiB
+				on = true
 			}
 		}
-		return false
+		return u, on
 	}
+	var vs []int
 	switch {
 	case req.WholeGPUs() > 0:
 		for !fits() {
-			bestDev, bestCost, bestRank := -1, victimCost{}, 0
-			var bestVs []candidate
+			bestDev, bestCost := -1, victimCost{}
+			var bestVs []int
 			for i, g := range scratch.node.GPUs {
 				u := scratch.used[i]
 				if !req.ModelAllowed(g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
 					continue
 				}
-				var vs []candidate
-				var freed core.GPUUse
-				rank := -1 // the first of them in victim order
-				for j, v := range cands {
-					if !slices.ContainsFunc(set, func(x candidate) bool { return x.victim == v.victim }) && on(v, g.Index) {
-						if rank < 0 {
-							rank = j
-						}
-						vs = append(vs, v)
-						for _, a := range v.victim.Status.Placement {
-							if a.Node == scratch.node.Name && a.GPUIndex == g.Index {
-								freed.MilliGPU += a.MilliGPU
-								freed.MemoryMiB += a.MemoryMiB
-							}
-						}
+				vs = vs[:0]
+				var k victimCost
+				var sum core.GPUUse
+				for j := range cands {
+					if f, on := freed(j, g.Index); on && !taken[j] {
+						vs = append(vs, j)
+						sum.MilliGPU += f.MilliGPU
+						sum.MemoryMiB += f.MemoryMiB
+						k.add(req, cands[j])
 					}
 				}
-				if len(vs) == 0 || freed.MilliGPU < u.MilliGPU || freed.MemoryMiB < u.MemoryMiB {
+				if len(vs) == 0 || sum.MilliGPU < u.MilliGPU || sum.MemoryMiB < u.MemoryMiB {
 					continue // something that is not a candidate stays on it
 				}
-				if k := costOf(req, vs); bestDev < 0 || cmp.Or(k.compare(bestCost), cmp.Compare(rank, bestRank)) < 0 {
-					bestDev, bestCost, bestVs, bestRank = i, k, vs, rank
+				// Ties go to the device whose first victim comes first in
+				// victim order.
+				if bestDev < 0 || cmp.Or(k.compare(bestCost), cmp.Compare(vs[0], bestVs[0])) < 0 {
+					bestDev, bestCost, bestVs = i, k, append(bestVs[:0], vs...)
 				}
 			}
 			if bestDev < 0 {
 				return nil
 			}
-			for _, v := range bestVs {
-				take(v)
+			for _, j := range bestVs {
+				take(j)
 			}
 		}
 	case req.Fractional():
-		var bestSet []candidate
+		var bestVs []int
 		var bestCost victimCost
-		bestRank := 0
-		rank := func(v candidate) int {
-			return slices.IndexFunc(cands, func(x candidate) bool { return x.victim == v.victim })
-		}
-		for _, g := range scratch.node.GPUs {
+		for i, g := range scratch.node.GPUs {
 			milli, mem, ok := req.ShareOn(g)
 			if !ok || !req.ModelAllowed(g.Model) {
 				continue
 			}
-			var vs []candidate
-			for _, v := range cands {
-				if on(v, g.Index) {
-					vs = append(vs, v)
+			vs = vs[:0]
+			for j := range cands {
+				if _, on := freed(j, g.Index); on {
+					vs = append(vs, j)
 				}
 			}
-			slices.SortStableFunc(vs, func(a, b candidate) int {
-				return costOf(req, []candidate{a}).compare(costOf(req, []candidate{b}))
+			// Cheapest first: fractions, then the smallest, then victim
+			// order.
+			slices.SortStableFunc(vs, func(a, b int) int {
+				var ka, kb victimCost
+				ka.add(req, cands[a])
+				kb.add(req, cands[b])
+				return ka.compare(kb)
 			})
-			try := scratch.clone()
-			var set []candidate
-			i := slices.IndexFunc(scratch.node.GPUs, func(x core.GPU) bool { return x.Index == g.Index })
-			for _, v := range vs {
-				if u := try.used[i]; u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB {
+			u := scratch.used[i]
+			var k victimCost
+			n := 0
+			for _, j := range vs {
+				if u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB {
 					break
 				}
-				set = append(set, v)
-				try.add(v.victim.Request, v.victim.Status.Placement, -1)
+				f, _ := freed(j, g.Index)
+				u.MilliGPU -= f.MilliGPU
+				u.MemoryMiB -= f.MemoryMiB
+				k.add(req, cands[j])
+				n++
 			}
-			if u := try.used[i]; u.MilliGPU+milli > 1000 || u.MemoryMiB+mem > g.MemoryMiB || len(set) == 0 {
+			if u.MilliGPU+milli > 1000 || u.MemoryMiB+mem > g.MemoryMiB || n == 0 {
 				continue
 			}
-			if k := costOf(req, set); bestSet == nil || cmp.Or(k.compare(bestCost), cmp.Compare(rank(set[0]), bestRank)) < 0 {
-				bestSet, bestCost, bestRank = set, k, rank(set[0])
+			if bestVs == nil || cmp.Or(k.compare(bestCost), cmp.Compare(slices.Min(vs[:n]), slices.Min(bestVs))) < 0 {
+				bestVs, bestCost = append(bestVs[:0:0], vs[:n]...), k
 			}
 		}
-		for _, v := range bestSet {
-			take(v)
+		for _, j := range bestVs {
+			take(j)
 		}
 	}
 	// What remains (host CPU or memory, a request without GPUs): victim
 	// order.
-	for _, v := range cands {
+	for j := range cands {
 		if fits() {
 			break
 		}
-		if !slices.ContainsFunc(set, func(x candidate) bool { return x.victim == v.victim }) {
-			take(v)
+		if !taken[j] {
+			take(j)
 		}
 	}
 	if !fits() {
 		return nil
 	}
-	// Drop victims that are not needed, largest first (then last chosen).
+	// Drop victims that are not needed, largest first (then first chosen).
 	order := slices.Clone(set)
 	slices.SortStableFunc(order, func(a, b candidate) int { return cmp.Compare(b.held, a.held) })
 	for _, v := range order {

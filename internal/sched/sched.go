@@ -754,6 +754,14 @@ func (c *cycle) heldFor(id core.WorkloadID) *nodeState {
 	return nil
 }
 
+// chargeOf is what placing req as ch takes, in milli-GPU.
+func chargeOf(ch choice, req core.Request) int64 {
+	if want := req.WholeGPUs(); want > 0 {
+		return int64(want) * 1000
+	}
+	return share(ch.ns, req, ch.gpu)
+}
+
 func heldOf(as []core.Assignment) int64 {
 	var m int64
 	for _, a := range as {
@@ -852,7 +860,7 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 			continue
 		}
 		// What it takes there must stay within its team's budget.
-		if c.budget >= 0 && heldOf(assignments(ch, req)) > c.budget {
+		if c.budget >= 0 && chargeOf(ch, req) > c.budget {
 			why.add(whyLimit)
 			c.soft = true
 			continue
