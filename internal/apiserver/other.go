@@ -39,6 +39,9 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 		}
 		limit = n
 	}
+	// A log is long (16 MiB) or followed for as long as the workload
+	// runs: past the server's read and write timeouts.
+	w = newStreamWriter(w, r)
 	if lf, ok := s.opts.Logs.(LogFollower); ok && follow {
 		return s.followStream(w, c, wl, lf)
 	}
@@ -265,24 +268,36 @@ func toAPITeam(t core.Team, sh core.TeamShare) api.Team {
 // quotaErrors checks a quota and names each bad field.
 func quotaErrors(t core.Team) []api.FieldError {
 	var errs []api.FieldError
+	// Every number is bounded (api.MaxQuotaMilliGPU, MaxTeamWeight,
+	// MaxModelGuarantees), so that the sums here and in the scheduler
+	// cannot overflow.
 	if t.Guaranteed < 0 {
 		errs = append(errs, api.FieldError{Field: "guaranteedMilliGPU", Problem: "must not be negative"})
+	} else if t.Guaranteed > api.MaxQuotaMilliGPU {
+		errs = append(errs, api.FieldError{Field: "guaranteedMilliGPU", Problem: fmt.Sprintf("must be at most %d (a million GPUs)", api.MaxQuotaMilliGPU)})
 	}
-	if t.Limit < core.Unlimited {
+	switch {
+	case t.Limit < core.Unlimited:
 		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: "must be -1 (unlimited) or at least 0"})
-	} else if t.Limit >= 0 && t.Limit < t.Guaranteed {
+	case t.Limit > api.MaxQuotaMilliGPU:
+		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: fmt.Sprintf("must be -1 (unlimited) or at most %d (a million GPUs)", api.MaxQuotaMilliGPU)})
+	case t.Limit >= 0 && t.Limit < t.Guaranteed:
 		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: fmt.Sprintf("%d is below the guarantee (%d)", t.Limit, t.Guaranteed)})
 	}
-	if t.Weight < 1 || t.Weight > 1000 {
-		errs = append(errs, api.FieldError{Field: "weight", Problem: "must be from 1 to 1000"})
+	if t.Weight < 1 || t.Weight > api.MaxTeamWeight {
+		errs = append(errs, api.FieldError{Field: "weight", Problem: fmt.Sprintf("must be from 1 to %d", api.MaxTeamWeight)})
+	}
+	if len(t.GuaranteedByModel) > api.MaxModelGuarantees {
+		errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU", Problem: fmt.Sprintf("at most %d models", api.MaxModelGuarantees)})
 	}
 	var sum int64
 	for model, g := range t.GuaranteedByModel {
 		if strings.TrimSpace(model) == "" || len(model) > 64 {
 			errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU", Problem: fmt.Sprintf("model name %q must be 1 to 64 characters", model)})
 		}
-		if g < 0 {
-			errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU." + model, Problem: "must not be negative"})
+		if g < 0 || g > api.MaxQuotaMilliGPU {
+			errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU." + model, Problem: fmt.Sprintf("must be from 0 to %d", api.MaxQuotaMilliGPU)})
+			continue
 		}
 		sum += g
 	}

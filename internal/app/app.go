@@ -55,7 +55,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	if err := secureDataDir(cfg.DataDir, log); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	// One server per data dir: a second one would adopt the first one's
@@ -178,7 +178,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Metrics:         obs.metrics.Handler(),
 	})
 	// The portal owns "/" and "/ui/"; every other path is the API's.
-	hs := &http.Server{Handler: portal.With(srv), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	hs := newHTTPServer(portal.With(srv), serverTimeouts)
 
 	fmt.Fprintf(out, "gpufleet: API on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "gpufleet: portal on http://%s/ (sign in with a token)\n", ln.Addr())
@@ -218,6 +218,60 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	wg.Wait()
 	// Running workloads keep running: the next start re-adopts them.
 	return runErr
+}
+
+// httpTimeouts bound each connection of the HTTP server.
+type httpTimeouts struct {
+	// readHeader bounds the request line and headers; read the whole
+	// request, body included, from its first byte: a client that trickles
+	// a body (a byte every 2 s) is cut off when it passes, however steady.
+	readHeader, read time.Duration
+	// write bounds an answer from the end of its request; a followed log
+	// renews it at each write instead (apiserver's streamWriter), so that
+	// it lasts as long as its workload.
+	write time.Duration
+	// idle bounds a kept-alive connection between requests.
+	idle time.Duration
+}
+
+// serverTimeouts are the HTTP server's. A request body is at most
+// cfg.MaxBodyBytes (1 MiB), read in well under 30 s; tests shorten them.
+var serverTimeouts = httpTimeouts{readHeader: 10 * time.Second, read: 30 * time.Second, write: time.Minute, idle: 2 * time.Minute}
+
+func newHTTPServer(h http.Handler, t httpTimeouts) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read, WriteTimeout: t.write,
+		IdleTimeout: t.idle, MaxHeaderBytes: 64 << 10}
+}
+
+// secureDataDir makes the data dir (the store, which holds every token's
+// hash, and the admin token) readable by this user only: the dir 0700 and
+// the admin token and lock 0600, whatever the umask, and fixed at start when
+// an earlier version or an operator left them looser. The store makes its
+// own files 0600 (store.OpenWith).
+func secureDataDir(dir string, log *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		path string
+		mode os.FileMode
+	}{{dir, 0o700}, {filepath.Join(dir, "admin-token"), 0o600}, {filepath.Join(dir, "lock"), 0o600}} {
+		fi, err := os.Stat(f.path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm() == f.mode {
+			continue
+		}
+		if err := os.Chmod(f.path, f.mode); err != nil {
+			return err
+		}
+		log.Warn("tightened the mode of a data dir file", "path", f.path, "was", fi.Mode().Perm().String(), "now", f.mode.String())
+	}
+	return nil
 }
 
 // startParallelism is how many placements of a cycle the control loop
@@ -287,6 +341,11 @@ func writeSecret(path, s string) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
+		return err
+	}
+	// 0600 whatever the umask, and a stale tmp of another mode too.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return err
 	}
 	if _, err := f.WriteString(s); err != nil {

@@ -139,6 +139,9 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("store %s: is a directory, not a database file", path)
 	}
+	if err := privateFiles(path); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	dsn := func(extra string) string {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
@@ -189,6 +192,25 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
+}
+
+// privateFiles makes the store's files (path, -wal, -shm) 0600, whatever the
+// umask: they hold every token's hash. SQLite gives the -wal and -shm files
+// it creates the mode of the database file, so a new store's file is made
+// here first; files an earlier start left looser are tightened.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close stops the writer after the writes already queued and closes the file.
