@@ -368,7 +368,7 @@ func TestPolicy(t *testing.T) {
 		},
 		wantPlaced:  []string{"one on g1:0,1", "two on g2:0,1"},
 		wantWaiting: map[string]string{"gang": sched.ReasonUnschedulable},
-		wantMessage: map[string]string{"gang": "gang of 3: replica 3 does not fit"},
+		wantMessage: map[string]string{"gang": "can never run as asked: 3 replicas: the fleet could hold at most 2, even empty"},
 	}, {
 		name: "whole GPUs come from one NVLink domain when they can",
 		c: cluster{

@@ -127,8 +127,9 @@ type cycle struct {
 	first []*core.Workload
 	// holders are the workloads some nodes are held for, with the nodes.
 	holders map[core.WorkloadID][]*nodeState
-	// never remembers request shapes no node could hold even empty.
-	never    map[string]bool
+	// never remembers, by request shape, why no node could hold it even
+	// empty ("" when some could).
+	never    map[string]string
 	plan     core.Plan
 	reserved bool // a starvation reservation was made this cycle
 	// pictured are the preemptors placed in a node's future at the start
@@ -208,7 +209,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		opts: o, now: now, classes: snap.Classes,
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
-		noFit:       map[string]string{}, noVictims: map[string]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[string]bool{},
+		noFit:       map[string]string{}, noVictims: map[string]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[string]string{},
 		pictured: map[core.WorkloadID]picture{},
 	}
 	if c.classes == nil {
@@ -568,11 +569,11 @@ func (c *cycle) decide(w *core.Workload) {
 	key := shapeKey(w.Request)
 	never, known := c.never[key]
 	if !known {
-		never = len(c.nodes) == 0 || !c.everFits(w.Request)
+		never = c.neverMessage(w.Request)
 		c.never[key] = never
 	}
-	if never {
-		c.unplaced(w, ReasonUnschedulable, c.neverMessage(w.Request), "")
+	if never != "" {
+		c.unplaced(w, ReasonUnschedulable, never, "")
 		return
 	}
 
@@ -938,7 +939,8 @@ func (c *cycle) classOf(w *core.Workload) (core.PriorityClass, bool) {
 	return core.Class(c.classes, name)
 }
 
-// neverMessage says why no schedulable node could hold req even empty.
+// neverMessage says why no schedulable node could hold req even empty
+// (core.Feasible, its replicas across nodes), or "" when one could.
 func (c *cycle) neverMessage(req core.Request) string {
 	if len(c.nodes) == 0 {
 		return "no nodes are registered"
@@ -952,19 +954,8 @@ func (c *cycle) neverMessage(req core.Request) string {
 	if len(nodes) == 0 {
 		return "can never run as asked: no node is schedulable"
 	}
-	if err := Feasible(nodes, req); err != nil {
+	if err := core.Feasible(nodes, req); err != nil {
 		return "can never run as asked: " + err.Error()
 	}
-	return "can never run as asked: no node could hold it even empty"
-}
-
-// everFits reports whether some schedulable node could hold req if it were
-// empty.
-func (c *cycle) everFits(req core.Request) bool {
-	for _, ns := range c.nodes {
-		if ns.node.Schedulable && fitsEmpty(ns, req) {
-			return true
-		}
-	}
-	return false
+	return ""
 }

@@ -1,0 +1,151 @@
+package core
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Infeasible says why no node of a fleet could ever hold a request, even
+// empty: the request field at fault, as the API names it, and the biggest
+// value that could fit.
+type Infeasible struct {
+	Field   string
+	Problem string
+}
+
+func (e *Infeasible) Error() string { return e.Problem }
+
+// Feasible reports whether the nodes, empty, could hold req (its replicas
+// may span nodes). Cordoned nodes count, since a cordon is lifted; an
+// empty fleet holds everything, since its nodes have not registered yet.
+// Otherwise it returns an *Infeasible naming the first field, in the order
+// node selector, GPU models, GPUs, GPU memory, CPU, host memory, replicas,
+// that no node can meet, with the biggest that fits. It is pure: the API
+// server calls it at submission, the scheduler to explain.
+func Feasible(nodes []*Node, req Request) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	bad := func(field, format string, args ...any) error {
+		return &Infeasible{Field: field, Problem: fmt.Sprintf(format, args...)}
+	}
+	var ns []*Node
+	for _, n := range nodes {
+		if n.Matches(req.NodeSelector) {
+			ns = append(ns, n)
+		}
+	}
+	if len(ns) == 0 {
+		keys := slices.Sorted(maps.Keys(req.NodeSelector))
+		pairs := make([]string, len(keys))
+		for i, k := range keys {
+			pairs[i] = k + "=" + req.NodeSelector[k]
+		}
+		return bad("nodeSelector", "no node has the labels %s", strings.Join(pairs, ", "))
+	}
+	asksGPU := req.MilliGPU > 0 || req.GPUMemoryMiB > 0 || len(req.GPUModels) > 0
+	if asksGPU {
+		var models []string
+		var of []*Node
+		for _, n := range ns {
+			ok := false
+			for _, g := range n.GPUs {
+				models = append(models, g.Model)
+				ok = ok || req.ModelAllowed(g.Model)
+			}
+			if ok {
+				of = append(of, n)
+			}
+		}
+		if len(of) == 0 {
+			slices.Sort(models)
+			have := strings.Join(slices.Compact(models), ", ")
+			if have == "" {
+				have = "no GPUs"
+			}
+			if len(req.GPUModels) == 0 {
+				return bad("resources.gpus", "no node has a GPU (the fleet has %s)", have)
+			}
+			return bad("resources.gpuModels", "no node has a GPU of model %s (the fleet has %s)", strings.Join(req.GPUModels, " or "), have)
+		}
+		ns = of
+	}
+	// The most of each dimension one node offers.
+	var most, mem, cpu, host int64
+	cpuBound, hostBound := true, true
+	for _, n := range ns {
+		var k, m int64
+		for _, g := range n.GPUs {
+			if req.ModelAllowed(g.Model) {
+				k++
+				m = max(m, g.MemoryMiB)
+			}
+		}
+		most, mem = max(most, k), max(mem, m)
+		cpuBound, hostBound = cpuBound && n.MilliCPU > 0, hostBound && n.MemoryMiB > 0
+		cpu, host = max(cpu, n.MilliCPU), max(host, n.MemoryMiB)
+	}
+	model := ""
+	if len(req.GPUModels) > 0 {
+		model = strings.Join(req.GPUModels, " or ") + " "
+	}
+	switch {
+	case req.WholeGPUs() > 0 && int64(req.WholeGPUs()) > most:
+		return bad("resources.gpus", "%d %sGPUs on one node: the biggest node has %d", req.WholeGPUs(), model, most)
+	case req.MilliGPU == 0 && req.GPUMemoryMiB > mem:
+		return bad("resources.gpuMemoryMiB", "%d MiB on one %sGPU: the biggest has %d MiB", req.GPUMemoryMiB, model, mem)
+	case cpuBound && req.MilliCPU > cpu:
+		return bad("resources.cpu", "%d milli-CPU on one node: the biggest node has %d", req.MilliCPU, cpu)
+	case hostBound && req.MemoryMiB > host:
+		return bad("resources.memoryMiB", "%d MiB of memory on one node: the biggest node has %d MiB", req.MemoryMiB, host)
+	}
+	fit := 0
+	for _, n := range ns {
+		fit += replicasOn(n, req, req.Count())
+	}
+	switch {
+	case fit == 0:
+		return bad("resources", "no node could hold one replica even empty (its GPUs, CPU and memory together)")
+	case fit < req.Count():
+		return bad("replicas", "%d replicas: the fleet could hold at most %d, even empty", req.Count(), fit)
+	}
+	return nil
+}
+
+// replicasOn counts how many replicas of req an empty n holds, up to limit.
+func replicasOn(n *Node, req Request, limit int) int {
+	k := int64(limit)
+	if req.MilliCPU > 0 && n.MilliCPU > 0 {
+		k = min(k, n.MilliCPU/req.MilliCPU)
+	}
+	if req.MemoryMiB > 0 && n.MemoryMiB > 0 {
+		k = min(k, n.MemoryMiB/req.MemoryMiB)
+	}
+	switch {
+	case req.WholeGPUs() > 0:
+		var free int64
+		for _, g := range n.GPUs {
+			if req.ModelAllowed(g.Model) {
+				free++
+			}
+		}
+		k = min(k, free/int64(req.WholeGPUs()))
+	case req.Fractional():
+		var on int64
+		for _, g := range n.GPUs {
+			milli, mem, ok := req.ShareOn(g)
+			if !ok || !req.ModelAllowed(g.Model) || milli <= 0 {
+				continue
+			}
+			per := 1000 / milli
+			if mem > 0 {
+				per = min(per, g.MemoryMiB/mem)
+			}
+			on += per
+		}
+		k = min(k, on)
+	}
+	return int(max(0, k))
+}
