@@ -75,6 +75,7 @@ type Server struct {
 	mux     *http.ServeMux
 	log     *slog.Logger
 	limiter *limiter // nil: no rate limit
+	fleet   fleetCache
 }
 
 // MaxPageSize bounds one page of a list.

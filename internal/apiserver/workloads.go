@@ -26,7 +26,9 @@ import (
 //  3. validate every field (the same Validate the CLI runs, and the fields
 //     the server owns), then the checks that need the store: the priority
 //     class is known, allowed to the team, and, for a class that may not
-//     borrow, within the team's guarantee;
+//     borrow, within the team's guarantee; and some registered node could
+//     hold it, empty (core.Feasible: 400 naming the field and the biggest
+//     that fits); "replicas": 0 is refused (absent means one);
 //  4. store it, with the idempotency key and a hash of the request: the
 //     answer is sent only once the workload is on disk.
 func (s *Server) submit(c *call) (reply, error) {
@@ -43,6 +45,13 @@ func (s *Server) submit(c *call) (reply, error) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err := decode(r, &in); err != nil {
 		return reply{}, err
+	}
+	// "replicas": 0 asks for no replica at all; absent means one.
+	var given struct {
+		Replicas *int `json:"replicas"`
+	}
+	if json.Unmarshal(body, &given) == nil && given.Replicas != nil && *given.Replicas == 0 {
+		return reply{}, invalid("replicas", "must be from 1 to %d (omit it for one)", api.MaxReplicas)
 	}
 	w, err := s.toCore(c, &in)
 	if err != nil {
@@ -162,7 +171,7 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 	if name == "" {
 		name = defaultName(in)
 	}
-	return &core.Workload{Spec: core.Spec{
+	w := &core.Workload{Spec: core.Spec{
 		Name:     name,
 		Team:     team,
 		Owner:    u.Name,
@@ -184,7 +193,12 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 		MaxRuntime:  time.Duration(in.MaxRuntimeSeconds) * time.Second,
 		GracePeriod: time.Duration(in.GracePeriodSeconds) * time.Second,
 		Labels:      in.Labels,
-	}}, nil
+	}}
+	// A request no node could ever hold is refused now, not left pending.
+	if ferr := s.infeasible(ctx, w.Request); ferr != nil {
+		return nil, &fieldErrors{fields: []api.FieldError{*ferr}}
+	}
+	return w, nil
 }
 
 // serverOwned names the fields a submission may not set that Validate does
