@@ -413,6 +413,7 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 		PoolLabel:         cfg.Kubernetes.PoolLabel,
 		RegionLabel:       cfg.Kubernetes.RegionLabel,
 		NodeSelector:      cfg.Kubernetes.NodeSelector,
+		PriorityClasses:   podClasses(cfg),
 		OnNodes:           func(nodes []core.Node) { ns.put(ctx, nodes) },
 		Logger:            log.With("component", "executor"),
 	})
@@ -421,6 +422,16 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 	}
 	ns.put(ctx, kex.Nodes())
 	return kex, nil
+}
+
+// podClasses are the priority classes whose Kubernetes PriorityClasses
+// (gpufleet-<class>) the kubernetes executor makes sure exist.
+func podClasses(cfg config.Config) []core.PriorityClass {
+	out := make([]core.PriorityClass, len(cfg.PriorityClasses))
+	for i, c := range cfg.PriorityClasses {
+		out[i] = core.PriorityClass{Name: c.Name, Value: c.Value}
+	}
+	return out
 }
 
 // nodeSync writes the cluster's GPU nodes to the store.

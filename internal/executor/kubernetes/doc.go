@@ -15,7 +15,10 @@
 // as the container's command (no shell; a task with an image and no argv
 // runs the image's own entrypoint), restartPolicy Never, the task's
 // grace period as terminationGracePeriodSeconds, the PriorityClass
-// "gpufleet-<class>" (deploy/kubernetes creates the four default ones), and
+// "gpufleet-<class>" (New creates each one the cluster lacks, with the
+// class's value and preemptionPolicy Never, or fails saying what to apply
+// when it may not; Start makes one deleted since again; deploy/kubernetes
+// creates the four default ones too), and
 // the labels gpufleet.io/managed, workload, attempt, replica and team. The
 // annotations record the devices gpufleet chose (gpufleet.io/gpu-uuids,
 // gpu-indexes, milli-gpu, node).

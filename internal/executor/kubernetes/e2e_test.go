@@ -101,6 +101,9 @@ type e2e struct {
 	nodes      []string
 	data       string
 	srv        *server
+	// adminKubeconfig is the cluster's, which client uses; kubeconfig,
+	// the server's, may be a service account's.
+	adminKubeconfig string
 }
 
 // newE2E skips the test without a cluster; with one, it makes nodes KWOK
@@ -127,7 +130,7 @@ func newE2E(t *testing.T, nodes, gpus int) *e2e {
 	}
 	var b [3]byte
 	rand.Read(b[:])
-	x := &e2e{t: t, client: client, kubeconfig: path, id: "e2e-" + hex.EncodeToString(b[:]), data: t.TempDir()}
+	x := &e2e{t: t, client: client, kubeconfig: path, adminKubeconfig: path, id: "e2e-" + hex.EncodeToString(b[:]), data: t.TempDir()}
 	ctx := t.Context()
 	applyPriorityClasses(t, client)
 	t.Cleanup(x.cleanup)
@@ -294,12 +297,10 @@ type server struct {
 	log    string
 }
 
-// start runs `gpufleet server --config F` with the test's data dir, its
-// namespaces and its nodes, and waits until it serves.
-func (x *e2e) start() *server {
-	t := x.t
-	t.Helper()
-	bin := gpufleetBinary(t)
+// writeConfig writes the server's configuration file for the test's data
+// dir, namespaces, nodes and kubeconfig, and returns its path.
+func (x *e2e) writeConfig() string {
+	x.t.Helper()
 	cfg := map[string]any{
 		"addr":     "127.0.0.1:0",
 		"data":     x.data,
@@ -312,10 +313,20 @@ func (x *e2e) start() *server {
 		},
 	}
 	b, _ := json.Marshal(cfg)
-	cfgPath := filepath.Join(x.data, "config.yaml")
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
+	path := filepath.Join(x.data, "config.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		x.t.Fatal(err)
 	}
+	return path
+}
+
+// start runs `gpufleet server --config F` with the test's data dir, its
+// namespaces and its nodes, and waits until it serves.
+func (x *e2e) start() *server {
+	t := x.t
+	t.Helper()
+	bin := gpufleetBinary(t)
+	cfgPath := x.writeConfig()
 	logPath := filepath.Join(x.data, fmt.Sprintf("server-%d.log", time.Now().UnixNano()))
 	logf, err := os.Create(logPath)
 	if err != nil {

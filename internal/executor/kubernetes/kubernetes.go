@@ -70,6 +70,11 @@ type Options struct {
 	// tier!=spare"), limits the nodes gpufleet sees and uses to those it
 	// selects; empty means every GPU node of the cluster.
 	NodeSelector string
+	// PriorityClasses are gpufleet's priority classes: New makes sure the
+	// PriorityClass "gpufleet-<class>" of each exists, creating the missing
+	// ones with the class's value, and fails, saying what to apply, when it
+	// may not.
+	PriorityClasses []core.PriorityClass
 	// OnNodes, when set, is called with every GPU node of the cluster
 	// (sorted by name) each time one is added, changed or removed; removed
 	// nodes are no longer in the list.
@@ -123,8 +128,9 @@ type attempt struct {
 
 const byWorkload = "workload"
 
-// New starts the pod and node informers, waits for their caches and
-// returns the executor. The informers stop when ctx ends.
+// New makes sure the PriorityClasses of Options.PriorityClasses exist,
+// starts the pod and node informers, waits for their caches and returns the
+// executor. The informers stop when ctx ends.
 func New(ctx context.Context, opts Options) (*Executor, error) {
 	if opts.Client == nil {
 		return nil, errors.New("kubernetes executor: no client")
@@ -152,6 +158,9 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 		tasks:    map[key]*attempt{},
 		nsReady:  map[string]bool{},
 		notReady: map[string]bool{},
+	}
+	if err := e.ensurePriorityClasses(ctx); err != nil {
+		return nil, err
 	}
 
 	// Pods: only gpufleet's, in every namespace (teams come and go).
@@ -204,7 +213,8 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 }
 
 // Start implements executor.Executor: it makes sure the team's namespace
-// exists and creates one pod per replica, bound to the node gpufleet chose.
+// exists and creates one pod per replica, bound to the node gpufleet chose
+// (making its PriorityClass again if it was deleted since New).
 // It returns once the pods exist; a program that cannot run is reported on
 // Exits (StartError, ImagePullBackOff, ...), as only the kubelet knows.
 func (e *Executor) Start(ctx context.Context, t executor.Task) error {
@@ -248,7 +258,7 @@ func (e *Executor) Start(ctx context.Context, t executor.Task) error {
 	// Gangs: gpufleet calls Start only once every replica is placed, so
 	// all pods are created here together; if one cannot be, none stays.
 	for i, p := range pods {
-		if _, err := e.opts.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if err := e.createPod(ctx, p); err != nil {
 			untrack()
 			for _, made := range pods[:i] {
 				e.deletePod(context.WithoutCancel(ctx), ns, made.Name, 0)
