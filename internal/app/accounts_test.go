@@ -24,7 +24,7 @@ func TestTeamAdminCannotTakeOverAnotherTeamsServiceAccount(t *testing.T) {
 	h := &hclient{t: t, addr: s.addr, retry429: true}
 	admin := s.admin.Token
 	for _, tm := range []string{"ta", "tb"} {
-		h.must(admin, "POST", "/api/v1/teams", `{"name":"`+tm+`"}`, http.StatusCreated, nil)
+		h.must(admin, "POST", "/api/v1/teams", `{"name":"`+tm+`",`+limitA+`}`, http.StatusCreated, nil)
 	}
 	var tbAdmin, named, plain api.User
 	h.must(admin, "POST", "/api/v1/users", `{"name":"tb-admin","memberships":[{"team":"tb","role":"team-admin"}]}`, http.StatusCreated, &tbAdmin)
@@ -32,7 +32,7 @@ func TestTeamAdminCannotTakeOverAnotherTeamsServiceAccount(t *testing.T) {
 	// An account named as the report's, the way an admin may name one.
 	h.must(admin, "POST", "/api/v1/users", `{"name":"sa-a","serviceAccount":true,"memberships":[{"team":"ta","role":"member"}]}`, http.StatusCreated, &plain)
 	var ws api.Workload
-	h.must(named.Token, "POST", "/api/v1/workloads", `{"team":"ta","command":["true"],"resources":{"gpus":1},`+park+`}`, http.StatusCreated, &ws)
+	h.must(named.Token, "POST", "/api/v1/workloads", `{"team":"ta","command":["true"],`+park+`}`, http.StatusCreated, &ws)
 
 	same := func(method, path, body, real, ghost string) {
 		t.Helper()

@@ -179,8 +179,13 @@ const (
 	missingTok  = "tok-zzzzzzzzzz"
 	markerA     = "a-secret-marker"
 	markerB     = "b-secret-marker"
-	// park keeps a workload pending for ever: no node carries the label.
-	park = `"nodeSelector":{"tenancy-test/nowhere":"x"}`
+	// park keeps a workload pending for ever: it asks more than its team's
+	// limit (limitA, limitB), though the fleet could hold it, so it is accepted.
+	park = `"resources":{"gpus":2}`
+	// limitA and limitB cap both teams below park's ask, B's at what its running
+	// workload holds.
+	limitA = `"limitMilliGPU":1000`
+	limitB = `"limitMilliGPU":250`
 )
 
 // world is the matrix's fixture: the callers and the objects of both
@@ -233,7 +238,7 @@ func (w *world) submit(c caller, body string) string {
 
 // freshPending is a new pending workload of team A, submitted by the admin.
 func (w *world) freshPending() string {
-	return w.submit(w.admin, `{"team":"`+teamA+`","command":["true"],"resources":{"gpus":1},`+park+`}`)
+	return w.submit(w.admin, `{"team":"`+teamA+`","command":["true"],`+park+`}`)
 }
 
 func (w *world) waitRunningWithLog(id, marker string) {
@@ -257,8 +262,8 @@ func (w *world) waitRunningWithLog(id, marker string) {
 func newWorld(t *testing.T, s *server) *world {
 	h := &hclient{t: t, addr: s.addr, retry429: true}
 	w := &world{t: t, s: s, h: h, admin: caller{name: "admin", token: s.admin.Token, admin: true, role: "admin"}}
-	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamA+`","guaranteedMilliGPU":1000}`, http.StatusCreated, nil)
-	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamB+`"}`, http.StatusCreated, nil)
+	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamA+`","guaranteedMilliGPU":1000,`+limitA+`}`, http.StatusCreated, nil)
+	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamB+`",`+limitB+`}`, http.StatusCreated, nil)
 	m := func(team, role string) api.Membership { return api.Membership{Team: team, Role: role} }
 	aViewer := w.createUser("a-viewer", false, m(teamA, api.RoleViewer))
 	aMember := w.createUser("a-member", false, m(teamA, api.RoleMember))
@@ -274,7 +279,7 @@ func newWorld(t *testing.T, s *server) *world {
 	// Team B's objects: a running workload with a log and events, a
 	// pending one, and a token made by B's member.
 	w.wlB = w.submit(w.bMember, `{"team":"`+teamB+`","command":["sh","-c","echo `+markerB+`; sleep 300"],"gracePeriodSeconds":1,"resources":{"gpus":0.25}}`)
-	w.wlBPend = w.submit(w.bMember, `{"team":"`+teamB+`","command":["true"],"resources":{"gpus":1},`+park+`}`)
+	w.wlBPend = w.submit(w.bMember, `{"team":"`+teamB+`","command":["true"],`+park+`}`)
 	w.h.must(w.bMember.token, "POST", "/api/v1/tokens", `{"name":"b-ci","expiresIn":"720h"}`, http.StatusCreated, &w.tokB)
 	if w.tokB.ID == "" || w.tokB.Token == "" {
 		t.Fatalf("token create answered %+v: want an ID and the token", w.tokB)
@@ -418,7 +423,7 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		},
 		"POST /api/v1/workloads": func(c caller) []probe {
 			sub := func(t string) string {
-				return `{"team":"` + t + `","command":["true"],"resources":{"gpus":1},` + park + `}`
+				return `{"team":"` + t + `","command":["true"],` + park + `}`
 			}
 			// A team one cannot see answers as a missing team does: 400
 			// naming the field (as before) or 404.
@@ -799,7 +804,7 @@ func TestTenancyMemberMayNotChooseProduction(t *testing.T) {
 	w := newWorldLite(t, s)
 	member := w.createUser("a-member", false, api.Membership{Team: teamA, Role: api.RoleMember})
 	tadmin := w.createUser("a-tadmin", false, api.Membership{Team: teamA, Role: api.RoleTeamAdmin})
-	body := `{"team":"` + teamA + `","priority":"production","command":["true"],"resources":{"gpus":1},` + park + `}`
+	body := `{"team":"` + teamA + `","priority":"production","command":["true"],"resources":{"gpus":1}}`
 	a := w.h.do(member.token, "POST", "/api/v1/workloads", body)
 	var eb api.ErrorBody
 	json.Unmarshal([]byte(a.body), &eb)
@@ -837,7 +842,7 @@ func TestTenancyServerOwnedFieldsAreRefused(t *testing.T) {
 	s := start(t, t.TempDir())
 	w := newWorldLite(t, s)
 	member := w.createUser("a-member", false, api.Membership{Team: teamA, Role: api.RoleMember})
-	base := `"team":"` + teamA + `","command":["true"],"resources":{"gpus":1},` + park
+	base := `"team":"` + teamA + `","command":["true"],` + park
 	for field, extra := range map[string]string{
 		"id":        `"id":"wl-aaaaaaaaaaaa"`,
 		"owner":     `"owner":"admin"`,
@@ -860,8 +865,8 @@ func TestTenancyServerOwnedFieldsAreRefused(t *testing.T) {
 func newWorldLite(t *testing.T, s *server) *world {
 	h := &hclient{t: t, addr: s.addr}
 	w := &world{t: t, s: s, h: h, admin: caller{name: "admin", token: s.admin.Token, admin: true, role: "admin"}}
-	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamA+`","guaranteedMilliGPU":1000}`, http.StatusCreated, nil)
-	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamB+`"}`, http.StatusCreated, nil)
+	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamA+`","guaranteedMilliGPU":1000,`+limitA+`}`, http.StatusCreated, nil)
+	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamB+`",`+limitB+`}`, http.StatusCreated, nil)
 	return w
 }
 
@@ -900,7 +905,7 @@ limits:
 	})
 
 	t.Run("pending limits", func(t *testing.T) {
-		sub := `{"team":"` + teamA + `","command":["true"],"resources":{"gpus":1},` + park + `}`
+		sub := `{"team":"` + teamA + `","command":["true"],` + park + `}`
 		w.h.must(alice.token, "POST", "/api/v1/workloads", sub, 201, nil)
 		w.h.must(alice.token, "POST", "/api/v1/workloads", sub, 201, nil)
 		a := w.h.do(alice.token, "POST", "/api/v1/workloads", sub)
