@@ -130,7 +130,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 			}
 			gpus = fmt.Sprintf("%d %s GPUs (%s)", len(node.GPUs), kind, node.GPUs[0].Model)
 		}
-		where = fmt.Sprintf("node %s with %s", node.Name, gpus)
+		where = fmt.Sprintf("node %s with %s, workload isolation: %s", node.Name, gpus, node.Isolation)
 		try = "nvidia-smi"
 		if len(node.GPUs) == 0 || node.GPUs[0].Simulated {
 			try = "sh -c 'echo GPU $CUDA_VISIBLE_DEVICES, fraction $GPUFLEET_GPU_FRACTION'"
@@ -381,12 +381,56 @@ func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *sl
 			}
 		}
 	}
+	simulated := len(node.GPUs) > 0 && node.GPUs[0].Simulated
+	first, last, err := cfg.Local.UIDs()
+	if err != nil {
+		return nil, node, err
+	}
+	ex, err := local.New(local.Options{
+		DataDir:        cfg.DataDir,
+		Logger:         log.With("component", "executor"),
+		SimulatedUsage: simulated,
+		Isolation: local.Isolation{
+			Disabled:      cfg.Local.Isolation == "off",
+			UIDFirst:      first,
+			UIDLast:       last,
+			ReadOnlyPaths: cfg.Local.ReadOnlyPaths,
+		},
+	})
+	if err != nil {
+		return nil, node, err
+	}
+	iso := ex.Isolation()
+	node.Isolation = iso.String()
+	if err := checkIsolation(ctx, cfg, st, iso, log); err != nil {
+		return nil, node, err
+	}
 	if err := st.PutNode(ctx, node); err != nil {
 		return nil, node, err
 	}
-	simulated := len(node.GPUs) > 0 && node.GPUs[0].Simulated
-	ex, err := local.New(local.Options{DataDir: cfg.DataDir, Logger: log.With("component", "executor"), SimulatedUsage: simulated})
-	return ex, node, err
+	return ex, node, nil
+}
+
+// checkIsolation refuses to run several teams' workloads on this machine
+// when the executor cannot keep them apart (not root, or no Landlock),
+// unless the operator allowed it (--allow-shared-uid) or asked for the
+// single-user demo; either way it says so.
+func checkIsolation(ctx context.Context, cfg config.Config, st *store.Store, iso local.IsolationStatus, log *slog.Logger) error {
+	if iso.Full() {
+		log.Info("workloads are isolated", "isolation", iso.String())
+		return nil
+	}
+	teams, err := st.Teams(ctx)
+	if err != nil {
+		return err
+	}
+	if len(teams) <= 1 || cfg.Local.AllowSharedUID || cfg.Demo {
+		log.Warn("workloads are NOT isolated from the platform's files or from each other: run the server as root on Linux 5.13+ with Landlock for per-team isolation (see SECURITY.md)",
+			"isolation", iso.String(), "teams", len(teams))
+		return nil
+	}
+	return fmt.Errorf("this server has %d teams but cannot isolate their workloads from each other or from the platform's files: %s; "+
+		"run it as root on a kernel with Landlock, or pass --allow-shared-uid on a single-user machine (see SECURITY.md)", len(teams), iso)
 }
 
 // startKubernetes connects to the cluster and returns the kubernetes

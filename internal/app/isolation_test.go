@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,4 +98,33 @@ func waitLogContains(t *testing.T, c *api.Client, id, s string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("log of %s: no %q", id, s)
+}
+
+// TestUnisolatedServerRefusesSeveralTeams: a server that cannot isolate
+// workloads (here: isolation turned off) refuses to start with several
+// teams, saying what to do, unless --allow-shared-uid is given; with one
+// team it starts, and the node says it is not isolated.
+func TestUnisolatedServerRefusesSeveralTeams(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.Demo = false
+	cfg.Local.Isolation = "off"
+	s := startWith(t, cfg, io.Discard) // only the default team: starts
+	nodes, err := s.admin.Nodes(context.Background())
+	if err != nil || len(nodes) != 1 || !strings.Contains(nodes[0].Isolation, "none") {
+		t.Fatalf("nodes %+v (%v): want one node whose isolation says none", nodes, err)
+	}
+	if _, err := s.admin.CreateTeam(context.Background(), &api.Team{Name: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	s.stop()
+
+	cfg.Addr = freeAddr(t)
+	err = RunWithLogger(t.Context(), cfg, io.Discard, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "--allow-shared-uid") || !strings.Contains(err.Error(), "2 teams") {
+		t.Fatalf("start without isolation and with 2 teams: %v, want a refusal naming --allow-shared-uid", err)
+	}
+	cfg.Local.AllowSharedUID = true
+	cfg.Addr = freeAddr(t)
+	startWith(t, cfg, io.Discard)
 }
