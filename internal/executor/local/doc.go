@@ -7,14 +7,61 @@
 // DataDir/workloads/<workload ID>/:
 //
 //	log          stdout and stderr of every attempt, appended, each attempt
-//	             after a "--- gpufleet: attempt N started <time> ---" line
+//	             after a "--- gpufleet: attempt N started <time> ---" line;
+//	             written by the supervisor, never opened by the task
 //	work/        the default working directory (and HOME) of every attempt;
 //	             Task.WorkingDir is a local path below it
+//	checkpoint/  $GPUFLEET_CHECKPOINT_DIR: kept across attempts, so a task
+//	             requeued after a preemption finds what it saved
+//	usage/       attempt-N: the simulated GPU usage file the task writes
+//	tmp/         $TMPDIR, where the task has no private /tmp
 //	attempt-N/   pid: the supervisor's and the task's pid and start time
+//	             exit.reserved: a 4 KiB placeholder written before the task
+//	             starts, overwritten in place with the ending when there is
+//	             no space for a new file
 //	             exit: how the task ended, as JSON, written once at its end
 //
 // Paths are built only from the workload ID, which must match
-// ^[a-z0-9-]{1,64}$, and the attempt number.
+// ^[a-z0-9-]{1,64}$, and the attempt number. The directories the task may
+// write (work, checkpoint, usage, tmp) are mode 0700 and owned by its
+// team's user; everything else is the server's, 0700 or 0600.
+//
+// # Isolation
+//
+// Tasks are untrusted code. By default (Options.Isolation's zero value) the
+// executor confines them as far as the machine allows, and says how far in
+// Isolation(), which the server shows on its node ("per-team users +
+// Landlock ABI 7") and refuses to run several teams without (see the
+// server's --allow-shared-uid). New probes it once by running the sandbox
+// with every restriction around no program. When the server is root, each
+// task runs through the sandbox (sandbox.go: this binary re-executed with
+// GPUFLEET_SANDBOX=1, started by the supervisor in a mount namespace of its
+// own), which, on its one locked thread, before it execs the program:
+//
+//  1. mounts an empty tmpfs on /tmp and /dev/shm (private to the task),
+//     covers the data directory with an empty read-only tmpfs and binds the
+//     task's own directories back at their usual paths, so the store, the
+//     admin token and other workloads' files do not exist in its view, and
+//     remounts /proc with hidepid=invisible;
+//  2. builds a Landlock ruleset (go-landlock): read and execute on the
+//     read-only system paths (Isolation.ReadOnlyPaths, default /usr, /etc,
+//     /proc, /sys, ...), read and write on its own directories, /tmp and
+//     /dev/shm, read, write and ioctl on /dev/null and friends and the
+//     NVIDIA devices; signals and abstract sockets scoped to its own domain;
+//  3. drops to its team's user and group (one each per team, from
+//     Isolation.UIDFirst-UIDLast, default 200000-265535, kept in
+//     DataDir/team-uids.json) with no supplementary groups, which also
+//     drops every capability;
+//  4. sets no_new_privs and enforces the ruleset, then execs the program.
+//
+// A failure at any step is written to a close-on-exec pipe and fails the
+// start. Without root but with Landlock, the sandbox applies only step 2
+// (and 4), with $TMPDIR in the workload's tmp/ instead of a private /tmp:
+// the files are out of reach, but tasks share the server's user. Without
+// either, tasks run unconfined, as the server's user. Landlock is applied to
+// the sandbox's own thread and execve passes it on, so no all-threads
+// machinery is needed; the mount namespace is why the bind mounts cost
+// nothing outside. Network access is not restricted (see SECURITY.md).
 //
 // # The supervisor (shim)
 //
@@ -27,14 +74,19 @@
 //
 //  1. runs in a session of its own (Setsid), so it outlives the server;
 //  2. catches SIGTERM, SIGINT and SIGHUP and ignores them;
-//  3. starts the task with the argv as given (never through a shell), in a
-//     new process group whose ID is the task's pid, with stdin /dev/null and
-//     stdout and stderr on the log file that the server opened for it;
+//  3. reserves the exit record (attempt-N/exit.reserved), then starts the
+//     task with the argv as given (never through a shell), through the
+//     sandbox when it confines tasks, in a new process group whose ID is the
+//     task's pid, with stdin /dev/null and stdout and stderr on a pipe that
+//     it copies to the log file the server opened for it (a write the disk
+//     refuses drops that output but keeps the pipe drained);
 //  4. tells the server, over a pipe on fd 3, the task's pid and start time,
 //     or why exec failed; Start returns only after that;
 //  5. waits for the task, kills what is left of its process group (a task
-//     ends with its main process, as a container does), writes attempt-N/exit
-//     atomically (temp file, fsync, rename, fsync of the directory) and exits.
+//     ends with its main process, as a container does), copies the rest of
+//     the output (for at most 2 s), writes attempt-N/exit atomically (temp
+//     file, fsync, rename, fsync of the directory) or, when that fails, over
+//     the reservation in place, and exits.
 //
 // Because the supervisor is outside the task's process group, Stop's SIGTERM
 // and SIGKILL reach only the task, and the supervisor records every ending,
@@ -66,7 +118,9 @@
 // # Environment
 //
 // A task sees nothing of the server's environment but PATH: HOME is its
-// working directory, LANG is C.UTF-8, then come the task's own variables,
+// working directory, LANG is C.UTF-8, GPUFLEET_CHECKPOINT_DIR its checkpoint
+// directory (and TMPDIR its tmp/ where /tmp is not private), then come the
+// task's own variables,
 // then the platform's, which win: GPUFLEET_WORKLOAD_ID, GPUFLEET_ATTEMPT,
 // CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES (GPU indices in
 // assignment order; empty, hiding every device, when there are none),
@@ -82,6 +136,6 @@
 // # Imports
 //
 // local may import executor, core, api (for quantity formatting), the
-// standard library and golang.org/x/sys. It must not import the store, the
+// standard library, golang.org/x/sys and go-landlock. It must not import the store, the
 // scheduler or the control loop.
 package local
