@@ -210,7 +210,7 @@ func (s *Server) nodes(c *call) (reply, error) {
 	}
 	out := api.List[api.Node]{Items: []api.Node{}}
 	for _, n := range snap.Nodes {
-		an := api.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region, Labels: n.Labels, CPU: api.Milli(n.MilliCPU),
+		an := api.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region, Labels: n.Labels, CPU: api.Milli(n.MilliCPU), Isolation: n.Isolation,
 			MemoryMiB: n.MemoryMiB, Schedulable: n.Schedulable, GPUs: []api.GPU{}, UpdatedAt: n.UpdatedAt}
 		usage := snap.Usage[n.Name]
 		for _, g := range n.GPUs {
