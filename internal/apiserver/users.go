@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -394,4 +396,26 @@ func (s *Server) revokeToken(c *call) (reply, error) {
 
 func toAPIToken(t core.Token) api.Token {
 	return api.Token{ID: t.ID, Name: t.Name, User: t.User, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt}
+}
+
+func (s *Server) whoami(c *call) (reply, error) {
+	return reply{status: http.StatusOK, body: toAPIUser(c.u)}, nil
+}
+
+func toAPIUser(u *core.User) api.User {
+	out := api.User{Name: u.Name, Admin: u.Admin, ServiceAccount: u.ServiceAccount, CreatedAt: u.CreatedAt}
+	for _, m := range u.Memberships {
+		out.Teams = append(out.Teams, string(m.Team))
+		out.Memberships = append(out.Memberships, api.Membership{Team: string(m.Team), Role: string(m.Role)})
+	}
+	return out
+}
+
+// NewToken returns a fresh API token: "gpf_" and 256 random bits.
+func NewToken() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return "gpf_" + base64.RawURLEncoding.EncodeToString(b[:])
 }

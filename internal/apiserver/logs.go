@@ -1,0 +1,163 @@
+package apiserver
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// MaxLogBytes bounds one non-following log read; ?limitBytes= asks for less
+// and the answer then holds the log's last bytes. A followed log starts at
+// its last limitBytes bytes when ?limitBytes= is given, else at its start.
+const MaxLogBytes = 16 << 20
+
+// logs streams a workload's log. With follow=true it keeps sending what is
+// appended until the workload has finished and the log is drained.
+func (s *Server) logs(w http.ResponseWriter, c *call) error {
+	r := c.r
+	wl, err := s.workload(c)
+	if err != nil {
+		return err
+	}
+	follow := r.URL.Query().Get("follow") == "true"
+	limit := int64(MaxLogBytes)
+	if v := r.URL.Query().Get("limitBytes"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > MaxLogBytes {
+			return invalid("limitBytes", "must be a number from 1 to %d", MaxLogBytes)
+		}
+		limit = n
+	}
+	// A log is long (16 MiB) or followed for as long as the workload
+	// runs: past the server's read and write timeouts.
+	w = newStreamWriter(w, r)
+	if lf, ok := s.opts.Logs.(LogFollower); ok && follow {
+		return s.followStream(w, c, wl, lf)
+	}
+	f, err := s.opts.Logs.Logs(wl.ID)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	if f == nil && !follow {
+		return nil // no log yet: it is empty
+	}
+	if f != nil {
+		defer f.Close()
+		// Without follow, at most the last limit bytes; with follow, from
+		// the last limitBytes bytes when the caller asks for them.
+		if !follow || r.URL.Query().Has("limitBytes") {
+			if sk, ok := f.(io.Seeker); ok {
+				if end, err := sk.Seek(0, io.SeekEnd); err == nil && end > limit {
+					sk.Seek(end-limit, io.SeekStart)
+				} else {
+					sk.Seek(0, io.SeekStart)
+				}
+			}
+		}
+		if !follow {
+			io.Copy(w, io.LimitReader(f, limit))
+			return nil
+		}
+	}
+	flusher, _ := w.(http.Flusher)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if f == nil {
+			f, _ = s.opts.Logs.Logs(wl.ID)
+			if f != nil {
+				defer f.Close()
+			}
+		}
+		if f != nil {
+			if _, err := io.Copy(w, f); err != nil {
+				return nil // the client is gone
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		cur, err := s.opts.Store.Workload(r.Context(), wl.ID)
+		if err != nil || cur.Status.Phase.Terminal() {
+			if f != nil {
+				io.Copy(w, f) // what was written before the end
+			}
+			return nil
+		}
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// followStream follows a log that its source streams (a pod's): attempt
+// after attempt, until the workload has finished. Given ?limitBytes=, it
+// starts at the latest attempt rather than at the first.
+func (s *Server) followStream(w http.ResponseWriter, c *call, wl *core.Workload, lf LogFollower) error {
+	r := c.r
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	fw := flushWriter{w: w}
+	fw.flusher, _ = w.(http.Flusher)
+	fw.flush()
+	currentOnly := r.URL.Query().Has("limitBytes")
+	streamed := 0 // the attempt last streamed
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		cur, err := s.opts.Store.Workload(r.Context(), wl.ID)
+		if err != nil {
+			return nil
+		}
+		if cur.Status.Attempts > streamed {
+			rc, err := lf.FollowLogs(r.Context(), wl.ID, currentOnly)
+			if err == nil {
+				streamed = cur.Status.Attempts
+				_, err = io.Copy(fw, rc)
+				rc.Close()
+				if err != nil {
+					return nil // the client is gone
+				}
+				currentOnly = true // what came before is sent
+				continue
+			}
+		}
+		if cur.Status.Phase.Terminal() {
+			return nil
+		}
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// flushWriter sends each write to the client at once.
+type flushWriter struct {
+	w       io.Writer
+	flusher http.Flusher
+}
+
+func (f flushWriter) Write(b []byte) (int, error) {
+	n, err := f.w.Write(b)
+	f.flush()
+	return n, err
+}
+
+func (f flushWriter) flush() {
+	if f.flusher != nil {
+		f.flusher.Flush()
+	}
+}
