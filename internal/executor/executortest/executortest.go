@@ -35,6 +35,10 @@ type Options struct {
 	// isolation test is skipped without it (an executor that runs no
 	// command has nothing to confine).
 	Forbidden func(e executor.Executor, other core.WorkloadID) []string
+	// Confined checks, for executors that run no commands here, that a
+	// started task is set up to be confined (its own namespace, no
+	// privilege, no credentials); nil where Forbidden tests it for real.
+	Confined func(e executor.Executor, tk executor.Task) error
 }
 
 // Run runs the conformance suite. newExecutor returns a fresh executor for
@@ -252,7 +256,18 @@ type harness struct {
 // what it wrote itself.
 func isolation(h *harness) {
 	if h.opts.Forbidden == nil {
-		h.t.Skip("the executor runs no commands: nothing to confine")
+		if h.opts.Confined == nil {
+			h.t.Skip("the executor runs no commands and says nothing of how it would confine them")
+		}
+		tk := h.task("confined", "sh", "-c", "cat /etc/passwd")
+		tk.Team = "tb"
+		h.start(tk)
+		if err := h.opts.Confined(h.e, tk); err != nil {
+			h.t.Errorf("task of team tb is not confined: %v", err)
+		}
+		h.finish(tk, 0)
+		h.waitExit(tk)
+		return
 	}
 	const marker = "ta-private-4f1c"
 	victim := h.task("victim", "sh", "-c", "echo "+marker+"; echo "+marker+" > own-file; sleep 30")

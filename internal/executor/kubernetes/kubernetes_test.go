@@ -3,8 +3,10 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,7 +40,59 @@ func TestConformance(t *testing.T) {
 			k.finish(t, id, attempt, code)
 		},
 		LateStartErrors: true,
+		Confined: func(e executor.Executor, tk executor.Task) error {
+			mu.Lock()
+			k := kubelets[e]
+			mu.Unlock()
+			return confined(k, tk)
+		},
 	})
+}
+
+// confined checks that every pod of a task is set up to confine untrusted
+// code: in its team's namespace, with no service account token, no host
+// namespace or host path, no privilege escalation and no capabilities.
+func confined(k *fakeKubelet, tk executor.Task) error {
+	pods, err := k.client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{
+		LabelSelector: LabelWorkload + "=" + dnsLabel(string(tk.WorkloadID)),
+	})
+	if err != nil || len(pods.Items) == 0 {
+		return fmt.Errorf("pods of %s: %v (%d found)", tk.WorkloadID, err, len(pods.Items))
+	}
+	var errs []error
+	for _, p := range pods.Items {
+		if want := "gpufleet-" + string(tk.Team); p.Namespace != want {
+			errs = append(errs, fmt.Errorf("pod %s in namespace %s, want %s", p.Name, p.Namespace, want))
+		}
+		sp := p.Spec
+		if sp.AutomountServiceAccountToken == nil || *sp.AutomountServiceAccountToken {
+			errs = append(errs, fmt.Errorf("pod %s mounts a service account token", p.Name))
+		}
+		if sp.HostNetwork || sp.HostPID || sp.HostIPC {
+			errs = append(errs, fmt.Errorf("pod %s shares a host namespace", p.Name))
+		}
+		for _, v := range sp.Volumes {
+			if v.HostPath != nil {
+				errs = append(errs, fmt.Errorf("pod %s mounts host path %s", p.Name, v.HostPath.Path))
+			}
+		}
+		for _, c := range sp.Containers {
+			sc := c.SecurityContext
+			switch {
+			case sc == nil:
+				errs = append(errs, fmt.Errorf("container %s/%s has no security context", p.Name, c.Name))
+			case sc.Privileged != nil && *sc.Privileged:
+				errs = append(errs, fmt.Errorf("container %s/%s is privileged", p.Name, c.Name))
+			case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+				errs = append(errs, fmt.Errorf("container %s/%s allows privilege escalation", p.Name, c.Name))
+			case sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0:
+				errs = append(errs, fmt.Errorf("container %s/%s keeps capabilities", p.Name, c.Name))
+			case sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+				errs = append(errs, fmt.Errorf("container %s/%s has no RuntimeDefault seccomp profile", p.Name, c.Name))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func gpuTask(id core.WorkloadID, node string, gpus int) executor.Task {

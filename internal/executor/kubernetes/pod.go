@@ -235,6 +235,15 @@ func buildPod(o *Options, t executor.Task, ns string, replica int, as []core.Ass
 				Command:   t.Command,
 				Env:       vars,
 				Resources: corev1.ResourceRequirements{Limits: limits, Requests: requests},
+				// Workloads are untrusted code: no privilege escalation,
+				// no capabilities, the runtime's default seccomp profile
+				// (what the "restricted" Pod Security Standard asks, but
+				// for running as non-root, which many images do not).
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: &no,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
 			}},
 		},
 	}
