@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
@@ -110,4 +112,111 @@ func (s *Store) Team(ctx context.Context, name core.TeamName) (*core.Team, error
 	}
 	var t core.Team
 	return &t, json.Unmarshal(b, &t)
+}
+
+// maxNamedActive is how many of a team's active workloads DeleteTeam's
+// refusal names.
+const maxNamedActive = 10
+
+// DeleteTeam removes a team and everything that is the team's alone, in one
+// transaction: its finished workloads with their events and allocations,
+// its service accounts (which belong to it for good) with their tokens, and
+// every person's membership in it; the people keep their other teams. A
+// team with Pending or Running workloads is refused (core.ErrConflict,
+// naming them): cancel them first. Its history goes with it, so that a team
+// created later under the same name inherits nothing.
+func (s *Store) DeleteTeam(ctx context.Context, name core.TeamName) error {
+	s.mu.RLock()
+	var active []string
+	for id, w := range s.active {
+		if w.Team == name {
+			active = append(active, string(id))
+		}
+	}
+	s.mu.RUnlock()
+	err := s.do(ctx, func(tx *wtx) error {
+		var n int
+		if err := tx.QueryRow("SELECT count(*) FROM teams WHERE name = ?", string(name)).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("team %s: %w", name, core.ErrNotFound)
+		}
+		// The committed phases decide, not the memory view read above,
+		// which names the culprits only.
+		if err := tx.QueryRow("SELECT count(*) FROM workloads WHERE team = ? AND phase IN (?, ?)",
+			string(name), string(core.Pending), string(core.Running)).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			slices.Sort(active)
+			named := active[:min(len(active), maxNamedActive)]
+			more := ""
+			if n > len(named) {
+				more = fmt.Sprintf(" and %d more", n-len(named))
+			}
+			return fmt.Errorf("team %s has %d pending or running workloads (%s%s): cancel them first: %w",
+				name, n, strings.Join(named, ", "), more, core.ErrConflict)
+		}
+		setAuditObject(ctx, string(name), string(name))
+		for _, q := range []string{
+			"DELETE FROM events WHERE workload_id IN (SELECT id FROM workloads WHERE team = ?)",
+			"DELETE FROM allocations WHERE team = ?",
+			"DELETE FROM workload_nodes WHERE workload_id IN (SELECT id FROM workloads WHERE team = ?)",
+			"DELETE FROM workloads WHERE team = ?",
+		} {
+			if _, err := tx.Exec(q, string(name)); err != nil {
+				return err
+			}
+		}
+		users, err := queryUsers(tx.Tx)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if _, in := u.Role(name); !in {
+				continue
+			}
+			if u.ServiceAccount {
+				if err := deleteUserRows(tx, u.Name); err != nil {
+					return err
+				}
+				continue
+			}
+			u.RemoveTeam(name)
+			b, err := json.Marshal(&u)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec("UPDATE users SET spec = ? WHERE name = ?", b, u.Name); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec("DELETE FROM teams WHERE name = ?", string(name))
+		return err
+	})
+	s.forgetTokens()
+	return err
+}
+
+// queryUsers decodes every user inside a write.
+func queryUsers(tx *sql.Tx) ([]core.User, error) {
+	rows, err := tx.Query("SELECT spec FROM users ORDER BY name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []core.User
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		var u core.User
+		if err := json.Unmarshal(b, &u); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
 }

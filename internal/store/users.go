@@ -308,3 +308,30 @@ func (s *Store) UpdateUser(ctx context.Context, name string, fn func(*core.User)
 	}
 	return &out, nil
 }
+
+// DeleteUser removes a user and its tokens, which authenticate nobody from
+// then on (the cache of token lookups is emptied). Its workloads stay, with
+// its name as their owner.
+func (s *Store) DeleteUser(ctx context.Context, name string) error {
+	err := s.do(ctx, func(tx *wtx) error {
+		var n int
+		if err := tx.QueryRow("SELECT count(*) FROM users WHERE name = ?", name).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("user %s: %w", name, core.ErrNotFound)
+		}
+		setAuditObject(ctx, name, "")
+		return deleteUserRows(tx, name)
+	})
+	s.forgetTokens()
+	return err
+}
+
+func deleteUserRows(tx *wtx, name string) error {
+	if _, err := tx.Exec("DELETE FROM tokens WHERE user_name = ?", name); err != nil {
+		return err
+	}
+	_, err := tx.Exec("DELETE FROM users WHERE name = ?", name)
+	return err
+}
