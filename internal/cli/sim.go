@@ -125,19 +125,11 @@ func (f packingFlags) resolve() (packingOptions, error) {
 	if f.pods == "" {
 		return o, usagef("--pods is required: an openb pod list CSV such as openb_pod_list_default.csv")
 	}
-	all := sim.Policies()
-	for _, p := range f.policies {
-		p = strings.TrimSpace(p)
-		if !slices.Contains(all, p) {
-			return o, usagef("--policy %q: want one of %s", p, strings.Join(all, ", "))
-		}
+	policies, err := sim.SelectPolicies(f.policies)
+	if err != nil {
+		return o, usagef("--policy %v", err)
 	}
-	// In the order of sim.Policies, the production policy first.
-	for _, p := range all {
-		if len(f.policies) == 0 || slices.ContainsFunc(f.policies, func(q string) bool { return strings.TrimSpace(q) == p }) {
-			o.policies = append(o.policies, p)
-		}
-	}
+	o.policies = policies
 	seeds, err := parseSeeds(f.seeds)
 	if err != nil {
 		return o, err
@@ -217,10 +209,7 @@ func runPacking(ctx context.Context, e *env, f packingFlags, o packingOptions, o
 	if err != nil {
 		return err
 	}
-	gpus := 0
-	for _, n := range nodes {
-		gpus += len(n.GPUs)
-	}
+	gpus := sim.GPUCount(nodes)
 	if gpus == 0 {
 		return fmt.Errorf("--nodes %s: the node list has no GPUs", f.nodes)
 	}
@@ -277,65 +266,14 @@ func readTrace[T any](path, flag string, read func(io.Reader) ([]T, error)) ([]T
 	return v, nil
 }
 
-// packingRuns runs each policy with each seed, o.parallel at a time, and
-// returns the runs policy by policy, seed by seed.
+// packingRuns runs each policy with each seed on sim.Sweep's workers,
+// o.parallel at a time, showing the progress on stderr.
 func packingRuns(ctx context.Context, e *env, nodes []core.Node, pods []trace.Pod, o packingOptions) ([]sim.PackingRun, error) {
-	type job struct {
-		policy string
-		seed   int64
-	}
-	var jobs []job
-	for _, p := range o.policies {
-		for _, s := range o.seeds {
-			jobs = append(jobs, job{p, s})
-		}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	prog := newProgress(e, len(jobs), min(o.parallel, len(jobs)))
+	cfg := sim.SweepConfig{Nodes: nodes, Pods: pods, Policies: o.policies, Seeds: o.seeds, Inflate: o.inflate, Report: o.report, Parallel: o.parallel}
+	prog := newProgress(e, len(o.policies)*len(o.seeds), cfg.Workers())
 	defer prog.close()
-
-	runs := make([]sim.PackingRun, len(jobs))
-	errs := make([]error, len(jobs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(o.parallel, len(jobs)) {
-		wg.Go(func() {
-			for i := range next {
-				j := jobs[i]
-				label := fmt.Sprintf("%s seed %d", j.policy, j.seed)
-				prog.start(i, label)
-				runs[i], errs[i] = sim.Packing(sim.PackingConfig{
-					Nodes: nodes, Pods: pods, Policy: j.policy, Seed: j.seed, Inflate: o.inflate, Report: o.report,
-					Progress: func(done, total int) { prog.advance(i, done, total) },
-				})
-				if errs[i] != nil {
-					errs[i] = fmt.Errorf("%s: %w", label, errs[i])
-					cancel()
-				}
-				prog.finish(i, label)
-			}
-		})
-	}
-feed:
-	for i := range jobs {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return runs, nil
+	cfg.Start, cfg.Advance, cfg.Finish = prog.start, prog.advance, prog.finish
+	return sim.Sweep(ctx, cfg)
 }
 
 // progress shows on stderr how far the runs are. On a terminal it redraws

@@ -10,13 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
-	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
@@ -93,12 +91,9 @@ func (s *traceSource) load(ctx context.Context, e *env) (trace.Trace, error) {
 	}, nil
 }
 
-// serverTrace reads a snapshot of a live server as a trace: its nodes, its
-// teams with their quotas, and every workload the caller may see (an admin
-// sees all), submitted at their creation times counted from the first one.
-// A workload's runtime is finished − started, or the time it has run so far
-// when it is running; one that never started runs for its max runtime when
-// it has one, and has no known runtime otherwise (replay skips it).
+// serverTrace reads a snapshot of a live server as a trace
+// (sim.ServerTrace): its nodes, its teams with their quotas, and every
+// workload the caller may see (an admin sees all).
 func serverTrace(ctx context.Context, e *env) (trace.Trace, error) {
 	c, err := e.client()
 	if err != nil {
@@ -118,45 +113,8 @@ func serverTrace(ctx context.Context, e *env) (trace.Trace, error) {
 	}
 	now := e.now()
 	addr, _, _ := e.settings()
-	t := trace.Trace{Source: fmt.Sprintf("gpufleet server %s at %s", addr, now.UTC().Format(time.RFC3339))}
-	for _, n := range nodes {
-		cn := core.Node{Name: core.NodeName(n.Name), Pool: n.Pool, Region: n.Region, Labels: n.Labels,
-			MilliCPU: int64(n.CPU), MemoryMiB: n.MemoryMiB, Schedulable: true}
-		for _, g := range n.GPUs {
-			cn.GPUs = append(cn.GPUs, core.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB, Domain: g.Domain, Simulated: g.Simulated})
-		}
-		t.Nodes = append(t.Nodes, cn)
-	}
-	for _, tm := range teams {
-		limit := core.Unlimited
-		if tm.LimitMilliGPU != nil && *tm.LimitMilliGPU >= 0 {
-			limit = *tm.LimitMilliGPU
-		}
-		t.Teams = append(t.Teams, trace.Team{Name: tm.Name, Guaranteed: tm.GuaranteedMilliGPU, Limit: limit, Weight: max(1, tm.Weight)})
-	}
-	var start time.Time
-	for _, w := range ws {
-		if start.IsZero() || w.CreatedAt.Before(start) {
-			start = w.CreatedAt
-		}
-	}
-	for _, w := range ws {
-		r := w.Resources
-		task := trace.Task{Name: cmp.Or(w.Name, w.ID), Team: w.Team, Priority: w.Priority, Submitted: w.CreatedAt.Sub(start),
-			Runtime: trace.UnknownRuntime,
-			Request: core.Request{MilliGPU: int64(r.GPUs), GPUMemoryMiB: r.GPUMemoryMiB, GPUModels: r.GPUModels,
-				MilliCPU: int64(r.CPU), MemoryMiB: r.MemoryMiB, Replicas: w.Replicas, NodeSelector: w.NodeSelector}}
-		switch s := w.Status; {
-		case s.StartedAt != nil && s.FinishedAt != nil:
-			task.Runtime = max(0, s.FinishedAt.Sub(*s.StartedAt))
-		case s.StartedAt != nil && s.Phase == api.PhaseRunning:
-			task.Runtime = max(0, now.Sub(*s.StartedAt))
-		case w.MaxRuntimeSeconds > 0:
-			task.Runtime = time.Duration(w.MaxRuntimeSeconds) * time.Second
-		}
-		t.Tasks = append(t.Tasks, task)
-	}
-	return t, nil
+	source := fmt.Sprintf("gpufleet server %s at %s", addr, now.UTC().Format(time.RFC3339))
+	return sim.ServerTrace(source, now, nodes, teams, ws), nil
 }
 
 func newSimExportCmd(e *env) *cobra.Command {
@@ -289,8 +247,8 @@ func (f *replayFlags) check() error {
 		return usagef("--policy: give at least one of %s, %s", sim.ReplayGPUFleet, sim.ReplayReservation)
 	}
 	for _, p := range f.policies {
-		if p != sim.ReplayGPUFleet && p != sim.ReplayReservation {
-			return usagef("--policy %q: want %s or %s", p, sim.ReplayGPUFleet, sim.ReplayReservation)
+		if err := sim.CheckReplayPolicy(p); err != nil {
+			return usagef("--policy %v", err)
 		}
 	}
 	switch {
@@ -323,48 +281,26 @@ func runReplay(ctx context.Context, e *env, f replayFlags, format string) error 
 	if err != nil {
 		return err
 	}
-	nodes := t.Nodes
-	if f.maxNodes > 0 {
-		nodes = nil
-		for _, n := range t.Nodes {
-			if len(n.GPUs) > 0 && len(nodes) < f.maxNodes {
-				nodes = append(nodes, n)
-			}
-		}
-	}
-	cfg := sim.ReplayConfig{Nodes: nodes, TraceTeams: t.Teams, Tasks: t.Tasks, Teams: f.teams, Guarantees: f.guarantees, Seed: f.seed, Limit: f.limit}
+	cfg := sim.ReplayConfig{Nodes: sim.GPUNodes(t.Nodes, f.maxNodes), TraceTeams: t.Teams, Tasks: t.Tasks, Teams: f.teams, Guarantees: f.guarantees, Seed: f.seed, Limit: f.limit}
 
-	// The policies run side by side, each on its own store; progress lines
+	// The policies run side by side (sim.ReplayPolicies); progress lines
 	// go to stderr, at most one per policy and tenth of the tasks.
-	runs := make([]sim.ReplayResult, len(f.policies))
-	errs := make([]error, len(f.policies))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i, p := range f.policies {
-		c := cfg
-		c.Policy = p
-		last := -1
-		c.Progress = func(pr sim.ReplayProgress) {
-			if pr.Total == 0 {
-				return
-			}
-			tenth := pr.Submitted * 10 / pr.Total
-			if tenth == last {
-				return
-			}
-			last = tenth
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(e.stderr, "replay %s: %d of %d tasks submitted, %d finished, virtual time %s\n",
-				pr.Policy, pr.Submitted, pr.Total, pr.Finished, formatSpan(pr.Virtual.Seconds()))
+	last := map[string]int{}
+	cfg.Progress = func(pr sim.ReplayProgress) {
+		if pr.Total == 0 {
+			return
 		}
-		wg.Go(func() { runs[i], errs[i] = sim.Replay(ctx, c) })
+		tenth := pr.Submitted * 10 / pr.Total
+		if l, ok := last[pr.Policy]; ok && l == tenth {
+			return
+		}
+		last[pr.Policy] = tenth
+		fmt.Fprintf(e.stderr, "replay %s: %d of %d tasks submitted, %d finished, virtual time %s\n",
+			pr.Policy, pr.Submitted, pr.Total, pr.Finished, formatSpan(pr.Virtual.Seconds()))
 	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return fmt.Errorf("replay %s: %w", f.policies[i], err)
-		}
+	runs, err := sim.ReplayPolicies(ctx, cfg, f.policies)
+	if err != nil {
+		return err
 	}
 	for _, r := range runs {
 		fmt.Fprintf(e.stderr, "replay %s: done in %.1fs (%d scheduling cycles)\n", r.Policy, r.Seconds, r.Cycles)
