@@ -256,22 +256,13 @@ func (f *replayFlags) check() error {
 		return usagef("--teams %d: must not be negative", f.teams)
 	case f.guarantees != nil && f.teams == 0:
 		return usagef("--guarantee needs --teams")
-	case f.guarantees != nil && len(f.guarantees) != f.teams:
-		return usagef("--guarantee: %d values for %d teams", len(f.guarantees), f.teams)
 	case f.limit < 0:
 		return usagef("--limit %d: must not be negative", f.limit)
 	case f.maxNodes < 0:
 		return usagef("--max-nodes %d: must not be negative", f.maxNodes)
 	}
-	sum := 0.0
-	for _, g := range f.guarantees {
-		if g < 0 || math.IsNaN(g) {
-			return usagef("--guarantee %g: must not be negative", g)
-		}
-		sum += g
-	}
-	if sum > 100+1e-9 {
-		return usagef("--guarantee: the guarantees add up to %g%%, more than 100%%", sum)
+	if err := sim.CheckGuarantees(f.teams, f.guarantees); err != nil {
+		return usagef("--guarantee: %v", err)
 	}
 	return nil
 }

@@ -156,8 +156,8 @@ type ReplayTeam struct {
 func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 	wall := time.Now()
 	policy := cmp.Or(cfg.Policy, ReplayGPUFleet)
-	if policy != ReplayGPUFleet && policy != ReplayReservation {
-		return ReplayResult{}, fmt.Errorf("replay policy %q: want %s or %s", cfg.Policy, ReplayGPUFleet, ReplayReservation)
+	if err := CheckReplayPolicy(policy); err != nil {
+		return ReplayResult{}, fmt.Errorf("replay policy %w", err)
 	}
 	res := ReplayResult{Policy: policy, Seed: cfg.Seed, Nodes: len(cfg.Nodes), Teams: []ReplayTeam{}, Utilisation: []UtilisationSample{}}
 	for _, n := range cfg.Nodes {
@@ -251,23 +251,39 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 	return res, nil
 }
 
+// CheckGuarantees checks the guarantees of ReplayConfig.Teams teams: one
+// per team, none negative, adding up to at most 100 (percent of the
+// capacity); nil is an equal share each, and guarantees need teams > 0.
+func CheckGuarantees(teams int, guarantees []float64) error {
+	if guarantees == nil {
+		return nil
+	}
+	if teams <= 0 {
+		return errors.New("guarantees need a number of teams")
+	}
+	if len(guarantees) != teams {
+		return fmt.Errorf("%d values for %d teams", len(guarantees), teams)
+	}
+	sum := 0.0
+	for _, g := range guarantees {
+		if g < 0 || math.IsNaN(g) {
+			return fmt.Errorf("a guarantee of %g%% is negative", g)
+		}
+		sum += g
+	}
+	if sum > 100+1e-9 {
+		return fmt.Errorf("the guarantees add up to %g%%, more than 100%%", sum)
+	}
+	return nil
+}
+
 // replayTeams makes the teams of a replay and names the team of each task.
 func replayTeams(cfg ReplayConfig, capacity int64, tasks []trace.Task) ([]core.Team, []core.TeamName, error) {
 	teamOf := make([]core.TeamName, len(tasks))
+	if err := CheckGuarantees(cfg.Teams, cfg.Guarantees); err != nil {
+		return nil, nil, fmt.Errorf("replay: %w", err)
+	}
 	if cfg.Teams > 0 {
-		if cfg.Guarantees != nil && len(cfg.Guarantees) != cfg.Teams {
-			return nil, nil, fmt.Errorf("replay: %d guarantees for %d teams", len(cfg.Guarantees), cfg.Teams)
-		}
-		sum := 0.0
-		for _, g := range cfg.Guarantees {
-			if g < 0 || math.IsNaN(g) {
-				return nil, nil, fmt.Errorf("replay: guarantee %g%% is negative", g)
-			}
-			sum += g
-		}
-		if sum > 100+1e-9 {
-			return nil, nil, fmt.Errorf("replay: the guarantees add up to %g%%, more than the capacity", sum)
-		}
 		teams := make([]core.Team, cfg.Teams)
 		for i := range teams {
 			teams[i] = core.NewTeam(core.TeamName(fmt.Sprintf("team-%d", i+1)), ReplayEpoch)
@@ -282,9 +298,6 @@ func replayTeams(cfg ReplayConfig, capacity int64, tasks []trace.Task) ([]core.T
 			teamOf[i] = teams[rng.IntN(cfg.Teams)].Name
 		}
 		return teams, teamOf, nil
-	}
-	if cfg.Guarantees != nil {
-		return nil, nil, errors.New("replay: guarantees need a number of teams")
 	}
 	// The trace's teams keep their quotas; the teams that tasks name
 	// without a quota (tasks without a team are in "default") share what

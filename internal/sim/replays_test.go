@@ -126,3 +126,28 @@ func TestReplayPolicies(t *testing.T) {
 		t.Errorf("no GPUs: %v, want an error naming the policy", err)
 	}
 }
+
+func TestCheckGuarantees(t *testing.T) {
+	for _, ok := range []struct {
+		teams int
+		g     []float64
+	}{{0, nil}, {3, nil}, {3, []float64{50, 30, 20}}, {2, []float64{0, 0}}} {
+		if err := CheckGuarantees(ok.teams, ok.g); err != nil {
+			t.Errorf("%d teams, %v: %v", ok.teams, ok.g, err)
+		}
+	}
+	for _, bad := range []struct {
+		teams int
+		g     []float64
+		want  string
+	}{
+		{0, []float64{100}, "need a number of teams"},
+		{3, []float64{50, 50}, "2 values for 3 teams"},
+		{2, []float64{-5, 50}, "-5% is negative"},
+		{2, []float64{60, 50}, "add up to 110%, more than 100%"},
+	} {
+		if err := CheckGuarantees(bad.teams, bad.g); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%d teams, %v: %v, want an error saying %q", bad.teams, bad.g, err, bad.want)
+		}
+	}
+}
