@@ -215,6 +215,18 @@ func (c *Client) Usage(ctx context.Context, window time.Duration) (*UsageHistory
 	return &out, c.do(ctx, http.MethodGet, path, nil, nil, &out)
 }
 
+// WorkloadUsage returns a workload's use of its GPUs over the last window,
+// one point per sample interval while it ran, oldest first; window 0 asks
+// for the server's default (1h).
+func (c *Client) WorkloadUsage(ctx context.Context, id string, window time.Duration) (*WorkloadUsageHistory, error) {
+	path := "/workloads/" + url.PathEscape(id) + "/usage"
+	if window > 0 {
+		path += "?window=" + url.QueryEscape(window.String())
+	}
+	var out WorkloadUsageHistory
+	return &out, c.do(ctx, http.MethodGet, path, nil, nil, &out)
+}
+
 // Teams lists the teams.
 func (c *Client) Teams(ctx context.Context) ([]Team, error) {
 	var out List[Team]

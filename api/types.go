@@ -123,6 +123,24 @@ type UsageHistory struct {
 	IntervalSeconds float64      `json:"intervalSeconds"`
 }
 
+// WorkloadUsageHistory is one workload's use of its GPUs over time (GET
+// /workloads/{id}/usage): one point per sample interval while it ran,
+// oldest first.
+type WorkloadUsageHistory struct {
+	Points          []WorkloadUsagePoint `json:"points"`
+	IntervalSeconds float64              `json:"intervalSeconds"`
+}
+
+// WorkloadUsagePoint is one sample of a workload's GPUs.
+type WorkloadUsagePoint struct {
+	Time time.Time `json:"time"`
+	// Attempt is the attempt sampled (a requeued workload has several).
+	Attempt int `json:"attempt"`
+	// GPUUtilization is the mean over its GPUs, 0 to 1.
+	GPUUtilization   float64 `json:"gpuUtilization"`
+	GPUMemoryUsedMiB int64   `json:"gpuMemoryUsedMiB"`
+}
+
 // UsagePoint is the cluster at one sample.
 type UsagePoint struct {
 	Time time.Time `json:"time"`

@@ -77,6 +77,7 @@ var table = []route{
 		action: "cancel workload", ok: http.StatusOK, serve: (*Server).cancelWorkload},
 	{pattern: "GET /api/v1/workloads/{id}/logs", access: teamRole, need: core.RoleViewer, stream: (*Server).logs},
 	{pattern: "GET /api/v1/workloads/{id}/events", access: teamRole, need: core.RoleViewer, serve: (*Server).events},
+	{pattern: "GET /api/v1/workloads/{id}/usage", access: teamRole, need: core.RoleViewer, serve: (*Server).workloadUsage},
 
 	{pattern: "GET /api/v1/nodes", access: anyCaller, serve: (*Server).nodes},
 	{pattern: "GET /api/v1/priorityclasses", access: anyCaller, serve: (*Server).priorityClasses},

@@ -25,6 +25,9 @@ func (gpuUse) GPU(n core.NodeName, i int) (core.GPUSample, bool) {
 }
 func (gpuUse) History(time.Duration, time.Time) []core.UsagePoint { return nil }
 func (gpuUse) Interval() time.Duration                            { return time.Second }
+func (gpuUse) WorkloadHistory(core.WorkloadID, time.Duration, time.Time) []core.WorkloadUsagePoint {
+	return nil
+}
 
 // TestNodesHideOtherTeamsGPUUse: a GPU's sampled use is shown to admins and
 // to callers who can see every workload on it; a GPU holding another

@@ -203,6 +203,7 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"DELETE /api/v1/workloads/{id}", nil, []string{"200", "401", "403", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/logs", []string{"query follow", "query limitBytes"}, []string{"200", "400", "401", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/events", nil, []string{"200", "401", "404", "429"}},
+		{"GET /api/v1/workloads/{id}/usage", []string{"query window"}, []string{"200", "400", "401", "404", "429"}},
 		{"GET /api/v1/nodes", nil, []string{"200", "401", "429"}},
 		{"GET /api/v1/priorityclasses", nil, []string{"200", "401", "429"}},
 		{"GET /api/v1/teams", nil, []string{"200", "401", "429"}},
@@ -403,6 +404,8 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"UsageHistory":   reflect.TypeFor[api.UsageHistory](),
 		"UsagePoint":     reflect.TypeFor[api.UsagePoint](),
 	}
+	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()
+	types["WorkloadUsagePoint"] = reflect.TypeFor[api.WorkloadUsagePoint]()
 	// schemaName is the schema of a struct type that a property refers to.
 	schemaName := func(rt reflect.Type) string {
 		for name, t := range types {

@@ -19,6 +19,9 @@ type UsageSource interface {
 	GPU(node core.NodeName, index int) (core.GPUSample, bool)
 	// History returns the points of the last window, oldest first.
 	History(window time.Duration, now time.Time) []core.UsagePoint
+	// WorkloadHistory returns a workload's points of the last window,
+	// oldest first.
+	WorkloadHistory(id core.WorkloadID, window time.Duration, now time.Time) []core.WorkloadUsagePoint
 	// Interval is the time between two points.
 	Interval() time.Duration
 }
@@ -29,19 +32,50 @@ const MaxUsageWindow = 24 * time.Hour
 // usageHistory answers the cluster's use over time: totals only, no team
 // names, so any caller may read it.
 func (s *Server) usageHistory(c *call) (reply, error) {
-	window := time.Hour
-	if v := c.r.URL.Query().Get("window"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second || d > MaxUsageWindow {
-			return reply{}, invalid("window", "must be a duration from 1s to %s, such as 30m or 6h", "24h")
-		}
-		window = d
+	window, err := usageWindow(c)
+	if err != nil {
+		return reply{}, err
 	}
 	out := api.UsageHistory{Points: []api.UsagePoint{}}
 	if u := s.opts.Usage; u != nil {
 		out.IntervalSeconds = u.Interval().Seconds()
 		for _, p := range u.History(window, s.opts.Now()) {
 			out.Points = append(out.Points, api.UsagePoint(p))
+		}
+	}
+	return reply{status: http.StatusOK, body: out}, nil
+}
+
+// usageWindow reads ?window= of the usage routes: 1h by default.
+func usageWindow(c *call) (time.Duration, error) {
+	v := c.r.URL.Query().Get("window")
+	if v == "" {
+		return time.Hour, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second || d > MaxUsageWindow {
+		return 0, invalid("window", "must be a duration from 1s to %s, such as 30m or 6h", "24h")
+	}
+	return d, nil
+}
+
+// workloadUsage answers a workload's GPU use over time, to those who may
+// read the workload (404 to others, as for the workload itself).
+func (s *Server) workloadUsage(c *call) (reply, error) {
+	window, err := usageWindow(c)
+	if err != nil {
+		return reply{}, err
+	}
+	w, err := s.workload(c)
+	if err != nil {
+		return reply{}, err
+	}
+	out := api.WorkloadUsageHistory{Points: []api.WorkloadUsagePoint{}}
+	if u := s.opts.Usage; u != nil {
+		out.IntervalSeconds = u.Interval().Seconds()
+		for _, p := range u.WorkloadHistory(w.ID, window, s.opts.Now()) {
+			out.Points = append(out.Points, api.WorkloadUsagePoint{Time: p.Time.UTC(), Attempt: p.Attempt,
+				GPUUtilization: p.Utilization, GPUMemoryUsedMiB: p.MemoryUsedMiB})
 		}
 	}
 	return reply{status: http.StatusOK, body: out}, nil

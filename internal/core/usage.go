@@ -30,6 +30,16 @@ type WorkloadSample struct {
 	PerGPUMemoryMiB map[GPURef]int64 `json:"-"`
 }
 
+// WorkloadUsagePoint is one sample of one workload's GPUs, for its usage
+// history.
+type WorkloadUsagePoint struct {
+	Time    time.Time `json:"time"`
+	Attempt int       `json:"attempt"`
+	// Utilization is the mean over the workload's GPUs, 0..1.
+	Utilization   float64 `json:"utilization"`
+	MemoryUsedMiB int64   `json:"memoryUsedMiB"`
+}
+
 // GPURef names one device of one node.
 type GPURef struct {
 	Node  NodeName

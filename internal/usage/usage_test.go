@@ -400,3 +400,61 @@ func TestTracker(t *testing.T) {
 		t.Error("a sample of attempt 1 answers for attempt 2")
 	}
 }
+
+// Each workload keeps its own history, every attempt's, bounded in points
+// and in workloads; a history goes once its workload is no longer sampled
+// for the keep time.
+func TestTrackerWorkloadHistory(t *testing.T) {
+	tr := NewTracker(time.Second, 10*time.Second)
+	tr.maxPoints, tr.maxWorkloads = 4, 2
+	sample := func(i int, ws ...core.WorkloadSample) {
+		s := core.Sample{At: t0.Add(time.Duration(i) * time.Second), Workloads: map[core.WorkloadID]core.WorkloadSample{}}
+		for _, w := range ws {
+			s.Workloads[w.ID] = w
+		}
+		tr.Record(s, core.UsagePoint{Time: s.At}, nil)
+	}
+	for i := range 6 {
+		attempt := 1
+		if i >= 4 {
+			attempt = 2
+		}
+		sample(i, core.WorkloadSample{ID: "a", Attempt: attempt, Utilization: float64(i) / 10, MemoryUsedMiB: int64(i) * 100})
+	}
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+	want := []core.WorkloadUsagePoint{
+		{Time: at(2), Attempt: 1, Utilization: 0.2, MemoryUsedMiB: 200},
+		{Time: at(3), Attempt: 1, Utilization: 0.3, MemoryUsedMiB: 300},
+		{Time: at(4), Attempt: 2, Utilization: 0.4, MemoryUsedMiB: 400},
+		{Time: at(5), Attempt: 2, Utilization: 0.5, MemoryUsedMiB: 500},
+	}
+	if diff := cmp.Diff(want, tr.WorkloadHistory("a", time.Hour, at(5))); diff != "" {
+		t.Errorf("the last 4 points, oldest first (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want[2:], tr.WorkloadHistory("a", 1500*time.Millisecond, at(5))); diff != "" {
+		t.Errorf("a window of 1.5 s (-want +got):\n%s", diff)
+	}
+	if got := tr.WorkloadHistory("nosuch", time.Hour, at(5)); got != nil {
+		t.Errorf("a workload never sampled has history %v", got)
+	}
+	// Two more workloads: a, sampled longest ago, loses its history.
+	sample(6, core.WorkloadSample{ID: "b", Attempt: 1})
+	sample(7, core.WorkloadSample{ID: "b", Attempt: 1}, core.WorkloadSample{ID: "c", Attempt: 1})
+	if got := tr.WorkloadHistory("a", time.Hour, at(7)); got != nil {
+		t.Errorf("three workloads with a bound of 2: the one sampled longest ago keeps %v", got)
+	}
+	if len(tr.WorkloadHistory("b", time.Hour, at(7))) != 2 || len(tr.WorkloadHistory("c", time.Hour, at(7))) != 1 {
+		t.Errorf("b and c: %v, %v", tr.WorkloadHistory("b", time.Hour, at(7)), tr.WorkloadHistory("c", time.Hour, at(7)))
+	}
+	// c alone for more than the keep time (10 s): b's history goes, c's
+	// stays.
+	for i := 8; i <= 18; i++ {
+		sample(i, core.WorkloadSample{ID: "c", Attempt: 1})
+	}
+	if got := tr.WorkloadHistory("b", time.Hour, at(18)); got != nil {
+		t.Errorf("b, not sampled for 11 s with a keep of 10 s, keeps %v", got)
+	}
+	if got := tr.WorkloadHistory("c", time.Hour, at(18)); len(got) != 4 {
+		t.Errorf("c keeps %d points, want 4", len(got))
+	}
+}
