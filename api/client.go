@@ -31,8 +31,10 @@ func NewClient(addr, token string) *Client {
 
 // ListOptions selects and pages a list.
 type ListOptions struct {
-	Team      string
-	Phase     string
+	Team  string
+	Phase string
+	// Name keeps the workloads with this name (names are not unique).
+	Name      string
 	Limit     int
 	PageToken string
 }
@@ -44,6 +46,9 @@ func (o ListOptions) query() string {
 	}
 	if o.Phase != "" {
 		q.Set("phase", o.Phase)
+	}
+	if o.Name != "" {
+		q.Set("name", o.Name)
 	}
 	if o.Limit > 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))
@@ -195,6 +200,47 @@ func (c *Client) Logs(ctx context.Context, id string, follow bool) (io.ReadClose
 		return nil, err
 	}
 	return resp.Body, nil
+}
+
+// LogOptions chooses what part of a log to read.
+type LogOptions struct {
+	// Follow keeps the stream open until the workload has finished.
+	Follow bool
+	// TailLines, when positive, keeps only the last lines (at most
+	// 100000), and starts a followed log there.
+	TailLines int
+}
+
+// LogsWith streams a workload's log as o says.
+func (c *Client) LogsWith(ctx context.Context, id string, o LogOptions) (io.ReadCloser, error) {
+	q := url.Values{}
+	if o.Follow {
+		q.Set("follow", "true")
+	}
+	if o.TailLines > 0 {
+		q.Set("tailLines", strconv.Itoa(o.TailLines))
+	}
+	p := "/workloads/" + url.PathEscape(id) + "/logs"
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	resp, err := c.send(ctx, http.MethodGet, p, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// DeleteTeam deletes a team (admins): refused (409) while it has pending
+// or running workloads; its finished workloads, service accounts and
+// memberships go with it.
+func (c *Client) DeleteTeam(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/teams/"+url.PathEscape(name), nil, nil, nil)
+}
+
+// DeleteUser deletes a user and its tokens (admins).
+func (c *Client) DeleteUser(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/users/"+url.PathEscape(name), nil, nil, nil)
 }
 
 // Nodes lists the nodes with their GPUs and allocations.

@@ -196,8 +196,11 @@ type Node struct {
 	// Isolation says how the node confines workloads from the platform
 	// and from each other ("per-team users + Landlock ABI 7"), with what
 	// is missing in parentheses.
-	Isolation string    `json:"isolation,omitempty"`
-	GPUs      []GPU     `json:"gpus"`
+	Isolation string `json:"isolation,omitempty"`
+	GPUs      []GPU  `json:"gpus"`
+	// UpdatedAt is when the node was last reported: a local node's server
+	// rewrites it every usage sample interval while it runs; a Kubernetes
+	// node is rewritten when the cluster reports a change to it.
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 }
 
@@ -305,6 +308,9 @@ type User struct {
 	// ServiceAccount marks a user for pipelines and CI rather than a
 	// person.
 	ServiceAccount bool `json:"serviceAccount,omitempty"`
+	// MetricsReader makes a service account in no team that may read GET
+	// /metrics and nothing else (a scraper's; created by an admin).
+	MetricsReader bool `json:"metricsReader,omitempty"`
 	// Memberships are the user's teams with its role in each (viewer,
 	// member, team-admin).
 	Memberships []Membership `json:"memberships,omitempty"`

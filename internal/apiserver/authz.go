@@ -52,6 +52,9 @@ type route struct {
 	// stream, instead of serve, writes the answer itself (logs); it
 	// returns an error only before it has written anything.
 	stream func(*Server, http.ResponseWriter, *call) error
+	// scrape: a metrics reader (core.User.MetricsReader) may call it, even
+	// on an admin route; it may call no other route.
+	scrape bool
 }
 
 // table says, for each route, who may call it. It is the one place to read
@@ -62,12 +65,14 @@ type route struct {
 //   - team-admin: also manage its teams' members (adding only users it may
 //     see: mayAdd), service accounts (each of one team, and their tokens:
 //     actsFor) and allowed priority classes;
-//   - admin: everything, including teams, quotas, users and the audit trail.
+//   - admin: everything, including teams, quotas, users and the audit trail;
+//   - metrics-reader (a service account in no team, for a scraper): GET
+//     /metrics and whoami, nothing else (routes marked scrape).
 //
 // Everyone may read the nodes (with only its teams' allocations named), the
 // priority classes, itself and its own tokens.
 var table = []route{
-	{pattern: "GET /api/v1/whoami", access: anyCaller, serve: (*Server).whoami},
+	{pattern: "GET /api/v1/whoami", access: anyCaller, scrape: true, serve: (*Server).whoami},
 
 	{pattern: "POST /api/v1/workloads", access: teamRole, need: core.RoleMember, doing: "submitting to team %s",
 		action: "create workload", ok: http.StatusCreated, serve: (*Server).submit},
@@ -89,6 +94,10 @@ var table = []route{
 	// (the handler checks which fields are given).
 	{pattern: "PATCH /api/v1/teams/{name}", access: teamRole, need: core.RoleTeamAdmin, doing: "changing the priority classes of team %s",
 		action: "update team", ok: http.StatusOK, serve: (*Server).updateTeam},
+	// Refused (409, naming them) while the team has pending or running
+	// workloads; its history, service accounts and memberships go with it.
+	{pattern: "DELETE /api/v1/teams/{name}", access: adminOnly, doing: "deleting teams",
+		action: "delete team", ok: http.StatusNoContent, serve: (*Server).deleteTeam},
 	{pattern: "GET /api/v1/teams/{team}/members", access: teamRole, need: core.RoleViewer, serve: (*Server).members},
 	{pattern: "PUT /api/v1/teams/{team}/members/{user}", access: teamRole, need: core.RoleTeamAdmin, doing: "managing the members of team %s",
 		action: "set member", ok: http.StatusOK, serve: (*Server).setMember},
@@ -101,6 +110,9 @@ var table = []route{
 		action: "create user", ok: http.StatusCreated, serve: (*Server).createUser},
 	{pattern: "GET /api/v1/users", access: adminOnly, doing: "listing users", serve: (*Server).users},
 	{pattern: "GET /api/v1/users/{name}", access: userScope, serve: (*Server).user},
+	// The account and its tokens go; its workloads stay.
+	{pattern: "DELETE /api/v1/users/{name}", access: adminOnly, doing: "deleting users",
+		action: "delete user", ok: http.StatusNoContent, serve: (*Server).deleteUser},
 
 	{pattern: "POST /api/v1/tokens", access: userScope, need: core.RoleTeamAdmin, doing: "creating tokens for %s",
 		action: "create token", ok: http.StatusCreated, serve: (*Server).createToken},
@@ -112,9 +124,9 @@ var table = []route{
 
 	// Cluster totals only, no team names: anyone may read them.
 	{pattern: "GET /api/v1/usage", access: anyCaller, serve: (*Server).usageHistory},
-	// Metrics name every team and node: admins only (a scraper holds an
-	// admin token).
-	{pattern: "GET /metrics", access: adminOnly, doing: "reading the metrics", stream: (*Server).metrics},
+	// Metrics name every team and node: admins, and metrics readers (a
+	// scraper's service account, which may read nothing else).
+	{pattern: "GET /metrics", access: adminOnly, scrape: true, doing: "reading the metrics", stream: (*Server).metrics},
 }
 
 // call is one request on its way through a route.

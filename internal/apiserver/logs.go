@@ -16,6 +16,11 @@ import (
 // its last limitBytes bytes when ?limitBytes= is given, else at its start.
 const MaxLogBytes = 16 << 20
 
+// MaxTailLines bounds ?tailLines=, which keeps only the log's last lines
+// (within its last MaxLogBytes, or limitBytes), and starts a followed log
+// there.
+const MaxTailLines = 100000
+
 // logs streams a workload's log. With follow=true it keeps sending what is
 // appended until the workload has finished and the log is drained.
 func (s *Server) logs(w http.ResponseWriter, c *call) error {
@@ -32,6 +37,14 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 			return invalid("limitBytes", "must be a number from 1 to %d", MaxLogBytes)
 		}
 		limit = n
+	}
+	tail := 0
+	if v := r.URL.Query().Get("tailLines"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxTailLines {
+			return invalid("tailLines", "must be a number of lines from 1 to %d", MaxTailLines)
+		}
+		tail = n
 	}
 	// A log is long (16 MiB) or followed for as long as the workload
 	// runs: past the server's read and write timeouts.
@@ -53,13 +66,21 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 		defer f.Close()
 		// Without follow, at most the last limit bytes; with follow, from
 		// the last limitBytes bytes when the caller asks for them.
-		if !follow || r.URL.Query().Has("limitBytes") {
-			if sk, ok := f.(io.Seeker); ok {
+		if !follow || r.URL.Query().Has("limitBytes") || tail > 0 {
+			if sk, ok := f.(io.ReadSeeker); ok {
+				start := int64(0)
 				if end, err := sk.Seek(0, io.SeekEnd); err == nil && end > limit {
-					sk.Seek(end-limit, io.SeekStart)
-				} else {
-					sk.Seek(0, io.SeekStart)
+					start = end - limit
 				}
+				if tail > 0 {
+					start = tailStart(sk, start, tail)
+				}
+				sk.Seek(start, io.SeekStart)
+			} else if tail > 0 && !follow {
+				// A stream (a pod's log): keep its last lines as it goes.
+				_, err := w.Write(lastLines(io.LimitReader(f, limit), tail))
+				_ = err // the client is gone
+				return nil
 			}
 		}
 		if !follow {
@@ -111,7 +132,9 @@ func (s *Server) followStream(w http.ResponseWriter, c *call, wl *core.Workload,
 	fw := flushWriter{w: w}
 	fw.flusher, _ = w.(http.Flusher)
 	fw.flush()
-	currentOnly := r.URL.Query().Has("limitBytes")
+	// The stream cannot be cut to its last lines before its end is known:
+	// tailLines, like limitBytes, starts it at the latest attempt.
+	currentOnly := r.URL.Query().Has("limitBytes") || r.URL.Query().Has("tailLines")
 	streamed := 0 // the attempt last streamed
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -160,4 +183,64 @@ func (f flushWriter) flush() {
 	if f.flusher != nil {
 		f.flusher.Flush()
 	}
+}
+
+// tailStart returns where the last n lines of f begin, looking no further
+// back than min (a line longer than what is left starts there). A final
+// line without its newline counts as a line.
+func tailStart(f io.ReadSeeker, min int64, n int) int64 {
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return min
+	}
+	buf := make([]byte, 64<<10)
+	pos := end
+	seen := 0
+	last := true // the byte at end-1 ends the last line, not one before it
+	for pos > min {
+		size := int64(len(buf))
+		if pos-min < size {
+			size = pos - min
+		}
+		pos -= size
+		if _, err := f.Seek(pos, io.SeekStart); err != nil {
+			return min
+		}
+		if _, err := io.ReadFull(f, buf[:size]); err != nil {
+			return min
+		}
+		for i := size - 1; i >= 0; i-- {
+			if buf[i] != '\n' {
+				last = false
+				continue
+			}
+			if last {
+				last = false
+				continue
+			}
+			seen++
+			if seen == n {
+				return pos + i + 1
+			}
+		}
+	}
+	return min
+}
+
+// lastLines reads r to its end and returns its last n lines.
+func lastLines(r io.Reader, n int) []byte {
+	b, _ := io.ReadAll(r)
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			n--
+			if n == 0 {
+				return b[i+1:]
+			}
+		}
+	}
+	return b
 }

@@ -201,7 +201,8 @@ type reply struct {
 //
 //  1. authenticate the bearer token (401 without a valid one);
 //  2. take a request from the caller's bucket (429 beyond the rate);
-//  3. refuse non-admins on admin routes (403);
+//  3. refuse non-admins on admin routes, and metrics readers on any route
+//     but those marked scrape (403);
 //  4. run the handler, which finds the object's team or owner and calls
 //     c.authorize or c.authorizeUser (404 for what the caller may not
 //     see, 403 for a role too weak in its own team);
@@ -252,7 +253,10 @@ func (s *Server) run(w http.ResponseWriter, c *call) (reply, error) {
 	if authErr != nil {
 		return reply{}, authErr
 	}
-	if c.rt.access == adminOnly && !u.Admin {
+	if u.MetricsReader && !c.rt.scrape {
+		return reply{}, forbidden("%s is a metrics reader: it may read GET /metrics and nothing else", u.Name)
+	}
+	if c.rt.access == adminOnly && !u.Admin && !(u.MetricsReader && c.rt.scrape) {
 		return reply{}, forbidden("%s needs the admin role", c.rt.doing)
 	}
 	ctx := c.r.Context()

@@ -39,46 +39,12 @@ func toAPITeam(t core.Team, sh core.TeamShare) api.Team {
 		PriorityClasses: t.PriorityClasses, UsageMilliGPU: sh.Usage, FairShareMilliGPU: sh.FairShare, PendingMilliGPU: sh.Pending, CreatedAt: t.CreatedAt}
 }
 
-// quotaErrors checks a quota and names each bad field.
+// quotaErrors checks the quota a team would be stored with, every field
+// set, with api.TeamQuota.Validate (the check the CLI runs too) and names
+// each bad field.
 func quotaErrors(t core.Team) []api.FieldError {
-	var errs []api.FieldError
-	// Every number is bounded (api.MaxQuotaMilliGPU, MaxTeamWeight,
-	// MaxModelGuarantees), so that the sums here and in the scheduler
-	// cannot overflow.
-	if t.Guaranteed < 0 {
-		errs = append(errs, api.FieldError{Field: "guaranteedMilliGPU", Problem: "must not be negative"})
-	} else if t.Guaranteed > api.MaxQuotaMilliGPU {
-		errs = append(errs, api.FieldError{Field: "guaranteedMilliGPU", Problem: fmt.Sprintf("must be at most %d (a million GPUs)", api.MaxQuotaMilliGPU)})
-	}
-	switch {
-	case t.Limit < core.Unlimited:
-		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: "must be -1 (unlimited) or at least 0"})
-	case t.Limit > api.MaxQuotaMilliGPU:
-		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: fmt.Sprintf("must be -1 (unlimited) or at most %d (a million GPUs)", api.MaxQuotaMilliGPU)})
-	case t.Limit >= 0 && t.Limit < t.Guaranteed:
-		errs = append(errs, api.FieldError{Field: "limitMilliGPU", Problem: fmt.Sprintf("%d is below the guarantee (%d)", t.Limit, t.Guaranteed)})
-	}
-	if t.Weight < 1 || t.Weight > api.MaxTeamWeight {
-		errs = append(errs, api.FieldError{Field: "weight", Problem: fmt.Sprintf("must be from 1 to %d", api.MaxTeamWeight)})
-	}
-	if len(t.GuaranteedByModel) > api.MaxModelGuarantees {
-		errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU", Problem: fmt.Sprintf("at most %d models", api.MaxModelGuarantees)})
-	}
-	var sum int64
-	for model, g := range t.GuaranteedByModel {
-		if strings.TrimSpace(model) == "" || len(model) > 64 {
-			errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU", Problem: fmt.Sprintf("model name %q must be 1 to 64 characters", model)})
-		}
-		if g < 0 || g > api.MaxQuotaMilliGPU {
-			errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU." + model, Problem: fmt.Sprintf("must be from 0 to %d", api.MaxQuotaMilliGPU)})
-			continue
-		}
-		sum += g
-	}
-	if sum > t.Guaranteed {
-		errs = append(errs, api.FieldError{Field: "guaranteedByModelMilliGPU", Problem: fmt.Sprintf("the model guarantees add up to %d, more than the team's guarantee (%d); raise guaranteedMilliGPU too", sum, t.Guaranteed)})
-	}
-	return errs
+	return api.TeamQuota{GuaranteedMilliGPU: &t.Guaranteed, LimitMilliGPU: &t.Limit, Weight: &t.Weight,
+		GuaranteedByModelMilliGPU: t.GuaranteedByModel}.Validate()
 }
 
 // updateTeam handles PATCH /teams/{name}: an admin changes the quota and
@@ -214,4 +180,16 @@ func (s *Server) createTeam(c *call) (reply, error) {
 		return reply{}, err
 	}
 	return reply{status: http.StatusCreated, body: toAPITeam(t, core.TeamShare{})}, nil
+}
+
+// deleteTeam handles DELETE /teams/{name} (admins): the team, its finished
+// workloads, its service accounts and its memberships go; a team with
+// pending or running workloads is a 409 naming them.
+func (s *Server) deleteTeam(c *call) (reply, error) {
+	name := c.r.PathValue("name")
+	c.setObject(name)
+	if err := s.opts.Store.DeleteTeam(c.r.Context(), core.TeamName(name)); err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusNoContent}, nil
 }

@@ -36,7 +36,8 @@ func (s *Server) createUser(c *call) (reply, error) {
 	if !in.CreatedAt.IsZero() {
 		return reply{}, invalid("createdAt", "is set by the server")
 	}
-	nu := core.User{Name: in.Name, Admin: in.Admin, ServiceAccount: in.ServiceAccount, CreatedAt: s.opts.Now().UTC()}
+	// A metrics reader is a service account of no team.
+	nu := core.User{Name: in.Name, Admin: in.Admin, ServiceAccount: in.ServiceAccount || in.MetricsReader, MetricsReader: in.MetricsReader, CreatedAt: s.opts.Now().UTC()}
 	for i, t := range in.Teams {
 		if !api.ValidName(t) {
 			return reply{}, invalid(fmt.Sprintf("teams[%d]", i), "is not a valid team name")
@@ -57,6 +58,8 @@ func (s *Server) createUser(c *call) (reply, error) {
 		switch {
 		case in.Admin:
 			return reply{}, forbidden("creating an admin needs the admin role")
+		case in.MetricsReader:
+			return reply{}, forbidden("creating a metrics reader needs the admin role")
 		case !in.ServiceAccount:
 			return reply{}, forbidden("creating a person's account needs the admin role; a team-admin may create service accounts (serviceAccount: true) in its teams")
 		case len(nu.Memberships) == 0:
@@ -78,8 +81,11 @@ func (s *Server) createUser(c *call) (reply, error) {
 	}
 	if err := nu.CheckNew(); err != nil {
 		field := "name"
-		if in.ServiceAccount && len(nu.Memberships) != 1 {
+		if nu.ServiceAccount && (len(nu.Memberships) != 1 || nu.MetricsReader) {
 			field = "memberships"
+		}
+		if nu.MetricsReader && in.Admin {
+			field = "admin"
 		}
 		return reply{}, &fieldErrors{fields: []api.FieldError{{Field: field, Problem: strings.TrimSuffix(err.Error(), ": "+core.ErrInvalid.Error())}}}
 	}
@@ -403,7 +409,7 @@ func (s *Server) whoami(c *call) (reply, error) {
 }
 
 func toAPIUser(u *core.User) api.User {
-	out := api.User{Name: u.Name, Admin: u.Admin, ServiceAccount: u.ServiceAccount, CreatedAt: u.CreatedAt}
+	out := api.User{Name: u.Name, Admin: u.Admin, ServiceAccount: u.ServiceAccount, MetricsReader: u.MetricsReader, CreatedAt: u.CreatedAt}
 	for _, m := range u.Memberships {
 		out.Teams = append(out.Teams, string(m.Team))
 		out.Memberships = append(out.Memberships, api.Membership{Team: string(m.Team), Role: string(m.Role)})
@@ -418,4 +424,19 @@ func NewToken() string {
 		panic(err) // crypto/rand never fails on Linux
 	}
 	return "gpf_" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// deleteUser handles DELETE /users/{name} (admins): the account and its
+// tokens go. An admin cannot delete itself, so that a fleet is never left
+// without the admin who was acting on it.
+func (s *Server) deleteUser(c *call) (reply, error) {
+	name := c.r.PathValue("name")
+	c.setObject(name)
+	if name == c.u.Name {
+		return reply{}, fmt.Errorf("user %s is you: another admin must delete your account: %w", name, core.ErrConflict)
+	}
+	if err := s.opts.Store.DeleteUser(c.r.Context(), name); err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusNoContent}, nil
 }

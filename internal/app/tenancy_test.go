@@ -470,6 +470,29 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 				inB(c, 200, probe{what: "foreign classes", method: "PATCH", path: "/api/v1/teams/" + teamB, body: `{"priorityClasses":["training","development"]}`}, team(teamB)),
 			}
 		},
+		// Admins only; a team with running work is refused, naming it.
+		"DELETE /api/v1/teams/{}": func(c caller) []probe {
+			fresh := w.uniq("doomed")
+			w.h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+fresh+`"}`, http.StatusCreated, nil)
+			ps := []probe{
+				adminOnly(c, 204, probe{what: "an idle team", method: "DELETE", path: "/api/v1/teams/" + fresh}),
+				adminOnly(c, 409, probe{what: "own team, running", method: "DELETE", path: "/api/v1/teams/" + teamA}),
+			}
+			if !c.admin {
+				ps = append(ps, adminOnly(c, 0, probe{what: "foreign team", method: "DELETE", path: "/api/v1/teams/" + teamB}))
+			}
+			return ps
+		},
+		"DELETE /api/v1/users/{}": func(c caller) []probe {
+			fresh := w.createUser(w.uniq("doomed"), false).name
+			ps := []probe{adminOnly(c, 204, probe{what: "a user", method: "DELETE", path: "/api/v1/users/" + fresh})}
+			if !c.admin {
+				ps = append(ps, adminOnly(c, 0, probe{what: "B's member", method: "DELETE", path: "/api/v1/users/b-member"}))
+			} else {
+				ps = append(ps, probe{what: "self", method: "DELETE", path: "/api/v1/users/" + c.name, want: []int{409}})
+			}
+			return ps
+		},
 		"POST /api/v1/users": func(c caller) []probe {
 			sa := func(t string) string {
 				// A service account is named after its team.

@@ -56,11 +56,15 @@ type Membership struct {
 // team-admin is named after its team ("research.ci"). Accounts made before
 // that rule may only leave teams until one is left.
 type User struct {
-	Name           string       `json:"name"`
-	Admin          bool         `json:"admin,omitempty"`
-	ServiceAccount bool         `json:"serviceAccount,omitempty"`
-	Memberships    []Membership `json:"memberships,omitempty"`
-	CreatedAt      time.Time    `json:"createdAt"`
+	Name           string `json:"name"`
+	Admin          bool   `json:"admin,omitempty"`
+	ServiceAccount bool   `json:"serviceAccount,omitempty"`
+	// MetricsReader marks the service account of a metrics scraper: in no
+	// team, not an admin, it may read GET /metrics and nothing of any
+	// team (the metrics-reader role).
+	MetricsReader bool         `json:"metricsReader,omitempty"`
+	Memberships   []Membership `json:"memberships,omitempty"`
+	CreatedAt     time.Time    `json:"createdAt"`
 }
 
 // UnmarshalJSON also reads users stored before roles (schema 2 and
@@ -97,12 +101,16 @@ func ServiceAccountTeam(name string) (team TeamName, ok bool) {
 // CheckNew checks a user about to be created: a service account is in
 // exactly one team, and a name with a dot ("research.ci") is a service
 // account's, of the team before the dot, so that the names a team's
-// service accounts may take are the team's alone. Errors wrap ErrInvalid.
+// service accounts may take are the team's alone; a metrics reader is the
+// exception, a service account in no team. Errors wrap ErrInvalid.
 func (u *User) CheckNew() error {
 	team, named := ServiceAccountTeam(u.Name)
 	switch {
 	case strings.Contains(u.Name, ".") && (!named || !u.ServiceAccount):
 		return fmt.Errorf("user %s: only a service account's name has a dot, after its team (research.ci): %w", u.Name, ErrInvalid)
+	case u.MetricsReader && (!u.ServiceAccount || u.Admin || len(u.Memberships) > 0 || named):
+		return fmt.Errorf("metrics reader %s: is a service account in no team, not an admin, named without a dot: %w", u.Name, ErrInvalid)
+	case u.MetricsReader:
 	case u.ServiceAccount && len(u.Memberships) != 1:
 		return fmt.Errorf("service account %s: belongs to exactly one team: %w", u.Name, ErrInvalid)
 	case named && u.Memberships[0].Team != team:
@@ -113,10 +121,16 @@ func (u *User) CheckNew() error {
 
 // CheckChange checks a change from before to u: a service account never
 // joins a team it was not in (an account in no team, made before this rule,
-// may be given one) and never leaves its last team. Errors wrap
-// ErrConflict.
+// may be given one) and never leaves its last team; a metrics reader joins
+// none and stays one. Errors wrap ErrConflict.
 func (u *User) CheckChange(before *User) error {
 	if !before.ServiceAccount && !u.ServiceAccount {
+		return nil
+	}
+	if before.MetricsReader || u.MetricsReader {
+		if u.MetricsReader != before.MetricsReader || len(u.Memberships) > 0 {
+			return fmt.Errorf("metrics reader %s: joins no team and stays a metrics reader: %w", u.Name, ErrConflict)
+		}
 		return nil
 	}
 	if u.ServiceAccount != before.ServiceAccount {
