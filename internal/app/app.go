@@ -107,6 +107,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}
 	var ex executor.Executor
 	var where, try string
+	var reported *core.Node // the local node, whose record the heartbeat refreshes
 	switch cfg.Executor {
 	case "kubernetes":
 		kex, err := startKubernetes(ctx, cfg, st, log)
@@ -122,6 +123,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 			return err
 		}
 		ex = lex
+		reported = &node
 		gpus := "no GPUs"
 		if len(node.GPUs) > 0 {
 			kind := "real"
@@ -197,6 +199,9 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}()
 	if obs.monitor != nil {
 		wg.Go(func() { obs.monitor.Run(ctx) })
+	}
+	if reported != nil {
+		wg.Go(func() { heartbeat(ctx, st, *reported, heartbeatInterval(cfg), log.With("component", "nodes")) })
 	}
 	go func() {
 		defer wg.Done()
