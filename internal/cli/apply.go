@@ -205,20 +205,16 @@ func readFleetFile(e *env, name string) ([]teamSpec, error) {
 			}
 		}
 		sp.byModel = map[string]int64{}
-		var sum int64
 		for model, raw := range ft.GuaranteedByModel {
 			s, ok := scalar(raw)
 			v, err := parseGPUs(s)
-			if !ok || err != nil || v < 0 || strings.TrimSpace(model) == "" {
+			if !ok || err != nil {
 				bad("guaranteedByModel."+model, "must be a number of GPUs for a named model")
 				continue
 			}
 			sp.byModel[model] = v
-			sum += v
 		}
-		if sum > 0 && sum > sp.guaranteed {
-			bad("guaranteedByModel", fmt.Sprintf("adds up to %s GPUs, more than guaranteed (%s)", api.Milli(sum), api.Milli(sp.guaranteed)))
-		}
+		q.GuaranteedByModelMilliGPU = sp.byModel // bounds, names and sum: quotaProblems
 		if q.GuaranteedMilliGPU == nil {
 			q.GuaranteedMilliGPU = &sp.guaranteed // 0, so that a limit is checked against it
 		}

@@ -4,8 +4,8 @@
 // set, delete, apply, login, whoami, token, audit) talk to the server only through the api client; they
 // translate flags and files into api types and answers into text, and decide
 // nothing themselves. The same api.Workload.Validate that the server runs is
-// run here before anything is sent; team quotas are checked here with the
-// server's rules (quotaProblems) for want of a shared api validator. `server`
+// run here before anything is sent, and so is api.TeamQuota.Validate for team
+// quotas (quotaProblems names the flags). `server`
 // builds a config.Config and hands over to app.Run. `sim` verbs read trace
 // files and hand over to package sim, which runs the scheduler offline.
 //

@@ -205,6 +205,10 @@ func (qf *quotaFlags) parse(cmd *cobra.Command) (api.TeamQuota, error) {
 	}
 	flagValue := map[string]string{"guaranteed": qf.guaranteed, "limit": qf.limit, "weight": qf.weight}
 	for _, p := range quotaProblems(q) {
+		if strings.HasPrefix(p.Field, "guaranteedByModel") {
+			fail("guaranteed-model", strings.Join(qf.byModel, ","), fmt.Errorf("%s", p.Problem))
+			continue
+		}
 		fail(p.Field, flagValue[p.Field], fmt.Errorf("%s", p.Problem))
 	}
 	if len(bad) > 0 {
@@ -252,28 +256,25 @@ func parseWeight(s string) (int64, error) {
 	return w, nil
 }
 
-// quotaProblems checks the values of a quota that are set, with the
-// server's rules, and names each bad one by its short name (guaranteed,
-// limit, weight). A limit below the guarantee is a problem only when both
-// are set; the server checks it against the stored values too.
+// quotaFields are the short names (flags and apply -f keys) of the quota's
+// wire fields.
+var quotaFields = map[string]string{"guaranteedMilliGPU": "guaranteed", "limitMilliGPU": "limit", "weight": "weight", "guaranteedByModelMilliGPU": "guaranteedByModel"}
+
+// quotaProblems checks the values of a quota that are set with the server's
+// own check (api.TeamQuota.Validate) and names each bad one by its short
+// name (guaranteed, limit, weight, guaranteedByModel[.MODEL]). A limit below
+// the guarantee, or model guarantees above it, are problems only when the
+// guarantee is set; the server checks them against the stored values too.
 func quotaProblems(q api.TeamQuota) []api.FieldError {
-	var errs []api.FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, api.FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
-	if g := q.GuaranteedMilliGPU; g != nil && *g < 0 {
-		add("guaranteed", "must not be negative")
-	}
-	if l := q.LimitMilliGPU; l != nil {
-		switch {
-		case *l < unlimited:
-			add("limit", "must be a number of GPUs, or unlimited (-1)")
-		case *l >= 0 && q.GuaranteedMilliGPU != nil && *l < *q.GuaranteedMilliGPU:
-			add("limit", "%s GPUs is below the guarantee of %s", api.Milli(*l), api.Milli(*q.GuaranteedMilliGPU))
+	errs := q.Validate()
+	for i, e := range errs {
+		field, model, _ := strings.Cut(e.Field, ".")
+		if short, ok := quotaFields[field]; ok {
+			errs[i].Field = short
+			if model != "" {
+				errs[i].Field += "." + model
+			}
 		}
-	}
-	if w := q.Weight; w != nil && (*w < 1 || *w > 1000) {
-		add("weight", "must be from 1 to 1000")
 	}
 	return errs
 }
