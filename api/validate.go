@@ -55,6 +55,23 @@ var (
 	imageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`)
 )
 
+// LabelRule says what a label key or value is made of, for errors.
+const LabelRule = "at most 63 characters: ASCII letters, digits, '-', '_', '.' and '/', starting and ending with a letter or digit"
+
+// Phases are the phases a workload is in, as lists and filters name them.
+var Phases = []string{PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseCancelled}
+
+// ParsePhase returns the phase s names, in any case ("running" is
+// Running), or an error listing the phases.
+func ParsePhase(s string) (string, error) {
+	for _, p := range Phases {
+		if strings.EqualFold(strings.TrimSpace(s), p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown phase %q: want one of %s", s, strings.Join(Phases, ", "))
+}
+
 // ValidName reports whether s is a DNS-label-like name (lowercase letters,
 // digits and '-', at most 63 characters), as used for teams, users and
 // workload names.
@@ -175,10 +192,10 @@ func (w *Workload) Validate() []FieldError {
 	}
 	for k, v := range w.Labels {
 		if len(k) > 63 || !labelRE.MatchString(k) {
-			add("labels."+k, "is not a valid label key")
+			add("labels."+k, "is not a valid label key: %s", LabelRule)
 		}
 		if len(v) > 63 || (v != "" && !labelRE.MatchString(v)) {
-			add("labels."+k, "value %q is not a valid label value", v)
+			add("labels."+k, "value %q is not a valid label value: %s (or empty)", v, LabelRule)
 		}
 	}
 	if len(w.NodeSelector) > MaxLabels {
@@ -186,10 +203,10 @@ func (w *Workload) Validate() []FieldError {
 	}
 	for k, v := range w.NodeSelector {
 		if len(k) > 63 || !labelRE.MatchString(k) {
-			add("nodeSelector."+k, "is not a valid label key")
+			add("nodeSelector."+k, "is not a valid label key: %s", LabelRule)
 		}
 		if len(v) > 63 || (v != "" && !labelRE.MatchString(v)) {
-			add("nodeSelector."+k, "value %q is not a valid label value", v)
+			add("nodeSelector."+k, "value %q is not a valid label value: %s (or empty)", v, LabelRule)
 		}
 	}
 	if w.ID != "" {

@@ -344,11 +344,11 @@ func (s *Server) listWorkloads(c *call) (reply, error) {
 	}
 	if v := q.Get("phase"); v != "" {
 		for _, p := range strings.Split(v, ",") {
-			ph := core.Phase(p)
-			if !slices.Contains([]core.Phase{core.Pending, core.Running, core.Succeeded, core.Failed, core.Cancelled}, ph) {
-				return reply{}, invalid("phase", "unknown phase %q", p)
+			ph, err := api.ParsePhase(p) // in any case; an unknown one lists the phases
+			if err != nil {
+				return reply{}, invalid("phase", "%v", err)
 			}
-			f.Phases = append(f.Phases, ph)
+			f.Phases = append(f.Phases, core.Phase(ph))
 		}
 	}
 	if v := q.Get("owner"); v != "" {
@@ -366,7 +366,11 @@ func (s *Server) listWorkloads(c *call) (reply, error) {
 			f.Teams = []core.TeamName{}
 		}
 	}
-	ws, err := s.opts.Store.Workloads(r.Context(), f)
+	name := q.Get("name")
+	if name != "" && !api.ValidName(name) {
+		return reply{}, invalid("name", "%q is not a workload name (lowercase letters, digits and '-', at most %d characters)", name, api.MaxNameLen)
+	}
+	ws, err := s.workloadsNamed(c, f, name)
 	if err != nil {
 		return reply{}, err
 	}
@@ -379,6 +383,36 @@ func (s *Server) listWorkloads(c *call) (reply, error) {
 		out.NextPageToken = fmt.Sprintf("s%d", ws[len(ws)-1].Seq)
 	}
 	return reply{status: http.StatusOK, body: out}, nil
+}
+
+// workloadsNamed reads a page of the workloads f selects, only those called
+// name when it is not empty: names are not unique, and the store does not
+// index them, so it reads on through the store's pages until it has
+// f.Limit of them or none is left. A full page ends with the last one read,
+// so the next page token resumes after it.
+func (s *Server) workloadsNamed(c *call, f store.WorkloadFilter, name string) ([]*core.Workload, error) {
+	if name == "" {
+		return s.opts.Store.Workloads(c.r.Context(), f)
+	}
+	var out []*core.Workload
+	for {
+		page, err := s.opts.Store.Workloads(c.r.Context(), f)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range page {
+			if w.Name == name {
+				out = append(out, w)
+				if len(out) == f.Limit {
+					return out, nil
+				}
+			}
+		}
+		if len(page) < f.Limit {
+			return out, nil
+		}
+		f.AfterSeq = page[len(page)-1].Seq
+	}
 }
 
 func (s *Server) events(c *call) (reply, error) {

@@ -10,12 +10,15 @@ import (
 
 func newCancelCmd(e *env) *cobra.Command {
 	var out *outputFlag
+	var team string
 	cmd := &cobra.Command{
-		Use:   "cancel ID...",
+		Use:   "cancel ID|NAME...",
 		Short: "Cancel workloads",
 		Long: `Cancel workloads. A running workload gets SIGTERM, then SIGKILL after its
 grace period. Each line says "ID cancelled", or the phase the workload is in
-when it was already finished or is still stopping.`,
+when it was already finished or is still stopping.
+
+` + workloadArg,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -28,7 +31,10 @@ when it was already finished or is still stopping.`,
 			var got []api.Workload
 			failed := 0
 			for _, id := range args {
-				w, err := c.CancelWorkload(cmd.Context(), id)
+				w, err := resolveWorkload(cmd.Context(), c, e.now(), id, team)
+				if err == nil {
+					w, err = c.CancelWorkload(cmd.Context(), w.ID)
+				}
 				if err != nil {
 					if len(args) == 1 {
 						return err
@@ -63,6 +69,7 @@ when it was already finished or is still stopping.`,
 			return nil
 		},
 	}
+	addTeamFlag(cmd, &team)
 	out = addOutputFlag(cmd, "text", outJSON, outYAML)
 	return cmd
 }

@@ -37,26 +37,39 @@ func describedEvents(events []api.Event) []describedEvent {
 
 func newDescribeCmd(e *env) *cobra.Command {
 	var out *outputFlag
+	var team string
 	cmd := &cobra.Command{
-		Use:   "describe workload ID",
+		Use:   "describe [workload] ID|NAME",
 		Short: "Show a workload's spec, status, placement and events",
-		Args:  cobra.ExactArgs(2),
+		Long: `Show a workload's spec, status, placement and events.
+
+` + workloadArg,
+		Example: `  gpufleet describe wl-0042
+  gpufleet describe workload llm-finetune --team research`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 1 && isWorkloadKind(args[0]):
+				return usagef("describe %s: which workload? give its ID or name", args[0])
+			case len(args) == 2 && !isWorkloadKind(args[0]):
+				return usagef("describe %q: only workloads can be described (describe [workload] ID|NAME)", args[0])
+			case len(args) == 0 || len(args) > 2:
+				return usagef("describe takes a workload: describe [workload] ID|NAME")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
 				return err
-			}
-			if k := args[0]; k != "workload" && k != "workloads" && k != "wl" {
-				return usagef("describe %q: only workloads can be described", k)
 			}
 			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			w, err := c.GetWorkload(cmd.Context(), args[1])
+			w, err := resolveWorkload(cmd.Context(), c, e.now(), args[len(args)-1], team)
 			if err != nil {
 				return err
 			}
-			events, err := c.Events(cmd.Context(), args[1])
+			events, err := c.Events(cmd.Context(), w.ID)
 			if err != nil {
 				return err
 			}
@@ -69,9 +82,14 @@ func newDescribeCmd(e *env) *cobra.Command {
 			return describeWorkload(e.stdout, e.now(), w, events)
 		},
 	}
+	addTeamFlag(cmd, &team)
 	out = addOutputFlag(cmd, "text", outJSON, outYAML)
 	return cmd
 }
+
+// isWorkloadKind reports whether s names the kind "workload", as describe
+// and get spell it.
+func isWorkloadKind(s string) bool { return s == "workload" || s == "workloads" || s == "wl" }
 
 // describeWorkload writes a workload the way kubectl describe does: aligned
 // "Key: value" lines, nested sections indented, then the events.

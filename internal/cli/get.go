@@ -14,7 +14,7 @@ func newGetCmd(e *env) *cobra.Command {
 	var opts api.ListOptions
 	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:   "get workloads|workload ID|nodes|teams|priorityclasses|users|user NAME|members TEAM",
+		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM",
 		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
 		Long: `List workloads, nodes, teams, users (admin only) or a team's members, or show
 one workload or user.
@@ -65,7 +65,7 @@ teams as TEAM:ROLE; members their role in the team.`,
 			ctx := cmd.Context()
 			switch {
 			case isWorkloads && len(args) == 2:
-				w, err := c.GetWorkload(ctx, args[1])
+				w, err := resolveWorkload(ctx, c, e.now(), args[1], opts.Team)
 				if err != nil {
 					return err
 				}
@@ -74,9 +74,17 @@ teams as TEAM:ROLE; members their role in the team.`,
 				}
 				return printWorkloads(e, out.value, []api.Workload{*w})
 			case isWorkloads:
+				if opts.Phase, err = parsePhases(opts.Phase); err != nil {
+					return err
+				}
 				ws, err := c.AllWorkloads(ctx, opts)
 				if err != nil {
 					return err
+				}
+				if len(ws) == 0 && opts.Team != "" {
+					if err := checkTeam(ctx, c, opts.Team); err != nil {
+						return err // a mistyped team, not an empty one
+					}
 				}
 				if opts.Limit > 0 && len(ws) > opts.Limit {
 					ws = ws[:opts.Limit]
@@ -150,7 +158,7 @@ teams as TEAM:ROLE; members their role in the team.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Team, "team", "", "only workloads of this team")
-	fl.StringVar(&opts.Phase, "phase", "", "only workloads in this phase (Pending, Running, Succeeded, Failed, Cancelled)")
+	fl.StringVar(&opts.Phase, "phase", "", "only workloads in these phases, comma-separated, in any case (Pending, Running, Succeeded, Failed, Cancelled)")
 	fl.IntVar(&opts.Limit, "limit", 0, "at most this many workloads (default all)")
 	out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
 	return cmd

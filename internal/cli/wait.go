@@ -24,15 +24,18 @@ const exitTimedOut = 124
 func newWaitCmd(e *env) *cobra.Command {
 	var timeout time.Duration
 	var out *outputFlag
+	var team string
 	cmd := &cobra.Command{
-		Use:   "wait ID [--timeout DURATION]",
+		Use:   "wait ID|NAME [--timeout DURATION]",
 		Short: "Wait for a workload to finish and exit with its exit code",
 		Long: `Wait until a workload has finished (Succeeded, Failed or Cancelled).
 
 The exit status is the workload's exit code when it has one, 0 for
 Succeeded, and 1 for Failed or Cancelled without one (or with 0). A failure
 is reported on standard error as "ID: Failed (reason): message". After
---timeout (0: never) wait exits with 124.`,
+--timeout (0: never) wait exits with 124.
+
+` + workloadArg,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -51,7 +54,11 @@ is reported on standard error as "ID: Failed (reason): message". After
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			w, err := waitFinished(ctx, c, args[0])
+			w, err := resolveWorkload(cmd.Context(), c, e.now(), args[0], team)
+			if err != nil {
+				return err
+			}
+			w, err = waitFinished(ctx, c, w.ID)
 			if errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
 				msg := fmt.Errorf("%s: still not finished after %s", args[0], timeout)
 				if w != nil {
@@ -82,6 +89,7 @@ is reported on standard error as "ID: Failed (reason): message". After
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long, e.g. 10m (0: wait for ever)")
+	addTeamFlag(cmd, &team)
 	out = addOutputFlag(cmd, "text", outJSON, outYAML)
 	return cmd
 }

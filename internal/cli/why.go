@@ -23,8 +23,9 @@ type whyAnswer struct {
 
 func newWhyCmd(e *env) *cobra.Command {
 	var out *outputFlag
+	var team string
 	cmd := &cobra.Command{
-		Use:   "why ID",
+		Use:   "why ID|NAME",
 		Short: "Say why a workload is pending, where it runs, or how it ended",
 		Long: `Print a workload's current explanation alone.
 
@@ -32,7 +33,9 @@ A pending workload shows the scheduler's reason and sentence, e.g.
 "QuotaLimit: team vision at its limit (8/8 GPUs)", and the node it waits for
 when the workloads it preempted are still stopping. A running one shows where
 it runs and, when it is being stopped, why and for which workload. A finished
-one shows "Phase (Reason): message".`,
+one shows "Phase (Reason): message".
+
+` + workloadArg,
 		Example: `  gpufleet why wl-0042
   gpufleet why wl-0042 -o json`,
 		Args: cobra.ExactArgs(1),
@@ -44,7 +47,7 @@ one shows "Phase (Reason): message".`,
 			if err != nil {
 				return err
 			}
-			w, err := c.GetWorkload(cmd.Context(), args[0])
+			w, err := resolveWorkload(cmd.Context(), c, e.now(), args[0], team)
 			if err != nil {
 				return err
 			}
@@ -57,6 +60,7 @@ one shows "Phase (Reason): message".`,
 			return err
 		},
 	}
+	addTeamFlag(cmd, &team)
 	out = addOutputFlag(cmd, "text", outJSON, outYAML)
 	return cmd
 }
