@@ -562,8 +562,8 @@ func TestLimiterWaits(t *testing.T) {
 		t.Errorf("after the wait: refused")
 	}
 	l.sweep(now.Add(time.Hour))
-	if len(l.tat) != 0 {
-		t.Errorf("%d buckets kept after an idle hour, want none", len(l.tat))
+	if l.len() != 0 {
+		t.Errorf("%d buckets kept after an idle hour, want none", l.len())
 	}
 }
 

@@ -1,74 +1,97 @@
 package apiserver
 
 import (
+	"container/list"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// limiter is a token bucket per key (a token's hash, or a client address),
-// kept as the generic cell rate algorithm: each key holds only the time at
-// which its bucket will be full again ("theoretical arrival time", tat).
-// A request adds one interval (1/rate) to it; it is refused when that
-// would put tat more than burst intervals ahead of now, which is exactly a
-// bucket of burst tokens refilled at rate per second.
-//
-// It is written here rather than taken from golang.org/x/time/rate: what is
-// needed is Allow and the wait until the next request would pass, for many
-// keys with the idle ones forgotten, which is these few lines; the library
-// would still need the map and its sweeping around it, and one more module.
+// limiter keeps a token bucket (golang.org/x/time/rate) per key: a token's
+// hash, or a client address. Buckets live in a map bounded by maxKeys: past
+// it the least recently used bucket is dropped, one for each new key, so a
+// flood of new keys pushes out only the buckets that have waited longest,
+// never hands the callers in flight a fresh burst. Every minute the buckets
+// that are full again are dropped too: a new one is the same. Times come
+// from the caller (the server's clock), never from the library's own.
 type limiter struct {
-	interval time.Duration // 1/rate
-	capacity time.Duration // burst × interval
+	limit rate.Limit
+	burst int
+	max   int // buckets kept at most
 
 	mu        sync.Mutex
-	tat       map[string]time.Time
+	keys      map[string]*list.Element // → *bucket, in lru
+	lru       *list.List               // front: the most recently used
 	lastSweep time.Time
 }
 
-// maxKeys bounds the buckets kept; beyond it the full ones are forgotten
-// at once rather than at the next sweep.
+type bucket struct {
+	key string
+	lim *rate.Limiter
+}
+
+// maxKeys bounds the buckets kept.
 const maxKeys = 100_000
 
+// sweepEvery is how often the full buckets are dropped.
+const sweepEvery = time.Minute
+
 func newLimiter(perSecond float64, burst int) *limiter {
-	iv := time.Duration(float64(time.Second) / perSecond)
-	if iv <= 0 {
-		iv = 1
-	}
-	return &limiter{interval: iv, capacity: time.Duration(burst) * iv, tat: map[string]time.Time{}}
+	return &limiter{limit: rate.Limit(perSecond), burst: max(1, burst), max: maxKeys, keys: map[string]*list.Element{}, lru: list.New()}
 }
 
 // allow takes one request from key's bucket. When the bucket is empty it
-// returns false and how long until a request would pass.
+// returns false and how long until a request would pass; the refused
+// request takes nothing.
 func (l *limiter) allow(key string, now time.Time) (wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.lastSweep) > time.Minute || len(l.tat) >= maxKeys {
+	if now.Sub(l.lastSweep) > sweepEvery {
 		l.sweep(now)
 	}
-	tat := l.tat[key]
-	if tat.Before(now) {
-		tat = now
+	var b *bucket
+	if e, found := l.keys[key]; found {
+		l.lru.MoveToFront(e)
+		b = e.Value.(*bucket)
+	} else {
+		b = &bucket{key: key, lim: rate.NewLimiter(l.limit, l.burst)}
+		l.keys[key] = l.lru.PushFront(b)
+		for l.lru.Len() > l.max {
+			l.drop(l.lru.Back())
+		}
 	}
-	next := tat.Add(l.interval)
-	if ahead := next.Sub(now); ahead > l.capacity {
-		return ahead - l.capacity, false
+	r := b.lim.ReserveN(now, 1)
+	if !r.OK() {
+		return time.Second, false // no burst at all: cannot happen, burst ≥ 1
 	}
-	l.tat[key] = next
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return d, false
+	}
 	return 0, true
 }
 
-// sweep forgets the buckets that are full again: a new one is the same.
+// sweep drops the buckets that are full again.
 func (l *limiter) sweep(now time.Time) {
 	l.lastSweep = now
-	for k, tat := range l.tat {
-		if !tat.After(now) {
-			delete(l.tat, k)
+	for e := l.lru.Back(); e != nil; {
+		prev := e.Prev()
+		if b := e.Value.(*bucket); b.lim.TokensAt(now) >= float64(l.burst) {
+			l.drop(e)
 		}
+		e = prev
 	}
-	if len(l.tat) >= maxKeys {
-		// Every bucket is in use: more keys than any honest fleet has.
-		// Start over rather than grow without bound; the cost is that
-		// the callers in flight get a fresh burst.
-		clear(l.tat)
-	}
+}
+
+func (l *limiter) drop(e *list.Element) {
+	delete(l.keys, e.Value.(*bucket).key)
+	l.lru.Remove(e)
+}
+
+// len is the number of buckets kept.
+func (l *limiter) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lru.Len()
 }
