@@ -19,6 +19,10 @@ type Client struct {
 	Addr  string
 	Token string
 	HTTP  *http.Client
+	// OnWarning, when set, is told each warning an answer carries (its
+	// Warning headers): the request was accepted, but something about it
+	// is worth saying.
+	OnWarning func(msg string)
 }
 
 // NewClient returns a client for addr ("127.0.0.1:8080" or a full URL).
@@ -106,6 +110,11 @@ func (c *Client) send(ctx context.Context, method, path string, hdr http.Header,
 		hc = http.DefaultClient
 	}
 	resp, err := hc.Do(req)
+	if err == nil && c.OnWarning != nil {
+		for _, v := range resp.Header.Values("Warning") {
+			c.OnWarning(ParseWarning(v))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -451,4 +460,21 @@ func (c *Client) Audit(ctx context.Context, o AuditOptions) ([]AuditEntry, error
 	o.Limit = 0
 	q := o.query()
 	return listAll[AuditEntry](ctx, c, "/audit", q, limit)
+}
+
+// FormatWarning renders msg as a Warning header, as Kubernetes does:
+// warn-code 299, no agent, the text quoted.
+func FormatWarning(msg string) string {
+	return "299 - " + strconv.Quote(msg)
+}
+
+// ParseWarning returns the text of a Warning header that FormatWarning
+// wrote, or the header as it is.
+func ParseWarning(v string) string {
+	if rest, ok := strings.CutPrefix(v, "299 - "); ok {
+		if msg, err := strconv.Unquote(rest); err == nil {
+			return msg
+		}
+	}
+	return v
 }

@@ -80,6 +80,12 @@ func (s *Server) submit(c *call) (reply, error) {
 		rep.status = http.StatusOK
 		rep.header.Set("Idempotent-Replayed", "true")
 	}
+	// Accepted, but worth saying (as Kubernetes does: RFC 7234 warn-code 299).
+	if cl, ok := core.Class(s.opts.PriorityClasses, out.Priority); ok {
+		for _, msg := range core.SubmitWarnings(out.Kind, cl) {
+			rep.header.Add("Warning", api.FormatWarning(msg))
+		}
+	}
 	return rep, nil
 }
 

@@ -60,7 +60,7 @@ func newCreateTeamCmd(e *env) *cobra.Command {
 			if ok, err := out.structured(e.stdout, t); ok {
 				return err
 			}
-			_, err = fmt.Fprintf(e.stdout, "team %s created\n", t.Name)
+			_, err = fmt.Fprintf(e.stdout, "team/%s created\n", t.Name)
 			return err
 		},
 	}

@@ -13,6 +13,7 @@ import (
 func newGetCmd(e *env) *cobra.Command {
 	var opts api.ListOptions
 	var out *outputFlag
+	var watch bool
 	cmd := &cobra.Command{
 		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM",
 		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
@@ -76,6 +77,12 @@ teams as TEAM:ROLE; members their role in the team.`,
 			case isWorkloads:
 				if opts.Phase, err = parsePhases(opts.Phase); err != nil {
 					return err
+				}
+				if watch {
+					if out.value == outYAML {
+						return usagef("--watch prints a table or one JSON object per line: want -o table, wide or json")
+					}
+					return watchWorkloads(ctx, e, c, opts, out.value)
 				}
 				ws, err := c.AllWorkloads(ctx, opts)
 				if err != nil {
@@ -160,6 +167,7 @@ teams as TEAM:ROLE; members their role in the team.`,
 	fl.StringVar(&opts.Team, "team", "", "only workloads of this team")
 	fl.StringVar(&opts.Phase, "phase", "", "only workloads in these phases, comma-separated, in any case (Pending, Running, Succeeded, Failed, Cancelled)")
 	fl.IntVar(&opts.Limit, "limit", 0, "at most this many workloads (default all)")
+	fl.BoolVarP(&watch, "watch", "w", false, "after the list, print each workload that appears or changes, until interrupted (-o json: one object per line)")
 	out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
 	return cmd
 }
@@ -177,7 +185,7 @@ func printWorkloads(e *env, format string, ws []api.Workload) error {
 		s := w.Status
 		ask := formatGPURequest(w.Resources)
 		if w.Replicas > 1 {
-			ask = strconv.Itoa(w.Replicas) + "x" + ask // a gang: replicas × each one's GPUs
+			ask = strconv.Itoa(w.Replicas) + "×" + ask // a gang: replicas × each one's GPUs, "3×1", as the portal shows it
 		}
 		row := []string{w.ID, w.Name, w.Team, w.Priority, ask, s.Phase, s.Reason,
 			formatExitCode(s.ExitCode), strconv.Itoa(s.Attempts), placementNodes(s.Placement), formatAge(e.now(), w.CreatedAt)}

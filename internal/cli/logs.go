@@ -4,13 +4,19 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/api"
 )
+
+// maxTailLines is the most lines --tail asks for (the server's bound).
+const maxTailLines = 100000
 
 func newLogsCmd(e *env) *cobra.Command {
 	var follow bool
+	var tail int
 	var team string
 	cmd := &cobra.Command{
-		Use:   "logs ID|NAME [-f]",
+		Use:   "logs ID|NAME [-f] [--tail N]",
 		Short: "Print a workload's output",
 		Long:  "Print a workload's output.\n\n" + workloadArg,
 		Args:  cobra.ExactArgs(1),
@@ -23,7 +29,10 @@ func newLogsCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc, err := c.Logs(cmd.Context(), w.ID, follow)
+			if tail < 0 || tail > maxTailLines {
+				return usagef("--tail %d: want a number of lines from 1 to %d", tail, maxTailLines)
+			}
+			rc, err := c.LogsWith(cmd.Context(), w.ID, api.LogOptions{Follow: follow, TailLines: tail})
 			if err != nil {
 				return err
 			}
@@ -33,6 +42,7 @@ func newLogsCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the workload finishes")
+	cmd.Flags().IntVar(&tail, "tail", 0, "print only the last N lines (with -f, then follow from there)")
 	addTeamFlag(cmd, &team)
 	return cmd
 }

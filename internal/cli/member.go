@@ -53,21 +53,6 @@ service account belongs to one team for good: only its role there changes.`,
 	return cmd
 }
 
-func newDeleteCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "delete member TEAM USER",
-		Short: "Remove a user from a team",
-		RunE: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("delete %q: want member", args[0])
-			}
-			return usagef("delete what? want member")
-		},
-	}
-	cmd.AddCommand(newDeleteMemberCmd(e))
-	return cmd
-}
-
 func newDeleteMemberCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "member TEAM USER",

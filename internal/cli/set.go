@@ -114,7 +114,7 @@ the classes; 'gpufleet get teams -o wide' shows what each team may use.`,
 			if ok, err := out.structured(e.stdout, t); ok {
 				return err
 			}
-			_, err = fmt.Fprintf(e.stdout, "team %s may use %s\n", or(t.Name, args[0]), describeClasses(t.PriorityClasses))
+			_, err = fmt.Fprintf(e.stdout, "team/%s configured: may use %s\n", or(t.Name, args[0]), describeClasses(t.PriorityClasses))
 			return err
 		},
 	}

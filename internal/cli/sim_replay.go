@@ -119,9 +119,9 @@ func serverTrace(ctx context.Context, e *env) (trace.Trace, error) {
 
 func newSimExportCmd(e *env) *cobra.Command {
 	var src traceSource
-	var output string
+	var output, format string
 	cmd := &cobra.Command{
-		Use:   "export (--nodes NODES.csv --pods PODS.csv | --trace T.jsonl | --from-server) [-o FILE]",
+		Use:   "export (--nodes NODES.csv --pods PODS.csv | --trace T.jsonl | --from-server) [--out FILE]",
 		Short: "Write a trace in gpufleet's JSONL format, from openb CSVs or a live server",
 		Long: `Write a trace in gpufleet's JSONL trace format (docs/TRACE-FORMAT.md): a
 header line, then one line per node, team and task. 'gpufleet sim replay
@@ -134,9 +134,13 @@ client verbs) the nodes, the teams with their quotas and every workload the
 token may see become the trace; a workload runs for finished − started, or for
 as long as it has run so far when it is running.`,
 		Example: `  gpufleet sim export --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv > openb.jsonl
-  gpufleet sim export --from-server -o cluster.jsonl`,
+  gpufleet sim export --from-server --out cluster.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// -o is a format, as in every verb; the file is --out.
+			if format != "jsonl" {
+				return usagef("-o %q: the output format; sim export writes jsonl (write to a file with --out FILE)", format)
+			}
 			if err := src.check(); err != nil {
 				return err
 			}
@@ -166,7 +170,8 @@ as long as it has run so far when it is running.`,
 		},
 	}
 	src.addFlags(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "-", "file to write (- for stdout)")
+	cmd.Flags().StringVar(&output, "out", "-", "file to write (- for stdout)")
+	cmd.Flags().StringVarP(&format, "output", "o", "jsonl", "output format: jsonl (the only one)")
 	return cmd
 }
 

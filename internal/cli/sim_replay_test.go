@@ -146,7 +146,7 @@ func TestSimReplayUsageErrors(t *testing.T) {
 func TestSimExportOpenb(t *testing.T) {
 	// The packing tests' synthetic openb trace.
 	out := filepath.Join(t.TempDir(), "openb.jsonl")
-	got := runCLI(t, invocation{args: []string{"sim", "export", "--nodes", simNodes, "--pods", simPods, "-o", out}})
+	got := runCLI(t, invocation{args: []string{"sim", "export", "--nodes", simNodes, "--pods", simPods, "--out", out}})
 	if got.code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", got.code, got.stderr)
 	}

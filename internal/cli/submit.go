@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
 )
@@ -39,6 +37,7 @@ type submitFlags struct {
 	maxRuntime     string
 	gracePeriod    string
 	idempotencyKey string
+	follow         bool
 }
 
 func newSubmitCmd(e *env) *cobra.Command {
@@ -56,7 +55,15 @@ command after the flags replaces the file's. Without --gpus, --gpu-memory or
 rules as the server's, before anything is sent.
 
 Flags end at the first argument that is not a flag, so the command's own
-flags need no '--'.`,
+flags need no '--'.
+
+Sizes (--memory, --gpu-memory, and gpuMemoryMiB and memoryMiB in -f) take
+MiB, GiB or TiB, also written M, G, T, Mi, Gi, Ti, MB, GB or TB, in any case.
+All are powers of 1024: 20G = 20GB = 20GiB = 20480MiB (Kubernetes reads G and
+GB as 10^9; gpufleet does not). A bare number is MiB.
+
+In -f, command may also be one line ("command: python train.py --epochs 3"):
+it is split into words as a shell would, but no shell runs it.`,
 		Example: `  gpufleet submit --team research --gpus 2 python train.py --epochs 3
   gpufleet submit --gpus 0.25 --name notebook --kind notebook -- jupyter lab
   gpufleet submit --gpu-memory 20GiB --gpu-model H100 -- ./serve
@@ -71,15 +78,21 @@ flags need no '--'.`,
 				return err
 			}
 			if errs := w.Validate(); len(errs) > 0 {
-				return &api.Error{Code: api.CodeInvalid, Message: "invalid workload, nothing was submitted", Fields: errs}
+				return withFlags(&api.Error{Code: api.CodeInvalid, Message: "invalid workload, nothing was submitted", Fields: errs}, cmd.Flags().Changed)
 			}
 			c, err := e.client()
 			if err != nil {
 				return err
 			}
+			c.OnWarning = func(msg string) { fmt.Fprintln(e.stderr, "warning: "+msg) }
 			got, err := c.SubmitWorkload(cmd.Context(), w, f.idempotencyKey)
 			if err != nil {
-				return err
+				return withFlags(err, cmd.Flags().Changed)
+			}
+			if f.follow {
+				// The ID goes to stderr: stdout is the workload's output.
+				fmt.Fprintln(e.stderr, got.ID)
+				return followToEnd(cmd.Context(), e, c, got.ID)
 			}
 			if ok, err := out.structured(e.stdout, got); ok {
 				return err
@@ -98,10 +111,10 @@ flags need no '--'.`,
 	fl.StringVar(&f.kind, "kind", "", "job, service or notebook (default job)")
 	fl.StringVar(&f.image, "image", "", "container image, for the kubernetes executor (default: the server's); with an image the command may be left out")
 	fl.StringVar(&f.gpus, "gpus", "", "GPUs: a count (1, 2, 8) or a share of one GPU (0.5, 0.25) (default 1)")
-	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a share of one GPU by memory instead of --gpus, e.g. 20GiB")
+	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a share of one GPU by memory instead of --gpus, e.g. 20GiB or 20GB (the same: see Sizes)")
 	fl.StringArrayVar(&f.gpuModels, "gpu-model", nil, "acceptable GPU model, e.g. H100 (repeatable)")
 	fl.StringVar(&f.cpu, "cpu", "", "CPUs, e.g. 2 or 0.5")
-	fl.StringVar(&f.memory, "memory", "", "memory, e.g. 8GiB or 512MiB")
+	fl.StringVar(&f.memory, "memory", "", "host memory, e.g. 8G, 8GiB or 512MiB (see Sizes)")
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE (repeatable)")
 	fl.StringArrayVar(&f.labels, "label", nil, "label key=value (repeatable)")
 	fl.IntVar(&f.replicas, "replicas", 0, "run a gang of this many replicas, each with the requested resources, all or nothing")
@@ -112,6 +125,7 @@ flags need no '--'.`,
 	fl.StringVar(&f.maxRuntime, "max-runtime", "", "stop the workload after it has run this long, e.g. 1h (default no limit)")
 	fl.StringVar(&f.gracePeriod, "grace-period", "", "time between SIGTERM and SIGKILL on cancel or preemption, e.g. 30s")
 	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "a retry with the same key returns the first submission instead of a second workload")
+	fl.BoolVar(&f.follow, "follow", false, "then print the workload's output until it finishes and exit with its exit code, as wait does (the ID goes to stderr)")
 	out = addOutputFlag(cmd, "id", outJSON, outYAML)
 	return cmd
 }
@@ -222,8 +236,7 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	return w, nil
 }
 
-// readWorkloadFile decodes a YAML or JSON workload spec strictly: a field
-// the API does not know is an error that names it.
+// readWorkloadFile reads a YAML or JSON workload spec (decodeWorkloadFile).
 func readWorkloadFile(e *env, name string) (*api.Workload, error) {
 	var b []byte
 	var err error
@@ -238,18 +251,11 @@ func readWorkloadFile(e *env, name string) (*api.Workload, error) {
 	if name == "-" {
 		name = "standard input"
 	}
-	var w api.Workload
-	if err := yaml.UnmarshalStrict(b, &w); err != nil {
-		// Report the innermost error: the layers the YAML-to-JSON path
-		// wraps around it add nothing, and it names the field
-		// (`unknown field "colour"`).
-		for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
-			err = u
-		}
-		msg := strings.TrimPrefix(err.Error(), "json: ")
-		return nil, fmt.Errorf("%s: %s", name, msg)
+	w, err := decodeWorkloadFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &w, nil
+	return w, nil
 }
 
 // mergeKV adds KEY=VALUE pairs to m, replacing keys it already has.

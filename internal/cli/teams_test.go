@@ -60,7 +60,7 @@ func TestCreateTeamSendsTheQuota(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeServer(t)
 			got := runCLI(t, invocation{args: tt.args, vars: f.vars(t, adminToken)})
-			if diff := cmp.Diff(result{stdout: "team nlp created\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
+			if diff := cmp.Diff(result{stdout: "team/nlp created\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Fatalf("run (-want +got):\n%s", diff)
 			}
 			calls := f.teamChanges()

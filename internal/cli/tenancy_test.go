@@ -77,37 +77,37 @@ func TestCreateUserWithRoles(t *testing.T) {
 		token:    adminToken,
 		args:     []string{"--team", "research", "--team", "vision"},
 		wantBody: `{"name":"bob","teams":["research","vision"]}`,
-		wantDesc: "user bob created in research as member, vision as member",
+		wantDesc: "user/bob created in research as member, vision as member",
 	}, {
 		name:     "pairs given one after the other",
 		token:    adminToken,
 		args:     []string{"--team", "research", "--role", "team-admin", "--team", "vision", "--role", "viewer"},
 		wantBody: `{"name":"bob","memberships":[{"team":"research","role":"team-admin"},{"team":"vision","role":"viewer"}]}`,
-		wantDesc: "user bob created in research as team-admin, vision as viewer",
+		wantDesc: "user/bob created in research as team-admin, vision as viewer",
 	}, {
 		name:     "the teams then the roles pair in order",
 		token:    adminToken,
 		args:     []string{"--team", "research", "--team", "vision", "--role", "viewer", "--role", "team-admin"},
 		wantBody: `{"name":"bob","memberships":[{"team":"research","role":"viewer"},{"team":"vision","role":"team-admin"}]}`,
-		wantDesc: "user bob created in research as viewer, vision as team-admin",
+		wantDesc: "user/bob created in research as viewer, vision as team-admin",
 	}, {
 		name:     "a --team without its --role is a member",
 		token:    adminToken,
 		args:     []string{"--team", "research", "--role", "viewer", "--team", "vision"},
 		wantBody: `{"name":"bob","memberships":[{"team":"research","role":"viewer"},{"team":"vision","role":"member"}]}`,
-		wantDesc: "user bob created in research as viewer, vision as member",
+		wantDesc: "user/bob created in research as viewer, vision as member",
 	}, {
 		name:     "a global admin",
 		token:    adminToken,
 		args:     []string{"--admin"},
 		wantBody: `{"name":"bob","admin":true}`,
-		wantDesc: "user bob created (admin)",
+		wantDesc: "user/bob created (admin)",
 	}, {
 		name:     "a team-admin makes a service account of its team",
 		token:    carolToken,
 		args:     []string{"--service-account", "--team", "research", "--role", "member"},
 		wantBody: `{"name":"bob","serviceAccount":true,"memberships":[{"team":"research","role":"member"}]}`,
-		wantDesc: "service account bob created in research as member",
+		wantDesc: "user/bob created in research as member (a service account)",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestCreateUserWithRoles(t *testing.T) {
 	t.Run("a service account named after its team is a member of it", func(t *testing.T) {
 		f := tenancyFake(t)
 		got := f.runAs(t, carolToken, "create", "user", "research.ci", "--service-account")
-		checkResult(t, result{stdout: "service account research.ci created in research as member; its token, shown only once:\nresearch.ci-token\n"}, got)
+		checkResult(t, result{stdout: "user/research.ci created in research as member (a service account); its token, shown only once:\nresearch.ci-token\n"}, got)
 		checkRequests(t, f, "/api/v1/users", `POST /api/v1/users {"name":"research.ci","serviceAccount":true,"teams":["research"]}`)
 	})
 	t.Run("a member cannot create users", func(t *testing.T) {
@@ -334,7 +334,7 @@ func TestSetAndDeleteMember(t *testing.T) {
 	n := len(f.requests("/api/v1/teams/"))
 	checkResult(t, usage("set member", "--role is required: viewer, member or team-admin"), f.runAs(t, carolToken, "set", "member", "research", "vic"))
 	checkResult(t, usage("set member", `--role "owner": want viewer, member or team-admin`), f.runAs(t, carolToken, "set", "member", "research", "vic", "--role", "owner"))
-	checkResult(t, usage("delete", `delete "members": want member`), f.runAs(t, carolToken, "delete", "members"))
+	checkResult(t, usage("delete", `delete "members": want team, user or member`), f.runAs(t, carolToken, "delete", "members"))
 	if m := len(f.requests("/api/v1/teams/")); m != n {
 		t.Errorf("usage errors sent %d requests", m-n)
 	}
@@ -343,7 +343,7 @@ func TestSetAndDeleteMember(t *testing.T) {
 func TestSetPriorityClasses(t *testing.T) {
 	f := tenancyFake(t)
 	got := f.runAs(t, carolToken, "set", "priority-classes", "research", "production,training", "batch", "training")
-	checkResult(t, result{stdout: "team research may use priority classes production, training, batch\n"}, got)
+	checkResult(t, result{stdout: "team/research configured: may use priority classes production, training, batch\n"}, got)
 	if pc := f.team("research").PriorityClasses; !cmp.Equal(pc, []string{"production", "training", "batch"}) {
 		t.Errorf("stored %q", pc)
 	}
@@ -353,7 +353,7 @@ func TestSetPriorityClasses(t *testing.T) {
 		t.Errorf("json: %v %s", err, got.stdout)
 	}
 	got = f.runAs(t, carolToken, "set", "pc", "research", "--default")
-	checkResult(t, result{stdout: "team research may use every preemptible priority class (the default)\n"}, got)
+	checkResult(t, result{stdout: "team/research configured: may use every preemptible priority class (the default)\n"}, got)
 	checkRequests(t, f, "/api/v1/teams/",
 		`PATCH /api/v1/teams/research {"priorityClasses":["production","training","batch"]}`,
 		`PATCH /api/v1/teams/research {"priorityClasses":[]}`,
@@ -445,7 +445,7 @@ func TestAudit(t *testing.T) {
 func TestTenancyVerbsUsage(t *testing.T) {
 	f := tenancyFake(t)
 	checkResult(t, usage("token", "token what? want create, list or revoke"), f.run(t, "token"))
-	checkResult(t, usage("delete", "delete what? want member"), f.run(t, "delete"))
+	checkResult(t, usage("delete", "delete what? want team, user or member"), f.run(t, "delete"))
 	checkResult(t, usage("set", `set "members": want quota, priority-classes or member`), f.run(t, "set", "members"))
 	if got := f.run(t, "token", "revoke"); got.code != 2 {
 		t.Errorf("token revoke without an ID: %+v", got)

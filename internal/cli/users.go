@@ -142,7 +142,7 @@ func yesNo(b bool) string {
 func newCreateUserCmd(e *env) *cobra.Command {
 	var out *outputFlag
 	var mf membershipFlags
-	var admin, serviceAccount bool
+	var admin, serviceAccount, metricsReader bool
 	cmd := &cobra.Command{
 		Use:   "user NAME [--team TEAM [--role ROLE]]... [--admin] [--service-account]",
 		Short: "Create a user or a service account and print its token",
@@ -166,7 +166,8 @@ no --team, the account is a member of TEAM.`,
 		Example: `  token=$(gpufleet create user alice --team research | tail -n 1)
   gpufleet create user bob --team research --role team-admin --team vision --role viewer
   gpufleet create user research.ci --service-account --team research --role member
-  gpufleet create user research.nightly --service-account`,
+  gpufleet create user research.nightly --service-account
+  gpufleet create user prometheus --metrics-reader`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -185,7 +186,10 @@ no --team, the account is a member of TEAM.`,
 					ms = []api.Membership{{Team: team, Role: api.RoleMember}} // the team its name says
 				}
 			}
-			in := &api.User{Name: args[0], Admin: admin, ServiceAccount: serviceAccount}
+			if metricsReader && (len(ms) > 0 || admin) {
+				return usagef("--metrics-reader: a metrics reader is in no team and not an admin; drop --team and --admin")
+			}
+			in := &api.User{Name: args[0], Admin: admin, ServiceAccount: serviceAccount || metricsReader, MetricsReader: metricsReader}
 			if withRoles {
 				in.Memberships = ms
 			} else {
@@ -208,11 +212,7 @@ no --team, the account is a member of TEAM.`,
 			if u.Token == "" {
 				return fmt.Errorf("user %s created, but the answer carries no token; make one with 'gpufleet token create --user %s'", u.Name, u.Name)
 			}
-			desc := "user " + u.Name
-			if u.ServiceAccount {
-				desc = "service account " + u.Name
-			}
-			desc += " created"
+			desc := "user/" + u.Name + " created"
 			if ms := membershipsOf(*u); len(ms) > 0 {
 				parts := make([]string, len(ms))
 				for i, m := range ms {
@@ -220,8 +220,13 @@ no --team, the account is a member of TEAM.`,
 				}
 				desc += " in " + strings.Join(parts, ", ")
 			}
-			if u.Admin {
+			switch {
+			case u.Admin:
 				desc += " (admin)"
+			case u.MetricsReader:
+				desc += " (a metrics reader: it may read /metrics and nothing else)"
+			case u.ServiceAccount:
+				desc += " (a service account)"
 			}
 			return printSecret(e.stdout, desc, "its token", u.Token)
 		},
@@ -229,6 +234,7 @@ no --team, the account is a member of TEAM.`,
 	mf.add(cmd)
 	cmd.Flags().BoolVar(&admin, "admin", false, "make the user a global administrator")
 	cmd.Flags().BoolVar(&serviceAccount, "service-account", false, "make a service account (for CI and pipelines) rather than a person")
+	cmd.Flags().BoolVar(&metricsReader, "metrics-reader", false, "make a metrics scraper's service account, in no team, that may read GET /metrics and nothing else (admin only)")
 	out = addOutputFlag(cmd, "text", outJSON, outYAML)
 	return cmd
 }

@@ -106,7 +106,7 @@ func TestCreate(t *testing.T) {
 	admin := f.vars(t, adminToken)
 
 	got := runCLI(t, invocation{args: []string{"create", "team", "nlp"}, vars: admin})
-	if diff := cmp.Diff(result{stdout: "team nlp created\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
+	if diff := cmp.Diff(result{stdout: "team/nlp created\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("create team (-want +got):\n%s", diff)
 	}
 

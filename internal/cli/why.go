@@ -56,7 +56,8 @@ one shows "Phase (Reason): message".
 			if ok, err := out.structured(e.stdout, ans); ok {
 				return err
 			}
-			_, err = fmt.Fprint(e.stdout, explain(w))
+			hint := notebookHint(cmd.Context(), c, w)
+			_, err = fmt.Fprint(e.stdout, explain(w)+hint)
 			return err
 		},
 	}

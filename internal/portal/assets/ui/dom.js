@@ -92,13 +92,14 @@ export function phase(p) {
   return h('span', { class: 'badge phase-' + String(p || 'unknown').toLowerCase() }, p || 'unknown');
 }
 
-// askGPUs says what a workload asks for: GPUs, or GPU memory, times its
-// replicas: "2", "0.5 × 4", "20 GiB of GPU memory".
+// askGPUs says what a workload asks for: GPUs, or GPU memory, a gang's as
+// replicas × each replica's ask, as the CLI prints it: "2", "4×0.5",
+// "20 GiB of GPU memory", "3×20 GiB of GPU memory".
 export function askGPUs(w) {
   const r = w.resources || {};
-  const rep = w.replicas > 1 ? ` × ${w.replicas}` : '';
-  if (r.gpuMemoryMiB) return mib(r.gpuMemoryMiB) + ' of GPU memory' + rep;
-  return String(r.gpus) + rep;
+  const rep = w.replicas > 1 ? `${w.replicas}×` : '';
+  if (r.gpuMemoryMiB) return rep + mib(r.gpuMemoryMiB) + ' of GPU memory';
+  return rep + String(r.gpus);
 }
 
 // placement says where a workload's tasks run, node by node:
@@ -168,4 +169,24 @@ export function every(ms, f) {
     stopped = true;
     clearTimeout(timer);
   };
+}
+
+// wid is a workload ID that never breaks across lines.
+export function wid(id, cls = '') {
+  return h('span', { class: ('wid ' + cls).trim() }, id);
+}
+
+// workloadLink links to a workload's page: its name, and its ID below
+// (the ID alone when it has no name).
+export function workloadLink(w) {
+  const href = '#/workloads/' + encodeURIComponent(w.id);
+  if (!w.name) return h('a', { href, class: 'wl-link' }, wid(w.id));
+  return h('a', { href, class: 'wl-link' }, h('span', { class: 'wl-name', title: w.name }, w.name), wid(w.id, 'muted small'));
+}
+
+// clipped shows text cut to two lines at most in a narrow column, with
+// all of it in its title (shown on hover, read by screen readers).
+export function clipped(text, empty = '—') {
+  if (!text) return h('span', { class: 'muted' }, empty);
+  return h('span', { class: 'clip', title: text }, text);
 }
