@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
@@ -219,7 +218,7 @@ func runPacking(ctx context.Context, e *env, f packingFlags, o packingOptions, o
 	}
 
 	// 2. Run every policy with every seed on the worker pool.
-	runs, err := packingRuns(ctx, e, nodes, pods, o)
+	runs, err := packingRuns(ctx, e, sim.SweepConfig{Nodes: nodes, Pods: pods, Policies: o.policies, Seeds: o.seeds, Inflate: o.inflate, Report: o.report, Parallel: o.parallel})
 	if err != nil {
 		return err
 	}
@@ -266,11 +265,10 @@ func readTrace[T any](path, flag string, read func(io.Reader) ([]T, error)) ([]T
 	return v, nil
 }
 
-// packingRuns runs each policy with each seed on sim.Sweep's workers,
-// o.parallel at a time, showing the progress on stderr.
-func packingRuns(ctx context.Context, e *env, nodes []core.Node, pods []trace.Pod, o packingOptions) ([]sim.PackingRun, error) {
-	cfg := sim.SweepConfig{Nodes: nodes, Pods: pods, Policies: o.policies, Seeds: o.seeds, Inflate: o.inflate, Report: o.report, Parallel: o.parallel}
-	prog := newProgress(e, len(o.policies)*len(o.seeds), cfg.Workers())
+// packingRuns runs cfg's sweep (each policy with each seed, cfg.Parallel at
+// a time), showing the progress on stderr.
+func packingRuns(ctx context.Context, e *env, cfg sim.SweepConfig) ([]sim.PackingRun, error) {
+	prog := newProgress(e, len(cfg.Policies)*len(cfg.Seeds), cfg.Workers())
 	defer prog.close()
 	cfg.Start, cfg.Advance, cfg.Finish = prog.start, prog.advance, prog.finish
 	return sim.Sweep(ctx, cfg)
