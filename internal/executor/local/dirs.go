@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+
+	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 // dirs are a workload's directories that its tasks may write, all under
@@ -49,9 +52,20 @@ func ownDir(dir string, uid, gid int) error {
 	return os.Chmod(dir, 0o700)
 }
 
+// gpuIndices lists the indices of the GPUs a task was assigned, once each.
+func gpuIndices(as []core.Assignment) []int {
+	var out []int
+	for _, a := range as {
+		if !slices.Contains(out, a.GPUIndex) {
+			out = append(out, a.GPUIndex)
+		}
+	}
+	return out
+}
+
 // sandbox returns the sandbox spec for a task, as JSON, or "" when tasks
 // run unconfined.
-func (e *Executor) sandbox(own dirs, uid, gid int, dir string) (string, error) {
+func (e *Executor) sandbox(own dirs, uid, gid int, dir string, gpus []int) (string, error) {
 	st := e.status
 	if !st.Users && st.Landlock == 0 {
 		return "", nil
@@ -62,15 +76,18 @@ func (e *Executor) sandbox(own dirs, uid, gid int, dir string) (string, error) {
 		spec.MountNS = true
 		spec.PrivateTmp = true
 		spec.HideProcs = true
-		spec.Hide = []string{e.root}
-		spec.Binds = rw
+		// /run holds the host's service sockets (and secrets, on some
+		// hosts): the task gets an empty one, but for the NVIDIA
+		// persistence daemon's socket.
+		spec.Hide = []string{"/run", e.root}
+		spec.Binds = append(existing([]string{"/run/nvidia-persistenced"}), rw...)
 		rw = append(rw, "/tmp", "/dev/shm")
 	}
 	if st.Landlock > 0 {
 		spec.Landlock = true
 		spec.RW = rw
 		spec.RO = e.iso.readOnly()
-		spec.Devices = e.devs
+		spec.Devices = devices(gpus)
 	}
 	if err := spec.check(); err != nil {
 		return "", err

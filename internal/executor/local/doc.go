@@ -38,21 +38,34 @@
 // GPUFLEET_SANDBOX=1, started by the supervisor in a mount namespace of its
 // own), which, on its one locked thread, before it execs the program:
 //
-//  1. mounts an empty tmpfs on /tmp and /dev/shm (private to the task),
-//     covers the data directory with an empty read-only tmpfs and binds the
-//     task's own directories back at their usual paths, so the store, the
-//     admin token and other workloads' files do not exist in its view, and
-//     remounts /proc with hidepid=invisible;
+//  1. (in IPC and UTS namespaces of its own too) mounts an empty tmpfs on
+//     /tmp and /dev/shm (private to the task), covers /run (the host's
+//     service sockets) and the data directory with empty read-only tmpfs
+//     and binds back the task's own directories at their usual paths (and
+//     /run/nvidia-persistenced), so the store, the admin token and other
+//     workloads' files do not exist in its view, and remounts /proc with
+//     hidepid=invisible;
 //  2. builds a Landlock ruleset (go-landlock): read and execute on the
 //     read-only system paths (Isolation.ReadOnlyPaths, default /usr, /etc,
 //     /proc, /sys, ...), read and write on its own directories, /tmp and
-//     /dev/shm, read, write and ioctl on /dev/null and friends and the
-//     NVIDIA devices; signals and abstract sockets scoped to its own domain;
+//     /dev/shm, read, write and ioctl on /dev/null and friends, the NVIDIA
+//     control devices and the /dev/nvidiaN of its own GPUs only; signals
+//     and abstract sockets scoped to its own domain;
 //  3. drops to its team's user and group (one each per team, from
 //     Isolation.UIDFirst-UIDLast, default 200000-265535, kept in
 //     DataDir/team-uids.json) with no supplementary groups, which also
 //     drops every capability;
-//  4. sets no_new_privs and enforces the ruleset, then execs the program.
+//  4. sets no_new_privs and enforces the ruleset, marks every descriptor
+//     but stdin, stdout and stderr close-on-exec, then execs the program
+//     with the task's environment.
+//
+// The supervisor and the sandbox run as the server's user, so nothing the
+// task controls reaches them before the drop: they start with an
+// environment of one marker variable, and the task's environment
+// (LD_PRELOAD and all) travels as a JSON argument, applied only by the
+// final exec. The task leads a session of its own, so its main process
+// cannot leave its process group (a session leader cannot), and the
+// group signal of Stop always reaches it.
 //
 // A failure at any step is written to a close-on-exec pipe and fails the
 // start. Without root but with Landlock, the sandbox applies only step 2

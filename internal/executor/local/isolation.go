@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -31,10 +32,14 @@ var DefaultReadOnlyPaths = []string{
 	"/proc", "/sys", "/run/nvidia-persistenced",
 }
 
-// deviceFiles are the device nodes a sandboxed task may open for reading
-// and writing (those that exist), besides the NVIDIA devices found at
-// start.
-var deviceFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+// deviceFiles are the device nodes every sandboxed task may open for
+// reading and writing (those that exist): the usual character devices and
+// the NVIDIA control devices that CUDA opens whatever its GPUs. A GPU's own
+// device, /dev/nvidiaN, is granted only to the tasks it is assigned to.
+var deviceFiles = []string{
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+	"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
+}
 
 // Isolation configures how tasks are confined. The zero value confines
 // them as far as this machine allows (see Probe).
@@ -133,7 +138,57 @@ func probe(self string, iso Isolation) IsolationStatus {
 		return st
 	}
 	st.Users = true
+	if clash := uidClash(iso.first(), iso.last()); clash != "" {
+		st.Problems = append(st.Problems, clash)
+	}
 	return st
+}
+
+// uidClash says which user on this host could act as a team: one whose own
+// or subordinate IDs (/etc/passwd, /etc/subuid, /etc/subgid) fall in the
+// teams' range; "" when none does.
+func uidClash(first, last int) string {
+	var clashes []string
+	for _, f := range []struct {
+		path   string
+		ranges func(line string) (name string, lo, hi int, ok bool)
+	}{
+		{"/etc/passwd", func(l string) (string, int, int, bool) {
+			p := strings.Split(l, ":")
+			if len(p) < 4 {
+				return "", 0, 0, false
+			}
+			uid, err := strconv.Atoi(p[2])
+			return p[0], uid, uid, err == nil
+		}},
+		{"/etc/subuid", subRange},
+		{"/etc/subgid", subRange},
+	} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if name, lo, hi, ok := f.ranges(strings.TrimSpace(l)); ok && lo <= last && hi >= first {
+				clashes = append(clashes, fmt.Sprintf("%s in %s", name, f.path))
+			}
+		}
+	}
+	if len(clashes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the team user IDs %d-%d overlap %s: set local.uidRange to a free range", first, last, strings.Join(clashes, ", "))
+}
+
+// subRange parses "name:first:count" of /etc/subuid and /etc/subgid.
+func subRange(l string) (string, int, int, bool) {
+	p := strings.Split(l, ":")
+	if len(p) != 3 {
+		return "", 0, 0, false
+	}
+	lo, err1 := strconv.Atoi(p[1])
+	n, err2 := strconv.Atoi(p[2])
+	return p[0], lo, lo + n - 1, err1 == nil && err2 == nil && n > 0
 }
 
 // runProbe runs the sandbox with spec and no program.
@@ -202,30 +257,32 @@ func existing(paths []string) []string {
 	return out
 }
 
-// devices lists the device files a task may use: the usual character
-// devices and every NVIDIA device node.
-func devices() []string {
-	out := existing(deviceFiles)
-	nv, _ := filepath.Glob("/dev/nvidia*")
-	for _, p := range nv {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			out = append(out, p)
-		}
+// devices lists the device files a task may use: the common ones, the
+// NVIDIA capability devices (MIG), and /dev/nvidiaN for each GPU index it
+// was assigned (the driver numbers its device nodes by minor number, which
+// nvidia-smi's PCI-ordered index matches unless the driver was told
+// otherwise).
+func devices(gpus []int) []string {
+	paths := slices.Clone(deviceFiles)
+	for _, i := range gpus {
+		paths = append(paths, "/dev/nvidia"+strconv.Itoa(i))
 	}
+	out := existing(paths)
 	caps, _ := filepath.Glob("/dev/nvidia-caps/*")
 	out = append(out, caps...)
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-// sysProcAttr is how the supervisor starts the sandbox process: in a process
-// group of its own (the task's) and, when asked, a mount namespace of its
-// own (Go makes its mounts private, so nothing the sandbox mounts is seen
-// outside).
+// sysProcAttr is how the supervisor starts the sandbox process: leading a
+// session and process group of its own (the task's, which it cannot leave)
+// and, when asked, in mount, IPC and UTS namespaces of its own (Go makes
+// its mounts private, so nothing the sandbox mounts is seen outside; System
+// V shared memory and semaphores are the task's own).
 func (s sandboxSpec) sysProcAttr() *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Setpgid: true}
+	a := &syscall.SysProcAttr{Setsid: true}
 	if s.MountNS {
-		a.Unshareflags = syscall.CLONE_NEWNS
+		a.Unshareflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 	}
 	return a
 }

@@ -154,3 +154,23 @@ func TestSandboxedStartErrors(t *testing.T) {
 		t.Errorf("Start: %v, want the reason", err)
 	}
 }
+
+// TestUIDClashIsReported: a host user whose IDs or subordinate IDs fall in
+// the teams' range could act as a team's user, so the executor names it.
+func TestUIDClashIsReported(t *testing.T) {
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		t.Skip("no /etc/passwd")
+	}
+	// root (uid 0) is always there: a range that starts at it clashes.
+	if !strings.Contains(string(b), "root:x:0:") {
+		t.Skip("no root line in /etc/passwd")
+	}
+	got := local.UIDClash(0, 10)
+	if !strings.Contains(got, "root in /etc/passwd") {
+		t.Errorf("clash for 0-10: %q, want root in /etc/passwd named", got)
+	}
+	if got := local.UIDClash(2147000000, 2147000001); got != "" {
+		t.Errorf("clash for a range nobody uses: %q", got)
+	}
+}

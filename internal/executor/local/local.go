@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,7 +66,6 @@ type Executor struct {
 	// status.Users.
 	status IsolationStatus
 	uids   *teamIDs
-	devs   []string
 
 	mu    sync.Mutex
 	tasks map[key]*task
@@ -141,7 +141,6 @@ func New(opts Options) (*Executor, error) {
 		iso:      opts.Isolation,
 		status:   status,
 		uids:     uids,
-		devs:     devices(),
 	}, nil
 }
 
@@ -274,7 +273,7 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	if err != nil {
 		return fail(err)
 	}
-	spec, err := e.sandbox(own, uid, gid, dir)
+	spec, err := e.sandbox(own, uid, gid, dir, gpuIndices(t.Assignments))
 	if err != nil {
 		return fail(err)
 	}
@@ -291,6 +290,11 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 // and starts the goroutine that waits for the supervisor's end.
 func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string, argv, env []string, logf *os.File) error {
 	adir := tk.dir
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	envJSON := string(b)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -303,9 +307,13 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string,
 	}
 	defer goW.Close()
 	cmd := &exec.Cmd{
-		Path:        e.self,
-		Args:        append([]string{e.self, shimArg, adir, spec, prog}, argv...),
-		Env:         append(env, shimEnv+"=1"),
+		Path: e.self,
+		Args: append([]string{e.self, shimArg, adir, spec, envJSON, prog}, argv...),
+		// The supervisor (and the sandbox) run as the server's user, so
+		// nothing of the task's environment may reach them (LD_PRELOAD,
+		// GCONV_PATH, GODEBUG...): it travels as data and is applied only
+		// in the exec of the task.
+		Env:         []string{shimEnv + "=1"},
 		Dir:         dir,
 		Stdout:      logf,
 		Stderr:      logf,

@@ -650,8 +650,8 @@ func TestShimRunsNothingWithoutGo(t *testing.T) {
 	}
 	readyR, readyW, _ := os.Pipe()
 	goR, goW, _ := os.Pipe()
-	cmd := exec.Command(self, "gpufleet-shim", dir, touch, "touch", marker)
-	cmd.Env = append(os.Environ(), "GPUFLEET_SHIM=1")
+	cmd := exec.Command(self, "gpufleet-shim", dir, "", "[]", touch, "touch", marker)
+	cmd.Env = []string{"GPUFLEET_SHIM=1"}
 	cmd.ExtraFiles = []*os.File{readyW, goR}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

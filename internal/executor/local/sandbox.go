@@ -15,9 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The sandbox is this package's binary called with sandboxEnv=1 and the
-// arguments sandboxArg, the JSON sandboxSpec, then the program and its argv
-// (none for a probe). The supervisor starts it as the task's process; it
+// The sandbox is this package's binary called with sandboxEnv=1 as its
+// whole environment and the arguments sandboxArg, the JSON sandboxSpec,
+// then the task's environment (JSON), the program and its argv (none of
+// the three for a probe). The supervisor starts it as the task's process; it
 // confines itself and execs the program, so the task's pid is the
 // sandbox's.
 const (
@@ -76,13 +77,22 @@ func init() {
 	if len(os.Args) == 3 {
 		syscall.Exit(0) // a probe
 	}
-	env := withoutVar(os.Environ(), sandboxEnv)
-	err := syscall.Exec(os.Args[3], os.Args[4:], env)
+	if len(os.Args) < 5 {
+		sandboxFail(fmt.Errorf("sandbox: no program"))
+	}
+	// The environment came as data: the sandbox ran as root with none of
+	// it, and the task gets it only now.
+	var env []string
+	if err := json.Unmarshal([]byte(os.Args[3]), &env); err != nil {
+		sandboxFail(fmt.Errorf("sandbox: bad environment: %w", err))
+	}
+	prog := os.Args[4]
+	err := syscall.Exec(prog, os.Args[5:], env)
 	if err == syscall.ENOENT || err == syscall.EACCES {
 		sandboxFail(fmt.Errorf("exec %s: %w (a workload runs only programs in its own directories and the system paths %s, with a private /tmp)",
-			os.Args[3], err, strings.Join(spec.RO, ", ")))
+			prog, err, strings.Join(spec.RO, ", ")))
 	}
-	sandboxFail(fmt.Errorf("exec %s: %w", os.Args[3], err))
+	sandboxFail(fmt.Errorf("exec %s: %w", prog, err))
 }
 
 // sandboxFail reports err to the supervisor (or, for a probe, on stderr)
@@ -98,7 +108,8 @@ func sandboxFail(err error) {
 
 // enter applies the spec to the calling process.
 func (s sandboxSpec) enter() error {
-	syscall.CloseOnExec(sandboxErrFD)
+	// Only stdin, stdout and stderr reach the program.
+	unix.CloseRange(sandboxErrFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if s.MountNS {
 		if err := s.mount(); err != nil {
 			return err
@@ -159,8 +170,8 @@ func (s sandboxSpec) mount() error {
 		}
 	}
 	for _, dir := range s.Hide {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			continue // under /tmp, already hidden
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			continue // a link (/var/run), or under a directory hidden already
 		}
 		if err := unix.Mount("tmpfs", dir, "tmpfs", flags|unix.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
 			return fmt.Errorf("sandbox: hide %s: %w", dir, err)
@@ -178,7 +189,7 @@ func (s sandboxSpec) mount() error {
 	}
 	// The covering tmpfs only holds mount points: make it read-only.
 	for _, dir := range s.Hide {
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
 			unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags|unix.MS_NOEXEC, "mode=0755,size=1m")
 		}
 	}

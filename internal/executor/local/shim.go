@@ -11,11 +11,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// The supervisor is this package's binary called with shimEnv=1 in its
-// environment and the arguments: shimArg, attempt dir, sandbox spec (JSON,
-// or empty to run the program unconfined), program, argv...
+// The supervisor is this package's binary called with shimEnv=1, alone, as
+// its environment and the arguments: shimArg, attempt dir, sandbox spec
+// (JSON, or empty to run the program unconfined), the task's environment
+// (a JSON list of "k=v"), program, argv...
 const (
 	shimEnv = "GPUFLEET_SHIM"
 	shimArg = "gpufleet-shim"
@@ -34,17 +37,26 @@ const (
 const drainTimeout = 2 * time.Second
 
 func init() {
-	if os.Getenv(shimEnv) != "1" || len(os.Args) < 6 || os.Args[1] != shimArg {
+	if os.Getenv(shimEnv) != "1" || len(os.Args) < 7 || os.Args[1] != shimArg {
 		return
+	}
+	// No descriptor the server inherited (from a service manager, a
+	// wrapper) reaches the task: all but the report and go pipes close
+	// on exec.
+	unix.CloseRange(goFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	var env []string
+	if err := json.Unmarshal([]byte(os.Args[4]), &env); err != nil {
+		fmt.Fprintf(os.NewFile(readyFD, "ready"), "err bad environment: %v\n", err)
+		syscall.Exit(1)
 	}
 	// syscall.Exit, not os.Exit: the supervisor has nothing to flush, and
 	// race-enabled binaries (tests) would otherwise sleep a second on exit.
-	syscall.Exit(runShim(os.Args[2], os.Args[3], os.Args[4], os.Args[5:]))
+	syscall.Exit(runShim(os.Args[2], os.Args[3], env, os.Args[5], os.Args[6:]))
 }
 
 // runShim supervises one task (see the package documentation) and returns
 // the supervisor's own exit status.
-func runShim(attemptDir, specJSON, prog string, argv []string) int {
+func runShim(attemptDir, specJSON string, env []string, prog string, argv []string) int {
 	// 1. Keep the report pipe from the task, and outlive signals meant for
 	// the task. Caught signals revert to their defaults in the task on exec;
 	// ignored ones would not, which is why they are caught, not ignored.
@@ -87,9 +99,12 @@ func runShim(attemptDir, specJSON, prog string, argv []string) int {
 	if err != nil {
 		return refuse(err.Error())
 	}
-	env := withoutVar(os.Environ(), shimEnv)
+	envJSON, _ := json.Marshal(env)
+	// The task leads a session of its own, hence its own process group,
+	// which a session leader cannot leave: Stop's signal to the group
+	// always reaches it.
 	cmd := &exec.Cmd{Path: prog, Args: argv, Env: env, Stdout: outW, Stderr: outW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	var errR *os.File
 	if specJSON != "" {
 		var spec sandboxSpec
@@ -107,8 +122,8 @@ func runShim(attemptDir, specJSON, prog string, argv []string) int {
 		}
 		defer errR.Close()
 		cmd.Path = self
-		cmd.Args = append([]string{self, sandboxArg, specJSON, prog}, argv...)
-		cmd.Env = append(env, sandboxEnv+"=1")
+		cmd.Args = append([]string{self, sandboxArg, specJSON, string(envJSON), prog}, argv...)
+		cmd.Env = []string{sandboxEnv + "=1"}
 		cmd.ExtraFiles = []*os.File{errW}
 		cmd.SysProcAttr = spec.sysProcAttr()
 		defer errW.Close()
@@ -211,14 +226,4 @@ func recordOf(ps *os.ProcessState) exitRecord {
 		rec.Message = "ended with wait status " + ps.String()
 	}
 	return rec
-}
-
-func withoutVar(env []string, name string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

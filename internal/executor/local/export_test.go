@@ -1,0 +1,4 @@
+package local
+
+// UIDClash is uidClash, for the tests of package local_test.
+var UIDClash = uidClash
