@@ -22,11 +22,27 @@
 // found" from a read inside a write fail that write: nothing is taken for
 // gone because it could not be read.
 //
-// The store holds no copy of the state in memory: SQLite is the state, so a
-// restart (even after kill -9) finds exactly what was acknowledged. Writes
-// that depend on the state (placing a workload, finishing an attempt) read
-// it inside their transaction and re-check it: ApplyPlan calls core.Fits
-// again, so a stale plan is rejected rather than over-committing a GPU.
+// SQLite is the state, so a restart (even after kill -9) finds exactly what
+// was acknowledged. The store keeps in memory only views of what is
+// committed, which it rebuilds or refills from the file, and derived data
+// that is not persisted:
+//
+//   - the Pending and Running workloads, loaded at Open and updated by the
+//     writer after each commit (Snapshot reads them, so that a scheduling
+//     cycle decodes no rows), and with them the counts of Pending workloads
+//     by team and by submitter for the pending bounds (core.ErrLimit);
+//   - the users found by token hash (UserByTokenHash: every request
+//     authenticates), each for at most tokenCacheTTL (5 s), all forgotten
+//     by every write that changes users or tokens;
+//   - the decoded nodes, only with Options.CacheNodes (the simulator's),
+//     forgotten by every PutNode;
+//   - the team shares of the last scheduling cycle (SetShares), derived
+//     and memory only.
+//
+// Writes that depend on the state (placing a workload, finishing an
+// attempt) read it inside their transaction and re-check it, never the
+// view: ApplyPlan calls core.Fits again, so a stale plan is rejected rather
+// than over-committing a GPU.
 //
 // store imports core and the SQLite driver; never sched, control or the API.
 package store
