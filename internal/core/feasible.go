@@ -38,12 +38,8 @@ func Feasible(nodes []*Node, req Request) error {
 		}
 	}
 	if len(ns) == 0 {
-		keys := slices.Sorted(maps.Keys(req.NodeSelector))
-		pairs := make([]string, len(keys))
-		for i, k := range keys {
-			pairs[i] = k + "=" + req.NodeSelector[k]
-		}
-		return bad("nodeSelector", "no node has the labels %s", strings.Join(pairs, ", "))
+		field, problem := selectorProblem(nodes, req.NodeSelector)
+		return bad(field, "%s", problem)
 	}
 	asksGPU := req.MilliGPU > 0 || req.GPUMemoryMiB > 0 || len(req.GPUModels) > 0
 	if asksGPU {
@@ -112,6 +108,45 @@ func Feasible(nodes []*Node, req Request) error {
 		return bad("replicas", "%d replicas: the fleet could hold at most %d, even empty", req.Count(), fit)
 	}
 	return nil
+}
+
+// selectorProblem says why no node matches a selector: the first label,
+// in key order, that no node has, as "nodeSelector.KEY", saying what the
+// fleet has instead (for the pool and the region, which the CLI's --pool
+// and --region set, in those words); or, when each label is on some node
+// but none has them all, "nodeSelector".
+func selectorProblem(nodes []*Node, sel map[string]string) (field, problem string) {
+	keys := slices.Sorted(maps.Keys(sel))
+	for _, k := range keys {
+		var have []string
+		found := false
+		for _, n := range nodes {
+			if v, ok := n.Label(k); ok {
+				have = append(have, v)
+				found = found || v == sel[k]
+			}
+		}
+		if found {
+			continue
+		}
+		slices.Sort(have)
+		have = slices.Compact(have)
+		word := map[string]string{LabelRegion: "region", LabelPool: "pool"}[k]
+		switch {
+		case word != "" && len(have) == 0:
+			return "nodeSelector." + k, fmt.Sprintf("no node is in %s %s (no node has a %s)", word, sel[k], word)
+		case word != "":
+			return "nodeSelector." + k, fmt.Sprintf("no node is in %s %s (the fleet's %ss: %s)", word, sel[k], word, strings.Join(have, ", "))
+		case len(have) == 0:
+			return "nodeSelector." + k, fmt.Sprintf("no node has the label %s=%s (no node has a label %s)", k, sel[k], k)
+		}
+		return "nodeSelector." + k, fmt.Sprintf("no node has the label %s=%s (the fleet has %s=%s)", k, sel[k], k, strings.Join(have, ", "+k+"="))
+	}
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = k + "=" + sel[k]
+	}
+	return "nodeSelector", fmt.Sprintf("no node has the labels %s together", strings.Join(pairs, ", "))
 }
 
 // replicasOn counts how many replicas of req an empty n holds, up to limit.

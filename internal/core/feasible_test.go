@@ -22,6 +22,9 @@ func TestFeasible(t *testing.T) {
 	fleet := []*Node{feasibleNode("h", 4, "NVIDIA H100 80GB HBM3", 81920), feasibleNode("a", 4, "NVIDIA A10", 24576)}
 	cordoned := feasibleNode("c", 8, "NVIDIA H100 80GB HBM3", 81920)
 	cordoned.Schedulable = false
+	east, west := feasibleNode("e", 1, "H100", 81920), feasibleNode("w", 1, "H100", 81920)
+	east.Region, east.Labels, west.Region, west.Labels = "us-east", map[string]string{"rack": "r1"}, "us-west", map[string]string{"rack": "r2"}
+	regions := []*Node{east, west}
 	tests := []struct {
 		name  string
 		nodes []*Node
@@ -47,7 +50,13 @@ func TestFeasible(t *testing.T) {
 		{"more CPU than a node has", fleet, Request{MilliGPU: 1000, MilliCPU: 64000},
 			&Infeasible{"resources.cpu", "64000 milli-CPU on one node: the biggest node has 32000"}},
 		{"a selector no node matches", fleet, Request{MilliGPU: 1000, NodeSelector: map[string]string{"gpufleet.io/pool": "west"}},
-			&Infeasible{"nodeSelector", "no node has the labels gpufleet.io/pool=west"}},
+			&Infeasible{"nodeSelector.gpufleet.io/pool", "no node is in pool west (no node has a pool)"}},
+		{"a region the fleet lacks", regions, Request{MilliGPU: 1000, NodeSelector: map[string]string{"gpufleet.io/region": "eu-west"}},
+			&Infeasible{"nodeSelector.gpufleet.io/region", "no node is in region eu-west (the fleet's regions: us-east, us-west)"}},
+		{"a label value the fleet lacks", regions, Request{MilliGPU: 1000, NodeSelector: map[string]string{"gpufleet.io/region": "us-east", "rack": "r9"}},
+			&Infeasible{"nodeSelector.rack", "no node has the label rack=r9 (the fleet has rack=r1, rack=r2)"}},
+		{"labels on different nodes", regions, Request{MilliGPU: 1000, NodeSelector: map[string]string{"gpufleet.io/region": "us-east", "rack": "r2"}},
+			&Infeasible{"nodeSelector", "no node has the labels gpufleet.io/region=us-east, rack=r2 together"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
