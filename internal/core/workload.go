@@ -131,6 +131,11 @@ type Status struct {
 	StopRequested string `json:"stopRequested,omitempty"`
 	// PreemptedBy names the workload a preemption is for.
 	PreemptedBy WorkloadID `json:"preemptedBy,omitempty"`
+	// PreemptedAt is when the scheduler last asked it to stop for another
+	// workload; it outlives the requeue, so that the scheduler does not
+	// start it again where it would be reclaimed at once (sched: a
+	// decision is stable for MinRuntime).
+	PreemptedAt *time.Time `json:"preemptedAt,omitempty"`
 	// Nominated is the node a pending preemptor waits for.
 	Nominated NodeName `json:"nominated,omitempty"`
 }
@@ -157,7 +162,7 @@ func (w *Workload) Clone() *Workload {
 		v := *w.Status.ExitCode
 		c.Status.ExitCode = &v
 	}
-	for _, t := range []**time.Time{&c.Status.StartedAt, &c.Status.FinishedAt} {
+	for _, t := range []**time.Time{&c.Status.StartedAt, &c.Status.FinishedAt, &c.Status.PreemptedAt} {
 		if *t != nil {
 			v := **t
 			*t = &v

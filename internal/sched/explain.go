@@ -20,6 +20,9 @@ const (
 	// ReasonIdleOnly: its class runs only on idle capacity, and there is
 	// none that fits.
 	ReasonIdleOnly = "WaitingForIdleCapacity"
+	// ReasonRecentlyPreempted: the scheduler stopped it less than
+	// MinRuntime ago, and it would run over its team's guarantee.
+	ReasonRecentlyPreempted = "RecentlyPreempted"
 	// ReasonUnknownClass: its priority class no longer exists.
 	ReasonUnknownClass = "UnknownPriorityClass"
 )

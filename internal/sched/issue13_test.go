@@ -173,7 +173,7 @@ func TestNoThrashBetweenReservationAndReclaim(t *testing.T) {
 			switch {
 			case w.Status.StopRequested != "":
 				r := w.Clone()
-				r.Status = core.Status{Phase: core.Pending, Attempts: w.Status.Attempts, Preemptions: w.Status.Preemptions + 1}
+				r.Status = core.Status{Phase: core.Pending, Attempts: w.Status.Attempts, Preemptions: w.Status.Preemptions + 1, PreemptedAt: w.Status.PreemptedAt}
 				pending = append(pending, r)
 			case w.Team != "t4" && !s.now.Before(ends[w.ID]):
 			default:

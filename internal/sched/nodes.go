@@ -81,9 +81,10 @@ func (ns *nodeState) clone() *nodeState {
 }
 
 // heldForOther reports whether the node is held for a workload other than
-// id.
+// id (whether or not it is held for id too: a holder's own placement must
+// still leave the others what their future promises them).
 func (ns *nodeState) heldForOther(id core.WorkloadID) bool {
-	return len(ns.reservedFor) > 0 && !slices.Contains(ns.reservedFor, id)
+	return slices.ContainsFunc(ns.reservedFor, func(x core.WorkloadID) bool { return x != id })
 }
 
 func (ns *nodeState) hold(id core.WorkloadID) {
@@ -168,6 +169,7 @@ type choice struct {
 	ns    *nodeState
 	gpu   int
 	score float64
+	as    []core.Assignment // the devices, when chosen apart from the scorer (futureChoice)
 }
 
 // Reasons a node is not used for a request, as counted in explanations.
@@ -287,6 +289,9 @@ func (ns *nodeState) freeOf(req core.Request) int {
 
 // assignments builds the devices of a chosen placement.
 func assignments(c choice, req core.Request) []core.Assignment {
+	if c.as != nil {
+		return slices.Clone(c.as)
+	}
 	n := c.ns.node
 	if want := req.WholeGPUs(); want > 0 {
 		as := make([]core.Assignment, 0, want)

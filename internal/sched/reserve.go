@@ -29,9 +29,8 @@ type reservation struct {
 	start time.Time
 	// waits lists the workloads w waits for to end there.
 	waits []core.WorkloadID
-	// inQuota reports whether w runs within its team's guarantee. A
-	// reservation for a workload that would borrow never holds capacity
-	// against a workload within its own team's guarantee.
+	// inQuota reports whether w ran within its team's guarantee when the
+	// reservation was made (see binds).
 	inQuota bool
 }
 
@@ -144,9 +143,11 @@ func replicasFit(ns *nodeState, req core.Request, limit int) int {
 
 // binds reports whether ns's reservation holds against w: a reservation
 // never holds against its own workload, and one for a workload that would
-// borrow never holds against a workload within its team's guarantee.
-func (r *reservation) binds(w *core.Workload, inQuota bool) bool {
-	return r != nil && r.w.ID != w.ID && (r.inQuota || !inQuota)
+// borrow (now: usage grows in a cycle) never holds against a workload
+// within its team's guarantee.
+func (c *cycle) binds(ns *nodeState, w *core.Workload, inQuota bool) bool {
+	r := ns.resv
+	return r != nil && r.w.ID != w.ID && (!inQuota || c.guaranteed(r.w))
 }
 
 // backfill decides whether w may take devices as on a reserved node: when

@@ -146,6 +146,8 @@ type cycle struct {
 	// depends on the workload, not only its shape (a reservation, the
 	// budget): such a failure is not remembered in noFit.
 	soft bool
+	// budgetHit is set when a place was refused for the budget alone.
+	budgetHit bool
 	// kinds are the distinct device kinds (model and memory), for askMilli.
 	kinds []core.GPU
 	// kept are the replicas of the workload being placed that joined a
@@ -593,6 +595,16 @@ func (c *cycle) decide(w *core.Workload) {
 		return
 	}
 
+	// A workload the scheduler stopped less than MinRuntime ago starts
+	// again only within its team's guarantee, where another team's
+	// reclaim cannot undo it at once: a decision holds for MinRuntime.
+	// Batch is the exception: it lives on idle capacity.
+	if at := w.Status.PreemptedAt; at != nil && !inQuota && !class.IdleOnly && c.now.Sub(*at) < c.opts.MinRuntime {
+		c.unplaced(w, ReasonRecentlyPreempted, fmt.Sprintf("stopped for another workload at %s: it runs again within team %s's guarantee at once, or on borrowed capacity from %s",
+			at.UTC().Format(time.RFC3339), ts.team.Name, at.Add(c.opts.MinRuntime).UTC().Format(time.RFC3339)), "")
+		return
+	}
+
 	// Place on free capacity, charging no more than the team's limit (and,
 	// for a class that may not borrow, its guarantee) leaves: a request
 	// by memory is charged the share it takes where it lands. A shape that
@@ -612,7 +624,7 @@ func (c *cycle) decide(w *core.Workload) {
 	holder := len(c.holders[w.ID]) > 0
 	noFit, failed := c.noFit[key]
 	if !failed || holder {
-		c.soft = false
+		c.soft, c.budgetHit = false, false
 		as, why := c.place(w)
 		if as != nil {
 			c.plan.Placements = append(c.plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
@@ -632,6 +644,17 @@ func (c *cycle) decide(w *core.Workload) {
 		noFit = why
 		if !holder && !c.soft {
 			c.noFit[key] = why
+		}
+		// Where it fits, what it would take there is more than its team
+		// may still take: that is the limit (or, for a class that may not
+		// borrow, the guarantee) speaking, not a lack of room.
+		if c.budgetHit {
+			reason, bound := ReasonQuotaLimit, fmt.Sprintf("team %s's limit leaves %s GPUs", ts.team.Name, gpus(max(0, ts.team.Limit-ts.usage)))
+			if !class.MayBorrow && (ts.team.Limit < 0 || guaranteed-held < ts.team.Limit-ts.usage) {
+				reason, bound = ReasonOverQuota, fmt.Sprintf("%s runs only within the team's guarantee, and team %s has %s GPUs of it left", class.Name, ts.team.Name, gpus(max(0, guaranteed-held)))
+			}
+			c.unplaced(w, reason, fmt.Sprintf("%s, less than it takes where it fits: %s", bound, noFit), "")
+			return
 		}
 	}
 
@@ -843,7 +866,7 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 		// before its workload can start (backfill).
 		keep := false
 		switch {
-		case ns.resv.binds(w, c.inQuota):
+		case c.binds(ns, w, c.inQuota):
 			var ok bool
 			if ch, keep, ok = c.backfillOn(ns, w, req, ch); !ok {
 				why.add(whyStarving)
@@ -857,13 +880,16 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 		// need: the placement must also fit the node's future, where they
 		// are already placed.
 		if held && !fitsAs(ns.futureState(c), req, assignments(ch, req)) {
-			why.add(whyReserved)
-			continue
+			var ok bool
+			if ch, ok = c.futureChoice(ns, req, ch); !ok {
+				why.add(whyReserved)
+				continue
+			}
 		}
 		// What it takes there must stay within its team's budget.
 		if c.budget >= 0 && chargeOf(ch, req) > c.budget {
 			why.add(whyLimit)
-			c.soft = true
+			c.soft, c.budgetHit = true, true
 			continue
 		}
 		if best.ns == nil || ch.score < best.score {
@@ -886,6 +912,43 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 		c.budget -= heldOf(as)
 	}
 	return as, ""
+}
+
+// futureChoice finds devices for req on ns that are free now and in the
+// node's future (the scorer's choice may be devices pictured for the
+// preemptors the node is held for): the best-scoring device for a share,
+// the first free ones for whole GPUs.
+func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice, bool) {
+	f := ns.futureState(c)
+	if want := req.WholeGPUs(); want > 0 {
+		var as []core.Assignment
+		for i, g := range ns.node.GPUs {
+			u, v := ns.used[i], f.used[i]
+			if len(as) < want && req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 && v.MilliGPU == 0 && v.MemoryMiB == 0 {
+				as = append(as, core.Assignment{Node: ns.node.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
+			}
+		}
+		if len(as) < want || !fitsAs(f, req, as) {
+			return choice{}, false
+		}
+		ch.as = as
+		return ch, true
+	}
+	if ch.gpu < 0 {
+		return choice{}, false
+	}
+	best, found := choice{}, false
+	for i, g := range ns.node.GPUs {
+		milli, mem, ok := req.ShareOn(g)
+		if !ok || !req.ModelAllowed(g.Model) || ns.used[i].MilliGPU+milli > 1000 || ns.used[i].MemoryMiB+mem > g.MemoryMiB {
+			continue
+		}
+		alt := choice{ns: ns, gpu: i, score: c.scorer.score(ns, req, i)}
+		if fitsAs(f, req, assignments(alt, req)) && (!found || alt.score < best.score) {
+			best, found = alt, true
+		}
+	}
+	return best, found
 }
 
 // reserve holds the node where w would fit soonest (the most free devices

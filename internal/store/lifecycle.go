@@ -366,7 +366,8 @@ func preempt(tx *wtx, p core.Preemption, now time.Time) error {
 	// The status says at once that it is being stopped and why; the event
 	// that names the reason is recorded when it stops (Requeue), and this
 	// one marks the decision.
-	w.Status.StopRequested, w.Status.PreemptedBy = p.Reason, p.Preemptor
+	t := now.UTC()
+	w.Status.StopRequested, w.Status.PreemptedBy, w.Status.PreemptedAt = p.Reason, p.Preemptor, &t
 	w.Status.Reason, w.Status.Message = p.Reason, p.Message
 	if err := putStatus(tx, w); err != nil {
 		return err
