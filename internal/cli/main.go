@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/api"
 )
 
 // Main runs the gpufleet command line with args (without the program name)
@@ -82,7 +85,11 @@ func run(ctx context.Context, args []string, e *env) int {
 
 	var ee exitError
 	var ue usageError
+	var se *api.StatusError
 	switch {
+	case errors.As(err, &se) && se.Status == http.StatusUnauthorized && cmd.Name() != "login":
+		fmt.Fprintf(e.stderr, "error: %v\n%s", err, e.tokenHint())
+		return 1
 	case errors.As(err, &ee):
 		if ee.err != nil {
 			fmt.Fprintf(e.stderr, "error: %v\n", ee.err)
@@ -102,6 +109,25 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 }
 
+// tokenHint says, after the server refused the call for want of a valid
+// token, where the CLI looked for one and how to give one.
+func (e *env) tokenHint() string {
+	how := "Set GPUFLEET_TOKEN (or --token), or run 'gpufleet login', which saves one.\n" +
+		"A local server writes its admin token to DATA/admin-token (default .gpufleet/admin-token):\n" +
+		"  export GPUFLEET_TOKEN=$(cat .gpufleet/admin-token)\n"
+	switch {
+	case e.tokenFlag != "":
+		return "The server refused the token given with --token: it is mistyped, revoked or expired.\n" + how
+	case e.getenv("GPUFLEET_TOKEN") != "":
+		return "The server refused the token in GPUFLEET_TOKEN: it is mistyped, revoked or expired.\n" + how
+	}
+	if fc, err := e.readConfigFile(); err == nil && fc.Token != "" {
+		path, _ := e.configPath()
+		return "The server refused the token saved by 'gpufleet login' in " + path + ": it is revoked or expired.\n" + how
+	}
+	return "No token was given.\n" + how
+}
+
 func newRootCmd(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gpufleet",
@@ -113,7 +139,10 @@ then in GPUFLEET_ADDR and GPUFLEET_TOKEN, then in the file that
 'gpufleet login' writes ($XDG_CONFIG_HOME/gpufleet/config.json).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       Version,
 	}
+	// --version prints what 'gpufleet version' prints.
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.PersistentFlags().StringVar(&e.addrFlag, "addr", "", "server address, HOST:PORT or URL (default $GPUFLEET_ADDR, the login file, or "+defaultAddr+")")
 	root.PersistentFlags().StringVar(&e.tokenFlag, "token", "", "API token (default $GPUFLEET_TOKEN or the login file)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

@@ -28,25 +28,37 @@ func newVersionCmd(e *env) *cobra.Command {
 			if err := out.check(); err != nil {
 				return err
 			}
-			v := versionInfo{Version: Version, Go: runtime.Version()}
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" {
-						v.Commit = s.Value
-					}
-				}
-			}
-			if ok, err := out.structured(e.stdout, v); ok {
+			if ok, err := out.structured(e.stdout, version()); ok {
 				return err
 			}
-			s := "gpufleet " + v.Version
-			if v.Commit != "" {
-				s += " (" + v.Commit + ")"
-			}
-			_, err := fmt.Fprintf(e.stdout, "%s %s\n", s, v.Go)
+			_, err := fmt.Fprintln(e.stdout, versionLine())
 			return err
 		},
 	}
 	out = addOutputFlag(cmd, "text", outJSON, outYAML)
 	return cmd
+}
+
+// version is this binary's version, commit and Go release.
+func version() versionInfo {
+	v := versionInfo{Version: Version, Go: runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v.Commit = s.Value
+			}
+		}
+	}
+	return v
+}
+
+// versionLine is the one line that both 'gpufleet version' and 'gpufleet
+// --version' print: "gpufleet v1.2.3 (COMMIT) go1.26".
+func versionLine() string {
+	v := version()
+	s := "gpufleet " + v.Version
+	if v.Commit != "" {
+		s += " (" + v.Commit + ")"
+	}
+	return s + " " + v.Go
 }
