@@ -85,6 +85,11 @@ type Options struct {
 	// DisableLostOnNotReady to wait for Kubernetes' own eviction instead.
 	DisableLostOnNotReady bool
 	Logger                *slog.Logger
+	// Now stamps the exits whose pod gives no finish time (Exit.At): a pod
+	// deleted or stuck before its container ended, a node lost; an exit
+	// with a container's FinishedAt keeps the kubelet's time. time.Now
+	// when nil.
+	Now func() time.Time
 }
 
 // Executor runs tasks as pods. It is safe for concurrent use.
@@ -138,6 +143,9 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 	opts.NamespaceTemplate = cmp.Or(opts.NamespaceTemplate, DefaultNamespaceTemplate)
 	opts.DefaultImage = cmp.Or(opts.DefaultImage, DefaultImage)
 	opts.Fractions = cmp.Or(opts.Fractions, FractionVisibleDevices)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	opts.PoolLabel = cmp.Or(opts.PoolLabel, DefaultPoolLabel)
 	opts.RegionLabel = cmp.Or(opts.RegionLabel, DefaultRegionLabel)
 	switch opts.Fractions {
@@ -491,7 +499,7 @@ func (e *Executor) podLocked(at *attempt, p *corev1.Pod, deleted bool) {
 	if _, ended := at.ends[p.Name]; ended {
 		return
 	}
-	x, ended := podEnd(p, at.stopping, deleted)
+	x, ended := podEnd(p, at.stopping, deleted, e.opts.Now())
 	if !ended {
 		return
 	}

@@ -187,12 +187,12 @@ func (e *Executor) loseNodeLocked(node, why string) {
 			}
 			e.log.Warn("node lost; its attempt is lost", "node", node, "why", why, "workload", at.id, "attempt", at.attempt)
 			at.grace = 0
-			e.reportLocked(at, lostExit(node, why))
+			e.reportLocked(at, lostExit(node, why, e.opts.Now()))
 			break
 		}
 	}
 }
 
-func lostExit(node, why string) executor.Exit {
-	return executor.Exit{Reason: ReasonLost, Message: fmt.Sprintf("node %s is %s", node, why), At: time.Now()}
+func lostExit(node, why string, at time.Time) executor.Exit {
+	return executor.Exit{Reason: ReasonLost, Message: fmt.Sprintf("node %s is %s", node, why), At: at}
 }

@@ -23,11 +23,12 @@ const ReasonLost = "Lost"
 // podEnd tells whether a pod has ended and how. It is pure: the table of
 // pod states and their exits is tested on it. stopping is true when gpufleet
 // asked for the pod to go (Stop), which makes exit codes 137 and 143 read
-// as SIGKILL and SIGTERM. deleted is true when the pod object is gone.
-func podEnd(p *corev1.Pod, stopping, deleted bool) (executor.Exit, bool) {
+// as SIGKILL and SIGTERM. deleted is true when the pod object is gone. The
+// exit is at the container's FinishedAt, or at now when it has none.
+func podEnd(p *corev1.Pod, stopping, deleted bool, now time.Time) (executor.Exit, bool) {
 	stopping = stopping || p.DeletionTimestamp != nil
 	cs := taskStatus(p)
-	at := time.Now()
+	at := now
 	x := executor.Exit{}
 	if cs != nil && cs.State.Terminated != nil {
 		if t := cs.State.Terminated.FinishedAt; !t.IsZero() {

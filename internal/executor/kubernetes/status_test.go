@@ -57,7 +57,7 @@ func TestPodEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			x, ended := podEnd(tt.pod, tt.stopping, tt.deleted)
+			x, ended := podEnd(tt.pod, tt.stopping, tt.deleted, time.Now())
 			if ended != tt.ended || describe(x) != tt.want {
 				t.Errorf("podEnd: got (%q, %v), want (%q, %v)", describe(x), ended, tt.want, tt.ended)
 			}
