@@ -324,11 +324,92 @@ func (b *browser) shot(t *testing.T, name string) {
 	}
 }
 
+// columnsJS finds what fits badly in the page's narrow columns: a workload
+// ID or a placement broken across lines, a reason clipped without its full
+// text in its title or longer than two lines, a table wider than its box.
+const columnsJS = `(() => {
+	const bad = [];
+	const lines = (e) => e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight);
+	for (const e of document.querySelectorAll('main .wid, main .place')) {
+		if (e.getClientRects().length > 1 || lines(e) > 1.5) bad.push('broken across lines: ' + e.textContent);
+	}
+	for (const e of document.querySelectorAll('main .clip')) {
+		if (e.title !== e.textContent) bad.push('clipped without its full text in its title: ' + e.textContent.slice(0, 40));
+		if (lines(e) > 2.1) bad.push('longer than two lines: ' + e.textContent.slice(0, 40));
+	}
+	for (const e of document.querySelectorAll('main .table-wrap')) {
+		if (e.scrollWidth > e.clientWidth + 1) bad.push('a table scrolls sideways: ' + e.scrollWidth + ' > ' + e.clientWidth + ' (columns ' +
+			[...e.querySelectorAll('th')].map(th => th.textContent + ' ' + Math.round(th.getBoundingClientRect().width)).join(', ') + ')');
+	}
+	return bad;
+})()`
+
+// checkColumns runs columnsJS at 1366 and 1024 pixels.
+func (b *browser) checkColumns(t *testing.T, page string) {
+	t.Helper()
+	for _, w := range []int64{viewW, 1024} {
+		b.run(t, "resize", chromedp.EmulateViewport(w, viewH), chromedp.Sleep(150*time.Millisecond))
+		for _, p := range get(t, b, "columns", chromedp.Evaluate[[]string](columnsJS)) {
+			t.Errorf("%s at %d pixels: %s", page, w, p)
+		}
+	}
+	b.run(t, "resize", chromedp.EmulateViewport(viewW, viewH))
+}
+
+// barScales reads each team bar's filled fraction and the scale its label
+// names.
+type teamBarSeen struct {
+	Team  string  `json:"team"`
+	Fill  float64 `json:"fill"`
+	Label string  `json:"label"`
+}
+
+const teamBarsJS = `[...document.querySelectorAll(%q)].map(e => {
+	const bar = e.querySelector('.bar'), fill = e.querySelector('.bar-fill');
+	return {team: e.dataset.team, fill: fill.getBoundingClientRect().width / bar.getBoundingClientRect().width, label: bar.getAttribute('aria-label')};
+})`
+
+// checkQuotaScale checks that every team's bar is drawn on one scale, the
+// cluster's 4 GPUs, which the page states: inference, holding 1 GPU, fills
+// a quarter of its bar.
+func checkQuotaScale(t *testing.T, b *browser, page, sel string) {
+	t.Helper()
+	bars := get(t, b, "team bars", chromedp.Evaluate[[]teamBarSeen](fmt.Sprintf(teamBarsJS, sel)))
+	if len(bars) < 3 {
+		t.Fatalf("%s: %d team bars, want one per team", page, len(bars))
+	}
+	for _, tb := range bars {
+		if !strings.Contains(tb.Label, "on a scale of 4 GPUs") {
+			t.Errorf("%s: team %s's bar says %q, want the shared scale of 4 GPUs", page, tb.Team, tb.Label)
+		}
+		if tb.Team == "inference" && (tb.Fill < 0.24 || tb.Fill > 0.26) {
+			t.Errorf("%s: inference holds 1 GPU of 4 and its bar is %.0f%% full, want 25%%", page, tb.Fill*100)
+		}
+	}
+	if note := get(t, b, "the scale", chromedp.Text(chromedp.CSS("#quota-scale"))); !strings.Contains(note, "0 to 4 GPUs") {
+		t.Errorf("%s: the scale note says %q, want 0 to 4 GPUs", page, note)
+	}
+}
+
 func TestPortalInBrowser(t *testing.T) {
 	chrome := findChromium(t)
 	began := time.Now()
 	s := startServer(t)
 	b := startBrowser(t, chrome)
+	// A member of research, and a service account, for the users page
+	// (alice signs in at the end).
+	alice, err := s.admin.CreateUser(context.Background(), &api.User{Name: "alice", Teams: []string{"research"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.admin.CreateUser(context.Background(), &api.User{Name: "research-ci", ServiceAccount: true, Teams: []string{"research"}}); err != nil {
+		t.Fatal(err)
+	}
+	// research may hold 2 GPUs at most: a workload asking for more waits.
+	limit := int64(2000)
+	if _, err := s.admin.SetQuota(context.Background(), "research", &api.TeamQuota{LimitMilliGPU: &limit}); err != nil {
+		t.Fatal(err)
+	}
 	// A workload of another team, so that the lists and nodes show more
 	// than the one the test submits.
 	other, err := s.admin.SubmitWorkload(context.Background(), &api.Workload{Team: "inference", Name: "serve-llm", Kind: api.KindService,
@@ -423,6 +504,7 @@ func TestPortalInBrowser(t *testing.T) {
 		chromedp.Navigate(s.url+"/#/workloads?phase=Running"),
 		waitJS(fmt.Sprintf(`document.querySelector('#workload-list %s[data-phase="Running"]') !== null`, row)))
 	b.shot(t, "workloads")
+	b.checkColumns(t, "workloads")
 
 	// Its page, reached by its link: the live log shows the marker.
 	b.run(t, "open its page",
@@ -434,11 +516,30 @@ func TestPortalInBrowser(t *testing.T) {
 		t.Errorf("log %q shows the command, not its output", logs)
 	}
 	b.shot(t, "workload")
+	// Its GPU use over time: the server's samples of it, drawn as charts
+	// of utilisation and memory (it reports 80% and 6 GiB).
+	b.run(t, "its GPU use over time",
+		waitJS(`document.querySelector('#usage-charts svg[aria-labelledby="util-chart-title util-chart-desc"] path.line.s-util') !== null`),
+		waitJS(`document.getElementById('usage-note').textContent.includes('80% utilisation, 6 GiB')`),
+		waitJS(`document.getElementById('mem-chart-desc').textContent.includes('Memory used (GiB): 6')`),
+		// A few seconds of samples (one every 0.25 s), for the screenshot.
+		waitJS(`parseInt(document.getElementById('usage-note').textContent) >= 20`))
+	if h, err := s.admin.WorkloadUsage(context.Background(), id, time.Hour); err != nil || len(h.Points) == 0 || h.Points[len(h.Points)-1].GPUUtilization != 0.8 {
+		t.Errorf("GET /workloads/%s/usage: %+v, %v; want its samples, the latest at 0.8", id, h, err)
+	}
+	get(t, b, "scroll to the chart", chromedp.Evaluate[bool](`document.getElementById('usage-card').scrollIntoView({block: 'center'}) || true`))
+	b.shot(t, "workload-usage")
 
 	b.run(t, "nodes",
 		chromedp.Navigate(s.url+"/#/nodes"),
 		waitJS(fmt.Sprintf(`[...document.querySelectorAll('#nodes .allocs a')].some(a => a.textContent === %q)`, id)))
 	b.shot(t, "nodes")
+	// The node was last reported seconds ago (the server refreshes it at
+	// each sample), not when it registered.
+	age := get(t, b, "when the node was last reported", chromedp.Evaluate[float64](`(Date.now() - Date.parse(document.querySelector('#nodes [data-node="node-a"] .section-head time').getAttribute('datetime'))) / 1000`))
+	if age > 10 || age < -1 {
+		t.Errorf("the nodes page says node-a was last reported %.1f s ago; the server reports it every 0.25 s and the page refreshes every 5 s", age)
+	}
 	// On a narrower laptop (1024 pixels) every column still fits: the
 	// tables do not hide their last column (health) behind a scroll bar.
 	b.run(t, "narrow window", chromedp.EmulateViewport(1024, viewH), chromedp.Sleep(150*time.Millisecond))
@@ -451,15 +552,55 @@ func TestPortalInBrowser(t *testing.T) {
 		chromedp.Navigate(s.url+"/#/teams"),
 		waitJS(`document.querySelector('#teams tr[data-team="research"]') !== null`))
 	b.shot(t, "teams")
+	checkQuotaScale(t, b, "teams page", "#teams .team-bar")
 
-	// A workload that cannot fit (8 GPUs on a node of 4): its page says
-	// why it is pending, in the scheduler's words.
+	// Users, tokens and the audit trail, each reached from the menu with
+	// the keyboard.
+	for _, p := range []struct{ link, ready, shot string }{
+		{"#/users", `document.querySelector('#users tr[data-user="alice"]') !== null`, "users"},
+		{"#/tokens", `document.querySelector('#tokens tr[data-token]') !== null`, "tokens"},
+		{"#/audit", `[...document.querySelectorAll('#audit tr[data-audit]')].some(r => r.textContent.includes('create workload'))`, "audit"},
+	} {
+		b.run(t, "open "+p.link+" from the menu",
+			chromedp.Focus(chromedp.CSS(".brand")),
+			tabTo(fmt.Sprintf(`nav a[href=%q]`, p.link)),
+			chromedp.KeyEvent(kb.Enter),
+			waitJS(p.ready))
+		b.shot(t, p.shot)
+	}
+	if title := get(t, b, "the audit page's title", chromedp.Title()); title != "Audit trail · gpufleet" {
+		t.Errorf("audit page title %q", title)
+	}
+	// The audit trail, filtered by user with the keyboard: a user who
+	// made nothing has no entry.
+	b.run(t, "filter the audit trail",
+		chromedp.Focus(chromedp.CSS("#a-user")),
+		chromedp.SendKeys(chromedp.CSS("#a-user"), "nobody-here"+kb.Enter),
+		waitJS(`location.hash.includes('user=nobody-here') && document.querySelector('#audit tr[data-audit]') === null && document.getElementById('audit').textContent.includes('Nothing')`))
+	// An unknown page says so, with a title of its own.
+	b.run(t, "an unknown page",
+		chromedp.Navigate(s.url+"/#/bogus"),
+		waitJS(`document.querySelector('main h1') !== null && document.querySelector('main h1').textContent === 'Not found'`))
+	if title := get(t, b, "the unknown page's title", chromedp.Title()); title != "Not found · gpufleet" {
+		t.Errorf("#/bogus: the title is %q, want Not found · gpufleet (not the previous page's)", title)
+	}
+	b.shot(t, "not-found")
+
+	// A workload over its team's limit (4 GPUs, where research may hold
+	// 2): its page says why it is pending, in the scheduler's words.
 	big, err := s.admin.SubmitWorkload(context.Background(), &api.Workload{Team: "research", Name: "too-big",
-		Command: []string{"true"}, Resources: api.Resources{GPUs: 8000}}, "")
+		Command: []string{"true"}, Resources: api.Resources{GPUs: 4000}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.admin.CancelWorkload(context.Background(), big.ID) })
+	// And one with a long name and a long reason, for the narrow columns.
+	long, err := s.admin.SubmitWorkload(context.Background(), &api.Workload{Team: "research", Name: "nightly-evaluation-of-the-large-language-model-checkpoints",
+		Command: []string{"true"}, Resources: api.Resources{GPUs: 4000}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.admin.CancelWorkload(context.Background(), long.ID) })
 	var why string
 	for deadline := time.Now().Add(10 * time.Second); why == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if w, err := s.admin.GetWorkload(context.Background(), big.ID); err == nil && w.Status.Message != "" {
@@ -467,7 +608,7 @@ func TestPortalInBrowser(t *testing.T) {
 		}
 	}
 	if why == "" {
-		t.Fatal("the scheduler gave no reason for the 8-GPU workload")
+		t.Fatal("the scheduler gave no reason for the 4-GPU workload")
 	}
 	b.run(t, "why it is pending",
 		chromedp.Navigate(s.url+"/#/workloads/"+big.ID),
@@ -510,7 +651,9 @@ func TestPortalInBrowser(t *testing.T) {
 	} else {
 		t.Log("the server reports no GPU use for the workload: not checking the dashboard's")
 	}
+	checkQuotaScale(t, b, "dashboard", "#team-bars .team-bar")
 	b.shot(t, "dashboard")
+	b.checkColumns(t, "dashboard")
 
 	// Cancel, confirmed in a dialog; the page then shows it Cancelled, and
 	// so does the API.
@@ -550,10 +693,6 @@ func TestPortalInBrowser(t *testing.T) {
 
 	// A member of one team sees that team only, and may submit only
 	// there; when its token is revoked, the portal signs out and says why.
-	alice, err := s.admin.CreateUser(context.Background(), &api.User{Name: "alice", Teams: []string{"research"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	b.run(t, "sign in as alice",
 		chromedp.SendKeys(chromedp.CSS("#token"), alice.Token+kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS("#dashboard")),
@@ -567,6 +706,16 @@ func TestPortalInBrowser(t *testing.T) {
 	if !cmp.Equal(teams, []string{"research"}) || !cmp.Equal(choices, []string{"research"}) {
 		t.Errorf("alice, a member of research, sees teams %q and may submit to %q; want research alone", teams, choices)
 	}
+	menu := get(t, b, "alice's menu", chromedp.Evaluate[[]string](`[...document.querySelectorAll('nav a')].filter(a => a.offsetParent !== null).map(a => a.textContent)`))
+	if want := []string{"Dashboard", "Workloads", "Submit", "Nodes", "Teams", "Tokens"}; !cmp.Equal(menu, want) {
+		t.Errorf("alice's menu: %q, want %q (no admin pages)", menu, want)
+	}
+	b.run(t, "alice's tokens",
+		chromedp.Navigate(s.url+"/#/tokens"),
+		waitJS(`document.querySelectorAll('#tokens tr[data-token]').length === 1 && document.querySelector('main h1').textContent === 'My tokens'`))
+	b.run(t, "alice on the users page",
+		chromedp.Navigate(s.url+"/#/users"),
+		waitJS(`document.getElementById('users').textContent.includes('Only admins')`))
 	toks, err := s.admin.Tokens(context.Background(), "alice")
 	if err != nil || len(toks) != 1 {
 		t.Fatalf("alice's tokens: %v %v", toks, err)

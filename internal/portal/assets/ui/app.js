@@ -11,6 +11,9 @@ import * as workload from './pages/workload.js';
 import * as submit from './pages/submit.js';
 import * as nodes from './pages/nodes.js';
 import * as teams from './pages/teams.js';
+import * as users from './pages/users.js';
+import * as tokens from './pages/tokens.js';
+import * as audit from './pages/audit.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -50,6 +53,12 @@ function page(parts) {
       return ['nodes', nodes];
     case 'teams':
       return ['teams', teams];
+    case 'users':
+      return ['users', users];
+    case 'tokens':
+      return ['tokens', tokens];
+    case 'audit':
+      return ['audit', audit];
     case 'signin':
       return ['signin', signin];
   }
@@ -86,12 +95,15 @@ async function route() {
     if (a.dataset.route === name) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  if (!mod || name === 'signin') {
-    if (name === 'signin') return ctx.go('#/');
-    replace(main, h('h1', {}, 'Not found'), h('p', {}, 'No page here. ', h('a', { href: '#/' }, 'Go to the dashboard.')));
-    return;
+  if (name === 'signin') return ctx.go('#/');
+  if (!mod) {
+    // An unknown route: say so, with its own title, rather than keep the
+    // previous page's.
+    replace(main, h('h1', { id: 'not-found' }, 'Not found'),
+      h('p', {}, 'There is no page at ', h('code', {}, location.hash), '. ', h('a', { href: '#/' }, 'Go to the dashboard'), ', or choose a page in the menu.'));
+  } else {
+    leave = mod.render(main, { parts, query }, ctx) || null;
   }
-  leave = mod.render(main, { parts, query }, ctx) || null;
   // Move focus to the new page, as a page load would, so that keyboard
   // and screen reader users start at its top.
   const h1 = main.querySelector('h1');
@@ -104,6 +116,8 @@ async function route() {
 
 function showSignedIn(yes) {
   nav.hidden = !yes;
+  // Pages only admins may use (the API refuses them to others).
+  for (const li of nav.querySelectorAll('[data-admin]')) li.hidden = !(yes && ctx.me && ctx.me.admin);
   who.hidden = !yes;
   whoName.textContent = yes && ctx.me ? 'Signed in as ' + ctx.me.name + (ctx.me.admin ? ' (admin)' : '') : '';
 }

@@ -20,8 +20,10 @@ function niceStep(max, n) {
 // timeChart draws series over points: [{t: Date ms, ...values}].
 // series: [{key, label, cls, area: bool, dashed: bool}]. yMax is the top of
 // the axis (at least the largest value). now is the right edge (ms),
-// windowMs the width of the axis.
-export function timeChart({ points, series, yMax, now, windowMs, title, unit = 'GPUs' }) {
+// windowMs the width of the axis. id names the chart's title and
+// description elements (one page may hold several charts); format writes
+// a value on the axis and in the description.
+export function timeChart({ points, series, yMax, now, windowMs, title, unit = 'GPUs', id = 'chart', format = fmt }) {
   const x0 = now - windowMs;
   const innerW = W - PAD.left - PAD.right;
   const innerH = H - PAD.top - PAD.bottom;
@@ -34,20 +36,20 @@ export function timeChart({ points, series, yMax, now, windowMs, title, unit = '
   const Y = (v) => PAD.top + innerH - (v / top) * innerH;
 
   const svg = h('svg:svg', {
-    viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-labelledby': 'chart-title chart-desc',
+    viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-labelledby': `${id}-title ${id}-desc`,
   });
-  svg.appendChild(h('svg:title', { id: 'chart-title' }, title));
+  svg.appendChild(h('svg:title', { id: id + '-title' }, title));
   const last = points[points.length - 1];
   const desc = last
-    ? series.map((s) => `${s.label}: ${fmt(last[s.key])}`).join('; ') + ` ${unit} at the latest point`
+    ? series.map((s) => `${s.label}: ${format(last[s.key])}`).join('; ') + ` ${unit} at the latest point`
     : 'No data yet.';
-  svg.appendChild(h('svg:desc', { id: 'chart-desc' }, desc));
+  svg.appendChild(h('svg:desc', { id: id + '-desc' }, desc));
 
   // Grid and the value axis.
   const grid = h('svg:g', { class: 'grid' });
   for (let v = 0; v <= top + 1e-9; v += step) {
     grid.appendChild(h('svg:line', { x1: PAD.left, x2: W - PAD.right, y1: Y(v), y2: Y(v) }));
-    grid.appendChild(h('svg:text', { x: PAD.left - 6, y: Y(v) + 4, class: 'ylabel' }, fmt(v)));
+    grid.appendChild(h('svg:text', { x: PAD.left - 6, y: Y(v) + 4, class: 'ylabel' }, format(v)));
   }
   // The time axis: ticks at round minutes/hours before now.
   const tStep = niceTimeStep(windowMs);

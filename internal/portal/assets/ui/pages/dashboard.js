@@ -1,7 +1,7 @@
 import { api, list } from '../api.js';
-import { h, replace, gpus, pct, duration, since, bar, errorBox, table, every, askGPUs, placement } from '../dom.js';
+import { h, replace, gpus, pct, duration, since, bar, errorBox, table, every, askGPUs, placement, workloadLink, clipped } from '../dom.js';
 import { timeChart } from '../chart.js';
-import { teamBar } from './teams.js';
+import { teamBar, quotaScale, scaleNote, clusterMilli } from './teams.js';
 
 const WINDOWS = [['5m', 5], ['15m', 15], ['1h', 60], ['6h', 360], ['24h', 1440]];
 
@@ -39,7 +39,7 @@ export function render(main, _route, _ctx) {
         chartBox, chartNote),
       h('section', { class: 'card', 'aria-labelledby': 'teams-h' },
         h('h2', { id: 'teams-h' }, 'Team quotas'),
-        h('p', { class: 'help' }, 'GPUs each team holds, against its guarantee (solid mark) and fair share (dashed mark); purple when borrowing beyond the guarantee. ',
+        h('p', { class: 'help' }, 'GPUs each team holds, against its guarantee (solid mark), fair share (dashed mark) and limit (red mark); purple when borrowing beyond the guarantee. All bars share one scale. ',
           h('a', { href: '#/teams' }, 'All figures')),
         teamsBox),
       h('section', { class: 'card', 'aria-labelledby': 'running-h' },
@@ -110,7 +110,9 @@ export function render(main, _route, _ctx) {
 
     if (teams.status === 'fulfilled') {
       const ts = teams.value.items;
-      replace(teamsBox, ts.length ? h('ul', { class: 'team-bars' }, ts.map((t) => h('li', {}, teamBar(t)))) :
+      const cluster = clusterMilli(ns);
+      const scale = quotaScale(ts, cluster);
+      replace(teamsBox, ts.length ? [h('ul', { class: 'team-bars' }, ts.map((t) => h('li', {}, teamBar(t, scale)))), scaleNote(scale, cluster, true)] :
         h('p', { class: 'muted' }, 'You belong to no team.'));
     }
     if (ws) {
@@ -122,8 +124,8 @@ export function render(main, _route, _ctx) {
         running.map((w) => ({
           attrs: { 'data-id': w.id },
           cells: [
-            h('a', { href: '#/workloads/' + encodeURIComponent(w.id) }, w.name || w.id, ' ', h('span', { class: 'muted' }, w.id)),
-            w.team, w.owner, askGPUs(w), placement(w), since(w.status.startedAt), usageCell(w),
+            workloadLink(w),
+            w.team, w.owner, askGPUs(w), h('span', { class: 'place' }, placement(w)), since(w.status.startedAt), usageCell(w),
           ],
         })), { empty: 'Nothing is running.', cls: 'running' }));
     }
@@ -196,9 +198,9 @@ function queue(pending, now) {
     h('p', {}, `${pending.length} pending; the longest has waited ${duration(longest)}.`),
     table('Pending workloads', ['Workload', 'Team', 'GPUs', 'Waiting', 'Why'],
       pending.slice(0, 8).map((w) => [
-        h('a', { href: '#/workloads/' + encodeURIComponent(w.id) }, w.name || w.id),
-        w.team, askGPUs(w), since(w.createdAt), [w.status.reason, w.status.message].filter(Boolean).join(': ') || '—',
-      ])),
+        workloadLink(w),
+        w.team, askGPUs(w), since(w.createdAt), clipped([w.status.reason, w.status.message].filter(Boolean).join(': ')),
+      ]), { cls: 'queue' }),
     pending.length > 8 ? h('p', {}, h('a', { href: '#/workloads?phase=Pending' }, `All ${pending.length} pending workloads`)) : null,
   ];
 }

@@ -33,7 +33,7 @@ function node(n) {
   return h('section', { class: 'card node', 'data-node': n.name, 'aria-labelledby': 'node-' + n.name },
     h('div', { class: 'section-head' },
       h('h2', { id: 'node-' + n.name }, n.name, ' ', n.schedulable ? h('span', { class: 'badge ok' }, 'schedulable') : h('span', { class: 'badge warn' }, 'cordoned')),
-      h('span', { class: 'help' }, `${gpus(alloc)} of ${total} GPUs allocated`, meta ? ' · ' + meta : '', n.updatedAt ? h('span', {}, ' · updated ', ago(n.updatedAt)) : null)),
+      h('span', { class: 'help' }, `${gpus(alloc)} of ${total} GPUs allocated`, meta ? ' · ' + meta : '', n.updatedAt ? h('span', {}, ' · last reported ', ago(n.updatedAt)) : null)),
     table('GPUs of ' + n.name, ['GPU', 'Model', 'Allocated', 'Allocations', 'Utilisation', 'Memory', 'Health'],
       n.gpus.map((g) => ({ attrs: { 'data-gpu': String(g.index) }, cells: gpuRow(g) })), { empty: 'This node has no GPU.', cls: 'gpus' }));
 }

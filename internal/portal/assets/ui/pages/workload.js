@@ -1,7 +1,10 @@
 import { api, streamLogs, LOG_TAIL_BYTES } from '../api.js';
 import { h, replace, ago, rfc3339, phase, errorBox, table, dl, every, gpus, mib, pct, duration, askGPUs } from '../dom.js';
+import { timeChart } from '../chart.js';
 
 const TERMINAL = ['Succeeded', 'Failed', 'Cancelled'];
+const USAGE_WINDOWS = [['15m', 15], ['1h', 60], ['4h', 240]];
+let usageWindow = '1h';
 
 export function render(main, { parts }) {
   const id = parts[1];
@@ -17,6 +20,14 @@ export function render(main, { parts }) {
   const logs = h('pre', { id: 'logs', class: 'logs', tabindex: '0', 'aria-label': 'Log output', 'aria-live': 'off' });
   const logState = h('p', { class: 'help', id: 'log-state', 'aria-live': 'polite' }, 'Connecting…');
   const follow = h('input', { type: 'checkbox', id: 'log-follow', checked: true });
+  const usageBox = h('div', { id: 'usage-charts', class: 'cols' });
+  const usageNote = h('p', { class: 'help', id: 'usage-note', 'aria-live': 'polite' });
+  const usageWin = h('select', { id: 'usage-window', name: 'window' },
+    USAGE_WINDOWS.map(([n]) => h('option', { value: n, selected: n === usageWindow }, 'last ' + n)));
+  usageWin.addEventListener('change', () => {
+    usageWindow = usageWin.value;
+    if (w) refreshUsage(w);
+  });
   const dialog = confirmDialog(id, () => cancel());
 
   replace(main,
@@ -27,6 +38,10 @@ export function render(main, { parts }) {
     h('div', { class: 'cols' },
       h('section', { class: 'card', 'aria-labelledby': 'status-h' }, h('h2', { id: 'status-h' }, 'Status'), statusBox),
       h('section', { class: 'card', 'aria-labelledby': 'spec-h' }, h('h2', { id: 'spec-h' }, 'Spec'), specBox)),
+    h('section', { class: 'card', id: 'usage-card', 'aria-labelledby': 'gpu-use-h' },
+      h('div', { class: 'section-head' }, h('h2', { id: 'gpu-use-h' }, 'GPU use over time'),
+        h('span', { class: 'inline' }, h('label', { for: 'usage-window' }, 'Window '), usageWin)),
+      usageBox, usageNote),
     h('section', { class: 'card', 'aria-labelledby': 'logs-h' },
       h('div', { class: 'section-head' }, h('h2', { id: 'logs-h' }, 'Logs'), logState,
         h('span', { class: 'check' }, follow, h('label', { for: 'log-follow' }, 'Scroll to the end as lines arrive'))),
@@ -47,6 +62,7 @@ export function render(main, { parts }) {
       w = wl;
       replace(errBox);
       show(wl, evs.items);
+      await refreshUsage(wl);
     } catch (e) {
       if (e.name === 'AbortError') return;
       if (e.status === 404 && !w) {
@@ -119,6 +135,47 @@ export function render(main, { parts }) {
         cells: [ago(e.time), e.type === 'Warning' ? h('span', { class: 'badge warn' }, 'Warning') : e.type, e.reason,
           e.from || e.to ? (e.from || '—') + ' → ' + (e.to || '—') : '', e.message || ''],
       })), { empty: 'No events yet.', cls: 'events' }));
+  }
+
+  // The workload's GPU use over time, from the server's samples
+  // (GET /workloads/ID/usage): utilisation, and memory against its share.
+  async function refreshUsage(wl) {
+    let hist;
+    try {
+      hist = await api('/workloads/' + encodeURIComponent(id) + '/usage?window=' + usageWindow, { signal: ac.signal });
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      replace(usageBox);
+      usageNote.textContent = e.status === 404 ? 'This server keeps no per-workload usage history.' : 'Cannot read its GPU use: ' + e.message;
+      return;
+    }
+    const st = wl.status;
+    const shareMiB = (st.placement || []).reduce((s, p) => s + (p.memoryMiB || 0), 0);
+    const points = hist.points.map((p) => ({ t: Date.parse(p.time), util: p.gpuUtilization * 100, mem: p.gpuMemoryUsedMiB / 1024,
+      share: shareMiB ? shareMiB / 1024 : undefined, attempt: p.attempt }));
+    if (!points.length) {
+      replace(usageBox);
+      usageNote.textContent = st.phase === 'Pending' ? 'Not sampled yet: the chart starts once the workload runs.'
+        : hist.intervalSeconds ? 'No sample of this workload in the window' + (TERMINAL.includes(st.phase) ? ' (the server keeps samples in memory, for a while).' : ' yet.')
+          : 'This server does not sample GPU use.';
+      return;
+    }
+    const windowMs = USAGE_WINDOWS.find(([n]) => n === usageWindow)[1] * 60e3;
+    // The right edge is now while it runs, its last sample once it ended;
+    // a history shorter than the window fills the chart.
+    const end = TERMINAL.includes(st.phase) ? points[points.length - 1].t : Date.now();
+    const span = Math.min(windowMs, Math.max(30e3, 10 * (hist.intervalSeconds || 0) * 1000, end - points[0].t));
+    const attempts = new Set(points.map((p) => p.attempt));
+    replace(usageBox,
+      timeChart({ id: 'util-chart', points, now: end, windowMs: span, yMax: 100, unit: '%', format: (v) => typeof v === 'number' ? Math.round(v) + '%' : '—',
+        title: `GPU utilisation (mean over its GPUs), ${span < windowMs ? 'since ' + new Date(points[0].t).toISOString() : 'last ' + usageWindow}`,
+        series: [{ key: 'util', label: 'Utilisation', cls: 's-util', area: true }] }),
+      timeChart({ id: 'mem-chart', points, now: end, windowMs: span, yMax: shareMiB / 1024, unit: 'GiB',
+        title: `GPU memory used, ${span < windowMs ? 'since ' + new Date(points[0].t).toISOString() : 'last ' + usageWindow}`,
+        series: [{ key: 'mem', label: 'Memory used (GiB)', cls: 's-mem', area: true }].concat(shareMiB ? [{ key: 'share', label: 'Its share (GiB)', cls: 's-share', dashed: true }] : []) }));
+    const last = hist.points[hist.points.length - 1];
+    usageNote.textContent = `${hist.points.length} sample${hist.points.length === 1 ? '' : 's'}, one every ${hist.intervalSeconds} s` +
+      (attempts.size > 1 ? `, of ${attempts.size} attempts` : '') + `; the latest: ${pct(last.gpuUtilization)} utilisation, ${mib(last.gpuMemoryUsedMiB)} of GPU memory.`;
   }
 
   async function cancel() {

@@ -1,5 +1,5 @@
 import { api } from '../api.js';
-import { h, replace, ago, phase, errorBox, table, every, askGPUs, placement } from '../dom.js';
+import { h, replace, ago, phase, errorBox, table, every, askGPUs, placement, workloadLink, clipped } from '../dom.js';
 
 const PHASES = [
   ['Pending,Running', 'Active (pending or running)'],
@@ -99,9 +99,9 @@ export function render(main, { query }) {
       ws.map((w) => ({
         attrs: { 'data-id': w.id, 'data-phase': w.status.phase },
         cells: [
-          h('a', { href: '#/workloads/' + encodeURIComponent(w.id) }, w.name || w.id, h('br'), h('span', { class: 'muted small' }, w.id)),
-          phase(w.status.phase), w.team, w.owner, w.kind, w.priority, askGPUs(w), placement(w), ago(w.createdAt),
-          [w.status.reason, w.status.message].filter(Boolean).join(': '),
+          workloadLink(w),
+          phase(w.status.phase), w.team, w.owner, w.kind, w.priority, askGPUs(w), h('span', { class: 'place' }, placement(w)), ago(w.createdAt),
+          clipped([w.status.reason, w.status.message].filter(Boolean).join(': '), ''),
         ],
       })), { empty: 'No workload matches these filters.', cls: 'workloads' }));
     replace(more, nextToken ? h('button', { type: 'button', onclick: loadMore }, 'Load more') : null);
