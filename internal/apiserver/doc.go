@@ -15,8 +15,9 @@
 // needed. Answers name another team's workload only as "a workload of
 // another team" (redact.go), and a team-admin's hold on accounts stops at
 // its own team: it adds only users it may see and acts only for its own
-// team's service accounts (mayAdd, actsFor). Each token has a rate limit
-// (ratelimit.go), and every mutating
+// team's service accounts (mayAdd, actsFor). Each token, and each address
+// without a valid token, has a rate limit (ratelimit.go, on
+// golang.org/x/time/rate; admins have none), and every mutating
 // request, whatever its answer, is recorded in the audit trail (audit.go).
 //
 // A write the store refuses because its disk is full answers 507
