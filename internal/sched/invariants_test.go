@@ -12,8 +12,12 @@ package sched_test
 // requeued, running work finishes, new work arrives). Progress gets tests
 // of its own: a team reclaims its guarantee within one cycle (9), a large
 // workload does not starve behind a stream of small ones, and the
-// simulation settles once work stops arriving. TestInvariantChecks-
-// CatchBrokenPlans shows that each check can fail.
+// simulation settles once work stops arriving, and no workload is
+// reclaimed twice within MinRuntime (TestNoWorkloadThrashes). Pending work
+// comes in every request shape (a count, a fraction, memory, a model
+// list), so that limits are checked over mixed fleets. TestInvariantChecks-
+// CatchBrokenPlans shows that each check can fail. Every property runs
+// under the seeds that once failed and a fresh one (invCheck).
 //
 // "Within the guarantee" counts, as the scheduler's classification does,
 // the team's work in the class in question and above: the guarantee

@@ -23,7 +23,9 @@ type Options struct {
 	// work of teams above theirs.
 	FairShareReclaim bool
 	// MinRuntime protects a workload from fair-share reclaim until it has run
-	// this long (reclaim of a guarantee is not delayed).
+	// this long (reclaim of a guarantee is not delayed), and keeps a
+	// workload the scheduler stopped from starting again on borrowed
+	// capacity for this long (RecentlyPreempted).
 	MinRuntime time.Duration
 	// Packing names the policy that chooses among the places where a
 	// workload fits (see Policies); "" is PackGPUFleet. An unknown name
@@ -50,13 +52,14 @@ func Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 //     device holds, each team's usage, pending demand and fair share;
 //  2. classify running workloads as within or over their team's quota;
 //  3. order pending workloads: priority class, then the team furthest below
-//     its fair share (recomputed after each placement), then submission;
-//  4. for each, check its team's limit and its class's quota rule, then
-//     place it on the best node that is not reserved (whole GPUs: the node
-//     left with the fewest free devices; a fraction: the device left with
-//     the least free share), or else look for a minimal set of victims it
-//     may preempt, or else explain why it waits, reserving a node for it if
-//     it has waited longer than StarvationAfter;
+//     its fair share (recomputed after each placement), then submission,
+//     those within their team's guarantee before those that would borrow;
+//  4. for each, check that it could ever run, its team's limit and its
+//     class's quota rule, then place it where the packing policy prefers
+//     among the places a hold or a reservation leaves it, or else look for
+//     the cheapest set of victims it may preempt (doc.go, eviction rules),
+//     or else explain why it waits, reserving a node for it if it has
+//     waited longer than StarvationAfter;
 //  5. return the plan, with every team's share.
 func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	c := newCycle(o, snap, now)
