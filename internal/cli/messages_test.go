@@ -43,3 +43,10 @@ func TestVersionFlag(t *testing.T) {
 		t.Errorf("--version: %+v; version: %+v; want the same line, exit 0", flag, verb)
 	}
 }
+
+// refusedTokenHint is what follows the error when the server refuses the
+// token in GPUFLEET_TOKEN.
+const refusedTokenHint = "The server refused the token in GPUFLEET_TOKEN: it is mistyped, revoked or expired.\n" +
+	"Set GPUFLEET_TOKEN (or --token), or run 'gpufleet login', which saves one.\n" +
+	"A local server writes its admin token to DATA/admin-token (default .gpufleet/admin-token):\n" +
+	"  export GPUFLEET_TOKEN=$(cat .gpufleet/admin-token)\n"

@@ -190,7 +190,7 @@ func TestWhoAmI(t *testing.T) {
 	}
 
 	got = f.runAs(t, "nobody", "whoami")
-	checkResult(t, result{code: 1, stderr: "error: missing or unknown API token\n"}, got)
+	checkResult(t, result{code: 1, stderr: "error: missing or unknown API token\n" + refusedTokenHint}, got)
 }
 
 func TestTokens(t *testing.T) {
@@ -257,7 +257,7 @@ func TestTokens(t *testing.T) {
 			"error: tok-2: token \"tok-2\" not found\n" +
 			"error: tok-9: token \"tok-9\" not found\n"}, got)
 		checkRequests(t, f, "/api/v1/tokens/", "DELETE /api/v1/tokens/tok-5", "DELETE /api/v1/tokens/tok-2", "DELETE /api/v1/tokens/tok-9")
-		checkResult(t, result{code: 1, stderr: "error: missing or unknown API token\n"}, f.runAs(t, "secret-5", "whoami"))
+		checkResult(t, result{code: 1, stderr: "error: missing or unknown API token\n" + refusedTokenHint}, f.runAs(t, "secret-5", "whoami"))
 		checkResult(t, result{stdout: "token tok-1 revoked\n"}, f.run(t, "token", "revoke", "tok-1"))
 	})
 }
