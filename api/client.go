@@ -218,6 +218,10 @@ type LogOptions struct {
 	// TailLines, when positive, keeps only the last lines (at most
 	// 100000), and starts a followed log there.
 	TailLines int
+	// SinceSeconds, when positive, starts at the output written that many
+	// seconds ago or later (at most a year; executors that keep no times
+	// refuse it).
+	SinceSeconds int64
 }
 
 // LogsWith streams a workload's log as o says.
@@ -228,6 +232,9 @@ func (c *Client) LogsWith(ctx context.Context, id string, o LogOptions) (io.Read
 	}
 	if o.TailLines > 0 {
 		q.Set("tailLines", strconv.Itoa(o.TailLines))
+	}
+	if o.SinceSeconds > 0 {
+		q.Set("sinceSeconds", strconv.FormatInt(o.SinceSeconds, 10))
 	}
 	p := "/workloads/" + url.PathEscape(id) + "/logs"
 	if len(q) > 0 {

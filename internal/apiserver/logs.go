@@ -16,6 +16,11 @@ import (
 // its last limitBytes bytes when ?limitBytes= is given, else at its start.
 const MaxLogBytes = 16 << 20
 
+// MaxSinceSeconds bounds ?sinceSeconds= (a year), which starts the log at
+// the output written that many seconds ago or later (give or take a second),
+// within the other bounds.
+const MaxSinceSeconds = 365 * 24 * 3600
+
 // MaxTailLines bounds ?tailLines=, which keeps only the log's last lines
 // (within its last MaxLogBytes, or limitBytes), and starts a followed log
 // there.
@@ -46,6 +51,22 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 		}
 		tail = n
 	}
+	since := int64(-1) // the offset output written since sinceSeconds starts at
+	if v := r.URL.Query().Get("sinceSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > MaxSinceSeconds {
+			return invalid("sinceSeconds", "must be a number of seconds from 1 to %d", MaxSinceSeconds)
+		}
+		ls, ok := s.opts.Logs.(LogSincer)
+		if !ok {
+			return invalid("sinceSeconds", "this executor's logs carry no times: use tailLines")
+		}
+		off, err := ls.LogOffsetSince(wl.ID, time.Now().Add(-time.Duration(n)*time.Second))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		since = off
+	}
 	// A log is long (16 MiB) or followed for as long as the workload
 	// runs: past the server's read and write timeouts.
 	w = newStreamWriter(w, r)
@@ -66,12 +87,13 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 		defer f.Close()
 		// Without follow, at most the last limit bytes; with follow, from
 		// the last limitBytes bytes when the caller asks for them.
-		if !follow || r.URL.Query().Has("limitBytes") || tail > 0 {
+		if !follow || r.URL.Query().Has("limitBytes") || tail > 0 || since >= 0 {
 			if sk, ok := f.(io.ReadSeeker); ok {
 				start := int64(0)
-				if end, err := sk.Seek(0, io.SeekEnd); err == nil && end > limit {
+				if end, err := sk.Seek(0, io.SeekEnd); err == nil && end > limit && (!follow || r.URL.Query().Has("limitBytes") || tail > 0) {
 					start = end - limit
 				}
+				start = max(start, since)
 				if tail > 0 {
 					start = tailStart(sk, start, tail)
 				}

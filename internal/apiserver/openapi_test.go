@@ -201,7 +201,7 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"GET /api/v1/workloads", []string{"query limit", "query name", "query owner", "query pageToken", "query phase", "query team"}, []string{"200", "400", "401", "429"}},
 		{"GET /api/v1/workloads/{id}", nil, []string{"200", "401", "404", "429"}},
 		{"DELETE /api/v1/workloads/{id}", nil, []string{"200", "401", "403", "404", "429"}},
-		{"GET /api/v1/workloads/{id}/logs", []string{"query follow", "query limitBytes", "query tailLines"}, []string{"200", "400", "401", "404", "429"}},
+		{"GET /api/v1/workloads/{id}/logs", []string{"query follow", "query limitBytes", "query sinceSeconds", "query tailLines"}, []string{"200", "400", "401", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/events", nil, []string{"200", "401", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/usage", []string{"query window"}, []string{"200", "400", "401", "404", "429"}},
 		{"GET /api/v1/nodes", nil, []string{"200", "401", "429"}},

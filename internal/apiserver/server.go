@@ -28,6 +28,13 @@ type LogSource interface {
 	Logs(id core.WorkloadID) (io.ReadCloser, error)
 }
 
+// LogSincer is a LogSource that knows when its output was written: for
+// ?sinceSeconds= the API server starts the log at the offset it gives.
+// Sources without it refuse sinceSeconds.
+type LogSincer interface {
+	LogOffsetSince(id core.WorkloadID, since time.Time) (int64, error)
+}
+
 // LogFollower is a LogSource whose log cannot be followed by reading it
 // again as it grows (a pod's log): for ?follow=true the API server asks it
 // for a stream that ends when the latest attempt's output ends. With

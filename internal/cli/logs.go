@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,9 +15,10 @@ const maxTailLines = 100000
 func newLogsCmd(e *env) *cobra.Command {
 	var follow bool
 	var tail int
+	var since time.Duration
 	var team string
 	cmd := &cobra.Command{
-		Use:   "logs ID|NAME [-f] [--tail N]",
+		Use:   "logs ID|NAME [-f] [--tail N] [--since DURATION]",
 		Short: "Print a workload's output",
 		Long:  "Print a workload's output.\n\n" + workloadArg,
 		Args:  cobra.ExactArgs(1),
@@ -32,7 +34,14 @@ func newLogsCmd(e *env) *cobra.Command {
 			if tail < 0 || tail > maxTailLines {
 				return usagef("--tail %d: want a number of lines from 1 to %d", tail, maxTailLines)
 			}
-			rc, err := c.LogsWith(cmd.Context(), w.ID, api.LogOptions{Follow: follow, TailLines: tail})
+			if since < 0 || since > 365*24*time.Hour {
+				return usagef("--since %s: want a duration from 1s to 8760h (a year), e.g. 10m", since)
+			}
+			secs := int64(since / time.Second)
+			if since > 0 && secs == 0 {
+				secs = 1
+			}
+			rc, err := c.LogsWith(cmd.Context(), w.ID, api.LogOptions{Follow: follow, TailLines: tail, SinceSeconds: secs})
 			if err != nil {
 				return err
 			}
@@ -43,6 +52,7 @@ func newLogsCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the workload finishes")
 	cmd.Flags().IntVar(&tail, "tail", 0, "print only the last N lines (with -f, then follow from there)")
+	cmd.Flags().DurationVar(&since, "since", 0, "print only the output of the last DURATION (5s, 10m, 2h; to within a second), then follow with -f")
 	addTeamFlag(cmd, &team)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -155,7 +156,9 @@ func runShim(attemptDir, specJSON string, env []string, prog string, argv []stri
 	_, tick, _ := procStat(pid) // unreaped, so readable even if it has exited
 	copied := make(chan struct{})
 	go func() {
-		copyOutput(os.Stdout, outR)
+		idx := openLogIndex(filepath.Dir(attemptDir))
+		copyOutput(os.Stdout, outR, idx)
+		idx.close()
 		close(copied)
 	}()
 
@@ -184,15 +187,17 @@ func runShim(attemptDir, specJSON string, env []string, prog string, argv []stri
 	return 0
 }
 
-// copyOutput copies the task's output to the log until the pipe closes. A
-// write that fails (a full disk) drops that output but keeps draining the
-// pipe, so the task never blocks on it.
-func copyOutput(log io.Writer, r io.Reader) {
+// copyOutput copies the task's output to the log until the pipe closes,
+// marking the log's time index as it goes. A write that fails (a full disk)
+// drops that output but keeps draining the pipe, so the task never blocks
+// on it.
+func copyOutput(log *os.File, r io.Reader, idx *logIndex) {
 	buf := make([]byte, 32<<10)
 	dropped := 0
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
+			idx.mark(log, time.Now())
 			if _, werr := log.Write(buf[:n]); werr != nil {
 				dropped += n
 			} else if dropped > 0 {
@@ -205,7 +210,6 @@ func copyOutput(log io.Writer, r io.Reader) {
 		}
 	}
 }
-
 // recordOf turns a wait status into an exit record.
 func recordOf(ps *os.ProcessState) exitRecord {
 	var rec exitRecord
