@@ -185,7 +185,9 @@ func TestLiveFirstHourVerbs(t *testing.T) {
 		s.must(t, "create", "team", "watched")
 		ctx, cancel := context.WithCancel(context.Background())
 		res := make(chan result, 1)
-		go func() { res <- s.runCtx(t, ctx, s.admin, "get", "workloads", "--team", "watched", "--watch", "-o", "json") }()
+		go func() {
+			res <- s.runCtx(t, ctx, s.admin, "get", "workloads", "--team", "watched", "--watch", "-o", "json")
+		}()
 		time.Sleep(200 * time.Millisecond)
 		id := strings.TrimSpace(s.must(t, "submit", "--team", "watched", "--gpus", "0.25", "--", "sleep", "0.5"))
 		s.must(t, "wait", id)

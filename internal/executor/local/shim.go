@@ -210,6 +210,7 @@ func copyOutput(log *os.File, r io.Reader, idx *logIndex) {
 		}
 	}
 }
+
 // recordOf turns a wait status into an exit record.
 func recordOf(ps *os.ProcessState) exitRecord {
 	var rec exitRecord
