@@ -9,6 +9,8 @@
 //	log          stdout and stderr of every attempt, appended, each attempt
 //	             after a "--- gpufleet: attempt N started <time> ---" line;
 //	             written by the supervisor, never opened by the task
+//	log.idx      the log's time index: "<offset> <unix ns>" at most once a
+//	             second of output, for logs --since (LogOffsetSince)
 //	work/        the default working directory (and HOME) of every attempt;
 //	             Task.WorkingDir is a local path below it
 //	checkpoint/  $GPUFLEET_CHECKPOINT_DIR: kept across attempts, so a task
