@@ -187,7 +187,8 @@ func (v candidate) message(preemptor *core.Workload, ts *teamState) string {
 // ts, asking ask milli-GPU) may preempt, in victim order, under the rules:
 //
 //  1. within its own team, workloads of a lower class (Preempted);
-//  2. idle-only (batch) workloads of any team (Preempted);
+//  2. idle-only (batch) workloads of any team (Preempted in its own team,
+//     Reclaimed in another);
 //  3. when the team stays within its guarantee, other teams' over-quota
 //     workloads (Reclaimed);
 //  4. with fair-share reclaim on, when the team stays within its fair

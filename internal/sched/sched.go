@@ -29,7 +29,8 @@ type Options struct {
 	MinRuntime time.Duration
 	// Packing names the policy that chooses among the places where a
 	// workload fits (see Policies); "" is PackGPUFleet. An unknown name
-	// falls back to PackGPUFleet: config validation rejects it earlier.
+	// falls back to PackGPUFleet (the server never sets it; the simulator
+	// checks the names it is given).
 	Packing string
 }
 
