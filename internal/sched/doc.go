@@ -34,7 +34,8 @@
 //     still take is refused there);
 //  3. a workload the scheduler stopped less than MinRuntime ago
 //     (Status.PreemptedAt) starts again only within its team's guarantee
-//     (RecentlyPreempted): no other team's reclaim undoes it at once;
+//     while work of another team, within its guarantee, waits in this
+//     cycle (RecentlyPreempted): that work would reclaim it at once;
 //  4. it is placed on free capacity when it fits, where the packing policy
 //     (below) says it costs the workload mix least;
 //  5. otherwise it may preempt: lower classes of its own team, batch of any
@@ -66,8 +67,9 @@
 //     victim order (team furthest above its share, lowest class, newest).
 //
 // A decision is stable: a workload reclaimed or preempted is not started
-// again, for MinRuntime, where another team's reclaim would undo it (rule
-// 3), guaranteed work is decided before borrowing work, and a starvation
+// again, for MinRuntime, where guaranteed work already waiting would
+// reclaim it (rule 3), guaranteed work is decided before borrowing work
+// (no GPU stays idle for work that has not arrived), and a starvation
 // reservation never holds capacity against a team's guarantee (below).
 // The invariant tests check each rule on random clusters, with fresh
 // seeds.

@@ -84,6 +84,9 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 			borrowing = append(borrowing, w)
 		default:
 			c.decide(w)
+			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == w.ID {
+				c.guaranteedWaiting[c.team(w.Team)]++
+			}
 		}
 	}
 	for _, w := range borrowing {
@@ -91,6 +94,17 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	}
 	c.plan.Shares = c.shares()
 	return c.plan
+}
+
+// othersWait reports whether work of a team other than ts, decided within
+// its guarantee in this cycle, was left waiting.
+func (c *cycle) othersWait(ts *teamState) bool {
+	for t, n := range c.guaranteedWaiting {
+		if n > 0 && t != ts {
+			return true
+		}
+	}
+	return false
 }
 
 // guaranteed reports whether w would run within its team's guarantee now.
@@ -152,6 +166,9 @@ type cycle struct {
 	soft bool
 	// budgetHit is set when a place was refused for the budget alone.
 	budgetHit bool
+	// guaranteedWaiting counts, per team, the workloads decided within its
+	// guarantee and left waiting in this cycle.
+	guaranteedWaiting map[*teamState]int
 	// kinds are the distinct device kinds (model and memory), for askMilli.
 	kinds []core.GPU
 	// kept are the replicas of the workload being placed that joined a
@@ -216,7 +233,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
 		noFit:       map[string]string{}, noVictims: map[string]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[string]string{},
-		pictured: map[core.WorkloadID]picture{},
+		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{},
 	}
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()
@@ -600,10 +617,11 @@ func (c *cycle) decide(w *core.Workload) {
 	}
 
 	// A workload the scheduler stopped less than MinRuntime ago starts
-	// again only within its team's guarantee, where another team's
-	// reclaim cannot undo it at once: a decision holds for MinRuntime.
-	// Batch is the exception: it lives on idle capacity.
-	if at := w.Status.PreemptedAt; at != nil && !inQuota && !class.IdleOnly && c.now.Sub(*at) < c.opts.MinRuntime {
+	// again only within its team's guarantee while another team's work
+	// within its guarantee waits (it would reclaim it at once): a decision
+	// holds for MinRuntime. Batch is the exception: it lives on idle
+	// capacity.
+	if at := w.Status.PreemptedAt; at != nil && !inQuota && !class.IdleOnly && c.now.Sub(*at) < c.opts.MinRuntime && c.othersWait(ts) {
 		c.unplaced(w, ReasonRecentlyPreempted, fmt.Sprintf("stopped for another workload at %s: it runs again within team %s's guarantee at once, or on borrowed capacity from %s",
 			at.UTC().Format(time.RFC3339), ts.team.Name, at.Add(c.opts.MinRuntime).UTC().Format(time.RFC3339)), "")
 		return
