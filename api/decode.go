@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"time"
 )
 
 // DecodeStrict decodes the one JSON value of b into v, refusing fields v
@@ -33,6 +34,7 @@ func DecodeProblem(err error) error {
 	var fe FieldErrors
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
+	var pe *time.ParseError
 	switch {
 	case errors.As(err, &fe):
 		return fe
@@ -45,7 +47,16 @@ func DecodeProblem(err error) error {
 		if field == "" {
 			field = "body"
 		}
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok { // a number of the wrong kind or size
+			why := "not whole"
+			if !strings.ContainsAny(n, ".eE") {
+				why = "too large"
+			}
+			return FieldErrors{{Field: field, Problem: fmt.Sprintf("must be %s, not %s (%s)", JSONType(te.Type), n, why)}}
+		}
 		return FieldErrors{{Field: field, Problem: fmt.Sprintf("must be %s, not a JSON %s", JSONType(te.Type), te.Value)}}
+	case errors.As(err, &pe):
+		return FieldErrors{{Field: "body", Problem: fmt.Sprintf("a time must be RFC 3339, such as 2025-06-01T12:00:00Z, not %q", pe.Value)}}
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {

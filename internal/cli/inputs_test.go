@@ -102,6 +102,11 @@ func TestSubmitFileInPlainWords(t *testing.T) {
 		{"command: [true]\nresources:\n  gpuModels: H100\n", "resources.gpuModels: must be a list of strings, not a string"},
 		{"command: [true]\nname: [a]\n", "name: must be a string, not a list"},
 		{"command: [true]\ncolour: red\n", `unknown field "colour"`},
+		{"command: [true]\nreplicas: 1.5\n", "replicas: must be a whole number, not 1.5 (not whole)"},
+		{"command: [true]\nmaxRuntimeSeconds: 99999999999999999999\n", "maxRuntimeSeconds: must be a whole number, not 100000000000000000000 (too large)"},
+		{"command: [true]\ncreatedAt: yesterday\n", `a time must be RFC 3339, such as 2025-06-01T12:00:00Z, not "yesterday"`},
+		{"command: [true]\nkind: 3\n", "kind: must be a string, not a number"},
+		{"command: [true]\nresources: {gpus: two}\n", `resources.gpus: "two" is not a number`},
 		{"- command: [true]\n", "must be a workload spec, a mapping of fields"},
 		{"", "is empty: a workload spec is expected"},
 		{"command: [true]\n\tname: x\n", "line 2: found character that cannot start any token"},
@@ -113,7 +118,7 @@ func TestSubmitFileInPlainWords(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, "error: "+p+": "+tt.want) {
 			t.Errorf("file %q: %+v, want an error %q", tt.body, r, tt.want)
 		}
-		for _, goish := range []string{"Go ", "unmarshal", "int64", "[]string", "map[", "struct", "json:", "converting"} {
+		for _, goish := range []string{"Go ", "unmarshal", "int64", "[]string", "map[", "struct", "json:", "converting", "2006", "body:"} {
 			if strings.Contains(r.stderr, goish) {
 				t.Errorf("file %q: %q speaks Go (%q)", tt.body, r.stderr, goish)
 			}

@@ -123,6 +123,10 @@ func fileErrors(fe api.FieldErrors) error {
 			parts[i] = fmt.Sprintf("unknown field %q", f.Field)
 			continue
 		}
+		if f.Field == "body" { // the file as a whole, or a field the decoder did not name
+			parts[i] = fileWords.Replace(f.Problem)
+			continue
+		}
 		parts[i] = f.Field + ": " + fileWords.Replace(f.Problem)
 	}
 	return fmt.Errorf("%s", strings.Join(parts, "; "))
