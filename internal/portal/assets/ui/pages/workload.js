@@ -256,7 +256,14 @@ function whyText(wl) {
   const parts = [];
   if (st.reason || st.message) parts.push(h('p', { class: 'reason' }, st.reason ? h('strong', {}, st.reason) : null, st.reason && st.message ? ': ' : '', st.message || ''));
   if (st.phase === 'Pending') {
-    if (st.nominatedNode) parts.push(h('p', {}, `Node ${st.nominatedNode} is held for it while the workloads it preempted stop.`));
+    // A preemptor's node is held while its victims stop; any other
+    // nomination is a starvation reservation, whose message says what it
+    // waits for.
+    if (st.nominatedNode) {
+      parts.push(h('p', {}, st.reason === 'Preempting'
+        ? `Node ${st.nominatedNode} is held for it while the workloads it preempted stop.`
+        : `Node ${st.nominatedNode} is reserved for it: it has waited long, and the node drains for it.`));
+    }
     if (!st.reason && !st.message) parts.push(h('p', {}, 'Waiting for the next scheduling cycle.'));
     parts.push(h('p', { class: 'help' }, 'Submitted ', ago(wl.createdAt), '. The CLI\'s ', h('code', {}, 'gpufleet why ' + wl.id), ' says the same.'));
   }
