@@ -138,6 +138,18 @@ func TestVerbsTakeNames(t *testing.T) {
 			checkResult(t, result{code: 1, stderr: want}, r)
 		}
 	})
+	t.Run("a name many share lists the newest", func(t *testing.T) {
+		var ids []string
+		for range 12 {
+			ids = append(ids, f.submit("alice", "research", "sweep"))
+		}
+		r := f.run("alice", "why", "sweep")
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != 1 || len(lines) != 13 || !strings.HasPrefix(lines[0], "error: 12 workloads are named \"sweep\"") ||
+			!strings.HasPrefix(lines[2], "  "+ids[2]+" ") || lines[12] != "  and 2 older (gpufleet get workloads lists them all)" {
+			t.Errorf("why sweep: %+v, want the 10 newest of 12 and a line for the 2 older", r)
+		}
+	})
 	t.Run("--team picks among the matches", func(t *testing.T) {
 		checkResult(t, result{stdout: "log of " + trainR + "\n"}, f.run("alice", "logs", "train", "--team", "research"))
 		checkResult(t, result{stdout: "log of " + trainV + "\n"}, f.run("alice", "logs", "train", "--team", "vision"))

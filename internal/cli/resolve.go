@@ -72,8 +72,12 @@ func resolveWorkload(ctx context.Context, c *api.Client, now time.Time, arg, tea
 	return nil, notFound
 }
 
+// maxAmbiguousListed bounds the matches an ambiguous name's error lists.
+const maxAmbiguousListed = 10
+
 // ambiguous is the error for a name that several workloads have: it lists
-// them, one a line, with what tells them apart.
+// them, one a line, with what tells them apart (the newest
+// maxAmbiguousListed of them).
 func ambiguous(now time.Time, arg, team string, matches []api.Workload) error {
 	var b strings.Builder
 	where := "in your teams"
@@ -81,12 +85,19 @@ func ambiguous(now time.Time, arg, team string, matches []api.Workload) error {
 		where = "in team " + team
 	}
 	fmt.Fprintf(&b, "%d workloads are named %q %s; give an ID, or --team if they are in different teams:\n", len(matches), arg, where)
+	shown := matches
+	if len(shown) > maxAmbiguousListed { // the newest: the list is in submission order
+		shown = shown[len(shown)-maxAmbiguousListed:]
+	}
 	t := newTable(&b, "  ID", "TEAM", "PHASE", "AGE")
-	for _, m := range matches {
+	for _, m := range shown {
 		t.row("  "+m.ID, m.Team, m.Status.Phase, formatAge(now, m.CreatedAt))
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if n := len(matches) - len(shown); n > 0 {
+		fmt.Fprintf(&b, "  and %d older (gpufleet get workloads lists them all)\n", n)
 	}
 	return errors.New(strings.TrimRight(b.String(), "\n"))
 }
