@@ -636,6 +636,13 @@ func TestPortalInBrowser(t *testing.T) {
 		t.Logf("the server did not stop the memory hog (%s %s): not checking its page", hw.Status.Phase, hw.Status.Reason)
 	}
 
+	// Every workload in the list, the long-named and long-reasoned pending
+	// ones among them, fits its columns.
+	b.run(t, "every workload",
+		chromedp.Navigate(s.url+"/#/workloads?phase="),
+		waitJS(fmt.Sprintf(`document.querySelector('#workload-list tr[data-id=%q] .clip') !== null`, long.ID)))
+	b.checkColumns(t, "workloads, any phase")
+
 	// Back on the dashboard, a few samples later: when the server reports
 	// the workload's GPU use (it wrote 80% to its usage file), the
 	// dashboard shows it.
