@@ -254,7 +254,7 @@ func (s *Server) run(w http.ResponseWriter, c *call) (reply, error) {
 	}
 	if s.limiter != nil && (u == nil || !u.Admin) {
 		if wait, ok := s.limiter.allow(key, s.opts.Now()); !ok {
-			return reply{}, &rateLimited{wait: wait, rate: s.opts.RateLimit}
+			return reply{}, &rateLimited{wait: wait, rate: s.opts.RateLimit, perAddress: u == nil}
 		}
 	}
 	if authErr != nil {
@@ -354,11 +354,18 @@ var (
 type rateLimited struct {
 	wait time.Duration
 	rate RateLimit
+	// perAddress: the caller had no valid token, so its address was
+	// limited.
+	perAddress bool
 }
 
 func (e *rateLimited) Error() string {
-	return fmt.Sprintf("too many requests: at most %g per second for one token, in bursts of at most %d; retry in %d s",
-		e.rate.RequestsPerSecond, e.rate.Burst, retrySeconds(e.wait))
+	who := "one token"
+	if e.perAddress {
+		who = "one address without a valid token"
+	}
+	return fmt.Sprintf("too many requests: at most %g per second for %s, in bursts of at most %d; retry in %d s",
+		e.rate.RequestsPerSecond, who, e.rate.Burst, retrySeconds(e.wait))
 }
 
 // retrySeconds rounds a wait up to whole seconds, at least one, as
