@@ -74,9 +74,11 @@ func TestREADME(t *testing.T) {
 	linkTrace(t, repo, filepath.Join(base, "clusterdata", "cluster-trace-gpu-v2023", "csv"))
 
 	bin := filepath.Join(base, "bin", "gpufleet")
+	start := time.Now()
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	t.Logf("go build: %.1fs", time.Since(start).Seconds())
 	addr := freeAddr(t)
 	data := filepath.Join(walk, ".gpufleet")
 	serverLog := filepath.Join(base, "server.log")
@@ -107,13 +109,14 @@ func TestREADME(t *testing.T) {
 			} else {
 				script = "{ " + text + "\n} </dev/null 2>&1; __readme_rc=$?\n"
 			}
+			start := time.Now()
 			rc, out, err := sh.run(script, 45*time.Second)
 			if err != nil || rc != 0 {
 				log, _ := os.ReadFile(serverLog)
 				t.Fatalf("%s:%d: %s\nexit status %d %v; output:\n%s\n\nserver log (last lines):\n%s",
 					path, c.line, c.text, rc, err, out, lastLines(string(log), 30))
 			}
-			t.Logf("%s:%d: %s\n%s", path, c.line, c.text, out)
+			t.Logf("%s:%d (%.1fs): %s\n%s", path, c.line, time.Since(start).Seconds(), c.text, out)
 		}
 	}
 
