@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -539,55 +538,16 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
+// decodeError turns a decoding failure into a 400 naming the field, in the
+// API's words (api.DecodeProblem), or passes an oversized body on (413).
 func decodeError(err error) error {
 	var mbe *http.MaxBytesError
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	var fe api.FieldErrors
-	switch {
-	case errors.As(err, &mbe):
+	if errors.As(err, &mbe) {
 		return err
-	case errors.As(err, &fe):
+	}
+	var fe api.FieldErrors
+	if errors.As(api.DecodeProblem(err), &fe) {
 		return &fieldErrors{fields: fe}
-	case errors.Is(err, io.EOF):
-		return invalid("body", "is empty: a JSON object is expected")
-	case errors.As(err, &se):
-		return invalid("body", "malformed JSON at byte %d: %v", se.Offset, se)
-	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "body"
-		}
-		return invalid(field, "must be %s, not a JSON %s", jsonType(te.Type), te.Value)
 	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		if name := strings.Trim(f, `"`); name != "" {
-			return invalid(name, "unknown field")
-		}
-		return invalid("body", "has a field with an empty name")
-	}
-	return invalid("body", "%s", strings.TrimPrefix(msg, "json: "))
-}
-
-// jsonType names the JSON type a Go type decodes from.
-func jsonType(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Pointer:
-		return jsonType(t.Elem())
-	}
-	return "a " + t.String()
+	return invalid("body", "%v", err)
 }
