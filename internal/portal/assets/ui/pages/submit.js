@@ -111,7 +111,7 @@ export function render(main, _route, ctx) {
           h('span', {}, gpuMode.memory, h('label', { for: 'gpumode-memory' }, 'GPU memory (a share of one GPU)')),
           h('label', { for: 'gpumem', class: 'sr-only' }, 'GPU memory'),
           gpumem,
-          h('p', { class: 'help', id: 'gpumem-help' }, 'In GiB or MiB: 20GiB, 512MiB.'),
+          h('p', { class: 'help', id: 'gpumem-help' }, 'In MiB, GiB or TiB (GB means GiB): 20GB, 512MiB.'),
           errs.gpumem = h('p', { class: 'field-error', id: 'gpumem-error' })))),
     h('details', { class: 'field wide' }, h('summary', {}, 'More options'),
       h('div', { class: 'form-grid' },
@@ -177,11 +177,13 @@ export function render(main, _route, ctx) {
       // The API takes a quoted decimal exactly as typed (no float rounding).
       else w.resources.gpus = v;
     } else {
-      const m = /^\s*(\d+(?:\.\d+)?)\s*(GiB|Gi|G|MiB|Mi|M)?\s*$/i.exec(gpumem.value);
-      if (!m) local.push(['gpumem', 'must be a size such as 20GiB or 512MiB']);
+      // The CLI's rule (api.ParseMemoryMiB): every unit is a power of 1024
+      // however it is spelt, so 20G = 20GB = 20GiB; a bare number is MiB.
+      const m = /^\s*(\d+(?:\.\d+)?)\s*(TiB|TB|Ti|T|GiB|GB|Gi|G|MiB|MB|Mi|M)?\s*$/i.exec(gpumem.value);
+      if (!m) local.push(['gpumem', 'must be a size such as 20GB, 20GiB or 512MiB (M, MB, Mi, MiB, G, GB, Gi, GiB, T, TB, Ti, TiB)']);
       else {
         const unit = (m[2] || 'MiB').toLowerCase();
-        const v = parseFloat(m[1]) * (unit.startsWith('g') ? 1024 : 1);
+        const v = parseFloat(m[1]) * (unit.startsWith('t') ? 1024 * 1024 : unit.startsWith('g') ? 1024 : 1);
         if (!Number.isInteger(v) || v <= 0) local.push(['gpumem', 'must be a positive whole number of MiB']);
         else {
           w.resources.gpus = 0;

@@ -82,7 +82,7 @@ export function render(main) {
               h('a', { href: '#/workloads?team=' + encodeURIComponent(t.name) + '&phase=' }, t.name),
               teamBar(t, scale),
               gpus(t.guaranteedMilliGPU),
-              t.limitMilliGPU === undefined || t.limitMilliGPU < 0 ? 'none' : gpus(t.limitMilliGPU),
+              t.limitMilliGPU === undefined || t.limitMilliGPU < 0 ? 'unlimited' : gpus(t.limitMilliGPU),
               String(t.weight || 1),
               gpus(t.usageMilliGPU),
               gpus(t.fairShareMilliGPU),
