@@ -201,6 +201,11 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 		return nil, err
 	}
 	if set("replicas") {
+		// 0 would be sent as absent (one replica): refuse it here, as the
+		// server refuses "replicas": 0.
+		if f.replicas < 1 {
+			return nil, usagef("--replicas %d: a gang has at least one replica", f.replicas)
+		}
 		w.Replicas = f.replicas
 	}
 	if w.NodeSelector, err = mergeKV(w.NodeSelector, f.selector, "--node-selector"); err != nil {

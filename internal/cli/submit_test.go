@@ -122,6 +122,11 @@ func TestSubmitRejectsBeforeSending(t *testing.T) {
 		wantCode:   1,
 		wantStderr: []string{"  kind: must be one of job, service, notebook", "  resources.gpuMemoryMiB: give either gpus or gpuMemoryMiB, not both", "  command: must not be empty"},
 	}, {
+		name:     "--replicas 0 is refused rather than sent as one",
+		args:     []string{"submit", "--replicas", "0", "--gpus", "1", "--", "python", "train.py"},
+		wantCode: 2,
+		wantText: []string{"--replicas 0: a gang has at least one replica"},
+	}, {
 		name:       "an image that is not a reference is named",
 		args:       []string{"submit", "--image", "acme/train:1 --privileged"},
 		wantCode:   1,
