@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,10 +16,6 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 )
-
-// testNow is the clock of every test: the fake stamps workloads with it and
-// the CLI measures ages against it.
-var testNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 // fakePageSize is the fake's page size, small so that lists span pages.
 const fakePageSize = 2
@@ -52,11 +47,6 @@ type fakeServer struct {
 	audit  []api.AuditEntry // the audit trail, oldest first
 	calls  []string         // "METHOD URI BODY" of every request
 }
-
-const (
-	aliceToken = "alice-token"
-	adminToken = "admin-token"
-)
 
 func newFakeServer(t *testing.T) *fakeServer {
 	t.Helper()
@@ -350,8 +340,6 @@ func (f *fakeServer) logsOf(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, f.logs[r.PathValue("id")])
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // decodeStrict reads a JSON body as the server does, unknown fields
 // refused, and answers 400 when it cannot.
 func decodeStrict(w http.ResponseWriter, body []byte, v any) bool {
@@ -523,33 +511,6 @@ func (f *fakeServer) submitted() [][]byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([][]byte(nil), f.bodies...)
-}
-
-// result is what one run of the CLI printed and returned.
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
-// invocation is one run of the CLI: its arguments, environment and input.
-type invocation struct {
-	args  []string
-	vars  map[string]string // the whole environment; nothing is read from the process's
-	stdin string
-}
-
-func runCLI(t *testing.T, inv invocation) result {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	e := &env{
-		stdin:  strings.NewReader(inv.stdin),
-		stdout: &stdout,
-		stderr: &stderr,
-		getenv: func(k string) string { return inv.vars[k] },
-		now:    func() time.Time { return testNow },
-	}
-	code := run(context.Background(), inv.args, e)
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
 }
 
 // run runs the CLI against the fake as alice, with an empty config

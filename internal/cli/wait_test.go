@@ -23,12 +23,12 @@ func TestWait(t *testing.T) {
 	}, {
 		name:    "failure exits with the workload's exit code",
 		command: []string{"exit", "3"},
-		want:    result{code: 3, stderr: "wl-1: Failed (Error): exited with code 3\n"},
+		want:    result{code: 3, stderr: "wl-1: Failed (Error)\n"},
 	}, {
 		name:    "cancelled without an exit code exits 1",
 		command: []string{"sleep"},
 		cancel:  true,
-		want:    result{code: 1, stderr: "wl-1: Cancelled (CancelledByUser): cancelled by alice\n"},
+		want:    result{code: 1, stderr: "wl-1: Cancelled (Cancelled): cancelled by alice\n"},
 	}, {
 		name:    "timeout exits 124",
 		command: []string{"sleep"},
@@ -37,10 +37,12 @@ func TestWait(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
-			f.addWorkloads(api.Workload{Resources: api.Resources{GPUs: 1000}, Command: tt.command})
+			f := newTestServer(t)
+			f.submit(api.Workload{Resources: api.Resources{GPUs: 1000}, Command: tt.command})
+			f.step()
 			if tt.cancel {
 				f.run(t, "cancel", "wl-1")
+				f.step()
 			}
 			start := time.Now()
 			got := f.run(t, append([]string{"wait", "wl-1"}, tt.args...)...)
@@ -55,9 +57,9 @@ func TestWait(t *testing.T) {
 }
 
 func TestWaitUnknownWorkload(t *testing.T) {
-	f := newFakeServer(t)
+	f := newTestServer(t)
 	got := f.run(t, "wait", "wl-7")
-	want := result{code: 1, stderr: "error: workload \"wl-7\" not found\n"}
+	want := result{code: 1, stderr: "error: workload wl-7: not found\n"}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
