@@ -23,6 +23,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/executor/fake"
 	"github.com/gpufleet/gpufleet/internal/store"
+	gpuusage "github.com/gpufleet/gpufleet/internal/usage"
 )
 
 // testServer is the real API server (internal/apiserver) on a real store in
@@ -46,6 +47,7 @@ type testServer struct {
 	st   *store.Store
 	ex   *scriptExecutor
 	loop *control.Loop
+	use  *gpuusage.Tracker // what the monitor would have sampled; see sample
 	now  atomic.Pointer[time.Time]
 
 	mu    sync.Mutex
@@ -97,7 +99,8 @@ func newTestServer(t *testing.T) *testServer {
 
 	s.ex = &scriptExecutor{Executor: fake.New(fake.Options{Now: s.clock})}
 	s.loop = control.New(control.Options{Store: st, Executor: s.ex, Now: s.clock, Logger: discard()})
-	srv := httptest.NewServer(s.record(apiserver.New(apiserver.Options{Store: st, Logs: s.ex, Now: s.clock, Logger: discard(),
+	s.use = gpuusage.NewTracker(time.Second, time.Minute)
+	srv := httptest.NewServer(s.record(apiserver.New(apiserver.Options{Store: st, Logs: s.ex, Now: s.clock, Logger: discard(), Usage: s.use,
 		OpenAPI: api.OpenAPI, PriorityClasses: core.DefaultPriorityClasses()})))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
@@ -114,6 +117,15 @@ func (s *testServer) addUser(u core.User, token string) {
 
 func (s *testServer) clock() time.Time   { return *s.now.Load() }
 func (s *testServer) setNow(t time.Time) { s.now.Store(&t) }
+
+// sample records what the usage monitor would have sampled at testNow.
+func (s *testServer) sample(gpus []core.GPUSample, wls ...core.WorkloadSample) {
+	m := map[core.WorkloadID]core.WorkloadSample{}
+	for _, w := range wls {
+		m[w.ID] = w
+	}
+	s.use.Record(core.Sample{At: testNow, GPUs: gpus, Workloads: m}, core.UsagePoint{Time: testNow}, nil)
+}
 
 // step runs the control loop until it has nothing more to do: pending
 // workloads that fit start, exits are recorded, stops are sent.
@@ -148,6 +160,10 @@ func (s *testServer) submitAs(token string, ws ...api.Workload) []string {
 	}
 	return ids
 }
+
+// admin is an API client with the admin's token, to read what the server
+// holds.
+func (s *testServer) admin() *api.Client { return api.NewClient(s.URL, adminToken) }
 
 // requests returns the requests so far, "METHOD URI BODY", those whose URI
 // starts with prefix.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -8,13 +9,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 func TestDescribeWorkload(t *testing.T) {
-	f := newFakeServer(t)
-	f.addWorkloads(api.Workload{Name: "train", Team: "research", Resources: api.Resources{GPUs: 250, CPU: 2000, MemoryMiB: 8192},
+	f := newTestServer(t)
+	f.submit(api.Workload{Name: "train", Team: "research", Resources: api.Resources{GPUs: 250, CPU: 2000, MemoryMiB: 8192},
 		Command: []string{"sleep", "--msg", "it's fine"}, Env: map[string]string{"B": "2", "A": "1"}, MaxRuntimeSeconds: 3600})
-	f.run(t, "get", "workload", "wl-1") // the fake starts it
+	f.step() // starts it
+	f.sample(nil, core.WorkloadSample{ID: "wl-1", Attempt: 1, Utilization: 0.4, MemoryUsedMiB: 2048})
 
 	got := f.run(t, "describe", "workload", "wl-1")
 	want := "" +
@@ -23,7 +26,7 @@ func TestDescribeWorkload(t *testing.T) {
 		"Team:           research\n" +
 		"Owner:          alice\n" +
 		"Kind:           job\n" +
-		"Priority:       <none>\n" +
+		"Priority:       training\n" +
 		"Created:        2025-06-01T11:50:00Z (10m ago)\n" +
 		"Command:        sleep --msg 'it'\\''s fine'\n" +
 		"Working dir:    <none>\n" +
@@ -40,8 +43,8 @@ func TestDescribeWorkload(t *testing.T) {
 		"Labels:         <none>\n" +
 		"Status:\n" +
 		"  Phase:        Running\n" +
-		"  Reason:       <none>\n" +
-		"  Message:      <none>\n" +
+		"  Reason:       Scheduled\n" +
+		"  Message:      placed on gpu1 gpu 0 (250 milli-GPU, 20480 MiB)\n" +
 		"  Exit code:    <none>\n" +
 		"  Attempts:     1\n" +
 		"  Preemptions:  0\n" +
@@ -50,11 +53,11 @@ func TestDescribeWorkload(t *testing.T) {
 		"  Usage:        40% GPU, 2GiB GPU memory, sampled 2025-06-01T12:00:00Z\n" +
 		"Placement:\n" +
 		"  NODE  GPU  UUID   MILLI-GPU  MEMORY\n" +
-		"  gpu1  3    GPU-3  250        0MiB\n" +
+		"  gpu1  0    GPU-0  250        20GiB\n" +
 		"Events:\n" +
 		"  TIME                  TYPE    REASON     MESSAGE\n" +
-		"  2025-06-01T12:00:00Z  Normal  Submitted  (none) -> Pending: submitted by alice\n" +
-		"  2025-06-01T12:00:00Z  Normal  Started    Pending -> Running: on gpu1\n"
+		"  2025-06-01T11:50:00Z  Normal  Submitted  (none) -> Pending: submitted by alice to team research\n" +
+		"  2025-06-01T12:00:00Z  Normal  Scheduled  Pending -> Running: attempt 1 placed on gpu1 gpu 0 (250 milli-GPU, 20480 MiB)\n"
 	if diff := cmp.Diff(result{stdout: want}, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -67,34 +70,39 @@ func TestDescribeWorkload(t *testing.T) {
 	if err := json.Unmarshal([]byte(got.stdout), &d); err != nil {
 		t.Fatalf("%v\n%s", err, got.stdout)
 	}
-	if diff := cmp.Diff(f.events["wl-1"], d.Events); diff != "" || d.Workload.ID != "wl-1" {
+	events, err := f.admin().Events(context.Background(), "wl-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(events, d.Events); diff != "" || d.Workload.ID != "wl-1" {
 		t.Errorf("workload %q, events (-want +got):\n%s", d.Workload.ID, diff)
 	}
 }
 
 func TestLogs(t *testing.T) {
-	f := newFakeServer(t)
-	f.addWorkloads(api.Workload{Resources: api.Resources{GPUs: 1000}, Command: []string{"echo", "hi"}})
-	f.run(t, "get", "workload", "wl-1")
+	f := newTestServer(t)
+	f.submit(api.Workload{Resources: api.Resources{GPUs: 1000}, Command: []string{"echo", "hi"}})
+	f.step()
 	got := f.run(t, "logs", "wl-1", "-f")
-	if diff := cmp.Diff(result{stdout: "hello from echo hi\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
+	if diff := cmp.Diff(result{stdout: "started attempt 1: echo hi\nattempt 1 exited with code 0\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
 func TestCancel(t *testing.T) {
-	f := newFakeServer(t)
-	f.addWorkloads(
+	f := newTestServer(t)
+	f.submit(
 		api.Workload{Resources: api.Resources{GPUs: 1000}, Command: []string{"sleep"}},
 		api.Workload{Resources: api.Resources{GPUs: 1000}, Command: []string{"exit", "0"}},
 	)
+	f.step()
 	f.run(t, "wait", "wl-2")
 
 	got := f.run(t, "cancel", "wl-1", "wl-2", "wl-9")
 	want := result{
 		code:   1,
-		stdout: "wl-1 cancelled\nwl-2 already Succeeded\n",
-		stderr: "error: wl-9: workload \"wl-9\" not found\n",
+		stdout: "wl-1 cancelling (Running)\nwl-2 already Succeeded\n",
+		stderr: "error: wl-9: workload wl-9: not found\n",
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -102,7 +110,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestCreate(t *testing.T) {
-	f := newFakeServer(t)
+	f := newTestServer(t)
 	admin := f.vars(t, adminToken)
 
 	got := runCLI(t, invocation{args: []string{"create", "team", "nlp"}, vars: admin})
@@ -112,16 +120,17 @@ func TestCreate(t *testing.T) {
 
 	got = runCLI(t, invocation{args: []string{"create", "user", "bob", "--team", "nlp", "--team", "vision"}, vars: admin})
 	lines := strings.Split(strings.TrimSuffix(got.stdout, "\n"), "\n")
-	if got.code != 0 || lines[len(lines)-1] != "bob-token" {
+	bobToken := lines[len(lines)-1]
+	if got.code != 0 || !strings.HasPrefix(bobToken, "gpf_") {
 		t.Fatalf("create user: got %+v, want the token on the last line", got)
 	}
-	bob := runCLI(t, invocation{args: []string{"submit", "--team", "nlp", "--", "x"}, vars: f.vars(t, "bob-token")})
+	bob := runCLI(t, invocation{args: []string{"submit", "--team", "nlp", "--", "x"}, vars: f.vars(t, bobToken)})
 	if bob.stdout != "wl-1\n" {
 		t.Errorf("the new user's token does not work: %+v", bob)
 	}
 
 	got = f.run(t, "create", "team", "x")
-	want := result{code: 1, stderr: "error: only an admin can create teams\n"}
+	want := result{code: 1, stderr: "error: creating teams needs the admin role\n"}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("non-admin (-want +got):\n%s", diff)
 	}
@@ -149,7 +158,7 @@ func TestExitCodesForUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
 			if got := f.run(t, tt.args...); got.code != tt.want {
 				t.Errorf("got code %d (stderr %q), want %d", got.code, got.stderr, tt.want)
 			}
