@@ -63,6 +63,9 @@ func TestREADME(t *testing.T) {
 	if diff := cmp.Diff(want, setup); diff != "" {
 		t.Fatalf("%s: the first ```sh block must be the two set-up commands (-want +got):\n%s", path, diff)
 	}
+	if heading := strings.Index(string(md), "\n## "); heading >= 0 && blocks[0][0].line > strings.Count(string(md[:heading]), "\n") {
+		t.Fatalf("%s: the set-up commands must come first, before any section", path)
+	}
 
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -73,9 +76,10 @@ func TestREADME(t *testing.T) {
 	linkClone(t, repo, walk)
 	linkTrace(t, repo, filepath.Join(base, "clusterdata", "cluster-trace-gpu-v2023", "csv"))
 
+	// The server's binary, for `go run` (without symbols: it links faster).
 	bin := filepath.Join(base, "bin", "gpufleet")
 	start := time.Now()
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	t.Logf("go build: %.1fs", time.Since(start).Seconds())
@@ -112,9 +116,13 @@ func TestREADME(t *testing.T) {
 			start := time.Now()
 			rc, out, err := sh.run(script, 45*time.Second)
 			if err != nil || rc != 0 {
+				status := fmt.Sprintf("exit status %d", rc)
+				if err != nil {
+					status = err.Error()
+				}
 				log, _ := os.ReadFile(serverLog)
-				t.Fatalf("%s:%d: %s\nexit status %d %v; output:\n%s\n\nserver log (last lines):\n%s",
-					path, c.line, c.text, rc, err, out, lastLines(string(log), 30))
+				t.Fatalf("%s:%d: %s\n%s; output:\n%s\n\nserver log (last lines):\n%s",
+					path, c.line, c.text, status, out, lastLines(string(log), 30))
 			}
 			t.Logf("%s:%d (%.1fs): %s\n%s", path, c.line, time.Since(start).Seconds(), c.text, out)
 		}
@@ -497,4 +505,60 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestReadmeBlocks checks how the walk reads the README: only ```sh
+// blocks, a command per line with its continuation lines and
+// here-document, and the comment that marks what is not run or is stopped.
+func TestReadmeBlocks(t *testing.T) {
+	md := "# t\n" +
+		"```sh\n" +
+		"a --x 1   # (needs a cluster)\n" +
+		"\n" +
+		"# a comment line\n" +
+		"echo '# not a comment' \"#nor\" x#y \\\n" +
+		"  --more   # Ctrl-C to stop\n" +
+		"```\n" +
+		"```\n" +
+		"not run\n" +
+		"```\n" +
+		"```sh-skip\n" +
+		"nor this\n" +
+		"```\n" +
+		"```sh\n" +
+		"cat > f.yaml <<'EOF'   # a file\n" +
+		"a: 1 # kept\n" +
+		"EOF\n" +
+		"b\n" +
+		"```\n"
+	type cmdView struct {
+		Line               int
+		Code, Comment      string
+		Needs, Interrupted bool
+	}
+	var got [][]cmdView
+	for _, b := range readmeBlocks(md) {
+		var v []cmdView
+		for _, c := range b {
+			v = append(v, cmdView{c.line, c.code(), c.comment, c.needs(), c.interrupted()})
+		}
+		got = append(got, v)
+	}
+	want := [][]cmdView{
+		{
+			{Line: 3, Code: "a --x 1", Comment: " (needs a cluster)", Needs: true},
+			{Line: 6, Code: "echo '# not a comment' \"#nor\" x#y \\\n  --more", Comment: " Ctrl-C to stop", Interrupted: true},
+		},
+		{
+			{Line: 16, Code: "cat > f.yaml <<'EOF'", Comment: " a file"},
+			{Line: 19, Code: "b"},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("readmeBlocks (-want +got):\n%s", diff)
+	}
+	// A here-document's body and end stay in the command's text.
+	if b := readmeBlocks(md); len(b) == 2 && len(b[1]) > 0 && !strings.HasSuffix(b[1][0].text, "a: 1 # kept\nEOF") {
+		t.Errorf("here-document text = %q", b[1][0].text)
+	}
 }
