@@ -65,7 +65,7 @@ func TestConfigPath(t *testing.T) {
 // TestLoginThenPrecedence logs in, then checks against the fake server
 // which token each layer makes the CLI send.
 func TestLoginThenPrecedence(t *testing.T) {
-	f := newFakeServer(t)
+	f := newTestServer(t)
 	home := t.TempDir()
 	vars := map[string]string{"HOME": home}
 
@@ -99,26 +99,26 @@ func TestLoginThenPrecedence(t *testing.T) {
 	}{
 		{"the file alone", vars, nil, aliceToken, 0},
 		{"the environment over the file", map[string]string{"HOME": home, "GPUFLEET_TOKEN": adminToken}, nil, adminToken, 0},
-		{"a bad token in the environment fails", map[string]string{"HOME": home, "GPUFLEET_TOKEN": "wrong"}, nil, "", 1},
+		{"a bad token in the environment fails", map[string]string{"HOME": home, "GPUFLEET_TOKEN": "wrong"}, nil, "wrong", 1},
 		{"the flag over the environment", map[string]string{"HOME": home, "GPUFLEET_TOKEN": "wrong"}, []string{"--token", aliceToken}, aliceToken, 0},
 		{"an address flag over the file", vars, []string{"--addr", "127.0.0.1:1"}, "", 1},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			f.lastToken = ""
+			f.takeToken()
 			got := runCLI(t, invocation{args: append([]string{"get", "teams"}, s.args...), vars: s.vars})
-			if got.code != s.wantCode || f.lastToken != s.wantToken {
-				t.Errorf("got code %d with token %q (stderr %q), want code %d with token %q", got.code, f.lastToken, got.stderr, s.wantCode, s.wantToken)
+			if sent := f.takeToken(); got.code != s.wantCode || sent != s.wantToken {
+				t.Errorf("got code %d with token %q (stderr %q), want code %d with token %q", got.code, sent, got.stderr, s.wantCode, s.wantToken)
 			}
 		})
 	}
 }
 
 func TestLoginRejectsABadToken(t *testing.T) {
-	f := newFakeServer(t)
+	f := newTestServer(t)
 	home := t.TempDir()
 	got := runCLI(t, invocation{args: []string{"login", "--addr", f.URL, "--token", "wrong"}, vars: map[string]string{"HOME": home}})
-	want := result{code: 1, stderr: "error: missing or unknown API token\n"}
+	want := result{code: 1, stderr: "error: a valid token is required: send Authorization: Bearer TOKEN\n"}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -52,6 +52,7 @@ type testServer struct {
 
 	mu    sync.Mutex
 	calls []string // "METHOD URI BODY" of every request
+	last  string   // the token of the last request
 }
 
 const (
@@ -179,6 +180,27 @@ func (s *testServer) requests(prefix string) []string {
 	return out
 }
 
+// submitted returns the bodies of the submissions (POST /api/v1/workloads)
+// so far.
+func (s *testServer) submitted() [][]byte {
+	var out [][]byte
+	for _, c := range s.requests("/api/v1/workloads") {
+		if body, ok := strings.CutPrefix(c, "POST /api/v1/workloads "); ok {
+			out = append(out, []byte(body))
+		}
+	}
+	return out
+}
+
+// takeToken returns the token of the last request, and forgets it.
+func (s *testServer) takeToken() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tok := s.last
+	s.last = ""
+	return tok
+}
+
 // record keeps every request's method, URI and body.
 func (s *testServer) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -186,6 +208,7 @@ func (s *testServer) record(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.mu.Lock()
 		s.calls = append(s.calls, strings.TrimSpace(r.Method+" "+r.URL.RequestURI()+" "+string(bytes.TrimSpace(body))))
+		s.last = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		s.mu.Unlock()
 		next.ServeHTTP(w, r)
 	})

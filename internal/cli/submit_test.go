@@ -49,10 +49,10 @@ env:
 		want: `{"resources":{"gpus":2},"command":["python","train.py","--epochs","3","--gpus","9"]}`,
 	}, {
 		name: "every spec flag lands in its field",
-		args: []string{"submit", "--name", "train", "--team", "research", "--priority", "high", "--kind", "service",
+		args: []string{"submit", "--name", "train", "--team", "research", "--priority", "batch", "--kind", "service",
 			"--cpu", "0.5", "--memory", "8GiB", "--env", "A=1", "--env", "B=x=y", "--label", "app=bert",
 			"--workdir", "out/run1", "--max-runtime", "1h30m", "--grace-period", "45s", "--", "./serve", "--port", "80"},
-		want: `{"name":"train","team":"research","kind":"service","priority":"high",
+		want: `{"name":"train","team":"research","kind":"service","priority":"batch",
 			"resources":{"gpus":1,"cpu":0.5,"memoryMiB":8192},"command":["./serve","--port","80"],
 			"env":{"A":"1","B":"x=y"},"workingDir":"out/run1","maxRuntimeSeconds":5400,"gracePeriodSeconds":45,
 			"labels":{"app":"bert"}}`,
@@ -82,7 +82,7 @@ env:
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
 			got := runCLI(t, invocation{args: tt.args, vars: f.vars(t, aliceToken), stdin: tt.stdin})
 			if diff := cmp.Diff(result{stdout: "wl-1\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Fatalf("run (-want +got):\n%s", diff)
@@ -165,7 +165,7 @@ func TestSubmitRejectsBeforeSending(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
 			got := f.run(t, tt.args...)
 			if got.code != tt.wantCode || got.stdout != "" {
 				t.Errorf("got code %d, stdout %q; want code %d and no output", got.code, got.stdout, tt.wantCode)
@@ -189,16 +189,16 @@ func TestSubmitRejectsBeforeSending(t *testing.T) {
 }
 
 func TestSubmitPrintsServerFieldProblems(t *testing.T) {
-	f := newFakeServer(t)
+	f := newTestServer(t)
 	got := f.run(t, "submit", "--team", "nope", "--", "x")
-	want := result{code: 1, stderr: "error: invalid workload\n  team: team \"nope\" does not exist\n"}
+	want := result{code: 1, stderr: "error: invalid request\n  team: team \"nope\" does not exist or you are not a member\n"}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
 func TestSubmitOutputJSONPrintsTheWorkload(t *testing.T) {
-	f := newFakeServer(t)
+	f := newTestServer(t)
 	got := f.run(t, "submit", "-o", "json", "--gpus", "0.5", "--", "x")
 	if got.code != 0 {
 		t.Fatalf("code %d, stderr %s", got.code, got.stderr)
@@ -213,7 +213,7 @@ func TestSubmitOutputJSONPrintsTheWorkload(t *testing.T) {
 }
 
 func TestSubmitIdempotencyKeyIsSent(t *testing.T) {
-	f := newFakeServer(t)
+	f := newTestServer(t)
 	for range 2 {
 		if got := f.run(t, "submit", "--idempotency-key", "k1", "--", "x"); got.stdout != "wl-1\n" {
 			t.Errorf("got %+v, want wl-1 both times", got)
