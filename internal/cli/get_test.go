@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
@@ -24,6 +26,23 @@ func fiveWorkloads(f *fakeServer) {
 	}
 }
 
+// fiveSubmitted submits five workloads, wl-1 to wl-5; wl-2 and wl-4
+// belong to vision (submitted by the admin).
+func fiveSubmitted(f *testServer) {
+	for i := 1; i <= 5; i++ {
+		w := api.Workload{Name: fmt.Sprintf("w%d", i), Team: "research", Resources: api.Resources{GPUs: 1000}, Command: []string{"x"}}
+		tok := aliceToken
+		if i%2 == 0 {
+			w.Team, tok = "vision", adminToken
+		}
+		f.setNow(testNow.Add(-time.Duration(11-i) * time.Minute))
+		if _, err := api.NewClient(f.URL, tok).SubmitWorkload(context.Background(), &w, ""); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.setNow(testNow)
+}
+
 func TestGetWorkloadsJSONFollowsPages(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -34,14 +53,15 @@ func TestGetWorkloadsJSONFollowsPages(t *testing.T) {
 		{"every page is read", []string{}, []string{"wl-1", "wl-2", "wl-3", "wl-4", "wl-5"}, 3},
 		{"--limit returns fewer", []string{"--limit", "3"}, []string{"wl-1", "wl-2", "wl-3"}, 2},
 		{"--limit above the count returns all", []string{"--limit", "50"}, []string{"wl-1", "wl-2", "wl-3", "wl-4", "wl-5"}, 3},
-		{"--team filters on the server", []string{"--team", "vision"}, []string{"wl-2", "wl-4"}, 1},
+		{"--team filters on the server", []string{"--team", "vision"}, []string{"wl-2", "wl-4"}, 2}, // the second page is empty
 		{"--phase filters on the server", []string{"--phase", "Running"}, []string{}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
-			fiveWorkloads(f)
-			got := f.run(t, append([]string{"get", "workloads", "-o", "json"}, tt.args...)...)
+			f := newTestServer(t)
+			fiveSubmitted(f)
+			f.pageSize = 2
+			got := f.runAs(t, adminToken, append([]string{"get", "workloads", "-o", "json"}, tt.args...)...)
 			if got.code != 0 {
 				t.Fatalf("code %d: %s", got.code, got.stderr)
 			}
@@ -62,8 +82,14 @@ func TestGetWorkloadsJSONFollowsPages(t *testing.T) {
 			if !strings.HasPrefix(got.stdout, "{\n  \"items\": [") {
 				t.Errorf("output is not an indented {\"items\": [...]}:\n%s", got.stdout)
 			}
-			if n := len(f.lists); n != tt.wantLists {
-				t.Errorf("made %d list requests (%q), want %d", n, f.lists, tt.wantLists)
+			var lists []string
+			for _, r := range f.requests("/api/v1/workloads") {
+				if r == "GET /api/v1/workloads" || strings.HasPrefix(r, "GET /api/v1/workloads?") {
+					lists = append(lists, r)
+				}
+			}
+			if len(lists) != tt.wantLists {
+				t.Errorf("made %d list requests (%q), want %d", len(lists), lists, tt.wantLists)
 			}
 		})
 	}

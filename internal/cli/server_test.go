@@ -53,6 +53,11 @@ type testServer struct {
 	mu    sync.Mutex
 	calls []string // "METHOD URI BODY" of every request
 	last  string   // the token of the last request
+
+	// pageSize, when set, caps the ?limit= of list requests, so that the
+	// server answers lists in pages that small and the CLI must follow
+	// them.
+	pageSize int
 }
 
 const (
@@ -209,7 +214,14 @@ func (s *testServer) record(next http.Handler) http.Handler {
 		s.mu.Lock()
 		s.calls = append(s.calls, strings.TrimSpace(r.Method+" "+r.URL.RequestURI()+" "+string(bytes.TrimSpace(body))))
 		s.last = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		page := s.pageSize
 		s.mu.Unlock()
+		if q := r.URL.Query(); page > 0 && r.Method == http.MethodGet {
+			if n, err := strconv.Atoi(q.Get("limit")); err != nil || n > page {
+				q.Set("limit", strconv.Itoa(page))
+				r.URL.RawQuery = q.Encode()
+			}
+		}
 		next.ServeHTTP(w, r)
 	})
 }
