@@ -448,6 +448,7 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		},
 		"GET /api/v1/workloads/{}/logs":   onWorkload("/logs", true, markerA),
 		"GET /api/v1/workloads/{}/events": onWorkload("/events", false, w.wlA),
+		"GET /api/v1/workloads/{}/usage":  onWorkload("/usage", false, `"points":`),
 		"GET /api/v1/nodes": func(c caller) []probe {
 			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/nodes"})}
 		},
