@@ -30,13 +30,7 @@ func TestAttackMemberStealsTheAdminTokenThroughLDPreload(t *testing.T) {
 	}
 	s := start(t, t.TempDir())
 	ctx := context.Background()
-	nodes, err := s.admin.Nodes(ctx)
-	if err != nil || len(nodes) != 1 {
-		t.Fatalf("nodes: %v %v", nodes, err)
-	}
-	if iso := nodes[0].Isolation; iso == "" || strings.HasSuffix(iso, ")") {
-		t.Skipf("this machine cannot isolate workloads: %s", iso)
-	}
+	requireIsolated(t, s)
 	bob, err := s.admin.CreateUser(ctx, &api.User{Name: "bob", Teams: []string{"inference"}})
 	if err != nil {
 		t.Fatal(err)

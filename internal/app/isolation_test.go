@@ -24,16 +24,7 @@ import (
 func TestWorkloadsCannotReadThePlatformsFiles(t *testing.T) {
 	s := start(t, t.TempDir())
 	ctx := context.Background()
-	nodes, err := s.admin.Nodes(ctx)
-	if err != nil || len(nodes) != 1 {
-		t.Fatalf("nodes: %v %v", nodes, err)
-	}
-	if iso := nodes[0].Isolation; iso == "" || strings.HasSuffix(iso, ")") {
-		if os.Getenv("GPUFLEET_REQUIRE_ISOLATION") == "1" {
-			t.Fatalf("isolation is required (GPUFLEET_REQUIRE_ISOLATION=1) but the node says %q", iso)
-		}
-		t.Skipf("this machine cannot isolate workloads: %s", iso)
-	}
+	requireIsolated(t, s)
 	alice, err := s.admin.CreateUser(ctx, &api.User{Name: "alice", Teams: []string{"research"}})
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +77,23 @@ echo DONE`
 		t.Fatal(err)
 	}
 	waitDone(t, ac, victim.ID)
+}
+
+// requireIsolated skips a test where the server's node cannot isolate
+// workloads (not root, no Landlock), unless GPUFLEET_REQUIRE_ISOLATION=1
+// (CI) makes that a failure.
+func requireIsolated(t *testing.T, s *server) {
+	t.Helper()
+	nodes, err := s.admin.Nodes(context.Background())
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("nodes: %v %v", nodes, err)
+	}
+	if iso := nodes[0].Isolation; iso == "" || strings.HasSuffix(iso, ")") {
+		if os.Getenv("GPUFLEET_REQUIRE_ISOLATION") == "1" {
+			t.Fatalf("isolation is required (GPUFLEET_REQUIRE_ISOLATION=1) but the node says %q", iso)
+		}
+		t.Skipf("this machine cannot isolate workloads: %s", iso)
+	}
 }
 
 // waitLogContains waits until the workload's log holds s.

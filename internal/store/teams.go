@@ -201,22 +201,5 @@ func (s *Store) DeleteTeam(ctx context.Context, name core.TeamName) error {
 
 // queryUsers decodes every user inside a write.
 func queryUsers(tx *sql.Tx) ([]core.User, error) {
-	rows, err := tx.Query("SELECT spec FROM users ORDER BY name")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []core.User
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		var u core.User
-		if err := json.Unmarshal(b, &u); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return scanUsers(tx.Query("SELECT spec FROM users ORDER BY name"))
 }

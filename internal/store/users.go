@@ -241,7 +241,11 @@ func (s *Store) User(ctx context.Context, name string) (*core.User, error) {
 
 // Users lists every user, by name.
 func (s *Store) Users(ctx context.Context) ([]core.User, error) {
-	rows, err := s.read.QueryContext(ctx, "SELECT spec FROM users ORDER BY name")
+	return scanUsers(s.read.QueryContext(ctx, "SELECT spec FROM users ORDER BY name"))
+}
+
+// scanUsers decodes the users a query of their specs returned.
+func scanUsers(rows *sql.Rows, err error) ([]core.User, error) {
 	if err != nil {
 		return nil, err
 	}
