@@ -114,7 +114,7 @@ func TestREADME(t *testing.T) {
 				script = "{ " + text + "\n} </dev/null 2>&1; __readme_rc=$?\n"
 			}
 			start := time.Now()
-			rc, out, err := sh.run(script, 45*time.Second)
+			rc, out, err := sh.run(script, 2*time.Minute) // a hang guard: the build in a fresh clone compiles
 			if err != nil || rc != 0 {
 				status := fmt.Sprintf("exit status %d", rc)
 				if err != nil {
