@@ -167,6 +167,19 @@ func (s *testServer) submitAs(token string, ws ...api.Workload) []string {
 	return ids
 }
 
+// submitAt submits a workload with token, as if at the time at, and
+// returns its ID.
+func (s *testServer) submitAt(token string, at time.Time, w api.Workload) string {
+	s.t.Helper()
+	defer s.setNow(s.clock())
+	s.setNow(at)
+	out, err := api.NewClient(s.URL, token).SubmitWorkload(context.Background(), &w, "")
+	if err != nil {
+		s.t.Fatalf("submit %+v: %v", w, err)
+	}
+	return out.ID
+}
+
 // admin is an API client with the admin's token, to read what the server
 // holds.
 func (s *testServer) admin() *api.Client { return api.NewClient(s.URL, adminToken) }
