@@ -12,19 +12,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 )
-
-// fiveWorkloads fills the fake with five workloads, wl-1 to wl-5; wl-2 and
-// wl-4 belong to vision.
-func fiveWorkloads(f *fakeServer) {
-	for i := 1; i <= 5; i++ {
-		team := "research"
-		if i%2 == 0 {
-			team = "vision"
-		}
-		f.addWorkloads(api.Workload{Name: fmt.Sprintf("w%d", i), Team: team, Resources: api.Resources{GPUs: 1000}, Command: []string{"x"}})
-	}
-}
 
 // fiveSubmitted submits five workloads, wl-1 to wl-5; wl-2 and wl-4
 // belong to vision (submitted by the admin).
@@ -96,45 +85,60 @@ func TestGetWorkloadsJSONFollowsPages(t *testing.T) {
 }
 
 func TestGetWorkloadsJSONIsWhatTheServerHolds(t *testing.T) {
-	f := newFakeServer(t)
-	fiveWorkloads(f)
-	got := f.run(t, "get", "workloads", "-o", "json")
+	f := newTestServer(t)
+	fiveSubmitted(f)
+	got := f.runAs(t, adminToken, "get", "workloads", "-o", "json")
 	var l api.List[api.Workload]
 	json.Unmarshal([]byte(got.stdout), &l)
-	var want []api.Workload
-	for _, w := range f.workloads {
-		want = append(want, *w)
+	want, err := f.admin().AllWorkloads(context.Background(), api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, l.Items); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, l.Items); diff != "" || len(want) != 5 {
+		t.Errorf("%d workloads, (-want +got):\n%s", len(want), diff)
 	}
 }
 
 func TestGetWorkloadsTable(t *testing.T) {
-	f := newFakeServer(t)
-	f.addWorkloads(
-		api.Workload{Name: "train", Team: "research", Priority: "high", Resources: api.Resources{GPUs: 250}, Command: []string{"exit", "3"}},
-		api.Workload{Team: "vision", Resources: api.Resources{GPUMemoryMiB: 20480}, Command: []string{"sleep"}},
-	)
-	f.run(t, "get", "workload", "wl-1") // the fake starts it
-	f.run(t, "get", "workload", "wl-1") // and ends it
+	f := newTestServer(t)
+	f.submitAt(aliceToken, testNow.Add(-10*time.Minute), api.Workload{Name: "train", Team: "research", Priority: "batch", Resources: api.Resources{GPUs: 250}, Command: []string{"exit", "3"}})
+	f.step() // starts it, and it ends with code 3
+	f.submitAt(adminToken, testNow.Add(-9*time.Minute), api.Workload{Team: "vision", Resources: api.Resources{GPUMemoryMiB: 20480}, Command: []string{"sleep"}})
 
-	got := f.run(t, "get", "workloads")
+	got := f.runAs(t, adminToken, "get", "workloads")
 	want := "" +
-		"ID    NAME   TEAM      PRIORITY  GPUS   PHASE    REASON  EXIT  ATTEMPTS  NODE  AGE\n" +
-		"wl-1  train  research  high      0.25   Failed   Error   3     1         -     10m\n" +
-		"wl-2  -      vision    -         20GiB  Pending  Queued  -     0         -     9m\n"
+		"ID    NAME   TEAM      PRIORITY  GPUS   PHASE    REASON     EXIT  ATTEMPTS  NODE  AGE\n" +
+		"wl-1  train  research  batch     0.25   Failed   Error      3     1         gpu1  10m\n" +
+		"wl-2  sleep  vision    training  20GiB  Pending  Submitted  -     0         -     9m\n"
 	if diff := cmp.Diff(result{stdout: want}, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 
-	got = f.run(t, "get", "workload", "wl-2") // starts it on gpu1
+	f.step() // starts wl-2 on gpu1
+	got = f.runAs(t, adminToken, "get", "workload", "wl-2")
 	want = "" +
-		"ID    NAME  TEAM    PRIORITY  GPUS   PHASE    REASON  EXIT  ATTEMPTS  NODE  AGE\n" +
-		"wl-2  -     vision  -         20GiB  Running  -       -     1         gpu1  9m\n"
+		"ID    NAME   TEAM    PRIORITY  GPUS   PHASE    REASON     EXIT  ATTEMPTS  NODE  AGE\n" +
+		"wl-2  sleep  vision  training  20GiB  Running  Scheduled  -     1         gpu1  9m\n"
 	if diff := cmp.Diff(result{stdout: want}, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+}
+
+// busyNodes fills gpu1 with running workloads, 2.75 of its 4 GPUs: two
+// halves with 40 GiB each, three quarters with 60 GiB and a whole GPU, and
+// records what the monitor sampled of its GPUs.
+func busyNodes(f *testServer) {
+	f.submit(
+		api.Workload{Name: "a", Team: "research", Resources: api.Resources{GPUMemoryMiB: 40960}, Command: []string{"sleep"}},
+		api.Workload{Name: "b", Team: "research", Resources: api.Resources{GPUMemoryMiB: 40960}, Command: []string{"sleep"}},
+		api.Workload{Name: "c", Team: "research", Resources: api.Resources{GPUMemoryMiB: 61440}, Command: []string{"sleep"}},
+		api.Workload{Name: "d", Team: "research", Resources: api.Resources{GPUs: 1000}, Command: []string{"sleep"}},
+	)
+	f.step()
+	f.sample([]core.GPUSample{
+		{Node: "gpu1", Index: 0, UUID: "GPU-0", Utilization: 0.9, MemoryUsedMiB: 30720},
+		{Node: "gpu1", Index: 1, UUID: "GPU-1", Utilization: 0.3, MemoryUsedMiB: 1000},
+	})
 }
 
 func TestGetNodes(t *testing.T) {
@@ -155,9 +159,9 @@ func TestGetNodes(t *testing.T) {
 		want: "" +
 			"NAME      GPUS           ALLOCATED  SCHEDULABLE  GPU-MEMORY     UTIL  MEM-USED  POOL  UUID   WORKLOADS\n" +
 			"gpu1      4x H100        2.75/4     true         220GiB/320GiB  60%   31720MiB  a     -      -\n" +
-			"  gpu1/0  H100           1/1                     80GiB/80GiB    90%   30GiB           GPU-0  wl-a@0.5,wl-b@0.5\n" +
-			"  gpu1/1  H100           0.75/1                  60GiB/80GiB    30%   1000MiB         GPU-1  -\n" +
-			"  gpu1/2  H100           1/1                     80GiB/80GiB    -     -               GPU-2  -\n" +
+			"  gpu1/0  H100           1/1                     80GiB/80GiB    90%   30GiB           GPU-0  wl-1@0.5,wl-2@0.5\n" +
+			"  gpu1/1  H100           0.75/1                  60GiB/80GiB    30%   1000MiB         GPU-1  wl-3@0.75\n" +
+			"  gpu1/2  H100           1/1                     80GiB/80GiB    -     -               GPU-2  wl-4@1\n" +
 			"  gpu1/3  H100           0/1                     0MiB/80GiB     -     -               GPU-3  -\n" +
 			"gpu2      1x A10, 1x L4  0/2        false        0MiB/48GiB     -     -         -     -      -\n" +
 			"  gpu2/0  A10            0/1                     0MiB/24GiB     -     -               GPU-4  -\n" +
@@ -165,7 +169,8 @@ func TestGetNodes(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
+			busyNodes(f)
 			got := f.run(t, tt.args...)
 			if diff := cmp.Diff(result{stdout: tt.want}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -175,9 +180,22 @@ func TestGetNodes(t *testing.T) {
 }
 
 func TestGetStructuredOutput(t *testing.T) {
-	f := newFakeServer(t)
-	fiveWorkloads(f)
-	wl1 := *f.workloads[0]
+	f := newTestServer(t)
+	fiveSubmitted(f)
+	busyNodes(f) // wl-6 to wl-9
+	ctx := context.Background()
+	wls, err := f.admin().AllWorkloads(ctx, api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := f.admin().Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	teams, err := f.admin().Teams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name   string
@@ -187,17 +205,17 @@ func TestGetStructuredOutput(t *testing.T) {
 		want   any
 	}{
 		{"one workload prints as the object", []string{"get", "workload", "wl-3", "-o", "json"}, json.Unmarshal,
-			func() any { return new(api.Workload) }, func() *api.Workload { w := *f.workloads[2]; return &w }()},
+			func() any { return new(api.Workload) }, &wls[2]},
 		{"nodes print as a list", []string{"get", "nodes", "-o", "json"}, json.Unmarshal,
-			func() any { return new(api.List[api.Node]) }, &api.List[api.Node]{Items: f.nodes}},
+			func() any { return new(api.List[api.Node]) }, &api.List[api.Node]{Items: nodes}},
 		{"teams print as a list", []string{"get", "teams", "-o", "json"}, json.Unmarshal,
-			func() any { return new(api.List[api.Team]) }, &api.List[api.Team]{Items: f.teams}},
+			func() any { return new(api.List[api.Team]) }, &api.List[api.Team]{Items: teams}},
 		{"yaml uses the API's field names", []string{"get", "workloads", "--limit", "1", "-o", "yaml"}, func(b []byte, v any) error { return yaml.UnmarshalStrict(b, v) },
-			func() any { return new(api.List[api.Workload]) }, &api.List[api.Workload]{Items: []api.Workload{wl1}}},
+			func() any { return new(api.List[api.Workload]) }, &api.List[api.Workload]{Items: []api.Workload{wls[0]}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := f.run(t, tt.args...)
+			got := f.runAs(t, adminToken, tt.args...)
 			if got.code != 0 {
 				t.Fatalf("code %d: %s", got.code, got.stderr)
 			}
@@ -205,14 +223,27 @@ func TestGetStructuredOutput(t *testing.T) {
 			if err := tt.decode([]byte(got.stdout), v); err != nil {
 				t.Fatalf("decode: %v\n%s", err, got.stdout)
 			}
-			// The fake moved wl-3 a phase on; compare the spec and ID only.
-			if w, ok := v.(*api.Workload); ok {
-				w.Status = tt.want.(*api.Workload).Status
-			}
 			if diff := cmp.Diff(tt.want, v); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// teamsAtWork gives the teams usage and pending demand: research runs 2.5
+// GPUs and waits for a quarter of an A10 (gpu2, which has one, is not
+// schedulable), vision for a gang of an A10 and an L4 (gpu2 again);
+// research may use the production and training classes only.
+func teamsAtWork(f *testServer) {
+	f.submit(
+		api.Workload{Team: "research", Resources: api.Resources{GPUs: 2000}, Command: []string{"sleep"}},
+		api.Workload{Team: "research", Resources: api.Resources{GPUs: 500}, Command: []string{"sleep"}},
+		api.Workload{Team: "research", Resources: api.Resources{GPUs: 250, GPUModels: []string{"A10"}}, Command: []string{"sleep"}},
+	)
+	f.submitAs(adminToken, api.Workload{Team: "vision", Replicas: 2, Resources: api.Resources{GPUs: 1000, GPUModels: []string{"A10", "L4"}}, Command: []string{"sleep"}})
+	f.step()
+	if _, err := f.admin().SetPriorityClasses(context.Background(), "research", []string{"production", "training"}); err != nil {
+		f.t.Fatal(err)
 	}
 }
 
@@ -226,41 +257,47 @@ func TestGetTeams(t *testing.T) {
 		args: []string{"get", "teams"},
 		want: "" +
 			"NAME      GUARANTEED  LIMIT      WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
-			"research  8           16         2       2.5    10          0.25\n" +
-			"vision    0           unlimited  1       0      4           8\n",
+			"research  8           16         2       2.5    2.75        0.25\n" +
+			"vision    0           unlimited  1       0      1.25        2\n",
 	}, {
 		name: "wide adds the age and the priority classes",
 		args: []string{"get", "teams", "-o", "wide"},
 		want: "" +
 			"NAME      GUARANTEED  LIMIT      WEIGHT  USAGE  FAIR-SHARE  PENDING  AGE  PRIORITY-CLASSES\n" +
-			"research  8           16         2       2.5    10          0.25     3d   production,training\n" +
-			"vision    0           unlimited  1       0      4           8        90m  preemptible\n",
+			"research  8           16         2       2.5    2.75        0.25     3d   production,training\n" +
+			"vision    0           unlimited  1       0      1.25        2        90m  preemptible\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
-			f.teams[0].PriorityClasses = []string{"production", "training"}
-			got := f.run(t, tt.args...)
+			f := newTestServer(t)
+			teamsAtWork(f)
+			got := f.runAs(t, adminToken, tt.args...)
 			if diff := cmp.Diff(result{stdout: tt.want}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
 
-	t.Run("a team without a limit field shows unlimited", func(t *testing.T) {
-		f := newFakeServer(t)
-		f.teams[1].LimitMilliGPU = nil
-		f.teams[1].Weight = 0
-		got := f.run(t, "get", "teams")
-		if !strings.Contains(got.stdout, "\nvision    0           unlimited  1 ") {
+	t.Run("a team created without a limit shows unlimited", func(t *testing.T) {
+		f := newTestServer(t)
+		if _, err := f.admin().CreateTeam(context.Background(), &api.Team{Name: "speech"}); err != nil {
+			t.Fatal(err)
+		}
+		got := f.runAs(t, adminToken, "get", "teams")
+		if !strings.Contains(got.stdout, "\nspeech    0           unlimited  1 ") {
 			t.Errorf("got:\n%s", got.stdout)
 		}
 	})
 
 	t.Run("json is the API's answer as it is", func(t *testing.T) {
-		f := newFakeServer(t)
-		got := f.run(t, "get", "teams", "-o", "json")
-		raw, _ := json.Marshal(api.List[api.Team]{Items: f.teams})
+		f := newTestServer(t)
+		teamsAtWork(f)
+		got := f.runAs(t, adminToken, "get", "teams", "-o", "json")
+		teams, err := f.admin().Teams(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(api.List[api.Team]{Items: teams})
 		if diff := cmp.Diff(decodeJSON(t, string(raw)), decodeJSON(t, got.stdout)); diff != "" {
 			t.Errorf("(-API +CLI):\n%s", diff)
 		}
@@ -286,7 +323,7 @@ func TestGetUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
 			got := f.run(t, tt.args...)
 			want := result{code: 2, stderr: tt.want + "Run 'gpufleet get --help' for usage.\n"}
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
@@ -297,9 +334,9 @@ func TestGetUsageErrors(t *testing.T) {
 }
 
 func TestGetUnknownWorkloadIsAnError(t *testing.T) {
-	f := newFakeServer(t)
+	f := newTestServer(t)
 	got := f.run(t, "get", "workload", "wl-9")
-	want := result{code: 1, stderr: "error: workload \"wl-9\" not found\n"}
+	want := result{code: 1, stderr: "error: workload wl-9: not found\n"}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
