@@ -376,13 +376,19 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 	return bestNode, best, sawGang
 }
 
+// maxExactVictims bounds the occupants of one device among which the
+// cheapest sufficient set for a share is found exactly (2^n subsets);
+// beyond it they are taken cheapest first.
+const maxExactVictims = 6
+
 // victimSet finds, on a node's future, the cheapest set of candidates (in
 // victim order) whose removal lets req fit, or nil. Whole GPUs: devices
 // are freed one at a time, each time the one whose remaining occupants
 // cost least to evict (the capacity they hold, then how many they are).
-// A share of a device: on each device, its occupants are evicted
-// fractional first, smallest first, until the share fits, and the device
-// whose set costs least wins. Either way, victims not needed are then
+// A share of a device: on each device, the cheapest set of its occupants
+// that leaves room (exactly, among up to maxExactVictims of them; else
+// fractional first, smallest first), and the device whose set costs least
+// wins. Either way, victims not needed are then
 // dropped, largest first. Requests without GPUs take candidates in victim
 // order.
 func victimSet(future *nodeState, req core.Request, cands []candidate) []candidate {
@@ -468,24 +474,54 @@ func victimSet(future *nodeState, req core.Request, cands []candidate) []candida
 				kb.add(req, cands[b])
 				return ka.compare(kb)
 			})
-			u := scratch.used[i]
+			u0 := scratch.used[i]
+			room := func(u core.GPUUse) bool { return u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB }
+			var set []int
 			var k victimCost
-			n := 0
-			for _, j := range vs {
-				if u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB {
-					break
+			if len(vs) <= maxExactVictims {
+				// Few occupants: the cheapest sufficient subset, exactly.
+				found := false
+				for mask := 1; mask < 1<<len(vs); mask++ {
+					u := u0
+					var km victimCost
+					for b, j := range vs {
+						if mask&(1<<b) != 0 {
+							f, _ := freed(j, g.Index)
+							u.MilliGPU -= f.MilliGPU
+							u.MemoryMiB -= f.MemoryMiB
+							km.add(req, cands[j])
+						}
+					}
+					if room(u) && (!found || km.compare(k) < 0) {
+						found, k, set = true, km, set[:0]
+						for b, j := range vs {
+							if mask&(1<<b) != 0 {
+								set = append(set, j)
+							}
+						}
+					}
 				}
-				f, _ := freed(j, g.Index)
-				u.MilliGPU -= f.MilliGPU
-				u.MemoryMiB -= f.MemoryMiB
-				k.add(req, cands[j])
-				n++
+				if !found {
+					continue
+				}
+			} else {
+				u := u0
+				for _, j := range vs {
+					if room(u) {
+						break
+					}
+					f, _ := freed(j, g.Index)
+					u.MilliGPU -= f.MilliGPU
+					u.MemoryMiB -= f.MemoryMiB
+					k.add(req, cands[j])
+					set = append(set, j)
+				}
+				if !room(u) || len(set) == 0 {
+					continue
+				}
 			}
-			if u.MilliGPU+milli > 1000 || u.MemoryMiB+mem > g.MemoryMiB || n == 0 {
-				continue
-			}
-			if bestVs == nil || cmp.Or(k.compare(bestCost), cmp.Compare(slices.Min(vs[:n]), slices.Min(bestVs))) < 0 {
-				bestVs, bestCost = append(bestVs[:0:0], vs[:n]...), k
+			if bestVs == nil || cmp.Or(k.compare(bestCost), cmp.Compare(slices.Min(set), slices.Min(bestVs))) < 0 {
+				bestVs, bestCost = append(bestVs[:0:0], set...), k
 			}
 		}
 		for _, j := range bestVs {

@@ -901,7 +901,7 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 		// A node held for preemptors may still take what they will not
 		// need: the placement must also fit the node's future, where they
 		// are already placed.
-		if held && !fitsAs(ns.futureState(c), req, assignments(ch, req)) {
+		if held && !fitsChoice(ns.futureState(c), req, ch) {
 			var ok bool
 			if ch, ok = c.futureChoice(ns, req, ch); !ok {
 				why.add(whyReserved)
@@ -965,12 +965,28 @@ func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice
 		if !ok || !req.ModelAllowed(g.Model) || ns.used[i].MilliGPU+milli > 1000 || ns.used[i].MemoryMiB+mem > g.MemoryMiB {
 			continue
 		}
-		alt := choice{ns: ns, gpu: i, score: c.scorer.score(ns, req, i)}
-		if fitsAs(f, req, assignments(alt, req)) && (!found || alt.score < best.score) {
+		alt := choice{ns: ns, gpu: i}
+		if !fitsChoice(f, req, alt) {
+			continue
+		}
+		if alt.score = c.scorer.score(ns, req, i); !found || alt.score < best.score {
 			best, found = alt, true
 		}
 	}
 	return best, found
+}
+
+// fitsChoice is fitsAs for a choice made on another state of the same node
+// (its future), without building assignments for a share.
+func fitsChoice(f *nodeState, req core.Request, ch choice) bool {
+	if ch.as != nil || req.WholeGPUs() > 0 || ch.gpu < 0 {
+		return fitsAs(f, req, assignments(ch, req)) // the devices chosen on the node now
+	}
+	g := f.node.GPUs[ch.gpu]
+	milli, mem, _ := req.ShareOn(g)
+	u, n := f.used[ch.gpu], f.node
+	return u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB &&
+		(n.MilliCPU == 0 || f.cpu+req.MilliCPU <= n.MilliCPU) && (n.MemoryMiB == 0 || f.mem+req.MemoryMiB <= n.MemoryMiB)
 }
 
 // reserve holds the node where w would fit soonest (the most free devices
