@@ -198,6 +198,13 @@ func (s *testServer) requests(prefix string) []string {
 	return out
 }
 
+// forget forgets the requests so far, those of a test's set-up.
+func (s *testServer) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = nil
+}
+
 // submitted returns the bodies of the submissions (POST /api/v1/workloads)
 // so far.
 func (s *testServer) submitted() [][]byte {
