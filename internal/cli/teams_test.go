@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -21,6 +22,38 @@ func teamCall(t *testing.T, call string) (string, any) {
 		t.Fatalf("no body in %q", call)
 	}
 	return strings.TrimSpace(call[:i]), decodeJSON(t, call[i:])
+}
+
+// teamChanges returns the team changes sent so far, "POST body" or
+// "PATCH name body".
+func teamChanges(f *testServer) []string {
+	var out []string
+	for _, c := range f.requests("/api/v1/teams") {
+		method, rest, _ := strings.Cut(c, " ")
+		uri, body, _ := strings.Cut(rest, " ")
+		switch {
+		case method == "POST" && uri == "/api/v1/teams":
+			out = append(out, "POST "+body)
+		case method == "PATCH":
+			out = append(out, "PATCH "+strings.TrimPrefix(uri, "/api/v1/teams/")+" "+body)
+		}
+	}
+	return out
+}
+
+// storedTeam returns the team as the server holds it, or nil.
+func storedTeam(f *testServer, name string) *api.Team {
+	f.t.Helper()
+	teams, err := f.admin().Teams(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, t := range teams {
+		if t.Name == name {
+			return &t
+		}
+	}
+	return nil
 }
 
 // quota is the part of a team that create, set quota and apply change.
@@ -58,12 +91,12 @@ func TestCreateTeamSendsTheQuota(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
 			got := runCLI(t, invocation{args: tt.args, vars: f.vars(t, adminToken)})
 			if diff := cmp.Diff(result{stdout: "team/nlp created\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Fatalf("run (-want +got):\n%s", diff)
 			}
-			calls := f.teamChanges()
+			calls := teamChanges(f)
 			if len(calls) != 1 {
 				t.Fatalf("got team requests %q, want one", calls)
 			}
@@ -74,7 +107,7 @@ func TestCreateTeamSendsTheQuota(t *testing.T) {
 			if diff := cmp.Diff(decodeJSON(t, tt.wantBody), body); diff != "" {
 				t.Errorf("body (-want +got):\n%s", diff)
 			}
-			stored := f.team("nlp")
+			stored := storedTeam(f, "nlp")
 			stored.CreatedAt = tt.want.CreatedAt
 			if diff := cmp.Diff(&tt.want, stored); diff != "" {
 				t.Errorf("stored team (-want +got):\n%s", diff)
@@ -102,14 +135,14 @@ func TestBadQuotaFlagsFailBeforeSending(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
 			got := runCLI(t, invocation{args: tt.args, vars: f.vars(t, adminToken)})
 			verb := "gpufleet " + strings.Join(tt.args[:2], " ")
 			want := result{code: 2, stderr: "error: " + tt.want + "\nRun '" + verb + " --help' for usage.\n"}
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if calls := f.teamChanges(); len(calls) != 0 {
+			if calls := teamChanges(f); len(calls) != 0 {
 				t.Errorf("sent %q, want nothing", calls)
 			}
 		})
@@ -128,51 +161,53 @@ func TestSetQuota(t *testing.T) {
 		wantBody: `{"weight":3}`,
 		wantOut: "" +
 			"NAME      GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
-			"research  8           16     3       2.5    10          0.25\n",
+			"research  8           16     3       2.5    2.75        0.25\n",
 	}, {
 		name:     "every flag, in GPUs",
 		args:     []string{"set", "quota", "vision", "--guaranteed", "8", "--limit", "16.5", "--weight", "2"},
 		wantBody: `{"guaranteedMilliGPU":8000,"limitMilliGPU":16500,"weight":2}`,
 		wantOut: "" +
 			"NAME    GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
-			"vision  8           16.5   2       0      4           8\n",
+			"vision  8           16.5   2       0      1.25        2\n",
 	}, {
 		name:     "--limit unlimited removes the limit",
 		args:     []string{"set", "quota", "research", "--limit", "unlimited"},
 		wantBody: `{"limitMilliGPU":-1}`,
 		wantOut: "" +
 			"NAME      GUARANTEED  LIMIT      WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
-			"research  8           unlimited  2       2.5    10          0.25\n",
+			"research  8           unlimited  2       2.5    2.75        0.25\n",
 	}, {
 		name:     "--guaranteed-model sends model guarantees in milli-GPU",
 		args:     []string{"set", "quota", "research", "--guaranteed", "8", "--guaranteed-model", "H100=4", "--guaranteed-model", "A10=2.5"},
 		wantBody: `{"guaranteedMilliGPU":8000,"guaranteedByModelMilliGPU":{"H100":4000,"A10":2500}}`,
 		wantOut: "" +
 			"NAME      GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
-			"research  8           16     2       2.5    10          0.25\n",
+			"research  8           16     2       2.5    2.75        0.25\n",
 	}, {
 		name:     "--guaranteed-model alone is enough, and MODEL= clears the model guarantees",
 		args:     []string{"set", "quota", "research", "--guaranteed-model", "H100="},
 		wantBody: `{"guaranteedByModelMilliGPU":{}}`,
 		wantOut: "" +
 			"NAME      GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
-			"research  8           16     2       2.5    10          0.25\n",
+			"research  8           16     2       2.5    2.75        0.25\n",
 	}, {
 		name:     "--limit -1 removes the limit too",
 		args:     []string{"set", "quota", "research", "--limit", "-1"},
 		wantBody: `{"limitMilliGPU":-1}`,
 		wantOut: "" +
 			"NAME      GUARANTEED  LIMIT      WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
-			"research  8           unlimited  2       2.5    10          0.25\n",
+			"research  8           unlimited  2       2.5    2.75        0.25\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
+			teamsAtWork(f)
+			f.forget()
 			got := runCLI(t, invocation{args: tt.args, vars: f.vars(t, adminToken)})
 			if diff := cmp.Diff(result{stdout: tt.wantOut}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Errorf("run (-want +got):\n%s", diff)
 			}
-			calls := f.teamChanges()
+			calls := teamChanges(f)
 			if len(calls) != 1 {
 				t.Fatalf("got team requests %q, want one", calls)
 			}
@@ -187,13 +222,13 @@ func TestSetQuota(t *testing.T) {
 	}
 
 	t.Run("-o json prints the team as the server answers", func(t *testing.T) {
-		f := newFakeServer(t)
+		f := newTestServer(t)
 		got := runCLI(t, invocation{args: []string{"set", "quota", "vision", "--guaranteed", "2", "-o", "json"}, vars: f.vars(t, adminToken)})
 		var team api.Team
 		if err := json.Unmarshal([]byte(got.stdout), &team); err != nil {
 			t.Fatalf("%v\n%s", err, got.stdout)
 		}
-		if diff := cmp.Diff(f.team("vision"), &team); diff != "" {
+		if diff := cmp.Diff(storedTeam(f, "vision"), &team); diff != "" {
 			t.Errorf("(-stored +printed):\n%s", diff)
 		}
 	})
@@ -204,14 +239,14 @@ func TestSetQuota(t *testing.T) {
 		args  []string
 		want  string
 	}{
-		{"a non-admin is refused by the server", aliceToken, []string{"set", "quota", "research", "--weight", "2"}, "error: only an admin may do this\n"},
-		{"an unknown team is not found", adminToken, []string{"set", "quota", "nope", "--weight", "2"}, "error: team \"nope\" not found\n"},
+		{"a non-admin is refused by the server", aliceToken, []string{"set", "quota", "research", "--weight", "2"}, "error: changing the quota of team research (weight) needs the admin role; a team-admin may change only priorityClasses\n"},
+		{"an unknown team is not found", adminToken, []string{"set", "quota", "nope", "--weight", "2"}, "error: team nope: not found\n"},
 		{"a limit below the stored guarantee is refused by the server", adminToken, []string{"set", "quota", "research", "--limit", "4"},
-			"error: invalid quota\n  limitMilliGPU: 4000 is below the guarantee (8000)\n"},
+			"error: invalid request\n  limitMilliGPU: 4 GPUs is below the guarantee of 8\n"},
 	}
 	for _, tt := range errors {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
 			got := runCLI(t, invocation{args: tt.args, vars: f.vars(t, tt.token)})
 			if diff := cmp.Diff(result{code: 1, stderr: tt.want}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -270,7 +305,7 @@ teams:
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
 			inv := invocation{vars: f.vars(t, adminToken)}
 			if tt.stdin {
 				inv.args, inv.stdin = []string{"apply", "-f", "-"}, tt.file
@@ -283,7 +318,7 @@ teams:
 			if diff := cmp.Diff(result{stdout: tt.wantOut}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Errorf("run (-want +got):\n%s", diff)
 			}
-			calls := f.teamChanges()
+			calls := teamChanges(f)
 			if len(calls) != len(tt.wantCalls) {
 				t.Fatalf("got team requests %q, want %q", calls, tt.wantCalls)
 			}
@@ -298,7 +333,7 @@ teams:
 				}
 			}
 			for _, want := range tt.wantTeams {
-				stored := f.team(want.Name)
+				stored := storedTeam(f, want.Name)
 				if stored == nil {
 					t.Errorf("team %s was not stored", want.Name)
 					continue
@@ -367,7 +402,7 @@ teams:
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t)
+			f := newTestServer(t)
 			path := filepath.Join(t.TempDir(), "fleet.yaml")
 			os.WriteFile(path, []byte(tt.file), 0o600)
 			args := []string{"apply", "-f", path}
@@ -379,7 +414,7 @@ teams:
 			if diff := cmp.Diff(result{code: tt.wantCode, stderr: tt.wantStderr}, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if calls := f.teamChanges(); len(calls) != 0 {
+			if calls := teamChanges(f); len(calls) != 0 {
 				t.Errorf("sent %q, want nothing", calls)
 			}
 		})
@@ -387,13 +422,13 @@ teams:
 }
 
 func TestApplyReportsEachTeamTheServerRefuses(t *testing.T) {
-	f := newFakeServer(t)
+	f := newTestServer(t)
 	path := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(path, []byte("teams:\n  - name: research\n    guaranteed: 1\n  - name: nlp\n"), 0o600)
 	got := runCLI(t, invocation{args: []string{"apply", "-f", path}, vars: f.vars(t, aliceToken)})
 	want := result{code: 1, stderr: "" +
-		"error: team/research: only an admin may do this\n" +
-		"error: team/nlp: only an admin can create teams\n"}
+		"error: team/research: changing the quota of team research (guaranteedMilliGPU) needs the admin role; a team-admin may change only priorityClasses\n" +
+		"error: team/nlp: creating teams needs the admin role\n"}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
