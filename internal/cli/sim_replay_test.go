@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -173,18 +174,26 @@ func TestSimExportOpenb(t *testing.T) {
 }
 
 func TestSimExportFromServer(t *testing.T) {
-	f := newFakeServer(t)
-	f.addWorkloads(
-		api.Workload{Name: "done", Team: "research", Priority: "training", Resources: api.Resources{GPUs: 250, CPU: 2000, MemoryMiB: 4096}, Command: []string{"x"}},
-		api.Workload{Name: "running", Team: "vision", Resources: api.Resources{GPUs: 2000}, Replicas: 2, Command: []string{"x"}},
-		api.Workload{Name: "waiting", Team: "vision", Resources: api.Resources{GPUMemoryMiB: 20480, GPUModels: []string{"H100"}}, Command: []string{"x"}},
-		api.Workload{Name: "capped", Team: "research", Resources: api.Resources{GPUs: 1000}, MaxRuntimeSeconds: 3600, Command: []string{"x"}},
-	)
-	at := func(d time.Duration) *time.Time { v := testNow.Add(d); return &v }
-	f.setStatus("wl-1", api.WorkloadStatus{Phase: api.PhaseSucceeded, StartedAt: at(-8 * time.Minute), FinishedAt: at(-5 * time.Minute)})
-	f.setStatus("wl-2", api.WorkloadStatus{Phase: api.PhaseRunning, StartedAt: at(-2 * time.Minute)})
-	f.setStatus("wl-3", api.WorkloadStatus{Phase: api.PhasePending})
-	f.setStatus("wl-4", api.WorkloadStatus{Phase: api.PhasePending})
+	// Each workload is submitted a minute after the one before, from
+	// testNow − 10m: done runs from −8m to −5m, running (a gang of 4 GPUs)
+	// starts when done has freed gpu1, waiting and capped stay pending
+	// (gpu1 is full, and capped asks for an A10: gpu2 takes no work).
+	f := newTestServer(t)
+	f.submitAt(aliceToken, testNow.Add(-10*time.Minute), api.Workload{Name: "done", Team: "research", Priority: "training", Resources: api.Resources{GPUs: 250, CPU: 2000, MemoryMiB: 4096}, Command: []string{"sleep"}})
+	f.submitAt(adminToken, testNow.Add(-9*time.Minute), api.Workload{Name: "running", Team: "vision", Resources: api.Resources{GPUs: 2000}, Replicas: 2, Command: []string{"sleep"}})
+	f.setNow(testNow.Add(-8 * time.Minute))
+	f.step() // done starts; running does not fit beside it
+	f.submitAt(adminToken, testNow.Add(-8*time.Minute), api.Workload{Name: "waiting", Team: "vision", Resources: api.Resources{GPUMemoryMiB: 20480, GPUModels: []string{"H100"}}, Command: []string{"sleep"}})
+	f.submitAt(aliceToken, testNow.Add(-7*time.Minute), api.Workload{Name: "capped", Team: "research", Resources: api.Resources{GPUs: 1000, GPUModels: []string{"A10"}}, MaxRuntimeSeconds: 3600, Command: []string{"sleep"}})
+	f.setNow(testNow.Add(-5 * time.Minute))
+	f.ex.Finish("wl-1", 1, 0)
+	f.step() // done has succeeded, running starts
+	f.setNow(testNow)
+	for id, phase := range map[string]string{"wl-1": api.PhaseSucceeded, "wl-2": api.PhaseRunning, "wl-3": api.PhasePending, "wl-4": api.PhasePending} {
+		if w, err := f.admin().GetWorkload(context.Background(), id); err != nil || w.Status.Phase != phase {
+			t.Fatalf("%s: %v, %v; want %s", id, w, err, phase)
+		}
+	}
 
 	got := runCLI(t, invocation{args: []string{"sim", "export", "--from-server"}, vars: f.vars(t, adminToken)})
 	if got.code != 0 {
@@ -208,15 +217,15 @@ func TestSimExportFromServer(t *testing.T) {
 	if diff := cmp.Diff(wantTeams, tr.Teams); diff != "" {
 		t.Errorf("teams (-want +got):\n%s", diff)
 	}
-	// The fake stamps workload i with testNow − (11−i) minutes: the trace
-	// starts at the first.
+	// The trace starts at the first submission; the server gives each
+	// workload the default class, training.
 	wantTasks := []trace.Task{
 		{Name: "done", Team: "research", Priority: "training", Submitted: 0, Runtime: 3 * time.Minute,
 			Request: core.Request{MilliGPU: 250, MilliCPU: 2000, MemoryMiB: 4096}},
-		{Name: "running", Team: "vision", Submitted: time.Minute, Runtime: 2 * time.Minute, Request: core.Request{MilliGPU: 2000, Replicas: 2}},
-		{Name: "waiting", Team: "vision", Submitted: 2 * time.Minute, Runtime: trace.UnknownRuntime,
+		{Name: "running", Team: "vision", Priority: "training", Submitted: time.Minute, Runtime: 5 * time.Minute, Request: core.Request{MilliGPU: 2000, Replicas: 2}},
+		{Name: "waiting", Team: "vision", Priority: "training", Submitted: 2 * time.Minute, Runtime: trace.UnknownRuntime,
 			Request: core.Request{GPUMemoryMiB: 20480, GPUModels: []string{"H100"}}},
-		{Name: "capped", Team: "research", Submitted: 3 * time.Minute, Runtime: time.Hour, Request: core.Request{MilliGPU: 1000}},
+		{Name: "capped", Team: "research", Priority: "training", Submitted: 3 * time.Minute, Runtime: time.Hour, Request: core.Request{MilliGPU: 1000, GPUModels: []string{"A10"}}},
 	}
 	if diff := cmp.Diff(wantTasks, tr.Tasks); diff != "" {
 		t.Errorf("tasks (-want +got):\n%s", diff)
