@@ -34,8 +34,8 @@ import (
 // server's clock is the test's (testNow unless a test moves it).
 //
 // It holds teams research (guarantee 8 GPUs, limit 16, weight 2) and vision
-// (no limit), nodes gpu1 (four H100s, pool a) and gpu2 (an A10 and an L4,
-// not schedulable), and users alice (member of research) and admin, whose
+// (no limit), nodes gpu1 (four H100s, region us-east, pool a) and gpu2 (an
+// A10 and an L4, not schedulable), and users alice (member of research) and admin, whose
 // tokens are aliceToken and adminToken.
 //
 // Commands tell the executor what to do: ["exit", "N"] ends with exit code
@@ -93,7 +93,7 @@ func newTestServer(t *testing.T) *testServer {
 		return core.GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Model: "H100", MemoryMiB: 81920}
 	}
 	for _, node := range []core.Node{
-		{Name: "gpu1", Pool: "a", Schedulable: true, UpdatedAt: testNow, GPUs: []core.GPU{h100(0), h100(1), h100(2), h100(3)}},
+		{Name: "gpu1", Region: "us-east", Pool: "a", Schedulable: true, UpdatedAt: testNow, GPUs: []core.GPU{h100(0), h100(1), h100(2), h100(3)}},
 		{Name: "gpu2", UpdatedAt: testNow, GPUs: []core.GPU{{Index: 0, UUID: "GPU-4", Model: "A10", MemoryMiB: 24576}, {Index: 1, UUID: "GPU-5", Model: "L4", MemoryMiB: 24576}}},
 	} {
 		if err := st.PutNode(ctx, node); err != nil {
