@@ -8,10 +8,10 @@ import (
 // TestTokenHints: a call the server refuses for want of a valid token says
 // how to give one, by where the CLI found the token it sent.
 func TestTokenHints(t *testing.T) {
-	f := newNameFixture(t)
+	f := newTestServer(t)
 	dir := t.TempDir()
 	vars := func(token string) map[string]string {
-		return map[string]string{"GPUFLEET_ADDR": f.url, "GPUFLEET_TOKEN": token, "XDG_CONFIG_HOME": dir, "HOME": dir}
+		return map[string]string{"GPUFLEET_ADDR": f.URL, "GPUFLEET_TOKEN": token, "XDG_CONFIG_HOME": dir, "HOME": dir}
 	}
 	how := "Set GPUFLEET_TOKEN (or --token), or run 'gpufleet login', which saves one.\n" +
 		"A local server writes its admin token to DATA/admin-token (default .gpufleet/admin-token):\n" +
