@@ -23,10 +23,15 @@ func BenchmarkSubmit(b *testing.B) {
 	s := start(b, b.TempDir())
 	ctx := context.Background()
 	const clients = 32
-	// Ask for a GPU model that no node has, so the workloads stay pending
+	// Cap the team at no GPU, so the workloads stay pending (QuotaLimit)
 	// and the measure is the submit path (API, validation, durable commit)
-	// plus the control loop's cycles competing for the CPU.
-	w := &api.Workload{Command: []string{"true"}, Resources: api.Resources{GPUs: 1000, GPUModels: []string{"B200"}}}
+	// plus the control loop's cycles competing for the CPU. (A GPU model
+	// no node has is refused at submit now.)
+	zero := int64(0)
+	if _, err := s.admin.SetQuota(ctx, "research", &api.TeamQuota{GuaranteedMilliGPU: &zero, LimitMilliGPU: &zero}); err != nil {
+		b.Fatal(err)
+	}
+	w := &api.Workload{Team: "research", Command: []string{"true"}, Resources: api.Resources{GPUs: 1000}}
 	lat := make([][]time.Duration, clients)
 	var next sync.Mutex
 	n := 0
