@@ -123,7 +123,13 @@ type ChurnSummary struct {
 	// workload of any team.
 	IdleGuaranteedGPUSeconds float64 `json:"idleGuaranteedGPUSeconds"`
 	IdlePendingGPUSeconds    float64 `json:"idlePendingGPUSeconds"`
-	MeanAllocatedGPUs        float64 `json:"meanAllocatedGPUs"`
+	// IdlePolls counts the polls that saw a GPU with nothing allocated;
+	// IdleGuaranteedPolls those that also saw guaranteed work that would
+	// fit, at that poll alone (the instant between an end and the next
+	// placement included).
+	IdlePolls           int     `json:"idlePolls"`
+	IdleGuaranteedPolls int     `json:"idleGuaranteedPolls"`
+	MeanAllocatedGPUs   float64 `json:"meanAllocatedGPUs"`
 
 	QueueWaitP50Sec float64 `json:"queueWaitP50Seconds"`
 	QueueWaitP99Sec float64 `json:"queueWaitP99Seconds"`
@@ -276,6 +282,8 @@ func TestChurn(t *testing.T) {
 		idleGuar, idleAny float64
 		allocSum          float64
 		polls             int
+		idlePolls         int
+		idleGuarPolls     int
 		examples          []string
 	)
 	stopPoll := make(chan struct{})
@@ -404,6 +412,12 @@ func TestChurn(t *testing.T) {
 					}
 				}
 			}
+			if idle > 0 {
+				idlePolls++
+			}
+			if guar >= 0 {
+				idleGuarPolls++
+			}
 			if guar >= 0 && prevGuar >= 0 {
 				idleGuar += float64(min(guar, prevGuar)) * dt
 			}
@@ -465,6 +479,7 @@ func TestChurn(t *testing.T) {
 	sum.SubmitP99Milli = int(pct(submitLt, 99).Milliseconds())
 	sum.MaxOverLimitMilli = maxOver
 	sum.IdleGuaranteedGPUSeconds, sum.IdlePendingGPUSeconds = round1(idleGuar), round1(idleAny)
+	sum.IdlePolls, sum.IdleGuaranteedPolls = idlePolls, idleGuarPolls
 	if polls > 0 {
 		sum.MeanAllocatedGPUs = round1(allocSum / float64(polls))
 	}
@@ -473,6 +488,7 @@ func TestChurn(t *testing.T) {
 	for i, w := range ran {
 		var starts []time.Time
 		var lastStop time.Time
+		var lastStopWhy string
 		for _, e := range evs[i] {
 			if e.Time.After(end) {
 				continue
@@ -494,12 +510,13 @@ func TestChurn(t *testing.T) {
 					if !lastStop.IsZero() && began.Sub(lastStop) < minRuntime {
 						sum.RepeatStops++
 						if sum.RepeatStops <= 5 {
-							examples = append(examples, fmt.Sprintf("%s (%s, %s %s): stopped again (%s) %s after it restarted, %s after its previous stop",
-								w.ID, w.Team, subs[w.ID].shape.name, w.Priority, e.Reason, e.Time.Sub(began).Round(time.Millisecond), began.Sub(lastStop).Round(time.Millisecond)))
+							examples = append(examples, fmt.Sprintf("%s (%s, %s %s): stopped again %s after it restarted (%s: %s), %s after its previous stop (%s)",
+								w.ID, w.Team, subs[w.ID].shape.name, w.Priority, e.Time.Sub(began).Round(time.Millisecond), e.Reason, e.Message,
+								began.Sub(lastStop).Round(time.Millisecond), lastStopWhy))
 						}
 					}
 				}
-				lastStop = e.Time
+				lastStop, lastStopWhy = e.Time, e.Reason+": "+e.Message
 			}
 		}
 		if len(starts) == 0 {
@@ -556,6 +573,7 @@ func TestChurn(t *testing.T) {
 	fmt.Fprintf(tw, "max team over limit\t%d milli-GPU\n", sum.MaxOverLimitMilli)
 	fmt.Fprintf(tw, "idle GPU-seconds\t%.1f while guaranteed work fit (%.1f while any pending work fit); mean allocated %.1f of 8 GPUs over %d polls\n",
 		sum.IdleGuaranteedGPUSeconds, sum.IdlePendingGPUSeconds, sum.MeanAllocatedGPUs, sum.Polls)
+	fmt.Fprintf(tw, "\tan idle GPU at %d polls, with guaranteed work that would fit at %d (at that poll alone)\n", sum.IdlePolls, sum.IdleGuaranteedPolls)
 	fmt.Fprintf(tw, "queue wait\tp50 %.1f s, p99 %.1f s, max %.1f s (of the workloads that started)\n", sum.QueueWaitP50Sec, sum.QueueWaitP99Sec, sum.QueueWaitMaxSec)
 	tw.Flush()
 	t.Logf("churn summary:\n%s", b.String())
