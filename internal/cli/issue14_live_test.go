@@ -5,84 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
-	"github.com/gpufleet/gpufleet/internal/app"
-	"github.com/gpufleet/gpufleet/internal/config"
 )
-
-// liveServer is a real gpufleet server (store, control loop, local
-// executor on simulated GPUs) in this process, on a data dir of the test's.
-type liveServer struct {
-	addr, admin string
-}
-
-func startLiveServer(t *testing.T) *liveServer {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.Addr, cfg.DataDir, cfg.FakeGPUs, cfg.Demo, cfg.NodeName = addr, dir, "4xH100-80GB", true, "node-a"
-	cfg.ResyncPeriod = 100 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.RunWithLogger(ctx, cfg, io.Discard, slog.New(slog.DiscardHandler)) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(end) {
-			t.Fatal("server not ready after 10s")
-		}
-	}
-	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &liveServer{addr: addr, admin: strings.TrimSpace(string(tok))}
-}
-
-// run runs the CLI against the server with token.
-func (s *liveServer) run(t *testing.T, token string, args ...string) result {
-	t.Helper()
-	return s.runCtx(t, context.Background(), token, args...)
-}
-
-func (s *liveServer) runCtx(t *testing.T, ctx context.Context, token string, args ...string) result {
-	t.Helper()
-	dir := t.TempDir()
-	vars := map[string]string{"GPUFLEET_ADDR": s.addr, "GPUFLEET_TOKEN": token, "XDG_CONFIG_HOME": dir, "HOME": dir}
-	var stdout, stderr bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] }, now: time.Now}
-	code := run(ctx, args, e)
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
-}
-
-func (s *liveServer) must(t *testing.T, args ...string) string {
-	t.Helper()
-	r := s.run(t, s.admin, args...)
-	if r.code != 0 {
-		t.Fatalf("gpufleet %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
-	}
-	return r.stdout
-}
 
 // TestLiveFirstHourVerbs: the verbs and flags issue 14 found missing, run
 // against a real server.

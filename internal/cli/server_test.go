@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +20,8 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/apiserver"
+	"github.com/gpufleet/gpufleet/internal/app"
+	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
@@ -292,6 +296,74 @@ func (e *scriptExecutor) Start(ctx context.Context, t executor.Task) error {
 
 // quiet reports whether no exit waits to be read.
 func (e *scriptExecutor) quiet() bool { return len(e.Exits()) == 0 }
+
+// liveServer is the whole gpufleet server (internal/app: store, control
+// loop, local executor on simulated GPUs, real processes) in this process,
+// on a data dir of the test's and the real clock: the fixture for what
+// needs time to pass, --follow, --tail, --watch. Everything else uses
+// testServer.
+type liveServer struct {
+	addr, admin string
+}
+
+func startLiveServer(t *testing.T) *liveServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Addr, cfg.DataDir, cfg.FakeGPUs, cfg.Demo, cfg.NodeName = addr, dir, "4xH100-80GB", true, "node-a"
+	cfg.ResyncPeriod = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.RunWithLogger(ctx, cfg, io.Discard, slog.New(slog.DiscardHandler)) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatal("server not ready after 10s")
+		}
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &liveServer{addr: addr, admin: strings.TrimSpace(string(tok))}
+}
+
+// run runs the CLI against the server with token.
+func (s *liveServer) run(t *testing.T, token string, args ...string) result {
+	t.Helper()
+	return s.runCtx(t, context.Background(), token, args...)
+}
+
+func (s *liveServer) runCtx(t *testing.T, ctx context.Context, token string, args ...string) result {
+	t.Helper()
+	dir := t.TempDir()
+	vars := map[string]string{"GPUFLEET_ADDR": s.addr, "GPUFLEET_TOKEN": token, "XDG_CONFIG_HOME": dir, "HOME": dir}
+	var stdout, stderr bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] }, now: time.Now}
+	code := run(ctx, args, e)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+func (s *liveServer) must(t *testing.T, args ...string) string {
+	t.Helper()
+	r := s.run(t, s.admin, args...)
+	if r.code != 0 {
+		t.Fatalf("gpufleet %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
 
 // result is what one run of the CLI printed and returned.
 type result struct {
