@@ -62,7 +62,7 @@ func TestConfigPath(t *testing.T) {
 	}
 }
 
-// TestLoginThenPrecedence logs in, then checks against the fake server
+// TestLoginThenPrecedence logs in, then checks against the real server
 // which token each layer makes the CLI send.
 func TestLoginThenPrecedence(t *testing.T) {
 	f := newTestServer(t)

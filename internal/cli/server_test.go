@@ -149,7 +149,7 @@ func (s *testServer) step() {
 }
 
 // submit submits workloads as alice through the API, the first ten minutes
-// before testNow, each next one a minute later, as the fake did, and returns
+// before testNow, each next one a minute later, and returns
 // their IDs.
 func (s *testServer) submit(ws ...api.Workload) []string {
 	return s.submitAs(aliceToken, ws...)
