@@ -22,28 +22,23 @@ import (
 func TestEvictionTakesTheSmallestSufficientSet(t *testing.T) {
 	n := node("n1").gpus(4, "H100").obj()
 	now := t0.Add(time.Hour)
-	teams := []core.Team{team("research", 0, -1, 1), team("ops", 0, -1, 1), team("vision", 1, -1, 1)}
-	research := runOn(wl("gang", "research", "training", 3000), n, 0, 1)
-	research = gang(research, 3)
-	research.Request.MilliGPU = 1000
-	for r := range research.Status.Placement {
-		research.Status.Placement[r].Replica = r
-	}
+	teams := []core.Team{team("research").obj(), team("ops").obj(), team("vision").guaranteed(1000).obj()}
+	research := job("gang").team("research").class("training").gpus(1000).replicas(3).created(t0).runs(n, 0, minute(1)).obj()
 	tests := []struct {
 		name    string
 		running []*core.Workload
 		want    []string
 	}{
-		{"a single GPU rather than a gang", []*core.Workload{research, runOn(wl("one", "ops", "training", 1000), n, 3, 2)},
+		{"a single GPU rather than a gang", []*core.Workload{research, job("one").team("ops").class("training").gpus(1000).created(t0).runs(n, 3, minute(2)).obj()},
 			[]string{"one Reclaimed for nb"}},
 		{"a fraction rather than a single GPU or a gang", []*core.Workload{research,
-			runOn(wl("half1", "ops", "training", 500), n, 3, 2), runOn(wl("half2", "ops", "training", 500), n, 3, 3)},
+			job("half1").team("ops").class("training").gpus(500).created(t0).runs(n, 3, minute(2)).obj(), job("half2").team("ops").class("training").gpus(500).created(t0).runs(n, 3, minute(3)).obj()},
 			[]string{"half2 Reclaimed for nb"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := cluster{nodes: []*core.Node{n}, teams: teams, running: tt.running,
-				pending: fresh(now, wl("nb", "vision", "development", 250))}
+				pending: []*core.Workload{job("nb").team("vision").class("development").gpus(250).created(now).obj()}}
 			plan := sched.DefaultOptions().Schedule(c.snapshot(), now)
 			_, victims, _ := outcome(plan)
 			if diff := cmp.Diff(tt.want, victims); diff != "" {
@@ -61,9 +56,7 @@ func TestReservationBackfill(t *testing.T) {
 	n := node("n1").gpus(4, "H100").obj()
 	now := t0.Add(time.Hour)
 	opts := sched.Options{StarvationAfter: 2 * time.Minute, FairShareReclaim: true, MinRuntime: 5 * time.Minute}
-	withMax := func(w *core.Workload, d time.Duration) *core.Workload { w.MaxRuntime = d; return w }
-	big := gang(wl("gang", "research", "training", 1000), 3)
-	big.CreatedAt = now.Add(-10 * time.Minute)
+	big := job("gang").team("research").class("training").gpus(1000).replicas(3).created(now.Add(-10 * time.Minute)).obj()
 	tests := []struct {
 		name    string
 		running []*core.Workload
@@ -71,20 +64,20 @@ func TestReservationBackfill(t *testing.T) {
 		placed  []string
 		message string // a substring of the gang's message
 	}{
-		{"the GPU it cannot use takes fractions", []*core.Workload{runOn(wl("x", "ops", "training", 1000), n, 0, 1), runOn(wl("y", "ops", "training", 1000), n, 1, 1)},
-			fresh(now, wl("quarter", "ops", "training", 250), wl("one", "ops", "training", 1000), wl("half", "ops", "training", 500)),
+		{"the GPU it cannot use takes fractions", []*core.Workload{job("x").team("ops").class("training").gpus(1000).created(t0).runs(n, 0, minute(1)).obj(), job("y").team("ops").class("training").gpus(1000).created(t0).runs(n, 1, minute(1)).obj()},
+			[]*core.Workload{job("quarter").team("ops").class("training").gpus(250).created(now).obj(), job("one").team("ops").class("training").gpus(1000).created(now).obj(), job("half").team("ops").class("training").gpus(500).created(now).obj()},
 			[]string{"half on n1:2@500", "quarter on n1:2@250"},
 			"n1 is reserved for it (waiting since 2026-11-30T08:50:00Z): it waits there for x, y to end"},
 		{"work that ends before it can start runs anywhere", []*core.Workload{
-			withMax(runOn(wl("x", "ops", "training", 1000), n, 0, 50), 30*time.Minute), withMax(runOn(wl("y", "ops", "training", 1000), n, 1, 50), 30*time.Minute)},
-			fresh(now, wl("one", "ops", "training", 1000), withMax(wl("short", "ops", "training", 1000), 10*time.Minute)),
+			job("x").team("ops").class("training").gpus(1000).maxRuntime(30*time.Minute).created(t0).runs(n, 0, minute(50)).obj(), job("y").team("ops").class("training").gpus(1000).maxRuntime(30*time.Minute).created(t0).runs(n, 1, minute(50)).obj()},
+			[]*core.Workload{job("one").team("ops").class("training").gpus(1000).created(now).obj(), job("short").team("ops").class("training").gpus(1000).maxRuntime(10 * time.Minute).created(now).obj()},
 			[]string{"one on n1:2", "short on n1:3"}, // it can use three of the four GPUs
 			"by 2026-11-30T09:20:00Z at the latest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := big.Clone()
-			c := cluster{nodes: []*core.Node{n}, teams: []core.Team{team("research", 0, -1, 1), team("ops", 0, -1, 1)},
+			c := cluster{nodes: []*core.Node{n}, teams: []core.Team{team("research").obj(), team("ops").obj()},
 				running: tt.running, pending: append([]*core.Workload{g}, tt.pending...)}
 			plan := opts.Schedule(c.snapshot(), now)
 			placed, _, _ := outcome(plan)
@@ -106,19 +99,16 @@ func TestReservationBackfill(t *testing.T) {
 // the request would take on the largest GPU.
 func TestLimitHoldsForEveryRequestShape(t *testing.T) {
 	nodes := []*core.Node{node("h").gpus(4, h100).obj(), node("a").gpus(4, a10).obj()}
-	lim := team("t", 0, 1, 1)
+	lim := team("t").limit(1000).obj()
 	tests := []struct {
 		name string
 		w    *core.Workload
 	}{
-		{"a gang by memory on one model", gang(job("g").gpuMem(24576).models("A10").obj(), 3)},
-		{"one replica by memory on one model", job("m").gpuMem(24576).models("A10").obj()},
+		{"a gang by memory on one model", job("g").team("t").gpuMem(24576).models("A10").replicas(3).created(t0).obj()},
+		{"one replica by memory on one model", job("m").team("t").gpuMem(24576).models("A10").created(t0).obj()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, w := range []*core.Workload{tt.w, job("small").gpuMem(24576).obj()} {
-				w.Team, w.CreatedAt = "t", t0
-			}
 			c := cluster{nodes: nodes, teams: []core.Team{lim}, pending: []*core.Workload{tt.w}}
 			plan := sched.DefaultOptions().Schedule(c.snapshot(), t0)
 			var used int64
@@ -135,10 +125,8 @@ func TestLimitHoldsForEveryRequestShape(t *testing.T) {
 	// A request by memory that fits in the limit on one model and not on
 	// another lands where it fits.
 	t.Run("a memory request lands where the limit allows", func(t *testing.T) {
-		w := job("m").gpuMem(24576).obj()
-		w.Team, w.CreatedAt = "t", t0
-		half := team("t", 0, 0, 1)
-		half.Limit = 500
+		w := job("m").team("t").gpuMem(24576).created(t0).obj()
+		half := team("t").limit(500).obj()
 		c := cluster{nodes: nodes, teams: []core.Team{half}, pending: []*core.Workload{w}}
 		plan := sched.DefaultOptions().Schedule(c.snapshot(), t0)
 		placed, _, waiting := outcome(plan)
@@ -155,11 +143,10 @@ func TestLimitHoldsForEveryRequestShape(t *testing.T) {
 // minutes (cycles 10 s apart).
 func TestNoThrashBetweenReservationAndReclaim(t *testing.T) {
 	nodes := []*core.Node{node("n1").gpus(4, h100).obj(), node("n2").gpus(4, h100).obj()}
-	teams := []core.Team{team("t1", 3, -1, 1), team("t2", 3, -1, 1), team("t4", 2, -1, 1)}
+	teams := []core.Team{team("t1").guaranteed(3000).obj(), team("t2").guaranteed(3000).obj(), team("t4").guaranteed(2000).obj()}
 	opts := sched.Options{StarvationAfter: 30 * time.Second, FairShareReclaim: true, MinRuntime: time.Minute}
 	s := &invSim{opts: opts, snap: &core.Snapshot{Nodes: nodes, Teams: teams, Usage: invUsage(nodes, nil)}, now: t0, linger: map[core.WorkloadID]int{}}
-	g := gang(wl("gang", "t4", "training", 2000), 2)
-	g.Seq, g.CreatedAt = 1, t0
+	g := job("gang").team("t4").class("training").gpus(2000).replicas(2).seq(1).created(t0).obj()
 	s.snap.Pending = []*core.Workload{g}
 	s.seq = 1
 	starts := map[core.WorkloadID][]time.Time{}
@@ -189,9 +176,7 @@ func TestNoThrashBetweenReservationAndReclaim(t *testing.T) {
 			}
 			for ; n < 3; n++ {
 				s.seq++
-				w := wl(fmt.Sprintf("%s-%03d", tm, s.seq), string(tm), "training", 1000)
-				w.Seq, w.CreatedAt = s.seq, s.now
-				pending = append(pending, w)
+				pending = append(pending, job(fmt.Sprintf("%s-%03d", tm, s.seq)).team(tm).class("training").gpus(1000).seq(s.seq).created(s.now).obj())
 			}
 		}
 		s.snap = &core.Snapshot{Nodes: nodes, Teams: teams, Usage: invUsage(nodes, running), Pending: pending, Running: running}

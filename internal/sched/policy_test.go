@@ -22,67 +22,6 @@ type cluster struct {
 	pending []*core.Workload
 }
 
-var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-
-func team(name string, guaranteedGPUs, limitGPUs, weight int64) core.Team {
-	t := core.NewTeam(core.TeamName(name), t0)
-	t.Guaranteed = guaranteedGPUs * 1000
-	if limitGPUs >= 0 {
-		t.Limit = limitGPUs * 1000
-	}
-	t.Weight = weight
-	return t
-}
-
-// wl makes a workload of team and class asking milli-GPU.
-func wl(id, tm, class string, milli int64) *core.Workload {
-	return &core.Workload{ID: core.WorkloadID(id), CreatedAt: t0, Spec: core.Spec{Name: id, Team: core.TeamName(tm), Priority: class,
-		Kind: core.KindJob, Request: core.Request{MilliGPU: milli}, Command: []string{"true"}}, Status: core.Status{Phase: core.Pending}}
-}
-
-// twoDomains is a node of 8 GPUs in two NVLink domains of four.
-func twoDomains() *core.Node {
-	n := node("nv").gpus(8, "H100").obj()
-	for i := 4; i < 8; i++ {
-		n.GPUs[i].Domain = 1
-	}
-	return n
-}
-
-// fresh marks workloads as just submitted, so that none starves.
-func fresh(now time.Time, ws ...*core.Workload) []*core.Workload {
-	for _, w := range ws {
-		w.CreatedAt = now
-	}
-	return ws
-}
-
-// gang makes w a gang of n replicas.
-func gang(w *core.Workload, n int) *core.Workload {
-	w.Request.Replicas = n
-	return w
-}
-
-// runOn marks w running on node n's devices from index first, started at
-// t0+startMin minutes.
-func runOn(w *core.Workload, n *core.Node, first int, startMin int) *core.Workload {
-	w.Status.Phase = core.Running
-	w.Status.Attempts = 1
-	st := t0.Add(time.Duration(startMin) * time.Minute)
-	w.Status.StartedAt = &st
-	if w.Request.MilliGPU < 1000 {
-		g := n.GPUs[first]
-		milli, mem, _ := w.Request.ShareOn(g)
-		w.Status.Placement = []core.Assignment{{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: milli, MemoryMiB: mem}}
-		return w
-	}
-	for i := range w.Request.WholeGPUs() {
-		g := n.GPUs[first+i]
-		w.Status.Placement = append(w.Status.Placement, core.Assignment{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
-	}
-	return w
-}
-
 func (c cluster) snapshot() *core.Snapshot {
 	s := &core.Snapshot{Nodes: c.nodes, Teams: c.teams, Usage: map[core.NodeName]*core.NodeUsage{}}
 	for i, w := range c.pending {
@@ -130,6 +69,8 @@ func whereAll(as []core.Assignment) string {
 func TestPolicy(t *testing.T) {
 	n4 := node("n1").gpus(4, "H100").obj()
 	n8 := node("n8").gpus(8, "H100").obj()
+	// nv has two NVLink domains of four GPUs.
+	nv := node("nv").gpus(4, "H100").inDomain(1).gpus(4, "H100").obj()
 	opts := sched.Options{StarvationAfter: 10 * time.Minute, FairShareReclaim: true, MinRuntime: 5 * time.Minute}
 	now := t0.Add(time.Hour)
 
@@ -145,12 +86,12 @@ func TestPolicy(t *testing.T) {
 		name: "a team below its guarantee reclaims another team's over-quota training, newest first",
 		c: cluster{
 			nodes: []*core.Node{n4},
-			teams: []core.Team{team("a", 0, -1, 1), team("b", 2, -1, 1)},
+			teams: []core.Team{team("a").obj(), team("b").guaranteed(2000).obj()},
 			running: []*core.Workload{
-				runOn(wl("a1", "a", "training", 1000), n4, 0, 1), runOn(wl("a2", "a", "training", 1000), n4, 1, 2),
-				runOn(wl("a3", "a", "training", 1000), n4, 2, 3), runOn(wl("a4", "a", "training", 1000), n4, 3, 4),
+				job("a1").team("a").class("training").gpus(1000).created(t0).runs(n4, 0, minute(1)).obj(), job("a2").team("a").class("training").gpus(1000).created(t0).runs(n4, 1, minute(2)).obj(),
+				job("a3").team("a").class("training").gpus(1000).created(t0).runs(n4, 2, minute(3)).obj(), job("a4").team("a").class("training").gpus(1000).created(t0).runs(n4, 3, minute(4)).obj(),
 			},
-			pending: []*core.Workload{wl("b1", "b", "training", 2000)},
+			pending: []*core.Workload{job("b1").team("b").class("training").gpus(2000).created(t0).obj()},
 		},
 		wantVictims: []string{"a3 Reclaimed for b1", "a4 Reclaimed for b1"},
 		wantWaiting: map[string]string{"b1": sched.ReasonPreempting},
@@ -159,8 +100,8 @@ func TestPolicy(t *testing.T) {
 		name: "production is not admitted over its team's guarantee",
 		c: cluster{
 			nodes:   []*core.Node{n4},
-			teams:   []core.Team{team("b", 1, -1, 1)},
-			pending: []*core.Workload{wl("p", "b", "production", 2000)},
+			teams:   []core.Team{team("b").guaranteed(1000).obj()},
+			pending: []*core.Workload{job("p").team("b").class("production").gpus(2000).created(t0).obj()},
 		},
 		wantWaiting: map[string]string{"p": sched.ReasonOverQuota},
 		wantMessage: map[string]string{"p": "production runs only within the team's guarantee: team b holds 0 of 1 guaranteed GPUs in production and above"},
@@ -168,20 +109,20 @@ func TestPolicy(t *testing.T) {
 		name: "production is never preempted, not even to give another team its guarantee",
 		c: cluster{
 			nodes: []*core.Node{n4},
-			teams: []core.Team{team("a", 4, -1, 1), team("b", 4, -1, 1)},
+			teams: []core.Team{team("a").guaranteed(4000).obj(), team("b").guaranteed(4000).obj()},
 			running: []*core.Workload{
-				runOn(wl("a1", "a", "production", 2000), n4, 0, 1), runOn(wl("a2", "a", "production", 2000), n4, 2, 2),
+				job("a1").team("a").class("production").gpus(2000).created(t0).runs(n4, 0, minute(1)).obj(), job("a2").team("a").class("production").gpus(2000).created(t0).runs(n4, 2, minute(2)).obj(),
 			},
-			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+			pending: []*core.Workload{job("b1").team("b").class("training").gpus(1000).created(t0).obj()},
 		},
 		wantWaiting: map[string]string{"b1": sched.ReasonUnschedulable},
 	}, {
 		name: "production preempts training of its own team",
 		c: cluster{
 			nodes:   []*core.Node{n4},
-			teams:   []core.Team{team("a", 4, -1, 1)},
-			running: []*core.Workload{runOn(wl("t1", "a", "training", 4000), n4, 0, 1)},
-			pending: []*core.Workload{wl("p", "a", "production", 1000)},
+			teams:   []core.Team{team("a").guaranteed(4000).obj()},
+			running: []*core.Workload{job("t1").team("a").class("training").gpus(4000).created(t0).runs(n4, 0, minute(1)).obj()},
+			pending: []*core.Workload{job("p").team("a").class("production").gpus(1000).created(t0).obj()},
 		},
 		wantVictims: []string{"t1 Preempted for p"},
 		wantWaiting: map[string]string{"p": sched.ReasonPreempting},
@@ -189,9 +130,9 @@ func TestPolicy(t *testing.T) {
 		name: "training does not preempt another team's training that is within its quota",
 		c: cluster{
 			nodes:   []*core.Node{n4},
-			teams:   []core.Team{team("a", 4, -1, 1), team("b", 0, -1, 1)},
-			running: []*core.Workload{runOn(wl("a1", "a", "training", 4000), n4, 0, 1)},
-			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+			teams:   []core.Team{team("a").guaranteed(4000).obj(), team("b").obj()},
+			running: []*core.Workload{job("a1").team("a").class("training").gpus(4000).created(t0).runs(n4, 0, minute(1)).obj()},
+			pending: []*core.Workload{job("b1").team("b").class("training").gpus(1000).created(t0).obj()},
 		},
 		wantWaiting: map[string]string{"b1": sched.ReasonUnschedulable},
 		wantMessage: map[string]string{"b1": "team b holds 0 GPUs and its fair share is 0, so it cannot reclaim more"},
@@ -199,9 +140,9 @@ func TestPolicy(t *testing.T) {
 		name: "batch runs on idle capacity and is preempted by anything",
 		c: cluster{
 			nodes:   []*core.Node{n4},
-			teams:   []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
-			running: []*core.Workload{runOn(wl("batch1", "a", "batch", 4000), n4, 0, 1)},
-			pending: []*core.Workload{wl("b1", "b", "development", 1000)},
+			teams:   []core.Team{team("a").obj(), team("b").obj()},
+			running: []*core.Workload{job("batch1").team("a").class("batch").gpus(4000).created(t0).runs(n4, 0, minute(1)).obj()},
+			pending: []*core.Workload{job("b1").team("b").class("development").gpus(1000).created(t0).obj()},
 		},
 		wantVictims: []string{"batch1 Reclaimed for b1"}, // another team's: Reclaimed
 		wantWaiting: map[string]string{"b1": sched.ReasonPreempting},
@@ -209,9 +150,9 @@ func TestPolicy(t *testing.T) {
 		name: "batch never preempts and says it waits for idle capacity",
 		c: cluster{
 			nodes:   []*core.Node{n4},
-			teams:   []core.Team{team("a", 0, -1, 1), team("b", 4, -1, 1)},
-			running: []*core.Workload{runOn(wl("a1", "a", "training", 4000), n4, 0, 1)},
-			pending: []*core.Workload{wl("batch1", "b", "batch", 1000)},
+			teams:   []core.Team{team("a").obj(), team("b").guaranteed(4000).obj()},
+			running: []*core.Workload{job("a1").team("a").class("training").gpus(4000).created(t0).runs(n4, 0, minute(1)).obj()},
+			pending: []*core.Workload{job("batch1").team("b").class("batch").gpus(1000).created(t0).obj()},
 		},
 		wantWaiting: map[string]string{"batch1": sched.ReasonIdleOnly},
 		wantMessage: map[string]string{"batch1": "batch runs only on idle capacity"},
@@ -219,18 +160,18 @@ func TestPolicy(t *testing.T) {
 		name: "four quarter-GPU notebooks share one GPU",
 		c: cluster{
 			nodes: []*core.Node{n4},
-			teams: []core.Team{team("a", 0, -1, 1)},
-			pending: []*core.Workload{wl("nb1", "a", "development", 250), wl("nb2", "a", "development", 250),
-				wl("nb3", "a", "development", 250), wl("nb4", "a", "development", 250)},
+			teams: []core.Team{team("a").obj()},
+			pending: []*core.Workload{job("nb1").team("a").class("development").gpus(250).created(t0).obj(), job("nb2").team("a").class("development").gpus(250).created(t0).obj(),
+				job("nb3").team("a").class("development").gpus(250).created(t0).obj(), job("nb4").team("a").class("development").gpus(250).created(t0).obj()},
 		},
 		wantPlaced: []string{"nb1 on n1:0@250", "nb2 on n1:0@250", "nb3 on n1:0@250", "nb4 on n1:0@250"},
 	}, {
 		name: "a team at its limit waits, and says so",
 		c: cluster{
 			nodes:   []*core.Node{n4},
-			teams:   []core.Team{team("a", 0, 2, 1)},
-			running: []*core.Workload{runOn(wl("a1", "a", "training", 2000), n4, 0, 1)},
-			pending: []*core.Workload{wl("a2", "a", "training", 1000)},
+			teams:   []core.Team{team("a").limit(2000).obj()},
+			running: []*core.Workload{job("a1").team("a").class("training").gpus(2000).created(t0).runs(n4, 0, minute(1)).obj()},
+			pending: []*core.Workload{job("a2").team("a").class("training").gpus(1000).created(t0).obj()},
 		},
 		wantWaiting: map[string]string{"a2": sched.ReasonQuotaLimit},
 		wantMessage: map[string]string{"a2": "team a at its limit (2/2 GPUs"},
@@ -238,12 +179,12 @@ func TestPolicy(t *testing.T) {
 		name: "a reclaim takes only as many victims as it needs",
 		c: cluster{
 			nodes: []*core.Node{n4},
-			teams: []core.Team{team("a", 0, -1, 1), team("b", 4, -1, 1)},
+			teams: []core.Team{team("a").obj(), team("b").guaranteed(4000).obj()},
 			running: []*core.Workload{
-				runOn(wl("a1", "a", "training", 1000), n4, 0, 1), runOn(wl("a2", "a", "training", 1000), n4, 1, 2),
-				runOn(wl("a3", "a", "training", 1000), n4, 2, 3), runOn(wl("a4", "a", "training", 1000), n4, 3, 4),
+				job("a1").team("a").class("training").gpus(1000).created(t0).runs(n4, 0, minute(1)).obj(), job("a2").team("a").class("training").gpus(1000).created(t0).runs(n4, 1, minute(2)).obj(),
+				job("a3").team("a").class("training").gpus(1000).created(t0).runs(n4, 2, minute(3)).obj(), job("a4").team("a").class("training").gpus(1000).created(t0).runs(n4, 3, minute(4)).obj(),
 			},
-			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+			pending: []*core.Workload{job("b1").team("b").class("training").gpus(1000).created(t0).obj()},
 		},
 		wantVictims: []string{"a4 Reclaimed for b1"},
 		wantWaiting: map[string]string{"b1": sched.ReasonPreempting},
@@ -251,12 +192,12 @@ func TestPolicy(t *testing.T) {
 		name: "a team below its fair share reclaims from a team above it once the victims ran long enough",
 		c: cluster{
 			nodes: []*core.Node{n4},
-			teams: []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
+			teams: []core.Team{team("a").obj(), team("b").obj()},
 			running: []*core.Workload{
-				runOn(wl("a1", "a", "training", 1000), n4, 0, 1), runOn(wl("a2", "a", "training", 1000), n4, 1, 2),
-				runOn(wl("a3", "a", "training", 1000), n4, 2, 3), runOn(wl("a4", "a", "training", 1000), n4, 3, 58),
+				job("a1").team("a").class("training").gpus(1000).created(t0).runs(n4, 0, minute(1)).obj(), job("a2").team("a").class("training").gpus(1000).created(t0).runs(n4, 1, minute(2)).obj(),
+				job("a3").team("a").class("training").gpus(1000).created(t0).runs(n4, 2, minute(3)).obj(), job("a4").team("a").class("training").gpus(1000).created(t0).runs(n4, 3, minute(58)).obj(),
 			},
-			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+			pending: []*core.Workload{job("b1").team("b").class("training").gpus(1000).created(t0).obj()},
 		},
 		// a4 started two minutes ago, within MinRuntime: a3 goes instead.
 		wantVictims: []string{"a3 Reclaimed for b1"},
@@ -266,27 +207,22 @@ func TestPolicy(t *testing.T) {
 		opts: &sched.Options{FairShareReclaim: false},
 		c: cluster{
 			nodes:   []*core.Node{n4},
-			teams:   []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
-			running: []*core.Workload{runOn(wl("a1", "a", "training", 4000), n4, 0, 1)},
-			pending: []*core.Workload{wl("b1", "b", "training", 1000)},
+			teams:   []core.Team{team("a").obj(), team("b").obj()},
+			running: []*core.Workload{job("a1").team("a").class("training").gpus(4000).created(t0).runs(n4, 0, minute(1)).obj()},
+			pending: []*core.Workload{job("b1").team("b").class("training").gpus(1000).created(t0).obj()},
 		},
 		wantWaiting: map[string]string{"b1": sched.ReasonUnschedulable},
 		wantMessage: map[string]string{"b1": "fair-share reclaim is off"},
 	}, {
 		name: "a preemptor waiting for its victims does not preempt again, and another waits for the room they leave",
 		c: cluster{
-			nodes: []*core.Node{n4},
-			teams: []core.Team{team("a", 0, -1, 1), team("b", 4, -1, 1)},
-			running: func() []*core.Workload {
-				v := runOn(wl("a1", "a", "training", 4000), n4, 0, 1)
-				v.Status.StopRequested, v.Status.PreemptedBy = "Reclaimed", "b1"
-				return []*core.Workload{v}
-			}(),
-			pending: func() []*core.Workload {
-				b1 := wl("b1", "b", "training", 1000)
-				b1.Status.Reason, b1.Status.Nominated = sched.ReasonPreempting, "n1" // as the last cycle left it
-				return []*core.Workload{b1, wl("b2", "b", "training", 1000)}
-			}(),
+			nodes:   []*core.Node{n4},
+			teams:   []core.Team{team("a").obj(), team("b").guaranteed(4000).obj()},
+			running: []*core.Workload{job("a1").team("a").class("training").gpus(4000).created(t0).runs(n4, 0, minute(1)).stopping("Reclaimed", "b1").obj()},
+			pending: []*core.Workload{
+				job("b1").team("b").class("training").gpus(1000).created(t0).waiting(sched.ReasonPreempting, "n1").obj(), // as the last cycle left it
+				job("b2").team("b").class("training").gpus(1000).created(t0).obj(),
+			},
 		},
 		// b2 waits for the same stop: the node will have room for both.
 		wantWaiting: map[string]string{"b1": sched.ReasonPreempting, "b2": sched.ReasonPreempting},
@@ -295,15 +231,12 @@ func TestPolicy(t *testing.T) {
 		name: "an 8-GPU job that waited too long gets the node reserved; small jobs behind it wait",
 		c: cluster{
 			nodes:   []*core.Node{n8},
-			teams:   []core.Team{team("a", 0, -1, 1)},
-			running: []*core.Workload{runOn(wl("small", "a", "training", 1000), n8, 0, 1)},
-			pending: func() []*core.Workload {
-				big := wl("big", "a", "training", 8000)
-				big.CreatedAt = t0
-				late := wl("late", "a", "training", 1000)
-				late.CreatedAt = now
-				return []*core.Workload{big, late}
-			}(),
+			teams:   []core.Team{team("a").obj()},
+			running: []*core.Workload{job("small").team("a").class("training").gpus(1000).created(t0).runs(n8, 0, minute(1)).obj()},
+			pending: []*core.Workload{
+				job("big").team("a").class("training").gpus(8000).created(t0).obj(),
+				job("late").team("a").class("training").gpus(1000).created(now).obj(),
+			},
 		},
 		wantWaiting: map[string]string{"big": sched.ReasonUnschedulable, "late": sched.ReasonUnschedulable},
 		wantMessage: map[string]string{"big": "n8 is reserved for it (waiting since 2026-11-30T08:00:00Z): it waits there for small to end", "late": "reserved for a workload that has waited too long"},
@@ -311,13 +244,12 @@ func TestPolicy(t *testing.T) {
 		name: "a large job that fits nowhere does not block smaller ones behind it before it starves",
 		c: cluster{
 			nodes:   []*core.Node{n8},
-			teams:   []core.Team{team("a", 0, -1, 1)},
-			running: []*core.Workload{runOn(wl("small", "a", "training", 1000), n8, 0, 1)},
-			pending: func() []*core.Workload {
-				big := wl("big", "a", "training", 8000)
-				big.CreatedAt = now.Add(-time.Minute)
-				return []*core.Workload{big, wl("late", "a", "training", 1000)}
-			}(),
+			teams:   []core.Team{team("a").obj()},
+			running: []*core.Workload{job("small").team("a").class("training").gpus(1000).created(t0).runs(n8, 0, minute(1)).obj()},
+			pending: []*core.Workload{
+				job("big").team("a").class("training").gpus(8000).created(now.Add(-time.Minute)).obj(),
+				job("late").team("a").class("training").gpus(1000).created(t0).obj(),
+			},
 		},
 		wantPlaced:  []string{"late on n8:1"},
 		wantWaiting: map[string]string{"big": sched.ReasonUnschedulable},
@@ -326,27 +258,21 @@ func TestPolicy(t *testing.T) {
 		name: "between teams of one class, the team furthest below its fair share goes first",
 		c: cluster{
 			nodes:   []*core.Node{n4},
-			teams:   []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
-			running: []*core.Workload{runOn(wl("a1", "a", "training", 3000), n4, 0, 1)},
-			pending: []*core.Workload{wl("a2", "a", "training", 1000), wl("b1", "b", "training", 1000)},
+			teams:   []core.Team{team("a").obj(), team("b").obj()},
+			running: []*core.Workload{job("a1").team("a").class("training").gpus(3000).created(t0).runs(n4, 0, minute(1)).obj()},
+			pending: []*core.Workload{job("a2").team("a").class("training").gpus(1000).created(t0).obj(), job("b1").team("b").class("training").gpus(1000).created(t0).obj()},
 		},
 		wantPlaced:  []string{"b1 on n1:3"},
 		wantWaiting: map[string]string{"a2": sched.ReasonUnschedulable},
 	}, {
 		name: "a node selector keeps a workload to the pool it names",
 		c: cluster{
-			nodes: func() []*core.Node {
-				a, b := node("a").gpus(1, "H100").obj(), node("b").gpus(1, "H100").obj()
-				a.Pool, b.Pool = "owned", "burst"
-				return []*core.Node{a, b}
-			}(),
-			teams: []core.Team{team("a", 0, -1, 1)},
-			pending: func() []*core.Workload {
-				w1, w2 := wl("burst1", "a", "training", 1000), wl("burst2", "a", "training", 1000)
-				w1.Request.NodeSelector = map[string]string{core.LabelPool: "burst"}
-				w2.Request.NodeSelector = map[string]string{core.LabelPool: "burst"}
-				return []*core.Workload{w1, w2}
-			}(),
+			nodes: []*core.Node{node("a").gpus(1, "H100").pool("owned").obj(), node("b").gpus(1, "H100").pool("burst").obj()},
+			teams: []core.Team{team("a").obj()},
+			pending: []*core.Workload{
+				job("burst1").team("a").class("training").gpus(1000).selector(core.LabelPool, "burst").created(t0).obj(),
+				job("burst2").team("a").class("training").gpus(1000).selector(core.LabelPool, "burst").created(t0).obj(),
+			},
 		},
 		wantPlaced:  []string{"burst1 on b:0"},
 		wantWaiting: map[string]string{"burst2": sched.ReasonUnschedulable},
@@ -355,16 +281,16 @@ func TestPolicy(t *testing.T) {
 		name: "a gang is placed all together, across nodes",
 		c: cluster{
 			nodes:   []*core.Node{node("g1").gpus(2, "H100").obj(), node("g2").gpus(2, "H100").obj()},
-			teams:   []core.Team{team("a", 0, -1, 1)},
-			pending: []*core.Workload{gang(wl("gang", "a", "training", 1000), 3)},
+			teams:   []core.Team{team("a").obj()},
+			pending: []*core.Workload{job("gang").team("a").class("training").gpus(1000).replicas(3).created(t0).obj()},
 		},
 		wantPlaced: []string{"gang on g1:0,1+g2:0"},
 	}, {
 		name: "a gang that does not fit places none of its replicas, and smaller work still runs",
 		c: cluster{
 			nodes:   []*core.Node{node("g1").gpus(2, "H100").obj(), node("g2").gpus(2, "H100").obj()},
-			teams:   []core.Team{team("a", 0, -1, 1)},
-			pending: fresh(now, gang(wl("gang", "a", "training", 2000), 3), wl("one", "a", "training", 2000), wl("two", "a", "training", 2000)),
+			teams:   []core.Team{team("a").obj()},
+			pending: []*core.Workload{job("gang").team("a").class("training").gpus(2000).replicas(3).created(now).obj(), job("one").team("a").class("training").gpus(2000).created(now).obj(), job("two").team("a").class("training").gpus(2000).created(now).obj()},
 		},
 		wantPlaced:  []string{"one on g1:0,1", "two on g2:0,1"},
 		wantWaiting: map[string]string{"gang": sched.ReasonUnschedulable},
@@ -372,10 +298,10 @@ func TestPolicy(t *testing.T) {
 	}, {
 		name: "whole GPUs come from one NVLink domain when they can",
 		c: cluster{
-			nodes:   []*core.Node{twoDomains()},
-			teams:   []core.Team{team("a", 0, -1, 1)},
-			running: []*core.Workload{runOn(wl("r", "a", "training", 1000), twoDomains(), 0, 1)},
-			pending: fresh(now, wl("four", "a", "training", 4000), wl("two", "a", "training", 2000)),
+			nodes:   []*core.Node{nv},
+			teams:   []core.Team{team("a").obj()},
+			running: []*core.Workload{job("r").team("a").class("training").gpus(1000).created(t0).runs(nv, 0, minute(1)).obj()},
+			pending: []*core.Workload{job("four").team("a").class("training").gpus(4000).created(now).obj(), job("two").team("a").class("training").gpus(2000).created(now).obj()},
 		},
 		// four takes domain 1 whole (GPUs 4–7) rather than 1,2,3,4; two
 		// then fits domain 0's remaining three (best fit).
@@ -384,16 +310,12 @@ func TestPolicy(t *testing.T) {
 		name: "a model guarantee reclaims devices of that model, apart from the team's other work",
 		c: func() cluster {
 			h, a := node("h").gpus(2, "H100").obj(), node("x").gpus(1, "A10").obj()
-			b := team("b", 1, -1, 1)
-			b.GuaranteedByModel = map[string]int64{"H100": 1000}
-			want := wl("b-h100", "b", "training", 1000)
-			want.Request.GPUModels = []string{"h100"}
 			return cluster{
 				nodes: []*core.Node{h, a},
-				teams: []core.Team{team("a", 0, -1, 1), b},
-				running: []*core.Workload{runOn(wl("a1", "a", "training", 1000), h, 0, 1), runOn(wl("a2", "a", "training", 1000), h, 1, 2),
-					runOn(wl("b-a10", "b", "training", 1000), a, 0, 1)},
-				pending: fresh(now, want),
+				teams: []core.Team{team("a").obj(), team("b").guaranteed(1000).guaranteedFor("H100", 1000).obj()},
+				running: []*core.Workload{job("a1").team("a").class("training").gpus(1000).created(t0).runs(h, 0, minute(1)).obj(), job("a2").team("a").class("training").gpus(1000).created(t0).runs(h, 1, minute(2)).obj(),
+					job("b-a10").team("b").class("training").gpus(1000).created(t0).runs(a, 0, minute(1)).obj()},
+				pending: []*core.Workload{job("b-h100").team("b").class("training").gpus(1000).models("h100").created(now).obj()},
 			}
 		}(),
 		// b's A10 work fills its total guarantee, yet its H100 guarantee is
@@ -437,9 +359,9 @@ func TestSharesReportUsageAndDemand(t *testing.T) {
 	n4 := node("n1").gpus(4, "H100").obj()
 	c := cluster{
 		nodes:   []*core.Node{n4},
-		teams:   []core.Team{team("a", 1, -1, 1), team("b", 1, -1, 3)},
-		running: []*core.Workload{runOn(wl("a1", "a", "training", 1000), n4, 0, 1)},
-		pending: []*core.Workload{wl("a2", "a", "training", 8000), wl("b1", "b", "training", 8000)},
+		teams:   []core.Team{team("a").guaranteed(1000).obj(), team("b").guaranteed(1000).weight(3).obj()},
+		running: []*core.Workload{job("a1").team("a").class("training").gpus(1000).created(t0).runs(n4, 0, minute(1)).obj()},
+		pending: []*core.Workload{job("a2").team("a").class("training").gpus(8000).created(t0).obj(), job("b1").team("b").class("training").gpus(8000).created(t0).obj()},
 	}
 	plan := sched.DefaultOptions().Schedule(c.snapshot(), t0)
 	want := []core.TeamShare{
@@ -461,7 +383,7 @@ func benchCluster(pending int) *core.Snapshot {
 		c.nodes = append(c.nodes, node(fmt.Sprintf("n%04d", i)).gpus(8, "H100").obj())
 	}
 	for i := range 50 {
-		c.teams = append(c.teams, team(fmt.Sprintf("t%02d", i), 80, -1, int64(1+i%3)))
+		c.teams = append(c.teams, team(core.TeamName(fmt.Sprintf("t%02d", i))).guaranteed(80000).weight(int64(1+i%3)).obj())
 	}
 	classes := []string{"production", "training", "training", "development", "batch"}
 	sizes := []int64{250, 500, 1000, 1000, 2000, 4000, 8000}
@@ -470,16 +392,15 @@ func benchCluster(pending int) *core.Snapshot {
 		used := 0
 		for used < 6 {
 			k := []int{1, 2}[r.IntN(2)]
-			w := wl(fmt.Sprintf("r%06d", id), fmt.Sprintf("t%02d", r.IntN(50)), classes[r.IntN(len(classes))], int64(k)*1000)
-			c.running = append(c.running, runOn(w, n, used, r.IntN(50)))
+			w := job(fmt.Sprintf("r%06d", id)).team(core.TeamName(fmt.Sprintf("t%02d", r.IntN(50)))).class(classes[r.IntN(len(classes))]).gpus(int64(k) * 1000).created(t0)
+			c.running = append(c.running, w.runs(n, used, minute(r.IntN(50))).obj())
 			used += k
 			id++
 		}
 	}
 	for i := range pending {
-		w := wl(fmt.Sprintf("p%06d", i), fmt.Sprintf("t%02d", r.IntN(50)), classes[r.IntN(len(classes))], sizes[r.IntN(len(sizes))])
-		w.CreatedAt = t0.Add(time.Duration(r.IntN(3600)) * time.Second)
-		c.pending = append(c.pending, w)
+		w := job(fmt.Sprintf("p%06d", i)).team(core.TeamName(fmt.Sprintf("t%02d", r.IntN(50)))).class(classes[r.IntN(len(classes))]).gpus(sizes[r.IntN(len(sizes))])
+		c.pending = append(c.pending, w.created(t0.Add(time.Duration(r.IntN(3600))*time.Second)).obj())
 	}
 	return c.snapshot()
 }
@@ -507,10 +428,10 @@ func TestFairShareIgnoresDemandThatCannotBeAdmitted(t *testing.T) {
 	n4 := node("n1").gpus(4, "H100").obj()
 	c := cluster{
 		nodes: []*core.Node{n4},
-		teams: []core.Team{team("a", 0, -1, 1), team("b", 0, -1, 1)},
+		teams: []core.Team{team("a").obj(), team("b").obj()},
 		// b asks for production beyond its (zero) guarantee and for batch:
 		// neither can claim a share; a's training can.
-		pending: []*core.Workload{wl("a1", "a", "training", 4000), wl("bp", "b", "production", 2000), wl("bb", "b", "batch", 2000)},
+		pending: []*core.Workload{job("a1").team("a").class("training").gpus(4000).created(t0).obj(), job("bp").team("b").class("production").gpus(2000).created(t0).obj(), job("bb").team("b").class("batch").gpus(2000).created(t0).obj()},
 	}
 	plan := sched.DefaultOptions().Schedule(c.snapshot(), t0)
 	want := []core.TeamShare{

@@ -7,67 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/sched"
 )
-
-// Device models and their memory, as nvidia-smi reports them.
-const (
-	h100 = "NVIDIA H100 80GB HBM3"
-	a100 = "NVIDIA A100-SXM4-80GB"
-	a10  = "NVIDIA A10"
-	l4   = "NVIDIA L4"
-	// unknown is a device whose memory was not reported.
-	unknown = "NVIDIA GPU"
-)
-
-var modelMiB = map[string]int64{h100: 81920, a100: 81920, a10: 24576, l4: 23034, unknown: 0}
-
-var now = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-
-// nodeBuilder builds a test node: node("n1").gpus(4, h100).cpu(8000).obj().
-type nodeBuilder struct{ n core.Node }
-
-func node(name string) *nodeBuilder {
-	return &nodeBuilder{core.Node{Name: core.NodeName(name), Schedulable: true}}
-}
-
-// gpus adds count devices of a model, indexed after the ones already there.
-func (b *nodeBuilder) gpus(count int, model string) *nodeBuilder {
-	for range count {
-		i := len(b.n.GPUs)
-		b.n.GPUs = append(b.n.GPUs, core.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", b.n.Name, i), Model: model, MemoryMiB: modelMiB[model]})
-	}
-	return b
-}
-
-func (b *nodeBuilder) cpu(milli int64) *nodeBuilder   { b.n.MilliCPU = milli; return b }
-func (b *nodeBuilder) hostMem(mib int64) *nodeBuilder { b.n.MemoryMiB = mib; return b }
-func (b *nodeBuilder) cordoned() *nodeBuilder         { b.n.Schedulable = false; return b }
-func (b *nodeBuilder) obj() *core.Node                { n := b.n; n.GPUs = slices.Clone(b.n.GPUs); return &n }
-
-// workloadBuilder builds a pending workload: job("a").gpus(500).models("H100").obj().
-type workloadBuilder struct{ w core.Workload }
-
-func job(id string) *workloadBuilder {
-	return &workloadBuilder{core.Workload{ID: core.WorkloadID(id), Spec: core.Spec{Name: id, Team: "research", Kind: core.KindJob, Command: []string{"train"}},
-		Status: core.Status{Phase: core.Pending}}}
-}
-
-func (b *workloadBuilder) gpus(milli int64) *workloadBuilder { b.w.Request.MilliGPU = milli; return b }
-func (b *workloadBuilder) gpuMem(mib int64) *workloadBuilder {
-	b.w.Request.GPUMemoryMiB = mib
-	return b
-}
-func (b *workloadBuilder) models(m ...string) *workloadBuilder { b.w.Request.GPUModels = m; return b }
-func (b *workloadBuilder) cpu(milli int64) *workloadBuilder    { b.w.Request.MilliCPU = milli; return b }
-func (b *workloadBuilder) hostMem(mib int64) *workloadBuilder  { b.w.Request.MemoryMiB = mib; return b }
-func (b *workloadBuilder) seq(s int64) *workloadBuilder        { b.w.Seq = s; return b }
-func (b *workloadBuilder) obj() *core.Workload                 { w := b.w; return &w }
 
 // scenario is a cluster as data and what one cycle should make of it.
 type scenario struct {
