@@ -12,15 +12,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/sched"
 )
 
-// packNode is a node of n GPUs of a model with host CPU and memory.
-func packNode(name string, gpus int, model string, cpu, mem int64) core.Node {
-	n := core.Node{Name: core.NodeName(name), Schedulable: true, MilliCPU: cpu, MemoryMiB: mem}
-	for i := range gpus {
-		n.GPUs = append(n.GPUs, core.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", name, i), Model: model})
-	}
-	return n
-}
-
+// gpuReq is a request for milli-GPU, milli-CPU and MiB of host memory.
 func gpuReq(milli, cpu, mem int64) core.Request {
 	return core.Request{MilliGPU: milli, MilliCPU: cpu, MemoryMiB: mem}
 }
@@ -52,9 +44,9 @@ func place(t *testing.T, p *sched.Packer, nodes []core.Node, reqs ...core.Reques
 func TestPackerBaselines(t *testing.T) {
 	nodes := func() []core.Node {
 		return []core.Node{
-			packNode("a", 2, "T4", 64000, 256000),
-			packNode("b", 4, "T4", 64000, 256000),
-			packNode("c", 8, "G2", 96000, 393216),
+			*node("a").gpus(2, "T4").cpu(64000).hostMem(256000).obj(),
+			*node("b").gpus(4, "T4").cpu(64000).hostMem(256000).obj(),
+			*node("c").gpus(8, "G2").cpu(96000).hostMem(393216).obj(),
 		}
 	}
 	tests := []struct {
@@ -102,8 +94,8 @@ func TestPackerUnknownPolicy(t *testing.T) {
 // where it would leave GPUs without CPU. First fit does the opposite.
 func TestGPUFleetKeepsCPUForGPUs(t *testing.T) {
 	nodes := []core.Node{
-		packNode("a-lean", 8, "G2", 96000, 393216),  // 12 cores a GPU
-		packNode("b-rich", 2, "T4", 104000, 524288), // 52 cores a GPU
+		*node("a-lean").gpus(8, "G2").cpu(96000).hostMem(393216).obj(),  // 12 cores a GPU
+		*node("b-rich").gpus(2, "T4").cpu(104000).hostMem(524288).obj(), // 52 cores a GPU
 	}
 	gpuPod := gpuReq(1000, 12000, 32768)
 	cpuPod := gpuReq(0, 32000, 65536)
@@ -128,7 +120,7 @@ func TestGPUFleetKeepsCPUForGPUs(t *testing.T) {
 
 // The production policy does not leave a fragment the mix cannot use.
 func TestGPUFleetAvoidsFragments(t *testing.T) {
-	ns := []core.Node{packNode("n", 4, "G2", 0, 0)}
+	ns := []core.Node{*node("n").gpus(4, "G2").cpu(0).hostMem(0).obj()}
 	p, err := sched.NewPacker(ns, sched.PackGPUFleet, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +141,7 @@ func TestGPUFleetAvoidsFragments(t *testing.T) {
 		t.Errorf("placements (-want +got):\n%s", diff)
 	}
 	// Best fit puts the second 0.3 on device 1.
-	ns = []core.Node{packNode("n", 4, "G2", 0, 0)}
+	ns = []core.Node{*node("n").gpus(4, "G2").cpu(0).hostMem(0).obj()}
 	bf, err := sched.NewPacker(ns, sched.PackBestFit, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -169,8 +161,8 @@ func TestPackerNeverOvercommits(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var nodes []core.Node
 		for i := range rapid.IntRange(1, 6).Draw(t, "nodes") {
-			nodes = append(nodes, packNode(fmt.Sprintf("n%d", i), rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "gpus"),
-				rapid.SampledFrom(models).Draw(t, "model"), rapid.Int64Range(4, 128).Draw(t, "cores")*1000, rapid.Int64Range(8, 512).Draw(t, "gib")*1024))
+			nodes = append(nodes, *node(fmt.Sprintf("n%d", i)).gpus(rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "gpus"),
+				rapid.SampledFrom(models).Draw(t, "model")).cpu(rapid.Int64Range(4, 128).Draw(t, "cores") * 1000).hostMem(rapid.Int64Range(8, 512).Draw(t, "gib") * 1024).obj())
 		}
 		policy := rapid.SampledFrom(sched.Policies()).Draw(t, "policy")
 		p, err := sched.NewPacker(nodes, policy, 7)
