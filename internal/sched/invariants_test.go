@@ -44,15 +44,9 @@ import (
 	"github.com/gpufleet/gpufleet/internal/sched"
 )
 
-const (
-	invH100 = "NVIDIA H100 80GB HBM3"
-	invA10  = "NVIDIA A10"
-)
-
 var (
-	invModels   = []string{invH100, invA10}
-	invModelMiB = map[string]int64{invH100: 81920, invA10: 24576}
-	invNow      = time.Date(2025, 3, 4, 5, 6, 0, 0, time.UTC)
+	invModels = []string{h100, a10}
+	invNow    = time.Date(2025, 3, 4, 5, 6, 0, 0, time.UTC)
 	// invSizes are the request sizes drawn, in milli-GPU.
 	invSizes   = []int64{250, 500, 1000, 2000, 4000, 8000}
 	invClasses = []string{"production", "training", "development", "batch"}
@@ -68,26 +62,6 @@ type invTB interface {
 
 // ---------------------------------------------------------------------------
 // Drawing random clusters.
-
-// invNode builds a schedulable node with count devices of one model.
-func invNode(name string, count int, model string) *core.Node {
-	n := &core.Node{Name: core.NodeName(name), Schedulable: true}
-	for i := range count {
-		n.GPUs = append(n.GPUs, core.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", name, i), Model: model, MemoryMiB: invModelMiB[model]})
-	}
-	return n
-}
-
-// invWorkload builds a workload of a team and class asking for milli GPUs.
-func invWorkload(id string, team core.TeamName, class string, milli int64) *core.Workload {
-	kind := core.KindJob
-	if class == "development" {
-		kind = core.KindNotebook
-	}
-	return &core.Workload{ID: core.WorkloadID(id),
-		Spec:   core.Spec{Name: id, Team: team, Kind: kind, Priority: class, Request: core.Request{MilliGPU: milli}, Command: []string{"run"}},
-		Status: core.Status{Phase: core.Pending}}
-}
 
 // invFitOn returns a placement of req on n next to what u holds that
 // core.Fits accepts, or nil: the first device with room for a fraction,
@@ -214,18 +188,18 @@ func invDrawSnapshot(t *rapid.T) *core.Snapshot {
 	snap := &core.Snapshot{}
 	var capacity int64
 	for i := range rapid.IntRange(1, 20).Draw(t, "nodes") {
-		n := invNode(fmt.Sprintf("n%02d", i), rapid.IntRange(1, 8).Draw(t, "gpus"), rapid.SampledFrom(invModels).Draw(t, "model"))
+		n := node(fmt.Sprintf("n%02d", i)).gpus(rapid.IntRange(1, 8).Draw(t, "gpus"), rapid.SampledFrom(invModels).Draw(t, "model")).obj()
 		snap.Nodes = append(snap.Nodes, n)
 		capacity += int64(len(n.GPUs)) * 1000
 	}
 	var teams []core.TeamName
 	for i := range rapid.IntRange(1, 5).Draw(t, "teams") {
-		tm := core.NewTeam(core.TeamName(fmt.Sprintf("t%d", i)), invNow.Add(-24*time.Hour))
-		tm.Guaranteed = rapid.Int64Range(0, capacity/250).Draw(t, "guaranteed") * 250
+		g := rapid.Int64Range(0, capacity/250).Draw(t, "guaranteed") * 250
+		b := team(core.TeamName(fmt.Sprintf("t%d", i))).guaranteed(g)
 		if rapid.Bool().Draw(t, "limited") {
-			tm.Limit = tm.Guaranteed + rapid.Int64Range(0, capacity/250).Draw(t, "borrow")*250
+			b.limit(g + rapid.Int64Range(0, capacity/250).Draw(t, "borrow")*250)
 		}
-		tm.Weight = rapid.Int64Range(1, 4).Draw(t, "weight")
+		tm := b.weight(rapid.Int64Range(1, 4).Draw(t, "weight")).obj()
 		snap.Teams = append(snap.Teams, tm)
 		teams = append(teams, tm.Name)
 	}
@@ -250,7 +224,7 @@ func invDrawSnapshot(t *rapid.T) *core.Snapshot {
 			if !tm.LimitAllows(held[tn]+size) || (class == "production" && held[tn]+size > tm.Guaranteed) {
 				continue
 			}
-			w := invWorkload(fmt.Sprintf("r%02d", id), tn, class, size)
+			w := job(fmt.Sprintf("r%02d", id)).team(tn).class(class).gpus(size).obj()
 			id++
 			w.Seq = int64(id)
 			w.Status.Phase = core.Running
@@ -269,8 +243,7 @@ func invDrawSnapshot(t *rapid.T) *core.Snapshot {
 	// Pending workloads, of every request shape: a count or a fraction,
 	// memory on one device, a model list; Seq follows CreatedAt.
 	for i := range rapid.IntRange(0, 60).Draw(t, "pending") {
-		w := invWorkload(fmt.Sprintf("p%02d", i), rapid.SampledFrom(teams).Draw(t, "team"), rapid.SampledFrom(invClasses).Draw(t, "class"),
-			rapid.SampledFrom(invSizes).Draw(t, "size"))
+		w := job(fmt.Sprintf("p%02d", i)).team(rapid.SampledFrom(teams).Draw(t, "team")).class(rapid.SampledFrom(invClasses).Draw(t, "class")).gpus(rapid.SampledFrom(invSizes).Draw(t, "size")).obj()
 		switch rapid.IntRange(0, 5).Draw(t, "shape") {
 		case 0: // memory on one device, of any model or of one
 			w.Request.MilliGPU, w.Request.GPUMemoryMiB = 0, rapid.SampledFrom([]int64{8192, 20480, 24576, 40960, 81920}).Draw(t, "gpuMemoryMiB")
@@ -1169,7 +1142,7 @@ func (s *invSim) step(active bool, teams []core.TeamName) {
 	s.now = s.now.Add(time.Minute)
 	if active {
 		for range s.rng.IntN(4) {
-			w := invWorkload(fmt.Sprintf("a%03d", s.next), teams[s.rng.IntN(len(teams))], invClasses[s.rng.IntN(len(invClasses))], invSizes[s.rng.IntN(len(invSizes))])
+			w := job(fmt.Sprintf("a%03d", s.next)).team(teams[s.rng.IntN(len(teams))]).class(invClasses[s.rng.IntN(len(invClasses))]).gpus(invSizes[s.rng.IntN(len(invSizes))]).obj()
 			s.next++
 			s.seq++
 			w.Seq, w.CreatedAt = s.seq, s.now
@@ -1413,14 +1386,13 @@ type invRun struct {
 // workloads.
 func (sc invReclaim) run(t invTB) {
 	t.Helper()
-	a, b := core.NewTeam("a", invNow), core.NewTeam("b", invNow)
-	b.Guaranteed = sc.guaranteed
+	a, b := team("a").obj(), team("b").guaranteed(sc.guaranteed).obj()
 	snap := &core.Snapshot{Nodes: sc.nodes, Teams: []core.Team{a, b}}
 	usage := invUsage(snap.Nodes, nil)
 	for i, runs := range sc.a {
 		n := snap.Nodes[i]
 		for j, r := range runs {
-			w := invWorkload(fmt.Sprintf("a%d-%02d", i, j), "a", r.class, r.milli)
+			w := job(fmt.Sprintf("a%d-%02d", i, j)).team("a").class(r.class).gpus(r.milli).obj()
 			started := invNow.Add(-time.Duration(r.minutes) * time.Minute)
 			w.Seq, w.CreatedAt = int64(len(snap.Running)+1), started
 			w.Status = core.Status{Phase: core.Running, Attempts: 1, StartedAt: &started, Placement: invFitOn(n, usage[n.Name], w.Request)}
@@ -1434,7 +1406,7 @@ func (sc invReclaim) run(t invTB) {
 	snap.Usage = usage
 	var total int64
 	for i, milli := range sc.b {
-		w := invWorkload(fmt.Sprintf("b%02d", i), "b", "training", milli)
+		w := job(fmt.Sprintf("b%02d", i)).team("b").class("training").gpus(milli).obj()
 		w.CreatedAt = invNow.Add(time.Duration(i-len(sc.b)) * time.Second)
 		w.Seq = int64(len(snap.Running) + 1 + i)
 		total += milli
@@ -1486,7 +1458,7 @@ func invDrawReclaim(t *rapid.T, requeue bool) invReclaim {
 	sc := invReclaim{opts: invDrawOptions(t), requeue: requeue}
 	var capacity int64
 	for i := range rapid.IntRange(1, 6).Draw(t, "nodes") {
-		n := invNode(fmt.Sprintf("n%02d", i), rapid.IntRange(1, 8).Draw(t, "gpus"), rapid.SampledFrom(invModels).Draw(t, "model"))
+		n := node(fmt.Sprintf("n%02d", i)).gpus(rapid.IntRange(1, 8).Draw(t, "gpus"), rapid.SampledFrom(invModels).Draw(t, "model")).obj()
 		sc.nodes = append(sc.nodes, n)
 		capacity += int64(len(n.GPUs)) * 1000
 	}
@@ -1550,9 +1522,9 @@ func TestReclaimWithinOneCycle(t *testing.T) {
 		sc   invReclaim
 	}{
 		{"two quarter-GPU workloads reclaim one GPU of quarters",
-			invReclaim{nodes: []*core.Node{invNode("n00", 1, invH100)}, guaranteed: 500, a: [][]invRun{quarters}, b: []int64{250, 250}}},
+			invReclaim{nodes: []*core.Node{node("n00").gpus(1, h100).obj()}, guaranteed: 500, a: [][]invRun{quarters}, b: []int64{250, 250}}},
 		{"a GPU reclaimed for a quarter is not taken back by the requeued victim",
-			invReclaim{nodes: []*core.Node{invNode("n00", 1, invH100)}, guaranteed: 250, a: [][]invRun{{{"training", 1000, 10}}}, b: []int64{250}, requeue: true}},
+			invReclaim{nodes: []*core.Node{node("n00").gpus(1, h100).obj()}, guaranteed: 250, a: [][]invRun{{{"training", 1000, 10}}}, b: []int64{250}, requeue: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1597,14 +1569,14 @@ func (sc invStarve) run(t invTB, bound int) int {
 	opts := sched.Options{StarvationAfter: time.Minute, FairShareReclaim: true, MinRuntime: 0}
 	snap := &core.Snapshot{}
 	for i := range sc.nodes {
-		snap.Nodes = append(snap.Nodes, invNode(fmt.Sprintf("n%02d", i), 8, invH100))
+		snap.Nodes = append(snap.Nodes, node(fmt.Sprintf("n%02d", i)).gpus(8, h100).obj())
 	}
 	for _, name := range sc.teams {
-		snap.Teams = append(snap.Teams, core.NewTeam(name, invNow))
+		snap.Teams = append(snap.Teams, team(name).obj())
 	}
 	id := 0
 	small := func(team core.TeamName, milli int64, created time.Time) *core.Workload {
-		w := invWorkload(fmt.Sprintf("s%03d", id), team, "training", milli)
+		w := job(fmt.Sprintf("s%03d", id)).team(team).class("training").gpus(milli).obj()
 		id++
 		w.Seq, w.CreatedAt = int64(id+1), created
 		return w
@@ -1624,7 +1596,7 @@ func (sc invStarve) run(t invTB, bound int) int {
 			}
 		}
 	}
-	big := invWorkload("big", sc.bigTeam, "training", 8000)
+	big := job("big").team(sc.bigTeam).class("training").gpus(8000).obj()
 	big.Seq, big.CreatedAt = 1, invNow
 	snap.Pending = append(snap.Pending, big)
 	now := invNow
@@ -1729,35 +1701,22 @@ func (r *invRecorder) Fatalf(f string, args ...any) { r.Errorf(f, args...) }
 // TestInvariantChecksCatchBrokenPlans shows that each check can fail: it
 // hands each one a plan, made up by hand, that breaks its invariant.
 func TestInvariantChecksCatchBrokenPlans(t *testing.T) {
-	snap := &core.Snapshot{Nodes: []*core.Node{invNode("n00", 2, invH100), invNode("n01", 1, invH100)}}
-	a, b := core.NewTeam("a", invNow), core.NewTeam("b", invNow)
-	a.Guaranteed, a.Limit = 1000, 1200
-	snap.Teams = []core.Team{a, b}
-	running := func(id string, team core.TeamName, class string, milli int64, gpu int) *core.Workload {
-		w := invWorkload(id, team, class, milli)
-		started := invNow.Add(-time.Hour)
-		g := snap.Nodes[0].GPUs[gpu]
-		milli, mem, _ := w.Request.ShareOn(g)
-		w.Status = core.Status{Phase: core.Running, Attempts: 1, StartedAt: &started,
-			Placement: []core.Assignment{{Node: "n00", GPUIndex: gpu, GPUUUID: g.UUID, MilliGPU: milli, MemoryMiB: mem}}}
-		return w
-	}
+	snap := &core.Snapshot{Nodes: []*core.Node{node("n00").gpus(2, h100).obj(), node("n01").gpus(1, h100).obj()}}
+	snap.Teams = []core.Team{team("a").guaranteed(1000).limit(1200).obj(), team("b").obj()}
+	n00, started := snap.Nodes[0], invNow.Add(-time.Hour)
 	snap.Running = []*core.Workload{
-		running("ra", "a", "production", 500, 0),
-		running("rb", "b", "development", 250, 0),
-		running("rc", "b", "development", 250, 0),
-		running("rd", "b", "training", 1000, 1),
+		job("ra").team("a").class("production").gpus(500).runs(n00, 0, started).obj(),
+		job("rb").team("b").class("development").gpus(250).runs(n00, 0, started).obj(),
+		job("rc").team("b").class("development").gpus(250).runs(n00, 0, started).obj(),
+		job("rd").team("b").class("training").gpus(1000).runs(n00, 1, started).obj(),
 	}
 	snap.Usage = invUsage(snap.Nodes, snap.Running)
-	for i, w := range []*core.Workload{
-		invWorkload("pa", "a", "production", 1000),
-		invWorkload("pb", "b", "batch", 250),
-		invWorkload("pt", "b", "training", 250),
-		invWorkload("px", "b", "training", 1000),
-		invWorkload("pg", "a", "training", 250),
-	} {
-		w.Seq, w.CreatedAt = int64(10+i), invNow
-		snap.Pending = append(snap.Pending, w)
+	snap.Pending = []*core.Workload{
+		job("pa").team("a").class("production").gpus(1000).seq(10).created(invNow).obj(),
+		job("pb").team("b").class("batch").gpus(250).seq(11).created(invNow).obj(),
+		job("pt").team("b").class("training").gpus(250).seq(12).created(invNow).obj(),
+		job("px").team("b").class("training").gpus(1000).seq(13).created(invNow).obj(),
+		job("pg").team("a").class("training").gpus(250).seq(14).created(invNow).obj(),
 	}
 	on := func(node string, gpu int, milli int64) []core.Assignment {
 		g := snap.Nodes[slices.IndexFunc(snap.Nodes, func(n *core.Node) bool { return n.Name == core.NodeName(node) })].GPUs[gpu]
