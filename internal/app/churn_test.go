@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -510,8 +511,19 @@ func TestChurn(t *testing.T) {
 					if !lastStop.IsZero() && began.Sub(lastStop) < minRuntime {
 						sum.RepeatStops++
 						if sum.RepeatStops <= 5 {
-							examples = append(examples, fmt.Sprintf("%s (%s, %s %s): stopped again %s after it restarted (%s: %s), %s after its previous stop (%s)",
-								w.ID, w.Team, subs[w.ID].shape.name, w.Priority, e.Time.Sub(began).Round(time.Millisecond), e.Reason, e.Message,
+							// Was the work that stopped it already waiting when
+							// it restarted?
+							when := "its preemptor unknown"
+							if by := wlID.FindString(e.Message); by != "" {
+								if pw, err := s.admin.GetWorkload(ctx, by); err == nil {
+									when = fmt.Sprintf("its preemptor submitted %s after the restart", pw.CreatedAt.Sub(began).Round(time.Millisecond))
+									if d := began.Sub(pw.CreatedAt); d >= 0 {
+										when = fmt.Sprintf("its preemptor waiting since %s before the restart", d.Round(time.Millisecond))
+									}
+								}
+							}
+							examples = append(examples, fmt.Sprintf("%s (%s, %s %s): stopped again %s after it restarted (%s: %s; %s), %s after its previous stop (%s)",
+								w.ID, w.Team, subs[w.ID].shape.name, w.Priority, e.Time.Sub(began).Round(time.Millisecond), e.Reason, e.Message, when,
 								began.Sub(lastStop).Round(time.Millisecond), lastStopWhy))
 						}
 					}
@@ -654,6 +666,8 @@ func fitsFree(sh churnShape, free []int64) bool {
 	}
 	return int64(idle) >= sh.milli/1000*int64(sh.replicas)
 }
+
+var wlID = regexp.MustCompile(`wl-[a-z0-9]+`)
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 
