@@ -17,7 +17,7 @@ package sched_test
 // comes in every request shape (a count, a fraction, memory, a model
 // list), so that limits are checked over mixed fleets. TestInvariantChecks-
 // CatchBrokenPlans shows that each check can fail. Every property runs
-// under the seeds that once failed and a fresh one (invCheck).
+// under the seeds that once failed and a fresh one (propCheck).
 //
 // "Within the guarantee" counts, as the scheduler's classification does,
 // the team's work in the class in question and above: the guarantee
@@ -29,7 +29,6 @@ package sched_test
 
 import (
 	stdcmp "cmp"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -51,14 +50,6 @@ var (
 	invSizes   = []int64{250, 500, 1000, 2000, 4000, 8000}
 	invClasses = []string{"production", "training", "development", "batch"}
 )
-
-// invTB is what the checks need from *testing.T and *rapid.T.
-type invTB interface {
-	Helper()
-	Logf(format string, args ...any)
-	Errorf(format string, args ...any)
-	Fatalf(format string, args ...any)
-}
 
 // ---------------------------------------------------------------------------
 // Drawing random clusters.
@@ -436,7 +427,7 @@ func (c *invCycle) class(w *core.Workload) core.PriorityClass {
 // invProperty is one invariant, checked on one cycle.
 type invProperty struct {
 	name  string
-	check func(t invTB, c *invCycle)
+	check func(t propTB, c *invCycle)
 }
 
 var invProperties = []invProperty{
@@ -459,7 +450,7 @@ var invProperties = []invProperty{
 // invCheckFit: every placement is of a pending workload, once, and passes
 // core.Fits against the snapshot's usage plus the placements before it;
 // afterwards no device holds over 1000 milli-GPU or over its memory.
-func invCheckFit(t invTB, c *invCycle) {
+func invCheckFit(t propTB, c *invCycle) {
 	t.Helper()
 	usage := map[core.NodeName]*core.NodeUsage{}
 	for name, n := range c.nodes {
@@ -512,7 +503,7 @@ func invCheckFit(t invTB, c *invCycle) {
 // stopping, of a preemptible class (never production), named once, with
 // its current attempt; every preemptor is pending, not placed, and waits
 // with reason Preempting.
-func invCheckVictims(t invTB, c *invCycle) {
+func invCheckVictims(t propTB, c *invCycle) {
 	t.Helper()
 	seen := map[core.WorkloadID]bool{}
 	for _, pr := range c.plan.Preemptions {
@@ -551,7 +542,7 @@ func invCheckVictims(t invTB, c *invCycle) {
 
 // invCheckLimit: a team that is placed anything stays within its limit,
 // counting what it runs and everything placed for it.
-func invCheckLimit(t invTB, c *invCycle) {
+func invCheckLimit(t propTB, c *invCycle) {
 	t.Helper()
 	placed := map[core.TeamName]int64{}
 	for _, p := range c.plan.Placements {
@@ -581,7 +572,7 @@ func invCheckLimit(t invTB, c *invCycle) {
 // decided is at least what it runs, and the victim's team's at most its
 // usage at the end of the cycle: the conditions below are implied by the
 // scheduler's rules, whatever the order of decisions.
-func invCheckRank(t invTB, c *invCycle) {
+func invCheckRank(t propTB, c *invCycle) {
 	t.Helper()
 	for _, pr := range c.plan.Preemptions {
 		v, w := c.running[pr.Victim], c.pending[pr.Preemptor]
@@ -617,7 +608,7 @@ func invCheckRank(t invTB, c *invCycle) {
 }
 
 // invCheckBatch: an idle-only workload never preempts.
-func invCheckBatch(t invTB, c *invCycle) {
+func invCheckBatch(t propTB, c *invCycle) {
 	t.Helper()
 	for _, pr := range c.plan.Preemptions {
 		if w := c.pending[pr.Preemptor]; w != nil && c.class(w).IdleOnly {
@@ -633,7 +624,7 @@ func invCheckBatch(t invTB, c *invCycle) {
 // order). Work of lower classes does not count: the guarantee covers the
 // highest classes first, so the team's training is what then runs over
 // quota, and it can be reclaimed.
-func invCheckProduction(t invTB, c *invCycle) {
+func invCheckProduction(t propTB, c *invCycle) {
 	t.Helper()
 	type key struct {
 		team  core.TeamName
@@ -666,7 +657,7 @@ func invCheckProduction(t invTB, c *invCycle) {
 
 // invCheckShuffledWorkloads: a deep copy with Pending and Running shuffled
 // gives exactly the same plan, order included.
-func invCheckShuffledWorkloads(t invTB, c *invCycle) {
+func invCheckShuffledWorkloads(t propTB, c *invCycle) {
 	t.Helper()
 	s := copySnapshot(c.snap)
 	r := rand.New(rand.NewPCG(uint64(len(s.Pending)), uint64(len(s.Running))))
@@ -679,7 +670,7 @@ func invCheckShuffledWorkloads(t invTB, c *invCycle) {
 
 // invCheckShuffledNodes: a deep copy with Nodes and Teams shuffled gives
 // exactly the same plan.
-func invCheckShuffledNodes(t invTB, c *invCycle) {
+func invCheckShuffledNodes(t propTB, c *invCycle) {
 	t.Helper()
 	s := copySnapshot(c.snap)
 	r := rand.New(rand.NewPCG(uint64(len(s.Nodes)), uint64(len(s.Teams))))
@@ -691,7 +682,7 @@ func invCheckShuffledNodes(t invTB, c *invCycle) {
 }
 
 // invCheckUnmodified: scheduling leaves the snapshot as it was.
-func invCheckUnmodified(t invTB, c *invCycle) {
+func invCheckUnmodified(t propTB, c *invCycle) {
 	t.Helper()
 	s := copySnapshot(c.snap)
 	before := copySnapshot(s)
@@ -707,7 +698,7 @@ func invCheckUnmodified(t invTB, c *invCycle) {
 // nominated ones) and, when some workload has waited StarvationAfter, the
 // one node a cycle may reserve for it. Usage only grows within a cycle, so
 // a workload that fits at the end fitted when its turn came.
-func invCheckNoIdleFit(t invTB, c *invCycle) {
+func invCheckNoIdleFit(t propTB, c *invCycle) {
 	t.Helper()
 	held := map[core.NodeName]bool{}
 	starving := false
@@ -757,7 +748,7 @@ func invCheckNoIdleFit(t invTB, c *invCycle) {
 // hold once the stops under way have happened and the preemptors already
 // waiting for it are placed), each fits once its victims and those chosen
 // before it are gone, and no one of its own victims could have been spared.
-func invCheckMinimalVictims(t invTB, c *invCycle) {
+func invCheckMinimalVictims(t propTB, c *invCycle) {
 	t.Helper()
 	byPreemptor := map[core.WorkloadID][]*core.Workload{}
 	var order []core.WorkloadID
@@ -907,7 +898,7 @@ func (c *invCycle) invWithin(w *core.Workload, atEnd bool) bool {
 // guarantee when it is decided (it is at the start of the cycle): a
 // reservation for work that borrows never holds capacity against a
 // guarantee.
-func invCheckGuaranteedNotBlocked(t invTB, c *invCycle) {
+func invCheckGuaranteedNotBlocked(t propTB, c *invCycle) {
 	t.Helper()
 	held := map[core.NodeName]bool{}
 	for _, d := range c.plan.Unplaced {
@@ -945,7 +936,7 @@ func invCheckGuaranteedNotBlocked(t invTB, c *invCycle) {
 // within its team (a lower class) or as batch, the running workloads of
 // the same team and class (any team's, for batch) not already stopping,
 // which the same rule lets it take.
-func invCheckEvictionBound(t invTB, c *invCycle) {
+func invCheckEvictionBound(t propTB, c *invCycle) {
 	t.Helper()
 	byPreemptor := map[core.WorkloadID][]*core.Workload{}
 	rules := map[core.WorkloadID]bool{} // every victim's rule has no condition but team and class
@@ -1064,7 +1055,7 @@ func invNegate(as []core.Assignment) []core.Assignment {
 
 // invCheckDecided: every pending workload is placed or has exactly one
 // decision, with a reason and a message; nothing else is decided.
-func invCheckDecided(t invTB, c *invCycle) {
+func invCheckDecided(t propTB, c *invCycle) {
 	t.Helper()
 	count := map[core.WorkloadID]int{}
 	for _, d := range c.plan.Unplaced {
@@ -1094,7 +1085,7 @@ func invCheckDecided(t invTB, c *invCycle) {
 func TestInvariantsOneCycle(t *testing.T) {
 	for _, p := range invProperties {
 		t.Run(p.name, func(t *testing.T) {
-			invCheck(t, func(t *rapid.T) {
+			propCheck(t, func(t *rapid.T) {
 				opts := invDrawOptions(t)
 				snap := invDrawSnapshot(t)
 				t.Logf("cluster:\n%s", invDescribe(opts, snap, invNow))
@@ -1256,7 +1247,7 @@ func invSimulate(t *rapid.T, check func(cycle int, s *invSim, plan core.Plan) bo
 func TestInvariantsOverCycles(t *testing.T) {
 	for _, p := range invProperties {
 		t.Run(p.name, func(t *testing.T) {
-			invCheck(t, func(t *rapid.T) {
+			propCheck(t, func(t *rapid.T) {
 				invSimulate(t, func(cycle int, s *invSim, plan core.Plan) bool {
 					p.check(invCycleLog{t, cycle, s, plan}, newInvCycle(s.opts, s.snap, s.now, plan))
 					return !t.Failed()
@@ -1271,7 +1262,7 @@ func TestInvariantsOverCycles(t *testing.T) {
 // no placement and no preemption, with nothing left stopping. A cluster
 // that never settles preempts the same work over and over.
 func TestSimulationSettles(t *testing.T) {
-	invCheck(t, func(t *rapid.T) {
+	propCheck(t, func(t *rapid.T) {
 		var last []string
 		settled := invSimulate(t, func(cycle int, s *invSim, plan core.Plan) bool {
 			if cycle >= invActive+invQuiet-3 {
@@ -1295,7 +1286,7 @@ func TestSimulationSettles(t *testing.T) {
 // whenever anything else wants it; so is a preemption within a team (its
 // own higher class arriving), which no other team's decision undoes.
 func TestNoWorkloadThrashes(t *testing.T) {
-	invCheck(t, func(t *rapid.T) {
+	propCheck(t, func(t *rapid.T) {
 		stopped := map[core.WorkloadID]time.Time{}
 		// waiters are, for each workload placed, the workloads of other
 		// teams left waiting for room within their guarantee in the cycle
@@ -1384,7 +1375,7 @@ type invRun struct {
 // run checks that the first cycle preempts enough for all of team b: once
 // the victims have stopped, the next cycle places every one of b's
 // workloads.
-func (sc invReclaim) run(t invTB) {
+func (sc invReclaim) run(t propTB) {
 	t.Helper()
 	a, b := team("a").obj(), team("b").guaranteed(sc.guaranteed).obj()
 	snap := &core.Snapshot{Nodes: sc.nodes, Teams: []core.Team{a, b}}
@@ -1533,10 +1524,10 @@ func TestReclaimWithinOneCycle(t *testing.T) {
 		})
 	}
 	t.Run("random clusters, victims gone", func(t *testing.T) {
-		invCheck(t, func(t *rapid.T) { invDrawReclaim(t, false).run(t) })
+		propCheck(t, func(t *rapid.T) { invDrawReclaim(t, false).run(t) })
 	})
 	t.Run("random clusters, victims requeued", func(t *testing.T) {
-		invCheck(t, func(t *rapid.T) { invDrawReclaim(t, true).run(t) })
+		propCheck(t, func(t *rapid.T) { invDrawReclaim(t, true).run(t) })
 	})
 }
 
@@ -1564,7 +1555,7 @@ type invSmall struct {
 // run schedules cycles a minute apart, applying each plan (victims stop
 // by the next cycle and are requeued), and returns the cycle in which the
 // large workload is placed, or fails if it still waits after bound cycles.
-func (sc invStarve) run(t invTB, bound int) int {
+func (sc invStarve) run(t propTB, bound int) int {
 	t.Helper()
 	opts := sched.Options{StarvationAfter: time.Minute, FairShareReclaim: true, MinRuntime: 0}
 	snap := &core.Snapshot{}
@@ -1668,7 +1659,7 @@ func TestLargeWorkloadDoesNotStarve(t *testing.T) {
 		sc.run(t, bound)
 	})
 	t.Run("random clusters", func(t *testing.T) {
-		invCheck(t, func(t *rapid.T) {
+		propCheck(t, func(t *rapid.T) {
 			sc := invStarve{nodes: rapid.IntRange(1, 4).Draw(t, "nodes")}
 			for i := range rapid.IntRange(1, 3).Draw(t, "teams") {
 				sc.teams = append(sc.teams, core.TeamName(fmt.Sprintf("t%d", i)))
@@ -1690,7 +1681,7 @@ func TestLargeWorkloadDoesNotStarve(t *testing.T) {
 	})
 }
 
-// invRecorder is an invTB that records errors instead of failing.
+// invRecorder is an propTB that records errors instead of failing.
 type invRecorder struct{ errs []string }
 
 func (r *invRecorder) Helper()                      {}
@@ -1727,7 +1718,7 @@ func TestInvariantChecksCatchBrokenPlans(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		check func(invTB, *invCycle)
+		check func(propTB, *invCycle)
 		plan  core.Plan
 	}{
 		{"a fraction on a full device", invCheckFit,
@@ -1761,59 +1752,6 @@ func TestInvariantChecksCatchBrokenPlans(t *testing.T) {
 			if len(r.errs) == 0 {
 				t.Errorf("the check accepted a plan that breaks its invariant")
 			}
-		})
-	}
-}
-
-// Failing cases are reported with their shrunk cluster; rapid does not
-// write fail files into testdata.
-//
-// Every property runs (invCheck) under each seed of invFailedSeeds, the
-// seeds that once found a bug, and then under a fresh random seed, logged
-// so that a failure can be replayed: -rapid.seed=N runs that seed alone
-// (explore more with -rapid.checks=1000).
-func init() {
-	if err := flag.Set("rapid.nofailfile", "true"); err != nil {
-		panic(err)
-	}
-}
-
-// invFailedSeeds once failed: 4 planned a preemptor against a node's
-// future that pictured it already, on a node whose starvation hold its
-// starver had given back (invariant 11); 5126466009508144731 planned a
-// preemptor against a node's future where preemptors share it, which
-// preempted a victim it could not use (invariant 11); 7774226393442702401
-// let a preemptor place on its own held node over what the node's future
-// promised the others (invariant 11).
-// 6121614131280043117 found the check picturing preemptors first fit
-// where the scheduler pictures them best fit (invariant 11), and a share
-// evicting more than the cheapest set (invariant 14); 6555891306156691565
-// found the thrash property counting a reclaim by work that was not
-// admitted when its victim restarted.
-var invFailedSeeds = []uint64{4, 5126466009508144731, 7774226393442702401, 6121614131280043117, 6555891306156691565}
-
-// invCheck runs prop with rapid: under -rapid.seed=N that seed alone, else
-// each seed of invFailedSeeds and a fresh one, each as a subtest.
-func invCheck(t *testing.T, prop func(*rapid.T)) {
-	t.Helper()
-	f := flag.Lookup("rapid.seed")
-	if f == nil || f.Value.String() != "0" {
-		rapid.Check(t, prop)
-		return
-	}
-	seeds := append(slices.Clone(invFailedSeeds), rand.Uint64()|1)
-	for i, seed := range seeds {
-		name := fmt.Sprintf("seed=%d", seed)
-		if i == len(seeds)-1 {
-			name = "fresh seed=" + fmt.Sprint(seed)
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Logf("replay with -rapid.seed=%d", seed)
-			if err := flag.Set("rapid.seed", fmt.Sprint(seed)); err != nil {
-				t.Fatal(err)
-			}
-			defer flag.Set("rapid.seed", "0")
-			rapid.Check(t, prop)
 		})
 	}
 }

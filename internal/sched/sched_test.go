@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/sched"
@@ -355,7 +356,7 @@ func isEmpty(v any) bool {
 //  4. a workload left pending fitted nowhere when its turn came: with the
 //     usage of the snapshot plus the placements of the workloads submitted
 //     before it, no node takes it (backfill leaves nothing behind).
-func checkPlan(t *testing.T, snap *core.Snapshot, plan core.Plan) {
+func checkPlan(t propTB, snap *core.Snapshot, plan core.Plan) {
 	t.Helper()
 	nodes := map[core.NodeName]*core.Node{}
 	usage := map[core.NodeName]*core.NodeUsage{}
@@ -498,117 +499,133 @@ func copySnapshot(s *core.Snapshot) *core.Snapshot {
 
 var randomModels = []string{h100, a100, a10, l4, unknown}
 
-// randomSnapshot makes a cluster of up to 12 nodes with random devices, some
-// of them cordoned, with consistent random usage and a random pending queue.
-func randomSnapshot(r *rand.Rand) *core.Snapshot {
+// intN draws an int in [0, n), as rand.IntN.
+func intN(t *rapid.T, n int, label string) int { return rapid.IntRange(0, n-1).Draw(t, label) }
+
+// int64N draws an int64 in [0, n), as rand.Int64N.
+func int64N(t *rapid.T, n int64, label string) int64 { return rapid.Int64Range(0, n-1).Draw(t, label) }
+
+// randomSnapshot draws a cluster of up to 12 nodes with random devices,
+// some of them cordoned, with consistent random usage and a random pending
+// queue.
+func randomSnapshot(t *rapid.T) *core.Snapshot {
 	snap := &core.Snapshot{Usage: map[core.NodeName]*core.NodeUsage{}}
-	nodes := r.IntN(13)
+	nodes := intN(t, 13, "nodes")
 	for i := range nodes {
-		b := node(fmt.Sprintf("n%02d", r.IntN(100)*100+i)) // random name order
-		model := randomModels[r.IntN(len(randomModels))]
-		for range 1 + r.IntN(8) {
-			if r.IntN(5) == 0 {
-				b.gpus(1, randomModels[r.IntN(len(randomModels))])
+		b := node(fmt.Sprintf("n%02d", intN(t, 100, "name")*100+i)) // random name order
+		model := rapid.SampledFrom(randomModels).Draw(t, "model")
+		for range 1 + intN(t, 8, "gpus") {
+			if intN(t, 5, "mixed") == 0 {
+				b.gpus(1, rapid.SampledFrom(randomModels).Draw(t, "otherModel"))
 			} else {
 				b.gpus(1, model)
 			}
 		}
-		if r.IntN(10) == 0 {
+		if intN(t, 10, "cordoned") == 0 {
 			b.cordoned()
 		}
-		if r.IntN(2) == 0 {
-			b.cpu(int64(8+r.IntN(57)) * 1000)
+		if rapid.Bool().Draw(t, "cpu") {
+			b.cpu(int64(8+intN(t, 57, "cores")) * 1000)
 		}
-		if r.IntN(2) == 0 {
-			b.hostMem(int64(32+r.IntN(481)) * 1024)
+		if rapid.Bool().Draw(t, "hostMem") {
+			b.hostMem(int64(32+intN(t, 481, "gib")) * 1024)
 		}
 		n := b.obj()
 		snap.Nodes = append(snap.Nodes, n)
 
-		switch r.IntN(10) {
+		switch intN(t, 10, "usage") {
 		case 0: // no usage recorded for the node
 			continue
 		case 1: // host usage only, no device map
-			snap.Usage[n.Name] = &core.NodeUsage{MilliCPU: upTo(r, n.MilliCPU), MemoryMiB: upTo(r, n.MemoryMiB)}
+			snap.Usage[n.Name] = &core.NodeUsage{MilliCPU: upTo(t, n.MilliCPU), MemoryMiB: upTo(t, n.MemoryMiB)}
 			continue
 		}
-		u := &core.NodeUsage{GPUs: map[int]core.GPUUse{}, MilliCPU: upTo(r, n.MilliCPU), MemoryMiB: upTo(r, n.MemoryMiB)}
+		u := &core.NodeUsage{GPUs: map[int]core.GPUUse{}, MilliCPU: upTo(t, n.MilliCPU), MemoryMiB: upTo(t, n.MemoryMiB)}
 		for _, g := range n.GPUs {
-			switch r.IntN(10) {
+			switch intN(t, 10, "gpuUse") {
 			case 0, 1:
 				u.GPUs[g.Index] = core.GPUUse{MilliGPU: 1000, MemoryMiB: g.MemoryMiB}
 			case 2, 3, 4:
-				m := 1 + r.Int64N(999)
+				m := 1 + int64N(t, 999, "milli")
 				mem := g.MemoryMiB * m / 1000
-				if r.IntN(3) == 0 {
+				if intN(t, 3, "disproportionate") == 0 {
 					// Memory and share out of proportion, as when a device
 					// is reported again with less memory.
-					mem = upTo(r, g.MemoryMiB)
+					mem = upTo(t, g.MemoryMiB)
 				}
 				u.GPUs[g.Index] = core.GPUUse{MilliGPU: m, MemoryMiB: mem}
 			}
 		}
 		snap.Usage[n.Name] = u
 	}
-	if r.IntN(10) == 0 {
+	if intN(t, 10, "goneNode") == 0 {
 		// Usage of a node that has gone away.
 		snap.Usage["gone"] = &core.NodeUsage{GPUs: map[int]core.GPUUse{0: {MilliGPU: 1000}}}
 	}
 
-	pending := r.IntN(41)
-	seqs := r.Perm(pending)
+	pending := intN(t, 41, "pending")
+	seqs := rapid.Permutation(makeRange(pending)).Draw(t, "seqs")
 	for i := range pending {
 		b := job(fmt.Sprintf("w%03d", i)).seq(int64(seqs[i] + 1))
-		switch k := r.IntN(10); {
+		switch k := intN(t, 10, "shape"); {
 		case k < 3:
-			b.gpus([]int64{100, 250, 333, 500, 750}[r.IntN(5)])
+			b.gpus(rapid.SampledFrom([]int64{100, 250, 333, 500, 750}).Draw(t, "share"))
 		case k < 4:
-			b.gpus(1 + r.Int64N(999))
+			b.gpus(1 + int64N(t, 999, "milli"))
 		case k < 6:
-			b.gpuMem(1 + r.Int64N(90000))
+			b.gpuMem(1 + int64N(t, 90000, "gpuMemoryMiB"))
 		default:
-			b.gpus(int64([]int{1, 1, 1, 2, 2, 4, 8}[r.IntN(7)]) * 1000)
+			b.gpus(int64(rapid.SampledFrom([]int{1, 1, 1, 2, 2, 4, 8}).Draw(t, "count")) * 1000)
 		}
-		if r.IntN(5) == 0 {
+		if intN(t, 5, "constrained") == 0 {
 			names := []string{"H100", "a100", "A10", "L4", "B200"}
-			b.models(names[r.IntN(len(names))])
-			if r.IntN(3) == 0 {
-				b.w.Request.GPUModels = append(b.w.Request.GPUModels, names[r.IntN(len(names))])
+			m := []string{rapid.SampledFrom(names).Draw(t, "want")}
+			if intN(t, 3, "twoModels") == 0 {
+				m = append(m, rapid.SampledFrom(names).Draw(t, "want"))
 			}
+			b.models(m...)
 		}
-		if r.IntN(2) == 0 {
-			b.cpu(1000 + r.Int64N(31000))
+		if rapid.Bool().Draw(t, "cpu") {
+			b.cpu(1000 + int64N(t, 31000, "milliCPU"))
 		}
-		if r.IntN(2) == 0 {
-			b.hostMem(1024 + r.Int64N(130000))
+		if rapid.Bool().Draw(t, "hostMem") {
+			b.hostMem(1024 + int64N(t, 130000, "memoryMiB"))
 		}
 		snap.Pending = append(snap.Pending, b.obj())
 	}
 	return snap
 }
 
-// upTo is a random amount up to max, or any amount below 100000 when max is
-// 0 (undeclared, so unlimited).
-func upTo(r *rand.Rand, max int64) int64 {
-	if max == 0 {
-		return r.Int64N(100000)
+// makeRange is 0, 1, …, n-1.
+func makeRange(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
 	}
-	return r.Int64N(max + 1)
+	return s
 }
 
-func TestScheduleProperties(t *testing.T) {
-	for seed := range uint64(200) {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-			snap := randomSnapshot(r)
-			before := copySnapshot(snap)
-			plan := sched.Schedule(snap, now)
-			checkPlan(t, snap, plan)
-			if diff := cmp.Diff(before, snap); diff != "" {
-				t.Errorf("Schedule modified the snapshot (-before +after):\n%s", diff)
-			}
-		})
+// upTo is a random amount up to max, or any amount below 100000 when max is
+// 0 (undeclared, so unlimited).
+func upTo(t *rapid.T, max int64) int64 {
+	if max == 0 {
+		return int64N(t, 100000, "amount")
 	}
+	return rapid.Int64Range(0, max).Draw(t, "amount")
+}
+
+// TestScheduleProperties checks checkPlan's properties, and that the
+// snapshot is left as it was, on random clusters (randomSnapshot).
+func TestScheduleProperties(t *testing.T) {
+	propCheck(t, func(t *rapid.T) {
+		snap := randomSnapshot(t)
+		before := copySnapshot(snap)
+		plan := sched.Schedule(snap, now)
+		checkPlan(t, snap, plan)
+		if diff := cmp.Diff(before, snap); diff != "" {
+			t.Errorf("Schedule modified the snapshot (-before +after):\n%s", diff)
+		}
+	})
 }
 
 // benchSnapshot is a cluster of H100 nodes with eight devices each, a
