@@ -43,8 +43,13 @@
 //     and, with fair-share reclaim on, over-quota work of teams above their
 //     fair share that ran at least MinRuntime. Production is never a
 //     victim; batch never preempts; gangs do not preempt (their victims
-//     would span nodes). The preemptor waits (Preempting), nominated to
-//     the node of its victims;
+//     would span nodes). A request by memory is judged, node by node, by
+//     the share it takes there (reclaimOn): it reclaims a guarantee or a
+//     fair share only where that share stays within it, and frees room
+//     only on a device whose share its limit (and, for a class that may
+//     not borrow, its guarantee) allows, so that it is never refused the
+//     room it freed and its victims restarted in the next cycle. The
+//     preemptor waits (Preempting), nominated to the node of its victims;
 //  6. otherwise it waits with a reason and a sentence (Unschedulable,
 //     WaitingForIdleCapacity for batch).
 //
@@ -69,8 +74,9 @@
 // A decision is stable: a workload reclaimed or preempted is not started
 // again, for MinRuntime, where guaranteed work already waiting would
 // reclaim it (rule 3), guaranteed work is decided before borrowing work
-// (no GPU stays idle for work that has not arrived), and a starvation
-// reservation never holds capacity against a team's guarantee (below).
+// (no GPU stays idle for work that has not arrived), a preemptor evicts
+// only for room it may take (rule 5), and a starvation reservation never
+// holds capacity against a team's guarantee (below).
 // The invariant tests check each rule on random clusters, with fresh
 // seeds.
 //

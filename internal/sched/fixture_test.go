@@ -216,8 +216,12 @@ func init() {
 // where the scheduler pictures them best fit (invariant 11), and a share
 // evicting more than the cheapest set (invariant 14); 6555891306156691565
 // found the thrash property counting a reclaim by work that was not
-// admitted when its victim restarted.
-var failedSeeds = []uint64{4, 5126466009508144731, 7774226393442702401, 6121614131280043117, 6555891306156691565}
+// admitted when its victim restarted. 10059398885533350875 never settled
+// (TestSimulationSettles): a production request by memory, within its
+// guarantee at its share of an H100, reclaimed an A10, which it takes
+// whole, beyond its guarantee; refused there, its victim restarted, and
+// so on every other cycle.
+var failedSeeds = []uint64{4, 5126466009508144731, 7774226393442702401, 6121614131280043117, 6555891306156691565, 10059398885533350875}
 
 // propCheck runs prop with rapid: under -rapid.seed=N that seed alone, else
 // each seed of failedSeeds and a fresh one, each as a subtest.

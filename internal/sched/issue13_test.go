@@ -204,3 +204,46 @@ func TestNoThrashBetweenReservationAndReclaim(t *testing.T) {
 		}
 	}
 }
+
+// TestReclaimChargesTheShareWhereItLands: a request by memory reclaims
+// only where the share it would take there keeps the rule that lets it
+// reclaim. Team ops, guaranteed 0.5 GPUs, asks 24 GiB of any model: 0.3
+// of an H100, a whole A10. The H100s are busy with production, which is
+// never a victim. Preempting the over-quota A10 would free a device that
+// production may not take (it would be refused there and the victim
+// restarted, over and over: fresh seed 10059398885533350875 of
+// TestSimulationSettles), and that training would take beyond the
+// guarantee it claims to reclaim.
+func TestReclaimChargesTheShareWhereItLands(t *testing.T) {
+	h, a := node("h").gpus(4, h100).obj(), node("a").gpus(1, a10).obj()
+	now := t0.Add(time.Hour)
+	for _, class := range []string{"production", "training"} {
+		c := cluster{nodes: []*core.Node{h, a},
+			teams: []core.Team{team("research").guaranteed(4000).obj(), team("ops").guaranteed(500).obj(), team("vision").obj()},
+			running: []*core.Workload{
+				job("prod").team("research").class("production").gpus(4000).created(t0).runs(h, 0, minute(1)).obj(),
+				job("dev").team("vision").class("development").gpus(1000).created(t0).runs(a, 0, minute(2)).obj(),
+			},
+			pending: []*core.Workload{job("p").team("ops").class(class).gpuMem(24576).created(now).obj()}}
+		for _, opts := range []sched.Options{sched.DefaultOptions(), {FairShareReclaim: true, MinRuntime: 5 * time.Minute}} {
+			plan := opts.Schedule(c.snapshot(), now)
+			placed, victims, waiting := outcome(plan)
+			if len(placed) != 0 || len(victims) != 0 || waiting["p"] == sched.ReasonPreempting {
+				t.Errorf("%s: placed %v, preempted %v, p waits %s; want no placement and no preemption:\n%s", class, placed, victims, waiting["p"], invDescribePlan(plan))
+			}
+		}
+	}
+	// With the A10 gone, the same reclaim on an H100 node goes ahead.
+	h2 := node("h2").gpus(1, h100).obj()
+	c := cluster{nodes: []*core.Node{h, h2},
+		teams: []core.Team{team("research").guaranteed(4000).obj(), team("ops").guaranteed(500).obj(), team("vision").obj()},
+		running: []*core.Workload{
+			job("prod").team("research").class("production").gpus(4000).created(t0).runs(h, 0, minute(1)).obj(),
+			job("dev").team("vision").class("development").gpus(1000).created(t0).runs(h2, 0, minute(2)).obj(),
+		},
+		pending: []*core.Workload{job("p").team("ops").class("production").gpuMem(24576).created(now).obj()}}
+	_, victims, _ := outcome(sched.DefaultOptions().Schedule(c.snapshot(), now))
+	if diff := cmp.Diff([]string{"dev Reclaimed for p"}, victims); diff != "" {
+		t.Errorf("on H100s, victims (-want +got):\n%s", diff)
+	}
+}

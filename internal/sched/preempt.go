@@ -259,12 +259,86 @@ func compareStart(a, b *core.Workload) int {
 // (a victim's whole holding counts, all its replicas); for a fraction, a
 // set of fractional victims before any other; then the fewest victims,
 // the smallest node, the name. Within a node, victimSet finds the set.
-func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool) (*nodeState, []candidate) {
-	node, set, gangs := c.findVictimsOf(w, cl, ts, ask, inQuota, false)
+// maxShare bounds the share of the device w may take on the node found (-1:
+// any), as reclaimOn says.
+func (c *cycle) findVictims(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool) (_ *nodeState, _ []candidate, maxShare int64) {
+	node, set, maxShare, gangs := c.findVictimsOf(w, cl, ts, ask, inQuota, false)
 	if node == nil && gangs {
-		node, set, _ = c.findVictimsOf(w, cl, ts, ask, inQuota, true)
+		node, set, maxShare, _ = c.findVictimsOf(w, cl, ts, ask, inQuota, true)
 	}
-	return node, set
+	return node, set, maxShare
+}
+
+// reclaimOn says what w (one replica, asking ask milli-GPU: its smallest
+// share on any device it accepts) may preempt for on ns. A request by
+// memory is charged the share of the device it lands on, which differs
+// from model to model, so the rules are judged with the least it would
+// take on ns (askOn, and inQuotaOn: whether that stays within its team's
+// guarantee), and victims may free room for it only on a device where
+// what it takes keeps every rule that allowed them (maxShare, -1 for any
+// device): its team's limit and, for a class that may not borrow, its
+// guarantee, as the placement will check; the guarantee when it reclaims
+// one, its fair share when it reclaims that. ok is false when no device of
+// ns would take it within what its team may still take: room freed there
+// could never be its own, and its victims would only start again.
+func (c *cycle) reclaimOn(ns *nodeState, w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool) (askOn int64, inQuotaOn bool, maxShare int64, ok bool) {
+	r := w.Request
+	if r.MilliGPU > 0 || r.GPUMemoryMiB == 0 {
+		return ask, inQuota, -1, true
+	}
+	bound := func(b, x int64) int64 {
+		if b < 0 || x < b {
+			return max(0, x)
+		}
+		return b
+	}
+	maxShare = -1
+	if ts.team.Limit >= 0 {
+		maxShare = bound(maxShare, ts.team.Limit-ts.usage)
+	}
+	_, held, guaranteed, _ := c.withinGuarantee(w, ts, cl, 0)
+	if !cl.MayBorrow {
+		maxShare = bound(maxShare, guaranteed-held)
+	}
+	askOn = -1
+	for _, g := range ns.node.GPUs {
+		if m, _, fits := r.ShareOn(g); fits && r.ModelAllowed(g.Model) && (maxShare < 0 || m <= maxShare) && (askOn < 0 || m < askOn) {
+			askOn = m
+		}
+	}
+	if askOn < 0 {
+		return 0, false, 0, false
+	}
+	inQuotaOn = inQuota && held+askOn <= guaranteed
+	if inQuotaOn {
+		maxShare = bound(maxShare, guaranteed-held)
+	}
+	if c.opts.FairShareReclaim && ts.usage+askOn <= ts.share {
+		maxShare = bound(maxShare, ts.share-ts.usage)
+	}
+	return askOn, inQuotaOn, maxShare, true
+}
+
+// fitsWithin is onNode for a request that may take at most maxShare of a
+// device (-1: any): the fitting device left with the least free share.
+func fitsWithin(f *nodeState, req core.Request, maxShare int64) (choice, bool) {
+	if maxShare < 0 || !req.Fractional() {
+		ch, why := onNode(f, req)
+		return ch, why == ""
+	}
+	best, found := choice{}, false
+	var bestLeft int64
+	for i, g := range f.node.GPUs {
+		milli, _, ok := req.ShareOn(g)
+		if !ok || !req.ModelAllowed(g.Model) || milli > maxShare {
+			continue
+		}
+		ch := choice{ns: f, gpu: i}
+		if left := 1000 - f.used[i].MilliGPU - milli; fitsChoice(f, req, ch) && (!found || left < bestLeft) {
+			best, found, bestLeft = ch, true, left
+		}
+	}
+	return best, found
 }
 
 // victimCost orders victim sets: lower is better.
@@ -302,15 +376,11 @@ func costOf(req core.Request, set []candidate) victimCost {
 
 // findVictimsOf is findVictims with gangs allowed as victims or not;
 // sawGang reports whether a gang was left out.
-func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota, gangs bool) (_ *nodeState, _ []candidate, sawGang bool) {
+func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota, gangs bool) (_ *nodeState, _ []candidate, bestMax int64, sawGang bool) {
 	var bestNode *nodeState
 	var best []candidate
 	var bestCost victimCost
 	var cands []candidate
-	// A workload within its guarantee or its fair share may also wait for
-	// capacity that stops already under way will free, without a victim of
-	// its own.
-	mayJoin := inQuota || ts.usage+ask <= ts.share
 	// Like Kubernetes' default preemption, stop once victim sets were found
 	// on max(100, 10%) of the nodes, starting at a node that depends on the
 	// workload (deterministic, and spread over the cluster): on small
@@ -336,12 +406,19 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 		if c.binds(ns, w, inQuota) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) {
 			continue
 		}
-		if mayJoin && ns.freeing {
-			if _, why := onNode(ns.futureState(c), w.Request); why == "" {
-				return ns, []candidate{}, false
+		askOn, inQuotaOn, maxShare, ok := c.reclaimOn(ns, w, cl, ts, ask, inQuota)
+		if !ok {
+			continue
+		}
+		// A workload within its guarantee or its fair share may also wait
+		// for capacity that stops already under way will free, without a
+		// victim of its own.
+		if (inQuotaOn || ts.usage+askOn <= ts.share) && ns.freeing {
+			if _, fits := fitsWithin(ns.futureState(c), w.Request, maxShare); fits {
+				return ns, []candidate{}, maxShare, false
 			}
 		}
-		cands = c.victimsFor(w, cl, ts, ask, inQuota, ns, cands)
+		cands = c.victimsFor(w, cl, ts, askOn, inQuotaOn, ns, cands)
 		if !gangs {
 			n := len(cands)
 			cands = slices.DeleteFunc(cands, func(v candidate) bool { return v.victim.Request.Count() > 1 })
@@ -360,20 +437,20 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 			continue
 		}
 		sortVictims(cands)
-		set := victimSet(ns.futureState(c), w.Request, cands)
+		set := victimSet(ns.futureState(c), w.Request, cands, maxShare)
 		if set == nil {
 			continue
 		}
 		found++
 		k := costOf(w.Request, set)
 		if best == nil || cmp.Or(k.compare(bestCost), cmp.Compare(len(ns.node.GPUs), len(bestNode.node.GPUs)), cmp.Compare(ns.node.Name, bestNode.node.Name)) < 0 {
-			bestNode, best, bestCost = ns, set, k
+			bestNode, best, bestCost, bestMax = ns, set, k, maxShare
 			if !k.gang && !k.whole && len(set) == 1 && k.milli <= ask {
 				break // one victim no larger than the request: nothing is better
 			}
 		}
 	}
-	return bestNode, best, sawGang
+	return bestNode, best, bestMax, sawGang
 }
 
 // maxExactVictims bounds the occupants of one device among which the
@@ -390,8 +467,9 @@ const maxExactVictims = 6
 // fractional first, smallest first), and the device whose set costs least
 // wins. Either way, victims not needed are then
 // dropped, largest first. Requests without GPUs take candidates in victim
-// order.
-func victimSet(future *nodeState, req core.Request, cands []candidate) []candidate {
+// order. The request may take at most maxShare of a device (-1: any; see
+// reclaimOn).
+func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare int64) []candidate {
 	scratch := future.clone()
 	taken := make([]bool, len(cands))
 	var set []candidate
@@ -400,7 +478,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate) []candida
 		set = append(set, cands[j])
 		scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
 	}
-	fits := func() bool { _, why := onNode(scratch, req); return why == "" }
+	fits := func() bool { _, ok := fitsWithin(scratch, req, maxShare); return ok }
 	// freed is what candidate j holds on device gpu of this node.
 	freed := func(j, gpu int) (core.GPUUse, bool) {
 		var u core.GPUUse
@@ -457,7 +535,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate) []candida
 		var bestCost victimCost
 		for i, g := range scratch.node.GPUs {
 			milli, mem, ok := req.ShareOn(g)
-			if !ok || !req.ModelAllowed(g.Model) {
+			if !ok || !req.ModelAllowed(g.Model) || (maxShare >= 0 && milli > maxShare) {
 				continue
 			}
 			vs = vs[:0]

@@ -686,7 +686,7 @@ func (c *cycle) decide(w *core.Workload) {
 	if !class.IdleOnly && w.Request.Count() == 1 {
 		vkey := fmt.Sprintf("%s/%s/%t/%s", ts.team.Name, class.Name, inQuota, key)
 		if !c.noVictims[vkey] {
-			if node, vs := c.findVictims(w, class, ts, ask, inQuota); node != nil {
+			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
 				for _, v := range vs {
 					v.chosen = true
 					c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
@@ -697,7 +697,7 @@ func (c *cycle) decide(w *core.Workload) {
 				for _, v := range vs {
 					f.add(v.victim.Request, v.victim.Status.Placement, -1)
 				}
-				if ch, why := onNode(f, w.Request); why == "" {
+				if ch, fits := fitsWithin(f, w.Request, maxShare); fits {
 					f.add(w.Request, assignments(ch, w.Request), +1)
 				}
 				c.hold(node, w.ID)
