@@ -9,8 +9,9 @@
 // Teams hold a guarantee, a limit and a weight (milli-GPU). Fair shares come
 // from package fairshare: guarantees first, then the rest by weight among
 // teams with demand (water-filling). A running workload is within quota when,
-// taking the team's workloads by class and then start time, it fits in the
-// guarantee; the rest runs over quota on borrowed capacity. A team may also
+// taking the team's workloads by class, then start time, then submission
+// (the order a cycle decides them in), it fits in the guarantee; the rest
+// runs over quota on borrowed capacity. A team may also
 // guarantee GPU models (GuaranteedByModel): a workload asking for exactly
 // one such model is within quota against that model's guarantee, and work
 // on those devices beyond it is over quota.

@@ -220,8 +220,12 @@ func init() {
 // (TestSimulationSettles): a production request by memory, within its
 // guarantee at its share of an H100, reclaimed an A10, which it takes
 // whole, beyond its guarantee; refused there, its victim restarted, and
-// so on every other cycle.
-var failedSeeds = []uint64{4, 5126466009508144731, 7774226393442702401, 6121614131280043117, 6555891306156691565, 10059398885533350875}
+// so on every other cycle. 13032525493367772135 restarted a workload within
+// its team's guarantee next to another of its team started on borrowed
+// capacity in the same cycle, and the next cycle, breaking the tie in
+// start time by name, counted the first over quota and reclaimed it
+// (TestNoWorkloadThrashes).
+var failedSeeds = []uint64{4, 5126466009508144731, 7774226393442702401, 6121614131280043117, 6555891306156691565, 10059398885533350875, 13032525493367772135}
 
 // propCheck runs prop with rapid: under -rapid.seed=N that seed alone, else
 // each seed of failedSeeds and a fresh one, each as a subtest.

@@ -247,3 +247,29 @@ func TestReclaimChargesTheShareWhereItLands(t *testing.T) {
 		t.Errorf("on H100s, victims (-want +got):\n%s", diff)
 	}
 }
+
+// TestGuaranteeKeepsWhatOneCycleStartedWithin: of a team's workloads that
+// one cycle started, the ones it placed within the guarantee stay within
+// it in the next, and the one placed on borrowed capacity is the one
+// reclaimed. Team vision, guaranteed 0.75 GPUs, runs old (0.25) and, started
+// together, first (0.5, submitted first: within the guarantee) and
+// second (0.25, over it). The start time ties; submission, the order the
+// cycle decided them in, breaks it, not the name (fresh seed
+// 13032525493367772135 of TestNoWorkloadThrashes: a workload restarted
+// within its team's guarantee was reclaimed in the next cycle).
+func TestGuaranteeKeepsWhatOneCycleStartedWithin(t *testing.T) {
+	n := node("n1").gpus(1, h100).obj()
+	now := minute(3)
+	c := cluster{nodes: []*core.Node{n},
+		teams: []core.Team{team("vision").guaranteed(750).obj(), team("ops").guaranteed(1000).obj()},
+		running: []*core.Workload{
+			job("old").team("vision").class("training").gpus(250).seq(1).created(t0).runs(n, 0, minute(1)).obj(),
+			job("z-first").team("vision").class("training").gpus(500).seq(2).created(t0).runs(n, 0, minute(2)).obj(),
+			job("a-second").team("vision").class("training").gpus(250).seq(3).created(t0).runs(n, 0, minute(2)).obj(),
+		},
+		pending: []*core.Workload{job("nb").team("ops").class("development").gpus(250).created(now).obj()}}
+	_, victims, _ := outcome(sched.DefaultOptions().Schedule(c.snapshot(), now))
+	if diff := cmp.Diff([]string{"a-second Reclaimed for nb"}, victims); diff != "" {
+		t.Errorf("victims (-want +got):\n%s", diff)
+	}
+}

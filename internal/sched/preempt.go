@@ -27,12 +27,15 @@ type teamState struct {
 
 // classify marks which running workloads of a team are within its
 // guarantee: taken by class (highest first), then start time (earliest
-// first), the workloads that fit in the guarantee are within quota and the
-// rest are over it. Idle-only classes are always over quota.
+// first), then submission (the order a cycle decides a team's work in, so
+// that of the workloads one cycle started, the ones it placed within the
+// guarantee stay within it in the next), the workloads that fit in the
+// guarantee are within quota and the rest are over it. Idle-only classes
+// are always over quota.
 func (c *cycle) classify(ts *teamState) {
 	rs := slices.Clone(ts.running)
 	slices.SortFunc(rs, func(a, b *runningWorkload) int {
-		return cmp.Or(cmp.Compare(b.class.Value, a.class.Value), compareStart(a.w, b.w), cmp.Compare(a.w.ID, b.w.ID))
+		return cmp.Or(cmp.Compare(b.class.Value, a.class.Value), compareStart(a.w, b.w), cmp.Compare(a.w.Seq, b.w.Seq), cmp.Compare(a.w.ID, b.w.ID))
 	})
 	var used int64
 	usedByModel := map[string]int64{}
