@@ -41,7 +41,7 @@ type fixture struct {
 
 var fixtureStart = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
-func newFixture(t *testing.T, so store.Options, rl RateLimit) *fixture {
+func newFixture(t *testing.T, so store.Options, rl RateLimit, edit ...func(*Options)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.OpenWith(context.Background(), filepath.Join(dir, "gpufleet.db"), so)
@@ -73,7 +73,11 @@ func newFixture(t *testing.T, so store.Options, rl RateLimit) *fixture {
 		}
 		f.token[u.Name] = tok
 	}
-	srv := New(Options{Store: st, Logs: noLogs{}, Now: f.clock, OpenAPI: api.OpenAPI, DefaultTeam: "research", RateLimit: rl})
+	o := Options{Store: st, Logs: noLogs{}, Now: f.clock, OpenAPI: api.OpenAPI, DefaultTeam: "research", RateLimit: rl}
+	for _, e := range edit {
+		e(&o)
+	}
+	srv := New(o)
 	f.srv = httptest.NewServer(srv)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -44,3 +44,20 @@ func TestImageIsKeptAndNeedsNoCommand(t *testing.T) {
 		t.Errorf("bad image: %d %s", a.status, a.body)
 	}
 }
+
+// TestImageAloneIsRefusedWhereOnlyCommandsRun: on a server whose executor
+// runs commands (the local one), a workload with an image and no command
+// is a 400 naming image, and nothing is stored; with a command as well the
+// image is kept and the command runs.
+func TestImageAloneIsRefusedWhereOnlyCommandsRun(t *testing.T) {
+	f := newFixture(t, store.Options{}, RateLimit{}, func(o *Options) { o.CommandsOnly = true })
+	a := f.do("member", "POST", "/api/v1/workloads", `{"team":"research","image":"ghcr.io/acme/serve:2","resources":{"gpus":1}}`)
+	if a.status != http.StatusBadRequest || !strings.Contains(a.body, `"image"`) || !strings.Contains(a.body, "local executor") {
+		t.Errorf("image alone: %d %s, want 400 naming image", a.status, a.body)
+	}
+	if ws, err := f.st.Workloads(context.Background(), store.WorkloadFilter{}); err != nil || len(ws) != 0 {
+		t.Errorf("stored after a refusal: %v %v", ws, err)
+	}
+	f.must("member", "POST", "/api/v1/workloads",
+		`{"team":"research","image":"ghcr.io/acme/serve:2","command":["serve"],"resources":{"gpus":1}}`, http.StatusCreated, nil)
+}

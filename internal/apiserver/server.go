@@ -65,6 +65,10 @@ type Options struct {
 	Usage UsageSource
 	// Metrics serves GET /metrics to admins; nil answers 503.
 	Metrics http.Handler
+	// CommandsOnly: the executor runs commands, not images (the local
+	// one), so a workload that names an image and no command is refused
+	// at submit, naming image, rather than failing at start.
+	CommandsOnly bool
 }
 
 // RateLimit is a token bucket per token: RequestsPerSecond sustained, Burst

@@ -144,6 +144,9 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 		return nil, err
 	}
 	errs := append(in.Validate(), serverOwned(in)...)
+	if s.opts.CommandsOnly && in.Image != "" && len(in.Command) == 0 {
+		errs = append(errs, api.FieldError{Field: "image", Problem: "this server runs workloads as processes on its own machine (the local executor), not images: give a command, or run images on a server with --executor kubernetes"})
+	}
 	kind := core.Kind(in.Kind)
 	if kind == "" {
 		kind = core.KindJob

@@ -178,6 +178,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		RateLimit:       apiserver.RateLimit{RequestsPerSecond: cfg.Limits.RequestsPerSecond, Burst: cfg.Limits.Burst},
 		Usage:           obs.tracker,
 		Metrics:         obs.metrics.Handler(),
+		CommandsOnly:    cfg.Executor != "kubernetes",
 	})
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := newHTTPServer(portal.With(srv), serverTimeouts)
