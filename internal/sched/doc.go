@@ -78,8 +78,9 @@
 // (no GPU stays idle for work that has not arrived), a preemptor evicts
 // only for room it may take (rule 5), and a starvation reservation never
 // holds capacity against a team's guarantee (below).
-// The invariant tests check each rule on random clusters, with fresh
-// seeds.
+// The invariant tests check each rule on random clusters, with a fresh
+// seed each run; CI also replays the seeds that once failed
+// (testdata/failed-seeds.txt, hack/failed-seeds.sh).
 //
 // # Nominations: promised capacity
 //
@@ -132,8 +133,11 @@
 // reserved one can start (its start is known from the max runtimes of what
 // runs there, and the grace periods of stops under way). The waiting
 // message names what it waits for there and, when known, by when. A
-// reservation for a workload that would borrow never holds against a
-// workload within its team's guarantee, which places and preempts there
+// reservation for a workload that would borrow on its node (a request by
+// memory is judged at the share it takes there: an A10 taken whole for
+// 20 GiB can be beyond a guarantee that an H100's quarter is within) never
+// holds against a workload within its team's guarantee, which places and
+// preempts there
 // as anywhere else, and such a reserved workload is decided in its turn
 // rather than first. The reservation lasts, through its nomination, until
 // the workload runs; there is one at a time. We chose a reservation over

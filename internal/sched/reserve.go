@@ -143,11 +143,24 @@ func replicasFit(ns *nodeState, req core.Request, limit int) int {
 
 // binds reports whether ns's reservation holds against w: a reservation
 // never holds against its own workload, and one for a workload that would
-// borrow (now: usage grows in a cycle) never holds against a workload
-// within its team's guarantee.
+// borrow on ns (now: usage grows in a cycle) never holds against a
+// workload within its team's guarantee.
 func (c *cycle) binds(ns *nodeState, w *core.Workload, inQuota bool) bool {
 	r := ns.resv
-	return r != nil && r.w.ID != w.ID && (!inQuota || c.guaranteed(r.w))
+	return r != nil && r.w.ID != w.ID && (!inQuota || c.guaranteedOn(ns, r.w))
+}
+
+// guaranteedOn is guaranteed for w placed on ns: a request by memory is
+// charged the share of the device it lands on, so it is judged with the
+// least it would take on ns (reclaimOn). A memory request within its
+// guarantee at its share of an H100 borrows when it takes an A10 whole.
+func (c *cycle) guaranteedOn(ns *nodeState, w *core.Workload) bool {
+	if !c.guaranteed(w) {
+		return false
+	}
+	cl, _ := c.classOf(w)
+	_, inOn, _, ok := c.reclaimOn(ns, w, cl, c.team(w.Team), c.askMilli(w), true)
+	return ok && inOn
 }
 
 // backfill decides whether w may take devices as on a reserved node: when
