@@ -1,8 +1,8 @@
 package sched_test
 
 // The fixtures of the package's tests, one style for all: small chained
-// builders that start from a name and end with obj(). The property
-// harness, propCheck, is at the end.
+// builders that start from a name and end with obj(). How the property
+// tests are seeded is at the end.
 //
 //	node("n1").gpus(4, h100).cpu(8000).obj()
 //	job("a").team("vision").class("training").gpus(500).created(t0).obj()
@@ -10,14 +10,9 @@ package sched_test
 //	team("a").guaranteed(2000).limit(4000).weight(2).obj()
 
 import (
-	"flag"
 	"fmt"
-	"math/rand/v2"
 	"slices"
-	"testing"
 	"time"
-
-	"pgregory.net/rapid"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
@@ -181,8 +176,8 @@ func (b *teamBuilder) obj() core.Team                 { return b.t }
 func minute(k int) time.Time { return t0.Add(time.Duration(k) * time.Minute) }
 
 // ---------------------------------------------------------------------------
-// The property harness: every property test of the package runs through
-// propCheck, with pgregory.net/rapid drawing its cases.
+// The property tests: every one is a rapid.Check (pgregory.net/rapid draws
+// its cases).
 
 // propTB is what the checks need from *testing.T and *rapid.T.
 type propTB interface {
@@ -192,63 +187,9 @@ type propTB interface {
 	Fatalf(format string, args ...any)
 }
 
-// Failing cases are reported with their shrunk cluster; rapid does not
-// write fail files into testdata.
-//
-// Every property runs (propCheck) under each seed of failedSeeds, the
-// seeds that once found a bug, and then under a fresh random seed, logged
-// so that a failure can be replayed: -rapid.seed=N runs that seed alone
-// (explore more with -rapid.checks=1000).
-func init() {
-	if err := flag.Set("rapid.nofailfile", "true"); err != nil {
-		panic(err)
-	}
-}
-
-// failedSeeds once failed: 4 planned a preemptor against a node's
-// future that pictured it already, on a node whose starvation hold its
-// starver had given back (invariant 11); 5126466009508144731 planned a
-// preemptor against a node's future where preemptors share it, which
-// preempted a victim it could not use (invariant 11); 7774226393442702401
-// let a preemptor place on its own held node over what the node's future
-// promised the others (invariant 11).
-// 6121614131280043117 found the check picturing preemptors first fit
-// where the scheduler pictures them best fit (invariant 11), and a share
-// evicting more than the cheapest set (invariant 14); 6555891306156691565
-// found the thrash property counting a reclaim by work that was not
-// admitted when its victim restarted. 10059398885533350875 never settled
-// (TestSimulationSettles): a production request by memory, within its
-// guarantee at its share of an H100, reclaimed an A10, which it takes
-// whole, beyond its guarantee; refused there, its victim restarted, and
-// so on every other cycle. 13032525493367772135 restarted a workload within
-// its team's guarantee next to another of its team started on borrowed
-// capacity in the same cycle, and the next cycle, breaking the tie in
-// start time by name, counted the first over quota and reclaimed it
-// (TestNoWorkloadThrashes).
-var failedSeeds = []uint64{4, 5126466009508144731, 7774226393442702401, 6121614131280043117, 6555891306156691565, 10059398885533350875, 13032525493367772135}
-
-// propCheck runs prop with rapid: under -rapid.seed=N that seed alone, else
-// each seed of failedSeeds and a fresh one, each as a subtest.
-func propCheck(t *testing.T, prop func(*rapid.T)) {
-	t.Helper()
-	f := flag.Lookup("rapid.seed")
-	if f == nil || f.Value.String() != "0" {
-		rapid.Check(t, prop)
-		return
-	}
-	seeds := append(slices.Clone(failedSeeds), rand.Uint64()|1)
-	for i, seed := range seeds {
-		name := fmt.Sprintf("seed=%d", seed)
-		if i == len(seeds)-1 {
-			name = "fresh seed=" + fmt.Sprint(seed)
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Logf("replay with -rapid.seed=%d", seed)
-			if err := flag.Set("rapid.seed", fmt.Sprint(seed)); err != nil {
-				t.Fatal(err)
-			}
-			defer flag.Set("rapid.seed", "0")
-			rapid.Check(t, prop)
-		})
-	}
-}
+// Property tests run with rapid under a fresh random seed every run;
+// rapid prints it with a failure ("-rapid.seed=N") and keeps the failing
+// case in testdata/rapid/, which it replays first on every later run. The
+// seeds that once found a bug are listed in testdata/failed-seeds.txt and
+// replayed by CI (hack/failed-seeds.sh: go test -rapid.seed=N for each);
+// no test sets a seed itself.

@@ -17,7 +17,8 @@ package sched_test
 // comes in every request shape (a count, a fraction, memory, a model
 // list), so that limits are checked over mixed fleets. TestInvariantChecks-
 // CatchBrokenPlans shows that each check can fail. Every property runs
-// under the seeds that once failed and a fresh one (propCheck).
+// under a fresh seed, and CI replays the seeds that once failed
+// (testdata/failed-seeds.txt; see fixture_test.go).
 //
 // "Within the guarantee" counts, as the scheduler's classification does,
 // the team's work in the class in question and above: the guarantee
@@ -1085,7 +1086,7 @@ func invCheckDecided(t propTB, c *invCycle) {
 func TestInvariantsOneCycle(t *testing.T) {
 	for _, p := range invProperties {
 		t.Run(p.name, func(t *testing.T) {
-			propCheck(t, func(t *rapid.T) {
+			rapid.Check(t, func(t *rapid.T) {
 				opts := invDrawOptions(t)
 				snap := invDrawSnapshot(t)
 				t.Logf("cluster:\n%s", invDescribe(opts, snap, invNow))
@@ -1247,7 +1248,7 @@ func invSimulate(t *rapid.T, check func(cycle int, s *invSim, plan core.Plan) bo
 func TestInvariantsOverCycles(t *testing.T) {
 	for _, p := range invProperties {
 		t.Run(p.name, func(t *testing.T) {
-			propCheck(t, func(t *rapid.T) {
+			rapid.Check(t, func(t *rapid.T) {
 				invSimulate(t, func(cycle int, s *invSim, plan core.Plan) bool {
 					p.check(invCycleLog{t, cycle, s, plan}, newInvCycle(s.opts, s.snap, s.now, plan))
 					return !t.Failed()
@@ -1262,7 +1263,7 @@ func TestInvariantsOverCycles(t *testing.T) {
 // no placement and no preemption, with nothing left stopping. A cluster
 // that never settles preempts the same work over and over.
 func TestSimulationSettles(t *testing.T) {
-	propCheck(t, func(t *rapid.T) {
+	rapid.Check(t, func(t *rapid.T) {
 		var last []string
 		settled := invSimulate(t, func(cycle int, s *invSim, plan core.Plan) bool {
 			if cycle >= invActive+invQuiet-3 {
@@ -1286,7 +1287,7 @@ func TestSimulationSettles(t *testing.T) {
 // whenever anything else wants it; so is a preemption within a team (its
 // own higher class arriving), which no other team's decision undoes.
 func TestNoWorkloadThrashes(t *testing.T) {
-	propCheck(t, func(t *rapid.T) {
+	rapid.Check(t, func(t *rapid.T) {
 		stopped := map[core.WorkloadID]time.Time{}
 		// waiters are, for each workload placed, the workloads of other
 		// teams left waiting for room within their guarantee in the cycle
@@ -1524,10 +1525,10 @@ func TestReclaimWithinOneCycle(t *testing.T) {
 		})
 	}
 	t.Run("random clusters, victims gone", func(t *testing.T) {
-		propCheck(t, func(t *rapid.T) { invDrawReclaim(t, false).run(t) })
+		rapid.Check(t, func(t *rapid.T) { invDrawReclaim(t, false).run(t) })
 	})
 	t.Run("random clusters, victims requeued", func(t *testing.T) {
-		propCheck(t, func(t *rapid.T) { invDrawReclaim(t, true).run(t) })
+		rapid.Check(t, func(t *rapid.T) { invDrawReclaim(t, true).run(t) })
 	})
 }
 
@@ -1659,7 +1660,7 @@ func TestLargeWorkloadDoesNotStarve(t *testing.T) {
 		sc.run(t, bound)
 	})
 	t.Run("random clusters", func(t *testing.T) {
-		propCheck(t, func(t *rapid.T) {
+		rapid.Check(t, func(t *rapid.T) {
 			sc := invStarve{nodes: rapid.IntRange(1, 4).Draw(t, "nodes")}
 			for i := range rapid.IntRange(1, 3).Draw(t, "teams") {
 				sc.teams = append(sc.teams, core.TeamName(fmt.Sprintf("t%d", i)))

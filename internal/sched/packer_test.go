@@ -158,7 +158,7 @@ func TestGPUFleetAvoidsFragments(t *testing.T) {
 // could hold it (checked by brute force).
 func TestPackerNeverOvercommits(t *testing.T) {
 	models := []string{"T4", "G2", "V100M32"}
-	propCheck(t, func(t *rapid.T) {
+	rapid.Check(t, func(t *rapid.T) {
 		var nodes []core.Node
 		for i := range rapid.IntRange(1, 6).Draw(t, "nodes") {
 			nodes = append(nodes, *node(fmt.Sprintf("n%d", i)).gpus(rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "gpus"),

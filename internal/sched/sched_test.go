@@ -617,7 +617,7 @@ func upTo(t *rapid.T, max int64) int64 {
 // TestScheduleProperties checks checkPlan's properties, and that the
 // snapshot is left as it was, on random clusters (randomSnapshot).
 func TestScheduleProperties(t *testing.T) {
-	propCheck(t, func(t *rapid.T) {
+	rapid.Check(t, func(t *rapid.T) {
 		snap := randomSnapshot(t)
 		before := copySnapshot(snap)
 		plan := sched.Schedule(snap, now)
