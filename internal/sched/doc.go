@@ -63,10 +63,12 @@
 //   - no gang while a set without one suffices on some node;
 //   - then the least GPU capacity evicted, a victim counting all it holds
 //     (every replica): never more than the smallest sufficient set, within
-//     what the search sees (whole GPUs are freed device by device, the
-//     cheapest device first; a share goes to the device whose cheapest
-//     sufficient set of occupants costs least, found exactly among a few;
-//     then every victim not needed is dropped, the largest first);
+//     what the search sees (whole GPUs: the cheapest set of devices to
+//     clear, found exactly on nodes of up to ten such devices, device by
+//     device, cheapest first, beyond; a share goes to the device whose
+//     cheapest sufficient set of occupants costs least, found exactly
+//     among a few; then every victim not needed is dropped, the largest
+//     first);
 //   - for a fraction, a set of fractional victims before one with whole
 //     GPUs;
 //   - then the fewest victims, the smallest node, the name; at a tie, the
@@ -92,7 +94,10 @@
 // that stops already under way will free, without a victim of its own.
 // Other workloads, and the holders themselves, may still use a held node
 // where their placement also fits its future (on other devices than the
-// packing policy would choose, if need be). Holds carry over between
+// packing policy would choose, if need be), and every earlier stage of it:
+// a preemptor counts only on its own victims and those chosen before it,
+// so what is placed now may not take room that only a later preemptor's
+// victims would give back. Holds carry over between
 // cycles through the workload's nominated node, and the workloads holding
 // one are decided first in the next cycle; a hold its holder no longer
 // needs is given back at once.

@@ -37,6 +37,14 @@ type nodeState struct {
 	// happened and every waiting preemptor has taken its place; victims are
 	// chosen against it. Made on first use.
 	future *nodeState
+	// stages are earlier states of the future, one for each preemptor
+	// planned on the node before the last: the node once the victims of
+	// the first k preemptors are gone and those k placed. A preemptor may
+	// count only on its own victims and those chosen before it, so a
+	// placement made now must fit every stage, not only the last.
+	stages []*nodeState
+	// pictures counts the preemptors placed in the future.
+	pictures int
 	// freeing is set when stops are under way or planned on the node.
 	freeing bool
 	// stoppingMilli is what workloads already stopping hold (at most) here.
@@ -76,6 +84,7 @@ func (ns *nodeState) clone() *nodeState {
 	c.resv = nil
 	c.placed = nil
 	c.future = nil
+	c.stages = nil
 	c.frag = nil
 	return &c
 }
@@ -141,11 +150,14 @@ func (ns *nodeState) add(req core.Request, as []core.Assignment, sign int64) {
 }
 
 // commit records a real placement (or its undo): on the node as it is now,
-// and on its future.
+// and on its future and each of its stages.
 func (ns *nodeState) commit(req core.Request, as []core.Assignment, sign int64) {
 	ns.add(req, as, sign)
 	if ns.future != nil {
 		ns.future.add(req, as, sign)
+	}
+	for _, st := range ns.stages {
+		st.add(req, as, sign)
 	}
 }
 

@@ -461,10 +461,17 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 // beyond it they are taken cheapest first.
 const maxExactVictims = 6
 
+// maxExactDevices bounds the devices of one node among which the cheapest
+// set to clear for whole GPUs is found exactly (2^n sets); beyond it they
+// are cleared cheapest first.
+const maxExactDevices = 10
+
 // victimSet finds, on a node's future, the cheapest set of candidates (in
-// victim order) whose removal lets req fit, or nil. Whole GPUs: devices
-// are freed one at a time, each time the one whose remaining occupants
-// cost least to evict (the capacity they hold, then how many they are).
+// victim order) whose removal lets req fit, or nil. Whole GPUs: the set
+// of devices whose occupants cost least to evict (the capacity they hold,
+// then how many they are), exactly among up to maxExactDevices devices that
+// can be cleared; beyond that, devices are freed one at a time, each time
+// the one whose remaining occupants cost least.
 // A share of a device: on each device, the cheapest set of its occupants
 // that leaves room (exactly, among up to maxExactVictims of them; else
 // fractional first, smallest first), and the device whose set costs least
@@ -498,6 +505,78 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 	var vs []int
 	switch {
 	case req.WholeGPUs() > 0:
+		if fits() {
+			break
+		}
+		// The devices that can be cleared: every occupant a candidate.
+		var devs []int
+		var occ [][]int
+		for i, g := range scratch.node.GPUs {
+			u := scratch.used[i]
+			if !req.ModelAllowed(g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
+				continue
+			}
+			var on []int
+			var sum core.GPUUse
+			for j := range cands {
+				if f, ok := freed(j, g.Index); ok {
+					on = append(on, j)
+					sum.MilliGPU += f.MilliGPU
+					sum.MemoryMiB += f.MemoryMiB
+				}
+			}
+			if len(on) > 0 && sum.MilliGPU >= u.MilliGPU && sum.MemoryMiB >= u.MemoryMiB {
+				devs, occ = append(devs, i), append(occ, on)
+			}
+		}
+		if len(devs) <= maxExactDevices {
+			// A sufficient set that frees no device in vain is all the
+			// occupants of some set of devices: the cheapest such set,
+			// exactly (2^n sets of devices).
+			best, found := []int(nil), false
+			var bestCost victimCost
+			mark := make([]int, len(cands))
+			for mask := 1; mask < 1<<len(devs); mask++ {
+				vs = vs[:0]
+				var k victimCost
+				for b := range devs {
+					if mask&(1<<b) == 0 {
+						continue
+					}
+					for _, j := range occ[b] {
+						if mark[j] != mask {
+							mark[j] = mask
+							vs = append(vs, j)
+							k.add(req, cands[j])
+						}
+					}
+				}
+				// Ties go to the set first in victim order.
+				slices.Sort(vs)
+				if found && cmp.Or(k.compare(bestCost), slices.Compare(vs, best)) >= 0 {
+					continue
+				}
+				for _, j := range vs {
+					scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
+				}
+				ok := fits()
+				for _, j := range vs {
+					scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, +1)
+				}
+				if ok {
+					best, bestCost, found = append(best[:0], vs...), k, true
+				}
+			}
+			if !found {
+				return nil
+			}
+			for _, j := range best {
+				take(j)
+			}
+			break
+		}
+		// Many devices: free them one at a time, each time the one whose
+		// remaining occupants cost least to evict.
 		for !fits() {
 			bestDev, bestCost := -1, victimCost{}
 			var bestVs []int

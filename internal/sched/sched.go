@@ -407,7 +407,8 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		if ch, why := onNode(f, w.Request); why == "" {
 			as := assignments(ch, w.Request)
 			f.add(w.Request, as, +1)
-			c.pictured[w.ID] = picture{f, as}
+			ns.pictures++
+			c.pictured[w.ID] = picture{ns, as}
 		}
 	}
 	return c
@@ -421,8 +422,8 @@ type keptReplica struct {
 
 // picture is a preemptor placed in a node's future.
 type picture struct {
-	future *nodeState
-	as     []core.Assignment
+	ns *nodeState
+	as []core.Assignment
 }
 
 // admissible reports whether w passes its class and quota rules now: only
@@ -583,7 +584,12 @@ func (c *cycle) decide(w *core.Workload) {
 	// Otherwise its picture in its node's future is taken out: what it is
 	// decided now is recorded anew (a placement, or a new preemption).
 	if p, ok := c.pictured[w.ID]; ok {
-		p.future.add(w.Request, p.as, -1)
+		// Pictured before any stage was taken, so in every one of them.
+		p.ns.future.add(w.Request, p.as, -1)
+		for _, st := range p.ns.stages {
+			st.add(w.Request, p.as, -1)
+		}
+		p.ns.pictures--
 		delete(c.pictured, w.ID)
 	}
 
@@ -693,12 +699,18 @@ func (c *cycle) decide(w *core.Workload) {
 						Preemptor: w.ID, Reason: v.reason(), Message: v.message(w, ts)})
 				}
 				// The node's future: the victims gone, this workload in.
+				// Where earlier preemptors are placed in it, it is kept as
+				// a stage first: what they count on must stay theirs.
 				f := node.futureState(c)
+				if node.pictures > 0 {
+					node.stages = append(node.stages, f.clone())
+				}
 				for _, v := range vs {
 					f.add(v.victim.Request, v.victim.Status.Placement, -1)
 				}
 				if ch, fits := fitsWithin(f, w.Request, maxShare); fits {
 					f.add(w.Request, assignments(ch, w.Request), +1)
+					node.pictures++
 				}
 				c.hold(node, w.ID)
 				node.freeing = true
@@ -901,7 +913,7 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 		// A node held for preemptors may still take what they will not
 		// need: the placement must also fit the node's future, where they
 		// are already placed.
-		if held && !fitsChoice(ns.futureState(c), req, ch) {
+		if held && !ns.fitsFutures(c, req, ch) {
 			var ok bool
 			if ch, ok = c.futureChoice(ns, req, ch); !ok {
 				why.add(whyReserved)
@@ -937,24 +949,27 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 }
 
 // futureChoice finds devices for req on ns that are free now and in the
-// node's future (the scorer's choice may be devices pictured for the
-// preemptors the node is held for): the best-scoring device for a share,
-// the first free ones for whole GPUs.
+// node's future and each of its stages (the scorer's choice may be devices
+// pictured for the preemptors the node is held for): the best-scoring
+// device for a share, the first free ones for whole GPUs.
 func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice, bool) {
-	f := ns.futureState(c)
+	ns.futureState(c)
 	if want := req.WholeGPUs(); want > 0 {
 		var as []core.Assignment
 		for i, g := range ns.node.GPUs {
-			u, v := ns.used[i], f.used[i]
-			if len(as) < want && req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 && v.MilliGPU == 0 && v.MemoryMiB == 0 {
+			if len(as) < want && req.ModelAllowed(g.Model) && ns.freeIn(i) {
 				as = append(as, core.Assignment{Node: ns.node.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
 			}
 		}
-		if len(as) < want || !fitsAs(f, req, as) {
+		if len(as) < want {
 			return choice{}, false
 		}
-		ch.as = as
-		return ch, true
+		alt := ch
+		alt.as = as
+		if !ns.fitsFutures(c, req, alt) {
+			return choice{}, false
+		}
+		return alt, true
 	}
 	if ch.gpu < 0 {
 		return choice{}, false
@@ -966,7 +981,7 @@ func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice
 			continue
 		}
 		alt := choice{ns: ns, gpu: i}
-		if !fitsChoice(f, req, alt) {
+		if !ns.fitsFutures(c, req, alt) {
 			continue
 		}
 		if alt.score = c.scorer.score(ns, req, i); !found || alt.score < best.score {
@@ -974,6 +989,35 @@ func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice
 		}
 	}
 	return best, found
+}
+
+// freeIn reports whether device i is free now, in the future and in every
+// stage.
+func (ns *nodeState) freeIn(i int) bool {
+	free := func(u core.GPUUse) bool { return u.MilliGPU == 0 && u.MemoryMiB == 0 }
+	if !free(ns.used[i]) || !free(ns.future.used[i]) {
+		return false
+	}
+	for _, st := range ns.stages {
+		if !free(st.used[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsFutures reports whether a choice made on the node now fits its future
+// and every stage of it.
+func (ns *nodeState) fitsFutures(c *cycle, req core.Request, ch choice) bool {
+	if !fitsChoice(ns.futureState(c), req, ch) {
+		return false
+	}
+	for _, st := range ns.stages {
+		if !fitsChoice(st, req, ch) {
+			return false
+		}
+	}
+	return true
 }
 
 // fitsChoice is fitsAs for a choice made on another state of the same node
