@@ -53,6 +53,17 @@ type Exit struct {
 	Reason  string
 	Message string
 	At      time.Time
+	// Outputs is the completed work this attempt reported (the local
+	// executor: the lines it wrote to $GPUFLEET_OUTPUTS_FILE, summed by
+	// core.ParseOutputs); nil when it reported nothing, so that the caller
+	// can apply its default (a Succeeded job counts one "job").
+	Outputs *core.Outputs
+	// OutputsMalformed lists, as short notes, what of the report was
+	// skipped: malformed lines, or a report that could not be read (not a
+	// regular file, too large): at most core.MaxOutputsMalformed+1 notes,
+	// which the caller turns into one Warning event. Empty when everything
+	// was read.
+	OutputsMalformed []string
 }
 
 // Executor runs tasks.

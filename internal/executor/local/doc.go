@@ -15,7 +15,9 @@
 //	             Task.WorkingDir is a local path below it
 //	checkpoint/  $GPUFLEET_CHECKPOINT_DIR: kept across attempts, so a task
 //	             requeued after a preemption finds what it saved
-//	usage/       attempt-N: the simulated GPU usage file the task writes
+//	usage/       attempt-N: the simulated GPU usage file the task writes;
+//	             outputs-attempt-N: $GPUFLEET_OUTPUTS_FILE, the task's
+//	             report of completed work (removed when attempt N starts)
 //	tmp/         $TMPDIR, where the task has no private /tmp
 //	attempt-N/   pid: the supervisor's and the task's pid and start time
 //	             exit.reserved: a 4 KiB placeholder written before the task
@@ -123,6 +125,17 @@
 //   - killed by a signal: ExitCode nil, Signal "SIGTERM" (or "SIGKILL", ...);
 //   - supervisor gone without a record: ExitCode nil, Reason "Lost".
 //
+// Every Exit, a Lost one and one found by Adopt included, carries the
+// attempt's report of completed work: Outputs, summed from the lines the
+// task wrote to $GPUFLEET_OUTPUTS_FILE ("accepted=120 rejected=3
+// unit=images", one appended per batch, as core.ParseOutputs reads them),
+// nil when it wrote no valid line; and OutputsMalformed, notes on what was
+// skipped. The task owns that file, so the executor reads it as it would
+// any untrusted input (outputs.go): opened with O_NOFOLLOW|O_NONBLOCK, only
+// when fstat finds a regular file with one name (a symbolic link, a hard
+// link, a FIFO or a directory is refused with a note), and at most 64 KiB
+// of it (a longer file counts its whole lines up to there, with a note).
+//
 // A program that cannot be found or executed makes Start return an error
 // (wrapping exec.ErrNotFound when it is missing) and no Exit is delivered:
 // Start resolves the program itself, with the task's PATH, and relative to
@@ -139,9 +152,10 @@
 // then the platform's, which win: GPUFLEET_WORKLOAD_ID, GPUFLEET_ATTEMPT,
 // CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES (GPU indices in
 // assignment order; empty, hiding every device, when there are none),
-// CUDA_DEVICE_ORDER=PCI_BUS_ID, GPUFLEET_GPU_UUIDS and, for a fractional
-// request only, GPUFLEET_GPU_FRACTION (0.25) and
-// GPUFLEET_GPU_MEMORY_LIMIT_MIB. Exit.At is the
+// CUDA_DEVICE_ORDER=PCI_BUS_ID, GPUFLEET_GPU_UUIDS, GPUFLEET_OUTPUTS_FILE
+// (see Exits) and, for a fractional request only, GPUFLEET_GPU_FRACTION
+// (0.25) and GPUFLEET_GPU_MEMORY_LIMIT_MIB; GPUFLEET_SIM_USAGE_FILE too,
+// for a task on simulated GPUs. Exit.At is the
 // executor's clock when the end is delivered; the exit file also records the
 // supervisor's wall-clock finishing time.
 //

@@ -241,6 +241,11 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		}
 	}
 	work := own.work
+	// Outputs: a report left for this attempt before it ran (by an earlier
+	// attempt, say) is not this attempt's.
+	if err := os.Remove(outputsFile(adir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 
 	// 3. Open the log and announce the attempt; later failures are logged
 	// there too, for the user.
@@ -269,6 +274,7 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	if e.simUsage && len(t.Assignments) > 0 {
 		env = withVar(env, EnvSimUsageFile, e.usageFile(adir))
 	}
+	env = withVar(env, EnvOutputsFile, outputsFile(adir))
 	prog, err := lookPath(t.Command[0], envValue(env, "PATH"), dir)
 	if err != nil {
 		return fail(err)
@@ -433,6 +439,7 @@ func (e *Executor) finish(tk *task, rec pidRecord, how string) {
 		}
 		e.log.Warn("task lost", "workload", tk.key.id, "attempt", tk.key.attempt, "detail", how)
 	}
+	withOutputs(&x, tk.dir) // a lost task's report counts too
 	x.At = e.now()
 	e.forget(tk)
 	e.out.Put(x)
@@ -521,6 +528,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 	// 1. Ended while we were away: report the record.
 	deliver := func(r exitRecord) (bool, error) {
 		x := r.exit(k)
+		withOutputs(&x, adir)
 		x.At = e.now()
 		e.out.Put(x)
 		e.log.Info("adopted ended task", "workload", k.id, "attempt", k.attempt)
