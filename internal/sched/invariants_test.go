@@ -870,7 +870,12 @@ func (c *invCycle) invWithinAtEnd(w *core.Workload) bool { return c.invWithin(w,
 // invWithin is invWithinAtEnd, or with atEnd false at the start of the
 // cycle: a workload not within its guarantee then is not within it at
 // any time in the cycle.
-func (c *invCycle) invWithin(w *core.Workload, atEnd bool) bool {
+func (c *invCycle) invWithin(w *core.Workload, atEnd bool) bool { return c.invWithinOn(w, atEnd, nil) }
+
+// invWithinOn is invWithin with a request by memory charged the least
+// share it takes of a device of node n (a whole GPU when n is nil): what
+// the scheduler charges it where it lands.
+func (c *invCycle) invWithinOn(w *core.Workload, atEnd bool, n *core.Node) bool {
 	cl := c.class(w)
 	if cl.IdleOnly || cl.Name == "" {
 		return false
@@ -887,7 +892,15 @@ func (c *invCycle) invWithin(w *core.Workload, atEnd bool) bool {
 	}
 	ask := w.Request.TotalMilliGPU()
 	if w.Request.MilliGPU == 0 {
-		ask = 1000 * int64(w.Request.Count())
+		per := int64(1000)
+		if n != nil {
+			for _, g := range n.GPUs {
+				if m, _, ok := w.Request.ShareOn(g); ok && w.Request.ModelAllowed(g.Model) && m < per {
+					per = m
+				}
+			}
+		}
+		ask = per * int64(w.Request.Count())
 	}
 	return total+ask <= tm.Guaranteed
 }
@@ -896,7 +909,8 @@ func (c *invCycle) invWithin(w *core.Workload, atEnd bool) bool {
 // that its team's guarantee covers fits on no node once the cycle's
 // placements are made, apart from the nodes held for preemptors and a
 // starvation reservation for a workload that may be within its team's
-// guarantee when it is decided (it is at the start of the cycle): a
+// guarantee when it is decided (it is at the start of the cycle; a request
+// by memory charged its share of the reserved node's devices): a
 // reservation for work that borrows never holds capacity against a
 // guarantee.
 func invCheckGuaranteedNotBlocked(t propTB, c *invCycle) {
@@ -906,7 +920,7 @@ func invCheckGuaranteedNotBlocked(t propTB, c *invCycle) {
 		w := c.pending[d.Workload]
 		switch {
 		case d.Nominated == "" || w == nil:
-		case d.Reason == sched.ReasonPreempting || c.invWithin(w, false):
+		case d.Reason == sched.ReasonPreempting || c.invWithinOn(w, false, c.nodes[d.Nominated]):
 			held[d.Nominated] = true
 		}
 	}
