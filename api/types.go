@@ -103,6 +103,9 @@ type WorkloadStatus struct {
 	// Usage is what the last utilisation sample saw of a running
 	// workload's GPUs; absent when not sampled (yet).
 	Usage *WorkloadUsage `json:"usage,omitempty"`
+	// Outputs sums the completed work it reported ($GPUFLEET_OUTPUTS_FILE
+	// or POST /workloads/{id}/outputs); absent when none.
+	Outputs *Outputs `json:"outputs,omitempty"`
 }
 
 // WorkloadUsage is a running workload's sampled use of its GPUs.

@@ -122,6 +122,24 @@ var table = []route{
 
 	{pattern: "GET /api/v1/audit", access: adminOnly, doing: "reading the audit trail", serve: (*Server).auditTrail},
 
+	// Cost: prices are public to callers; reports, series, exports and
+	// budgets hold the rows of the caller's teams (every team's and the
+	// idle row for admins); admins set prices and budgets.
+	{pattern: "GET /api/v1/prices", access: anyCaller, serve: (*Server).prices},
+	{pattern: "POST /api/v1/prices", access: adminOnly, doing: "setting prices",
+		action: "set price", ok: http.StatusCreated, serve: (*Server).addPrice},
+	{pattern: "GET /api/v1/cost", access: anyCaller, serve: (*Server).costReport},
+	{pattern: "GET /api/v1/cost/series", access: anyCaller, serve: (*Server).costSeries},
+	{pattern: "GET /api/v1/cost/export", access: anyCaller, stream: (*Server).costExport},
+	{pattern: "GET /api/v1/budgets", access: anyCaller, serve: (*Server).budgets},
+	{pattern: "GET /api/v1/teams/{name}/budget", access: teamRole, need: core.RoleViewer, serve: (*Server).budget},
+	{pattern: "PUT /api/v1/teams/{name}/budget", access: adminOnly, doing: "setting budgets",
+		action: "set budget", ok: http.StatusOK, serve: (*Server).setBudget},
+	{pattern: "DELETE /api/v1/teams/{name}/budget", access: adminOnly, doing: "setting budgets",
+		action: "delete budget", ok: http.StatusNoContent, serve: (*Server).deleteBudget},
+	{pattern: "POST /api/v1/workloads/{id}/outputs", access: teamRole, need: core.RoleMember, doing: "reporting the outputs of team %s's workloads",
+		action: "report outputs", ok: http.StatusOK, serve: (*Server).reportOutputs},
+
 	// Cluster totals only, no team names: anyone may read them.
 	{pattern: "GET /api/v1/usage", access: anyCaller, serve: (*Server).usageHistory},
 	// Metrics name every team and node: admins, and metrics readers (a

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -69,6 +70,9 @@ type Options struct {
 	// one), so a workload that names an image and no command is refused
 	// at submit, naming image, rather than failing at start.
 	CommandsOnly bool
+	// Ledger answers the cost routes (prices, reports, exports, budgets);
+	// nil answers 503.
+	Ledger *ledger.Ledger
 }
 
 // RateLimit is a token bucket per token: RequestsPerSecond sustained, Burst

@@ -487,5 +487,8 @@ func toAPI(w *core.Workload) *api.Workload {
 		out.Status.Placement = append(out.Status.Placement, api.Placement{Replica: a.Replica, Node: string(a.Node), GPUIndex: a.GPUIndex,
 			GPUUUID: a.GPUUUID, MilliGPU: a.MilliGPU, MemoryMiB: a.MemoryMiB})
 	}
+	if o := w.Status.Outputs; o != nil {
+		out.Status.Outputs = &api.Outputs{Accepted: o.Accepted, Rejected: o.Rejected, Unit: o.Unit}
+	}
 	return out
 }

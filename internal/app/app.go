@@ -31,6 +31,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/gpu"
+	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/portal"
 	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/store"
@@ -144,9 +145,10 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}
 	policy := sched.Options{StarvationAfter: cfg.Scheduler.StarvationAfter.Duration, FairShareReclaim: cfg.Scheduler.FairShareReclaim,
 		MinRuntime: cfg.Scheduler.MinRuntime.Duration}
-	obs := newObservability(cfg, st, ex, log)
+	led := &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: cfg.Cost.Prices, DefaultPool: cfg.Pool}
+	obs := newObservability(cfg, st, ex, led, log)
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
-		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg)})
+		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg), Budgets: led})
 	if err := loop.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -179,6 +181,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Usage:           obs.tracker,
 		Metrics:         obs.metrics.Handler(),
 		CommandsOnly:    cfg.Executor != "kubernetes",
+		Ledger:          led,
 	})
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := newHTTPServer(portal.With(srv), serverTimeouts)
@@ -538,7 +541,7 @@ func sameNode(a, b core.Node) bool {
 func localNode(ctx context.Context, cfg config.Config, log *slog.Logger) (core.Node, error) {
 	n := core.Node{
 		Name:        core.NodeName(cfg.NodeName),
-		Pool:        "local",
+		Pool:        cfg.Pool,
 		Schedulable: true,
 		MilliCPU:    int64(runtime.NumCPU()) * 1000,
 		MemoryMiB:   hostMemoryMiB(),

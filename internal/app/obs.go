@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
+	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/metrics"
 	"github.com/gpufleet/gpufleet/internal/reclaim"
 	"github.com/gpufleet/gpufleet/internal/store"
@@ -30,7 +32,7 @@ type observability struct {
 // simulated-usage files for simulated GPUs, nvidia-smi for real ones on the
 // local executor, nothing on Kubernetes (the monitor then sees no workload
 // and reclaims nothing).
-func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, log *slog.Logger) *observability {
+func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, led *ledger.Ledger, log *slog.Logger) *observability {
 	interval := cfg.Usage.SampleInterval.Duration
 	keep := cfg.Usage.History.Duration
 	if keep <= 0 {
@@ -41,7 +43,20 @@ func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, 
 		tick = 10 * time.Second
 	}
 	o := &observability{tracker: usage.NewTracker(tick, keep)}
-	o.metrics = metrics.New(metrics.Options{Snapshot: st.Snapshot, Shares: st.Shares, GPUs: o.tracker.GPUs})
+	started := time.Now().UTC()
+	o.metrics = metrics.New(metrics.Options{Snapshot: st.Snapshot, Shares: st.Shares, GPUs: o.tracker.GPUs,
+		Cost: func(ctx context.Context) (map[[2]string]float64, error) {
+			sums, err := led.Accrued(ctx, started, time.Now().UTC())
+			out := make(map[[2]string]float64, len(sums))
+			for k, v := range sums {
+				out[k] = float64(v) / float64(api.MoneyUnit)
+			}
+			return out, err
+		},
+		BudgetSpent: func(ctx context.Context) (map[core.TeamName]float64, error) {
+			return led.SpentRatios(ctx, time.Now().UTC())
+		},
+	})
 	if interval <= 0 {
 		return o
 	}

@@ -15,7 +15,7 @@ func newGetCmd(e *env) *cobra.Command {
 	var out *outputFlag
 	var watch bool
 	cmd := &cobra.Command{
-		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM",
+		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets",
 		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
 		Long: `List workloads, nodes, teams, users (admin only) or a team's members, or show
 one workload or user.
@@ -149,6 +149,24 @@ teams as TEAM:ROLE; members their role in the team.`,
 					return err
 				}
 				return printUsers(e, out.value, us)
+			case kind == "prices" || kind == "price":
+				ps, err := c.Prices(ctx)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, ps); ok {
+					return err
+				}
+				return printPrices(e, ps)
+			case kind == "budgets" || kind == "budget":
+				bs, err := c.Budgets(ctx)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, bs); ok {
+					return err
+				}
+				return printBudgets(e, bs)
 			case isMembers:
 				us, err := c.Members(ctx, args[1])
 				if err != nil {
@@ -173,7 +191,7 @@ teams as TEAM:ROLE; members their role in the team.`,
 }
 
 // getKinds lists what get knows, for usage errors.
-const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME or members TEAM"
+const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices or budgets"
 
 func printWorkloads(e *env, format string, ws []api.Workload) error {
 	header := []string{"ID", "NAME", "TEAM", "PRIORITY", "GPUS", "PHASE", "REASON", "EXIT", "ATTEMPTS", "NODE", "AGE"}

@@ -164,6 +164,7 @@ then in GPUFLEET_ADDR and GPUFLEET_TOKEN, then in the file that
 		newApplyCmd(e),
 		newWhyCmd(e),
 		newUsageCmd(e),
+		newCostCmd(e),
 		newVersionCmd(e),
 		newSimCmd(e),
 	)

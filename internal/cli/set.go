@@ -13,16 +13,16 @@ import (
 
 func newSetCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "set quota|priority-classes|member",
-		Short: "Change a team's quota, priority classes or members",
+		Use:   "set quota|priority-classes|member|price|budget",
+		Short: "Change a team's quota, priority classes, members or budget, or a pool's price",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("set %q: want quota, priority-classes or member", args[0])
+				return usagef("set %q: want quota, priority-classes, member, price or budget", args[0])
 			}
-			return usagef("set what? want quota, priority-classes or member")
+			return usagef("set what? want quota, priority-classes, member, price or budget")
 		},
 	}
-	cmd.AddCommand(newSetQuotaCmd(e), newSetPriorityClassesCmd(e), newSetMemberCmd(e))
+	cmd.AddCommand(newSetQuotaCmd(e), newSetPriorityClassesCmd(e), newSetMemberCmd(e), newSetPriceCmd(e), newSetBudgetCmd(e))
 	return cmd
 }
 

@@ -46,6 +46,10 @@ type Config struct {
 	// Usage configures utilisation sampling, idle reclaim and memory
 	// enforcement.
 	Usage Usage
+	// Pool is the pool of this machine's node (DefaultPool unless set).
+	Pool string
+	// Cost configures prices and the currency.
+	Cost Cost
 }
 
 // Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.
@@ -69,6 +73,8 @@ func Default() Config {
 		},
 		Limits: DefaultLimits(),
 		Usage:  DefaultUsage(),
+		Pool:   DefaultPool,
+		Cost:   Cost{Currency: "USD"},
 	}
 }
 
@@ -146,5 +152,9 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Limits.validate()...)
 	errs = append(errs, c.Usage.validate()...)
 	errs = append(errs, c.Local.validate()...)
+	errs = append(errs, c.Cost.validate()...)
+	if c.Pool == "" || len(c.Pool) > 63 || strings.ContainsAny(c.Pool, " \t\n/\\\"'") {
+		errs = append(errs, fmt.Errorf("pool %q: want a name of at most 63 characters without spaces, slashes or quotes", c.Pool))
+	}
 	return errors.Join(errs...)
 }

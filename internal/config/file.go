@@ -110,6 +110,8 @@ type file struct {
 	Scheduler       *Scheduler      `json:"scheduler"`
 	Limits          *fileLimits     `json:"limits"`
 	Usage           *fileUsage      `json:"usage"`
+	Pool            *string         `json:"pool"`
+	Cost            *Cost           `json:"cost"`
 }
 
 // Load reads a YAML (or JSON) configuration file over the defaults.
@@ -167,6 +169,14 @@ func Load(path string) (Config, error) {
 		set(&c.Limits.MaxPendingPerUser, l.MaxPendingPerUser)
 		set(&c.Limits.RequestsPerSecond, l.RequestsPerSecond)
 		set(&c.Limits.Burst, l.Burst)
+	}
+	set(&c.Pool, f.Pool)
+	if f.Cost != nil {
+		cur := c.Cost.Currency
+		c.Cost = *f.Cost
+		if c.Cost.Currency == "" {
+			c.Cost.Currency = cur
+		}
 	}
 	if u := f.Usage; u != nil {
 		set(&c.Usage.SampleInterval, u.SampleInterval)

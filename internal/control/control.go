@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,8 @@ type Options struct {
 	// starts them one after another. Executors whose Start waits on a
 	// remote API (kubernetes: one pod create per replica) gain from more.
 	StartParallelism int
+	// Budgets, when set, gates each team's work on its monthly budget.
+	Budgets Budgets
 }
 
 // Reporter receives what the loop observes, for metrics; its methods must
@@ -63,6 +66,10 @@ type Loop struct {
 	// unadopted counts failed Adopt calls of running workloads, retried
 	// each cycle.
 	unadopted map[attemptKey]int
+	// alerted remembers, per team, the month (YYYY-MM) its budget alert
+	// was raised, so that it is raised once a month (per run of the
+	// server: a restart may raise it once more).
+	alerted map[core.TeamName]string
 	// unrecorded holds the ends of attempts that the loop has seen (an
 	// exit, a failed start) but could not record, because the store failed
 	// (a full disk): each is tried again, with backoff, until the store
@@ -78,9 +85,12 @@ type unrecorded struct {
 	// when the end was first seen (nil until the workload could be read),
 	// so that a stop asked for later (max runtime, a preemption) does not
 	// change the outcome of an attempt that had already ended.
-	end   *end
-	tries int
-	next  time.Time // wall clock: retry no earlier
+	end *end
+	// reported is set once the attempt's outputs (and the warning about
+	// a malformed report) are recorded, so that a retry adds them once.
+	reported bool
+	tries    int
+	next     time.Time // wall clock: retry no earlier
 }
 
 // end is how an attempt is recorded: Requeue via phase (Preempted or Lost),
@@ -124,7 +134,8 @@ func New(opts Options) *Loop {
 	if opts.Resync <= 0 {
 		opts.Resync = time.Second
 	}
-	return &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}, unadopted: map[attemptKey]int{}, unrecorded: map[attemptKey]*unrecorded{}}
+	return &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}, unadopted: map[attemptKey]int{}, unrecorded: map[attemptKey]*unrecorded{},
+		alerted: map[core.TeamName]string{}}
 }
 
 // Reconcile re-adopts the workloads that the store says are Running. Those
@@ -251,6 +262,7 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 		}
 	}
 	l.stops(ctx, snap, now)
+	l.budgets(ctx, snap, now)
 	snap.Classes = l.opts.Classes
 	policy := sched.DefaultOptions()
 	if l.opts.Policy != nil {
@@ -471,7 +483,35 @@ func (l *Loop) settle(ctx context.Context, u *unrecorded) error {
 	if u.end == nil {
 		u.end = decide(w, e)
 	}
+	if !u.reported {
+		if err := l.reportOutputs(ctx, e); err != nil {
+			return err
+		}
+		u.reported = true
+	}
 	return l.record(ctx, w, e.Attempt, *u.end)
+}
+
+// ReasonMalformedOutputs is the Warning event of an outputs report that
+// was not all read.
+const ReasonMalformedOutputs = "MalformedOutputs"
+
+// reportOutputs records what an attempt reported of its completed work,
+// and one Warning event naming what of the report was skipped. (Recorded
+// before the attempt's end, in its own transaction: a crash between the
+// two adds the report again when the exit is read anew.)
+func (l *Loop) reportOutputs(ctx context.Context, e executor.Exit) error {
+	if len(e.OutputsMalformed) > 0 {
+		msg := "outputs report: " + strings.Join(e.OutputsMalformed, "; ")
+		if _, err := l.opts.Store.Warn(ctx, e.WorkloadID, e.Attempt, ReasonMalformedOutputs, msg, l.opts.Now()); err != nil {
+			return err
+		}
+	}
+	if e.Outputs == nil {
+		return nil
+	}
+	_, err := l.opts.Store.AddOutputs(ctx, e.WorkloadID, *e.Outputs)
+	return err
 }
 
 // decide says how an exit is recorded, from the workload as it is now.
@@ -511,7 +551,7 @@ func (l *Loop) ended(w *core.Workload, phase core.Phase, reason string) {
 // outcome maps an exit to the final phase and reason.
 func outcome(w *core.Workload, e executor.Exit) (core.Phase, string, string) {
 	switch w.Status.StopRequested {
-	case ReasonPreempted, ReasonReclaimed:
+	case ReasonPreempted, ReasonReclaimed, ReasonBudgetExceeded:
 		return core.Preempted, w.Status.StopRequested, w.Status.Message
 	case ReasonCancelled:
 		return core.Cancelled, ReasonCancelled, w.Status.Message

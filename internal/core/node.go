@@ -97,7 +97,17 @@ type Allocation struct {
 	Assignment
 	Start time.Time  `json:"start"`
 	End   *time.Time `json:"end,omitempty"`
+	// Outcome is how the attempt ended, once it has: AllocFailed (it
+	// failed, or its node was lost), AllocPreempted (stopped for another
+	// workload), or empty (still held, succeeded, cancelled, stopped).
+	Outcome string `json:"outcome,omitempty"`
 }
+
+// Allocation outcomes.
+const (
+	AllocFailed    = "Failed"
+	AllocPreempted = "Preempted"
+)
 
 // Team owns workloads and holds a quota, in milli-GPU.
 type Team struct {

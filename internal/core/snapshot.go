@@ -15,6 +15,11 @@ type Snapshot struct {
 	Teams []Team
 	// Classes are the priority classes; nil means DefaultPriorityClasses.
 	Classes []PriorityClass
+	// BudgetExceeded names the teams whose hard budget is spent, each with
+	// the message their waiting work shows ("spent 120 of 100 USD; the
+	// month resets at ..."): their pending work of preemptible classes
+	// waits.
+	BudgetExceeded map[TeamName]string
 }
 
 // Plan is what one scheduling cycle decided.

@@ -138,6 +138,9 @@ type Status struct {
 	PreemptedAt *time.Time `json:"preemptedAt,omitempty"`
 	// Nominated is the node a pending preemptor waits for.
 	Nominated NodeName `json:"nominated,omitempty"`
+	// Outputs sums the completed work the workload reported over all its
+	// attempts; nil when it reported none.
+	Outputs *Outputs `json:"outputs,omitempty"`
 }
 
 // Workload is a submitted workload with its status.
@@ -161,6 +164,10 @@ func (w *Workload) Clone() *Workload {
 	if w.Status.ExitCode != nil {
 		v := *w.Status.ExitCode
 		c.Status.ExitCode = &v
+	}
+	if w.Status.Outputs != nil {
+		o := *w.Status.Outputs
+		c.Status.Outputs = &o
 	}
 	for _, t := range []**time.Time{&c.Status.StartedAt, &c.Status.FinishedAt, &c.Status.PreemptedAt} {
 		if *t != nil {

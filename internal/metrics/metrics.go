@@ -24,6 +24,12 @@ type Options struct {
 	// GPUs returns the latest utilisation sample of each GPU
 	// (usage.Tracker.GPUs); optional.
 	GPUs func() []core.GPUSample
+	// Cost returns the cost accrued since the server started per team
+	// and pool, in currency units (ledger.Ledger.Accrued); optional.
+	Cost func(ctx context.Context) (map[[2]string]float64, error)
+	// BudgetSpent returns each budgeted team's spent / monthly this month
+	// (ledger.Ledger.SpentRatios); optional.
+	BudgetSpent func(ctx context.Context) (map[core.TeamName]float64, error)
 	// Timeout bounds the snapshot read of one scrape; 10 s when zero.
 	Timeout time.Duration
 }
@@ -77,7 +83,7 @@ func New(opts Options) *Metrics {
 		}, []string{"team"}),
 	}
 	m.reg.MustRegister(m.cycle, m.queueWait, m.preemptions, m.reclaims, m.finished, m.started,
-		&clusterCollector{opts: opts},
+		&clusterCollector{opts: opts}, &costCollector{opts: opts},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

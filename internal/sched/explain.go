@@ -25,6 +25,9 @@ const (
 	ReasonRecentlyPreempted = "RecentlyPreempted"
 	// ReasonUnknownClass: its priority class no longer exists.
 	ReasonUnknownClass = "UnknownPriorityClass"
+	// ReasonBudgetExceeded: its team's hard budget is spent for the month
+	// and its class may be preempted (production still runs).
+	ReasonBudgetExceeded = "BudgetExceeded"
 )
 
 // tally counts why nodes were rejected, and remembers the best partial fit,

@@ -147,9 +147,12 @@ type cycle struct {
 	holders map[core.WorkloadID][]*nodeState
 	// never remembers, by request shape, why no node could hold it even
 	// empty ("" when some could).
-	never    map[string]string
-	plan     core.Plan
-	reserved bool // a starvation reservation was made this cycle
+	never map[string]string
+	plan  core.Plan
+	// budgetSpent names the teams whose hard budget is spent, with the
+	// message their waiting work shows (core.Snapshot.BudgetExceeded).
+	budgetSpent map[core.TeamName]string
+	reserved    bool // a starvation reservation was made this cycle
 	// pictured are the preemptors placed in a node's future at the start
 	// of the cycle, with where; a preemptor's own picture is taken out
 	// when it is decided again.
@@ -234,6 +237,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		terminating: map[core.WorkloadID][]*core.Workload{},
 		noFit:       map[string]string{}, noVictims: map[string]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[string]string{},
 		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{},
+		budgetSpent: snap.BudgetExceeded,
 	}
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()
@@ -433,6 +437,9 @@ func (c *cycle) admissible(w *core.Workload) bool {
 	if !ok || class.IdleOnly {
 		return false
 	}
+	if _, spent := c.budgetSpent[w.Team]; spent && class.Preemptible {
+		return false
+	}
 	ts := c.team(w.Team)
 	ask := c.askMilli(w)
 	if !ts.team.LimitAllows(ts.usage + ask) {
@@ -570,6 +577,13 @@ func (c *cycle) decide(w *core.Workload) {
 	}
 	ts := c.team(w.Team)
 	ask := c.askMilli(w)
+
+	// A team whose hard budget is spent starts no more work that could be
+	// preempted; production still runs.
+	if msg, spent := c.budgetSpent[w.Team]; spent && class.Preemptible {
+		c.unplaced(w, ReasonBudgetExceeded, msg, "")
+		return
+	}
 
 	// A preemptor whose victims are still stopping waits for them; its node
 	// is held for it (see newCycle).

@@ -205,10 +205,11 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time) error {
 	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
 }
 
-// closeAllocations ends the open allocation intervals of a workload and
-// forgets the nodes it ran on.
-func closeAllocations(tx *wtx, id core.WorkloadID, now time.Time) error {
-	if _, err := tx.Exec("UPDATE allocations SET end = ? WHERE workload_id = ? AND end IS NULL", unixNano(now), string(id)); err != nil {
+// closeAllocations ends the open allocation intervals of a workload with
+// how the attempt ended (core.AllocFailed, core.AllocPreempted or empty)
+// and forgets the nodes it ran on.
+func closeAllocations(tx *wtx, id core.WorkloadID, now time.Time, outcome string) error {
+	if _, err := tx.Exec("UPDATE allocations SET end = ?, outcome = ? WHERE workload_id = ? AND end IS NULL", unixNano(now), outcome, string(id)); err != nil {
 		return err
 	}
 	_, err := tx.Exec("DELETE FROM workload_nodes WHERE workload_id = ?", string(id))
@@ -241,7 +242,11 @@ func (s *Store) Finish(ctx context.Context, id core.WorkloadID, attempt int, pha
 		if err := putStatus(tx, w); err != nil {
 			return err
 		}
-		if err := closeAllocations(tx, id, t); err != nil {
+		outcome := ""
+		if phase == core.Failed {
+			outcome = core.AllocFailed
+		}
+		if err := closeAllocations(tx, id, t, outcome); err != nil {
 			return err
 		}
 		typ := core.EventNormal
@@ -291,7 +296,11 @@ func (s *Store) Requeue(ctx context.Context, id core.WorkloadID, attempt int, vi
 		if err := putStatus(tx, w); err != nil {
 			return err
 		}
-		if err := closeAllocations(tx, id, t); err != nil {
+		outcome := core.AllocFailed // a lost attempt's GPU time did no work
+		if via == core.Preempted {
+			outcome = core.AllocPreempted
+		}
+		if err := closeAllocations(tx, id, t, outcome); err != nil {
 			return err
 		}
 		if err := addEvent(tx, core.Event{WorkloadID: id, Time: t, Type: core.EventWarning, Reason: reason, Message: message, From: core.Running, To: via}); err != nil {

@@ -425,9 +425,26 @@ var migrations = [][]string{
 		`CREATE INDEX audit_time ON audit(time)`,
 		`CREATE INDEX audit_user ON audit(user_name, id)`,
 	},
+	{
+		// Cost: price versions per pool, team budgets, and how each
+		// attempt's allocations ended.
+		`CREATE TABLE prices (
+			pool TEXT NOT NULL,
+			effective_from INTEGER NOT NULL,
+			created_at INTEGER NOT NULL,
+			spec BLOB NOT NULL,
+			PRIMARY KEY (pool, effective_from)
+		)`,
+		`CREATE TABLE budgets (
+			team TEXT PRIMARY KEY REFERENCES teams(name),
+			spec BLOB NOT NULL
+		)`,
+		`ALTER TABLE allocations ADD COLUMN outcome TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX allocations_start ON allocations(start)`,
+	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

@@ -164,6 +164,7 @@ func (s *Store) DeleteTeam(ctx context.Context, name core.TeamName) error {
 			"DELETE FROM allocations WHERE team = ?",
 			"DELETE FROM workload_nodes WHERE workload_id IN (SELECT id FROM workloads WHERE team = ?)",
 			"DELETE FROM workloads WHERE team = ?",
+			"DELETE FROM budgets WHERE team = ?",
 		} {
 			if _, err := tx.Exec(q, string(name)); err != nil {
 				return err

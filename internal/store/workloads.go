@@ -240,13 +240,19 @@ func (s *Store) Events(ctx context.Context, id core.WorkloadID) ([]core.Event, e
 // Allocations lists a workload's allocation intervals, or every one when id
 // is empty, oldest first.
 func (s *Store) Allocations(ctx context.Context, id core.WorkloadID) ([]core.Allocation, error) {
-	q := "SELECT id, workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, end FROM allocations"
+	q := selectAllocations
 	var args []any
 	if id != "" {
 		q += " WHERE workload_id = ?"
 		args = append(args, string(id))
 	}
-	rows, err := s.read.QueryContext(ctx, q+" ORDER BY id", args...)
+	return s.queryAllocations(ctx, q+" ORDER BY id", args...)
+}
+
+const selectAllocations = "SELECT id, workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, end, outcome FROM allocations"
+
+func (s *Store) queryAllocations(ctx context.Context, q string, args ...any) ([]core.Allocation, error) {
+	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +263,7 @@ func (s *Store) Allocations(ctx context.Context, id core.WorkloadID) ([]core.All
 		var wid, team, node string
 		var start int64
 		var end sql.NullInt64
-		if err := rows.Scan(&a.ID, &wid, &team, &a.Attempt, &a.Replica, &node, &a.GPUIndex, &a.GPUUUID, &a.MilliGPU, &a.MemoryMiB, &start, &end); err != nil {
+		if err := rows.Scan(&a.ID, &wid, &team, &a.Attempt, &a.Replica, &node, &a.GPUIndex, &a.GPUUUID, &a.MilliGPU, &a.MemoryMiB, &start, &end, &a.Outcome); err != nil {
 			return nil, err
 		}
 		a.WorkloadID, a.Team, a.Node, a.Start = core.WorkloadID(wid), core.TeamName(team), core.NodeName(node), fromNano(start)

@@ -1,0 +1,343 @@
+package cli
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/cost"
+)
+
+const outCSV = "csv"
+
+func newCostCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cost report|export|estimate",
+		Short: "What work cost: reports, a FOCUS export, estimates",
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("cost %q: want report, export or estimate", args[0])
+			}
+			return usagef("cost what? want report, export or estimate")
+		},
+	}
+	cmd.AddCommand(newCostReportCmd(e), newCostExportCmd(e), newCostEstimateCmd(e))
+	return cmd
+}
+
+// windowFlags are --since, --from and --to.
+type windowFlags struct{ since, from, to string }
+
+func (w *windowFlags) add(cmd *cobra.Command, since string) {
+	fl := cmd.Flags()
+	fl.StringVar(&w.since, "since", since, "the window ends now and starts this long before (24h, 7d, 30d)")
+	fl.StringVar(&w.from, "from", "", "the window's start, RFC 3339 (2026-11-01T00:00:00Z)")
+	fl.StringVar(&w.to, "to", "", "the window's end, RFC 3339 (default now)")
+}
+
+// query checks the flags (the server checks them again) and returns them.
+func (w *windowFlags) query(cmd *cobra.Command) (api.CostQuery, error) {
+	q := api.CostQuery{From: w.from, To: w.to}
+	if w.from != "" && cmd.Flags().Changed("since") {
+		return q, usagef("give --since or --from, not both")
+	}
+	if w.from == "" {
+		q.Since = w.since
+	}
+	for name, v := range map[string]string{"--from": w.from, "--to": w.to} {
+		if v == "" {
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			return q, usagef("%s %q: want an RFC 3339 time such as 2026-11-01T00:00:00Z", name, v)
+		}
+	}
+	if q.Since != "" {
+		if d, err := api.ParsePeriod(q.Since); err != nil || d <= 0 {
+			return q, usagef("--since %q: want a positive duration such as 24h, 7d or 30d", q.Since)
+		}
+	}
+	return q, nil
+}
+
+func newCostReportCmd(e *env) *cobra.Command {
+	var w windowFlags
+	var by string
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "report [--by team|pool|workload|user|label:KEY] [--since 24h | --from T --to T]",
+		Short: "The cost of completed work over a window",
+		Long: `The cost of the work of a window, by team (default), pool, workload, user or a
+label's value: billed GPU time counted once (GPU-HOURS; a shared GPU split by
+share), its accelerator cost, host, storage, network and licence lines, the
+accepted outputs and the cost of one (PER-OUTPUT). The idle, failed and
+preempted GPU hours explain the cost and are inside it, not added to it.
+Members see their teams' rows; admins every team's and __idle__, what pools
+bill that nobody held. -o csv prints every field; -o json what the API
+returns, money in currency units.`,
+		Example: `  gpufleet cost report --since 7d
+  gpufleet cost report --by workload --from 2026-11-01T00:00:00Z --to 2026-12-01T00:00:00Z -o json
+  gpufleet cost report --by label:project -o csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			q, err := w.query(cmd)
+			if err != nil {
+				return err
+			}
+			q.By = by
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			rep, err := c.Cost(cmd.Context(), q)
+			if err != nil {
+				return err
+			}
+			if ok, err := out.structured(e.stdout, rep); ok {
+				return err
+			}
+			if out.value == outCSV {
+				return printCostCSV(e.stdout, rep)
+			}
+			return printCostTable(e, rep)
+		},
+	}
+	cmd.Flags().StringVar(&by, "by", "team", "rows by team, pool, workload, user or label:KEY")
+	w.add(cmd, "24h")
+	out = addOutputFlag(cmd, outTable, outJSON, outYAML, outCSV)
+	return cmd
+}
+
+func hours(h float64) string { return strconv.FormatFloat(h, 'f', 3, 64) }
+
+func printCostTable(e *env, rep *api.CostReport) error {
+	fmt.Fprintf(e.stdout, "%s by %s, %s to %s (%s)\n", "cost", rep.By, rep.From.UTC().Format(time.RFC3339), rep.To.UTC().Format(time.RFC3339), rep.Currency)
+	t := newTable(e.stdout, strings.ToUpper(rep.By), "GPU-HOURS", "ACCELERATOR", "HOST", "OTHER", "TOTAL", "OUTPUTS", "PER-OUTPUT", "IDLE-GPU-H", "FAILED-GPU-H", "PREEMPTED-GPU-H", "RETRIES")
+	row := func(r api.CostRow) {
+		per := ""
+		if r.CostPerAcceptedOutput != nil {
+			per = r.CostPerAcceptedOutput.Fixed()
+		}
+		outputs := strconv.FormatInt(r.AcceptedOutputs, 10)
+		if r.Unit != "" {
+			outputs += " " + r.Unit
+		}
+		other := r.StorageCost + r.NetworkCost + r.LicenceCost
+		t.row(r.Name, hours(r.GPUHours), r.AcceleratorCost.Fixed(), r.HostCost.Fixed(), other.Fixed(), r.TotalCost.Fixed(), outputs, per,
+			hours(r.IdleGPUHours), hours(r.FailedGPUHours), hours(r.PreemptedGPUHours), strconv.FormatInt(r.Retries, 10))
+	}
+	for _, r := range rep.Items {
+		row(r)
+	}
+	total := rep.Total
+	total.Name = "TOTAL"
+	row(total)
+	return t.flush()
+}
+
+// costColumns are the CSV columns of a report, the JSON names.
+var costColumns = []string{"name", "gpuHours", "acceleratorCost", "hostCost", "storageCost", "networkCost", "licenceCost", "totalCost",
+	"acceptedOutputs", "rejectedOutputs", "unit", "costPerAcceptedOutput", "idleGPUHours", "failedGPUHours", "preemptedGPUHours", "retries"}
+
+func printCostCSV(w io.Writer, rep *api.CostReport) error {
+	cw := csv.NewWriter(w)
+	cw.Write(costColumns)
+	rec := func(r api.CostRow) []string {
+		per := ""
+		if r.CostPerAcceptedOutput != nil {
+			per = r.CostPerAcceptedOutput.String()
+		}
+		f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+		return []string{r.Name, f(r.GPUHours), r.AcceleratorCost.String(), r.HostCost.String(), r.StorageCost.String(), r.NetworkCost.String(),
+			r.LicenceCost.String(), r.TotalCost.String(), strconv.FormatInt(r.AcceptedOutputs, 10), strconv.FormatInt(r.RejectedOutputs, 10), r.Unit, per,
+			f(r.IdleGPUHours), f(r.FailedGPUHours), f(r.PreemptedGPUHours), strconv.FormatInt(r.Retries, 10)}
+	}
+	for _, r := range rep.Items {
+		cw.Write(rec(r))
+	}
+	total := rep.Total
+	total.Name = "TOTAL"
+	cw.Write(rec(total))
+	cw.Flush()
+	return cw.Error()
+}
+
+func newCostExportCmd(e *env) *cobra.Command {
+	var w windowFlags
+	var format, granularity, file string
+	cmd := &cobra.Command{
+		Use:   "export --format focus [--granularity hour|day] --from T --to T [--file F]",
+		Short: "Export charges as FinOps FOCUS 1.2 CSV",
+		Long: `Export the window's charges as FinOps FOCUS 1.2 CSV: every mandatory column,
+resource and tag columns, gpufleet's own columns prefixed x_, one row per
+charge period (hour or day), workload and pool, the idle charge of pools
+billed whether used or not, and reserved commitments as a Purchase row with
+Used and Unused usage rows. The sum of BilledCost equals 'cost report' over
+the same window. Written to stdout, or --file.`,
+		Example: `  gpufleet cost export --format focus --from 2026-11-01T00:00:00Z --to 2026-12-01T00:00:00Z --file nov.csv
+  gpufleet cost export --since 24h --granularity hour`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if format != "focus" {
+				return usagef("--format %q: the one export format is focus", format)
+			}
+			if granularity != "hour" && granularity != "day" {
+				return usagef("--granularity %q: want hour or day", granularity)
+			}
+			q, err := w.query(cmd)
+			if err != nil {
+				return err
+			}
+			q.Format, q.Granularity = format, granularity
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			if file == "" || file == "-" {
+				return c.CostExport(cmd.Context(), q, e.stdout)
+			}
+			f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+			if err != nil {
+				return err
+			}
+			if err := c.CostExport(cmd.Context(), q, f); err != nil {
+				f.Close()
+				os.Remove(file)
+				return err
+			}
+			return f.Close()
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&format, "format", "focus", "export format: focus")
+	fl.StringVar(&granularity, "granularity", "day", "charge period: hour or day")
+	fl.StringVar(&file, "file", "", "write to this file (default stdout)")
+	w.add(cmd, "24h")
+	return cmd
+}
+
+func newCostEstimateCmd(e *env) *cobra.Command {
+	var gpusFlag, pool, rate, onDemand, reserved, monthly string
+	var hoursFlag, util float64
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "estimate --gpus N --hours H (--pool P | --rate RATE) [--utilisation U] [--on-demand R --reserved R --monthly R]",
+		Short: "What GPUs for a time would cost, and which price kind is cheaper",
+		Long: `What N GPUs for H hours cost at a rate per GPU-hour (--rate), or at a pool's
+price in effect now (--pool). Given an expected utilisation (the share of
+the hours the GPUs are held: on-demand bills only that share) and prices of
+several kinds, it compares them for the same work and prints the
+utilisation above which a committed price (reserved, monthly: billed used or
+not) is cheaper than on-demand. Money is exact: no rounding but the last
+micro-unit.`,
+		Example: `  gpufleet cost estimate --gpus 100 --hours 720 --rate 8
+  gpufleet cost estimate --gpus 8 --hours 720 --on-demand 4 --reserved 2.6 --monthly 1500 --utilisation 0.6
+  gpufleet cost estimate --gpus 4 --hours 24 --pool local -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			gpus, err := api.ParseMilli(gpusFlag)
+			if err != nil || gpus <= 0 {
+				return usagef("--gpus %q: want a positive number of GPUs (100, 0.5)", gpusFlag)
+			}
+			if hoursFlag <= 0 || hoursFlag > 1e6 {
+				return usagef("--hours %v: want a positive number of hours (720)", hoursFlag)
+			}
+			if util < 0 || util > 1 {
+				return usagef("--utilisation %v: want a share from 0 to 1 (0.6)", util)
+			}
+			parse := func(flag, v string) (api.Money, error) {
+				m, err := api.ParseMoney(v)
+				if err != nil || m < 0 {
+					return 0, usagef("%s %q: want a non-negative amount per GPU-hour (8, 2.5)", flag, v)
+				}
+				return m, nil
+			}
+			var opts []api.EstimateOption
+			for _, o := range []struct{ flag, kind, v string }{{"--on-demand", api.PriceOnDemand, onDemand}, {"--reserved", api.PriceReserved, reserved}, {"--monthly", api.PriceMonthly, monthly}} {
+				if o.v == "" {
+					continue
+				}
+				m, err := parse(o.flag, o.v)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, api.EstimateOption{Kind: o.kind, Rate: m})
+			}
+			kind, currency := api.PriceOnDemand, "USD"
+			var r api.Money
+			switch {
+			case rate != "" && pool != "":
+				return usagef("give --rate or --pool, not both")
+			case rate != "":
+				if r, err = parse("--rate", rate); err != nil {
+					return err
+				}
+			case pool != "":
+				c, err := e.client()
+				if err != nil {
+					return err
+				}
+				ps, err := c.Prices(cmd.Context())
+				if err != nil {
+					return err
+				}
+				p, ok := cost.PriceAt(ps.Items, pool, e.now())
+				if !ok {
+					return usagef("--pool %s has no price in effect now: see 'gpufleet get prices'", pool)
+				}
+				kind, r, currency = p.Kind, cost.HourlyRate(p), ps.Currency
+			case len(opts) > 0:
+				kind, r = opts[0].Kind, opts[0].Rate
+			default:
+				return usagef("give --rate, --pool, or prices to compare (--on-demand, --reserved, --monthly)")
+			}
+			est, err := cost.Estimate(gpus, hoursFlag, kind, r, util, opts)
+			if err != nil {
+				return err
+			}
+			est.Currency, est.Pool = currency, pool
+			if ok, err := out.structured(e.stdout, est); ok {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s GPUs × %s %s/GPU-hour × %s h = %s %s\n", gpus, est.Rate.Fixed(), currency,
+				strconv.FormatFloat(hoursFlag, 'f', -1, 64), est.Total.Fixed(), currency)
+			if len(est.Compare) > 0 {
+				fmt.Fprintf(e.stdout, "\nthe same work at %.0f%% utilisation:\n", 100*est.Utilisation)
+				t := newTable(e.stdout, "KIND", "RATE/GPU-HOUR", "TOTAL", "BREAK-EVEN-UTILISATION")
+				for _, o := range est.Compare {
+					be := ""
+					if o.BreakEvenUtilisation != nil {
+						be = fmt.Sprintf("%.1f%%", 100**o.BreakEvenUtilisation)
+					}
+					t.row(o.Kind, o.Rate.Fixed(), o.Total.Fixed(), be)
+				}
+				return t.flush()
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&gpusFlag, "gpus", "", "how many GPUs (may be a fraction)")
+	fl.Float64Var(&hoursFlag, "hours", 0, "for how many hours (720 is 30 days)")
+	fl.StringVar(&pool, "pool", "", "at this pool's price in effect now")
+	fl.StringVar(&rate, "rate", "", "at this rate per GPU-hour")
+	fl.Float64Var(&util, "utilisation", 1, "expected share of the hours the GPUs are held, 0 to 1")
+	fl.StringVar(&onDemand, "on-demand", "", "compare: an on-demand rate per GPU-hour")
+	fl.StringVar(&reserved, "reserved", "", "compare: a reserved rate per GPU-hour")
+	fl.StringVar(&monthly, "monthly", "", "compare: a monthly price per GPU")
+	out = addOutputFlag(cmd, outTable, outJSON, outYAML)
+	return cmd
+}

@@ -1,0 +1,130 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/cost"
+)
+
+// budgetCache keeps the last evaluation of the budgets, so that the control
+// loop, the metrics and the API share one computation per refresh.
+type budgetCache struct {
+	at       time.Time
+	statuses map[core.TeamName]api.BudgetStatus
+}
+
+// BudgetRefresh is how old an evaluation of the budgets may be when the
+// control loop, the metrics or the API read it. A hard budget therefore
+// gates new work at most this long after it is spent.
+const BudgetRefresh = 10 * time.Second
+
+// SetBudget checks and stores a team's budget.
+func (l *Ledger) SetBudget(ctx context.Context, team core.TeamName, b api.Budget) (api.Budget, error) {
+	b.Team = string(team)
+	if b.AlertPercent == 0 {
+		b.AlertPercent = 80
+	}
+	if fe := b.Validate(); len(fe) > 0 {
+		return b, &FieldErrors{fe}
+	}
+	spec, err := json.Marshal(b)
+	if err != nil {
+		return b, err
+	}
+	if err := l.Store.SetBudget(ctx, team, spec); err != nil {
+		return b, err
+	}
+	l.forget()
+	return b, nil
+}
+
+// DeleteBudget removes a team's budget.
+func (l *Ledger) DeleteBudget(ctx context.Context, team core.TeamName) error {
+	err := l.Store.DeleteBudget(ctx, team)
+	l.forget()
+	return err
+}
+
+func (l *Ledger) forget() {
+	l.mu.Lock()
+	l.budgets = budgetCache{}
+	l.mu.Unlock()
+}
+
+// Budgets evaluates every team's budget for the calendar month (UTC) that
+// holds now, from an evaluation at most maxAge old.
+func (l *Ledger) Budgets(ctx context.Context, now time.Time, maxAge time.Duration) (map[core.TeamName]api.BudgetStatus, error) {
+	l.mu.Lock()
+	c := l.budgets
+	l.mu.Unlock()
+	if c.statuses != nil && now.Sub(c.at) < maxAge && !now.Before(c.at) {
+		return c.statuses, nil
+	}
+	specs, err := l.Store.Budgets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[core.TeamName]api.BudgetStatus, len(specs))
+	if len(specs) > 0 {
+		now = now.UTC()
+		month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+		in, err := l.Input(ctx, month, now, now)
+		if err != nil {
+			return nil, err
+		}
+		for team, spec := range specs {
+			var b api.Budget
+			if err := json.Unmarshal(spec, &b); err != nil {
+				return nil, fmt.Errorf("stored budget of team %s: %w", team, err)
+			}
+			out[team] = cost.Budget(in, team, b)
+		}
+	}
+	l.mu.Lock()
+	l.budgets = budgetCache{at: now, statuses: out}
+	l.mu.Unlock()
+	return out, nil
+}
+
+// ExceededMessage is what a team's waiting work says when its hard budget
+// is spent: spent X of Y, and when the month resets.
+func ExceededMessage(b api.BudgetStatus) string {
+	return fmt.Sprintf("team %s's hard budget is spent: %s of %s %s this month; the month resets at %s (production still runs)",
+		b.Team, b.Spent.Fixed(), b.Monthly.Fixed(), b.Currency, b.ResetsAt.UTC().Format(time.RFC3339))
+}
+
+// Gates says, for each team with a budget that alerts or is spent, what
+// the control loop must do (core.BudgetGate).
+func (l *Ledger) Gates(ctx context.Context, now time.Time) (map[core.TeamName]core.BudgetGate, error) {
+	bs, err := l.Budgets(ctx, now, BudgetRefresh)
+	if err != nil {
+		return nil, err
+	}
+	var out map[core.TeamName]core.BudgetGate
+	for team, b := range bs {
+		if !b.Alerting && !b.Exceeded {
+			continue
+		}
+		if out == nil {
+			out = map[core.TeamName]core.BudgetGate{}
+		}
+		g := core.BudgetGate{Alerting: b.Alerting, Exceeded: b.Exceeded, StopRunning: b.Exceeded && b.StopRunning,
+			Month: b.MonthStart.UTC().Format("2006-01")}
+		if b.Exceeded {
+			g.Message = ExceededMessage(b)
+		} else {
+			g.Message = fmt.Sprintf("team %s has spent %s of its %s %s monthly budget (%.0f%%, alert at %d%%)",
+				b.Team, b.Spent.Fixed(), b.Monthly.Fixed(), b.Currency, 100*b.SpentRatio, b.AlertPercent)
+			if b.ExhaustedAt != nil {
+				g.Message += "; at the current burn rate it runs out at " + b.ExhaustedAt.UTC().Format(time.RFC3339)
+			}
+		}
+		out[team] = g
+	}
+	return out, nil
+}

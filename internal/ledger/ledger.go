@@ -1,0 +1,201 @@
+// Package ledger joins the store and the cost ledger: it gathers what a
+// report needs (price versions from the configuration and the store, the
+// pools' devices, the allocation intervals of a window and their
+// workloads) into a cost.Input, adds price versions after checking them,
+// and evaluates the teams' budgets for the control loop, the API and the
+// metrics. What a cost is stays internal/cost's; what is stored stays the
+// store's.
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/cost"
+	"github.com/gpufleet/gpufleet/internal/store"
+)
+
+// Ledger reads costs from a store.
+type Ledger struct {
+	Store    *store.Store
+	Currency string
+	// FilePrices are the versions the configuration file gives; they are
+	// never stored.
+	FilePrices []api.Price
+	// DefaultPool is the pool of a node that names none.
+	DefaultPool string
+
+	mu      sync.Mutex
+	budgets budgetCache
+	acc     accrued
+}
+
+// Prices returns every price version, the file's and the stored ones, by
+// pool and time.
+func (l *Ledger) Prices(ctx context.Context) ([]api.Price, error) {
+	vs, err := l.Store.Prices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(l.FilePrices)
+	for _, v := range vs {
+		var p api.Price
+		if err := json.Unmarshal(v.Spec, &p); err != nil {
+			return nil, fmt.Errorf("stored price of pool %s: %w", v.Pool, err)
+		}
+		out = append(out, p)
+	}
+	slices.SortStableFunc(out, func(a, b api.Price) int {
+		if a.Pool != b.Pool {
+			if a.Pool < b.Pool {
+				return -1
+			}
+			return 1
+		}
+		return a.EffectiveFrom.Compare(b.EffectiveFrom)
+	})
+	return out, nil
+}
+
+// AddPrice checks a new price version and stores it: valid, not in the
+// past and after the pool's latest version (a new price applies from then
+// on and never rewrites the past). An EffectiveFrom left zero means now.
+// Problems are *api.Error-ready field errors (core.ErrInvalid).
+func (l *Ledger) AddPrice(ctx context.Context, p api.Price, now time.Time) (api.Price, error) {
+	if p.EffectiveFrom.IsZero() {
+		p.EffectiveFrom = now
+	}
+	p.EffectiveFrom = p.EffectiveFrom.UTC().Truncate(time.Second)
+	if fe := p.Validate(); len(fe) > 0 {
+		return p, &FieldErrors{fe}
+	}
+	existing, err := l.Prices(ctx)
+	if err != nil {
+		return p, err
+	}
+	if fe := cost.CheckVersions(existing, p, now.Truncate(time.Second)); len(fe) > 0 {
+		return p, &FieldErrors{fe}
+	}
+	spec, err := json.Marshal(p)
+	if err != nil {
+		return p, err
+	}
+	return p, l.Store.AddPrice(ctx, store.PriceVersion{Pool: p.Pool, EffectiveFrom: p.EffectiveFrom, CreatedAt: now, Spec: spec})
+}
+
+// FieldErrors is a refused price or budget, field by field.
+type FieldErrors struct{ Fields []api.FieldError }
+
+func (e *FieldErrors) Error() string {
+	s := "invalid"
+	for _, f := range e.Fields {
+		s += "; " + f.Field + ": " + f.Problem
+	}
+	return s
+}
+
+// Unwrap makes it a core.ErrInvalid.
+func (e *FieldErrors) Unwrap() error { return core.ErrInvalid }
+
+// Input gathers the ledger's input for [from, to) as of now.
+func (l *Ledger) Input(ctx context.Context, from, to, now time.Time) (cost.Input, error) {
+	in := cost.Input{From: from, To: to, Now: now, Currency: l.Currency}
+	var err error
+	if in.Prices, err = l.Prices(ctx); err != nil {
+		return in, err
+	}
+	nodes, err := l.Store.Nodes(ctx)
+	if err != nil {
+		return in, err
+	}
+	poolOf := map[core.NodeName]string{}
+	gpus := map[string]int{}
+	for _, n := range nodes {
+		p := cmpOr(n.Pool, l.DefaultPool)
+		poolOf[n.Name] = p
+		gpus[p] += len(n.GPUs)
+	}
+	for p, n := range gpus {
+		in.Pools = append(in.Pools, cost.PoolGPUs{Pool: p, GPUs: n})
+	}
+	slices.SortFunc(in.Pools, func(a, b cost.PoolGPUs) int {
+		if a.Pool < b.Pool {
+			return -1
+		}
+		return 1
+	})
+	allocs, err := l.Store.AllocationsBetween(ctx, from, to)
+	if err != nil {
+		return in, err
+	}
+	var ids []core.WorkloadID
+	seen := map[core.WorkloadID]bool{}
+	for _, a := range allocs {
+		if !seen[a.WorkloadID] {
+			seen[a.WorkloadID] = true
+			ids = append(ids, a.WorkloadID)
+		}
+	}
+	ws, err := l.Store.WorkloadsByID(ctx, ids)
+	if err != nil {
+		return in, err
+	}
+	in.Workloads = make(map[core.WorkloadID]*cost.Workload, len(ws))
+	for id, w := range ws {
+		cw := &cost.Workload{ID: id, Team: w.Team, Owner: w.Owner, Kind: string(w.Kind), Labels: w.Labels,
+			Attempts: w.Status.Attempts, Phase: w.Status.Phase}
+		if w.Status.FinishedAt != nil {
+			cw.FinishedAt = *w.Status.FinishedAt
+		}
+		if o := w.Status.Outputs; o != nil {
+			cw.Reported = o.Accepted != 0 || o.Rejected != 0 || o.Unit != ""
+			cw.Outputs = api.Outputs{Accepted: o.Accepted, Rejected: o.Rejected, Unit: o.Unit}
+			cw.EgressBytes = o.EgressBytes
+		}
+		in.Workloads[id] = cw
+	}
+	// Host resources are billed once per replica of each attempt: on the
+	// replica's first device interval.
+	type replicaKey struct {
+		id               core.WorkloadID
+		attempt, replica int
+	}
+	hosted := map[replicaKey]bool{}
+	in.Intervals = make([]cost.Interval, 0, len(allocs))
+	for _, a := range allocs {
+		iv := cost.Interval{Workload: a.WorkloadID, Attempt: a.Attempt, Pool: cmpOr(poolOf[a.Node], l.DefaultPool), Node: a.Node,
+			GPU: a.GPUIndex, Milli: a.MilliGPU, Start: a.Start, Outcome: cost.Outcome(a.Outcome)}
+		if a.End != nil {
+			iv.End = *a.End
+		}
+		k := replicaKey{a.WorkloadID, a.Attempt, a.Replica}
+		if w := ws[a.WorkloadID]; w != nil && !hosted[k] {
+			hosted[k] = true
+			iv.HostMilliCPU, iv.HostMemoryMiB = w.Request.MilliCPU, w.Request.MemoryMiB
+		}
+		in.Intervals = append(in.Intervals, iv)
+	}
+	return in, nil
+}
+
+// Report is cost.Report over the store for [from, to) as of now.
+func (l *Ledger) Report(ctx context.Context, by string, from, to, now time.Time, vis cost.Visibility) (api.CostReport, error) {
+	in, err := l.Input(ctx, from, to, now)
+	if err != nil {
+		return api.CostReport{}, err
+	}
+	return cost.Report(in, by, vis)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// PriceVersion is one stored version of a pool's price model. The store
+// keeps the spec as the API wrote it (api.Price in JSON); what a price means
+// is internal/cost's.
+type PriceVersion struct {
+	Pool          string
+	EffectiveFrom time.Time
+	CreatedAt     time.Time
+	Spec          []byte
+}
+
+// AddPrice stores a new version of a pool's price. A version at the same
+// time as one stored is refused (core.ErrConflict): versions never rewrite
+// each other. The caller checks what else a version must respect (after
+// the pool's latest, not in the past: cost.CheckVersions).
+func (s *Store) AddPrice(ctx context.Context, v PriceVersion) error {
+	return s.do(ctx, func(tx *wtx) error {
+		var n int
+		if err := tx.QueryRow("SELECT count(*) FROM prices WHERE pool = ? AND effective_from = ?", v.Pool, unixNano(v.EffectiveFrom)).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("pool %s already has a price version effective from %s: %w", v.Pool, v.EffectiveFrom.UTC().Format(time.RFC3339), core.ErrConflict)
+		}
+		setAuditObject(ctx, v.Pool, "")
+		_, err := tx.Exec("INSERT INTO prices (pool, effective_from, created_at, spec) VALUES (?, ?, ?, ?)",
+			v.Pool, unixNano(v.EffectiveFrom), unixNano(v.CreatedAt), v.Spec)
+		return err
+	})
+}
+
+// Prices lists the stored price versions by pool, oldest first.
+func (s *Store) Prices(ctx context.Context) ([]PriceVersion, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT pool, effective_from, created_at, spec FROM prices ORDER BY pool, effective_from")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []PriceVersion
+	for rows.Next() {
+		var v PriceVersion
+		var from, created int64
+		if err := rows.Scan(&v.Pool, &from, &created, &v.Spec); err != nil {
+			return nil, err
+		}
+		v.EffectiveFrom, v.CreatedAt = fromNano(from), fromNano(created)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// SetBudget stores a team's budget (the spec as the API wrote it,
+// api.Budget in JSON), replacing the one it had. A team that does not exist
+// is core.ErrNotFound.
+func (s *Store) SetBudget(ctx context.Context, team core.TeamName, spec []byte) error {
+	return s.do(ctx, func(tx *wtx) error {
+		var n int
+		if err := tx.QueryRow("SELECT count(*) FROM teams WHERE name = ?", string(team)).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("team %s: %w", team, core.ErrNotFound)
+		}
+		setAuditObject(ctx, string(team), string(team))
+		_, err := tx.Exec("INSERT INTO budgets (team, spec) VALUES (?, ?) ON CONFLICT(team) DO UPDATE SET spec = excluded.spec", string(team), spec)
+		return err
+	})
+}
+
+// DeleteBudget removes a team's budget; a team without one is
+// core.ErrNotFound.
+func (s *Store) DeleteBudget(ctx context.Context, team core.TeamName) error {
+	return s.do(ctx, func(tx *wtx) error {
+		res, err := tx.Exec("DELETE FROM budgets WHERE team = ?", string(team))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("team %s has no budget: %w", team, core.ErrNotFound)
+		}
+		setAuditObject(ctx, string(team), string(team))
+		return nil
+	})
+}
+
+// Budgets returns every team's budget spec.
+func (s *Store) Budgets(ctx context.Context) (map[core.TeamName][]byte, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT team, spec FROM budgets ORDER BY team")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[core.TeamName][]byte{}
+	for rows.Next() {
+		var team string
+		var spec []byte
+		if err := rows.Scan(&team, &spec); err != nil {
+			return nil, err
+		}
+		out[core.TeamName(team)] = spec
+	}
+	return out, rows.Err()
+}
+
+// Budget returns a team's budget spec, or core.ErrNotFound.
+func (s *Store) Budget(ctx context.Context, team core.TeamName) ([]byte, error) {
+	var spec []byte
+	err := s.read.QueryRowContext(ctx, "SELECT spec FROM budgets WHERE team = ?", string(team)).Scan(&spec)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("team %s has no budget: %w", team, core.ErrNotFound)
+	}
+	return spec, err
+}
+
+// AllocationsBetween lists the allocation intervals that overlap [from, to):
+// begun before to and not ended by from (open ones included), oldest first.
+func (s *Store) AllocationsBetween(ctx context.Context, from, to time.Time) ([]core.Allocation, error) {
+	return s.queryAllocations(ctx, selectAllocations+" WHERE start < ? AND (end IS NULL OR end > ?) ORDER BY id", unixNano(to), unixNano(from))
+}
+
+// WorkloadsByID returns the workloads of the given IDs that exist.
+func (s *Store) WorkloadsByID(ctx context.Context, ids []core.WorkloadID) (map[core.WorkloadID]*core.Workload, error) {
+	out := make(map[core.WorkloadID]*core.Workload, len(ids))
+	const chunk = 500
+	for len(ids) > 0 {
+		n := min(chunk, len(ids))
+		args := make([]any, n)
+		for i, id := range ids[:n] {
+			args[i] = string(id)
+		}
+		ids = ids[n:]
+		rows, err := s.read.QueryContext(ctx, selectWorkload+" WHERE id IN ("+placeholders(n)+")", args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			sc, err := scanWorkload(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[sc.w.ID] = sc.w
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// AddOutputs adds completed work a workload reported to the sums in its
+// status. A workload that does not exist is core.ErrNotFound.
+func (s *Store) AddOutputs(ctx context.Context, id core.WorkloadID, o core.Outputs) (*core.Workload, error) {
+	var out *core.Workload
+	err := s.do(ctx, func(tx *wtx) error {
+		w, err := getForUpdate(tx, id)
+		if err != nil {
+			return err
+		}
+		sum := core.Outputs{}
+		if w.Status.Outputs != nil {
+			sum = *w.Status.Outputs
+		}
+		sum.Add(o)
+		w.Status.Outputs = &sum
+		setAuditObject(ctx, string(id), string(w.Team))
+		if err := putStatus(tx, w); err != nil {
+			return err
+		}
+		out = w
+		return nil
+	})
+	return out, err
+}
