@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+// The estimate reproduces the seed's example exactly, and compares price
+// kinds with their break-even utilisation.
+func TestCostEstimate(t *testing.T) {
+	r := runCLI(t, invocation{args: []string{"cost", "estimate", "--gpus", "100", "--hours", "720", "--rate", "8"}})
+	if r.code != 0 || r.stdout != "100 GPUs × 8.00 USD/GPU-hour × 720 h = 576000.00 USD\n" {
+		t.Errorf("exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, invocation{args: []string{"cost", "estimate", "--gpus", "100", "--hours", "720", "--rate", "8", "-o", "json"}})
+	var est api.CostEstimate
+	mustJSON(t, r.stdout, &est)
+	if est.Total != 576000*api.MoneyUnit {
+		t.Errorf("-o json total %s, want 576000", est.Total)
+	}
+	r = runCLI(t, invocation{args: []string{"cost", "estimate", "--gpus", "8", "--hours", "720", "--on-demand", "4", "--reserved", "2", "--utilisation", "0.25", "-o", "json"}})
+	mustJSON(t, r.stdout, &est)
+	var reserved *api.EstimateOption
+	for i := range est.Compare {
+		if est.Compare[i].Kind == api.PriceReserved {
+			reserved = &est.Compare[i]
+		}
+	}
+	// On-demand at 25%: 8 × 720 × 0.25 × 4 = 5760; reserved billed whole:
+	// 8 × 720 × 2 = 11520; break-even at 2/4 = 50%.
+	if reserved == nil || reserved.Total != 11520*api.MoneyUnit || reserved.BreakEvenUtilisation == nil || *reserved.BreakEvenUtilisation != 0.5 {
+		t.Errorf("compare: %+v", est.Compare)
+	}
+	for _, o := range est.Compare {
+		if o.Kind == api.PriceOnDemand && o.Total != 5760*api.MoneyUnit {
+			t.Errorf("on-demand at 25%%: %s, want 5760", o.Total)
+		}
+	}
+	for _, bad := range [][]string{
+		{"--gpus", "0", "--hours", "1", "--rate", "1"},
+		{"--gpus", "1", "--hours", "1", "--rate", "-1"},
+		{"--gpus", "1", "--hours", "1", "--rate", "1", "--utilisation", "2"},
+		{"--gpus", "1", "--hours", "1"},
+	} {
+		if r := runCLI(t, invocation{args: append([]string{"cost", "estimate"}, bad...)}); r.code != 2 || r.stderr == "" {
+			t.Errorf("estimate %v: exit %d %q, want a usage error", bad, r.code, r.stderr)
+		}
+	}
+}
+
+// Bad prices, budgets, outputs and windows are 4xx answers naming the
+// field, and change nothing.
+func TestLiveCostBadInput(t *testing.T) {
+	s := startLiveServer(t)
+	c := api.NewClient("http://"+s.addr, s.admin)
+	ctx := context.Background()
+	future := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	if _, err := c.AddPrice(ctx, &api.Price{Pool: "local", Kind: api.PriceOnDemand, Rate: 2 * api.MoneyUnit, EffectiveFrom: future}); err != nil {
+		t.Fatal(err)
+	}
+	wantField := func(name string, err error, status int, field string) {
+		t.Helper()
+		var se *api.StatusError
+		if !errors.As(err, &se) || se.Status != status {
+			t.Errorf("%s: %v, want %d", name, err, status)
+			return
+		}
+		if field == "" {
+			return
+		}
+		for _, f := range se.Err.Fields {
+			if f.Field == field {
+				return
+			}
+		}
+		t.Errorf("%s: fields %+v, want one naming %s", name, se.Err.Fields, field)
+	}
+	for _, tc := range []struct {
+		name  string
+		p     api.Price
+		field string
+	}{
+		{"a negative rate", api.Price{Pool: "local", Kind: api.PriceOnDemand, Rate: -1}, "rate"},
+		{"an unknown kind", api.Price{Pool: "local", Kind: "spot", Rate: 1}, "kind"},
+		{"reserved without GPUs", api.Price{Pool: "local", Kind: api.PriceReserved, Rate: 1, Term: "8760h"}, "gpus"},
+		{"owned without depreciation", api.Price{Pool: "local", Kind: api.PriceOwned, Purchase: 30000 * api.MoneyUnit}, "depreciation"},
+		{"the past", api.Price{Pool: "local", Kind: api.PriceOnDemand, Rate: 1, EffectiveFrom: time.Now().Add(-time.Hour)}, "effectiveFrom"},
+		{"a version at the same time", api.Price{Pool: "local", Kind: api.PriceOnDemand, Rate: 3, EffectiveFrom: future}, "effectiveFrom"},
+	} {
+		_, err := c.AddPrice(ctx, &tc.p)
+		wantField(tc.name, err, http.StatusBadRequest, tc.field)
+	}
+	if ps, err := c.Prices(ctx); err != nil || len(ps.Items) != 1 {
+		t.Errorf("prices after the refusals: %+v %v, want the one version", ps, err)
+	}
+	if r := s.run(t, s.admin, "set", "price", "local", "--on-demand", "abc"); r.code != 2 || !strings.Contains(r.stderr, "--on-demand") {
+		t.Errorf("set price --on-demand abc: exit %d %q", r.code, r.stderr)
+	}
+
+	_, err := c.SetBudget(ctx, "nosuchteam", &api.Budget{Monthly: 100 * api.MoneyUnit})
+	wantField("a budget for a team that does not exist", err, http.StatusNotFound, "")
+	_, err = c.SetBudget(ctx, "default", &api.Budget{Monthly: -5})
+	wantField("a negative budget", err, http.StatusBadRequest, "monthly")
+	if bs, err := c.Budgets(ctx); err != nil || len(bs.Items) != 0 {
+		t.Errorf("budgets after the refusals: %+v %v", bs, err)
+	}
+
+	_, err = c.Cost(ctx, api.CostQuery{From: "2025-01-01T00:00:00Z", To: "2026-06-01T00:00:00Z"})
+	wantField("a window over 400 days", err, http.StatusBadRequest, "to")
+	_, err = c.Cost(ctx, api.CostQuery{From: "2026-06-01T00:00:00Z", To: "2026-01-01T00:00:00Z"})
+	wantField("from after to", err, http.StatusBadRequest, "from")
+	_, err = c.Cost(ctx, api.CostQuery{By: "colour"})
+	wantField("an unknown dimension", err, http.StatusBadRequest, "by")
+
+	id := strings.TrimSpace(s.must(t, "submit", "--gpus", "0.25", "--", "sh", "-c", `printf 'accepted=5 unit=tokens\naccepted=lots\n' >> "$GPUFLEET_OUTPUTS_FILE"`))
+	s.must(t, "wait", id)
+	_, err = c.ReportOutputs(ctx, id, &api.Outputs{Accepted: -1})
+	wantField("negative outputs", err, http.StatusBadRequest, "accepted")
+	w, err := c.ReportOutputs(ctx, id, &api.Outputs{Accepted: 2, Unit: "tokens"})
+	if err != nil || w.Status.Outputs == nil || w.Status.Outputs.Accepted != 7 || w.Status.Outputs.Unit != "tokens" {
+		t.Fatalf("outputs after the file's 5 and 2 more: %+v %v", w.Status.Outputs, err)
+	}
+	evs := s.must(t, "describe", id)
+	if !strings.Contains(evs, "MalformedOutputs") || !strings.Contains(evs, "line 2") {
+		t.Errorf("a malformed outputs line: want one Warning event naming it:\n%s", evs)
+	}
+}
