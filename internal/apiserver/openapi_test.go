@@ -223,6 +223,16 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"GET /api/v1/audit", []string{"query limit", "query pageToken", "query since", "query user"}, []string{"200", "400", "401", "403", "429"}},
 		{"GET /api/v1/usage", []string{"query window"}, []string{"200", "400", "401", "429"}},
 		{"GET /metrics", nil, []string{"200", "401", "403", "429"}},
+		{"GET /api/v1/prices", nil, []string{"200", "401", "429", "503"}},
+		{"POST /api/v1/prices", nil, []string{"201", "400", "401", "403", "409", "413", "429", "503"}},
+		{"GET /api/v1/cost", []string{"query by", "query from", "query since", "query to"}, []string{"200", "400", "401", "429", "503"}},
+		{"GET /api/v1/cost/series", []string{"query by", "query from", "query since", "query step", "query to"}, []string{"200", "400", "401", "429", "503"}},
+		{"GET /api/v1/cost/export", []string{"query format", "query from", "query granularity", "query since", "query to"}, []string{"200", "400", "401", "429", "503"}},
+		{"GET /api/v1/budgets", nil, []string{"200", "401", "429", "503"}},
+		{"GET /api/v1/teams/{name}/budget", nil, []string{"200", "401", "404", "429", "503"}},
+		{"PUT /api/v1/teams/{name}/budget", nil, []string{"200", "400", "401", "403", "404", "413", "429", "503"}},
+		{"DELETE /api/v1/teams/{name}/budget", nil, []string{"204", "401", "403", "404", "429", "503"}},
+		{"POST /api/v1/workloads/{id}/outputs", nil, []string{"200", "400", "401", "403", "404", "413", "429"}},
 	}
 	var covered []string
 	for _, tt := range tests {
@@ -266,6 +276,9 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		"POST /api/v1/users":                      "User",
 		"PUT /api/v1/teams/{team}/members/{user}": "Membership",
 		"POST /api/v1/tokens":                     "Token",
+		"POST /api/v1/prices":                     "Price",
+		"PUT /api/v1/teams/{name}/budget":         "Budget",
+		"POST /api/v1/workloads/{id}/outputs":     "Outputs",
 	}
 	for _, r := range Routes {
 		t.Run(r, func(t *testing.T) {
@@ -406,6 +419,15 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"UsageHistory":   reflect.TypeFor[api.UsageHistory](),
 		"UsagePoint":     reflect.TypeFor[api.UsagePoint](),
 	}
+	for n, t := range map[string]reflect.Type{
+		"Price": reflect.TypeFor[api.Price](), "PriceList": reflect.TypeFor[api.PriceList](),
+		"Budget": reflect.TypeFor[api.Budget](), "BudgetStatus": reflect.TypeFor[api.BudgetStatus](),
+		"BudgetList": reflect.TypeFor[api.BudgetList](), "Outputs": reflect.TypeFor[api.Outputs](),
+		"CostRow": reflect.TypeFor[api.CostRow](), "CostReport": reflect.TypeFor[api.CostReport](),
+		"CostSeries": reflect.TypeFor[api.CostSeries](), "CostSeriesPoint": reflect.TypeFor[api.CostSeriesPoint](),
+	} {
+		types[n] = t
+	}
 	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()
 	types["WorkloadUsagePoint"] = reflect.TypeFor[api.WorkloadUsagePoint]()
 	// schemaName is the schema of a struct type that a property refers to.
@@ -478,6 +500,14 @@ func jsonFields(rt reflect.Type) map[string]jsonField {
 		if tag == "-" {
 			continue
 		}
+		if sf.Anonymous && tag == "" && sf.Type.Kind() == reflect.Struct {
+			for k, v := range jsonFields(sf.Type) {
+				if _, shadowed := out[k]; !shadowed {
+					out[k] = v
+				}
+			}
+			continue
+		}
 		name, opts, _ := strings.Cut(tag, ",")
 		if name == "" {
 			name = sf.Name
@@ -491,6 +521,7 @@ func jsonFields(rt reflect.Type) map[string]jsonField {
 var (
 	timeType  = reflect.TypeFor[time.Time]()
 	milliType = reflect.TypeFor[api.Milli]()
+	moneyType = reflect.TypeFor[api.Money]()
 )
 
 // checkProperty checks that the schema p describes what encoding/json makes
@@ -518,6 +549,13 @@ func checkProperty(t *testing.T, doc map[string]any, field string, rt reflect.Ty
 	case rt == milliType:
 		if typ != "number" {
 			t.Errorf("%s: type %q, want number (a Milli quantity)", field, typ)
+		}
+	case rt == moneyType:
+		if typ != "number" {
+			t.Errorf("%s: type %q, want number (Money)", field, typ)
+		}
+		if d, _ := p["description"].(string); !strings.HasPrefix(d, "currency units, up to 6 decimals") {
+			t.Errorf("%s: description %q", field, d)
 		}
 	case rt.Kind() == reflect.String:
 		if typ != "string" {
