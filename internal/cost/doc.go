@@ -1,0 +1,108 @@
+// Package cost is gpufleet's cost ledger (issue 15): price versions ×
+// allocation intervals → what each workload, team, pool, user or label
+// cost in a window, what the pools billed that nobody held (idle), FOCUS
+// 1.2 exports, budgets and estimates.
+//
+// It is pure: an Input goes in (a window, the price versions, the pools'
+// devices, the intervals and their workloads, and Now, the clock, passed
+// in), reports come out. No I/O but the io.Writer of ExportFOCUS, no clock,
+// no goroutines, no logging. It imports the standard library, api and core
+// only (go-cmp and rapid in tests).
+//
+// # Billing
+//
+// An interval holds Milli/1000 of a device from Start to End (End zero:
+// still held, billed up to min(To, Now)), clipped to the window [From, To)
+// and split where the pool's price version changes (PriceAt: the version
+// with the latest EffectiveFrom at or before the instant). A pool without a
+// price in effect bills nothing there; its GPU hours still count.
+//
+//   - on-demand: Rate per GPU-hour for what is held. A BillingIncrement
+//     rounds each interval's clipped duration up to a multiple of it (the
+//     increment of the version in effect at the clipped end; the time it
+//     adds is billed at that version's rate, in the period of the clipped
+//     end). Clipping happens first, so an interval across two windows is
+//     rounded in each.
+//   - reserved: Rate per GPU-hour for what is held, and within the term
+//     ([EffectiveFrom, EffectiveFrom+Term); a version with no EffectiveFrom
+//     is committed for as long as it is in effect) the pool bills at each
+//     instant Rate × max(GPUs, held GPUs): the committed GPUs nobody holds
+//     are idle. After the term, held GPUs go on at the reserved rate until
+//     the next version; a later version ends the earlier one, the rest of
+//     a commitment included.
+//   - monthly: Rate per GPU-month, i.e. Rate/730 per GPU-hour, for every
+//     device of the pool (Input.Pools, today's count for the whole window)
+//     all the time: what nobody holds is idle.
+//   - owned: Purchase / Depreciation (in hours) + PerGPUHour per GPU-hour,
+//     billed like monthly.
+//
+// A committed pool bills Rate × max(capacity, held); held beyond capacity
+// (more held than devices, or than reserved GPUs) is billed to the
+// workloads and nothing is idle then. The idle row (api.IdleRow) is what
+// committed capacity bills while nobody holds it.
+//
+// Other lines, at the version in effect:
+//   - host: HostMilliCPU/1000 × CPUCoreHour + HostMemoryMiB/1024 ×
+//     MemoryGiBHour per hour of the interval (the held time, no increment);
+//     the caller sets host resources on one interval per replica.
+//   - licence: LicenceGPUHour per held GPU-hour, and LicencePerWorkload
+//     [kind] once per workload, in the window holding the earliest start of
+//     its first attempt (Attempt ≤ 1) among the input's intervals, at the
+//     price of that interval's pool then.
+//   - network: EgressBytes / 2^30 × EgressGiB of the workload's home pool
+//     (the pool of its earliest interval in the input), at the instant it
+//     is attributed to: FinishedAt, or Now while it is active.
+//   - storage: StorageGiBMonth × the GiB-months of volumes and checkpoints;
+//     none exist yet, so the column is always 0.
+//
+// # Outputs
+//
+// A workload counts in a window when it finished in [From, To), or, while
+// active, when From ≤ Now ≤ To. A counted workload adds its outputs
+// (Reported: Outputs; else a Succeeded one one accepted output of unit
+// "job", any other none), its retries (Attempts − 1) and its network egress
+// to its home pool's row. A row's unit is the single unit of its counted
+// workloads' outputs, "mixed" when several, "" when none;
+// costPerAcceptedOutput is TotalCost / accepted, rounded half-up to a
+// micro-unit, null when none was accepted. failedGPUHours and
+// preemptedGPUHours are the GPU hours of intervals with that Outcome,
+// inside gpuHours (billed once, not added); idleGPUHours appear on the
+// idle row and the total only; gpuHours are held hours (an increment
+// adds cost, not hours).
+//
+// # Exact money and its one rounding
+//
+// Money is integer micro-units. Every price becomes an exact fraction of a
+// micro-unit per unit of what it is billed on (milli-GPU nanoseconds,
+// milli-CPU nanoseconds, MiB nanoseconds, bytes, workloads); the prices of
+// a component (accelerator, host, storage, network, licence) are
+// expressed over their least common denominator L, so that a cell's
+// exact amount is an integer numerator N over L, accumulated in 128 bits
+// (math/bits; past 128 bits, or for a multiplier beyond 64 bits, math/big
+// takes over). Quantities are never rounded; GPU hours are float64 for
+// display, converted from the exact sums.
+//
+// A report's cells are (workload, pool) and each pool's idle. For each
+// component the exact total over all the cells (whoever may see them) is
+// rounded half-up to a micro-unit once, and handed out by the
+// largest-remainder method: each cell gets the floor of its exact amount
+// and the micro-units left over go one each to the cells with the largest
+// remainders (ties by workload ID, then pool). So Σ cells == the rounded
+// total exactly, each cell is within a micro-unit of its exact amount, a
+// row (a sum of cells) within one micro-unit per cell, TotalCost is the
+// sum of the components, and every dimension (team, pool, workload, user,
+// label) has the same total, which is Σ rows + idle == what the pools
+// bill (rounded once). A member's rows are the same cells as an admin's.
+//
+// Amounts saturate at the largest Money (about 9.2 trillion units).
+//
+// A series rounds each step over its own cells (a step is a report of its
+// own), so a row's steps may differ from its report total by a few
+// micro-units. An export rounds as the report does over the whole window,
+// then apportions each cell's amount, component by component and by the
+// same method, over its rows (periods, commitment or not): Σ BilledCost is
+// exactly the report's total.
+//
+// Budgets (Budget) are computed over the calendar month so far, which the
+// caller builds as the Input's window; see Budget for the rules.
+package cost

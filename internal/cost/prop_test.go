@@ -1,0 +1,359 @@
+package cost
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"math/big"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// genInput draws pools with price versions of every kind, intervals and
+// a window, all on whole seconds (so that the oracle can bill second by
+// second).
+func genInput(t *rapid.T) Input {
+	base := t0.Add(-2 * time.Hour)
+	sec := func(label string, lo, hi int) time.Time {
+		return base.Add(time.Duration(rapid.IntRange(lo, hi).Draw(t, label)) * time.Second)
+	}
+	npools := rapid.IntRange(1, 3).Draw(t, "pools")
+	in := Input{Currency: "USD", Workloads: map[core.WorkloadID]*Workload{}}
+	rate := func(label string) Money { return Money(rapid.Int64Range(1, 20_000_000_000).Draw(t, label)) }
+	for p := range npools {
+		name := fmt.Sprintf("p%d", p)
+		in.Pools = append(in.Pools, PoolGPUs{name, rapid.IntRange(0, 4).Draw(t, "gpus")})
+		nv := rapid.IntRange(0, 3).Draw(t, "versions")
+		used := map[time.Time]bool{}
+		for v := range nv {
+			pr := api.Price{Pool: name, Kind: rapid.SampledFrom(api.PriceKinds).Draw(t, "kind")}
+			if v > 0 || rapid.Bool().Draw(t, "dated") {
+				pr.EffectiveFrom = sec("effectiveFrom", 0, 4*3600)
+			}
+			if used[pr.EffectiveFrom] {
+				continue
+			}
+			used[pr.EffectiveFrom] = true
+			switch pr.Kind {
+			case api.PriceOnDemand:
+				pr.Rate = rate("rate")
+				if rapid.Bool().Draw(t, "increment") {
+					pr.BillingIncrement = fmt.Sprintf("%ds", rapid.IntRange(1, 300).Draw(t, "incrementSeconds"))
+				}
+			case api.PriceReserved:
+				pr.Rate = rate("rate")
+				pr.GPUs = rapid.IntRange(1, 4).Draw(t, "reservedGPUs")
+				pr.Term = fmt.Sprintf("%ds", rapid.IntRange(60, 4*3600).Draw(t, "termSeconds"))
+			case api.PriceMonthly:
+				pr.Rate = rate("rate") * 100
+			case api.PriceOwned:
+				pr.Purchase = rate("purchase") * 1000
+				pr.Depreciation = rapid.SampledFrom([]string{"36mo", "7h", "1000h", "13s", "1y"}).Draw(t, "depreciation")
+				if rapid.Bool().Draw(t, "perGPUHour") {
+					pr.PerGPUHour = rate("perGPUHour")
+				}
+			}
+			if rapid.Bool().Draw(t, "host") {
+				pr.CPUCoreHour, pr.MemoryGiBHour = rate("cpu"), rate("mem")
+			}
+			if rapid.Bool().Draw(t, "licence") {
+				pr.LicenceGPUHour = rate("licence")
+			}
+			in.Prices = append(in.Prices, pr)
+		}
+	}
+	teams := []core.TeamName{"alpha", "beta", "gamma"}
+	nw := rapid.IntRange(0, 6).Draw(t, "workloads")
+	for w := range nw {
+		id := core.WorkloadID(fmt.Sprintf("w%d", w))
+		wk := &Workload{ID: id, Team: rapid.SampledFrom(teams).Draw(t, "team"), Owner: "u", Kind: api.KindJob,
+			Attempts: rapid.IntRange(1, 3).Draw(t, "attempts"), Phase: rapid.SampledFrom([]core.Phase{core.Succeeded, core.Failed, core.Running}).Draw(t, "phase"),
+			Labels: map[string]string{"x": rapid.SampledFrom([]string{"", "1", "2"}).Draw(t, "label")}}
+		if wk.Phase != core.Running {
+			wk.FinishedAt = sec("finished", 0, 5*3600)
+		}
+		in.Workloads[id] = wk
+		n := rapid.IntRange(0, 3).Draw(t, "intervals")
+		for range n {
+			x := Interval{Workload: id, Attempt: rapid.IntRange(1, 2).Draw(t, "attempt"), Pool: fmt.Sprintf("p%d", rapid.IntRange(0, npools).Draw(t, "pool")),
+				Milli: rapid.Int64Range(1, 1000).Draw(t, "milli"), Start: sec("start", 0, 4*3600),
+				Outcome: rapid.SampledFrom([]Outcome{OutcomeOpen, OutcomeFailed, OutcomePreempted}).Draw(t, "outcome")}
+			if rapid.IntRange(0, 4).Draw(t, "open") > 0 {
+				x.End = x.Start.Add(time.Duration(rapid.IntRange(1, 3*3600).Draw(t, "duration")) * time.Second)
+			}
+			if rapid.Bool().Draw(t, "hosted") {
+				x.HostMilliCPU, x.HostMemoryMiB = rapid.Int64Range(1, 64000).Draw(t, "cpu"), rapid.Int64Range(1, 1<<20).Draw(t, "mem")
+			}
+			in.Intervals = append(in.Intervals, x)
+		}
+	}
+	in.From = sec("from", 0, 4*3600)
+	in.To = in.From.Add(time.Duration(rapid.IntRange(0, 3*3600).Draw(t, "window")) * time.Second)
+	in.Now = sec("now", 0, 6*3600)
+	return in
+}
+
+// oracle is what the pools bill in the window by the definitions, second
+// by second: the accelerator (on-demand: what is held, each interval's
+// clipped time rounded up to the increment of the version at its end;
+// reserved within its term: max(committed, held); monthly and owned:
+// max(devices, held); other reserved time: what is held), the host and
+// the licence per GPU-hour. Exact fractions of a micro-unit.
+func oracle(in Input) (accel, host, licence *big.Rat) {
+	accel, host, licence = new(big.Rat), new(big.Rat), new(big.Rat)
+	from, to := in.From.Unix(), in.To.Unix()
+	priceAt := func(pool string, s int64) *api.Price {
+		var best *api.Price
+		for i := range in.Prices {
+			p := &in.Prices[i]
+			if p.Pool == pool && (p.EffectiveFrom.IsZero() || p.EffectiveFrom.Unix() <= s) && (best == nil || !p.EffectiveFrom.Before(best.EffectiveFrom)) {
+				best = p
+			}
+		}
+		return best
+	}
+	perGPUSecond := func(p *api.Price) *big.Rat { // micro-units per GPU-second
+		r := new(big.Rat)
+		switch p.Kind {
+		case api.PriceOnDemand, api.PriceReserved:
+			r.SetFrac64(int64(p.Rate), 3600)
+		case api.PriceMonthly:
+			r.SetFrac64(int64(p.Rate), 3600*730)
+		case api.PriceOwned:
+			d, _ := api.ParsePeriod(p.Depreciation)
+			r.SetFrac(big.NewInt(int64(p.Purchase)), big.NewInt(int64(d/time.Second)))
+			r.Add(r, big.NewRat(int64(p.PerGPUHour), 3600))
+		}
+		return r
+	}
+	clip := func(x Interval) (int64, int64) {
+		s, e := x.Start.Unix(), min(to, in.Now.Unix())
+		if !x.End.IsZero() {
+			e = x.End.Unix()
+		}
+		return max(s, from), min(e, to)
+	}
+	devices := map[string]int64{}
+	for _, d := range in.Pools {
+		devices[d.Pool] += int64(d.GPUs)
+	}
+	milliSeconds := func(r *big.Rat, perGPUSec *big.Rat, milli int64) {
+		x := new(big.Rat).Mul(perGPUSec, big.NewRat(milli, 1000))
+		r.Add(r, x)
+	}
+	pools := map[string]bool{}
+	for _, d := range in.Pools {
+		pools[d.Pool] = true
+	}
+	for _, p := range in.Prices {
+		pools[p.Pool] = true
+	}
+	for pool := range pools {
+		for s := from; s < to; s++ {
+			p := priceAt(pool, s)
+			if p == nil {
+				continue
+			}
+			var held int64
+			for _, x := range in.Intervals {
+				if a, b := clip(x); x.Pool == pool && a <= s && s < b {
+					held += x.Milli
+					milliSeconds(licence, big.NewRat(int64(p.LicenceGPUHour), 3600), x.Milli)
+					host.Add(host, new(big.Rat).Mul(big.NewRat(int64(p.CPUCoreHour), 3600*1000), big.NewRat(x.HostMilliCPU, 1)))
+					host.Add(host, new(big.Rat).Mul(big.NewRat(int64(p.MemoryGiBHour), 3600*1024), big.NewRat(x.HostMemoryMiB, 1)))
+				}
+			}
+			billed := held
+			switch p.Kind {
+			case api.PriceReserved:
+				term, _ := api.ParsePeriod(p.Term)
+				if p.EffectiveFrom.IsZero() || s < p.EffectiveFrom.Add(term).Unix() {
+					billed = max(held, int64(p.GPUs)*1000)
+				}
+			case api.PriceMonthly, api.PriceOwned:
+				billed = max(held, devices[pool]*1000)
+			}
+			milliSeconds(accel, perGPUSecond(p), billed)
+		}
+	}
+	for _, x := range in.Intervals {
+		a, b := clip(x)
+		if a >= b {
+			continue
+		}
+		p := priceAt(x.Pool, b-1)
+		if p == nil || p.Kind != api.PriceOnDemand || p.BillingIncrement == "" {
+			continue
+		}
+		inc, _ := time.ParseDuration(p.BillingIncrement)
+		n := int64(inc / time.Second)
+		if r := (b - a) % n; r != 0 {
+			milliSeconds(accel, new(big.Rat).Mul(perGPUSecond(p), big.NewRat(n-r, 1)), x.Milli)
+		}
+	}
+	return accel, host, licence
+}
+
+func roundRat(r *big.Rat) Money { return Money(roundHalfUp(r)) }
+
+func sumFOCUS(t *rapid.T, b []byte) (billed Money, n int) {
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatalf("the export is not CSV: %v", err)
+	}
+	for _, r := range recs[1:] {
+		m, err := api.ParseMoney(r[0])
+		if err != nil {
+			t.Fatalf("BilledCost %q: %v", r[0], err)
+		}
+		billed += m
+	}
+	return billed, len(recs) - 1
+}
+
+// TestConservation: for any window, Σ workload rows + idle == Σ what the
+// pools bill, computed from its definition; every dimension has the same
+// total; the FOCUS export bills the report's total; a member's report is
+// its teams' part of the admin's.
+func TestConservation(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput(t)
+		accel, host, licence := oracle(in)
+		rep, err := Report(in, api.CostByWorkload, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum api.CostRow
+		for _, r := range rep.Items {
+			sum.AcceleratorCost += r.AcceleratorCost
+			sum.HostCost += r.HostCost
+			sum.LicenceCost += r.LicenceCost
+			sum.TotalCost += r.TotalCost
+		}
+		if sum.AcceleratorCost != rep.Total.AcceleratorCost || sum.TotalCost != rep.Total.TotalCost {
+			t.Fatalf("rows add up to %s (total %s), the total says %s (%s)", sum.AcceleratorCost, sum.TotalCost, rep.Total.AcceleratorCost, rep.Total.TotalCost)
+		}
+		if want := roundRat(accel); rep.Total.AcceleratorCost != want {
+			t.Fatalf("workloads + idle bill %s of accelerator, the pools bill %s (%s exactly)", rep.Total.AcceleratorCost, want, accel.FloatString(3))
+		}
+		if want := roundRat(host); rep.Total.HostCost != want {
+			t.Fatalf("host %s, the definition says %s", rep.Total.HostCost, want)
+		}
+		// The per-workload licence is not in the oracle; licence per
+		// GPU-hour only (no price here has a per-workload licence).
+		if want := roundRat(licence); rep.Total.LicenceCost != want {
+			t.Fatalf("licence %s, the definition says %s", rep.Total.LicenceCost, want)
+		}
+		for _, by := range []string{api.CostByTeam, api.CostByPool, api.CostByUser, "label:x"} {
+			r, err := Report(in, by, admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Total.TotalCost != rep.Total.TotalCost || r.Total.AcceleratorCost != rep.Total.AcceleratorCost {
+				t.Fatalf("by %s the total is %s, by workload %s", by, r.Total.TotalCost, rep.Total.TotalCost)
+			}
+		}
+		var tot Money
+		for _, m := range Totals(in) {
+			tot += m
+		}
+		if tot != rep.Total.TotalCost {
+			t.Fatalf("Totals add up to %s, the report's total is %s", tot, rep.Total.TotalCost)
+		}
+		gran := rapid.SampledFrom([]time.Duration{time.Hour, 24 * time.Hour}).Draw(t, "granularity")
+		for _, vis := range []Visibility{admin, {Teams: map[core.TeamName]bool{"alpha": true}}} {
+			var buf bytes.Buffer
+			n, err := ExportFOCUS(&buf, in, gran, vis, "acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			billed, rows := sumFOCUS(t, buf.Bytes())
+			want := mustReportR(t, in, api.CostByWorkload, vis).Total.TotalCost
+			if billed != want || rows != n {
+				t.Fatalf("vis %v: the export bills %s over %d rows (said %d), the report %s\n%s", vis, billed, rows, n, want, buf.String())
+			}
+			checkCommitments(t, buf.Bytes())
+		}
+		member := Visibility{Teams: map[core.TeamName]bool{"alpha": true}}
+		mine := mustReportR(t, in, api.CostByWorkload, member)
+		all := rowsByName(rep)
+		var want Money
+		for _, r := range mine.Items {
+			if in.Workloads[core.WorkloadID(r.Name)].Team != "alpha" || all[r.Name].TotalCost != r.TotalCost {
+				t.Fatalf("the member sees %+v, the admin %+v", r, all[r.Name])
+			}
+			want += r.TotalCost
+		}
+		if mine.Total.TotalCost != want {
+			t.Fatalf("member's total %s, its rows %s", mine.Total.TotalCost, want)
+		}
+		if in.To.Sub(in.From) >= time.Minute {
+			s, err := Series(in, api.CostByTeam, 20*time.Minute, admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st Money
+			for _, p := range s.Points {
+				for _, m := range p.Items {
+					st += m
+				}
+			}
+			if d := st - rep.Total.TotalCost; d < -Money(5*len(s.Points)) || d > Money(5*len(s.Points)) {
+				t.Fatalf("the series adds up to %s, the report %s", st, rep.Total.TotalCost)
+			}
+		}
+	})
+}
+
+func mustReportR(t *rapid.T, in Input, by string, vis Visibility) api.CostReport {
+	rep, err := Report(in, by, vis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// checkCommitments: per commitment and period, the Used and Unused rows'
+// EffectiveCost add up to the Purchase row's BilledCost.
+func checkCommitments(t *rapid.T, b []byte) {
+	recs, _ := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	col := map[string]int{}
+	for i, c := range recs[0] {
+		col[c] = i
+	}
+	type key struct{ id, period string }
+	purchase, used := map[key]Money{}, map[key]Money{}
+	for _, r := range recs[1:] {
+		id := r[col["CommitmentDiscountId"]]
+		if id == "" {
+			continue
+		}
+		k := key{id, r[col["ChargePeriodStart"]]}
+		switch r[col["ChargeCategory"]] {
+		case "Purchase":
+			m, _ := api.ParseMoney(r[col["BilledCost"]])
+			purchase[k] += m
+		case "Usage":
+			m, _ := api.ParseMoney(r[col["EffectiveCost"]])
+			used[k] += m
+		}
+	}
+	if len(purchase) == 0 {
+		return // a member's export
+	}
+	for k, m := range used {
+		if purchase[k] != m {
+			t.Fatalf("commitment %v: usage effective cost %s, purchase %s", k, m, purchase[k])
+		}
+	}
+	for k, m := range purchase {
+		if used[k] != m {
+			t.Fatalf("commitment %v: purchase %s, usage effective cost %s", k, m, used[k])
+		}
+	}
+}
