@@ -159,6 +159,9 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	if w.Status.Phase != "Pending" || w.Status.Reason != "BudgetExceeded" || !strings.Contains(w.Status.Message, "of 0.50 USD") || !strings.Contains(w.Status.Message, "resets at") {
 		t.Errorf("next workload of a team over its hard budget: %s/%s %q", w.Status.Phase, w.Status.Reason, w.Status.Message)
 	}
+	if why := s.run(t, tina, "why", next).stdout; !strings.Contains(why, "BudgetExceeded") || !strings.Contains(why, "resets at") {
+		t.Errorf("why: %q, want the spent budget and when the month resets", why)
+	}
 	var bs api.BudgetList
 	mustJSON(t, s.run(t, tina, "get", "budgets", "-o", "json").stdout, &bs)
 	if len(bs.Items) != 1 || !bs.Items[0].Exceeded || bs.Items[0].Spent < bs.Items[0].Monthly {
