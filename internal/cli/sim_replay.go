@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
@@ -190,6 +192,12 @@ type replayFlags struct {
 	seed       int64
 	limit      int
 	maxNodes   int
+	// Prices: --price-on-demand RATE (per GPU-hour, every pool of the
+	// replay's nodes) or --prices FILE (a YAML list of api.Price), in
+	// --currency.
+	onDemand   string
+	pricesFile string
+	currency   string
 }
 
 func newSimReplayCmd(e *env) *cobra.Command {
@@ -217,10 +225,26 @@ trace names its priority class. --teams N assigns the tasks to teams team-1
 ... team-N at random (deterministic with --seed), with equal guarantees or
 --guarantee percentages of the GPU capacity, so that quotas, reclaim and fair
 share act on the trace's arrivals; otherwise the trace's teams are used (tasks
-without one are in team 'default'). Progress goes to stderr.`,
+without one are in team 'default'). Progress goes to stderr.
+
+With prices, each policy's replay is also priced by the cost ledger, as
+'gpufleet cost report' prices a server: --price-on-demand RATE bills every
+GPU-hour held at RATE in every pool of the replay's nodes; --prices FILE gives
+price versions (a YAML list of the API's price objects, as a server
+configuration's cost.prices lists them, or what 'gpufleet get prices -o yaml'
+writes, with its currency), any kind: owned, monthly and reserved GPUs are billed
+held or not, so idle time costs too. A node that names no pool is in pool
+'local'. The window is the replay's span, from the first submission to the
+last completion; a version's effectiveFrom is in virtual time, which starts at
+` + sim.ReplayEpoch.Format(time.RFC3339) + `. The cost table shows, per policy,
+the total, the cost per completed task (each task that succeeded counts one),
+the GPU-hours held, and the idle cost and its share of the total; -o json adds
+the rows by team.`,
 		Example: `  gpufleet sim replay --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
   gpufleet sim replay --trace cluster.jsonl --teams 3 --guarantee 50,30,20 --seed 7 -o json
-  gpufleet sim replay --from-server --policy gpufleet`,
+  gpufleet sim replay --from-server --policy gpufleet
+  gpufleet sim replay --trace cluster.jsonl --price-on-demand 2.50
+  gpufleet sim replay --trace cluster.jsonl --prices prices.yaml --currency EUR`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.check(); err != nil {
@@ -240,6 +264,9 @@ without one are in team 'default'). Progress goes to stderr.`,
 	fl.Int64Var(&f.seed, "seed", 42, "seed of the team assignment")
 	fl.IntVar(&f.limit, "limit", 0, "replay only the first N tasks that can be replayed (0: all)")
 	fl.IntVar(&f.maxNodes, "max-nodes", 0, "keep only the first N nodes with GPUs (0: all), to load a smaller cluster with the same trace")
+	fl.StringVar(&f.onDemand, "price-on-demand", "", "price the replay: an on-demand RATE per GPU-hour for every pool of the nodes, e.g. 2.50")
+	fl.StringVar(&f.pricesFile, "prices", "", "price the replay with the price versions of a YAML FILE: a list of prices as cost.prices writes them, or the output of 'gpufleet get prices -o yaml'")
+	fl.StringVar(&f.currency, "currency", "", "currency of the prices, an ISO 4217 code (default "+sim.ReplayCurrency+")")
 	out = addOutputFlag(cmd, outTable, outJSON)
 	return cmd
 }
@@ -269,6 +296,65 @@ func (f *replayFlags) check() error {
 	if err := sim.CheckGuarantees(f.teams, f.guarantees); err != nil {
 		return usagef("--guarantee: %v", err)
 	}
+	switch {
+	case f.onDemand != "" && f.pricesFile != "":
+		return usagef("--price-on-demand and --prices: give one")
+	case f.currency != "" && f.onDemand == "" && f.pricesFile == "":
+		return usagef("--currency needs --price-on-demand or --prices")
+	case f.currency != "" && !config.ValidCurrency(f.currency):
+		return usagef("--currency %q: want an ISO 4217 code such as USD or EUR", f.currency)
+	}
+	if f.onDemand != "" {
+		m, err := api.ParseMoney(f.onDemand)
+		if err == nil && (m <= 0 || m > api.MaxMoney) {
+			err = fmt.Errorf("must be positive and at most %s", api.MaxMoney)
+		}
+		if err != nil {
+			return usagef("--price-on-demand %q: %v", f.onDemand, err)
+		}
+	}
+	return nil
+}
+
+// prices sets the price versions and the currency of the replay cfg: none
+// without a price flag. A --prices file is a YAML list of prices, or what
+// 'gpufleet get prices -o yaml' writes (whose currency applies unless
+// --currency names one).
+func (f *replayFlags) prices(cfg *sim.ReplayConfig) error {
+	cfg.Currency = f.currency
+	switch {
+	case f.onDemand != "":
+		m, _ := api.ParseMoney(f.onDemand) // checked
+		cfg.Prices = sim.OnDemandPrices(cfg.Nodes, m)
+		return nil
+	case f.pricesFile == "":
+		return nil
+	}
+	b, err := os.ReadFile(f.pricesFile)
+	if err != nil {
+		return fmt.Errorf("--prices: %w", err)
+	}
+	var ps []api.Price
+	if err := yaml.UnmarshalStrict(b, &ps); err != nil {
+		var list api.PriceList
+		if yaml.UnmarshalStrict(b, &list) != nil || list.Items == nil {
+			return fmt.Errorf("--prices %s: want a YAML list of prices (or the output of 'gpufleet get prices -o yaml'): %w", f.pricesFile, err)
+		}
+		ps = list.Items
+		if cfg.Currency == "" {
+			cfg.Currency = list.Currency
+		}
+	}
+	if len(ps) == 0 {
+		return fmt.Errorf("--prices %s: no prices", f.pricesFile)
+	}
+	if cfg.Currency != "" && !config.ValidCurrency(cfg.Currency) {
+		return fmt.Errorf("--prices %s: currency %q: want an ISO 4217 code such as USD or EUR", f.pricesFile, cfg.Currency)
+	}
+	if err := sim.CheckReplayPrices(ps); err != nil {
+		return fmt.Errorf("--prices %s: %w", f.pricesFile, err)
+	}
+	cfg.Prices = ps
 	return nil
 }
 
@@ -278,6 +364,9 @@ func runReplay(ctx context.Context, e *env, f replayFlags, format string) error 
 		return err
 	}
 	cfg := sim.ReplayConfig{Nodes: sim.GPUNodes(t.Nodes, f.maxNodes), TraceTeams: t.Teams, Tasks: t.Tasks, Teams: f.teams, Guarantees: f.guarantees, Seed: f.seed, Limit: f.limit}
+	if err := f.prices(&cfg); err != nil {
+		return err
+	}
 
 	// The policies run side by side (sim.ReplayPolicies); progress lines
 	// go to stderr, at most one per policy and tenth of the tasks.
@@ -300,6 +389,9 @@ func runReplay(ctx context.Context, e *env, f replayFlags, format string) error 
 	}
 	for _, r := range runs {
 		fmt.Fprintf(e.stderr, "replay %s: done in %.1fs (%d scheduling cycles)\n", r.Policy, r.Seconds, r.Cycles)
+	}
+	if c := runs[0].Cost; c != nil && len(c.UnpricedPools) > 0 {
+		fmt.Fprintf(e.stderr, "replay: no price names pool %s of the nodes: its GPU time costs nothing\n", strings.Join(c.UnpricedPools, ", "))
 	}
 	if format == outJSON {
 		return printJSON(e.stdout, replayReport{Source: t.Source, Tasks: len(t.Tasks), Runs: runs})
@@ -349,20 +441,67 @@ func printReplayTable(w io.Writer, t trace.Trace, runs []sim.ReplayResult) error
 	for _, r := range runs {
 		fmt.Fprintf(w, "  %-12s %s\n", r.Policy, sparkline(r.Utilisation, top))
 	}
+	if err := printReplayCost(w, runs); err != nil {
+		return err
+	}
 
 	if len(r0.Teams) > 1 {
 		fmt.Fprintln(w)
-		tb := newTable(w, "POLICY", "TEAM", "GUARANTEED", "COMPLETED", "GPU-HOURS", "MEAN-SHARE", "PREEMPTIONS", "QUEUE-P50", "QUEUE-P95", "QUEUE-P99")
+		header := []string{"POLICY", "TEAM", "GUARANTEED", "COMPLETED", "GPU-HOURS", "MEAN-SHARE", "PREEMPTIONS", "QUEUE-P50", "QUEUE-P95", "QUEUE-P99"}
+		if r0.Cost != nil {
+			header = append(header, "COST")
+		}
+		tb := newTable(w, header...)
 		for _, r := range runs {
 			for _, tm := range r.Teams {
-				tb.row(r.Policy, tm.Name, formatPercent(tm.Guaranteed), fmt.Sprintf("%d/%d", tm.Completed, tm.Submitted),
+				cells := []string{r.Policy, tm.Name, formatPercent(tm.Guaranteed), fmt.Sprintf("%d/%d", tm.Completed, tm.Submitted),
 					formatHours(tm.GPUHours), formatPercent(tm.MeanShare), strconv.Itoa(tm.Preemptions),
-					formatSpan(tm.Queueing.P50), formatSpan(tm.Queueing.P95), formatSpan(tm.Queueing.P99))
+					formatSpan(tm.Queueing.P50), formatSpan(tm.Queueing.P95), formatSpan(tm.Queueing.P99)}
+				if r.Cost != nil {
+					cells = append(cells, teamCost(r.Cost, tm.Name).Fixed())
+				}
+				tb.row(cells...)
 			}
 		}
 		return tb.flush()
 	}
 	return nil
+}
+
+// printReplayCost prints, when the replay was priced, a line per policy:
+// the total, the cost per completed task, the GPU-hours held, and the idle
+// cost with its share of the total.
+func printReplayCost(w io.Writer, runs []sim.ReplayResult) error {
+	c0 := runs[0].Cost
+	if c0 == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "\ncost in %s, from the first submission to the last completion:\n", c0.Currency)
+	tb := newTable(w, "POLICY", "TOTAL", "PER-COMPLETED-TASK", "COMPLETED", "GPU-HOURS", "IDLE", "IDLE-SHARE")
+	for _, r := range runs {
+		c := r.Cost
+		if c == nil {
+			continue
+		}
+		per := ""
+		if c.CostPerCompletedTask != nil {
+			per = c.CostPerCompletedTask.Fixed()
+		}
+		tb.row(r.Policy, c.Total.Fixed(), per, strconv.FormatInt(c.CompletedTasks, 10), formatHours(c.GPUHours),
+			c.IdleCost.Fixed(), formatPercent(c.IdleShare()))
+	}
+	return tb.flush()
+}
+
+// teamCost is a team's total in a replay's cost: 0 when its tasks held
+// nothing.
+func teamCost(c *sim.ReplayCost, team string) api.Money {
+	for _, row := range c.ByTeam {
+		if row.Name == team {
+			return row.TotalCost
+		}
+	}
+	return 0
 }
 
 // sparkline draws the allocated share of samples in sparkWidth characters,

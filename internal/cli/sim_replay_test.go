@@ -246,3 +246,181 @@ func TestSimExportFromServer(t *testing.T) {
 		t.Errorf("replay of the snapshot: %+v, want 3 submitted and completed, 1 skipped (no runtime)", report.Runs)
 	}
 }
+
+// replayCost is the cost of a run in sim replay's -o json.
+type replayCost struct {
+	Currency             string
+	Total                api.Money
+	IdleCost             api.Money
+	CompletedTasks       int64
+	CostPerCompletedTask *api.Money
+	ByTeam               []struct {
+		Name      string
+		TotalCost api.Money
+	}
+}
+
+func TestSimReplayCostOnDemand(t *testing.T) {
+	// At 3600 per GPU-hour, one per GPU-second: gpufleet holds 4 × ¼ GPU
+	// × 100 s, the reservation baseline 4 whole GPUs × 100 s.
+	got := runCLI(t, invocation{args: []string{"sim", "replay", "--trace", writeTinyTrace(t), "--price-on-demand", "3600", "-o", "json"}})
+	if got.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", got.code, got.stderr)
+	}
+	var report struct {
+		Runs []struct {
+			Policy string
+			Cost   *replayCost
+		}
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &report); err != nil {
+		t.Fatalf("%v\n%s", err, got.stdout)
+	}
+	per := func(m api.Money) *api.Money { return &m }
+	row := func(name string, m api.Money) struct {
+		Name      string
+		TotalCost api.Money
+	} {
+		return struct {
+			Name      string
+			TotalCost api.Money
+		}{name, m}
+	}
+	unit := api.MoneyUnit
+	want := []struct {
+		Policy string
+		Cost   *replayCost
+	}{
+		{"gpufleet", &replayCost{Currency: "USD", Total: 100 * unit, CompletedTasks: 4, CostPerCompletedTask: per(25 * unit), ByTeam: []struct {
+			Name      string
+			TotalCost api.Money
+		}{row("default", 100*unit)}}},
+		{"reservation", &replayCost{Currency: "USD", Total: 400 * unit, CompletedTasks: 4, CostPerCompletedTask: per(100 * unit), ByTeam: []struct {
+			Name      string
+			TotalCost api.Money
+		}{row("default", 400*unit)}}},
+	}
+	if diff := cmp.Diff(want, report.Runs); diff != "" {
+		t.Errorf("costs (-want +got):\n%s", diff)
+	}
+
+	// The table: a cost line per policy, and each team's cost.
+	got = runCLI(t, invocation{args: []string{"sim", "replay", "--trace", writeTinyTrace(t), "--price-on-demand", "3600", "--teams", "2", "--guarantee", "50,50"}})
+	if got.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", got.code, got.stderr)
+	}
+	for _, want := range []string{
+		"cost in USD, from the first submission to the last completion:",
+		"POLICY       TOTAL   PER-COMPLETED-TASK  COMPLETED  GPU-HOURS  IDLE  IDLE-SHARE",
+		"gpufleet     100.00  25.00               4          0.028      0.00  0.0%",
+		"reservation  400.00  100.00              4          0.111      0.00  0.0%",
+		"QUEUE-P99  COST",
+	} {
+		if !strings.Contains(got.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, got.stdout)
+		}
+	}
+	// Without prices, no cost.
+	got = runCLI(t, invocation{args: []string{"sim", "replay", "--trace", writeTinyTrace(t)}})
+	if got.code != 0 || strings.Contains(got.stdout, "cost in") || strings.Contains(got.stdout, "COST") {
+		t.Errorf("exit %d; a replay without prices shows a cost:\n%s", got.code, got.stdout)
+	}
+}
+
+func TestSimReplayCostOwnedFromFile(t *testing.T) {
+	// Two owned GPUs, billed held or not at one per GPU-second. gpufleet
+	// runs the four quarter-GPU tasks together, 0-100 s: 200 billed, 100
+	// held, 100 idle. The reservation baseline runs them two at a time on
+	// whole GPUs, 0-200 s: 400 billed, all held.
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "two.jsonl")
+	body := `{"kind":"header","format":"gpufleet-trace","version":1,"source":"two"}
+{"kind":"node","name":"n1","gpuCount":2,"gpuModel":"H100","gpuMemoryMiB":81920}
+{"kind":"task","name":"q0","submitted":0,"runtimeSeconds":100,"gpus":0.25}
+{"kind":"task","name":"q1","submitted":0,"runtimeSeconds":100,"gpus":0.25}
+{"kind":"task","name":"q2","submitted":0,"runtimeSeconds":100,"gpus":0.25}
+{"kind":"task","name":"q3","submitted":0,"runtimeSeconds":100,"gpus":0.25}
+`
+	prices := filepath.Join(dir, "prices.yaml")
+	if err := os.WriteFile(tr, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prices, []byte("- pool: local\n  kind: owned\n  perGPUHour: 3600\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := runCLI(t, invocation{args: []string{"sim", "replay", "--trace", tr, "--prices", prices, "--currency", "EUR"}})
+	if got.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", got.code, got.stderr)
+	}
+	for _, want := range []string{
+		"cost in EUR, from the first submission to the last completion:",
+		"gpufleet     200.00  50.00               4          0.028      100.00  50.0%",
+		"reservation  400.00  100.00              4          0.111      0.00    0.0%",
+	} {
+		if !strings.Contains(got.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, got.stdout)
+		}
+	}
+	if strings.Contains(got.stderr, "no price names") {
+		t.Errorf("stderr warns of an unpriced pool:\n%s", got.stderr)
+	}
+
+	// What 'gpufleet get prices -o yaml' writes serves too, with its
+	// currency unless --currency names one.
+	if err := os.WriteFile(prices, []byte("currency: GBP\nitems:\n- pool: local\n  kind: on-demand\n  rate: 3600\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for currency, args := range map[string][]string{"GBP": nil, "CHF": {"--currency", "CHF"}} {
+		got = runCLI(t, invocation{args: append([]string{"sim", "replay", "--trace", tr, "--prices", prices, "--policy", "gpufleet"}, args...)})
+		if want := "cost in " + currency + ","; got.code != 0 || !strings.Contains(got.stdout, want) || !strings.Contains(got.stdout, "gpufleet  100.00  25.00") {
+			t.Errorf("get prices' output, %v: exit %d, stderr %q; want 0, %q and a cost of 100:\n%s", args, got.code, got.stderr, want, got.stdout)
+		}
+	}
+
+	// A price of another pool leaves the nodes' pool unpriced: it says so.
+	if err := os.WriteFile(prices, []byte("- pool: a100\n  kind: on-demand\n  rate: 2.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got = runCLI(t, invocation{args: []string{"sim", "replay", "--trace", tr, "--prices", prices, "--policy", "gpufleet"}})
+	if got.code != 0 || !strings.Contains(got.stderr, "no price names pool local of the nodes") || !strings.Contains(got.stdout, "gpufleet  0.00") {
+		t.Errorf("exit %d, stderr %q; want 0 and a warning about pool local, and a cost of 0:\n%s", got.code, got.stderr, got.stdout)
+	}
+}
+
+func TestSimReplayCostErrors(t *testing.T) {
+	path := writeTinyTrace(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"both price flags", []string{"--price-on-demand", "2", "--prices", "p.yaml"}, 2, "--price-on-demand and --prices: give one"},
+		{"currency without prices", []string{"--currency", "EUR"}, 2, "--currency needs --price-on-demand or --prices"},
+		{"unknown currency", []string{"--price-on-demand", "2", "--currency", "XYZ"}, 2, `--currency "XYZ"`},
+		{"rate not a number", []string{"--price-on-demand", "two"}, 2, `--price-on-demand "two"`},
+		{"rate zero", []string{"--price-on-demand", "0"}, 2, "must be positive"},
+		{"no prices file", []string{"--prices", filepath.Join(dir, "missing.yaml")}, 1, "--prices: open"},
+		{"not a list", []string{"--prices", write("map.yaml", "pool: local\n")}, 1, "want a YAML list of prices"},
+		{"bad currency in the file", []string{"--prices", write("cur.yaml", "currency: dollars\nitems:\n- pool: local\n  kind: on-demand\n  rate: 1\n")}, 1, `currency "dollars"`},
+		{"unknown field", []string{"--prices", write("typo.yaml", "- pool: local\n  kind: on-demand\n  rat: 2\n")}, 1, `unknown field "rat"`},
+		{"invalid price", []string{"--prices", write("bad.yaml", "- pool: local\n  kind: on-demand\n")}, 1, "prices[0].rate: is required"},
+		{"empty", []string{"--prices", write("empty.yaml", "[]\n")}, 1, "no prices"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runCLI(t, invocation{args: append([]string{"sim", "replay", "--trace", path}, tc.args...)})
+			if got.code != tc.code || !strings.Contains(got.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", got.code, got.stderr, tc.code, tc.want)
+			}
+		})
+	}
+}

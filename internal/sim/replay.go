@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
@@ -58,6 +59,12 @@ type ReplayConfig struct {
 	Samples int
 	// Progress, when set, is called now and then, and once at the end.
 	Progress func(ReplayProgress)
+	// Prices, when any, price the replay (ReplayResult.Cost): versions of
+	// the nodes' pools (a node that names none is in ReplayDefaultPool),
+	// EffectiveFrom in virtual time (zero: since always), in Currency
+	// (ReplayCurrency when empty). See replay_cost.go.
+	Prices   []api.Price
+	Currency string
 }
 
 // ReplayProgress says how far a replay has got.
@@ -110,6 +117,9 @@ type ReplayResult struct {
 	// Cycles is the number of scheduling cycles run; Seconds the wall time.
 	Cycles  int     `json:"cycles"`
 	Seconds float64 `json:"seconds"`
+	// Cost is what the replay's work cost under ReplayConfig.Prices; nil
+	// without prices.
+	Cost *ReplayCost `json:"cost,omitempty"`
 }
 
 // Delays are quantiles of delays, in seconds.
@@ -158,6 +168,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 	policy := cmp.Or(cfg.Policy, ReplayGPUFleet)
 	if err := CheckReplayPolicy(policy); err != nil {
 		return ReplayResult{}, fmt.Errorf("replay policy %w", err)
+	}
+	if err := CheckReplayPrices(cfg.Prices); err != nil {
+		return ReplayResult{}, fmt.Errorf("replay: %w", err)
 	}
 	res := ReplayResult{Policy: policy, Seed: cfg.Seed, Nodes: len(cfg.Nodes), Teams: []ReplayTeam{}, Utilisation: []UtilisationSample{}}
 	for _, n := range cfg.Nodes {
@@ -246,6 +259,12 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 	// 5. Measure, from what the store recorded.
 	if err := r.measure(ctx, teams, capacity); err != nil {
 		return ReplayResult{}, err
+	}
+	// 6. Price it (replay_cost.go).
+	if len(cfg.Prices) > 0 {
+		if res.Cost, err = r.cost(ctx); err != nil {
+			return ReplayResult{}, err
+		}
 	}
 	res.Seconds = time.Since(wall).Seconds()
 	return res, nil
