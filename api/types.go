@@ -194,8 +194,18 @@ type Node struct {
 	Labels    map[string]string `json:"labels,omitempty"`
 	CPU       Milli             `json:"cpu,omitempty"`
 	MemoryMiB int64             `json:"memoryMiB,omitempty"`
-	// Schedulable is false for cordoned nodes.
+	// Schedulable is true when the node takes new work: its cluster lets
+	// it and its state is Ready.
 	Schedulable bool `json:"schedulable"`
+	// State is where the node is in its lifecycle: Registering,
+	// Validating, Ready, Cordoned, Draining, Failed or Lost; StateReason
+	// and StateMessage say why, since StateSince.
+	State        string     `json:"state"`
+	StateReason  string     `json:"stateReason,omitempty"`
+	StateMessage string     `json:"stateMessage,omitempty"`
+	StateSince   *time.Time `json:"stateSince,omitempty"`
+	// LastQualified is when the node last passed qualification.
+	LastQualified *time.Time `json:"lastQualified,omitempty"`
 	// Isolation says how the node confines workloads from the platform
 	// and from each other ("per-team users + Landlock ABI 7"), with what
 	// is missing in parentheses.
@@ -216,9 +226,15 @@ type GPU struct {
 	Simulated bool   `json:"simulated,omitempty"`
 	// Domain groups devices joined by NVLink; whole-GPU workloads are
 	// placed within one domain when they can be.
-	Domain             int   `json:"domain,omitempty"`
-	AllocatedMilliGPU  int64 `json:"allocatedMilliGPU"`
-	AllocatedMemoryMiB int64 `json:"allocatedMemoryMiB"`
+	Domain int `json:"domain,omitempty"`
+	// Health is Healthy, Suspect (a warning; it still takes work) or
+	// Failed (it takes no new work until it passes qualification);
+	// HealthReason and HealthMessage say why.
+	Health             string `json:"health"`
+	HealthReason       string `json:"healthReason,omitempty"`
+	HealthMessage      string `json:"healthMessage,omitempty"`
+	AllocatedMilliGPU  int64  `json:"allocatedMilliGPU"`
+	AllocatedMemoryMiB int64  `json:"allocatedMemoryMiB"`
 	// Allocations lists the running workloads that hold a share of this
 	// GPU and that the caller may see (its own teams'; every one for an
 	// admin). The totals above count every workload.
@@ -436,4 +452,65 @@ func (e *Error) Error() string {
 		s += "\n  " + f.Field + ": " + f.Problem
 	}
 	return s
+}
+
+// NodeEvent is one change of a node's state or of a device's health (GET
+// /nodes/{name}/events).
+type NodeEvent struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	// GPU is the device the event is about; absent for the node.
+	GPU  *int   `json:"gpu,omitempty"`
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// By names the person who caused it; absent for the platform.
+	By string `json:"by,omitempty"`
+}
+
+// Evidence is the record of one qualification command (GET
+// /nodes/{name}/evidence): what ran (argv, no shell), what it printed
+// (bounded), how long it took and what the check found.
+type Evidence struct {
+	Node          string    `json:"node"`
+	Run           string    `json:"run"`
+	GPUs          []int     `json:"gpus,omitempty"`
+	Command       []string  `json:"command"`
+	ExitCode      *int      `json:"exitCode"`
+	Stdout        string    `json:"stdout"`
+	Stderr        string    `json:"stderr"`
+	Error         string    `json:"error,omitempty"`
+	StartedAt     time.Time `json:"startedAt"`
+	DurationMs    int64     `json:"durationMs"`
+	Result        string    `json:"result"`
+	Message       string    `json:"message,omitempty"`
+	Simulated     bool      `json:"simulated,omitempty"`
+	DriverVersion string    `json:"driverVersion,omitempty"`
+	DCGMVersion   string    `json:"dcgmVersion,omitempty"`
+}
+
+// Drain is the body of POST /nodes/{name}/drain.
+type Drain struct {
+	// Grace is how long running work has to stop ("5m"); each workload's
+	// own grace period when absent.
+	Grace string `json:"grace,omitempty"`
+}
+
+// Validate is the body of POST /nodes/{name}/validate.
+type Validate struct {
+	// Level is dcgmi diag's run level, 1 (seconds) to 3 (about 15 min).
+	Level int `json:"level"`
+	// GPUs limits the qualification to these devices; all when absent.
+	GPUs []int `json:"gpus,omitempty"`
+}
+
+// Fault is the body of POST /nodes/{name}/faults, on simulated nodes only:
+// a diagnostic test that the device's next diagnostic fails, an Xid error
+// now, or a lost heartbeat.
+type Fault struct {
+	GPU       *int   `json:"gpu,omitempty"`
+	Diag      string `json:"diag,omitempty"`
+	Xid       int    `json:"xid,omitempty"`
+	Heartbeat string `json:"heartbeat,omitempty"` // "lost"
 }

@@ -85,6 +85,22 @@ var table = []route{
 	{pattern: "GET /api/v1/workloads/{id}/usage", access: teamRole, need: core.RoleViewer, serve: (*Server).workloadUsage},
 
 	{pattern: "GET /api/v1/nodes", access: anyCaller, serve: (*Server).nodes},
+	// A node's state, health, events and evidence are for every caller
+	// (allocations only of the caller's teams, as in the list); changing
+	// them is for admins.
+	{pattern: "GET /api/v1/nodes/{name}", access: anyCaller, serve: (*Server).nodes},
+	{pattern: "GET /api/v1/nodes/{name}/events", access: anyCaller, serve: (*Server).nodeEvents},
+	{pattern: "GET /api/v1/nodes/{name}/evidence", access: anyCaller, serve: (*Server).nodeEvidence},
+	{pattern: "POST /api/v1/nodes/{name}/cordon", access: adminOnly, doing: "cordoning nodes",
+		action: "cordon node", ok: http.StatusOK, serve: (*Server).cordonNode},
+	{pattern: "POST /api/v1/nodes/{name}/uncordon", access: adminOnly, doing: "uncordoning nodes",
+		action: "uncordon node", ok: http.StatusOK, serve: (*Server).uncordonNode},
+	{pattern: "POST /api/v1/nodes/{name}/drain", access: adminOnly, doing: "draining nodes",
+		action: "drain node", ok: http.StatusOK, serve: (*Server).drainNode},
+	{pattern: "POST /api/v1/nodes/{name}/validate", access: adminOnly, doing: "qualifying nodes",
+		action: "validate node", ok: http.StatusOK, serve: (*Server).validateNode},
+	{pattern: "POST /api/v1/nodes/{name}/faults", access: adminOnly, doing: "injecting faults",
+		action: "inject fault", ok: http.StatusOK, serve: (*Server).injectFault},
 	{pattern: "GET /api/v1/priorityclasses", access: anyCaller, serve: (*Server).priorityClasses},
 
 	{pattern: "GET /api/v1/teams", access: anyCaller, serve: (*Server).teams},

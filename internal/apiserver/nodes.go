@@ -34,10 +34,25 @@ func (s *Server) nodes(c *call) (reply, error) {
 			holders[k] = append(holders[k], api.GPUAllocation{WorkloadID: string(w.ID), Team: string(w.Team), MilliGPU: a.MilliGPU, MemoryMiB: a.MemoryMiB})
 		}
 	}
+	statuses, err := s.opts.Store.NodeStatuses(c.r.Context())
+	if err != nil {
+		return reply{}, err
+	}
 	out := api.List[api.Node]{Items: []api.Node{}}
 	for _, n := range snap.Nodes {
+		if name := c.r.PathValue("name"); name != "" && core.NodeName(name) != n.Name {
+			continue
+		}
 		an := api.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region, Labels: n.Labels, CPU: api.Milli(n.MilliCPU), Isolation: n.Isolation,
-			MemoryMiB: n.MemoryMiB, Schedulable: n.Schedulable, GPUs: []api.GPU{}, UpdatedAt: n.UpdatedAt}
+			MemoryMiB: n.MemoryMiB, Schedulable: n.Schedulable, GPUs: []api.GPU{}, UpdatedAt: n.UpdatedAt, State: string(core.NodeReady)}
+		st, hasStatus := statuses[n.Name]
+		if hasStatus {
+			an.State, an.StateReason, an.StateMessage, an.LastQualified = string(st.State), st.Reason, st.Message, st.LastQualified
+			if !st.Since.IsZero() {
+				since := st.Since
+				an.StateSince = &since
+			}
+		}
 		usage := snap.Usage[n.Name]
 		for _, g := range n.GPUs {
 			var gu core.GPUUse
@@ -46,11 +61,20 @@ func (s *Server) nodes(c *call) (reply, error) {
 			}
 			ag := api.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB,
 				Simulated: g.Simulated, Domain: g.Domain, AllocatedMilliGPU: gu.MilliGPU, AllocatedMemoryMiB: gu.MemoryMiB,
-				Allocations: holders[devKey{n.Name, g.Index}]}
+				Allocations: holders[devKey{n.Name, g.Index}], Health: core.GPUHealthy}
+			if gs, ok := st.GPUs[g.Index]; hasStatus && ok {
+				ag.Health, ag.HealthReason, ag.HealthMessage = gs.Health, gs.Reason, gs.Message
+			}
 			s.withGPUUsage(&ag, n, foreign[devKey{n.Name, g.Index}])
 			an.GPUs = append(an.GPUs, ag)
 		}
 		out.Items = append(out.Items, an)
+	}
+	if name := c.r.PathValue("name"); name != "" {
+		if len(out.Items) == 0 {
+			return reply{}, notFound("node", name)
+		}
+		return reply{status: http.StatusOK, body: out.Items[0]}, nil
 	}
 	return reply{status: http.StatusOK, body: out}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/ledger"
+	"github.com/gpufleet/gpufleet/internal/qualify"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -73,6 +74,9 @@ type Options struct {
 	// Ledger answers the cost routes (prices, reports, exports, budgets);
 	// nil answers 503.
 	Ledger *ledger.Ledger
+	// Lifecycle runs the node lifecycle routes (cordon, drain, uncordon,
+	// validate, faults); nil answers 503.
+	Lifecycle *qualify.Qualifier
 }
 
 // RateLimit is a token bucket per token: RequestsPerSecond sustained, Burst

@@ -33,6 +33,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/gpu"
 	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/portal"
+	"github.com/gpufleet/gpufleet/internal/qualify"
 	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -145,6 +146,9 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}
 	policy := sched.Options{StarvationAfter: cfg.Scheduler.StarvationAfter.Duration, FairShareReclaim: cfg.Scheduler.FairShareReclaim,
 		MinRuntime: cfg.Scheduler.MinRuntime.Duration}
+	lifecycle := qualify.New(qualify.Options{Store: st, Logger: log.With("component", "lifecycle"), Local: core.NodeName(cfg.NodeName),
+		Level: cfg.Qualification.Level, Every: cfg.Qualification.Every.Duration, RequireDCGM: cfg.Qualification.RequireDCGM,
+		Drain: cfg.Qualification.Policy == "drain", Tick: min(time.Second, cfg.ResyncPeriod)})
 	led := &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: cfg.Cost.Prices, DefaultPool: cfg.Pool}
 	obs := newObservability(cfg, st, ex, led, log)
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
@@ -182,6 +186,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Metrics:         obs.metrics.Handler(),
 		CommandsOnly:    cfg.Executor != "kubernetes",
 		Ledger:          led,
+		Lifecycle:       lifecycle,
 	})
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := newHTTPServer(portal.With(srv), serverTimeouts)
@@ -207,6 +212,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	if reported != nil {
 		wg.Go(func() { heartbeat(ctx, st, *reported, heartbeatInterval(cfg), log.With("component", "nodes")) })
 	}
+	wg.Go(func() { lifecycle.Run(ctx) })
 	go func() {
 		defer wg.Done()
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -414,7 +420,14 @@ func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *sl
 	if err := checkIsolation(ctx, cfg, st, iso, log); err != nil {
 		return nil, node, err
 	}
-	if err := st.PutNode(ctx, node); err != nil {
+	// The node takes work once it has passed qualification (Registering →
+	// Validating → Ready, by internal/qualify), unless the configuration
+	// says otherwise; a node registered before keeps its state.
+	initial := core.NodeStatus{State: core.NodeRegistering, Since: time.Now().UTC(), Message: "qualification runs before it takes work"}
+	if !cfg.Qualification.OnRegistration {
+		initial = core.NodeStatus{State: core.NodeReady, Since: time.Now().UTC(), Message: "qualification at registration is off (qualification.onRegistration)"}
+	}
+	if err := st.RegisterNode(ctx, node, initial); err != nil {
 		return nil, node, err
 	}
 	return ex, node, nil

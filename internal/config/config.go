@@ -50,6 +50,8 @@ type Config struct {
 	Pool string
 	// Cost configures prices and the currency.
 	Cost Cost
+	// Qualification configures the node lifecycle's qualification.
+	Qualification Qualification
 }
 
 // Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.
@@ -71,10 +73,11 @@ func Default() Config {
 			FairShareReclaim: true,
 			MinRuntime:       Duration{5 * time.Minute},
 		},
-		Limits: DefaultLimits(),
-		Usage:  DefaultUsage(),
-		Pool:   DefaultPool,
-		Cost:   Cost{Currency: "USD"},
+		Limits:        DefaultLimits(),
+		Usage:         DefaultUsage(),
+		Pool:          DefaultPool,
+		Cost:          Cost{Currency: "USD"},
+		Qualification: DefaultQualification(),
 	}
 }
 
@@ -153,6 +156,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Usage.validate()...)
 	errs = append(errs, c.Local.validate()...)
 	errs = append(errs, c.Cost.validate()...)
+	errs = append(errs, c.Qualification.validate()...)
 	if c.Pool == "" || len(c.Pool) > 63 || strings.ContainsAny(c.Pool, " \t\n/\\\"'") {
 		errs = append(errs, fmt.Errorf("pool %q: want a name of at most 63 characters without spaces, slashes or quotes", c.Pool))
 	}

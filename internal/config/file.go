@@ -112,6 +112,13 @@ type file struct {
 	Usage           *fileUsage      `json:"usage"`
 	Pool            *string         `json:"pool"`
 	Cost            *Cost           `json:"cost"`
+	Qualification   *struct {
+		OnRegistration *bool     `json:"onRegistration"`
+		Level          *int      `json:"level"`
+		Every          *Duration `json:"every"`
+		RequireDCGM    *bool     `json:"requireDCGM"`
+		Policy         *string   `json:"policy"`
+	} `json:"qualification"`
 }
 
 // Load reads a YAML (or JSON) configuration file over the defaults.
@@ -171,6 +178,13 @@ func Load(path string) (Config, error) {
 		set(&c.Limits.Burst, l.Burst)
 	}
 	set(&c.Pool, f.Pool)
+	if q := f.Qualification; q != nil {
+		set(&c.Qualification.OnRegistration, q.OnRegistration)
+		set(&c.Qualification.Level, q.Level)
+		set(&c.Qualification.Every, q.Every)
+		set(&c.Qualification.RequireDCGM, q.RequireDCGM)
+		set(&c.Qualification.Policy, q.Policy)
+	}
 	if f.Cost != nil {
 		cur := c.Cost.Currency
 		c.Cost = *f.Cost

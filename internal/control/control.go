@@ -520,7 +520,7 @@ func decide(w *core.Workload, e executor.Exit) *end {
 		return &end{requeue: true, phase: core.Lost, reason: "ProcessLost", message: e.Message}
 	}
 	phase, reason, msg := outcome(w, e)
-	return &end{requeue: phase == core.Preempted, phase: phase, reason: reason, message: msg, exitCode: e.ExitCode}
+	return &end{requeue: phase == core.Preempted || phase == core.Lost, phase: phase, reason: reason, message: msg, exitCode: e.ExitCode}
 }
 
 // record writes an attempt's end to the store. A conflict (the attempt was
@@ -551,8 +551,10 @@ func (l *Loop) ended(w *core.Workload, phase core.Phase, reason string) {
 // outcome maps an exit to the final phase and reason.
 func outcome(w *core.Workload, e executor.Exit) (core.Phase, string, string) {
 	switch w.Status.StopRequested {
-	case ReasonPreempted, ReasonReclaimed, ReasonBudgetExceeded:
+	case ReasonPreempted, ReasonReclaimed, ReasonBudgetExceeded, core.StopDrained, core.StopNodeValidating:
 		return core.Preempted, w.Status.StopRequested, w.Status.Message
+	case core.StopGPUFailed, core.StopNodeLost:
+		return core.Lost, w.Status.StopRequested, w.Status.Message
 	case ReasonCancelled:
 		return core.Cancelled, ReasonCancelled, w.Status.Message
 	case ReasonMaxRuntime:

@@ -211,6 +211,9 @@ func Fits(node *Node, used *NodeUsage, req Request, as []Assignment) error {
 		if a.GPUUUID != g.UUID {
 			return fail(a.GPUIndex, "device UUID is %s, not %s", g.UUID, a.GPUUUID)
 		}
+		if !g.Usable() {
+			return fail(a.GPUIndex, "device is %s", g.Health)
+		}
 		if !req.ModelAllowed(g.Model) {
 			return fail(a.GPUIndex, "model %s is not among %v", g.Model, req.GPUModels)
 		}

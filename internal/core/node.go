@@ -17,6 +17,9 @@ type GPU struct {
 	// devices of one domain talk fastest. Devices whose topology is unknown
 	// share domain 0.
 	Domain int `json:"domain,omitempty"`
+	// Health is the platform's judgement (GPUHealthy when empty), merged
+	// from the node's status when the store reads the node.
+	Health string `json:"health,omitempty"`
 }
 
 // Node is a machine with GPUs.
@@ -33,6 +36,9 @@ type Node struct {
 	Isolation string    `json:"isolation,omitempty"`
 	GPUs      []GPU     `json:"gpus"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// State is the platform's lifecycle state (NodeStatus), merged when the
+	// store reads the node; empty for a node without one (Ready).
+	State NodeState `json:"state,omitempty"`
 }
 
 // Well-known labels every node carries besides its own.

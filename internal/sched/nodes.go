@@ -61,6 +61,13 @@ func newNodeState(n *core.Node, u *core.NodeUsage) *nodeState {
 		if u != nil {
 			ns.used[i] = u.GPUs[g.Index]
 		}
+		if !g.Usable() {
+			// A failed device takes no new work: it holds a whole device
+			// more than what runs there, so that it stays full even in a
+			// future where that is gone.
+			ns.used[i].MilliGPU += 1000
+			ns.used[i].MemoryMiB += g.MemoryMiB
+		}
 		if !slices.Contains(ns.models, g.Model) {
 			ns.models = append(ns.models, g.Model)
 		}

@@ -351,7 +351,11 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	var capacity int64
 	for _, ns := range c.nodes {
 		if ns.node.Schedulable {
-			capacity += int64(len(ns.node.GPUs)) * 1000
+			for _, g := range ns.node.GPUs {
+				if g.Usable() {
+					capacity += 1000
+				}
+			}
 		}
 	}
 	fts := make([]fairshare.Team, 0, len(c.teams))

@@ -6,12 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
 
-// PutNode registers a node or replaces its description.
+// PutNode registers a node or replaces its description: what its executor
+// reports. The platform's status of the node (state, device health) is
+// kept apart (node_status) and merged back when the node is read, so a
+// heartbeat never undoes a cordon or a failed device.
 func (s *Store) PutNode(ctx context.Context, n core.Node) error {
+	n.State = ""
+	n.GPUs = slices.Clone(n.GPUs)
+	for i := range n.GPUs {
+		n.GPUs[i].Health = ""
+	}
 	b, err := json.Marshal(&n)
 	if err != nil {
 		return err
@@ -71,37 +80,49 @@ func (s *Store) Usage(ctx context.Context) (map[core.NodeName]*core.NodeUsage, e
 }
 
 func queryNodes(ctx context.Context, q querier) ([]core.Node, error) {
-	rows, err := q.QueryContext(ctx, "SELECT spec FROM nodes ORDER BY name")
+	rows, err := q.QueryContext(ctx, "SELECT n.spec, st.status FROM nodes n LEFT JOIN node_status st ON st.name = n.name ORDER BY n.name")
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []core.Node
 	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
+		var b, sb []byte
+		if err := rows.Scan(&b, &sb); err != nil {
 			return nil, err
 		}
-		var n core.Node
-		if err := json.Unmarshal(b, &n); err != nil {
-			return nil, fmt.Errorf("decode node: %w", err)
+		n, err := decodeNode(b, sb)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, n)
+		out = append(out, *n)
 	}
 	return out, rows.Err()
 }
 
+// decodeNode reads a node's description and merges its status (nil: none).
+func decodeNode(spec, status []byte) (*core.Node, error) {
+	var n core.Node
+	if err := json.Unmarshal(spec, &n); err != nil {
+		return nil, fmt.Errorf("decode node: %w", err)
+	}
+	if status != nil {
+		var st core.NodeStatus
+		if err := json.Unmarshal(status, &st); err != nil {
+			return nil, fmt.Errorf("decode the status of node %s: %w", n.Name, err)
+		}
+		n.Apply(&st)
+	}
+	return &n, nil
+}
+
 func getNode(tx *wtx, name core.NodeName) (*core.Node, error) {
-	var b []byte
-	if err := tx.QueryRow("SELECT spec FROM nodes WHERE name = ?", string(name)).Scan(&b); err != nil {
+	var b, sb []byte
+	if err := tx.QueryRow("SELECT n.spec, st.status FROM nodes n LEFT JOIN node_status st ON st.name = n.name WHERE n.name = ?", string(name)).Scan(&b, &sb); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("node %s: %w", name, core.ErrNotFound)
 		}
 		return nil, err
 	}
-	var n core.Node
-	if err := json.Unmarshal(b, &n); err != nil {
-		return nil, fmt.Errorf("decode node %s: %w", name, err)
-	}
-	return &n, nil
+	return decodeNode(b, sb)
 }

@@ -442,9 +442,32 @@ var migrations = [][]string{
 		`ALTER TABLE allocations ADD COLUMN outcome TEXT NOT NULL DEFAULT ''`,
 		`CREATE INDEX allocations_start ON allocations(start)`,
 	},
+	{
+		// Node lifecycle: the platform's status of each node (apart from
+		// what its executor reports), node events, qualification evidence.
+		`CREATE TABLE node_status (
+			name TEXT PRIMARY KEY,
+			status BLOB NOT NULL
+		)`,
+		`CREATE TABLE node_events (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			node TEXT NOT NULL,
+			time INTEGER NOT NULL,
+			spec BLOB NOT NULL
+		)`,
+		`CREATE INDEX node_events_node ON node_events(node, id)`,
+		`CREATE TABLE evidence (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			node TEXT NOT NULL,
+			run TEXT NOT NULL,
+			time INTEGER NOT NULL,
+			spec BLOB NOT NULL
+		)`,
+		`CREATE INDEX evidence_node ON evidence(node, id)`,
+	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

@@ -1,0 +1,246 @@
+// Package qualify runs the node lifecycle's active side: it qualifies a
+// node before it takes work (at registration, on demand, on a schedule and
+// after a fatal health event), keeps the evidence, and turns health events
+// (Xid errors, a lost heartbeat, injected faults) into device and node
+// states. It joins the store, which owns every state, with the commands
+// (nvidia-smi, dcgmi) and internal/health, which reads their outputs and
+// judges them.
+//
+// A qualification consumes real capacity, so it is coordinated with the
+// scheduler through the node's state: a node being qualified as a whole is
+// Validating, which takes no new work, and the commands run only once the
+// work on the devices under test has stopped (policy wait, the default) or
+// been requeued (policy drain). A device qualified alone (after a fatal
+// event) is already Failed, so it takes no work, while the node's other
+// devices keep serving. This is the scheduler placing the qualification as
+// a system workload that holds the devices exclusively, without a queue
+// entry of its own: we chose the node state because a qualification must
+// never be preempted, wait behind a team's quota or be billed to one.
+package qualify
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/store"
+)
+
+// Reasons of the stops the lifecycle asks for; the control loop requeues
+// each stopped workload.
+const (
+	ReasonDrained    = core.StopDrained
+	ReasonValidating = core.StopNodeValidating
+	ReasonGPUFailed  = core.StopGPUFailed
+	ReasonNodeLost   = core.StopNodeLost
+)
+
+// Options configure a Qualifier.
+type Options struct {
+	Store  *store.Store
+	Runner Runner
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Local is the node of this machine: the only one whose commands
+	// this server can run. Other nodes (Kubernetes) are qualified with
+	// their evidence recorded as not available.
+	Local core.NodeName
+	// Level is the dcgmi diag level at registration (1 to 3; default 1).
+	Level int
+	// Every schedules a qualification of each node (0: off).
+	Every time.Duration
+	// RequireDCGM fails a node whose machine has no dcgmi.
+	RequireDCGM bool
+	// Drain stops the work on the devices under test (requeued) instead
+	// of waiting for it to end.
+	Drain bool
+	// Timeout bounds each command (default: 1 minute, and 30 minutes for
+	// dcgmi diag).
+	Timeout time.Duration
+	// Tick is how often the qualifier looks at the nodes (default 1 s).
+	Tick time.Duration
+}
+
+// Qualifier runs the lifecycle.
+type Qualifier struct {
+	opts Options
+	log  *slog.Logger
+	mu   sync.Mutex
+	xids map[xidKey]int64
+}
+
+type xidKey struct {
+	node core.NodeName
+	gpu  int
+	code int
+}
+
+// New returns a Qualifier.
+func New(opts Options) *Qualifier {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Level == 0 {
+		opts.Level = 1
+	}
+	if opts.Runner == nil {
+		opts.Runner = Exec{}
+	}
+	if opts.Tick <= 0 {
+		opts.Tick = time.Second
+	}
+	return &Qualifier{opts: opts, log: opts.Logger, xids: map[xidKey]int64{}}
+}
+
+// Run qualifies nodes until ctx ends.
+func (q *Qualifier) Run(ctx context.Context) error {
+	t := time.NewTicker(q.opts.Tick)
+	defer t.Stop()
+	for {
+		q.Step(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Step looks at every node once: a node Registering, or with a
+// qualification asked, is qualified once its devices under test are free;
+// a Draining node whose work has stopped is Cordoned; a qualification is
+// asked for nodes due by the schedule.
+func (q *Qualifier) Step(ctx context.Context) {
+	snap, err := q.opts.Store.Snapshot(ctx)
+	if err != nil {
+		q.log.Error("qualify: snapshot", "err", err)
+		return
+	}
+	statuses, err := q.opts.Store.NodeStatuses(ctx)
+	if err != nil {
+		q.log.Error("qualify: node statuses", "err", err)
+		return
+	}
+	now := q.opts.Now().UTC()
+	for _, n := range snap.Nodes {
+		st, ok := statuses[n.Name]
+		if !ok {
+			continue // a node without a lifecycle (not registered through one)
+		}
+		busy := running(snap, n.Name)
+		switch {
+		case st.State == core.NodeDraining:
+			q.drain(ctx, n, busy, now)
+		case st.State == core.NodeRegistering || st.State == core.NodeValidating || st.Validate != nil:
+			q.qualify(ctx, n, st, busy, now)
+		case q.opts.Every > 0 && st.State == core.NodeReady && (st.LastQualified == nil || now.Sub(*st.LastQualified) >= q.opts.Every):
+			q.Validate(ctx, n.Name, q.opts.Level, nil, "", "scheduled qualification (qualification.every)")
+		}
+	}
+}
+
+// running lists the running workloads with a device on node.
+func running(snap *core.Snapshot, node core.NodeName) []*core.Workload {
+	var out []*core.Workload
+	for _, w := range snap.Running {
+		if slices.Contains(core.Nodes(w.Status.Placement), node) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// holds reports whether w holds one of the devices gpus of node (any
+// device when gpus is empty).
+func holds(w *core.Workload, node core.NodeName, gpus []int) bool {
+	for _, a := range w.Status.Placement {
+		if a.Node == node && (len(gpus) == 0 || slices.Contains(gpus, a.GPUIndex)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (q *Qualifier) stop(ctx context.Context, ws []*core.Workload, reason, msg string) {
+	for _, w := range ws {
+		if w.Status.StopRequested != "" {
+			continue
+		}
+		if _, err := q.opts.Store.RequestStop(ctx, w.ID, reason, msg, q.opts.Now()); err != nil {
+			q.log.Error("qualify: stop", "workload", w.ID, "err", err)
+		}
+	}
+}
+
+func (q *Qualifier) drain(ctx context.Context, n *core.Node, busy []*core.Workload, now time.Time) {
+	if len(busy) > 0 {
+		q.stop(ctx, busy, ReasonDrained, fmt.Sprintf("node %s is draining; requeued to run elsewhere", n.Name))
+		return
+	}
+	q.update(ctx, n.Name, func(_ *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
+		if st.State != core.NodeDraining {
+			return nil, nil
+		}
+		return []core.NodeEvent{transition(st, core.NodeCordoned, "Drained", "its work has stopped; it takes no new work until uncordoned", "", now)}, nil
+	})
+}
+
+// transition moves st to state and returns the event that records it.
+func transition(st *core.NodeStatus, to core.NodeState, reason, msg, by string, now time.Time) core.NodeEvent {
+	e := core.NodeEvent{Time: now, Type: core.EventNormal, Reason: reason, Message: msg, GPU: -1, From: st.State, To: to, By: by}
+	if to == core.NodeFailed || to == core.NodeLost {
+		e.Type = core.EventWarning
+	}
+	st.State, st.Reason, st.Message, st.Since = to, reason, msg, now
+	return e
+}
+
+func (q *Qualifier) update(ctx context.Context, name core.NodeName, fn func(*core.Node, *core.NodeStatus) ([]core.NodeEvent, error)) (core.NodeStatus, error) {
+	st, err := q.opts.Store.UpdateNodeStatus(ctx, name, q.opts.Now(), fn)
+	if err != nil {
+		q.log.Error("qualify: update node", "node", name, "err", err)
+	}
+	return st, err
+}
+
+// Validate asks for a qualification of a node at level (of the given
+// devices only; all when gpus is empty), by a person (by) or the platform.
+// A node already being qualified is core.ErrConflict.
+func (q *Qualifier) Validate(ctx context.Context, name core.NodeName, level int, gpus []int, by, reason string) (core.NodeStatus, error) {
+	if level < 1 || level > 3 {
+		return core.NodeStatus{}, fmt.Errorf("level %d: want 1, 2 or 3: %w", level, core.ErrInvalid)
+	}
+	now := q.opts.Now().UTC()
+	return q.opts.Store.UpdateNodeStatus(ctx, name, now, func(n *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
+		if st.Validate != nil || st.State == core.NodeValidating || st.State == core.NodeRegistering {
+			return nil, fmt.Errorf("node %s is already being qualified: %w", name, core.ErrConflict)
+		}
+		for _, g := range gpus {
+			if !slices.ContainsFunc(n.GPUs, func(x core.GPU) bool { return x.Index == g }) {
+				return nil, fmt.Errorf("node %s has no GPU %d: %w", name, g, core.ErrInvalid)
+			}
+		}
+		st.Validate = &core.ValidateRequest{Level: level, GPUs: gpus, By: by, Reason: reason, At: now}
+		return []core.NodeEvent{{Time: now, Reason: "ValidationRequested", Message: fmt.Sprintf("qualification at level %d%s: %s", level, gpuList(gpus), reason), GPU: -1, By: by}}, nil
+	})
+}
+
+func gpuList(gpus []int) string {
+	if len(gpus) == 0 {
+		return ""
+	}
+	s := make([]string, len(gpus))
+	for i, g := range gpus {
+		s[i] = strconv.Itoa(g)
+	}
+	return " of GPU " + strings.Join(s, ",")
+}

@@ -1,0 +1,221 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// NodeStatus returns the platform's status of a node; ok is false for a
+// node without one (Ready, see core.Node.Apply).
+func (s *Store) NodeStatus(ctx context.Context, name core.NodeName) (st core.NodeStatus, ok bool, err error) {
+	var b []byte
+	err = s.read.QueryRowContext(ctx, "SELECT status FROM node_status WHERE name = ?", string(name)).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.NodeStatus{State: core.NodeReady}, false, nil
+	}
+	if err != nil {
+		return st, false, err
+	}
+	return st, true, json.Unmarshal(b, &st)
+}
+
+// NodeStatuses returns every status kept, by node.
+func (s *Store) NodeStatuses(ctx context.Context) (map[core.NodeName]core.NodeStatus, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT name, status FROM node_status")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[core.NodeName]core.NodeStatus{}
+	for rows.Next() {
+		var name string
+		var b []byte
+		if err := rows.Scan(&name, &b); err != nil {
+			return nil, err
+		}
+		var st core.NodeStatus
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, err
+		}
+		out[core.NodeName(name)] = st
+	}
+	return out, rows.Err()
+}
+
+// UpdateNodeStatus changes a node's status in one transaction: fn gets the
+// node as its executor reported it and its status (Ready when it has none),
+// changes the status in place and returns the events that record the
+// change, which are stored with it. An error from fn changes nothing. A
+// node that does not exist is core.ErrNotFound.
+func (s *Store) UpdateNodeStatus(ctx context.Context, name core.NodeName, now time.Time, fn func(n *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error)) (core.NodeStatus, error) {
+	var out core.NodeStatus
+	err := s.do(ctx, func(tx *wtx) error {
+		n, err := getNode(tx, name)
+		if err != nil {
+			return err
+		}
+		st := core.NodeStatus{State: core.NodeReady, Since: now.UTC()}
+		var b []byte
+		switch err := tx.QueryRow("SELECT status FROM node_status WHERE name = ?", string(name)).Scan(&b); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			if err := json.Unmarshal(b, &st); err != nil {
+				return err
+			}
+		}
+		evs, err := fn(n, &st)
+		if err != nil {
+			return err
+		}
+		setAuditObject(ctx, string(name), "")
+		if err := putNodeStatus(tx, name, &st); err != nil {
+			return err
+		}
+		for _, e := range evs {
+			e.Node = name
+			if e.Time.IsZero() {
+				e.Time = now.UTC()
+			}
+			if err := addNodeEvent(tx, e); err != nil {
+				return err
+			}
+		}
+		out = st
+		return nil
+	})
+	if err == nil {
+		s.forgetNodes()
+	}
+	return out, err
+}
+
+// RegisterNode writes a node's description and, when the node has no
+// status yet, gives it initial (Registering, for a node that must pass
+// qualification before it takes work), with an event.
+func (s *Store) RegisterNode(ctx context.Context, n core.Node, initial core.NodeStatus) error {
+	if err := s.PutNode(ctx, n); err != nil {
+		return err
+	}
+	err := s.do(ctx, func(tx *wtx) error {
+		var c int
+		if err := tx.QueryRow("SELECT count(*) FROM node_status WHERE name = ?", string(n.Name)).Scan(&c); err != nil || c > 0 {
+			return err
+		}
+		if err := putNodeStatus(tx, n.Name, &initial); err != nil {
+			return err
+		}
+		return addNodeEvent(tx, core.NodeEvent{Node: n.Name, Time: initial.Since, Type: core.EventNormal, Reason: "Registered",
+			Message: initial.Message, GPU: -1, To: initial.State})
+	})
+	s.forgetNodes()
+	return err
+}
+
+func (s *Store) forgetNodes() {
+	s.nodeMu.Lock()
+	s.nodeCache = nil
+	s.nodeGen++
+	s.nodeMu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+func putNodeStatus(tx *wtx, name core.NodeName, st *core.NodeStatus) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec("INSERT INTO node_status (name, status) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET status = excluded.status", string(name), b)
+	return err
+}
+
+func addNodeEvent(tx *wtx, e core.NodeEvent) error {
+	if e.Type == "" {
+		e.Type = core.EventNormal
+	}
+	b, err := json.Marshal(&e)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec("INSERT INTO node_events (node, time, spec) VALUES (?, ?, ?)", string(e.Node), unixNano(e.Time), b)
+	return err
+}
+
+// MaxNodeEvents bounds what NodeEvents returns.
+const MaxNodeEvents = 500
+
+// NodeEvents lists a node's latest events, oldest first.
+func (s *Store) NodeEvents(ctx context.Context, name core.NodeName) ([]core.NodeEvent, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT id, spec FROM (SELECT id, spec FROM node_events WHERE node = ? ORDER BY id DESC LIMIT ?) ORDER BY id", string(name), MaxNodeEvents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []core.NodeEvent
+	for rows.Next() {
+		var e core.NodeEvent
+		var b []byte
+		if err := rows.Scan(&e.ID, &b); err != nil {
+			return nil, err
+		}
+		id := e.ID
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, err
+		}
+		e.ID = id
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// AddEvidence stores the records of a qualification run.
+func (s *Store) AddEvidence(ctx context.Context, evs []core.Evidence) error {
+	return s.do(ctx, func(tx *wtx) error {
+		for _, e := range evs {
+			b, err := json.Marshal(&e)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec("INSERT INTO evidence (node, run, time, spec) VALUES (?, ?, ?, ?)", string(e.Node), e.Run, unixNano(e.StartedAt), b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// MaxEvidence bounds what Evidence returns.
+const MaxEvidence = 200
+
+// Evidence lists a node's latest evidence records, oldest first.
+func (s *Store) Evidence(ctx context.Context, name core.NodeName) ([]core.Evidence, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT id, spec FROM (SELECT id, spec FROM evidence WHERE node = ? ORDER BY id DESC LIMIT ?) ORDER BY id", string(name), MaxEvidence)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []core.Evidence
+	for rows.Next() {
+		var e core.Evidence
+		var b []byte
+		if err := rows.Scan(&e.ID, &b); err != nil {
+			return nil, err
+		}
+		id := e.ID
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, err
+		}
+		e.ID = id
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
