@@ -150,7 +150,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Level: cfg.Qualification.Level, Every: cfg.Qualification.Every.Duration, RequireDCGM: cfg.Qualification.RequireDCGM,
 		Drain: cfg.Qualification.Policy == "drain", Tick: min(time.Second, cfg.ResyncPeriod)})
 	led := &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: cfg.Cost.Prices, DefaultPool: cfg.Pool}
-	obs := newObservability(cfg, st, ex, led, log)
+	obs := newObservability(cfg, st, ex, led, lifecycle, log)
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
 		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg), Budgets: led})
 	if err := loop.Reconcile(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/metrics"
+	"github.com/gpufleet/gpufleet/internal/qualify"
 	"github.com/gpufleet/gpufleet/internal/reclaim"
 	"github.com/gpufleet/gpufleet/internal/store"
 	"github.com/gpufleet/gpufleet/internal/usage"
@@ -32,7 +33,7 @@ type observability struct {
 // simulated-usage files for simulated GPUs, nvidia-smi for real ones on the
 // local executor, nothing on Kubernetes (the monitor then sees no workload
 // and reclaims nothing).
-func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, led *ledger.Ledger, log *slog.Logger) *observability {
+func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, led *ledger.Ledger, lc *qualify.Qualifier, log *slog.Logger) *observability {
 	interval := cfg.Usage.SampleInterval.Duration
 	keep := cfg.Usage.History.Duration
 	if keep <= 0 {

@@ -30,6 +30,9 @@ type Options struct {
 	// BudgetSpent returns each budgeted team's spent / monthly this month
 	// (ledger.Ledger.SpentRatios); optional.
 	BudgetSpent func(ctx context.Context) (map[core.TeamName]float64, error)
+	// Xids returns the Xid errors seen since the server started
+	// (qualify.Qualifier.XidCounts); optional.
+	Xids func() []XidCount
 	// Timeout bounds the snapshot read of one scrape; 10 s when zero.
 	Timeout time.Duration
 }
@@ -151,7 +154,7 @@ type clusterCollector struct {
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGPUs, descAllocated, descIdle, descWorkloads, descUtil, descMem, descHealthy, descUsed,
-		descGuaranteed, descFairShare, descPendingGPUs, descOldestPending} {
+		descGuaranteed, descFairShare, descPendingGPUs, descOldestPending, descNodeState, descGPUHealth, descXid} {
 		ch <- d
 	}
 }
@@ -239,6 +242,11 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descWorkloads, float64(v), k.team, k.phase)
 	}
 	gauge(descOldestPending, oldest.Seconds())
+	var xids []XidCount
+	if c.opts.Xids != nil {
+		xids = c.opts.Xids()
+	}
+	nodeMetrics(ch, snap, xids)
 	if c.opts.Shares != nil {
 		for _, s := range c.opts.Shares() {
 			gauge(descFairShare, float64(s.FairShare)/1000, string(s.Team))
