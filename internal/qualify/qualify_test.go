@@ -1,0 +1,322 @@
+package qualify
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/gpu"
+	"github.com/gpufleet/gpufleet/internal/store"
+)
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+type fixture struct {
+	t   *testing.T
+	st  *store.Store
+	q   *Qualifier
+	now time.Time
+}
+
+func newFixture(t *testing.T, n core.Node, opts Options) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.OpenWith(ctx, filepath.Join(t.TempDir(), "gpufleet.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RegisterNode(ctx, n, core.NodeStatus{State: core.NodeRegistering, Since: t0}); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, st: st, now: t0}
+	opts.Store, opts.Now = st, func() time.Time { return f.now }
+	f.q = New(opts)
+	return f
+}
+
+func simNode(t *testing.T, gpus int) core.Node {
+	t.Helper()
+	gs, err := gpu.Fake("n1", strconv.Itoa(gpus)+"xH100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return core.Node{Name: "n1", Schedulable: true, GPUs: gs}
+}
+
+// steps runs the qualifier until the node's state stops changing.
+func (f *fixture) steps() core.NodeStatus {
+	f.t.Helper()
+	var last core.NodeStatus
+	for range 10 {
+		f.q.Step(context.Background())
+		st, _, err := f.st.NodeStatus(context.Background(), "n1")
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if st.State == last.State && st.Validate == nil {
+			return st
+		}
+		last = st
+		f.now = f.now.Add(time.Second)
+	}
+	return last
+}
+
+// place places a workload on the given device of n1 and returns it.
+func (f *fixture) place(id string, gpuIndex int) *core.Workload {
+	f.t.Helper()
+	ctx := context.Background()
+	w := &core.Workload{ID: core.WorkloadID(id), CreatedAt: f.now, Spec: core.Spec{Team: "a", Priority: "training", Command: []string{"x"},
+		Request: core.Request{MilliGPU: 1000}}}
+	w, _, err := f.st.CreateWorkload(ctx, w, nil, f.now)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n, _ := f.node()
+	g := n.GPUs[slices.IndexFunc(n.GPUs, func(g core.GPU) bool { return g.Index == gpuIndex })]
+	res, err := f.st.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: w.ID, Assignments: []core.Assignment{
+		{Node: "n1", GPUIndex: gpuIndex, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB}}}}}, f.now)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if res[0].Err != nil {
+		f.t.Fatalf("place %s on GPU %d: %v", id, gpuIndex, res[0].Err)
+	}
+	return res[0].Workload
+}
+
+func (f *fixture) node() (core.Node, error) {
+	ns, err := f.st.Nodes(context.Background())
+	if err != nil || len(ns) != 1 {
+		return core.Node{}, err
+	}
+	return ns[0], nil
+}
+
+func commands(evs []core.Evidence) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, strings.Join(e.Argv, " ")+" "+e.Result)
+	}
+	return out
+}
+
+func TestRegistrationQualifiesSimulatedNode(t *testing.T) {
+	f := newFixture(t, simNode(t, 4), Options{})
+	if n, _ := f.node(); n.Schedulable || n.State != core.NodeRegistering {
+		t.Fatalf("a registering node: schedulable %t state %s", n.Schedulable, n.State)
+	}
+	st := f.steps()
+	if st.State != core.NodeReady || st.LastQualified == nil {
+		t.Fatalf("after qualification: %+v", st)
+	}
+	evs, err := f.st.Evidence(context.Background(), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"nvidia-smi -L Pass", "nvidia-smi topo -m Pass", "dcgmi discovery --list Pass", "dcgmi diag -r 1 -j Pass"}
+	if diff := cmp.Diff(want, commands(evs)); diff != "" {
+		t.Errorf("evidence (-want +got):\n%s", diff)
+	}
+	for _, e := range evs {
+		if e.Stdout == "" || !e.Simulated || e.Exit == nil || *e.Exit != 0 {
+			t.Errorf("evidence %v: %+v", e.Argv, e)
+		}
+	}
+	events, _ := f.st.NodeEvents(context.Background(), "n1")
+	var path []core.NodeState
+	for _, e := range events {
+		if e.To != "" {
+			path = append(path, e.To)
+		}
+	}
+	if diff := cmp.Diff([]core.NodeState{core.NodeRegistering, core.NodeValidating, core.NodeReady}, path); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if n, _ := f.node(); !n.Schedulable {
+		t.Error("a Ready node is not schedulable")
+	}
+}
+
+func TestDiagnosticFaultFailsOneGPU(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, simNode(t, 4), Options{})
+	f.steps()
+	gpu1 := 1
+	if err := f.q.InjectFault(ctx, "n1", Fault{GPU: &gpu1, Diag: "memory"}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.q.Validate(ctx, "n1", 2, nil, "admin", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.q.Validate(ctx, "n1", 2, nil, "admin", "again"); !errors.Is(err, core.ErrConflict) {
+		t.Errorf("a second validation while one is asked: %v, want a conflict", err)
+	}
+	st := f.steps()
+	if st.State != core.NodeReady || st.GPUs[1].Health != core.GPUFailed || len(st.GPUs) != 1 {
+		t.Fatalf("after a failing memory test on GPU 1: %+v", st)
+	}
+	if !strings.Contains(st.GPUs[1].Message, "memory") {
+		t.Errorf("GPU 1's reason %q %q: want the failing test named", st.GPUs[1].Reason, st.GPUs[1].Message)
+	}
+	// Nothing lands on GPU 1; the others serve.
+	n, _ := f.node()
+	res, err := f.st.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: "none", Assignments: []core.Assignment{{Node: "n1", GPUIndex: 1, GPUUUID: n.GPUs[1].UUID, MilliGPU: 1000}}}}}, f.now)
+	if err == nil && res[0].Err == nil {
+		t.Error("a placement on the failed GPU was accepted")
+	}
+	f.place("w0", 0)
+	// It passes again once the fault is gone.
+	if _, err := f.q.Validate(ctx, "n1", 2, []int{1}, "admin", "repaired"); err != nil {
+		t.Fatal(err)
+	}
+	st = f.steps()
+	if st.GPUs[1].Health != "" || st.State != core.NodeReady {
+		t.Errorf("after GPU 1 passes again: %+v", st)
+	}
+}
+
+func TestXid(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, simNode(t, 2), Options{})
+	f.steps()
+	w := f.place("w0", 0)
+	if err := f.q.Xid(ctx, "n1", 0, 13, "graphics engine exception"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.st.Workload(ctx, w.ID)
+	if got.Status.StopRequested != "" {
+		t.Errorf("an application Xid stopped the workload: %+v", got.Status)
+	}
+	evs, _ := f.st.Events(ctx, w.ID)
+	if !slices.ContainsFunc(evs, func(e core.Event) bool { return e.Reason == "Xid13" && e.Type == core.EventWarning }) {
+		t.Errorf("events %+v: want a Warning Xid13", evs)
+	}
+	if st, _, _ := f.st.NodeStatus(ctx, "n1"); st.GPUs[0].Health != "" {
+		t.Errorf("an application Xid changed the GPU: %+v", st.GPUs)
+	}
+	if err := f.q.Xid(ctx, "n1", 0, 79, "GPU has fallen off the bus"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = f.st.Workload(ctx, w.ID)
+	if got.Status.StopRequested != ReasonGPUFailed || !strings.Contains(got.Status.Message, "Xid 79") {
+		t.Errorf("after Xid 79 under it: %s %q, want stopped naming the Xid", got.Status.StopRequested, got.Status.Message)
+	}
+	st, _, _ := f.st.NodeStatus(ctx, "n1")
+	if st.GPUs[0].Health != core.GPUFailed || st.Validate == nil || !slices.Equal(st.Validate.GPUs, []int{0}) || st.State != core.NodeReady {
+		t.Errorf("after Xid 79: %+v, want GPU 0 Failed, its qualification queued, the node Ready", st)
+	}
+	if err := f.q.Xid(ctx, "n1", 1, 94, "contained"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := f.st.NodeStatus(ctx, "n1"); st.GPUs[1].Health != core.GPUSuspect {
+		t.Errorf("after Xid 94: %+v, want GPU 1 Suspect", st.GPUs)
+	}
+	counts := f.q.XidCounts()
+	if len(counts) != 3 {
+		t.Errorf("xid counts %+v", counts)
+	}
+}
+
+func TestDrainAndUncordon(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, simNode(t, 2), Options{})
+	f.steps()
+	w := f.place("w0", 0)
+	if _, err := f.q.Drain(ctx, "n1", 0, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.q.Drain(ctx, "n1", 0, "admin"); !errors.Is(err, core.ErrConflict) {
+		t.Errorf("draining twice: %v, want a conflict", err)
+	}
+	got, _ := f.st.Workload(ctx, w.ID)
+	if got.Status.StopRequested != ReasonDrained {
+		t.Fatalf("running work on a draining node: %+v", got.Status)
+	}
+	if n, _ := f.node(); n.Schedulable {
+		t.Error("a draining node is schedulable")
+	}
+	if _, err := f.st.Requeue(ctx, w.ID, 1, core.Preempted, ReasonDrained, "drained", f.now); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.steps(); st.State != core.NodeCordoned {
+		t.Fatalf("a drained node with nothing left: %s, want Cordoned", st.State)
+	}
+	if _, err := f.q.Uncordon(ctx, "n1", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.node(); !n.Schedulable || n.State != core.NodeReady {
+		t.Errorf("after uncordon: %+v", n)
+	}
+	if _, err := f.q.Uncordon(ctx, "n1", "admin"); !errors.Is(err, core.ErrConflict) {
+		t.Errorf("uncordon a Ready node: %v, want a conflict", err)
+	}
+	// A Failed node must pass qualification instead.
+	if err := f.q.InjectFault(ctx, "n1", Fault{HeartbeatLost: true}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.q.Uncordon(ctx, "n1", "admin"); !errors.Is(err, core.ErrConflict) || !strings.Contains(err.Error(), "qualification") {
+		t.Errorf("uncordon a Lost node: %v", err)
+	}
+	if st := f.steps(); st.State != core.NodeReady {
+		t.Errorf("a lost node after qualification: %s, want Ready", st.State)
+	}
+}
+
+// scripted answers commands with captured outputs, as a machine with those
+// tools would; a command it does not know is not installed.
+type scripted map[string]string
+
+func (s scripted) Run(_ context.Context, argv []string, _ time.Duration) Result {
+	out, ok := s[strings.Join(argv, " ")]
+	if !ok {
+		return Result{Err: ErrNotFound}
+	}
+	code := 0
+	return Result{Stdout: []byte(out), Exit: &code, Duration: time.Millisecond}
+}
+
+func TestRealNodeEvidence(t *testing.T) {
+	list := "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-c7a0294c-c2c2-5476-438c-fb468eaa223b)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-27196ced-a067-4406-2159-46448710fc9c)\n"
+	gpus := []core.GPU{{Index: 0, UUID: "GPU-c7a0294c-c2c2-5476-438c-fb468eaa223b", Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559},
+		{Index: 1, UUID: "GPU-27196ced-a067-4406-2159-46448710fc9c", Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559}}
+	topo := "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tNV18\t0-63\t0\t\tN/A\nGPU1\tNV18\t X \t0-63\t0\t\tN/A\n\nLegend:\n\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n"
+	for _, tc := range []struct {
+		name        string
+		gpus        []core.GPU
+		requireDCGM bool
+		want        core.NodeState
+		wantReason  string
+		wantDiag    string
+	}{
+		{"no dcgmi, not required", gpus, false, core.NodeReady, "Qualified", core.EvidenceNotAvailable},
+		{"no dcgmi, required", gpus, true, core.NodeFailed, "DCGMNotAvailable", core.EvidenceNotAvailable},
+		{"a UUID that is not the device's", []core.GPU{gpus[0], {Index: 1, UUID: "GPU-other", Model: gpus[1].Model}}, false, core.NodeFailed, "GPUUUIDMismatch", core.EvidenceNotAvailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := core.Node{Name: "n1", Schedulable: true, GPUs: tc.gpus}
+			f := newFixture(t, n, Options{Local: "n1", RequireDCGM: tc.requireDCGM,
+				Runner: scripted{"nvidia-smi -L": list, "nvidia-smi topo -m": topo}})
+			st := f.steps()
+			if st.State != tc.want || st.Reason != tc.wantReason {
+				t.Errorf("state %s (%s: %s), want %s (%s)", st.State, st.Reason, st.Message, tc.want, tc.wantReason)
+			}
+			evs, _ := f.st.Evidence(context.Background(), "n1")
+			if len(evs) != 4 || evs[0].Simulated || evs[0].Stdout != list || evs[3].Result != tc.wantDiag {
+				t.Errorf("evidence: %v", commands(evs))
+			}
+		})
+	}
+}
