@@ -213,6 +213,15 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		wg.Go(func() { heartbeat(ctx, st, *reported, heartbeatInterval(cfg), log.With("component", "nodes")) })
 	}
 	wg.Go(func() { lifecycle.Run(ctx) })
+	if reported != nil && len(reported.GPUs) > 0 && !reported.GPUs[0].Simulated {
+		// Xid errors of this machine's GPUs, from the kernel log.
+		if kmsg, err := qualify.OpenKernelLog(); err != nil {
+			log.Warn("cannot read the kernel log: Xid errors of this node's GPUs go unseen", "path", qualify.KernelLog, "err", err)
+		} else {
+			context.AfterFunc(ctx, func() { kmsg.Close() })
+			wg.Go(func() { lifecycle.WatchKernelLog(ctx, kmsg, reported.Name, reported.GPUs) })
+		}
+	}
 	go func() {
 		defer wg.Done()
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

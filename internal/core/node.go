@@ -17,6 +17,9 @@ type GPU struct {
 	// devices of one domain talk fastest. Devices whose topology is unknown
 	// share domain 0.
 	Domain int `json:"domain,omitempty"`
+	// PCIBusID ("00000000:07:00.0") maps a kernel log's Xid to the device;
+	// empty when unknown (simulated GPUs, Kubernetes nodes).
+	PCIBusID string `json:"pciBusID,omitempty"`
 	// Health is the platform's judgement (GPUHealthy when empty), merged
 	// from the node's status when the store reads the node.
 	Health string `json:"health,omitempty"`

@@ -20,7 +20,7 @@ import (
 )
 
 // QueryArgs is the nvidia-smi query gpufleet runs.
-var QueryArgs = []string{"--query-gpu=index,uuid,name,memory.total", "--format=csv,noheader,nounits"}
+var QueryArgs = []string{"--query-gpu=index,uuid,name,memory.total,pci.bus_id", "--format=csv,noheader,nounits"}
 
 // ErrNoGPUs means no NVIDIA GPU was found (nvidia-smi missing or listing
 // none).
@@ -50,17 +50,21 @@ func Discover(ctx context.Context) ([]core.GPU, error) {
 }
 
 // ParseNvidiaSMI parses the CSV nvidia-smi prints for QueryArgs, e.g.
-// "0, GPU-5f4e..., NVIDIA H100 80GB HBM3, 81559".
+// "0, GPU-5f4e..., NVIDIA H100 80GB HBM3, 81559, 00000000:07:00.0" (the PCI
+// bus ID, which maps a kernel log's Xid to its device, may be left out).
 func ParseNvidiaSMI(out string) ([]core.GPU, error) {
 	r := csv.NewReader(strings.NewReader(out))
 	r.TrimLeadingSpace = true
-	r.FieldsPerRecord = 4
+	r.FieldsPerRecord = -1
 	recs, err := r.ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("parse nvidia-smi output: %w", err)
 	}
 	var gpus []core.GPU
-	for _, rec := range recs {
+	for i, rec := range recs {
+		if len(rec) != 4 && len(rec) != 5 {
+			return nil, fmt.Errorf("parse nvidia-smi output: line %d has %d fields, want 4 or 5", i+1, len(rec))
+		}
 		idx, err := strconv.Atoi(strings.TrimSpace(rec[0]))
 		if err != nil {
 			return nil, fmt.Errorf("parse nvidia-smi output: index %q: %w", rec[0], err)
@@ -69,7 +73,11 @@ func ParseNvidiaSMI(out string) ([]core.GPU, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parse nvidia-smi output: memory %q: %w", rec[3], err)
 		}
-		gpus = append(gpus, core.GPU{Index: idx, UUID: strings.TrimSpace(rec[1]), Model: strings.TrimSpace(rec[2]), MemoryMiB: mem})
+		g := core.GPU{Index: idx, UUID: strings.TrimSpace(rec[1]), Model: strings.TrimSpace(rec[2]), MemoryMiB: mem}
+		if len(rec) == 5 {
+			g.PCIBusID = strings.TrimSpace(rec[4])
+		}
+		gpus = append(gpus, g)
 	}
 	return gpus, nil
 }

@@ -320,3 +320,23 @@ func TestRealNodeEvidence(t *testing.T) {
 		})
 	}
 }
+
+func TestWatchKernelLog(t *testing.T) {
+	ctx := context.Background()
+	n := simNode(t, 2)
+	n.GPUs[1].PCIBusID = "00000000:C6:00.0"
+	f := newFixture(t, n, Options{})
+	f.steps()
+	log := "6,1001,5000,-;nvidia-modeset: some other line\n" +
+		"4,1002,5001,-;NVRM: Xid (PCI:0000:c6:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n" +
+		"4,1003,5002,-;NVRM: Xid (PCI:0000:99:00): 48, pid=1, DBE\n"
+	f.q.WatchKernelLog(ctx, strings.NewReader(log), "n1", n.GPUs)
+	st, _, _ := f.st.NodeStatus(ctx, "n1")
+	if st.GPUs[1].Health != core.GPUFailed || !strings.Contains(st.GPUs[1].Message, "Xid 79") || st.GPUs[0].Health != "" {
+		t.Errorf("after an Xid 79 of GPU 1's bus in the kernel log: %+v", st.GPUs)
+	}
+	evs, _ := f.st.NodeEvents(ctx, "n1")
+	if !slices.ContainsFunc(evs, func(e core.NodeEvent) bool { return e.GPU == -1 && strings.Contains(e.Message, "PCI 0000:99:00") }) {
+		t.Errorf("an Xid of a bus no GPU has: events %+v, want one on the node", evs)
+	}
+}
