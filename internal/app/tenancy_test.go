@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/apiserver"
@@ -276,16 +277,23 @@ func newWorld(t *testing.T, s *server) *world {
 	loner := w.createUser("loner", false)
 	w.callers = []caller{w.admin, aViewer, aMember, aTAdmin, aBot, w.bMember, loner}
 
+	// Cost to leak: the local pool's GPUs cost 1 a second from now on,
+	// and both teams have a (soft) budget.
+	h.must(w.admin.token, "POST", "/api/v1/prices", `{"pool":"local","kind":"on-demand","rate":3600}`, http.StatusCreated, nil)
+	for _, tm := range []string{teamA, teamB} {
+		h.must(w.admin.token, "PUT", "/api/v1/teams/"+tm+"/budget", `{"monthly":1000000}`, http.StatusOK, nil)
+	}
+
 	// Team B's objects: a running workload with a log and events, a
 	// pending one, and a token made by B's member.
-	w.wlB = w.submit(w.bMember, `{"team":"`+teamB+`","command":["sh","-c","echo `+markerB+`; sleep 300"],"gracePeriodSeconds":1,"resources":{"gpus":0.25}}`)
+	w.wlB = w.submit(w.bMember, `{"team":"`+teamB+`","command":["sh","-c","echo `+markerB+`; sleep 300"],"labels":{"project":"`+markerB+`"},"gracePeriodSeconds":1,"resources":{"gpus":0.25}}`)
 	w.wlBPend = w.submit(w.bMember, `{"team":"`+teamB+`","command":["true"],`+park+`}`)
 	w.h.must(w.bMember.token, "POST", "/api/v1/tokens", `{"name":"b-ci","expiresIn":"720h"}`, http.StatusCreated, &w.tokB)
 	if w.tokB.ID == "" || w.tokB.Token == "" {
 		t.Fatalf("token create answered %+v: want an ID and the token", w.tokB)
 	}
 	// Team A's running workload.
-	w.wlA = w.submit(aMember, `{"team":"`+teamA+`","command":["sh","-c","echo `+markerA+`; sleep 300"],"gracePeriodSeconds":1,"resources":{"gpus":0.25}}`)
+	w.wlA = w.submit(aMember, `{"team":"`+teamA+`","command":["sh","-c","echo `+markerA+`; sleep 300"],"labels":{"project":"`+markerA+`"},"gracePeriodSeconds":1,"resources":{"gpus":0.25}}`)
 	w.waitRunningWithLog(w.wlB, markerB)
 	w.waitRunningWithLog(w.wlA, markerA)
 	t.Cleanup(func() {
@@ -389,6 +397,80 @@ func holds(subs ...string) func(a answer) string {
 	}
 }
 
+// sees is what a caller's cost answers name of a and b (team A's and team
+// B's): its teams' only, every team's for the admin.
+func sees(c caller, a, b string) []string {
+	switch {
+	case c.admin:
+		return []string{a, b}
+	case c.bSide:
+		return []string{b}
+	case c.role != "":
+		return []string{a}
+	}
+	return nil
+}
+
+// sameRows compares the names of an answer's rows with want: exactly for a
+// caller who is no admin (any other row is another team's), at least want
+// for the admin (who also sees the idle row and teams outside the matrix).
+// A caller who is no admin never sees the idle row.
+func sameRows(c caller, want, got []string) string {
+	got = slices.Clone(got)
+	slices.Sort(got)
+	got = slices.Compact(got)
+	if c.admin {
+		got = slices.DeleteFunc(got, func(n string) bool { return n == api.IdleRow })
+		for _, n := range want {
+			if !slices.Contains(got, n) {
+				return fmt.Sprintf("rows %q lack %q", got, n)
+			}
+		}
+		return ""
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		return fmt.Sprintf("rows (-want +got):\n%s", diff)
+	}
+	return ""
+}
+
+// costRows checks a cost report's rows (GET /cost): want are its rows'
+// names.
+func costRows(c caller, want []string) func(a answer) string {
+	return func(a answer) string {
+		var rep api.CostReport
+		if err := json.Unmarshal([]byte(a.body), &rep); err != nil {
+			return err.Error()
+		}
+		var got []string
+		for _, r := range rep.Items {
+			got = append(got, r.Name)
+		}
+		return sameRows(c, want, got)
+	}
+}
+
+// seriesRows checks the rows of a cost series (GET /cost/series), over all
+// its points.
+func seriesRows(c caller, want []string) func(a answer) string {
+	return func(a answer) string {
+		var ser api.CostSeries
+		if err := json.Unmarshal([]byte(a.body), &ser); err != nil {
+			return err.Error()
+		}
+		if len(ser.Points) == 0 {
+			return "no points"
+		}
+		var got []string
+		for _, pt := range ser.Points {
+			for n := range pt.Items {
+				got = append(got, n)
+			}
+		}
+		return sameRows(c, want, got)
+	}
+}
+
 // routeKey normalizes "GET /api/v1/teams/{name}" to "GET /api/v1/teams/{}"
 // so that the table does not depend on the names of path parameters.
 func routeKey(r string) string { return regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(r, "{}") }
@@ -400,6 +482,7 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 	wl := func(id string) map[string]string { return map[string]string{id: missingWL} }
 	team := func(name string) map[string]string { return map[string]string{name: missingTeam} }
 	user := func(name string) map[string]string { return map[string]string{name: missingUser} }
+	node, missingNode := w.s.cfg.NodeName, "node-zz"
 	public := func(path string) func(c caller) []probe {
 		return func(c caller) []probe { return []probe{anyone(200, probe{method: "GET", path: path})} }
 	}
@@ -451,6 +534,100 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		"GET /api/v1/workloads/{}/usage":  onWorkload("/usage", false, `"points":`),
 		"GET /api/v1/nodes": func(c caller) []probe {
 			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/nodes"})}
+		},
+		// A node is everyone's to read, with only the caller's teams'
+		// allocations named.
+		"GET /api/v1/nodes/{}": func(c caller) []probe {
+			return []probe{
+				anyone(200, probe{what: "the node", method: "GET", path: "/api/v1/nodes/" + node, check: holds(append(sees(c, w.wlA, w.wlB), `"name":"`+node+`"`)...)}),
+				anyone(404, probe{what: "a missing node", method: "GET", path: "/api/v1/nodes/" + missingNode}),
+			}
+		},
+		"GET /api/v1/nodes/{}/events": func(c caller) []probe {
+			return []probe{
+				anyone(200, probe{what: "the node", method: "GET", path: "/api/v1/nodes/" + node + "/events", check: holds(`"reason":`)}),
+				anyone(404, probe{what: "a missing node", method: "GET", path: "/api/v1/nodes/" + missingNode + "/events"}),
+			}
+		},
+		"GET /api/v1/nodes/{}/evidence": func(c caller) []probe {
+			return []probe{
+				anyone(200, probe{what: "the node", method: "GET", path: "/api/v1/nodes/" + node + "/evidence", check: holds(`"command":`)}),
+				anyone(404, probe{what: "a missing node", method: "GET", path: "/api/v1/nodes/" + missingNode + "/evidence"}),
+			}
+		},
+		// Changing a node is the admin's. The admin leaves the node as it
+		// found it (Ready, its work running): a cordon is undone at once,
+		// a drain and a fault are only tried where they are refused, and
+		// a qualification is of a device no workload holds.
+		"POST /api/v1/nodes/{}/cordon": func(c caller) []probe {
+			path := "/api/v1/nodes/" + node + "/cordon"
+			if !c.admin {
+				return []probe{
+					adminOnly(c, 0, probe{what: "the node", method: "POST", path: path}),
+					adminOnly(c, 0, probe{what: "a missing node", method: "POST", path: "/api/v1/nodes/" + missingNode + "/cordon"}),
+				}
+			}
+			return []probe{
+				anyone(200, probe{what: "the node", method: "POST", path: path, check: holds(`"state":"Cordoned"`)}),
+				anyone(409, probe{what: "the node, cordoned", method: "POST", path: path}),
+				anyone(200, probe{what: "uncordon it, to leave it in service", method: "POST", path: "/api/v1/nodes/" + node + "/uncordon", check: holds(`"state":"Ready"`)}),
+				anyone(404, probe{what: "a missing node", method: "POST", path: "/api/v1/nodes/" + missingNode + "/cordon"}),
+			}
+		},
+		"POST /api/v1/nodes/{}/uncordon": func(c caller) []probe {
+			path := "/api/v1/nodes/" + node + "/uncordon"
+			if !c.admin {
+				return []probe{adminOnly(c, 0, probe{what: "the node", method: "POST", path: path})}
+			}
+			w.h.must(w.admin.token, "POST", "/api/v1/nodes/"+node+"/cordon", "", http.StatusOK, nil)
+			return []probe{
+				anyone(200, probe{what: "the node, cordoned", method: "POST", path: path, check: holds(`"state":"Ready"`)}),
+				anyone(409, probe{what: "the node, in service", method: "POST", path: path}),
+				anyone(404, probe{what: "a missing node", method: "POST", path: "/api/v1/nodes/" + missingNode + "/uncordon"}),
+			}
+		},
+		"POST /api/v1/nodes/{}/drain": func(c caller) []probe {
+			path := "/api/v1/nodes/" + node + "/drain"
+			if !c.admin {
+				return []probe{adminOnly(c, 0, probe{what: "the node", method: "POST", path: path, body: `{"grace":"1s"}`})}
+			}
+			return []probe{
+				anyone(400, probe{what: "the node, a bad grace", method: "POST", path: path, body: `{"grace":"for ever"}`}),
+				anyone(404, probe{what: "a missing node", method: "POST", path: "/api/v1/nodes/" + missingNode + "/drain", body: `{"grace":"1s"}`}),
+			}
+		},
+		"POST /api/v1/nodes/{}/faults": func(c caller) []probe {
+			path := "/api/v1/nodes/" + node + "/faults"
+			if !c.admin {
+				return []probe{adminOnly(c, 0, probe{what: "the node", method: "POST", path: path, body: `{"gpu":0,"diag":"memory"}`})}
+			}
+			return []probe{
+				anyone(400, probe{what: "the node, a GPU it lacks", method: "POST", path: path, body: `{"gpu":99,"diag":"memory"}`}),
+				anyone(400, probe{what: "the node, no fault", method: "POST", path: path, body: `{"gpu":0}`}),
+				anyone(404, probe{what: "a missing node", method: "POST", path: "/api/v1/nodes/" + missingNode + "/faults", body: `{"gpu":0,"diag":"memory"}`}),
+			}
+		},
+		"POST /api/v1/nodes/{}/validate": func(c caller) []probe {
+			path := "/api/v1/nodes/" + node + "/validate"
+			if !c.admin {
+				return []probe{adminOnly(c, 0, probe{what: "the node", method: "POST", path: path, body: `{"level":1}`})}
+			}
+			var n api.Node
+			w.h.must(w.admin.token, "GET", "/api/v1/nodes/"+node, "", http.StatusOK, &n)
+			free := -1
+			for _, g := range n.GPUs {
+				if g.AllocatedMilliGPU == 0 {
+					free = g.Index
+				}
+			}
+			if free < 0 {
+				w.t.Fatalf("node %s has no free GPU to qualify: %+v", node, n.GPUs)
+			}
+			return []probe{
+				anyone(200, probe{what: "a free GPU of the node", method: "POST", path: path, body: fmt.Sprintf(`{"level":1,"gpus":[%d]}`, free)}),
+				anyone(400, probe{what: "the node, a bad level", method: "POST", path: path, body: `{"level":9}`}),
+				anyone(404, probe{what: "a missing node", method: "POST", path: "/api/v1/nodes/" + missingNode + "/validate", body: `{"level":1}`}),
+			}
 		},
 		"GET /api/v1/priorityclasses": func(c caller) []probe {
 			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/priorityclasses"})}
@@ -610,6 +787,91 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		},
 		"GET /api/v1/audit": func(c caller) []probe {
 			return []probe{adminOnly(c, 200, probe{method: "GET", path: "/api/v1/audit"})}
+		},
+		// Prices are everyone's to read and the admin's to set.
+		"GET /api/v1/prices": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/prices", check: holds(`"pool":"local"`)})}
+		},
+		"POST /api/v1/prices": func(c caller) []probe {
+			price := `{"pool":"` + w.uniq("pool-by-"+c.name) + `","kind":"on-demand","rate":2}`
+			return []probe{adminOnly(c, 201, probe{method: "POST", path: "/api/v1/prices", body: price})}
+		},
+		// Cost answers hold the rows of the caller's teams only, however
+		// they are cut.
+		"GET /api/v1/cost": func(c caller) []probe {
+			return []probe{
+				anyone(200, probe{what: "by team", method: "GET", path: "/api/v1/cost", check: costRows(c, sees(c, teamA, teamB))}),
+				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost?by=workload", check: costRows(c, sees(c, w.wlA, w.wlB))}),
+				anyone(200, probe{what: "by user", method: "GET", path: "/api/v1/cost?by=user", check: costRows(c, sees(c, "a-member", "b-member"))}),
+				anyone(200, probe{what: "by label", method: "GET", path: "/api/v1/cost?by=label:project", check: costRows(c, sees(c, markerA, markerB))}),
+				anyone(200, probe{what: "by pool", method: "GET", path: "/api/v1/cost?by=pool&since=1h"}),
+			}
+		},
+		"GET /api/v1/cost/series": func(c caller) []probe {
+			return []probe{
+				anyone(200, probe{what: "by team", method: "GET", path: "/api/v1/cost/series?since=1h&step=10m", check: seriesRows(c, sees(c, teamA, teamB))}),
+				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost/series?by=workload&since=1h&step=10m", check: seriesRows(c, sees(c, w.wlA, w.wlB))}),
+			}
+		},
+		"GET /api/v1/cost/export": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/cost/export?format=focus", raw: true, check: holds(sees(c, w.wlA, w.wlB)...)})}
+		},
+		"GET /api/v1/budgets": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/budgets", check: func(a answer) string {
+				var l api.BudgetList
+				if err := json.Unmarshal([]byte(a.body), &l); err != nil {
+					return err.Error()
+				}
+				var got []string
+				for _, b := range l.Items {
+					got = append(got, b.Team)
+				}
+				return sameRows(c, sees(c, teamA, teamB), got)
+			}})}
+		},
+		// A team's budget reads as the team does; a team one cannot see
+		// answers as a missing team.
+		"GET /api/v1/teams/{}/budget": func(c caller) []probe {
+			return []probe{
+				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/teams/" + teamA + "/budget", check: holds(`"team":"`+teamA+`"`, `"spent":`)}, team(teamA)),
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/teams/" + teamB + "/budget"}, team(teamB)),
+			}
+		},
+		"PUT /api/v1/teams/{}/budget": func(c caller) []probe {
+			if !c.admin {
+				return []probe{
+					adminOnly(c, 0, probe{what: "own team", method: "PUT", path: "/api/v1/teams/" + teamA + "/budget", body: `{"monthly":1}`}),
+					adminOnly(c, 0, probe{what: "foreign team", method: "PUT", path: "/api/v1/teams/" + teamB + "/budget", body: `{"monthly":1}`}),
+				}
+			}
+			return []probe{
+				anyone(200, probe{what: "team A", method: "PUT", path: "/api/v1/teams/" + teamA + "/budget", body: `{"monthly":2000000}`, check: holds(`"team":"` + teamA + `"`)}),
+				anyone(400, probe{what: "team A, no amount", method: "PUT", path: "/api/v1/teams/" + teamA + "/budget", body: `{"monthly":0}`}),
+				anyone(404, probe{what: "a missing team", method: "PUT", path: "/api/v1/teams/" + missingTeam + "/budget", body: `{"monthly":1}`}),
+			}
+		},
+		"DELETE /api/v1/teams/{}/budget": func(c caller) []probe {
+			if !c.admin {
+				return []probe{
+					adminOnly(c, 0, probe{what: "own team", method: "DELETE", path: "/api/v1/teams/" + teamA + "/budget"}),
+					adminOnly(c, 0, probe{what: "foreign team", method: "DELETE", path: "/api/v1/teams/" + teamB + "/budget"}),
+				}
+			}
+			fresh := w.uniq("budgeted")
+			w.h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+fresh+`"}`, http.StatusCreated, nil)
+			w.h.must(w.admin.token, "PUT", "/api/v1/teams/"+fresh+"/budget", `{"monthly":5}`, http.StatusOK, nil)
+			return []probe{
+				anyone(204, probe{what: "a team's", method: "DELETE", path: "/api/v1/teams/" + fresh + "/budget"}),
+				anyone(404, probe{what: "the same, gone", method: "DELETE", path: "/api/v1/teams/" + fresh + "/budget"}),
+			}
+		},
+		// Outputs are reported by members of the workload's team.
+		"POST /api/v1/workloads/{}/outputs": func(c caller) []probe {
+			body := `{"accepted":3,"rejected":1,"unit":"samples"}`
+			return []probe{
+				inA(c, api.RoleMember, 200, probe{what: "own", method: "POST", path: "/api/v1/workloads/" + w.wlA + "/outputs", body: body, check: holds(w.wlA, `"samples"`)}, wl(w.wlA)),
+				inB(c, 200, probe{what: "foreign", method: "POST", path: "/api/v1/workloads/" + w.wlB + "/outputs", body: body}, wl(w.wlB)),
+			}
 		},
 		// Cluster totals, no team names: anyone.
 		"GET /api/v1/usage": func(c caller) []probe {
@@ -789,6 +1051,11 @@ func TestCrossTenantMatrix(t *testing.T) {
 		if tm.Name == teamB && (tm.Weight != 1 || len(tm.PriorityClasses) != 0) {
 			t.Errorf("team B after the matrix: weight %d classes %v, want 1 and none", tm.Weight, tm.PriorityClasses)
 		}
+	}
+	var n api.Node
+	w.h.must(w.admin.token, "GET", "/api/v1/nodes/"+w.s.cfg.NodeName, "", 200, &n)
+	if n.State != "Ready" || !n.Schedulable {
+		t.Errorf("the node after the matrix: %s (%s, schedulable %v), want Ready and schedulable", n.State, n.StateReason, n.Schedulable)
 	}
 	if a := w.h.do(w.tokB.Token, "GET", "/api/v1/whoami", ""); a.status != 200 || !strings.Contains(a.body, `"b-member"`) {
 		t.Errorf("B's token after the matrix: %d %s, want it still valid", a.status, a.body)
