@@ -14,6 +14,7 @@ import * as teams from './pages/teams.js';
 import * as users from './pages/users.js';
 import * as tokens from './pages/tokens.js';
 import * as audit from './pages/audit.js';
+import * as cost from './pages/cost.js'; // the Cost page (issue 15)
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -59,6 +60,8 @@ function page(parts) {
       return ['tokens', tokens];
     case 'audit':
       return ['audit', audit];
+    case 'cost': // the Cost page (issue 15)
+      return ['cost', cost];
     case 'signin':
       return ['signin', signin];
   }

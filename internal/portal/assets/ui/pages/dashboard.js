@@ -2,6 +2,7 @@ import { api, list } from '../api.js';
 import { h, replace, gpus, pct, duration, since, bar, errorBox, table, every, askGPUs, placement, workloadLink, clipped } from '../dom.js';
 import { timeChart } from '../chart.js';
 import { teamBar, quotaScale, scaleNote, clusterMilli } from './teams.js';
+import { watchBudgets } from '../cost.js'; // budget banner (issue 15)
 
 const WINDOWS = [['5m', 5], ['15m', 15], ['1h', 60], ['6h', 360], ['24h', 1440]];
 
@@ -19,6 +20,7 @@ export function render(main, _route, _ctx) {
   const runningBox = h('div', { id: 'running' });
   const pendingBox = h('div', { id: 'pending' });
   const errBox = h('div', {});
+  const budgetAlerts = h('div', { id: 'budget-alerts' }); // budget banner (issue 15)
   const updated = h('p', { class: 'help updated', 'aria-live': 'polite' });
   const win = h('select', { id: 'window', name: 'window' },
     WINDOWS.map(([n]) => h('option', { value: n, selected: n === windowName }, 'last ' + n)));
@@ -30,6 +32,7 @@ export function render(main, _route, _ctx) {
   replace(main,
     h('div', { class: 'page-head' }, h('h1', { id: 'dashboard' }, 'Dashboard'), updated),
     errBox,
+    budgetAlerts,
     stats,
     h('div', { class: 'dash-grid' },
       h('section', { class: 'card', 'aria-labelledby': 'usage-h' },
@@ -134,8 +137,10 @@ export function render(main, _route, _ctx) {
       ' · refreshes every 5 s');
   }
   const stop = every(5000, refresh);
+  const stopBudgets = watchBudgets(budgetAlerts); // budget banner (issue 15)
   return () => {
     stop();
+    stopBudgets();
     ac.abort();
   };
 }
