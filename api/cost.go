@@ -29,7 +29,8 @@ type Price struct {
 	Pool string `json:"pool"`
 	Kind string `json:"kind"`
 	// EffectiveFrom is when this version starts to apply; absent (the zero
-	// time) in the configuration file means since always.
+	// time) in the configuration file means since the server's store was
+	// made (not allowed for reserved); through the API, now.
 	EffectiveFrom time.Time `json:"effectiveFrom"`
 
 	// Rate is per GPU-hour for on-demand and reserved, per GPU-month for
@@ -112,7 +113,7 @@ func (p Price) Validate() []FieldError {
 	period := func(field, s string, required bool) time.Duration {
 		if s == "" {
 			if required {
-				add(field, "is required for a %s price", p.Kind)
+				add(field, "is required for the price kind %s", p.Kind)
 			}
 			return 0
 		}
@@ -136,7 +137,7 @@ func (p Price) Validate() []FieldError {
 	case PriceOnDemand, PriceReserved, PriceMonthly:
 		money("rate", p.Rate)
 		if p.Rate == 0 {
-			add("rate", "is required for a %s price", p.Kind)
+			add("rate", "is required for the price kind %s", p.Kind)
 		}
 		unused("purchase", p.Purchase != 0)
 		unused("depreciation", p.Depreciation != "")
@@ -285,8 +286,8 @@ func (o Outputs) Validate() []FieldError {
 	if o.Rejected < 0 || o.Rejected > MaxOutputs {
 		errs = append(errs, FieldError{"rejected", "must be from 0 to a thousand billion"})
 	}
-	if len(o.Unit) > 32 || strings.ContainsAny(o.Unit, " \t\n\"'=") {
-		errs = append(errs, FieldError{"unit", "must be a word of at most 32 characters"})
+	if len(o.Unit) > 32 || strings.ContainsAny(o.Unit, " \t\n\"'=") || (o.Unit != "" && strings.ContainsAny(o.Unit[:1], "-+=@")) {
+		errs = append(errs, FieldError{"unit", "must be a word of at most 32 characters, starting with a letter or digit"})
 	}
 	return errs
 }

@@ -74,6 +74,8 @@ func JSONType(t reflect.Type) string {
 	switch t {
 	case reflect.TypeFor[Milli]():
 		return "a number"
+	case reflect.TypeFor[Money]():
+		return "an amount (a number with at most six decimals, at most a billion)"
 	}
 	switch t.Kind() {
 	case reflect.Struct:

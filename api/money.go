@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -110,8 +111,9 @@ func (m *Money) UnmarshalJSON(b []byte) error {
 		s = string(b)
 	}
 	v, err := ParseMoney(s)
-	if err != nil {
-		return err
+	if err != nil || v > MaxMoney || v < -MaxMoney {
+		// A type error, so that the decoder names the field.
+		return &json.UnmarshalTypeError{Value: strconv.Quote(s), Type: reflect.TypeFor[Money]()}
 	}
 	*m = v
 	return nil

@@ -14,6 +14,28 @@ import (
 	"github.com/gpufleet/gpufleet/internal/ledger"
 )
 
+// MaxCostComputations bounds the reports, series and exports computed at
+// once: each reads a window of allocation intervals and may take seconds
+// over a long one; more wait their turn (within the request's time).
+const MaxCostComputations = 2
+
+// costSlots holds a token per computation running.
+var costSlots = make(chan struct{}, MaxCostComputations)
+
+// costTurn waits for a slot; the returned func gives it back.
+func costTurn(c *call) (func(), error) {
+	select {
+	case costSlots <- struct{}{}:
+		return func() { <-costSlots }, nil
+	case <-c.r.Context().Done():
+		return nil, c.r.Context().Err()
+	}
+}
+
+// MaxHourlyExport bounds the window of an export by the hour (an export by
+// the day may cover the whole window a report may).
+const MaxHourlyExport = 31 * 24 * time.Hour
+
 // costOff is the answer of the cost routes on a server without a ledger.
 var costOff = &refusal{msg: "this server keeps no cost ledger", kind: core.ErrUnavailable}
 
@@ -69,7 +91,12 @@ func (s *Server) costWindow(c *call) (from, to time.Time, err error) {
 	default:
 		from = to.Add(-24 * time.Hour)
 	}
+	lo, hi := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 	switch {
+	case from.Before(lo) || from.After(hi):
+		return from, to, invalid("from", "%s: want a time from 2000 to 2200", from.UTC().Format(time.RFC3339))
+	case to.Before(lo) || to.After(hi):
+		return from, to, invalid("to", "%s: want a time from 2000 to 2200", to.UTC().Format(time.RFC3339))
 	case from.After(to):
 		return from, to, invalid("from", "%s is after to (%s)", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	case to.Sub(from) > api.MaxCostWindow:
@@ -106,6 +133,11 @@ func (s *Server) costReport(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	done, err := costTurn(c)
+	if err != nil {
+		return reply{}, err
+	}
+	defer done()
 	rep, err := l.Report(c.r.Context(), by, from, to, s.opts.Now().UTC(), visibility(c.u))
 	if err != nil {
 		return reply{}, err
@@ -141,6 +173,11 @@ func (s *Server) costSeries(c *call) (reply, error) {
 	if to.Sub(from)/step > MaxSeriesPoints {
 		return reply{}, invalid("step", "%s gives more than %d points over the window", step, MaxSeriesPoints)
 	}
+	done, err := costTurn(c)
+	if err != nil {
+		return reply{}, err
+	}
+	defer done()
 	now := s.opts.Now().UTC()
 	in, err := l.Input(c.r.Context(), from, to, now)
 	if err != nil {
@@ -164,11 +201,11 @@ func (s *Server) costExport(w http.ResponseWriter, c *call) error {
 	if f := q.Get("format"); f != "" && f != "focus" {
 		return invalid("format", "%q: the one export format is focus", f)
 	}
-	gran := time.Hour
+	gran := 24 * time.Hour
 	switch g := q.Get("granularity"); g {
-	case "", "hour":
-	case "day":
-		gran = 24 * time.Hour
+	case "", "day":
+	case "hour":
+		gran = time.Hour
 	default:
 		return invalid("granularity", "%q: want hour or day", g)
 	}
@@ -176,6 +213,14 @@ func (s *Server) costExport(w http.ResponseWriter, c *call) error {
 	if err != nil {
 		return err
 	}
+	if gran == time.Hour && to.Sub(from) > MaxHourlyExport {
+		return invalid("granularity", "an export by the hour covers at most 31 days; this window is %s: export by the day, or a shorter window", to.Sub(from).Round(time.Hour))
+	}
+	done, err := costTurn(c)
+	if err != nil {
+		return err
+	}
+	defer done()
 	in, err := l.Input(c.r.Context(), from, to, s.opts.Now().UTC())
 	if err != nil {
 		return err

@@ -149,7 +149,12 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	lifecycle := qualify.New(qualify.Options{Store: st, Logger: log.With("component", "lifecycle"), Local: core.NodeName(cfg.NodeName),
 		Level: cfg.Qualification.Level, Every: cfg.Qualification.Every.Duration, RequireDCGM: cfg.Qualification.RequireDCGM,
 		Drain: cfg.Qualification.Policy == "drain", Tick: min(time.Second, cfg.ResyncPeriod)})
-	led := &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: cfg.Cost.Prices, DefaultPool: cfg.Pool}
+	led := &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: cfg.Cost.Prices, DefaultPool: cfg.Pool, Since: storeBirth(ctx, st)}
+	// The budgets are evaluated once before the first cycle; later, in the
+	// background (ledger.Gates).
+	if _, err := led.Budgets(ctx, time.Now().UTC(), 0); err != nil {
+		return fmt.Errorf("evaluate the budgets: %w", err)
+	}
 	obs := newObservability(cfg, st, ex, led, lifecycle, log)
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
 		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg), Budgets: led})
@@ -620,4 +625,18 @@ func lockDataDir(dir string) (func(), error) {
 	f.Truncate(0)
 	fmt.Fprintf(f, "%d\n", os.Getpid())
 	return func() { f.Close() }, nil
+}
+
+// storeBirth is when the store was made: its first team's creation (the
+// default team is made on first start), or now.
+func storeBirth(ctx context.Context, st *store.Store) time.Time {
+	birth := time.Now().UTC()
+	if ts, err := st.Teams(ctx); err == nil {
+		for _, t := range ts {
+			if !t.CreatedAt.IsZero() && t.CreatedAt.Before(birth) {
+				birth = t.CreatedAt
+			}
+		}
+	}
+	return birth.Truncate(time.Second)
 }

@@ -312,8 +312,12 @@ micro-unit.`,
 			if ok, err := out.structured(e.stdout, est); ok {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s GPUs × %s %s/GPU-hour × %s h = %s %s\n", gpus, est.Rate.Fixed(), currency,
-				strconv.FormatFloat(hoursFlag, 'f', -1, 64), est.Total.Fixed(), currency)
+			held := ""
+			if est.Kind == api.PriceOnDemand && est.Utilisation != 1 {
+				held = fmt.Sprintf(" × %s%% held", strconv.FormatFloat(100*est.Utilisation, 'f', -1, 64))
+			}
+			fmt.Fprintf(e.stdout, "%s %s × %s %s/GPU-hour × %s h%s = %s %s\n", gpus, gpuWord(gpus), est.Rate.Fixed(), currency,
+				strconv.FormatFloat(hoursFlag, 'f', -1, 64), held, est.Total.Fixed(), currency)
 			if len(est.Compare) > 0 {
 				fmt.Fprintf(e.stdout, "\nthe same work at %.0f%% utilisation:\n", 100*est.Utilisation)
 				t := newTable(e.stdout, "KIND", "RATE/GPU-HOUR", "TOTAL", "BREAK-EVEN-UTILISATION")
@@ -340,4 +344,12 @@ micro-unit.`,
 	fl.StringVar(&monthly, "monthly", "", "compare: a monthly price per GPU")
 	out = addOutputFlag(cmd, outTable, outJSON, outYAML)
 	return cmd
+}
+
+// gpuWord is "GPU" for one, "GPUs" otherwise (0.5 GPUs).
+func gpuWord(n api.Milli) string {
+	if n == 1000 {
+		return "GPU"
+	}
+	return "GPUs"
 }

@@ -167,6 +167,19 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	if len(bs.Items) != 1 || !bs.Items[0].Exceeded || bs.Items[0].Spent < bs.Items[0].Monthly {
 		t.Errorf("budgets: %+v", bs)
 	}
+	// Without the budget, it starts.
+	if got := s.must(t, "delete", "budget", "thrifty"); got != "budget/thrifty deleted\n" {
+		t.Errorf("delete budget: %q", got)
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		mustJSON(t, s.run(t, tina, "get", "workload", next, "-o", "json").stdout, &w)
+		if w.Status.Phase != "Pending" {
+			break
+		}
+	}
+	if w.Status.Phase == "Pending" {
+		t.Errorf("after the budget is removed: %s/%s %q, want it started", w.Status.Phase, w.Status.Reason, w.Status.Message)
+	}
 }
 
 func mustJSON(t *testing.T, s string, v any) {

@@ -8,16 +8,16 @@ import (
 
 func newDeleteCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "delete team|user|member ...",
-		Short: "Delete a team or a user (admin only), or remove a user from a team",
+		Use:   "delete team|user|member|budget ...",
+		Short: "Delete a team, a user or a team's budget (admin only), or remove a user from a team",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("delete %q: want team, user or member", args[0])
+				return usagef("delete %q: want team, user, member or budget", args[0])
 			}
-			return usagef("delete what? want team, user or member")
+			return usagef("delete what? want team, user, member or budget")
 		},
 	}
-	cmd.AddCommand(newDeleteTeamCmd(e), newDeleteUserCmd(e), newDeleteMemberCmd(e))
+	cmd.AddCommand(newDeleteTeamCmd(e), newDeleteUserCmd(e), newDeleteMemberCmd(e), newDeleteBudgetCmd(e))
 	return cmd
 }
 
@@ -64,6 +64,27 @@ as their owner. An admin cannot delete itself.`,
 				return err
 			}
 			_, err = fmt.Fprintf(e.stdout, "user/%s deleted\n", args[0])
+			return err
+		},
+	}
+}
+
+func newDeleteBudgetCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "budget TEAM",
+		Short:   "Remove a team's monthly budget (admin only)",
+		Long:    `Remove a team's monthly budget (admin only): what a hard budget held back may start at once.`,
+		Example: `  gpufleet delete budget vision`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteBudget(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(e.stdout, "budget/%s deleted\n", args[0])
 			return err
 		},
 	}

@@ -163,7 +163,7 @@ func describePrice(p api.Price, currency string) string {
 }
 
 func printPrices(e *env, ps *api.PriceList) error {
-	t := newTable(e.stdout, "POOL", "KIND", "PRICE", "EFFECTIVE-FROM", "HOST", "LICENCE")
+	t := newTable(e.stdout, "POOL", "PRICE", "EFFECTIVE-FROM", "HOST", "LICENCE")
 	for _, p := range ps.Items {
 		from := "always"
 		if !p.EffectiveFrom.IsZero() {
@@ -177,7 +177,7 @@ func printPrices(e *env, ps *api.PriceList) error {
 		if p.LicenceGPUHour != 0 {
 			lic = p.LicenceGPUHour.String() + "/GPU-h"
 		}
-		t.row(p.Pool, p.Kind, describePrice(p, ps.Currency), from, host, lic)
+		t.row(p.Pool, describePrice(p, ps.Currency), from, host, lic)
 	}
 	return t.flush()
 }
@@ -198,7 +198,10 @@ the budget, the team's new non-production workloads wait (BudgetExceeded;
 continues unless --stop-running, which stops it too, lowest classes first
 (it waits in the queue for the next month).`,
 		Example: `  gpufleet set budget research --monthly 5000
-  gpufleet set budget vision --monthly 2000 --alert 90% --hard`,
+  gpufleet set budget vision --monthly 2000 --alert 90% --hard
+
+The budget given replaces the team's whole budget: flags left out take their
+defaults (soft, alert at 80%).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {

@@ -16,7 +16,8 @@ type Cost struct {
 	// Currency is an ISO 4217 code, USD by default.
 	Currency string `json:"currency,omitempty"`
 	// Prices are price versions (api.Price); EffectiveFrom absent means
-	// since always.
+	// since this server's store was made (a reserved commitment must give
+	// its start).
 	Prices []api.Price `json:"prices,omitempty"`
 }
 
@@ -55,6 +56,9 @@ func (c Cost) validate() []error {
 	for i, p := range c.Prices {
 		for _, fe := range p.Validate() {
 			errs = append(errs, fmt.Errorf("cost.prices[%d].%s: %s", i, fe.Field, fe.Problem))
+		}
+		if p.Kind == api.PriceReserved && p.EffectiveFrom.IsZero() {
+			errs = append(errs, fmt.Errorf("cost.prices[%d].effectiveFrom: a reserved commitment starts at a time: give its start", i))
 		}
 		k := p.Pool + "@" + p.EffectiveFrom.String()
 		if seen[k] {

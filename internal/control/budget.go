@@ -57,17 +57,18 @@ func (l *Loop) budgets(ctx context.Context, snap *core.Snapshot, now time.Time) 
 			}
 			snap.BudgetExceeded[team] = g.Message
 		}
+		// The alert is raised once a month, on the team's running
+		// workloads: it waits for one to run.
 		alert := g.Alerting && l.alerted[team] != g.Month
-		if alert {
-			l.alerted[team] = g.Month
-		}
 		for _, w := range snap.Running {
 			if w.Team != team || w.Status.StopRequested != "" {
 				continue
 			}
 			if alert {
-				if _, err := l.opts.Store.Warn(ctx, w.ID, w.Status.Attempts, ReasonBudgetAlert, g.Message, now); err != nil {
+				if ok, err := l.opts.Store.Warn(ctx, w.ID, w.Status.Attempts, ReasonBudgetAlert, g.Message, now); err != nil {
 					l.log.Error("budget alert", "workload", w.ID, "err", err)
+				} else if ok {
+					l.alerted[team] = g.Month
 				}
 			}
 			if c, ok := class(w); g.StopRunning && ok && c.Preemptible {

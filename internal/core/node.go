@@ -106,6 +106,10 @@ type Allocation struct {
 	Assignment
 	Start time.Time  `json:"start"`
 	End   *time.Time `json:"end,omitempty"`
+	// Pool is the pool of the node when the interval began (empty for
+	// intervals recorded before pools were kept, and for a node without
+	// one).
+	Pool string `json:"pool,omitempty"`
 	// Outcome is how the attempt ended, once it has: AllocFailed (it
 	// failed, or its node was lost), AllocPreempted (stopped for another
 	// workload), or empty (still held, succeeded, cancelled, stopped).

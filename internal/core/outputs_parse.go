@@ -223,9 +223,10 @@ func checkUnit(v string) error {
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-_.:/", c) >= 0:
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && strings.IndexByte("-_.:/", c) >= 0: // not first: a spreadsheet would read "-A1" as a formula
 		default:
-			return fmt.Errorf("%s: want a word of letters, digits and -_.:/", quoteWord(v))
+			return fmt.Errorf("%s: want a word of letters, digits and -_.:/, starting with a letter or digit", quoteWord(v))
 		}
 	}
 	return nil

@@ -64,7 +64,8 @@
 // to its home pool's row. A row's unit is the single unit of its counted
 // workloads' outputs, "mixed" when several, "" when none;
 // costPerAcceptedOutput is TotalCost / accepted, rounded half-up to a
-// micro-unit, null when none was accepted. failedGPUHours and
+// micro-unit, null when none was accepted or the unit is mixed (a cost
+// per image-or-job means nothing). failedGPUHours and
 // preemptedGPUHours are the GPU hours of intervals with that Outcome,
 // inside gpuHours (billed once, not added); idleGPUHours appear on the
 // idle row and the total only; gpuHours are held hours (an increment

@@ -128,7 +128,9 @@ func (r *row) wire() api.CostRow {
 	default:
 		out.Unit = "mixed"
 	}
-	if r.accepted > 0 {
+	// A cost per output of several units (images and jobs) would mean
+	// nothing: it is null, as without outputs.
+	if r.accepted > 0 && len(r.units) <= 1 {
 		m := Money(perOutput(total, r.accepted))
 		out.CostPerAcceptedOutput = &m
 	}

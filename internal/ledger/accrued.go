@@ -9,42 +9,35 @@ import (
 	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
-// accrued sums the cost of the windows read so far, for a counter.
+// accrued is the last answer of Accrued, for a counter that never goes
+// down.
 type accrued struct {
-	to   time.Time // the end of the last window summed
 	sums map[[2]string]api.Money
 }
 
 // Accrued returns the cost accrued since start (the server's start) per
-// team and pool, idle under team api.IdleRow: gpufleet_cost_total. Each call
-// adds the window since the previous one, so the sums only grow (a price
-// rounds once per window, so they may differ from one report over the
-// whole time by a micro-unit per window and row).
+// team and pool, idle under team api.IdleRow: gpufleet_cost_total. It is
+// the ledger of the whole time since start as of now (so an interval is
+// billed once, its billing increment included), and each sum is kept at
+// least what it was before: a counter does not go down when a rounding
+// moves a micro-unit from one row to another.
 func (l *Ledger) Accrued(ctx context.Context, start, now time.Time) (map[[2]string]api.Money, error) {
+	in, err := l.Input(ctx, start, now, now)
+	if err != nil {
+		return nil, err
+	}
+	totals := cost.Totals(in)
 	l.mu.Lock()
-	a := l.acc
-	l.mu.Unlock()
-	if a.sums == nil {
-		a = accrued{to: start, sums: map[[2]string]api.Money{}}
+	defer l.mu.Unlock()
+	sums := make(map[[2]string]api.Money, len(totals))
+	for k, v := range l.acc.sums {
+		sums[k] = v
 	}
-	if now.After(a.to) {
-		in, err := l.Input(ctx, a.to, now, now)
-		if err != nil {
-			return nil, err
-		}
-		sums := make(map[[2]string]api.Money, len(a.sums))
-		for k, v := range a.sums {
-			sums[k] = v
-		}
-		for k, v := range cost.Totals(in) {
-			sums[k] += v
-		}
-		a = accrued{to: now, sums: sums}
-		l.mu.Lock()
-		l.acc = a
-		l.mu.Unlock()
+	for k, v := range totals {
+		sums[k] = max(sums[k], v)
 	}
-	return a.sums, nil
+	l.acc = accrued{sums: sums}
+	return sums, nil
 }
 
 // SpentRatios returns each budgeted team's spent / monthly this month:

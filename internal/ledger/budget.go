@@ -40,7 +40,9 @@ func (l *Ledger) SetBudget(ctx context.Context, team core.TeamName, b api.Budget
 		return b, err
 	}
 	l.forget()
-	return b, nil
+	// Evaluated now, so that the next cycle sees the new budget.
+	_, err = l.Budgets(ctx, time.Now().UTC(), BudgetRefresh)
+	return b, err
 }
 
 // DeleteBudget removes a team's budget.
@@ -53,6 +55,7 @@ func (l *Ledger) DeleteBudget(ctx context.Context, team core.TeamName) error {
 func (l *Ledger) forget() {
 	l.mu.Lock()
 	l.budgets = budgetCache{}
+	l.gen++
 	l.mu.Unlock()
 }
 
@@ -60,7 +63,7 @@ func (l *Ledger) forget() {
 // holds now, from an evaluation at most maxAge old.
 func (l *Ledger) Budgets(ctx context.Context, now time.Time, maxAge time.Duration) (map[core.TeamName]api.BudgetStatus, error) {
 	l.mu.Lock()
-	c := l.budgets
+	c, gen := l.budgets, l.gen
 	l.mu.Unlock()
 	if c.statuses != nil && now.Sub(c.at) < maxAge && !now.Before(c.at) {
 		return c.statuses, nil
@@ -85,8 +88,12 @@ func (l *Ledger) Budgets(ctx context.Context, now time.Time, maxAge time.Duratio
 			out[team] = cost.Budget(in, team, b)
 		}
 	}
+	// An evaluation begun before a budget changed is not kept: it read
+	// the old budgets.
 	l.mu.Lock()
-	l.budgets = budgetCache{at: now, statuses: out}
+	if l.gen == gen {
+		l.budgets = budgetCache{at: now, statuses: out}
+	}
 	l.mu.Unlock()
 	return out, nil
 }
@@ -99,12 +106,33 @@ func ExceededMessage(b api.BudgetStatus) string {
 }
 
 // Gates says, for each team with a budget that alerts or is spent, what
-// the control loop must do (core.BudgetGate).
+// the control loop must do (core.BudgetGate). It never waits for an
+// evaluation: it answers the last one (none before the first) and, when
+// that is older than BudgetRefresh, starts the next in the background, so
+// that a month of intervals to read never slows a scheduling cycle.
 func (l *Ledger) Gates(ctx context.Context, now time.Time) (map[core.TeamName]core.BudgetGate, error) {
-	bs, err := l.Budgets(ctx, now, BudgetRefresh)
-	if err != nil {
-		return nil, err
+	l.mu.Lock()
+	c, refreshing := l.budgets, l.refreshing
+	stale := c.statuses == nil || now.Sub(c.at) >= BudgetRefresh || now.Before(c.at)
+	if stale && !refreshing {
+		l.refreshing = true
+		go func() {
+			_, err := l.Budgets(context.WithoutCancel(ctx), time.Now().UTC(), 0)
+			l.mu.Lock()
+			l.refreshing = false
+			if err != nil {
+				l.refreshErr = err.Error()
+			}
+			l.mu.Unlock()
+		}()
 	}
+	failed := l.refreshErr
+	l.refreshErr = ""
+	l.mu.Unlock()
+	if failed != "" {
+		return nil, fmt.Errorf("evaluate the budgets: %s", failed)
+	}
+	bs := c.statuses
 	var out map[core.TeamName]core.BudgetGate
 	for team, b := range bs {
 		if !b.Alerting && !b.Exceeded {

@@ -8,6 +8,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,14 +27,20 @@ type Ledger struct {
 	Store    *store.Store
 	Currency string
 	// FilePrices are the versions the configuration file gives; they are
-	// never stored.
+	// never stored. One without EffectiveFrom applies from Since.
 	FilePrices []api.Price
+	// Since is when this server's store was made (its first team's
+	// creation): nothing was billed before.
+	Since time.Time
 	// DefaultPool is the pool of a node that names none.
 	DefaultPool string
 
-	mu      sync.Mutex
-	budgets budgetCache
-	acc     accrued
+	mu         sync.Mutex
+	budgets    budgetCache
+	gen        int    // counts the changes of budgets, so that a stale evaluation is not kept
+	refreshing bool   // a background evaluation of the budgets runs
+	refreshErr string // its last error, told by the next Gates
+	acc        accrued
 }
 
 // Prices returns every price version, the file's and the stored ones, by
@@ -44,6 +51,11 @@ func (l *Ledger) Prices(ctx context.Context) ([]api.Price, error) {
 		return nil, err
 	}
 	out := slices.Clone(l.FilePrices)
+	for i := range out {
+		if out[i].EffectiveFrom.IsZero() {
+			out[i].EffectiveFrom = l.Since
+		}
+	}
 	for _, v := range vs {
 		var p api.Price
 		if err := json.Unmarshal(v.Spec, &p); err != nil {
@@ -117,7 +129,7 @@ func (l *Ledger) Input(ctx context.Context, from, to, now time.Time) (cost.Input
 	poolOf := map[core.NodeName]string{}
 	gpus := map[string]int{}
 	for _, n := range nodes {
-		p := cmpOr(n.Pool, l.DefaultPool)
+		p := cmp.Or(n.Pool, l.DefaultPool)
 		poolOf[n.Name] = p
 		gpus[p] += len(n.GPUs)
 	}
@@ -169,7 +181,9 @@ func (l *Ledger) Input(ctx context.Context, from, to, now time.Time) (cost.Input
 	hosted := map[replicaKey]bool{}
 	in.Intervals = make([]cost.Interval, 0, len(allocs))
 	for _, a := range allocs {
-		iv := cost.Interval{Workload: a.WorkloadID, Attempt: a.Attempt, Pool: cmpOr(poolOf[a.Node], l.DefaultPool), Node: a.Node,
+		// The pool the node was in when the interval began; for older
+		// intervals, the node's pool now.
+		iv := cost.Interval{Workload: a.WorkloadID, Attempt: a.Attempt, Pool: cmp.Or(a.Pool, poolOf[a.Node], l.DefaultPool), Node: a.Node,
 			GPU: a.GPUIndex, Milli: a.MilliGPU, Start: a.Start, Outcome: cost.Outcome(a.Outcome)}
 		if a.End != nil {
 			iv.End = *a.End
@@ -191,11 +205,4 @@ func (l *Ledger) Report(ctx context.Context, by string, from, to, now time.Time,
 		return api.CostReport{}, err
 	}
 	return cost.Report(in, by, vis)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

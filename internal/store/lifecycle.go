@@ -120,11 +120,13 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time) (*core.Workload, e
 	if len(replicas) != w.Request.Count() {
 		return nil, fmt.Errorf("place workload %s: %d of %d replicas placed: %w", w.ID, len(replicas), w.Request.Count(), core.ErrInvalid)
 	}
+	pools := map[core.NodeName]string{}
 	for _, name := range core.Nodes(p.Assignments) {
 		node, err := getNode(tx, name)
 		if err != nil {
 			return nil, fmt.Errorf("place workload %s: %w", w.ID, err)
 		}
+		pools[name] = node.Pool
 		used, err := nodeUsage(tx, name)
 		if err != nil {
 			return nil, err
@@ -153,8 +155,8 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time) (*core.Workload, e
 		return nil, err
 	}
 	for _, a := range p.Assignments {
-		if _, err := tx.Exec(`INSERT INTO allocations (workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, string(w.ID), string(w.Team), w.Status.Attempts, a.Replica, string(a.Node), a.GPUIndex, a.GPUUUID, a.MilliGPU, a.MemoryMiB, unixNano(t)); err != nil {
+		if _, err := tx.Exec(`INSERT INTO allocations (workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, pool)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, string(w.ID), string(w.Team), w.Status.Attempts, a.Replica, string(a.Node), a.GPUIndex, a.GPUUUID, a.MilliGPU, a.MemoryMiB, unixNano(t), pools[a.Node]); err != nil {
 			return nil, err
 		}
 	}

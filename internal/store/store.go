@@ -440,6 +440,9 @@ var migrations = [][]string{
 			spec BLOB NOT NULL
 		)`,
 		`ALTER TABLE allocations ADD COLUMN outcome TEXT NOT NULL DEFAULT ''`,
+		// The pool of the node when the interval began: a node moved to
+		// another pool later does not re-price its past.
+		`ALTER TABLE allocations ADD COLUMN pool TEXT NOT NULL DEFAULT ''`,
 		`CREATE INDEX allocations_start ON allocations(start)`,
 	},
 	{

@@ -249,7 +249,7 @@ func (s *Store) Allocations(ctx context.Context, id core.WorkloadID) ([]core.All
 	return s.queryAllocations(ctx, q+" ORDER BY id", args...)
 }
 
-const selectAllocations = "SELECT id, workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, end, outcome FROM allocations"
+const selectAllocations = "SELECT id, workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, end, outcome, pool FROM allocations"
 
 func (s *Store) queryAllocations(ctx context.Context, q string, args ...any) ([]core.Allocation, error) {
 	rows, err := s.read.QueryContext(ctx, q, args...)
@@ -263,7 +263,7 @@ func (s *Store) queryAllocations(ctx context.Context, q string, args ...any) ([]
 		var wid, team, node string
 		var start int64
 		var end sql.NullInt64
-		if err := rows.Scan(&a.ID, &wid, &team, &a.Attempt, &a.Replica, &node, &a.GPUIndex, &a.GPUUUID, &a.MilliGPU, &a.MemoryMiB, &start, &end, &a.Outcome); err != nil {
+		if err := rows.Scan(&a.ID, &wid, &team, &a.Attempt, &a.Replica, &node, &a.GPUIndex, &a.GPUUUID, &a.MilliGPU, &a.MemoryMiB, &start, &end, &a.Outcome, &a.Pool); err != nil {
 			return nil, err
 		}
 		a.WorkloadID, a.Team, a.Node, a.Start = core.WorkloadID(wid), core.TeamName(team), core.NodeName(node), fromNano(start)
