@@ -233,6 +233,14 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"PUT /api/v1/teams/{name}/budget", nil, []string{"200", "400", "401", "403", "404", "413", "429", "503"}},
 		{"DELETE /api/v1/teams/{name}/budget", nil, []string{"204", "401", "403", "404", "429", "503"}},
 		{"POST /api/v1/workloads/{id}/outputs", nil, []string{"200", "400", "401", "403", "404", "413", "429"}},
+		{"GET /api/v1/nodes/{name}", nil, []string{"200", "401", "404", "429"}},
+		{"GET /api/v1/nodes/{name}/events", nil, []string{"200", "401", "404", "429"}},
+		{"GET /api/v1/nodes/{name}/evidence", nil, []string{"200", "401", "404", "429"}},
+		{"POST /api/v1/nodes/{name}/cordon", nil, []string{"200", "401", "403", "404", "409", "429", "503"}},
+		{"POST /api/v1/nodes/{name}/uncordon", nil, []string{"200", "401", "403", "404", "409", "429", "503"}},
+		{"POST /api/v1/nodes/{name}/drain", nil, []string{"200", "400", "401", "403", "404", "409", "413", "429", "503"}},
+		{"POST /api/v1/nodes/{name}/validate", nil, []string{"200", "400", "401", "403", "404", "409", "413", "429", "503"}},
+		{"POST /api/v1/nodes/{name}/faults", nil, []string{"200", "400", "401", "403", "404", "413", "429", "503"}},
 	}
 	var covered []string
 	for _, tt := range tests {
@@ -266,7 +274,9 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 }
 
 // TestOpenAPIRequestBodies checks that each route that reads a body
-// names the api type its handler decodes, and that no other route has one.
+// names the api type its handler decodes, that the body is required unless
+// the handler reads it only when there is one, and that no other route has
+// one.
 func TestOpenAPIRequestBodies(t *testing.T) {
 	doc := openAPIDoc(t)
 	bodies := map[string]string{
@@ -279,7 +289,13 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		"POST /api/v1/prices":                     "Price",
 		"PUT /api/v1/teams/{name}/budget":         "Budget",
 		"POST /api/v1/workloads/{id}/outputs":     "Outputs",
+		"POST /api/v1/nodes/{name}/drain":         "Drain",
+		"POST /api/v1/nodes/{name}/validate":      "Validate",
+		"POST /api/v1/nodes/{name}/faults":        "Fault",
 	}
+	// optional are the routes whose handler reads a body only when the
+	// request has one (ContentLength != 0).
+	optional := []string{"POST /api/v1/nodes/{name}/drain", "POST /api/v1/nodes/{name}/validate"}
 	for _, r := range Routes {
 		t.Run(r, func(t *testing.T) {
 			method, path := splitRoute(r)
@@ -291,8 +307,8 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 				}
 				return
 			}
-			if body["required"] != true {
-				t.Errorf("request body is not required")
+			if want := !slices.Contains(optional, r); body["required"] != want {
+				t.Errorf("request body required = %v, want %t", body["required"], want)
 			}
 			ref, _ := obj(body, "content", "application/json", "schema")["$ref"].(string)
 			if ref != "#/components/schemas/"+want {
@@ -425,6 +441,13 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"BudgetList": reflect.TypeFor[api.BudgetList](), "Outputs": reflect.TypeFor[api.Outputs](),
 		"CostRow": reflect.TypeFor[api.CostRow](), "CostReport": reflect.TypeFor[api.CostReport](),
 		"CostSeries": reflect.TypeFor[api.CostSeries](), "CostSeriesPoint": reflect.TypeFor[api.CostSeriesPoint](),
+	} {
+		types[n] = t
+	}
+	for n, t := range map[string]reflect.Type{
+		"NodeEvent": reflect.TypeFor[api.NodeEvent](), "NodeEventList": reflect.TypeFor[api.List[api.NodeEvent]](),
+		"Evidence": reflect.TypeFor[api.Evidence](), "EvidenceList": reflect.TypeFor[api.List[api.Evidence]](),
+		"Drain": reflect.TypeFor[api.Drain](), "Validate": reflect.TypeFor[api.Validate](), "Fault": reflect.TypeFor[api.Fault](),
 	} {
 		types[n] = t
 	}

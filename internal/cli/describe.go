@@ -39,19 +39,30 @@ func newDescribeCmd(e *env) *cobra.Command {
 	var out *outputFlag
 	var team string
 	cmd := &cobra.Command{
-		Use:   "describe [workload] ID|NAME",
-		Short: "Show a workload's spec, status, placement and events",
+		Use:   "describe [workload] ID|NAME | describe node NAME",
+		Short: "Show a workload's spec, status, placement and events, or a node's state, GPUs, events and evidence",
 		Long: `Show a workload's spec, status, placement and events.
+
+describe node NAME shows a node's state with its reason and since when, its
+GPUs with their health and allocations, its latest events and its latest
+qualification evidence with each command's result (the raw outputs: get
+evidence --node NAME -o json).
 
 ` + workloadArg,
 		Example: `  gpufleet describe wl-0042
-  gpufleet describe workload llm-finetune --team research`,
+  gpufleet describe workload llm-finetune --team research
+  gpufleet describe node gpu-a`,
 		Args: func(_ *cobra.Command, args []string) error {
 			switch {
+			// describe node NAME (node.go).
+			case len(args) == 1 && isNodeKind(args[0]):
+				return usagef("describe %s: which node? give its name", args[0])
+			case len(args) == 2 && isNodeKind(args[0]):
+				return nil
 			case len(args) == 1 && isWorkloadKind(args[0]):
 				return usagef("describe %s: which workload? give its ID or name", args[0])
 			case len(args) == 2 && !isWorkloadKind(args[0]):
-				return usagef("describe %q: only workloads can be described (describe [workload] ID|NAME)", args[0])
+				return usagef("describe %q: only workloads and nodes can be described (describe [workload] ID|NAME, describe node NAME)", args[0])
 			case len(args) == 0 || len(args) > 2:
 				return usagef("describe takes a workload: describe [workload] ID|NAME")
 			}
@@ -60,6 +71,12 @@ func newDescribeCmd(e *env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
 				return err
+			}
+			if isNodeKind(args[0]) && len(args) == 2 {
+				if team != "" {
+					return usagef("--team applies to workloads only")
+				}
+				return describeNodeCmd(cmd.Context(), e, out, args[1])
 			}
 			c, err := e.client()
 			if err != nil {

@@ -14,8 +14,9 @@ func newGetCmd(e *env) *cobra.Command {
 	var opts api.ListOptions
 	var out *outputFlag
 	var watch bool
+	var node string // get evidence --node
 	cmd := &cobra.Command{
-		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets",
+		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets|evidence --node NODE",
 		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
 		Long: `List workloads, nodes, teams, users (admin only) or a team's members, or show
 one workload or user.
@@ -27,10 +28,17 @@ GPU. Team quantities are in GPUs: the guarantee, the limit, what the team's
 running workloads hold (USAGE), its fair share of the capacity and what its
 pending workloads ask for; -o wide adds the priority classes each team may use
 ("preemptible": every preemptible class, the default). Users show their
-teams as TEAM:ROLE; members their role in the team.`,
+teams as TEAM:ROLE; members their role in the team.
+
+Nodes show their lifecycle state (STATUS: Registering, Validating, Ready,
+Cordoned, Draining, Failed or Lost) and their GPUs' health ("4/4 healthy",
+"3/4 healthy, 1 failed"); -o wide gives each GPU's health and its reason.
+get evidence --node NODE lists the node's qualification commands, each with
+its result; -o json adds their raw outputs, as the API returns them.`,
 		Example: `  gpufleet get workloads --team research --phase Running
   gpufleet get workload wl-0042 -o json
   gpufleet get nodes -o wide
+  gpufleet get evidence --node gpu-a -o json
   gpufleet get teams
   gpufleet get members research -o json`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -47,6 +55,14 @@ teams as TEAM:ROLE; members their role in the team.`,
 			isWorkloads := kind == "workloads" || kind == "workload" || kind == "wl"
 			if !isWorkloads && (opts.Team != "" || opts.Phase != "" || opts.Limit != 0) {
 				return usagef("--team, --phase and --limit apply to workloads only")
+			}
+			// get evidence --node (node.go).
+			isEvidence := kind == "evidence"
+			switch {
+			case isEvidence && node == "":
+				return usagef("get evidence --node NODE: which node?")
+			case !isEvidence && node != "":
+				return usagef("--node applies to evidence only")
 			}
 			if opts.Limit < 0 {
 				return usagef("--limit %d: must not be negative", opts.Limit)
@@ -109,6 +125,15 @@ teams as TEAM:ROLE; members their role in the team.`,
 					return err
 				}
 				return printNodes(e, out.value, ns)
+			case isEvidence:
+				ev, err := c.NodeEvidence(ctx, node)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, ev); ok {
+					return err
+				}
+				return printEvidence(e, out.value, ev.Items)
 			case kind == "teams" || kind == "team":
 				ts, err := c.Teams(ctx)
 				if err != nil {
@@ -185,13 +210,14 @@ teams as TEAM:ROLE; members their role in the team.`,
 	fl.StringVar(&opts.Team, "team", "", "only workloads of this team")
 	fl.StringVar(&opts.Phase, "phase", "", "only workloads in these phases, comma-separated, in any case (Pending, Running, Succeeded, Failed, Cancelled)")
 	fl.IntVar(&opts.Limit, "limit", 0, "at most this many workloads (default all)")
+	fl.StringVar(&node, "node", "", "the node whose evidence to list (get evidence)")
 	fl.BoolVarP(&watch, "watch", "w", false, "after the list, print each workload that appears or changes, until interrupted (-o json: one object per line)")
 	out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
 	return cmd
 }
 
 // getKinds lists what get knows, for usage errors.
-const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices or budgets"
+const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets or evidence --node NODE"
 
 func printWorkloads(e *env, format string, ws []api.Workload) error {
 	header := []string{"ID", "NAME", "TEAM", "PRIORITY", "GPUS", "PHASE", "REASON", "EXIT", "ATTEMPTS", "NODE", "AGE"}
@@ -250,7 +276,7 @@ func printTeams(e *env, format string, ts []api.Team) error {
 // it.
 func printNodes(e *env, format string, ns []api.Node) error {
 	wide := format == outWide
-	header := []string{"NAME", "GPUS", "ALLOCATED", "SCHEDULABLE"}
+	header := []string{"NAME", "STATUS", "GPUS", "HEALTH", "ALLOCATED", "SCHEDULABLE"}
 	if wide {
 		header = append(header, "GPU-MEMORY", "UTIL", "MEM-USED", "POOL", "UUID", "WORKLOADS")
 	}
@@ -262,7 +288,7 @@ func printNodes(e *env, format string, ns []api.Node) error {
 			memAlloc += g.AllocatedMemoryMiB
 			memTotal += g.MemoryMiB
 		}
-		row := []string{n.Name, gpuModels(n.GPUs), fmt.Sprintf("%s/%d", api.Milli(milli), len(n.GPUs)), strconv.FormatBool(n.Schedulable)}
+		row := []string{n.Name, n.State, gpuModels(n.GPUs), healthSummary(n.GPUs), fmt.Sprintf("%s/%d", api.Milli(milli), len(n.GPUs)), strconv.FormatBool(n.Schedulable)}
 		if !wide {
 			t.row(row...)
 			continue
@@ -274,7 +300,7 @@ func printNodes(e *env, format string, ns []api.Node) error {
 			for _, a := range g.Allocations {
 				holders = append(holders, a.WorkloadID+"@"+api.Milli(a.MilliGPU).String())
 			}
-			t.row(fmt.Sprintf("  %s/%d", n.Name, g.Index), g.Model, fmt.Sprintf("%s/1", api.Milli(g.AllocatedMilliGPU)),
+			t.row(fmt.Sprintf("  %s/%d", n.Name, g.Index), " ", g.Model, gpuHealth(g), fmt.Sprintf("%s/1", api.Milli(g.AllocatedMilliGPU)),
 				" ", formatMiB(g.AllocatedMemoryMiB)+"/"+formatMiB(g.MemoryMiB), formatUtil(g.Utilization), formatUsedMiB(g.MemoryUsedMiB),
 				" ", g.UUID, strings.Join(holders, ",")) // " ": blank, not "-"
 		}

@@ -165,6 +165,12 @@ then in GPUFLEET_ADDR and GPUFLEET_TOKEN, then in the file that
 		newWhyCmd(e),
 		newUsageCmd(e),
 		newCostCmd(e),
+		// The node lifecycle (node.go).
+		newCordonCmd(e),
+		newUncordonCmd(e),
+		newDrainCmd(e),
+		newNodeCmd(e),
+		newDebugCmd(e),
 		newVersionCmd(e),
 		newSimCmd(e),
 	)
