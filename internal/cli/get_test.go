@@ -150,22 +150,22 @@ func TestGetNodes(t *testing.T) {
 		name: "table sums allocations per node",
 		args: []string{"get", "nodes"},
 		want: "" +
-			"NAME  GPUS           ALLOCATED  SCHEDULABLE\n" +
-			"gpu1  4x H100        2.75/4     true\n" +
-			"gpu2  1x A10, 1x L4  0/2        false\n",
+			"NAME  STATUS  GPUS           HEALTH       ALLOCATED  SCHEDULABLE\n" +
+			"gpu1  Ready   4x H100        4/4 healthy  2.75/4     true\n" +
+			"gpu2  Ready   1x A10, 1x L4  2/2 healthy  0/2        false\n",
 	}, {
 		name: "wide adds a row per GPU",
 		args: []string{"get", "nodes", "-o", "wide"},
 		want: "" +
-			"NAME      GPUS           ALLOCATED  SCHEDULABLE  GPU-MEMORY     UTIL  MEM-USED  POOL  UUID   WORKLOADS\n" +
-			"gpu1      4x H100        2.75/4     true         220GiB/320GiB  60%   31720MiB  a     -      -\n" +
-			"  gpu1/0  H100           1/1                     80GiB/80GiB    90%   30GiB           GPU-0  wl-1@0.5,wl-2@0.5\n" +
-			"  gpu1/1  H100           0.75/1                  60GiB/80GiB    30%   1000MiB         GPU-1  wl-3@0.75\n" +
-			"  gpu1/2  H100           1/1                     80GiB/80GiB    -     -               GPU-2  wl-4@1\n" +
-			"  gpu1/3  H100           0/1                     0MiB/80GiB     -     -               GPU-3  -\n" +
-			"gpu2      1x A10, 1x L4  0/2        false        0MiB/48GiB     -     -         -     -      -\n" +
-			"  gpu2/0  A10            0/1                     0MiB/24GiB     -     -               GPU-4  -\n" +
-			"  gpu2/1  L4             0/1                     0MiB/24GiB     -     -               GPU-5  -\n",
+			"NAME      STATUS  GPUS           HEALTH       ALLOCATED  SCHEDULABLE  GPU-MEMORY     UTIL  MEM-USED  POOL  UUID   WORKLOADS\n" +
+			"gpu1      Ready   4x H100        4/4 healthy  2.75/4     true         220GiB/320GiB  60%   31720MiB  a     -      -\n" +
+			"  gpu1/0          H100           Healthy      1/1                     80GiB/80GiB    90%   30GiB           GPU-0  wl-1@0.5,wl-2@0.5\n" +
+			"  gpu1/1          H100           Healthy      0.75/1                  60GiB/80GiB    30%   1000MiB         GPU-1  wl-3@0.75\n" +
+			"  gpu1/2          H100           Healthy      1/1                     80GiB/80GiB    -     -               GPU-2  wl-4@1\n" +
+			"  gpu1/3          H100           Healthy      0/1                     0MiB/80GiB     -     -               GPU-3  -\n" +
+			"gpu2      Ready   1x A10, 1x L4  2/2 healthy  0/2        false        0MiB/48GiB     -     -         -     -      -\n" +
+			"  gpu2/0          A10            Healthy      0/1                     0MiB/24GiB     -     -               GPU-4  -\n" +
+			"  gpu2/1          L4             Healthy      0/1                     0MiB/24GiB     -     -               GPU-5  -\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -139,7 +139,7 @@ func TestVerbsTakeNames(t *testing.T) {
 	})
 	t.Run("describe usage", func(t *testing.T) {
 		checkResult(t, result{code: 2, stderr: "error: describe workload: which workload? give its ID or name\nRun 'gpufleet describe --help' for usage.\n"}, f.as("alice", "describe", "workload"))
-		checkResult(t, result{code: 2, stderr: "error: describe \"node\": only workloads can be described (describe [workload] ID|NAME)\nRun 'gpufleet describe --help' for usage.\n"}, f.as("alice", "describe", "node", "gpu1"))
+		checkResult(t, result{code: 2, stderr: "error: describe \"team\": only workloads and nodes can be described (describe [workload] ID|NAME, describe node NAME)\nRun 'gpufleet describe --help' for usage.\n"}, f.as("alice", "describe", "team", "research"))
 	})
 }
 

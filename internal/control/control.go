@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -340,12 +341,27 @@ func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 		if l.stopping[k] {
 			continue
 		}
-		if err := l.opts.Executor.Stop(ctx, w.ID, w.Status.Attempts, w.Grace()); err != nil {
+		if err := l.opts.Executor.Stop(ctx, w.ID, w.Status.Attempts, stopGrace(snap, w)); err != nil {
 			l.log.Error("stop failed; retrying next cycle", "workload", w.ID, "err", err)
 			continue
 		}
 		l.stopping[k] = true
 	}
+}
+
+// stopGrace is the grace period a stop gives w: its own, or less when a
+// drain of its node asks for less (gpufleet drain --grace).
+func stopGrace(snap *core.Snapshot, w *core.Workload) time.Duration {
+	g := w.Grace()
+	if w.Status.StopRequested != core.StopDrained {
+		return g
+	}
+	for _, n := range snap.Nodes {
+		if n.DrainGrace > 0 && n.DrainGrace < g && slices.Contains(core.Nodes(w.Status.Placement), n.Name) {
+			g = n.DrainGrace
+		}
+	}
+	return g
 }
 
 // Reasons recorded by the loop.

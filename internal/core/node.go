@@ -42,6 +42,9 @@ type Node struct {
 	// State is the platform's lifecycle state (NodeStatus), merged when the
 	// store reads the node; empty for a node without one (Ready).
 	State NodeState `json:"state,omitempty"`
+	// DrainGrace, while the node drains, caps the grace period of the
+	// work it stops (0: each workload's own); merged like State.
+	DrainGrace time.Duration `json:"drainGrace,omitempty"`
 }
 
 // Well-known labels every node carries besides its own.

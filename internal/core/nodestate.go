@@ -148,6 +148,9 @@ func (n *Node) Apply(st *NodeStatus) {
 	}
 	n.State = st.State
 	n.Schedulable = n.Schedulable && st.State.Takes()
+	if st.State == NodeDraining {
+		n.DrainGrace = st.DrainGrace
+	}
 	for i := range n.GPUs {
 		if g, ok := st.GPUs[n.GPUs[i].Index]; ok {
 			n.GPUs[i].Health = g.Health

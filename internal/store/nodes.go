@@ -16,7 +16,7 @@ import (
 // kept apart (node_status) and merged back when the node is read, so a
 // heartbeat never undoes a cordon or a failed device.
 func (s *Store) PutNode(ctx context.Context, n core.Node) error {
-	n.State = ""
+	n.State, n.DrainGrace = "", 0
 	n.GPUs = slices.Clone(n.GPUs)
 	for i := range n.GPUs {
 		n.GPUs[i].Health = ""
