@@ -34,6 +34,10 @@ type Node struct {
 	MilliCPU    int64             `json:"milliCPU,omitempty"`
 	MemoryMiB   int64             `json:"memoryMiB,omitempty"`
 	Schedulable bool              `json:"schedulable"`
+	// NotReady: the node's cluster reports it not ready (a Kubernetes
+	// node whose kubelet stopped reporting). Past a grace period the
+	// lifecycle takes it for Lost.
+	NotReady bool `json:"notReady,omitempty"`
 	// Isolation says how the node's executor confines workloads (see
 	// api.Node.Isolation); informational.
 	Isolation string    `json:"isolation,omitempty"`

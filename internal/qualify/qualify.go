@@ -65,6 +65,12 @@ type Options struct {
 	Timeout time.Duration
 	// Tick is how often the qualifier looks at the nodes (default 1 s).
 	Tick time.Duration
+	// LostAfter is how long a node its cluster reports not ready stays so
+	// before it is Lost and its work requeued (default 30 s); RequeueAfter
+	// is how long its work then has to stop before it is requeued without
+	// waiting for the executor, which cannot reach a lost node (default
+	// 30 s).
+	LostAfter, RequeueAfter time.Duration
 }
 
 // Qualifier runs the lifecycle.
@@ -73,6 +79,9 @@ type Qualifier struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	xids map[xidKey]int64
+	// notReady remembers since when each node has been reported not
+	// ready (this run of the server).
+	notReady map[core.NodeName]time.Time
 }
 
 type xidKey struct {
@@ -98,7 +107,13 @@ func New(opts Options) *Qualifier {
 	if opts.Tick <= 0 {
 		opts.Tick = time.Second
 	}
-	return &Qualifier{opts: opts, log: opts.Logger, xids: map[xidKey]int64{}}
+	if opts.LostAfter <= 0 {
+		opts.LostAfter = 30 * time.Second
+	}
+	if opts.RequeueAfter <= 0 {
+		opts.RequeueAfter = 30 * time.Second
+	}
+	return &Qualifier{opts: opts, log: opts.Logger, xids: map[xidKey]int64{}, notReady: map[core.NodeName]time.Time{}}
 }
 
 // Run qualifies nodes until ctx ends.
@@ -133,10 +148,10 @@ func (q *Qualifier) Step(ctx context.Context) {
 	now := q.opts.Now().UTC()
 	for _, n := range snap.Nodes {
 		st, ok := statuses[n.Name]
-		if !ok {
-			continue // a node without a lifecycle (not registered through one)
-		}
 		busy := running(snap, n.Name)
+		if q.lost(ctx, n, st, busy, now) || !ok {
+			continue // lost, or a node without a lifecycle (not registered through one)
+		}
 		switch {
 		case st.State == core.NodeDraining:
 			q.drain(ctx, n, busy, now)
@@ -146,6 +161,45 @@ func (q *Qualifier) Step(ctx context.Context) {
 			q.Validate(ctx, n.Name, q.opts.Level, nil, "", "scheduled qualification (qualification.every)")
 		}
 	}
+}
+
+// lost handles a node its cluster reports not ready: past LostAfter it is
+// Lost, its work is stopped and, past RequeueAfter, requeued without the
+// executor; once ready again it returns through qualification. It reports
+// whether the node is lost (nothing else is done about it then).
+func (q *Qualifier) lost(ctx context.Context, n *core.Node, st core.NodeStatus, busy []*core.Workload, now time.Time) bool {
+	if !n.NotReady {
+		delete(q.notReady, n.Name)
+		if st.State == core.NodeLost && st.Validate == nil && st.Reason == "NotReady" {
+			q.Validate(ctx, n.Name, q.opts.Level, nil, "", "its cluster reports it ready again")
+		}
+		return false
+	}
+	since, seen := q.notReady[n.Name]
+	if !seen {
+		q.notReady[n.Name] = now
+		since = now
+	}
+	if st.State != core.NodeLost {
+		if now.Sub(since) < q.opts.LostAfter {
+			return false
+		}
+		q.update(ctx, n.Name, func(_ *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
+			return []core.NodeEvent{transition(st, core.NodeLost, "NotReady",
+				fmt.Sprintf("its cluster has reported it not ready since %s: its work is requeued; it returns through qualification", since.Format(time.RFC3339)), "", now)}, nil
+		})
+		q.stop(ctx, busy, ReasonNodeLost, fmt.Sprintf("node %s is lost (not ready since %s); requeued", n.Name, since.Format(time.RFC3339)))
+		return true
+	}
+	// Work the executor could not stop on a lost node is requeued.
+	for _, w := range busy {
+		if w.Status.StopRequested == ReasonNodeLost && now.Sub(st.Since) >= q.opts.RequeueAfter {
+			if _, err := q.opts.Store.Requeue(ctx, w.ID, w.Status.Attempts, core.Lost, ReasonNodeLost, w.Status.Message, now); err != nil {
+				q.log.Error("qualify: requeue from a lost node", "workload", w.ID, "err", err)
+			}
+		}
+	}
+	return true
 }
 
 // running lists the running workloads with a device on node.

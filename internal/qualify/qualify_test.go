@@ -340,3 +340,43 @@ func TestWatchKernelLog(t *testing.T) {
 		t.Errorf("an Xid of a bus no GPU has: events %+v, want one on the node", evs)
 	}
 }
+
+func TestNotReadyNodeIsLostAndReturns(t *testing.T) {
+	ctx := context.Background()
+	n := simNode(t, 2)
+	f := newFixture(t, n, Options{LostAfter: 30 * time.Second, RequeueAfter: 20 * time.Second})
+	f.steps()
+	w := f.place("w0", 0)
+	n.NotReady = true
+	if err := f.st.PutNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	f.q.Step(ctx)
+	if st, _, _ := f.st.NodeStatus(ctx, "n1"); st.State != core.NodeReady {
+		t.Fatalf("just reported not ready: %s, want still Ready (grace)", st.State)
+	}
+	f.now = f.now.Add(31 * time.Second)
+	f.q.Step(ctx)
+	st, _, _ := f.st.NodeStatus(ctx, "n1")
+	got, _ := f.st.Workload(ctx, w.ID)
+	if st.State != core.NodeLost || got.Status.StopRequested != ReasonNodeLost {
+		t.Fatalf("not ready past the grace: node %s, workload %s/%s", st.State, got.Status.Phase, got.Status.StopRequested)
+	}
+	if node, _ := f.node(); node.Schedulable {
+		t.Error("a lost node is schedulable")
+	}
+	// The executor cannot stop it there: it is requeued all the same.
+	f.now = f.now.Add(21 * time.Second)
+	f.q.Step(ctx)
+	if got, _ := f.st.Workload(ctx, w.ID); got.Status.Phase != core.Pending || got.Status.Reason != string(core.Lost) {
+		t.Errorf("work on a lost node after RequeueAfter: %s (%s), want requeued", got.Status.Phase, got.Status.Reason)
+	}
+	// Ready again: back through qualification.
+	n.NotReady = false
+	if err := f.st.PutNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.steps(); st.State != core.NodeReady {
+		t.Errorf("ready again: %s (%s), want Ready after qualification", st.State, st.Reason)
+	}
+}

@@ -58,6 +58,7 @@ func GPUNode(n *corev1.Node, keys NodeLabels) (core.Node, bool) {
 		Region:      n.Labels[cmpOr(keys.Region, DefaultRegionLabel)],
 		Labels:      cloneLabels(n.Labels),
 		Schedulable: !n.Spec.Unschedulable && nodeReady(n),
+		NotReady:    !nodeReady(n),
 		UpdatedAt:   time.Now().UTC(),
 	}
 	alloc := n.Status.Allocatable
