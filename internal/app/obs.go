@@ -75,6 +75,7 @@ func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, 
 		Rules:    reclaimRules(cfg.Usage),
 		Interval: interval,
 		Logger:   log.With("component", "monitor"),
+		OnXid:    lc.Xid,
 	})
 	return o
 }

@@ -32,6 +32,10 @@ type MonitorOptions struct {
 	// Now is the clock; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OnXid, when set, is told of each new Xid error a sample shows (a
+	// GPU's last Xid that changed since the previous sample): the node
+	// lifecycle's qualify.Qualifier.Xid.
+	OnXid func(ctx context.Context, node core.NodeName, gpu, code int, message string) error
 }
 
 // Monitor samples the GPUs' utilisation at a fixed interval, keeps the
@@ -47,6 +51,8 @@ type Monitor struct {
 	// lastErr is the last sampling error logged, so that a lasting
 	// failure is logged once.
 	lastErr string
+	// lastXid is each GPU's last Xid seen, so that one is told once.
+	lastXid map[core.GPURef]int
 }
 
 // NewMonitor returns a monitor; call Run.
@@ -103,6 +109,7 @@ func (m *Monitor) Step(ctx context.Context) []reclaim.Action {
 	if s.Workloads == nil {
 		s.Workloads = map[core.WorkloadID]core.WorkloadSample{}
 	}
+	m.xids(ctx, s)
 	var acts []reclaim.Action
 	m.state, acts = reclaim.Decide(m.state, reclaim.Input{Now: now, Sample: s, Running: snap.Running, Rules: m.opts.Rules})
 	if m.opts.Tracker != nil {
@@ -132,4 +139,27 @@ func (m *Monitor) Step(ctx context.Context) []reclaim.Action {
 		}
 	}
 	return acts
+}
+
+// xids tells OnXid of each GPU whose last Xid changed since the previous
+// sample (the first sample of a GPU only sets what it had).
+func (m *Monitor) xids(ctx context.Context, s core.Sample) {
+	if m.opts.OnXid == nil {
+		return
+	}
+	first := m.lastXid == nil
+	if first {
+		m.lastXid = map[core.GPURef]int{}
+	}
+	for _, g := range s.GPUs {
+		ref := core.GPURef{Node: g.Node, Index: g.Index}
+		prev, seen := m.lastXid[ref]
+		m.lastXid[ref] = g.Xid
+		if g.Xid == 0 || g.Xid == prev || (!seen && first) {
+			continue
+		}
+		if err := m.opts.OnXid(ctx, g.Node, g.Index, g.Xid, "reported by DCGM (DCGM_FI_DEV_XID_ERROR)"); err != nil {
+			m.log.Error("record an Xid", "node", g.Node, "gpu", g.Index, "xid", g.Xid, "err", err)
+		}
+	}
 }

@@ -14,6 +14,9 @@ type GPUSample struct {
 	// "[GPU requires reset]", "[N/A]", ...): the figures are then zero and
 	// the GPU is reported unhealthy.
 	Err string `json:"err,omitempty"`
+	// Xid is the last Xid error the GPU reported (DCGM_FI_DEV_XID_ERROR),
+	// 0 for none: a new value is an Xid event.
+	Xid int `json:"xid,omitempty"`
 }
 
 // WorkloadSample is what one sample saw of one running workload's GPUs.

@@ -114,6 +114,7 @@ func ParseDCGM(r io.Reader) ([]core.GPUSample, error) {
 	}
 	read("DCGM_FI_DEV_GPU_UTIL", func(g *core.GPUSample, v float64) { g.Utilization = min(1, max(0, v/100)) })
 	read("DCGM_FI_DEV_FB_USED", func(g *core.GPUSample, v float64) { g.MemoryUsedMiB = int64(v) })
+	read("DCGM_FI_DEV_XID_ERROR", func(g *core.GPUSample, v float64) { g.Xid = int(v) })
 	out := make([]core.GPUSample, 0, len(order))
 	for _, r := range order {
 		out = append(out, *byRef[r])
