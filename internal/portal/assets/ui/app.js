@@ -15,6 +15,7 @@ import * as users from './pages/users.js';
 import * as tokens from './pages/tokens.js';
 import * as audit from './pages/audit.js';
 import * as cost from './pages/cost.js'; // the Cost page (issue 15)
+import * as node from './pages/node.js'; // a node's page (issue 16)
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -50,8 +51,8 @@ function page(parts) {
       return parts.length > 1 ? ['workloads', workload] : ['workloads', workloads];
     case 'submit':
       return ['submit', submit];
-    case 'nodes':
-      return ['nodes', nodes];
+    case 'nodes': // #/nodes/NAME is a node's page (issue 16)
+      return parts.length > 1 ? ['nodes', node] : ['nodes', nodes];
     case 'teams':
       return ['teams', teams];
     case 'users':

@@ -1,5 +1,6 @@
 import { api } from '../api.js';
 import { h, replace, gpus, mib, pct, bar, ago, errorBox, table, every } from '../dom.js';
+import { stateBadge, healthBadge } from './node.js'; // issue 16: state and health
 
 export function render(main) {
   const box = h('div', { id: 'nodes' }, h('p', { class: 'muted' }, 'Loading…'));
@@ -14,7 +15,7 @@ export function render(main) {
     try {
       const ns = (await api('/nodes', { signal: ac.signal })).items;
       replace(errBox);
-      replace(box, ns.length ? ns.map(node) : h('p', { class: 'muted' }, 'No node is registered.'));
+      replace(box, ns.length ? [summary(ns), ns.map(node)] : h('p', { class: 'muted' }, 'No node is registered.'));
     } catch (e) {
       if (e.name !== 'AbortError') replace(errBox, errorBox(e, 'Cannot read the nodes'));
     }
@@ -32,7 +33,9 @@ function node(n) {
     n.memoryMiB ? mib(n.memoryMiB) + ' memory' : null].filter(Boolean).join(' · ');
   return h('section', { class: 'card node', 'data-node': n.name, 'aria-labelledby': 'node-' + n.name },
     h('div', { class: 'section-head' },
-      h('h2', { id: 'node-' + n.name }, n.name, ' ', n.schedulable ? h('span', { class: 'badge ok' }, 'schedulable') : h('span', { class: 'badge warn' }, 'cordoned')),
+      // issue 16: the name opens the node's page; the badge is its state.
+      h('h2', { id: 'node-' + n.name }, h('a', { href: nodeHref(n.name) }, n.name), ' ', n.state ? stateBadge(n)
+        : n.schedulable ? h('span', { class: 'badge ok' }, 'schedulable') : h('span', { class: 'badge warn' }, 'cordoned')),
       h('span', { class: 'help' }, `${gpus(alloc)} of ${total} GPUs allocated`, meta ? ' · ' + meta : '', n.updatedAt ? h('span', {}, ' · last reported ', ago(n.updatedAt)) : null)),
     table('GPUs of ' + n.name, ['GPU', 'Model', 'Allocated', 'Allocations', 'Utilisation', 'Memory', 'Health'],
       n.gpus.map((g) => ({ attrs: { 'data-gpu': String(g.index) }, cells: gpuRow(g) })), { empty: 'This node has no GPU.', cls: 'gpus' }));
@@ -54,8 +57,43 @@ function gpuRow(g) {
       ? h('span', { class: 'cell-bar' }, bar(g.utilization, 1, { label: 'utilisation ' + pct(g.utilization), cls: 'util' }), ' ', pct(g.utilization))
       : h('span', { class: 'muted' }, 'not sampled'),
     h('span', {}, typeof g.memoryUsedMiB === 'number' ? `${mib(g.memoryUsedMiB)} used · ` : '', `${mib(g.allocatedMemoryMiB)} allocated of ${mib(g.memoryMiB)}`),
-    g.healthy === true ? h('span', { class: 'badge ok' }, 'healthy')
+    // issue 16: the GPU's lifecycle health, with its reason, when the
+    // server has a node lifecycle.
+    g.health ? h('span', {}, healthBadge(g), g.healthReason ? h('span', { class: 'small health-reason' }, ' ' + g.healthReason) : null)
+      : g.healthy === true ? h('span', { class: 'badge ok' }, 'healthy')
       : g.healthy === false ? h('span', { class: 'badge bad', title: 'the last sample reported an error, or the node is cordoned' }, 'unhealthy')
         : h('span', { class: 'muted', title: 'this server does not report GPU health' }, 'unknown'),
   ];
 }
+
+// --- issue 16: the nodes at a glance, with STATE and HEALTH columns, each
+// name linked to the node's page.
+function nodeHref(name) {
+  return '#/nodes/' + encodeURIComponent(name);
+}
+
+function summary(ns) {
+  return h('section', { class: 'card', 'aria-labelledby': 'nodes-summary-h' },
+    h('h2', { id: 'nodes-summary-h' }, 'At a glance'),
+    table('Nodes with their state and GPU health', ['Node', 'State', 'Health', 'GPUs allocated', 'Why'],
+      ns.map((n) => ({ attrs: { 'data-node-row': n.name }, cells: [
+        h('a', { href: nodeHref(n.name), class: 'node-link' }, n.name),
+        n.state ? h('span', { class: 'state' }, stateBadge(n)) : h('span', { class: 'muted' }, '—'),
+        h('span', { class: 'health' }, healthCounts(n.gpus)),
+        `${gpus(n.gpus.reduce((s, g) => s + g.allocatedMilliGPU, 0))} of ${n.gpus.length}`,
+        h('span', { class: 'clip', title: [n.stateReason, n.stateMessage].filter(Boolean).join(': ') || null },
+          [n.stateReason, n.stateMessage].filter(Boolean).join(': ') || ''),
+      ] })), { cls: 'node-summary' }));
+}
+
+// healthCounts says how many GPUs are of each health: "4 Healthy",
+// "3 Healthy, 1 Failed".
+function healthCounts(gs) {
+  if (!gs.length) return h('span', { class: 'muted' }, 'no GPU');
+  const counts = new Map();
+  for (const g of gs) counts.set(g.health || 'Unknown', (counts.get(g.health || 'Unknown') || 0) + 1);
+  const order = ['Failed', 'Suspect', 'Healthy', 'Unknown'];
+  return [...counts.entries()].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]))
+    .map(([k, v], i) => [i ? ', ' : '', h('span', { 'data-health': k, class: k === 'Failed' ? 'bad-text' : k === 'Suspect' ? 'warn-text' : null }, v + ' ' + k)]);
+}
+// --- end of issue 16
