@@ -147,7 +147,7 @@ func TestExitCodesForUsage(t *testing.T) {
 		{"unknown flag", []string{"logs", "--tail"}, 2},
 		{"missing argument", []string{"wait"}, 2},
 		{"create without a kind", []string{"create"}, 2},
-		{"describe a node", []string{"describe", "node", "gpu1"}, 2},
+		{"describe a team", []string{"describe", "team", "research"}, 2},
 		{"set without a kind", []string{"set"}, 2},
 		{"set quota without a team", []string{"set", "quota"}, 2},
 		{"apply with an argument", []string{"apply", "fleet.yaml"}, 2},
