@@ -61,6 +61,10 @@ type Workload struct {
 	// NodeSelector limits the workload to nodes carrying these labels;
 	// gpufleet.io/pool and gpufleet.io/region select a pool or a region.
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Ports are the ports the workload serves on (at most MaxPorts); the
+	// server proxies /w/{id}/{port}/ to each, for the workload's team. A
+	// notebook declares 8888 when it declares none.
+	Ports []Port `json:"ports,omitempty"`
 
 	CreatedAt time.Time      `json:"createdAt,omitzero"`
 	Status    WorkloadStatus `json:"status,omitzero"`
@@ -514,3 +518,15 @@ type Fault struct {
 	Xid       int    `json:"xid,omitempty"`
 	Heartbeat string `json:"heartbeat,omitempty"` // "lost"
 }
+
+// Port is a port a workload serves on, optionally named ("http").
+type Port struct {
+	Name string `json:"name,omitempty"`
+	Port int    `json:"port"`
+}
+
+// MaxPorts bounds the ports of one workload.
+const MaxPorts = 8
+
+// NotebookPort is the port a notebook declares when it declares none.
+const NotebookPort = 8888

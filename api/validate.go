@@ -187,6 +187,28 @@ func (w *Workload) Validate() []FieldError {
 	if w.GracePeriodSeconds < 0 || w.GracePeriodSeconds > MaxGracePeriodSeconds {
 		add("gracePeriodSeconds", "must be between 0 and %d", MaxGracePeriodSeconds)
 	}
+	if len(w.Ports) > MaxPorts {
+		add("ports", "at most %d ports", MaxPorts)
+	}
+	seenPort, seenName := map[int]bool{}, map[string]bool{}
+	for i, p := range w.Ports {
+		at := fmt.Sprintf("ports[%d]", i)
+		switch {
+		case p.Port < 1 || p.Port > 65535:
+			add(at+".port", "%d: want a port from 1 to 65535", p.Port)
+		case seenPort[p.Port]:
+			add(at+".port", "%d is declared twice", p.Port)
+		}
+		seenPort[p.Port] = true
+		if p.Name != "" {
+			if len(p.Name) > 15 || !ValidName(p.Name) {
+				add(at+".name", "%q: want lowercase letters, digits and '-', at most 15 characters", p.Name)
+			} else if seenName[p.Name] {
+				add(at+".name", "%q is declared twice", p.Name)
+			}
+			seenName[p.Name] = true
+		}
+	}
 	if len(w.Labels) > MaxLabels {
 		add("labels", "at most %d labels", MaxLabels)
 	}

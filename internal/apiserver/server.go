@@ -77,6 +77,9 @@ type Options struct {
 	// Lifecycle runs the node lifecycle routes (cordon, drain, uncordon,
 	// validate, faults); nil answers 503.
 	Lifecycle *qualify.Qualifier
+	// Endpoints says where workloads serve their ports, for the proxy at
+	// /w/{id}/{port}/ and /s/{team}/{name}/; nil answers 503 there.
+	Endpoints EndpointSource
 }
 
 // RateLimit is a token bucket per token: RequestsPerSecond sustained, Burst
@@ -170,6 +173,7 @@ func (s *Server) routes() {
 	for i := range table {
 		s.mux.Handle(table[i].pattern, s.serve(&table[i]))
 	}
+	s.proxyHandlers()
 	// A path that exists with other methods answers 405 with Allow (so a
 	// PUT or PATCH on a workload is 405: nothing changes a workload's spec
 	// or team after submission); anything else under /api/ is a JSON 404.

@@ -203,6 +203,12 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 		GracePeriod: time.Duration(in.GracePeriodSeconds) * time.Second,
 		Labels:      in.Labels,
 	}}
+	for _, p := range in.Ports {
+		w.Ports = append(w.Ports, core.Port{Name: p.Name, Port: p.Port})
+	}
+	if kind == core.KindNotebook && len(w.Ports) == 0 {
+		w.Ports = []core.Port{{Port: api.NotebookPort}}
+	}
 	// A request no node could ever hold is refused now, not left pending.
 	if ferr := s.infeasible(ctx, w.Request); ferr != nil {
 		return nil, &fieldErrors{fields: []api.FieldError{*ferr}}
@@ -489,6 +495,9 @@ func toAPI(w *core.Workload) *api.Workload {
 	}
 	if o := w.Status.Outputs; o != nil {
 		out.Status.Outputs = &api.Outputs{Accepted: o.Accepted, Rejected: o.Rejected, Unit: o.Unit}
+	}
+	for _, p := range w.Ports {
+		out.Ports = append(out.Ports, api.Port{Name: p.Name, Port: p.Port})
 	}
 	return out
 }

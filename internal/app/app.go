@@ -192,6 +192,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		CommandsOnly:    cfg.Executor != "kubernetes",
 		Ledger:          led,
 		Lifecycle:       lifecycle,
+		Endpoints:       endpoints(ex),
 	})
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := newHTTPServer(portal.With(srv), serverTimeouts)
@@ -639,4 +640,13 @@ func storeBirth(ctx context.Context, st *store.Store) time.Time {
 		}
 	}
 	return birth.Truncate(time.Second)
+}
+
+// endpoints is where the executor's workloads serve their ports, for the
+// proxy: the local executor's; none for others (a nil interface).
+func endpoints(ex executor.Executor) apiserver.EndpointSource {
+	if lex, ok := ex.(*local.Executor); ok {
+		return lex
+	}
+	return nil
 }

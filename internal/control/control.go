@@ -606,6 +606,7 @@ func TaskFor(w *core.Workload) executor.Task {
 		Request:     w.Request,
 		Assignments: w.Status.Placement,
 		GracePeriod: w.Grace(),
+		Ports:       w.Ports,
 	}
 }
 

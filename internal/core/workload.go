@@ -104,6 +104,14 @@ type Spec struct {
 	MaxRuntime  time.Duration     `json:"maxRuntime,omitempty"`
 	GracePeriod time.Duration     `json:"gracePeriod,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	// Ports are the ports it serves on (see api.Workload.Ports).
+	Ports []Port `json:"ports,omitempty"`
+}
+
+// Port is a port a workload serves on.
+type Port struct {
+	Name string `json:"name,omitempty"`
+	Port int    `json:"port"`
 }
 
 // Grace returns the workload's grace period, or the default.
@@ -160,6 +168,7 @@ func (w *Workload) Clone() *Workload {
 	c.Command = slices.Clone(w.Command)
 	c.Env = cloneMap(w.Env)
 	c.Labels = cloneMap(w.Labels)
+	c.Ports = slices.Clone(w.Ports)
 	c.Status.Placement = slices.Clone(w.Status.Placement)
 	if w.Status.ExitCode != nil {
 		v := *w.Status.ExitCode

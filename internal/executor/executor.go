@@ -37,6 +37,10 @@ type Task struct {
 	Request     core.Request
 	Assignments []core.Assignment
 	GracePeriod time.Duration
+	// Ports are the ports the workload serves on; an executor tells the
+	// task where to listen (PORT, GPUFLEET_PORT_<NAME>) and the proxy
+	// where to reach it (Endpoint).
+	Ports []core.Port
 }
 
 // Exit reports that a task has ended.

@@ -275,6 +275,16 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		env = withVar(env, EnvSimUsageFile, e.usageFile(adir))
 	}
 	env = withVar(env, EnvOutputsFile, outputsFile(adir))
+	if len(t.Ports) > 0 {
+		host, err := allocatePorts(t.Ports)
+		if err != nil {
+			return fail(err)
+		}
+		if err := writePorts(adir, host); err != nil {
+			return fail(err)
+		}
+		env = portEnv(env, t.WorkloadID, t.Ports, host)
+	}
 	prog, err := lookPath(t.Command[0], envValue(env, "PATH"), dir)
 	if err != nil {
 		return fail(err)

@@ -1,0 +1,202 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/store"
+)
+
+// EndpointSource says where a workload's attempt serves a declared port
+// (the local executor's Endpoint).
+type EndpointSource interface {
+	Endpoint(id core.WorkloadID, attempt, port int) (string, bool)
+}
+
+// ProxyCookie carries a caller's token to the proxy for a browser, which
+// cannot send an Authorization header when it follows a link. It is set,
+// HttpOnly and for the workload's path only, by a first request with
+// ?gpufleet-token=, and never forwarded to the workload.
+const ProxyCookie = "gpufleet-token"
+
+// proxyRoutes are the proxy's rows: like the table's, they say who may
+// call (a viewer of the workload's team), but they are served apart: any
+// method, any path below, the answer the workload's own.
+var proxyRoutes = []route{
+	{pattern: "/w/{id}/{port}/{rest...}", access: teamRole, need: core.RoleViewer},
+	{pattern: "/s/{team}/{name}/{rest...}", access: teamRole, need: core.RoleViewer},
+}
+
+func (s *Server) proxyHandlers() {
+	s.mux.Handle(proxyRoutes[0].pattern, s.proxy(&proxyRoutes[0], s.byID))
+	s.mux.Handle(proxyRoutes[1].pattern, s.proxy(&proxyRoutes[1], s.byService))
+	for _, p := range []string{"/w/{id}/{port}", "/s/{team}/{name}"} {
+		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, r.URL.Path+"/", http.StatusMovedPermanently)
+		})
+	}
+}
+
+// target is what a proxied request reaches: a workload's declared port, and
+// the prefix of the path that named it.
+type target struct {
+	w      *core.Workload
+	port   int
+	prefix string
+}
+
+// byID resolves /w/{id}/{port}/.
+func (s *Server) byID(c *call) (target, error) {
+	w, err := s.workload(c)
+	if err != nil {
+		return target{}, err
+	}
+	port, err := strconv.Atoi(c.r.PathValue("port"))
+	if err != nil || !declares(w, port) {
+		return target{}, notFound("port", fmt.Sprintf("%s of workload %s (it declares %s)", c.r.PathValue("port"), w.ID, declared(w)))
+	}
+	return target{w: w, port: port, prefix: fmt.Sprintf("/w/%s/%d", w.ID, port)}, nil
+}
+
+// byService resolves /s/{team}/{name}/: the team's service of that name
+// that runs now (its newest), at its first declared port, so the URL
+// outlives requeues and restarts.
+func (s *Server) byService(c *call) (target, error) {
+	team, name := core.TeamName(c.r.PathValue("team")), c.r.PathValue("name")
+	if err := c.authorize(team, "service", string(team)+"/"+name); err != nil {
+		return target{}, err
+	}
+	ws, err := s.opts.Store.Workloads(c.r.Context(), store.WorkloadFilter{Teams: []core.TeamName{team}, Phases: []core.Phase{core.Pending, core.Running}})
+	if err != nil {
+		return target{}, err
+	}
+	var found *core.Workload
+	for _, w := range ws {
+		if w.Name == name && w.Kind == core.KindService && len(w.Ports) > 0 && (found == nil || w.Status.Phase == core.Running) {
+			found = w
+		}
+	}
+	if found == nil {
+		return target{}, notFound("service", string(team)+"/"+name)
+	}
+	return target{w: found, port: found.Ports[0].Port, prefix: fmt.Sprintf("/s/%s/%s", team, name)}, nil
+}
+
+func declares(w *core.Workload, port int) bool {
+	for _, p := range w.Ports {
+		if p.Port == port {
+			return true
+		}
+	}
+	return false
+}
+
+func declared(w *core.Workload) string {
+	if len(w.Ports) == 0 {
+		return "no port"
+	}
+	var s []string
+	for _, p := range w.Ports {
+		s = append(s, strconv.Itoa(p.Port))
+	}
+	return "ports " + strings.Join(s, ", ")
+}
+
+// proxy serves a workload's port to viewers of its team: the caller is
+// authenticated (Bearer token, or the proxy cookie) and authorized like
+// any API call; the request goes on without the caller's token or cookie,
+// its path without the prefix (X-Forwarded-Prefix says it), and the
+// answer (WebSocket upgrades included) comes back as the workload gives
+// it. A workload that does not run now answers 503 with Retry-After.
+func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A browser's first visit exchanges the token in the query for a
+		// cookie, then comes back without it.
+		if tok := r.URL.Query().Get(ProxyCookie); tok != "" {
+			q := r.URL.Query()
+			q.Del(ProxyCookie)
+			parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
+			path := "/" + parts[0] + "/" + parts[1] + "/"
+			if len(parts) > 2 {
+				path += strings.SplitN(parts[2], "/", 2)[0] + "/"
+			}
+			http.SetCookie(w, &http.Cookie{Name: ProxyCookie, Value: tok, Path: path, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+				Secure: r.TLS != nil, MaxAge: int((12 * time.Hour).Seconds())})
+			u := *r.URL
+			u.RawQuery = q.Encode()
+			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			return
+		}
+		if r.Header.Get("Authorization") == "" {
+			if ck, err := r.Cookie(ProxyCookie); err == nil && ck.Value != "" {
+				r = r.Clone(r.Context())
+				r.Header.Set("Authorization", "Bearer "+ck.Value)
+			}
+		}
+		// Authenticated, limited and authorized as any API call (run), by
+		// a row of its own for this request.
+		var tg target
+		row := &route{pattern: rt.pattern, access: rt.access, need: rt.need, serve: func(_ *Server, c *call) (reply, error) {
+			var err error
+			tg, err = resolve(c)
+			return reply{}, err
+		}}
+		_, err := s.run(w, &call{r: r, rt: row})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		run := tg.w
+		if run.Status.Phase != core.Running || s.opts.Endpoints == nil {
+			w.Header().Set("Retry-After", "5")
+			s.fail(w, r, fmt.Errorf("workload %s is %s, not running: %w", run.ID, run.Status.Phase, core.ErrUnavailable))
+			return
+		}
+		addr, ok := s.opts.Endpoints.Endpoint(run.ID, run.Status.Attempts, tg.port)
+		if !ok {
+			w.Header().Set("Retry-After", "5")
+			s.fail(w, r, fmt.Errorf("workload %s does not serve port %d here: %w", run.ID, tg.port, core.ErrUnavailable))
+			return
+		}
+		// A proxied exchange may last (a notebook's WebSocket): the
+		// server's write deadline is for API answers.
+		rc := http.NewResponseController(w)
+		rc.SetWriteDeadline(time.Time{})
+		rc.SetReadDeadline(time.Time{})
+		rp := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(&url.URL{Scheme: "http", Host: addr})
+				pr.Out.URL.Path = "/" + pr.In.PathValue("rest")
+				pr.Out.URL.RawPath = ""
+				pr.Out.Header.Del("Authorization")
+				pr.Out.Header.Del("Cookie")
+				for _, ck := range pr.In.Cookies() {
+					if ck.Name != ProxyCookie {
+						pr.Out.AddCookie(ck)
+					}
+				}
+				pr.SetXForwarded()
+				pr.Out.Header.Set("X-Forwarded-Prefix", tg.prefix)
+			},
+			// What a workload serves shares the portal's origin: it runs
+			// sandboxed (an origin of its own), so that its scripts cannot
+			// read the portal's session or call the API as the viewer.
+			ModifyResponse: func(resp *http.Response) error {
+				resp.Header.Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-downloads allow-modals")
+				resp.Header.Del("Set-Cookie")
+				return nil
+			},
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				w.Header().Set("Retry-After", "5")
+				s.fail(w, r, fmt.Errorf("workload %s does not answer on port %d: %v: %w", run.ID, tg.port, err, core.ErrUnavailable))
+			},
+		}
+		rp.ServeHTTP(w, r)
+	})
+}
