@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -33,6 +34,10 @@ const (
 	GPUHealthy = "Healthy"
 	GPUSuspect = "Suspect" // a warning: it still takes work
 	GPUFailed  = "Failed"  // it takes no new work until it passes qualification again
+	// GPUValidating is a device a qualification of it alone waits for or
+	// runs on: it takes no new work meanwhile. It is a merged view only
+	// (Node.Apply), never stored.
+	GPUValidating = "Validating"
 )
 
 // GPUHealths lists the healths, for metrics.
@@ -155,11 +160,14 @@ func (n *Node) Apply(st *NodeStatus) {
 		if g, ok := st.GPUs[n.GPUs[i].Index]; ok {
 			n.GPUs[i].Health = g.Health
 		}
+		if v := st.Validate; v != nil && slices.Contains(v.GPUs, n.GPUs[i].Index) && n.GPUs[i].Health != GPUFailed {
+			n.GPUs[i].Health = GPUValidating
+		}
 	}
 }
 
 // Usable reports whether a device may take new work.
-func (g GPU) Usable() bool { return g.Health != GPUFailed }
+func (g GPU) Usable() bool { return g.Health != GPUFailed && g.Health != GPUValidating }
 
 // Cordon, Drain and Uncordon check an operator's transition from a node's
 // state; they return the new state or an ErrConflict naming why not.
@@ -184,6 +192,8 @@ func (st *NodeStatus) Drain() (NodeState, error) {
 	case NodeDraining:
 		return "", fmt.Errorf("node is already draining: %w", ErrConflict)
 	}
+	// Not a Failed node: it would end Cordoned, and an uncordon would put
+	// it back in service without qualification.
 	return "", fmt.Errorf("node is %s: only a Ready or Cordoned node can be drained: %w", st.State, ErrConflict)
 }
 
@@ -196,7 +206,16 @@ func (st *NodeStatus) Uncordon() (NodeState, error) {
 	case NodeReady, "":
 		return "", fmt.Errorf("node is not cordoned: %w", ErrConflict)
 	case NodeFailed, NodeLost:
+		if st.Validate != nil {
+			return "", fmt.Errorf("node is %s (%s): it returns to service by passing the qualification already asked for: %w", st.State, st.Reason, ErrConflict)
+		}
 		return "", fmt.Errorf("node is %s (%s): it returns to service by passing qualification: gpufleet node validate: %w", st.State, st.Reason, ErrConflict)
+	case NodeValidating:
+		// A qualification that waits for work to end may be given up.
+		if st.After == NodeCordoned {
+			return NodeCordoned, nil
+		}
+		return NodeReady, nil
 	}
 	return "", fmt.Errorf("node is %s: %w", st.State, ErrConflict)
 }

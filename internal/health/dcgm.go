@@ -580,3 +580,16 @@ func SimDCGMDiag(gpus []core.GPU, level int, faults []SimFault) []byte {
 	}
 	return append(out, '\n')
 }
+
+// SimTestLevel returns the lowest level at which dcgmi diag runs a test (as
+// the simulator knows them), or 0 for a test it does not run.
+func SimTestLevel(name string) int {
+	for level := 1; level <= 4; level++ {
+		for _, t := range simTests(level) {
+			if t.name == name {
+				return level
+			}
+		}
+	}
+	return 0
+}

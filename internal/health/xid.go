@@ -18,13 +18,18 @@ type Xid struct {
 	Message string
 }
 
-var xidRE = regexp.MustCompile(`NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d{1,6})\b,?\s*(.*)$`)
+// xidRE is anchored: NVRM must begin the message, after at most a syslog
+// priority (<4>), a /dev/kmsg header (4,1234,5678,-;), a dmesg time
+// ([12345.678]) or a journal's "host kernel: ". A message that only quotes
+// the text (a mount option an unprivileged user passed, echoed by the
+// kernel) is not an Xid.
+var xidRE = regexp.MustCompile(`^(?:<\d{1,3}>)?(?:\d{1,3},\d+,\d+,[^;]*;)?(?:\[\s*\d+\.\d+\]\s*)?(?:[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d \S+ )?(?:kernel: )?(?:\[\s*\d+\.\d+\]\s*)?NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d{1,6})\b,?\s*(.*)$`)
 
 // ParseXidLine reads one kernel log line "NVRM: Xid (PCI:0000:c6:00): 79,
-// pid=1234, name=python, GPU has fallen off the bus." whatever precedes
-// NVRM (a dmesg "[12345.678] ", a journal "kernel: ", a /dev/kmsg
-// "4,1234,5678,-;"). Older drivers print the address without "PCI:". It
-// reports false for any other line.
+// pid=1234, name=python, GPU has fallen off the bus." after what may begin
+// it (a dmesg "[12345.678] ", a journal "host kernel: ", a /dev/kmsg
+// "4,1234,5678,-;", see xidRE). Older drivers print the address without
+// "PCI:". It reports false for any other line.
 func ParseXidLine(line string) (Xid, bool) {
 	m := xidRE.FindStringSubmatch(strings.TrimRight(line, "\r\n"))
 	if m == nil {

@@ -27,17 +27,25 @@ func (q *Qualifier) Cordon(ctx context.Context, name core.NodeName, by string) (
 // and the node ends Cordoned.
 func (q *Qualifier) Drain(ctx context.Context, name core.NodeName, grace time.Duration, by string) (core.NodeStatus, error) {
 	now := q.opts.Now().UTC()
+	snap, err := q.opts.Store.Snapshot(ctx)
+	if err != nil {
+		return core.NodeStatus{}, err
+	}
+	idle := len(running(snap, name)) == 0
 	st, err := q.opts.Store.UpdateNodeStatus(ctx, name, now, func(_ *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
 		to, err := st.Drain()
 		if err != nil {
 			return nil, fmt.Errorf("drain %s: %w", name, err)
 		}
 		st.DrainGrace = grace
-		return []core.NodeEvent{transition(st, to, "Draining", "draining: running work is stopped and requeued; no new work lands here", by, now)}, nil
+		evs := []core.NodeEvent{transition(st, to, "Draining", "draining: running work is stopped and requeued; no new work lands here", by, now)}
+		if idle {
+			// Nothing runs there: drained at once. (The loop's next step
+			// stops the work of a busy node, then cordons it.)
+			evs = append(evs, transition(st, core.NodeCordoned, "Drained", "nothing ran there; it takes no new work until uncordoned", by, now))
+		}
+		return evs, nil
 	})
-	if err == nil {
-		q.Step(ctx)
-	}
 	return st, err
 }
 
@@ -45,9 +53,14 @@ func (q *Qualifier) Drain(ctx context.Context, name core.NodeName, grace time.Du
 func (q *Qualifier) Uncordon(ctx context.Context, name core.NodeName, by string) (core.NodeStatus, error) {
 	now := q.opts.Now().UTC()
 	return q.opts.Store.UpdateNodeStatus(ctx, name, now, func(_ *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
+		was := st.State
 		to, err := st.Uncordon()
 		if err != nil {
 			return nil, fmt.Errorf("uncordon %s: %w", name, err)
+		}
+		if was == core.NodeValidating {
+			st.Validate, st.After = nil, ""
+			return []core.NodeEvent{transition(st, to, "ValidationCancelled", "the qualification was given up; back in service without it", by, now)}, nil
 		}
 		return []core.NodeEvent{transition(st, to, "Uncordoned", "back in service", by, now)}, nil
 	})
@@ -129,8 +142,13 @@ func (q *Qualifier) Xid(ctx context.Context, name core.NodeName, gpu, code int, 
 		}
 		st.GPUs[gpu] = core.GPUStatus{Health: core.GPUFailed, Reason: reason, Message: msg, Since: now}
 		evs := []core.NodeEvent{{Time: now, Type: core.EventWarning, Reason: reason, Message: msg + ": GPU Failed; its work is requeued and it is qualified again once free", GPU: gpu}}
-		if st.Validate == nil && st.State != core.NodeValidating && st.State != core.NodeRegistering {
+		switch v := st.Validate; {
+		case v == nil && st.State != core.NodeValidating && st.State != core.NodeRegistering:
 			st.Validate = &core.ValidateRequest{Level: max(2, q.opts.Level), GPUs: []int{gpu}, Reason: "after " + msg, At: now}
+		case v != nil && len(v.GPUs) > 0 && !slices.Contains(v.GPUs, gpu):
+			// A qualification of other devices is asked: this one joins it.
+			v.GPUs = append(v.GPUs, gpu)
+			v.Level = max(v.Level, 2, q.opts.Level)
 		}
 		return evs, nil
 	})
@@ -191,10 +209,13 @@ func (q *Qualifier) InjectFault(ctx context.Context, name core.NodeName, f Fault
 	case f.Xid > 0:
 		return q.Xid(ctx, name, *f.GPU, f.Xid, "injected")
 	case f.Diag != "":
+		if health.SimTestLevel(f.Diag) == 0 {
+			return fmt.Errorf("diag %q: not a test dcgmi diag runs; one of memory, pcie (level 2), diagnostic, targeted_stress, targeted_power, memory_bandwidth (level 3): %w", f.Diag, core.ErrInvalid)
+		}
 		_, err := q.opts.Store.UpdateNodeStatus(ctx, name, now, func(_ *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
 			st.Faults = append(st.Faults, core.DiagFault{GPU: *f.GPU, Test: f.Diag})
 			return []core.NodeEvent{{Time: now, Type: core.EventWarning, Reason: "FaultInjected",
-				Message: fmt.Sprintf("the next diagnostic of GPU %d fails test %s", *f.GPU, f.Diag), GPU: *f.GPU, By: by}}, nil
+				Message: fmt.Sprintf("the next diagnostic of GPU %d at level %d or above fails test %s", *f.GPU, health.SimTestLevel(f.Diag), f.Diag), GPU: *f.GPU, By: by}}, nil
 		})
 		return err
 	}

@@ -77,6 +77,9 @@ type Options struct {
 type Qualifier struct {
 	opts Options
 	log  *slog.Logger
+	// step serialises Step: one qualification of a node at a time, and
+	// notReady is Step's alone.
+	step sync.Mutex
 	mu   sync.Mutex
 	xids map[xidKey]int64
 	// notReady remembers since when each node has been reported not
@@ -135,6 +138,8 @@ func (q *Qualifier) Run(ctx context.Context) error {
 // a Draining node whose work has stopped is Cordoned; a qualification is
 // asked for nodes due by the schedule.
 func (q *Qualifier) Step(ctx context.Context) {
+	q.step.Lock()
+	defer q.step.Unlock()
 	snap, err := q.opts.Store.Snapshot(ctx)
 	if err != nil {
 		q.log.Error("qualify: snapshot", "err", err)
@@ -146,6 +151,7 @@ func (q *Qualifier) Step(ctx context.Context) {
 		return
 	}
 	now := q.opts.Now().UTC()
+	scheduled := false
 	for _, n := range snap.Nodes {
 		st, ok := statuses[n.Name]
 		busy := running(snap, n.Name)
@@ -157,7 +163,10 @@ func (q *Qualifier) Step(ctx context.Context) {
 			q.drain(ctx, n, busy, now)
 		case st.State == core.NodeRegistering || st.State == core.NodeValidating || st.Validate != nil:
 			q.qualify(ctx, n, st, busy, now)
-		case q.opts.Every > 0 && st.State == core.NodeReady && (st.LastQualified == nil || now.Sub(*st.LastQualified) >= q.opts.Every):
+		case q.opts.Every > 0 && !scheduled && st.State == core.NodeReady && (st.LastQualified == nil || now.Sub(*st.LastQualified) >= q.opts.Every):
+			// One scheduled qualification per step: the fleet is not
+			// taken out of service at once.
+			scheduled = true
 			q.Validate(ctx, n.Name, q.opts.Level, nil, "", "scheduled qualification (qualification.every)")
 		}
 	}

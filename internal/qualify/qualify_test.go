@@ -3,6 +3,7 @@ package qualify
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -241,6 +242,7 @@ func TestDrainAndUncordon(t *testing.T) {
 	if _, err := f.q.Drain(ctx, "n1", 0, "admin"); !errors.Is(err, core.ErrConflict) {
 		t.Errorf("draining twice: %v, want a conflict", err)
 	}
+	f.q.Step(ctx)
 	got, _ := f.st.Workload(ctx, w.ID)
 	if got.Status.StopRequested != ReasonDrained {
 		t.Fatalf("running work on a draining node: %+v", got.Status)
@@ -378,5 +380,114 @@ func TestNotReadyNodeIsLostAndReturns(t *testing.T) {
 	}
 	if st := f.steps(); st.State != core.NodeReady {
 		t.Errorf("ready again: %s (%s), want Ready after qualification", st.State, st.Reason)
+	}
+}
+
+// Found by review: a device a qualification of its own waits for takes no
+// work; a validation waiting for work can be given up; a device no
+// diagnostic can test stays out of service; an unknown test is refused.
+func TestReviewedLifecycleHoles(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, simNode(t, 2), Options{})
+	f.steps()
+	f.place("w1", 1)
+	if _, err := f.q.Validate(ctx, "n1", 2, []int{1}, "admin", "check"); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := f.node()
+	if n.GPUs[1].Usable() || !n.GPUs[0].Usable() {
+		t.Errorf("GPU 1 under a validation of its own: usable %t; GPU 0 %t", n.GPUs[1].Usable(), n.GPUs[0].Usable())
+	}
+	gpu0 := 0
+	if err := f.q.InjectFault(ctx, "n1", Fault{GPU: &gpu0, Diag: "nosuchtest"}, "admin"); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("an unknown test: %v, want invalid", err)
+	}
+
+	// A whole-node validation waiting for w1 is given up by uncordon.
+	g := newFixture(t, simNode(t, 2), Options{})
+	g.steps()
+	g.place("w1", 0)
+	if _, err := g.q.Validate(ctx, "n1", 1, nil, "admin", "check"); err != nil {
+		t.Fatal(err)
+	}
+	g.q.Step(ctx)
+	g.q.Step(ctx)
+	if st, _, _ := g.st.NodeStatus(ctx, "n1"); st.State != core.NodeValidating || st.Reason != "WaitingForWork" {
+		t.Fatalf("a validation waiting for work: %s (%s)", st.State, st.Reason)
+	}
+	if _, err := g.q.Uncordon(ctx, "n1", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := g.st.NodeStatus(ctx, "n1"); st.State != core.NodeReady || st.Validate != nil {
+		t.Errorf("after uncordon: %+v, want Ready without the validation", st)
+	}
+
+	// A node whose commands this server cannot run: a failed GPU stays
+	// failed through a qualification that tested nothing.
+	remote := simNode(t, 2)
+	for i := range remote.GPUs {
+		remote.GPUs[i].Simulated = false
+	}
+	h := newFixture(t, remote, Options{Local: "elsewhere"})
+	h.steps()
+	if err := h.q.Xid(ctx, "n1", 0, 79, "reported by DCGM"); err != nil {
+		t.Fatal(err)
+	}
+	st := h.steps()
+	if st.GPUs[0].Health != core.GPUFailed {
+		t.Errorf("after a qualification that could run nothing: GPU 0 %+v, want still Failed", st.GPUs[0])
+	}
+}
+
+func TestChangedGPUsAreQualifiedAgain(t *testing.T) {
+	ctx := context.Background()
+	n := simNode(t, 2)
+	f := newFixture(t, n, Options{})
+	f.steps()
+	// Registered again with the same devices: nothing to do.
+	if err := f.st.RegisterNode(ctx, n, core.NodeStatus{State: core.NodeRegistering, Since: f.now}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := f.st.NodeStatus(ctx, "n1"); st.Validate != nil || st.State != core.NodeReady {
+		t.Fatalf("the same devices: %+v", st)
+	}
+	more := simNode(t, 3)
+	if err := f.st.RegisterNode(ctx, more, core.NodeStatus{State: core.NodeRegistering, Since: f.now}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := f.st.NodeStatus(ctx, "n1"); st.Validate == nil {
+		t.Fatalf("three GPUs where there were two: %+v, want a qualification asked", st)
+	}
+	if st := f.steps(); st.State != core.NodeReady || st.LastQualified == nil {
+		t.Errorf("after it: %+v", st)
+	}
+	evs, _ := f.st.NodeEvents(ctx, "n1")
+	if !slices.ContainsFunc(evs, func(e core.NodeEvent) bool { return e.Reason == "GPUsChanged" }) {
+		t.Errorf("events %+v: want GPUsChanged", evs)
+	}
+}
+
+func TestExecRunsTrustedCommandsOnly(t *testing.T) {
+	r := Exec{}.Run(context.Background(), []string{"true"}, time.Minute)
+	if r.Err != nil || r.Exit == nil || *r.Exit != 0 {
+		t.Errorf("true: %+v", r)
+	}
+	r = Exec{}.Run(context.Background(), []string{"sh", "-c", "exit 3"}, time.Minute)
+	if r.Exit == nil || *r.Exit != 3 {
+		t.Errorf("exit 3: %+v", r)
+	}
+	r = Exec{}.Run(context.Background(), []string{"sleep", "5"}, 100*time.Millisecond)
+	if r.Err == nil || r.Exit != nil {
+		t.Errorf("a command past its timeout: %+v", r)
+	}
+	// A program in a directory of the PATH that is not a system one is
+	// not run.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi-fake"), []byte("#!/bin/sh\necho GPU 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	if r := (Exec{}).Run(context.Background(), []string{"nvidia-smi-fake"}, time.Minute); !errors.Is(r.Err, ErrNotFound) {
+		t.Errorf("a program on the PATH only: %+v, want not found", r)
 	}
 }

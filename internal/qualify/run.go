@@ -65,6 +65,17 @@ func (q *Qualifier) qualify(ctx context.Context, n *core.Node, st core.NodeStatu
 	if len(onIt) > 0 {
 		if q.opts.Drain {
 			q.stop(ctx, onIt, ReasonValidating, fmt.Sprintf("node %s is being qualified; requeued", n.Name))
+		} else if whole && st.Reason != "WaitingForWork" {
+			// Said once: what it waits for, and how to give it up.
+			msg := fmt.Sprintf("waiting for %d running %s on it to end (qualification.policy wait); gpufleet uncordon gives the qualification up",
+				len(onIt), map[bool]string{true: "workload", false: "workloads"}[len(onIt) == 1])
+			q.update(ctx, n.Name, func(_ *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
+				if st.State != core.NodeValidating {
+					return nil, nil
+				}
+				st.Reason, st.Message = "WaitingForWork", msg
+				return []core.NodeEvent{{Time: now, Reason: "WaitingForWork", Message: msg, GPU: -1}}, nil
+			})
 		}
 		return
 	}
@@ -88,7 +99,8 @@ func (q *Qualifier) qualify(ctx context.Context, n *core.Node, st core.NodeStatu
 		q.log.Error("qualify: evidence", "node", n.Name, "err", err)
 		return
 	}
-	q.apply(ctx, n, req, v, now)
+	_, diagErr := health.ParseDCGMDiag(ev.Diag)
+	q.apply(ctx, n, req, v, ev.DCGMAvailable && diagErr == nil, now)
 }
 
 // collect runs (or simulates) the commands and returns what health reads
@@ -193,7 +205,7 @@ func judge(records []core.Evidence, v health.Verdict) {
 
 // apply records the verdict: each device tested is Healthy or Failed, and
 // the node returns to service or is Failed.
-func (q *Qualifier) apply(ctx context.Context, n *core.Node, req *core.ValidateRequest, v health.Verdict, now time.Time) {
+func (q *Qualifier) apply(ctx context.Context, n *core.Node, req *core.ValidateRequest, v health.Verdict, diagRan bool, now time.Time) {
 	q.update(ctx, n.Name, func(n *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
 		var evs []core.NodeEvent
 		st.Validate = nil
@@ -217,6 +229,13 @@ func (q *Qualifier) apply(ctx context.Context, n *core.Node, req *core.ValidateR
 				continue
 			}
 			if old.Health != "" && old.Health != core.GPUHealthy {
+				if !diagRan {
+					// Nothing tested it: it stays out of service until a
+					// diagnostic passes, or an admin's qualification does.
+					evs = append(evs, core.NodeEvent{Time: now, Type: core.EventWarning, Reason: "NotQualifiable",
+						Message: fmt.Sprintf("GPU %d stays %s (%s): no diagnostic could run on it (dcgmi not available here)", g.Index, old.Health, old.Reason), GPU: g.Index})
+					continue
+				}
 				evs = append(evs, core.NodeEvent{Time: now, Reason: "Qualified", Message: fmt.Sprintf("GPU %d passed qualification at level %d; it takes work again", g.Index, req.Level), GPU: g.Index})
 			}
 			delete(st.GPUs, g.Index)

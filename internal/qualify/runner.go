@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -44,9 +47,28 @@ func (l *limited) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// TrustedDirs are where the qualification commands are looked for: the
+// system's, never the server's PATH (a directory a user may write could
+// hold an nvidia-smi that says whatever it likes).
+var TrustedDirs = []string{"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"}
+
+// lookTrusted finds an executable named name in TrustedDirs.
+func lookTrusted(name string) (string, error) {
+	if strings.ContainsRune(name, '/') {
+		return "", ErrNotFound
+	}
+	for _, d := range TrustedDirs {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", ErrNotFound
+}
+
 // Run implements Runner.
 func (Exec) Run(ctx context.Context, argv []string, timeout time.Duration) Result {
-	path, err := exec.LookPath(argv[0])
+	path, err := lookTrusted(argv[0])
 	if err != nil {
 		return Result{Err: ErrNotFound}
 	}

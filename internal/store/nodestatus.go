@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -99,13 +100,40 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, name core.NodeName, now ti
 // RegisterNode writes a node's description and, when the node has no
 // status yet, gives it initial (Registering, for a node that must pass
 // qualification before it takes work), with an event.
+// A node registered before whose devices changed (count, models, UUIDs)
+// is qualified again: its status gets a validation request and an event.
 func (s *Store) RegisterNode(ctx context.Context, n core.Node, initial core.NodeStatus) error {
+	var before []core.GPU
+	if ns, err := s.Nodes(ctx); err == nil {
+		for _, o := range ns {
+			if o.Name == n.Name {
+				before = o.GPUs
+			}
+		}
+	}
 	if err := s.PutNode(ctx, n); err != nil {
 		return err
 	}
 	err := s.do(ctx, func(tx *wtx) error {
-		var c int
-		if err := tx.QueryRow("SELECT count(*) FROM node_status WHERE name = ?", string(n.Name)).Scan(&c); err != nil || c > 0 {
+		var b []byte
+		switch err := tx.QueryRow("SELECT status FROM node_status WHERE name = ?", string(n.Name)).Scan(&b); {
+		case err == nil:
+			if sameDevices(before, n.GPUs) {
+				return nil
+			}
+			var st core.NodeStatus
+			if err := json.Unmarshal(b, &st); err != nil {
+				return err
+			}
+			if st.Validate == nil && st.State != core.NodeRegistering && st.State != core.NodeValidating {
+				st.Validate = &core.ValidateRequest{Level: 1, Reason: "its GPUs changed since it was registered", At: initial.Since}
+			}
+			if err := putNodeStatus(tx, n.Name, &st); err != nil {
+				return err
+			}
+			return addNodeEvent(tx, core.NodeEvent{Node: n.Name, Time: initial.Since, Type: core.EventWarning, Reason: "GPUsChanged",
+				Message: fmt.Sprintf("it had %d GPUs, it reports %d (or other models or UUIDs): qualified again", len(before), len(n.GPUs)), GPU: -1})
+		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
 		if err := putNodeStatus(tx, n.Name, &initial); err != nil {
@@ -117,6 +145,25 @@ func (s *Store) RegisterNode(ctx context.Context, n core.Node, initial core.Node
 	s.forgetNodes()
 	return err
 }
+
+func sameDevices(a, b []core.GPU) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Index != b[i].Index || a[i].UUID != b[i].UUID || a[i].Model != b[i].Model {
+			return false
+		}
+	}
+	return true
+}
+
+// Kept per node: older node events and evidence are deleted as new ones
+// come, so that neither grows without bound.
+const (
+	keepNodeEvents = 2000
+	keepEvidence   = 400
+)
 
 func (s *Store) forgetNodes() {
 	s.nodeMu.Lock()
@@ -146,7 +193,11 @@ func addNodeEvent(tx *wtx, e core.NodeEvent) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec("INSERT INTO node_events (node, time, spec) VALUES (?, ?, ?)", string(e.Node), unixNano(e.Time), b)
+	if _, err = tx.Exec("INSERT INTO node_events (node, time, spec) VALUES (?, ?, ?)", string(e.Node), unixNano(e.Time), b); err != nil {
+		return err
+	}
+	_, err = tx.Exec("DELETE FROM node_events WHERE node = ? AND id <= (SELECT id FROM node_events WHERE node = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+		string(e.Node), string(e.Node), keepNodeEvents)
 	return err
 }
 
@@ -189,7 +240,12 @@ func (s *Store) AddEvidence(ctx context.Context, evs []core.Evidence) error {
 				return err
 			}
 		}
-		return nil
+		if len(evs) == 0 {
+			return nil
+		}
+		_, err := tx.Exec("DELETE FROM evidence WHERE node = ? AND id <= (SELECT id FROM evidence WHERE node = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+			string(evs[0].Node), string(evs[0].Node), keepEvidence)
+		return err
 	})
 }
 
