@@ -46,9 +46,9 @@ func TestImageIsKeptAndNeedsNoCommand(t *testing.T) {
 }
 
 // TestImageAloneIsRefusedWhereOnlyCommandsRun: on a server whose executor
-// runs commands (the local one), a workload with an image and no command
-// is a 400 naming image, and nothing is stored; with a command as well the
-// image is kept and the command runs.
+// runs commands (the local one), a workload with an image is a 400 naming
+// image and saying where images run, with or without a command, and
+// nothing is stored.
 func TestImageAloneIsRefusedWhereOnlyCommandsRun(t *testing.T) {
 	f := newFixture(t, store.Options{}, RateLimit{}, func(o *Options) { o.CommandsOnly = true })
 	a := f.do("member", "POST", "/api/v1/workloads", `{"team":"research","image":"ghcr.io/acme/serve:2","resources":{"gpus":1}}`)
@@ -58,6 +58,9 @@ func TestImageAloneIsRefusedWhereOnlyCommandsRun(t *testing.T) {
 	if ws, err := f.st.Workloads(context.Background(), store.WorkloadFilter{}); err != nil || len(ws) != 0 {
 		t.Errorf("stored after a refusal: %v %v", ws, err)
 	}
-	f.must("member", "POST", "/api/v1/workloads",
-		`{"team":"research","image":"ghcr.io/acme/serve:2","command":["serve"],"resources":{"gpus":1}}`, http.StatusCreated, nil)
+	// With a command too: still refused, the image is never ignored.
+	a = f.do("member", "POST", "/api/v1/workloads", `{"team":"research","image":"ghcr.io/acme/serve:2","command":["serve"],"resources":{"gpus":1}}`)
+	if a.status != http.StatusBadRequest || !strings.Contains(a.body, `"image"`) || !strings.Contains(a.body, "--executor kubernetes") {
+		t.Errorf("image and command: %d %s, want 400 naming image and how to run images", a.status, a.body)
+	}
 }

@@ -144,8 +144,9 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 		return nil, err
 	}
 	errs := append(in.Validate(), serverOwned(in)...)
-	if s.opts.CommandsOnly && in.Image != "" && len(in.Command) == 0 {
-		errs = append(errs, api.FieldError{Field: "image", Problem: "this server runs workloads as processes on its own machine (the local executor), not images: give a command, or run images on a server with --executor kubernetes"})
+	if s.opts.CommandsOnly && in.Image != "" {
+		// Never ignored: a workload that names an image expects to run in it.
+		errs = append(errs, api.FieldError{Field: "image", Problem: "this server runs workloads as processes on its own machine (the local executor), not images: give a command without an image, or run images on a server with --executor kubernetes (containers on one machine, --container-runtime, are not available yet)"})
 	}
 	kind := core.Kind(in.Kind)
 	if kind == "" {
