@@ -451,6 +451,7 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 	} {
 		types[n] = t
 	}
+	types["Port"] = reflect.TypeFor[api.Port]()
 	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()
 	types["WorkloadUsagePoint"] = reflect.TypeFor[api.WorkloadUsagePoint]()
 	// schemaName is the schema of a struct type that a property refers to.
