@@ -341,6 +341,11 @@ func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 		if l.stopping[k] {
 			continue
 		}
+		if a, ok := l.opts.Executor.(executor.StopAnnouncer); ok {
+			if err := a.AnnounceStop(w.ID, w.Status.Attempts, w.Status.StopRequested); err != nil {
+				l.log.Warn("announce a stop", "workload", w.ID, "err", err)
+			}
+		}
 		if err := l.opts.Executor.Stop(ctx, w.ID, w.Status.Attempts, stopGrace(snap, w)); err != nil {
 			l.log.Error("stop failed; retrying next cycle", "workload", w.ID, "err", err)
 			continue

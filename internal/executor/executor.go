@@ -90,3 +90,9 @@ type Executor interface {
 	// Logs opens the combined stdout and stderr of a workload, all attempts.
 	Logs(id core.WorkloadID) (io.ReadCloser, error)
 }
+
+// StopAnnouncer is an executor that tells a task why it is stopped before
+// it signals it (the local executor's $GPUFLEET_STOP_FILE).
+type StopAnnouncer interface {
+	AnnounceStop(id core.WorkloadID, attempt int, reason string) error
+}

@@ -275,6 +275,10 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		env = withVar(env, EnvSimUsageFile, e.usageFile(adir))
 	}
 	env = withVar(env, EnvOutputsFile, outputsFile(adir))
+	env = withVar(env, EnvStopFile, stopFile(adir))
+	if err := os.Remove(stopFile(adir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
 	if len(t.Ports) > 0 {
 		host, err := allocatePorts(t.Ports)
 		if err != nil {

@@ -1,0 +1,35 @@
+package local
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// EnvStopFile names the file where a task finds why it is being stopped,
+// written before its SIGTERM: "GPUFLEET_STOP_REASON=Preempted" (or
+// Reclaimed, Drained, Cancelled, MaxRuntimeExceeded, ...), so that a job
+// knows to checkpoint into $GPUFLEET_CHECKPOINT_DIR, which its next attempt
+// finds. The file is in the workload's usage directory, one per attempt;
+// absent until a stop is asked.
+const EnvStopFile = "GPUFLEET_STOP_FILE"
+
+func stopFile(adir string) string {
+	return filepath.Join(filepath.Dir(adir), "usage", "stop-"+filepath.Base(adir))
+}
+
+// AnnounceStop writes why an attempt is stopped where the task reads it
+// ($GPUFLEET_STOP_FILE); the control loop calls it before Stop.
+func (e *Executor) AnnounceStop(id core.WorkloadID, attempt int, reason string) error {
+	adir, err := e.attemptDir(id, attempt)
+	if err != nil {
+		return err
+	}
+	p := stopFile(adir)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte("GPUFLEET_STOP_REASON="+reason+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
