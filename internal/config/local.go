@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Local configures the local executor's confinement of tasks (see
@@ -24,6 +25,22 @@ type Local struct {
 	// cannot confine their tasks from each other (not root, or no
 	// Landlock): for a single user's machine only. --allow-shared-uid.
 	AllowSharedUID bool `json:"allowSharedUID,omitempty"`
+	// CheckpointRetention is how long a workload's checkpoint directory
+	// is kept after it ends (default 168h; "0" keeps it until the workload
+	// is deleted with its team).
+	CheckpointRetention *Duration `json:"checkpointRetention,omitempty"`
+}
+
+// DefaultCheckpointRetention is how long checkpoints outlive their
+// workload unless configured.
+const DefaultCheckpointRetention = 7 * 24 * time.Hour
+
+// Retention returns the checkpoint retention (0: kept).
+func (l Local) Retention() time.Duration {
+	if l.CheckpointRetention == nil {
+		return DefaultCheckpointRetention
+	}
+	return l.CheckpointRetention.Duration
 }
 
 // UIDs parses UIDRange; zeros mean the executor's default.
@@ -49,6 +66,9 @@ func (l Local) validate() []error {
 	case "", "auto", "off":
 	default:
 		errs = append(errs, fmt.Errorf("local.isolation %q: want \"auto\" or \"off\"", l.Isolation))
+	}
+	if l.CheckpointRetention != nil && l.CheckpointRetention.Duration < 0 {
+		errs = append(errs, fmt.Errorf("local.checkpointRetention %s: must not be negative", l.CheckpointRetention))
 	}
 	if _, _, err := l.UIDs(); err != nil {
 		errs = append(errs, err)

@@ -33,3 +33,13 @@ func (e *Executor) AnnounceStop(id core.WorkloadID, attempt int, reason string) 
 	}
 	return os.Rename(tmp, p)
 }
+
+// RemoveCheckpoint deletes a workload's checkpoint directory (once it has
+// ended and its retention passed); one already gone is not an error.
+func (e *Executor) RemoveCheckpoint(id core.WorkloadID) error {
+	adir, err := e.attemptDir(id, 1)
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(taskDirs(filepath.Dir(adir)).checkpoint)
+}
