@@ -38,6 +38,7 @@ type submitFlags struct {
 	gracePeriod    string
 	idempotencyKey string
 	follow         bool
+	ports          []string // --port (open.go)
 }
 
 func newSubmitCmd(e *env) *cobra.Command {
@@ -62,12 +63,19 @@ MiB, GiB or TiB, also written M, G, T, Mi, Gi, Ti, MB, GB or TB, in any case.
 All are powers of 1024: 20G = 20GB = 20GiB = 20480MiB (Kubernetes reads G and
 GB as 10^9; gpufleet does not). A bare number is MiB.
 
+Ports (--port, and ports in -f) are the ports the workload serves on, each
+a number or NAME=NUMBER; the server proxies /w/ID/PORT/ to each for the
+workload's team (gpufleet open prints the URL), and a notebook that declares
+none gets 8888. In -f, ports is a list of numbers, "NAME=NUMBER" strings or
+the API's {name, port} mappings.
+
 In -f, command may also be one line ("command: python train.py --epochs 3"):
 it is split into words as a shell would, but no shell runs it.`,
 		Example: `  gpufleet submit --team research --gpus 2 python train.py --epochs 3
   gpufleet submit --gpus 0.25 --name notebook --kind notebook -- jupyter lab
   gpufleet submit --gpu-memory 20GiB --gpu-model H100 -- ./serve
   gpufleet submit --image ghcr.io/acme/serve:2 --kind service
+  gpufleet submit --kind service --port http=8000 --gpus 0.5 -- ./serve
   gpufleet submit -f workload.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -125,6 +133,7 @@ it is split into words as a shell would, but no shell runs it.`,
 	fl.StringVar(&f.maxRuntime, "max-runtime", "", "stop the workload after it has run this long, e.g. 1h (default no limit)")
 	fl.StringVar(&f.gracePeriod, "grace-period", "", "time between SIGTERM and SIGKILL on cancel or preemption, e.g. 30s")
 	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "a retry with the same key returns the first submission instead of a second workload")
+	fl.StringArrayVar(&f.ports, "port", nil, "a port the workload serves on, PORT or NAME=PORT, e.g. 8888 or http=8000 (repeatable; the first is PORT, the service's URL)")
 	fl.BoolVar(&f.follow, "follow", false, "then print the workload's output until it finishes and exit with its exit code, as wait does (the ID goes to stderr)")
 	out = addOutputFlag(cmd, "id", outJSON, outYAML)
 	return cmd
@@ -233,6 +242,16 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	if set("grace-period") {
 		if w.GracePeriodSeconds, err = parseSeconds(f.gracePeriod); err != nil {
 			return nil, usagef("--grace-period %q: %v", f.gracePeriod, err)
+		}
+	}
+	if set("port") { // the flags replace the file's ports
+		w.Ports = nil
+		for _, s := range f.ports {
+			p, err := parsePort(s)
+			if err != nil {
+				return nil, usagef("--port %q: %v", s, err)
+			}
+			w.Ports = append(w.Ports, p)
 		}
 	}
 	if len(args) > 0 {

@@ -17,7 +17,9 @@ import (
 // API's form: a command written as one line ("command: python train.py
 // --epochs 3") is split into words as a shell would, though no shell runs
 // it; resources.gpuMemoryMiB and resources.memoryMiB take a size with a
-// unit ("20GiB", "8G"; api.MemoryUnits) as well as a number of MiB; and a
+// unit ("20GiB", "8G"; api.MemoryUnits) as well as a number of MiB; a
+// port in ports may be a number (8888) or a "NAME=NUMBER" string as --port
+// takes it, besides the API's {name, port} mapping; and a
 // number or a boolean where the API wants a string (command: [sleep, 2],
 // env: {EPOCHS: 3}) is the text it was written as. Every problem names its
 // field in the file's terms, never Go's.
@@ -76,6 +78,26 @@ func decodeWorkloadFile(b []byte) (*api.Workload, error) {
 				continue
 			}
 			res[k] = mib
+		}
+	}
+	// ports: [8888, "http=8000", {name: metrics, port: 9100}] (open.go).
+	if ports, ok := doc["ports"].([]any); ok {
+		for i, v := range ports {
+			var s string
+			switch v := v.(type) {
+			case json.Number:
+				s = v.String()
+			case string:
+				s = v
+			default:
+				continue // a mapping, for the strict decoder to judge
+			}
+			p, err := parsePort(s)
+			if err != nil {
+				errs = append(errs, api.FieldError{Field: fmt.Sprintf("ports[%d]", i), Problem: fmt.Sprintf("%q: %v", s, err)})
+				continue
+			}
+			ports[i] = p
 		}
 	}
 	if len(errs) > 0 {
