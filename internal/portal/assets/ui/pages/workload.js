@@ -1,4 +1,4 @@
-import { api, streamLogs, LOG_TAIL_BYTES } from '../api.js';
+import { api, streamLogs, LOG_TAIL_BYTES, token } from '../api.js';
 import { h, replace, ago, rfc3339, phase, errorBox, table, dl, every, gpus, mib, pct, duration, askGPUs } from '../dom.js';
 import { timeChart } from '../chart.js';
 
@@ -11,6 +11,7 @@ export function render(main, { parts }) {
   const title = h('h1', {}, id);
   const phaseBox = h('span', { id: 'phase' });
   const actions = h('div', { class: 'actions' });
+  const openBox = h('span', { class: 'actions', id: 'open' }); // Open links (openLinks)
   const why = h('section', { class: 'card why', id: 'why', 'aria-labelledby': 'why-h' });
   const statusBox = h('div', { id: 'status' });
   const specBox = h('div', { id: 'spec' });
@@ -32,7 +33,7 @@ export function render(main, { parts }) {
 
   replace(main,
     h('p', { class: 'crumbs' }, h('a', { href: '#/workloads' }, 'Workloads'), ' / ', id),
-    h('div', { class: 'page-head' }, h('div', { class: 'title-row' }, title, phaseBox), actions),
+    h('div', { class: 'page-head' }, h('div', { class: 'title-row' }, title, phaseBox), h('div', { class: 'actions' }, openBox, actions)),
     errBox,
     why,
     h('div', { class: 'cols' },
@@ -88,6 +89,11 @@ export function render(main, { parts }) {
     else if (!actions.firstChild) {
       replace(actions, h('button', { type: 'button', class: 'danger', id: 'cancel', onclick: () => dialog.showModal() }, 'Cancel workload'));
     }
+    const openKey = st.phase === 'Running' ? JSON.stringify(wl.ports || []) : '';
+    if (openBox.dataset.key !== openKey) { // redrawn only when it changes: a focused link keeps its focus
+      openBox.dataset.key = openKey;
+      replace(openBox, openKey ? openLinks(wl) : null);
+    }
     replace(why, h('h2', { id: 'why-h' }, whyTitle(st)), whyText(wl));
     if (st.phase === 'Pending' && !got) logState.textContent = 'No output yet: the log follows here once the workload starts.';
     replace(statusBox, dl([
@@ -117,6 +123,7 @@ export function render(main, { parts }) {
       ['CPU', wl.resources.cpu ? String(wl.resources.cpu) : null],
       ['Memory', wl.resources.memoryMiB ? mib(wl.resources.memoryMiB) : null],
       ['Image', wl.image || null],
+      ['Ports', (wl.ports || []).map((p) => (p.name ? p.name + '=' : '') + p.port).join(', ') || null],
       ['Command', wl.command && wl.command.length ? argvView(wl.command) : null],
       ['Working directory', wl.workingDir || null],
       ['Environment', wl.env && Object.keys(wl.env).length ? h('ul', { class: 'plain' }, Object.entries(wl.env).map(([k, v]) => h('li', {}, h('code', {}, k + '=' + v)))) : null],
@@ -135,6 +142,19 @@ export function render(main, { parts }) {
         cells: [ago(e.time), e.type === 'Warning' ? h('span', { class: 'badge warn' }, 'Warning') : e.type, e.reason,
           e.from || e.to ? (e.from || '—') + ' → ' + (e.to || '—') : '', e.message || ''],
       })), { empty: 'No events yet.', cls: 'events' }));
+  }
+
+  // Open: what a running workload serves on its declared ports, through
+  // the server's proxy (/w/ID/PORT/), in a new tab that neither reaches
+  // back to this page nor names it. The token in the address signs the tab
+  // in: the proxy exchanges it for a cookie of that path and drops it from
+  // the address at once.
+  function openLinks(wl) {
+    const ports = wl.ports || [];
+    return ports.map((p) => h('a', {
+      class: 'open-link', href: '/w/' + encodeURIComponent(wl.id) + '/' + p.port + '/?gpufleet-token=' + encodeURIComponent(token()),
+      target: '_blank', rel: 'noopener noreferrer', 'data-port': p.port, title: 'Open port ' + p.port + ' in a new tab',
+    }, ports.length === 1 ? 'Open' : 'Open ' + (p.name || p.port)));
   }
 
   // The workload's GPU use over time, from the server's samples
