@@ -326,9 +326,17 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string,
 		return err
 	}
 	defer goW.Close()
+	// The environment goes on a pipe, not in argv, which any user of the
+	// machine may read in /proc (a token in --env must not be).
+	envR, envW, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		goR.Close()
+		return err
+	}
 	cmd := &exec.Cmd{
 		Path: e.self,
-		Args: append([]string{e.self, shimArg, adir, spec, envJSON, prog}, argv...),
+		Args: append([]string{e.self, shimArg, adir, spec, envOnFD, prog}, argv...),
 		// The supervisor (and the sandbox) run as the server's user, so
 		// nothing of the task's environment may reach them (LD_PRELOAD,
 		// GCONV_PATH, GODEBUG...): it travels as data and is applied only
@@ -337,15 +345,21 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string,
 		Dir:         dir,
 		Stdout:      logf,
 		Stderr:      logf,
-		ExtraFiles:  []*os.File{w, goR},
+		ExtraFiles:  []*os.File{w, goR, envR},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	err = cmd.Start()
 	w.Close()
 	goR.Close()
+	envR.Close()
 	if err != nil {
+		envW.Close()
 		return fmt.Errorf("start supervisor: %w", err)
 	}
+	go func() {
+		envW.WriteString(envJSON)
+		envW.Close()
+	}()
 	shimPID := cmd.Process.Pid
 	// The supervisor is our unreaped child, so /proc has it even if it has
 	// already exited.

@@ -17,8 +17,8 @@ import (
 
 // The sandbox is this package's binary called with sandboxEnv=1 as its
 // whole environment and the arguments sandboxArg, the JSON sandboxSpec,
-// then the task's environment (JSON), the program and its argv (none of
-// the three for a probe). The supervisor starts it as the task's process; it
+// then envOnFD (the task's environment comes as JSON on sandboxEnvFD), the
+// program and its argv (none of the three for a probe). The supervisor starts it as the task's process; it
 // confines itself and execs the program, so the task's pid is the
 // sandbox's.
 const (
@@ -28,7 +28,11 @@ const (
 
 // sandboxErrFD is the sandbox's end of a close-on-exec pipe to the
 // supervisor: a successful exec closes it unwritten; a failure writes why.
-const sandboxErrFD = 3
+// sandboxEnvFD is the pipe the task's environment comes on.
+const (
+	sandboxErrFD = 3
+	sandboxEnvFD = 4
+)
 
 // sandboxSpec is what the sandbox does before it execs the task, in order.
 type sandboxSpec struct {
@@ -82,12 +86,12 @@ func init() {
 	}
 	// The environment came as data: the sandbox ran as root with none of
 	// it, and the task gets it only now.
-	var env []string
-	if err := json.Unmarshal([]byte(os.Args[3]), &env); err != nil {
+	env, err := readEnv(os.Args[3], sandboxEnvFD)
+	if err != nil {
 		sandboxFail(fmt.Errorf("sandbox: bad environment: %w", err))
 	}
 	prog := os.Args[4]
-	err := syscall.Exec(prog, os.Args[5:], env)
+	err = syscall.Exec(prog, os.Args[5:], env)
 	if err == syscall.ENOENT || err == syscall.EACCES {
 		sandboxFail(fmt.Errorf("exec %s: %w (a workload runs only programs in its own directories and the system paths %s, with a private /tmp)",
 			prog, err, strings.Join(spec.RO, ", ")))

@@ -18,19 +18,45 @@ import (
 
 // The supervisor is this package's binary called with shimEnv=1, alone, as
 // its environment and the arguments: shimArg, attempt dir, sandbox spec
-// (JSON, or empty to run the program unconfined), the task's environment
-// (a JSON list of "k=v"), program, argv...
+// (JSON, or empty to run the program unconfined), envOnFD (the task's
+// environment, a JSON list of "k=v", comes on envFD), program, argv...
 const (
 	shimEnv = "GPUFLEET_SHIM"
 	shimArg = "gpufleet-shim"
 )
 
 // readyFD is the supervisor's end of the pipe on which it reports to Start;
-// goFD the pipe on which Start says "go" once the pid file is written.
+// goFD the pipe on which Start says "go" once the pid file is written;
+// envFD the pipe on which the task's environment comes, when its argument
+// is envOnFD (argv would show it to every user of the machine in /proc).
 const (
 	readyFD = 3
 	goFD    = 4
+	envFD   = 5
+	envOnFD = "-"
 )
+
+// maxEnvBytes bounds an environment read from a pipe.
+const maxEnvBytes = 8 << 20
+
+// readEnv reads the JSON list of "k=v" sent on fd, or parses arg.
+func readEnv(arg string, fd uintptr) ([]string, error) {
+	b := []byte(arg)
+	if arg == envOnFD {
+		f := os.NewFile(fd, "env")
+		if f == nil {
+			return nil, errors.New("no environment pipe")
+		}
+		var err error
+		b, err = io.ReadAll(io.LimitReader(f, maxEnvBytes))
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	var env []string
+	return env, json.Unmarshal(b, &env)
+}
 
 // drainTimeout bounds how long the supervisor keeps copying output after
 // the task's process group is gone: a process that left the group may hold
@@ -45,8 +71,8 @@ func init() {
 	// wrapper) reaches the task: all but the report and go pipes close
 	// on exec.
 	unix.CloseRange(goFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	var env []string
-	if err := json.Unmarshal([]byte(os.Args[4]), &env); err != nil {
+	env, err := readEnv(os.Args[4], envFD)
+	if err != nil {
 		fmt.Fprintf(os.NewFile(readyFD, "ready"), "err bad environment: %v\n", err)
 		syscall.Exit(1)
 	}
@@ -122,12 +148,20 @@ func runShim(attemptDir, specJSON string, env []string, prog string, argv []stri
 			return refuse(err.Error())
 		}
 		defer errR.Close()
+		envR, envW, err := os.Pipe()
+		if err != nil {
+			return refuse(err.Error())
+		}
 		cmd.Path = self
-		cmd.Args = append([]string{self, sandboxArg, specJSON, string(envJSON), prog}, argv...)
+		cmd.Args = append([]string{self, sandboxArg, specJSON, envOnFD, prog}, argv...)
 		cmd.Env = []string{sandboxEnv + "=1"}
-		cmd.ExtraFiles = []*os.File{errW}
+		cmd.ExtraFiles = []*os.File{errW, envR}
 		cmd.SysProcAttr = spec.sysProcAttr()
 		defer errW.Close()
+		go func() {
+			envW.Write(envJSON)
+			envW.Close()
+		}()
 	}
 	startErr := cmd.Start()
 	outW.Close()
