@@ -8,7 +8,8 @@ import (
 )
 
 // fieldFlags maps a field of a submission to the submit flags that set it;
-// a key ending in '.' is a prefix (labels.KEY). The longest match wins.
+// a key ending in '.' or '[' is a prefix (labels.KEY, ports[0].port). The
+// longest match wins.
 // Fields spelt as their flag (team, name, kind, priority, image, replicas)
 // need no translation.
 var fieldFlags = map[string][]string{
@@ -20,6 +21,8 @@ var fieldFlags = map[string][]string{
 	"nodeSelector.":                        {"node-selector"},
 	"nodeSelector." + "gpufleet.io/pool":   {"pool"},
 	"nodeSelector." + "gpufleet.io/region": {"region"},
+	"ports":                                {"port"},
+	"ports[":                               {"port"},
 }
 
 // withFlags adds to each field problem of a refused submission the flags
@@ -55,7 +58,7 @@ func flagsOf(field string) []string {
 	}
 	best := ""
 	for k := range fieldFlags {
-		if strings.HasSuffix(k, ".") && strings.HasPrefix(field, k) && len(k) > len(best) {
+		if (strings.HasSuffix(k, ".") || strings.HasSuffix(k, "[")) && strings.HasPrefix(field, k) && len(k) > len(best) {
 			best = k
 		}
 	}
