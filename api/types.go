@@ -65,6 +65,10 @@ type Workload struct {
 	// server proxies /w/{id}/{port}/ to each, for the workload's team. A
 	// notebook declares 8888 when it declares none.
 	Ports []Port `json:"ports,omitempty"`
+	// ReadyPath, for a workload with ports, is an HTTP path its first port
+	// answers 2xx on once it is ready: until then status.ready is false
+	// and the proxy sends it nothing.
+	ReadyPath string `json:"readyPath,omitempty"`
 
 	CreatedAt time.Time      `json:"createdAt,omitzero"`
 	Status    WorkloadStatus `json:"status,omitzero"`
@@ -110,6 +114,9 @@ type WorkloadStatus struct {
 	// Outputs sums the completed work it reported ($GPUFLEET_OUTPUTS_FILE
 	// or POST /workloads/{id}/outputs); absent when none.
 	Outputs *Outputs `json:"outputs,omitempty"`
+	// Ready: a running workload with a readyPath answered 2xx on it at
+	// the last probe.
+	Ready bool `json:"ready,omitempty"`
 }
 
 // WorkloadUsage is a running workload's sampled use of its GPUs.

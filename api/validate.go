@@ -209,6 +209,14 @@ func (w *Workload) Validate() []FieldError {
 			seenName[p.Name] = true
 		}
 	}
+	if rp := w.ReadyPath; rp != "" {
+		switch {
+		case len(w.Ports) == 0 && w.Kind != KindNotebook:
+			add("readyPath", "a readiness check needs a port to probe: declare ports")
+		case !strings.HasPrefix(rp, "/") || len(rp) > 256 || strings.ContainsAny(rp, " \t\r\n#"):
+			add("readyPath", "%q: want an HTTP path such as /health, at most 256 characters", rp)
+		}
+	}
 	if len(w.Labels) > MaxLabels {
 		add("labels", "at most %d labels", MaxLabels)
 	}

@@ -78,7 +78,7 @@ func (s *Server) byService(c *call) (target, error) {
 	}
 	var found *core.Workload
 	for _, w := range ws {
-		if w.Name == name && w.Kind == core.KindService && len(w.Ports) > 0 && (found == nil || w.Status.Phase == core.Running) {
+		if w.Name == name && w.Kind == core.KindService && len(w.Ports) > 0 && (found == nil || w.Status.Phase == core.Running && (w.Status.Ready || !found.Status.Ready)) {
 			found = w
 		}
 	}
@@ -156,6 +156,11 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 		if run.Status.Phase != core.Running || s.opts.Endpoints == nil {
 			w.Header().Set("Retry-After", "5")
 			s.fail(w, r, fmt.Errorf("workload %s is %s, not running: %w", run.ID, run.Status.Phase, core.ErrUnavailable))
+			return
+		}
+		if run.ReadyPath != "" && !run.Status.Ready {
+			w.Header().Set("Retry-After", "2")
+			s.fail(w, r, fmt.Errorf("workload %s is not ready: GET %s has not answered 2xx: %w", run.ID, run.ReadyPath, core.ErrUnavailable))
 			return
 		}
 		addr, ok := s.opts.Endpoints.Endpoint(run.ID, run.Status.Attempts, tg.port)

@@ -210,6 +210,7 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 	if kind == core.KindNotebook && len(w.Ports) == 0 {
 		w.Ports = []core.Port{{Port: api.NotebookPort}}
 	}
+	w.ReadyPath = in.ReadyPath
 	// A request no node could ever hold is refused now, not left pending.
 	if ferr := s.infeasible(ctx, w.Request); ferr != nil {
 		return nil, &fieldErrors{fields: []api.FieldError{*ferr}}
@@ -500,5 +501,6 @@ func toAPI(w *core.Workload) *api.Workload {
 	for _, p := range w.Ports {
 		out.Ports = append(out.Ports, api.Port{Name: p.Name, Port: p.Port})
 	}
+	out.ReadyPath, out.Status.Ready = w.ReadyPath, w.Status.Ready
 	return out
 }

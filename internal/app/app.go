@@ -219,6 +219,10 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		wg.Go(func() { heartbeat(ctx, st, *reported, heartbeatInterval(cfg), log.With("component", "nodes")) })
 	}
 	wg.Go(func() { lifecycle.Run(ctx) })
+	if lex, ok := ex.(*local.Executor); ok {
+		prober := &control.Prober{Store: st, Endpoints: lex, Logger: log.With("component", "readiness")}
+		wg.Go(func() { prober.Run(ctx) })
+	}
 	if lex, ok := ex.(*local.Executor); ok && cfg.Local.Retention() > 0 {
 		wg.Go(func() {
 			sweepCheckpoints(ctx, st, lex, cfg.Local.Retention(), min(time.Hour, cfg.Local.Retention()), log.With("component", "checkpoints"))

@@ -22,6 +22,7 @@ var fieldFlags = map[string][]string{
 	"nodeSelector." + "gpufleet.io/pool":   {"pool"},
 	"nodeSelector." + "gpufleet.io/region": {"region"},
 	"ports":                                {"port"},
+	"readyPath":                            {"ready-path"},
 	"ports[":                               {"port"},
 }
 

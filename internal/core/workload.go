@@ -106,6 +106,8 @@ type Spec struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	// Ports are the ports it serves on (see api.Workload.Ports).
 	Ports []Port `json:"ports,omitempty"`
+	// ReadyPath is probed on its first port (api.Workload.ReadyPath).
+	ReadyPath string `json:"readyPath,omitempty"`
 }
 
 // Port is a port a workload serves on.
@@ -149,6 +151,9 @@ type Status struct {
 	// Outputs sums the completed work the workload reported over all its
 	// attempts; nil when it reported none.
 	Outputs *Outputs `json:"outputs,omitempty"`
+	// Ready: the running attempt answered its ReadyPath with 2xx at the
+	// last probe (reset at each start).
+	Ready bool `json:"ready,omitempty"`
 }
 
 // Workload is a submitted workload with its status.

@@ -151,6 +151,7 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time) (*core.Workload, e
 	w.Status.ExitCode = nil
 	w.Status.StopRequested = ""
 	w.Status.Nominated = ""
+	w.Status.Ready = false
 	if err := putStatus(tx, w); err != nil {
 		return nil, err
 	}
@@ -241,6 +242,7 @@ func (s *Store) Finish(ctx context.Context, id core.WorkloadID, attempt int, pha
 		w.Status.ExitCode = exitCode
 		w.Status.FinishedAt = &t
 		w.Status.StopRequested = ""
+		w.Status.Ready = false
 		if err := putStatus(tx, w); err != nil {
 			return err
 		}
@@ -295,6 +297,7 @@ func (s *Store) Requeue(ctx context.Context, id core.WorkloadID, attempt int, vi
 		w.Status.StopRequested = ""
 		w.Status.PreemptedBy = ""
 		w.Status.ExitCode = nil
+		w.Status.Ready = false
 		if err := putStatus(tx, w); err != nil {
 			return err
 		}
@@ -384,4 +387,28 @@ func preempt(tx *wtx, p core.Preemption, now time.Time) error {
 		return err
 	}
 	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: now.UTC(), Type: core.EventWarning, Reason: "StopRequested", Message: p.Message})
+}
+
+// SetReady records whether a running attempt answered its readiness check,
+// with an event when that changes. A workload that has moved on (another
+// attempt, not running) is left alone.
+func (s *Store) SetReady(ctx context.Context, id core.WorkloadID, attempt int, ready bool, message string, now time.Time) error {
+	return s.do(ctx, func(tx *wtx) error {
+		w, err := getForUpdate(tx, id)
+		if err != nil {
+			return err
+		}
+		if w.Status.Phase != core.Running || w.Status.Attempts != attempt || w.Status.Ready == ready {
+			return nil
+		}
+		w.Status.Ready = ready
+		if err := putStatus(tx, w); err != nil {
+			return err
+		}
+		e := core.Event{WorkloadID: id, Time: now.UTC(), Reason: "Ready", Message: message}
+		if !ready {
+			e.Type, e.Reason = core.EventWarning, "NotReady"
+		}
+		return addEvent(tx, e)
+	})
 }
