@@ -83,6 +83,9 @@ var table = []route{
 	{pattern: "GET /api/v1/workloads/{id}/logs", access: teamRole, need: core.RoleViewer, stream: (*Server).logs},
 	{pattern: "GET /api/v1/workloads/{id}/events", access: teamRole, need: core.RoleViewer, serve: (*Server).events},
 	{pattern: "GET /api/v1/workloads/{id}/usage", access: teamRole, need: core.RoleViewer, serve: (*Server).workloadUsage},
+	// A raw TCP stream to a workload's port (Upgrade: tcp): members, as
+	// for what reaches inside the workload.
+	{pattern: "GET /api/v1/workloads/{id}/portforward", access: teamRole, need: core.RoleMember, doing: "forwarding ports of team %s's workloads", stream: (*Server).portForward},
 
 	{pattern: "GET /api/v1/nodes", access: anyCaller, serve: (*Server).nodes},
 	// A node's state, health, events and evidence are for every caller

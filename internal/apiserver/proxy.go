@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -204,4 +206,61 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 		}
 		rp.ServeHTTP(w, r)
 	})
+}
+
+// portForward answers GET /workloads/{id}/portforward?port=N with
+// Upgrade: tcp: once authorized (a member of the workload's team), the
+// connection becomes a raw TCP stream to the workload's port, as kubectl
+// port-forward does (gpufleet port-forward).
+func (s *Server) portForward(w http.ResponseWriter, c *call) error {
+	wl, err := s.workload(c)
+	if err != nil {
+		return err
+	}
+	if !strings.EqualFold(c.r.Header.Get("Upgrade"), "tcp") {
+		return invalid("Upgrade", "a port-forward needs the header Upgrade: tcp (gpufleet port-forward does it)")
+	}
+	port, err := strconv.Atoi(c.r.URL.Query().Get("port"))
+	if err != nil || !declares(wl, port) {
+		return notFound("port", fmt.Sprintf("%s of workload %s (it declares %s)", c.r.URL.Query().Get("port"), wl.ID, declared(wl)))
+	}
+	if wl.Status.Phase != core.Running || s.opts.Endpoints == nil {
+		return fmt.Errorf("workload %s is %s, not running: %w", wl.ID, wl.Status.Phase, core.ErrUnavailable)
+	}
+	addr, ok := s.opts.Endpoints.Endpoint(wl.ID, wl.Status.Attempts, port)
+	if !ok {
+		return fmt.Errorf("workload %s does not serve port %d here: %w", wl.ID, port, core.ErrUnavailable)
+	}
+	up, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("workload %s does not answer on port %d: %v: %w", wl.ID, port, err, core.ErrUnavailable)
+	}
+	defer up.Close()
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{})
+	rc.SetReadDeadline(time.Time{})
+	conn, brw, err := rc.Hijack()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Time{})
+	if _, err := io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n"); err != nil {
+		return nil
+	}
+	done := make(chan struct{}, 2)
+	go func() {
+		// What the client sent after its request is in brw's buffer.
+		io.Copy(up, brw)
+		if tc, ok := up.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		io.Copy(conn, up)
+		done <- struct{}{}
+	}()
+	<-done
+	return nil
 }

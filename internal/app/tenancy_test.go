@@ -532,6 +532,14 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		"GET /api/v1/workloads/{}/logs":   onWorkload("/logs", true, markerA),
 		"GET /api/v1/workloads/{}/events": onWorkload("/events", false, w.wlA),
 		"GET /api/v1/workloads/{}/usage":  onWorkload("/usage", false, `"points":`),
+		// A port-forward is for members of the workload's team; without
+		// Upgrade: tcp, once authorized, it is a 400 naming the header.
+		"GET /api/v1/workloads/{}/portforward": func(c caller) []probe {
+			return []probe{
+				inA(c, api.RoleMember, 400, probe{what: "own", method: "GET", path: "/api/v1/workloads/" + w.wlA + "/portforward?port=1", check: holds("Upgrade")}, wl(w.wlA)),
+				inB(c, 400, probe{what: "foreign", method: "GET", path: "/api/v1/workloads/" + w.wlB + "/portforward?port=1"}, wl(w.wlB)),
+			}
+		},
 		"GET /api/v1/nodes": func(c caller) []probe {
 			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/nodes"})}
 		},
