@@ -1,6 +1,8 @@
 package api
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -69,6 +71,9 @@ type Workload struct {
 	// answers 2xx on once it is ready: until then status.ready is false
 	// and the proxy sends it nothing.
 	ReadyPath string `json:"readyPath,omitempty"`
+	// SecretEnv names secrets of the team whose keys become environment
+	// variables of the workload (at most MaxSecretRefs).
+	SecretEnv []string `json:"secretEnv,omitempty"`
 
 	CreatedAt time.Time      `json:"createdAt,omitzero"`
 	Status    WorkloadStatus `json:"status,omitzero"`
@@ -537,3 +542,48 @@ const MaxPorts = 8
 
 // NotebookPort is the port a notebook declares when it declares none.
 const NotebookPort = 8888
+
+// Secret is a team secret (POST /teams/{team}/secrets). Data is given once,
+// at creation, and never returned: answers carry the keys only.
+type Secret struct {
+	Name      string            `json:"name"`
+	Team      string            `json:"team,omitempty"`
+	Keys      []string          `json:"keys,omitempty"`
+	Data      map[string]string `json:"data,omitempty"`
+	CreatedAt time.Time         `json:"createdAt,omitzero"`
+}
+
+// Bounds of secrets.
+const (
+	MaxSecretBytes = 1 << 20 // a secret's keys and values together
+	MaxSecretKeys  = 64
+	MaxSecretRefs  = 16
+)
+
+var secretKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// Validate checks a secret as created: a name, keys that are environment
+// variable names (no path, no traversal), at most MaxSecretBytes in all.
+func (s Secret) Validate() []FieldError {
+	var errs []FieldError
+	if !ValidName(s.Name) {
+		errs = append(errs, FieldError{"name", "must be lowercase letters, digits and '-', at most " + strconv.Itoa(MaxNameLen) + " characters"})
+	}
+	switch {
+	case len(s.Data) == 0:
+		errs = append(errs, FieldError{"data", "a secret needs at least one key"})
+	case len(s.Data) > MaxSecretKeys:
+		errs = append(errs, FieldError{"data", "at most " + strconv.Itoa(MaxSecretKeys) + " keys"})
+	}
+	size := 0
+	for k, v := range s.Data {
+		size += len(k) + len(v)
+		if !secretKeyRE.MatchString(k) {
+			errs = append(errs, FieldError{"data." + k, "a key is an environment variable name: letters, digits and _, not starting with a digit, at most 64"})
+		}
+	}
+	if size > MaxSecretBytes {
+		errs = append(errs, FieldError{"data", "the keys and values are over 1 MiB"})
+	}
+	return errs
+}

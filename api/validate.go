@@ -209,6 +209,14 @@ func (w *Workload) Validate() []FieldError {
 			seenName[p.Name] = true
 		}
 	}
+	if len(w.SecretEnv) > MaxSecretRefs {
+		add("secretEnv", "at most %d secrets", MaxSecretRefs)
+	}
+	for i, n := range w.SecretEnv {
+		if !ValidName(n) {
+			add(fmt.Sprintf("secretEnv[%d]", i), "%q is not a secret's name", n)
+		}
+	}
 	if rp := w.ReadyPath; rp != "" {
 		switch {
 		case len(w.Ports) == 0 && w.Kind != KindNotebook:

@@ -118,6 +118,13 @@ var table = []route{
 	{pattern: "DELETE /api/v1/teams/{name}", access: adminOnly, doing: "deleting teams",
 		action: "delete team", ok: http.StatusNoContent, serve: (*Server).deleteTeam},
 	{pattern: "GET /api/v1/teams/{team}/members", access: teamRole, need: core.RoleViewer, serve: (*Server).members},
+	// Secrets: team-admins create and delete them; the team reads their
+	// names and keys, never a value.
+	{pattern: "POST /api/v1/teams/{team}/secrets", access: teamRole, need: core.RoleTeamAdmin, doing: "creating secrets of team %s",
+		action: "create secret", ok: http.StatusCreated, serve: (*Server).createSecret},
+	{pattern: "GET /api/v1/teams/{team}/secrets", access: teamRole, need: core.RoleViewer, serve: (*Server).listSecrets},
+	{pattern: "DELETE /api/v1/teams/{team}/secrets/{name}", access: teamRole, need: core.RoleTeamAdmin, doing: "deleting secrets of team %s",
+		action: "delete secret", ok: http.StatusNoContent, serve: (*Server).deleteSecret},
 	{pattern: "PUT /api/v1/teams/{team}/members/{user}", access: teamRole, need: core.RoleTeamAdmin, doing: "managing the members of team %s",
 		action: "set member", ok: http.StatusOK, serve: (*Server).setMember},
 	{pattern: "DELETE /api/v1/teams/{team}/members/{user}", access: teamRole, need: core.RoleTeamAdmin, doing: "managing the members of team %s",

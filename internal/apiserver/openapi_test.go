@@ -212,6 +212,9 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"PATCH /api/v1/teams/{name}", nil, []string{"200", "400", "401", "403", "404", "413", "429"}},
 		{"DELETE /api/v1/teams/{name}", nil, []string{"204", "401", "403", "404", "409", "429"}},
 		{"GET /api/v1/teams/{team}/members", []string{"query limit", "query pageToken"}, []string{"200", "400", "401", "404", "429"}},
+		{"POST /api/v1/teams/{team}/secrets", nil, []string{"201", "400", "401", "403", "404", "409", "413", "429", "503"}},
+		{"GET /api/v1/teams/{team}/secrets", nil, []string{"200", "401", "404", "429"}},
+		{"DELETE /api/v1/teams/{team}/secrets/{name}", nil, []string{"204", "401", "403", "404", "429"}},
 		{"PUT /api/v1/teams/{team}/members/{user}", nil, []string{"200", "400", "401", "403", "404", "409", "413", "429"}},
 		{"DELETE /api/v1/teams/{team}/members/{user}", nil, []string{"204", "401", "403", "404", "409", "429"}},
 		{"POST /api/v1/users", nil, []string{"201", "400", "401", "403", "404", "409", "413", "422", "429"}},
@@ -288,6 +291,7 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		"PUT /api/v1/teams/{team}/members/{user}": "Membership",
 		"POST /api/v1/tokens":                     "Token",
 		"POST /api/v1/prices":                     "Price",
+		"POST /api/v1/teams/{team}/secrets":       "Secret",
 		"PUT /api/v1/teams/{name}/budget":         "Budget",
 		"POST /api/v1/workloads/{id}/outputs":     "Outputs",
 		"POST /api/v1/nodes/{name}/drain":         "Drain",
@@ -453,6 +457,7 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		types[n] = t
 	}
 	types["Port"] = reflect.TypeFor[api.Port]()
+	types["Secret"] = reflect.TypeFor[api.Secret]()
 	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()
 	types["WorkloadUsagePoint"] = reflect.TypeFor[api.WorkloadUsagePoint]()
 	// schemaName is the schema of a struct type that a property refers to.

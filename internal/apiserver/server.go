@@ -20,6 +20,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/qualify"
+	"github.com/gpufleet/gpufleet/internal/secrets"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -80,6 +81,9 @@ type Options struct {
 	// Endpoints says where workloads serve their ports, for the proxy at
 	// /w/{id}/{port}/ and /s/{team}/{name}/; nil answers 503 there.
 	Endpoints EndpointSource
+	// Secrets seals team secrets (POST /teams/{team}/secrets); nil
+	// answers 503 there.
+	Secrets *secrets.Store
 }
 
 // RateLimit is a token bucket per token: RequestsPerSecond sustained, Burst

@@ -211,6 +211,14 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 		w.Ports = []core.Port{{Port: api.NotebookPort}}
 	}
 	w.ReadyPath = in.ReadyPath
+	for i, n := range in.SecretEnv {
+		if _, err := s.opts.Store.Secret(ctx, team, n); errors.Is(err, core.ErrNotFound) {
+			return nil, invalid(fmt.Sprintf("secretEnv[%d]", i), "team %s has no secret %s", team, n)
+		} else if err != nil {
+			return nil, err
+		}
+		w.SecretEnv = append(w.SecretEnv, n)
+	}
 	// A request no node could ever hold is refused now, not left pending.
 	if ferr := s.infeasible(ctx, w.Request); ferr != nil {
 		return nil, &fieldErrors{fields: []api.FieldError{*ferr}}
@@ -501,6 +509,6 @@ func toAPI(w *core.Workload) *api.Workload {
 	for _, p := range w.Ports {
 		out.Ports = append(out.Ports, api.Port{Name: p.Name, Port: p.Port})
 	}
-	out.ReadyPath, out.Status.Ready = w.ReadyPath, w.Status.Ready
+	out.ReadyPath, out.Status.Ready, out.SecretEnv = w.ReadyPath, w.Status.Ready, w.SecretEnv
 	return out
 }

@@ -6,6 +6,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/portal"
 	"github.com/gpufleet/gpufleet/internal/qualify"
 	"github.com/gpufleet/gpufleet/internal/sched"
+	"github.com/gpufleet/gpufleet/internal/secrets"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -149,6 +151,12 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	lifecycle := qualify.New(qualify.Options{Store: st, Logger: log.With("component", "lifecycle"), Local: core.NodeName(cfg.NodeName),
 		Level: cfg.Qualification.Level, Every: cfg.Qualification.Every.Duration, RequireDCGM: cfg.Qualification.RequireDCGM,
 		Drain: cfg.Qualification.Policy == "drain", Tick: min(time.Second, cfg.ResyncPeriod)})
+	keyFile := cmp.Or(cfg.SecretsKeyFile, filepath.Join(cfg.DataDir, "secrets.key"))
+	keys, err := secrets.LoadOrCreate(keyFile)
+	if err != nil {
+		return fmt.Errorf("secrets key: %w", err)
+	}
+	sealer := &secrets.Store{Store: st, Keys: keys}
 	led := &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: cfg.Cost.Prices, DefaultPool: cfg.Pool, Since: storeBirth(ctx, st)}
 	// The budgets are evaluated once before the first cycle; later, in the
 	// background (ledger.Gates).
@@ -157,7 +165,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}
 	obs := newObservability(cfg, st, ex, led, lifecycle, log)
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
-		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg), Budgets: led})
+		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg), Budgets: led, Secrets: sealer})
 	if err := loop.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -193,6 +201,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Ledger:          led,
 		Lifecycle:       lifecycle,
 		Endpoints:       endpoints(ex),
+		Secrets:         sealer,
 	})
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := newHTTPServer(portal.With(srv), serverTimeouts)

@@ -712,6 +712,32 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/teams/" + teamB + "/members"}, team(teamB)),
 			}
 		},
+		// Secrets: team-admins create and delete; the team reads names and
+		// keys only.
+		"POST /api/v1/teams/{}/secrets": func(c caller) []probe {
+			return []probe{
+				inA(c, api.RoleTeamAdmin, 201, probe{what: "own", method: "POST", path: "/api/v1/teams/" + teamA + "/secrets",
+					body: `{"name":"` + w.uniq("sa") + `","data":{"K":"v"}}`, check: holds(`"keys":["K"]`)}, team(teamA)),
+				inB(c, 201, probe{what: "foreign", method: "POST", path: "/api/v1/teams/" + teamB + "/secrets", body: `{"name":"` + w.uniq("sb") + `","data":{"K":"v"}}`}, team(teamB)),
+			}
+		},
+		"GET /api/v1/teams/{}/secrets": func(c caller) []probe {
+			return []probe{
+				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/teams/" + teamA + "/secrets", check: holds(`"items":`)}, team(teamA)),
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/teams/" + teamB + "/secrets"}, team(teamB)),
+			}
+		},
+		"DELETE /api/v1/teams/{}/secrets/{}": func(c caller) []probe {
+			mk := func(tm string) string {
+				name := w.uniq("sd")
+				w.h.must(w.admin.token, "POST", "/api/v1/teams/"+tm+"/secrets", `{"name":"`+name+`","data":{"K":"v"}}`, http.StatusCreated, nil)
+				return name
+			}
+			return []probe{
+				inA(c, api.RoleTeamAdmin, 204, probe{what: "own", method: "DELETE", path: "/api/v1/teams/" + teamA + "/secrets/" + mk(teamA)}, team(teamA)),
+				inB(c, 204, probe{what: "foreign", method: "DELETE", path: "/api/v1/teams/" + teamB + "/secrets/" + mk(teamB)}, team(teamB)),
+			}
+		},
 		"PUT /api/v1/teams/{}/members/{}": func(c caller) []probe {
 			ps := []probe{
 				inA(c, api.RoleTeamAdmin, 200, probe{what: "own", method: "PUT", path: "/api/v1/teams/" + teamA + "/members/a-target", body: `{"role":"viewer"}`}, team(teamA)),

@@ -10,16 +10,16 @@ import (
 
 func newCreateCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "create team|user NAME",
-		Short: "Create a team (admin only) or a user",
+		Use:   "create team|user|secret NAME",
+		Short: "Create a team (admin only), a user or a team secret",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("create %q: want team or user", args[0])
+				return usagef("create %q: want team, user or secret", args[0])
 			}
-			return usagef("create what? want team or user")
+			return usagef("create what? want team, user or secret")
 		},
 	}
-	cmd.AddCommand(newCreateTeamCmd(e), newCreateUserCmd(e))
+	cmd.AddCommand(newCreateTeamCmd(e), newCreateUserCmd(e), newCreateSecretCmd(e))
 	return cmd
 }
 

@@ -8,16 +8,16 @@ import (
 
 func newDeleteCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "delete team|user|member|budget ...",
+		Use:   "delete team|user|member|budget|secret ...",
 		Short: "Delete a team, a user or a team's budget (admin only), or remove a user from a team",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("delete %q: want team, user, member or budget", args[0])
+				return usagef("delete %q: want team, user, member, budget or secret", args[0])
 			}
-			return usagef("delete what? want team, user, member or budget")
+			return usagef("delete what? want team, user, member, budget or secret")
 		},
 	}
-	cmd.AddCommand(newDeleteTeamCmd(e), newDeleteUserCmd(e), newDeleteMemberCmd(e), newDeleteBudgetCmd(e))
+	cmd.AddCommand(newDeleteTeamCmd(e), newDeleteUserCmd(e), newDeleteMemberCmd(e), newDeleteBudgetCmd(e), newDeleteSecretCmd(e))
 	return cmd
 }
 

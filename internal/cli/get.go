@@ -53,8 +53,9 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 			}
 			kind := args[0]
 			isWorkloads := kind == "workloads" || kind == "workload" || kind == "wl"
-			if !isWorkloads && (opts.Team != "" || opts.Phase != "" || opts.Limit != 0) {
-				return usagef("--team, --phase and --limit apply to workloads only")
+			isSecrets := kind == "secrets" || kind == "secret"
+			if !isWorkloads && (opts.Phase != "" || opts.Limit != 0 || (opts.Team != "" && !isSecrets)) {
+				return usagef("--team, --phase and --limit apply to workloads only (and --team to secrets)")
 			}
 			// get evidence --node (node.go).
 			isEvidence := kind == "evidence"
@@ -183,6 +184,18 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 					return err
 				}
 				return printPrices(e, ps)
+			case kind == "secrets" || kind == "secret":
+				if opts.Team == "" {
+					return usagef("get secrets --team TEAM: which team?")
+				}
+				ss, err := c.Secrets(ctx, opts.Team)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(ss)); ok {
+					return err
+				}
+				return printSecrets(e, ss)
 			case kind == "budgets" || kind == "budget":
 				bs, err := c.Budgets(ctx)
 				if err != nil {

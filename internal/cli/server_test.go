@@ -304,6 +304,7 @@ func (e *scriptExecutor) quiet() bool { return len(e.Exits()) == 0 }
 // testServer.
 type liveServer struct {
 	addr, admin string
+	dir         string // the data directory
 }
 
 func startLiveServer(t *testing.T) *liveServer {
@@ -337,7 +338,7 @@ func startLiveServer(t *testing.T) *liveServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &liveServer{addr: addr, admin: strings.TrimSpace(string(tok))}
+	return &liveServer{addr: addr, admin: strings.TrimSpace(string(tok)), dir: dir}
 }
 
 // run runs the CLI against the server with token.

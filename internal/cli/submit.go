@@ -40,6 +40,7 @@ type submitFlags struct {
 	follow         bool
 	ports          []string // --port (open.go)
 	readyPath      string   // --ready-path
+	secretEnv      []string // --secret-env
 }
 
 func newSubmitCmd(e *env) *cobra.Command {
@@ -135,6 +136,7 @@ it is split into words as a shell would, but no shell runs it.`,
 	fl.StringVar(&f.gracePeriod, "grace-period", "", "time between SIGTERM and SIGKILL on cancel or preemption, e.g. 30s")
 	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "a retry with the same key returns the first submission instead of a second workload")
 	fl.StringArrayVar(&f.ports, "port", nil, "a port the workload serves on, PORT or NAME=PORT, e.g. 8888 or http=8000 (repeatable; the first is PORT, the service's URL)")
+	fl.StringArrayVar(&f.secretEnv, "secret-env", nil, "a secret of the team whose keys become environment variables (repeatable)")
 	fl.StringVar(&f.readyPath, "ready-path", "", "an HTTP path the first port answers 2xx on once the workload is ready (/health); the proxy sends it nothing until then")
 	fl.BoolVar(&f.follow, "follow", false, "then print the workload's output until it finishes and exit with its exit code, as wait does (the ID goes to stderr)")
 	out = addOutputFlag(cmd, "id", outJSON, outYAML)
@@ -258,6 +260,9 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	}
 	if set("ready-path") {
 		w.ReadyPath = f.readyPath
+	}
+	if set("secret-env") {
+		w.SecretEnv = f.secretEnv
 	}
 	if len(args) > 0 {
 		w.Command = args

@@ -52,6 +52,10 @@ type Config struct {
 	Cost Cost
 	// Qualification configures the node lifecycle's qualification.
 	Qualification Qualification
+	// SecretsKeyFile holds the key that seals team secrets (64 hex
+	// digits, mode 0600); empty means DATA/secrets.key, made at first
+	// start.
+	SecretsKeyFile string
 }
 
 // Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.

@@ -111,6 +111,7 @@ type file struct {
 	Limits          *fileLimits     `json:"limits"`
 	Usage           *fileUsage      `json:"usage"`
 	Pool            *string         `json:"pool"`
+	SecretsKeyFile  *string         `json:"secretsKeyFile"`
 	Cost            *Cost           `json:"cost"`
 	Qualification   *struct {
 		OnRegistration *bool     `json:"onRegistration"`
@@ -178,6 +179,7 @@ func Load(path string) (Config, error) {
 		set(&c.Limits.Burst, l.Burst)
 	}
 	set(&c.Pool, f.Pool)
+	set(&c.SecretsKeyFile, f.SecretsKeyFile)
 	if q := f.Qualification; q != nil {
 		set(&c.Qualification.OnRegistration, q.OnRegistration)
 		set(&c.Qualification.Level, q.Level)

@@ -43,6 +43,15 @@ type Options struct {
 	StartParallelism int
 	// Budgets, when set, gates each team's work on its monthly budget.
 	Budgets Budgets
+	// Secrets opens the team secrets a workload names in SecretEnv, at
+	// its start only.
+	Secrets SecretSource
+}
+
+// SecretSource opens team secrets for a start: the environment variables
+// the named secrets hold (a missing secret is an error, the start fails).
+type SecretSource interface {
+	Env(ctx context.Context, team core.TeamName, names []string) (map[string]string, error)
 }
 
 // Reporter receives what the loop observes, for metrics; its methods must
@@ -425,7 +434,18 @@ func (l *Loop) launch(ctx context.Context, w *core.Workload) *unrecorded {
 	// be found Lost at the next start.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	err := l.opts.Executor.Start(sctx, TaskFor(w))
+	t := TaskFor(w)
+	var err error
+	if len(w.SecretEnv) > 0 {
+		if l.opts.Secrets == nil {
+			err = fmt.Errorf("the workload uses secrets and this server keeps none")
+		} else {
+			t.SecretEnv, err = l.opts.Secrets.Env(sctx, w.Team, w.SecretEnv)
+		}
+	}
+	if err == nil {
+		err = l.opts.Executor.Start(sctx, t)
+	}
 	if err == nil {
 		return nil
 	}

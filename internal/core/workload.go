@@ -108,6 +108,9 @@ type Spec struct {
 	Ports []Port `json:"ports,omitempty"`
 	// ReadyPath is probed on its first port (api.Workload.ReadyPath).
 	ReadyPath string `json:"readyPath,omitempty"`
+	// SecretEnv names team secrets whose keys become environment
+	// variables at start (never stored with the workload).
+	SecretEnv []string `json:"secretEnv,omitempty"`
 }
 
 // Port is a port a workload serves on.
@@ -174,6 +177,7 @@ func (w *Workload) Clone() *Workload {
 	c.Env = cloneMap(w.Env)
 	c.Labels = cloneMap(w.Labels)
 	c.Ports = slices.Clone(w.Ports)
+	c.SecretEnv = slices.Clone(w.SecretEnv)
 	c.Status.Placement = slices.Clone(w.Status.Placement)
 	if w.Status.ExitCode != nil {
 		v := *w.Status.ExitCode

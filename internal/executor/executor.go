@@ -41,6 +41,10 @@ type Task struct {
 	// task where to listen (PORT, GPUFLEET_PORT_<NAME>) and the proxy
 	// where to reach it (Endpoint).
 	Ports []core.Port
+	// SecretEnv are the opened values of the workload's secrets, added to
+	// its environment at start (Env's own keys give way to them); never
+	// logged or stored by an executor.
+	SecretEnv map[string]string
 }
 
 // Exit reports that a task has ended.

@@ -1115,7 +1115,9 @@ func (c *cycle) neverMessage(req core.Request) string {
 		}
 	}
 	if len(nodes) == 0 {
-		return "can never run as asked: no node is schedulable"
+		// Not never: nodes cordoned, draining or being qualified come
+		// back. The placement says why it waits.
+		return ""
 	}
 	if err := core.Feasible(nodes, req); err != nil {
 		return "can never run as asked: " + err.Error()

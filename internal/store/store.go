@@ -468,9 +468,21 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX evidence_node ON evidence(node, id)`,
 	},
+	{
+		// Team secrets, sealed (internal/secrets): names and keys in
+		// clear, values never.
+		`CREATE TABLE secrets (
+			team TEXT NOT NULL REFERENCES teams(name),
+			name TEXT NOT NULL,
+			keys TEXT NOT NULL,
+			sealed BLOB NOT NULL,
+			created_at INTEGER NOT NULL,
+			PRIMARY KEY (team, name)
+		)`,
+	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

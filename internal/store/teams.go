@@ -165,6 +165,7 @@ func (s *Store) DeleteTeam(ctx context.Context, name core.TeamName) error {
 			"DELETE FROM workload_nodes WHERE workload_id IN (SELECT id FROM workloads WHERE team = ?)",
 			"DELETE FROM workloads WHERE team = ?",
 			"DELETE FROM budgets WHERE team = ?",
+			"DELETE FROM secrets WHERE team = ?",
 		} {
 			if _, err := tx.Exec(q, string(name)); err != nil {
 				return err

@@ -37,6 +37,9 @@ func taskEnv(t executor.Task, path, home string) []string {
 	for k, v := range t.Env {
 		env[k] = v
 	}
+	for k, v := range t.SecretEnv {
+		env[k] = v
+	}
 	delete(env, shimEnv)
 	delete(env, EnvGPUFraction)
 	delete(env, EnvGPUMemoryLimit)
