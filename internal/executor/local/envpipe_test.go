@@ -18,7 +18,10 @@ func TestEnvironmentIsNotInAnyCommandLine(t *testing.T) {
 	tk := task("env-pipe", "sh", "-c", `echo "got $TOKEN"; sleep 30`)
 	tk.Env = map[string]string{"TOKEN": secret}
 	start(t, e, tk)
-	defer e.Stop(t.Context(), tk.WorkloadID, tk.Attempt, 0)
+	defer func() {
+		e.Stop(t.Context(), tk.WorkloadID, tk.Attempt, 0)
+		waitExit(t, e, tk) // its directory is the test's to remove only then
+	}()
 	deadline := time.Now().Add(timeout)
 	for {
 		if rc, err := e.Logs(tk.WorkloadID); err == nil {
