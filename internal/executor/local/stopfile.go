@@ -1,8 +1,11 @@
 package local
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
@@ -26,10 +29,26 @@ func (e *Executor) AnnounceStop(id core.WorkloadID, attempt int, reason string) 
 	if err != nil {
 		return err
 	}
+	// The directory is the task's to write: what it left at these names
+	// (a link to a file of the server's, say) is removed, never followed,
+	// and the file is made anew (O_EXCL|O_NOFOLLOW), then renamed over
+	// the name the task reads, which replaces whatever was there.
 	p := stopFile(adir)
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte("GPUFLEET_STOP_REASON="+reason+"\n"), 0o644); err != nil {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString("GPUFLEET_STOP_REASON=" + reason + "\n")
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return werr
 	}
 	return os.Rename(tmp, p)
 }
