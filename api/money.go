@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -28,62 +27,16 @@ const MaxMoney Money = 1_000_000_000 * MoneyUnit
 // ParseMoney parses a plain decimal such as "8", "8.25", ".5" or "576000",
 // with an optional sign (no exponent, no currency symbol).
 func ParseMoney(s string) (Money, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, fmt.Errorf("empty amount")
-	}
-	neg := false
-	if s[0] == '-' || s[0] == '+' {
-		neg = s[0] == '-'
-		s = s[1:]
-	}
-	whole, frac, hasDot := strings.Cut(s, ".")
-	if whole == "" && (!hasDot || frac == "") {
-		return 0, fmt.Errorf("%q is not a number", s)
-	}
-	if len(frac) > 6 {
-		return 0, fmt.Errorf("%q has more than six decimals", s)
-	}
-	var w int64
-	if whole != "" {
-		v, err := strconv.ParseUint(whole, 10, 63)
-		if err != nil || Money(v) > MaxMoney/MoneyUnit {
-			return 0, fmt.Errorf("%q is not a number or is too large", s)
-		}
-		w = int64(v)
-	}
-	var f int64
-	if frac != "" {
-		v, err := strconv.ParseUint(frac+strings.Repeat("0", 6-len(frac)), 10, 32)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not a number", s)
-		}
-		f = int64(v)
-	}
-	m := Money(w)*MoneyUnit + Money(f)
-	if neg {
-		m = -m
-	}
-	return m, nil
+	v, err := moneyDecimal.parse(s)
+	return Money(v), err
 }
+
+// moneyDecimal is how Money is written: six decimals, at most MaxMoney.
+var moneyDecimal = decimal{digits: 6, word: "six", what: "amount", maxWhole: uint64(MaxMoney / MoneyUnit)}
 
 // String renders the amount as the shortest exact decimal: 576000, 0.5,
 // 0.000278.
-func (m Money) String() string {
-	neg := m < 0
-	u := uint64(m)
-	if neg {
-		u = uint64(-m)
-	}
-	s := strconv.FormatUint(u/uint64(MoneyUnit), 10)
-	if f := u % uint64(MoneyUnit); f != 0 {
-		s += "." + strings.TrimRight(fmt.Sprintf("%06d", f), "0")
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
-}
+func (m Money) String() string { return moneyDecimal.format(int64(m)) }
 
 // Fixed renders the amount with exactly two decimals when it has no more,
 // else all of its decimals: 576000.00, 12.50, 0.000278. For tables.

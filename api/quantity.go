@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -17,60 +16,16 @@ type Milli int64
 
 // ParseMilli parses a decimal such as "2", "0.25" or ".5" into thousandths.
 func ParseMilli(s string) (Milli, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, fmt.Errorf("empty quantity")
-	}
-	neg := false
-	if s[0] == '-' || s[0] == '+' {
-		neg = s[0] == '-'
-		s = s[1:]
-	}
-	whole, frac, hasDot := strings.Cut(s, ".")
-	if whole == "" && (!hasDot || frac == "") {
-		return 0, fmt.Errorf("%q is not a number", s)
-	}
-	if len(frac) > 3 {
-		return 0, fmt.Errorf("%q has more than three decimals", s)
-	}
-	var w int64
-	if whole != "" {
-		v, err := strconv.ParseUint(whole, 10, 40)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not a number or is too large", s)
-		}
-		w = int64(v)
-	}
-	var f int64
-	if frac != "" {
-		v, err := strconv.ParseUint(frac+strings.Repeat("0", 3-len(frac)), 10, 16)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not a number", s)
-		}
-		f = int64(v)
-	}
-	m := w*1000 + f
-	if neg {
-		m = -m
-	}
-	return Milli(m), nil
+	v, err := milliDecimal.parse(s)
+	return Milli(v), err
 }
 
+// milliDecimal is how a Milli is written: three decimals, a whole part
+// below 2^40.
+var milliDecimal = decimal{digits: 3, word: "three", what: "quantity", maxWhole: 1<<40 - 1}
+
 // String renders the quantity as the shortest decimal: 0.25, 2, 1.5.
-func (m Milli) String() string {
-	neg := m < 0
-	if neg {
-		m = -m
-	}
-	s := strconv.FormatInt(int64(m)/1000, 10)
-	if f := int64(m) % 1000; f != 0 {
-		s += "." + strings.TrimRight(fmt.Sprintf("%03d", f), "0")
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
-}
+func (m Milli) String() string { return milliDecimal.format(int64(m)) }
 
 // MarshalJSON writes the quantity as a JSON number.
 func (m Milli) MarshalJSON() ([]byte, error) { return []byte(m.String()), nil }

@@ -45,8 +45,8 @@ type Workload struct {
 
 	// Image is the container image, for executors that run containers
 	// (kubernetes); empty means the server's default image. With an image,
-	// Command may be empty: the image's entrypoint runs. The local executor
-	// needs a command.
+	// Command may be empty: the image's entrypoint runs. A server on the
+	// local executor refuses any workload with an image (400 naming image).
 	Image string `json:"image,omitempty"`
 	// Command is the argv to run; it never passes through a shell.
 	Command    []string          `json:"command"`

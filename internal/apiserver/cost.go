@@ -118,18 +118,23 @@ func costBy(c *call) (string, error) {
 	return "", invalid("by", "%q: want team, pool, workload, user or label:KEY", by)
 }
 
+// costArgs reads what every cost route takes: the ledger, the rows' by
+// and the window, each checked.
+func (s *Server) costArgs(c *call) (l *ledger.Ledger, by string, from, to time.Time, err error) {
+	if l = s.opts.Ledger; l == nil {
+		return nil, "", from, to, costOff
+	}
+	if by, err = costBy(c); err != nil {
+		return nil, "", from, to, err
+	}
+	from, to, err = s.costWindow(c)
+	return l, by, from, to, err
+}
+
 // costReport answers GET /cost: the cost of the window's work by team,
 // pool, workload, user or label, with the rows the caller may see.
 func (s *Server) costReport(c *call) (reply, error) {
-	l := s.opts.Ledger
-	if l == nil {
-		return reply{}, costOff
-	}
-	by, err := costBy(c)
-	if err != nil {
-		return reply{}, err
-	}
-	from, to, err := s.costWindow(c)
+	l, by, from, to, err := s.costArgs(c)
 	if err != nil {
 		return reply{}, err
 	}
@@ -150,15 +155,7 @@ const MaxSeriesPoints = 2000
 
 // costSeries answers GET /cost/series: each step's rows, for plots.
 func (s *Server) costSeries(c *call) (reply, error) {
-	l := s.opts.Ledger
-	if l == nil {
-		return reply{}, costOff
-	}
-	by, err := costBy(c)
-	if err != nil {
-		return reply{}, err
-	}
-	from, to, err := s.costWindow(c)
+	l, by, from, to, err := s.costArgs(c)
 	if err != nil {
 		return reply{}, err
 	}
@@ -178,12 +175,7 @@ func (s *Server) costSeries(c *call) (reply, error) {
 		return reply{}, err
 	}
 	defer done()
-	now := s.opts.Now().UTC()
-	in, err := l.Input(c.r.Context(), from, to, now)
-	if err != nil {
-		return reply{}, err
-	}
-	series, err := cost.Series(in, by, step, visibility(c.u))
+	series, err := l.Series(c.r.Context(), by, step, from, to, s.opts.Now().UTC(), visibility(c.u))
 	if err != nil {
 		return reply{}, err
 	}
@@ -221,21 +213,16 @@ func (s *Server) costExport(w http.ResponseWriter, c *call) error {
 		return err
 	}
 	defer done()
-	in, err := l.Input(c.r.Context(), from, to, s.opts.Now().UTC())
-	if err != nil {
-		return err
-	}
 	// Written to memory first: an error must still be a JSON answer.
 	var buf bytes.Buffer
-	if _, err := cost.ExportFOCUS(&buf, in, gran, visibility(c.u), "gpufleet"); err != nil {
+	if err := l.ExportFOCUS(c.r.Context(), &buf, gran, from, to, s.opts.Now().UTC(), visibility(c.u), "gpufleet"); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="gpufleet-focus.csv"`)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(buf.Bytes())
-	if err != nil {
+	if _, err := w.Write(buf.Bytes()); err != nil {
 		s.log.Debug("cost export: client went away", "err", err)
 	}
 	return nil

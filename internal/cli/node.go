@@ -226,13 +226,10 @@ func waitDrained(ctx context.Context, c *api.Client, n *api.Node, timeout time.D
 
 // because renders a state's reason and message as " (Reason: message)".
 func because(reason, msg string) string {
-	switch {
-	case reason != "" && msg != "":
-		return " (" + reason + ": " + msg + ")"
-	case reason != "" || msg != "":
-		return " (" + reason + msg + ")"
+	if reason == "" && msg == "" {
+		return ""
 	}
-	return ""
+	return " (" + joinNonEmpty(": ", reason, msg, "") + ")"
 }
 
 func newNodeCmd(e *env) *cobra.Command {

@@ -38,17 +38,7 @@ func (l *Loop) budgets(ctx context.Context, snap *core.Snapshot, now time.Time) 
 		l.log.Error("budgets", "err", err)
 		return
 	}
-	classes := l.opts.Classes
-	if classes == nil {
-		classes = core.DefaultPriorityClasses()
-	}
-	class := func(w *core.Workload) (core.PriorityClass, bool) {
-		i := slices.IndexFunc(classes, func(c core.PriorityClass) bool { return c.Name == w.Priority })
-		if i < 0 {
-			return core.PriorityClass{}, false
-		}
-		return classes[i], true
-	}
+	class := func(w *core.Workload) (core.PriorityClass, bool) { return core.Class(l.opts.Classes, w.Priority) }
 	var stop []*core.Workload
 	for team, g := range gates {
 		if g.Exceeded {

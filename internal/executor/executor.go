@@ -26,8 +26,8 @@ type Task struct {
 	// Image is the container image, for executors that run containers;
 	// empty means the executor's default. With an image, Command may be
 	// empty (the image's entrypoint runs). The local executor runs no
-	// image: it ignores Image, and refuses a task with an image and no
-	// command.
+	// image (its server refuses such workloads at submit); given one, it
+	// ignores Image, and refuses a task with an image and no command.
 	Image   string
 	Command []string
 	Env     map[string]string

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -205,4 +206,24 @@ func (l *Ledger) Report(ctx context.Context, by string, from, to, now time.Time,
 		return api.CostReport{}, err
 	}
 	return cost.Report(in, by, vis)
+}
+
+// Series is cost.Series over the store for [from, to) as of now.
+func (l *Ledger) Series(ctx context.Context, by string, step time.Duration, from, to, now time.Time, vis cost.Visibility) (api.CostSeries, error) {
+	in, err := l.Input(ctx, from, to, now)
+	if err != nil {
+		return api.CostSeries{}, err
+	}
+	return cost.Series(in, by, step, vis)
+}
+
+// ExportFOCUS is cost.ExportFOCUS over the store for [from, to) as of
+// now, billed by account.
+func (l *Ledger) ExportFOCUS(ctx context.Context, w io.Writer, granularity time.Duration, from, to, now time.Time, vis cost.Visibility, account string) error {
+	in, err := l.Input(ctx, from, to, now)
+	if err != nil {
+		return err
+	}
+	_, err = cost.ExportFOCUS(w, in, granularity, vis, account)
+	return err
 }

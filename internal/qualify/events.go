@@ -112,14 +112,14 @@ func (q *Qualifier) Xid(ctx context.Context, name core.NodeName, gpu, code int, 
 		}
 	}
 	switch class {
-	case "application":
+	case health.XidApplication:
 		for _, w := range on {
 			if _, err := q.opts.Store.Warn(ctx, w.ID, w.Status.Attempts, reason, msg+" (an application error: the device is fine)", now); err != nil {
 				return err
 			}
 		}
 		return nil
-	case "fatal", "warning":
+	case health.XidFatal, health.XidWarning:
 	default:
 		_, err := q.opts.Store.UpdateNodeStatus(ctx, name, now, func(*core.Node, *core.NodeStatus) ([]core.NodeEvent, error) {
 			return []core.NodeEvent{{Time: now, Type: core.EventWarning, Reason: reason, Message: msg, GPU: gpu}}, nil
@@ -133,7 +133,7 @@ func (q *Qualifier) Xid(ctx context.Context, name core.NodeName, gpu, code int, 
 		if st.GPUs == nil {
 			st.GPUs = map[int]core.GPUStatus{}
 		}
-		if class == "warning" {
+		if class == health.XidWarning {
 			if st.GPUs[gpu].Health == core.GPUFailed {
 				return []core.NodeEvent{{Time: now, Type: core.EventWarning, Reason: reason, Message: msg, GPU: gpu}}, nil
 			}
@@ -155,7 +155,7 @@ func (q *Qualifier) Xid(ctx context.Context, name core.NodeName, gpu, code int, 
 	if err != nil {
 		return err
 	}
-	if class == "fatal" {
+	if class == health.XidFatal {
 		q.stop(ctx, on, ReasonGPUFailed, msg+": the GPU failed; requeued")
 	}
 	return nil

@@ -10,9 +10,12 @@
 // scheduler through the node's state: a node being qualified as a whole is
 // Validating, which takes no new work, and the commands run only once the
 // work on the devices under test has stopped (policy wait, the default) or
-// been requeued (policy drain). A device qualified alone (after a fatal
-// event) is already Failed, so it takes no work, while the node's other
-// devices keep serving. This is the scheduler placing the qualification as
+// been requeued (policy drain); a qualification waiting for work says so
+// and may be given up (uncordon). A device qualified alone (on demand, or
+// after a fatal event) is Validating (or already Failed), so it takes no
+// work, while the node's other devices keep serving. A device that no
+// diagnostic could test (no dcgmi, a node whose commands this server cannot
+// run) is never put back in service by it. This is the scheduler placing the qualification as
 // a system workload that holds the devices exclusively, without a queue
 // entry of its own: we chose the node state because a qualification must
 // never be preempted, wait behind a team's quota or be billed to one.

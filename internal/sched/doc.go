@@ -16,6 +16,11 @@
 // one such model is within quota against that model's guarantee, and work
 // on those devices beyond it is over quota.
 //
+// Only a schedulable node (its state Ready, see core.Node.Apply) takes
+// work, and on it no device whose health is Failed or Validating
+// (core.GPU.Usable): such a device counts as full, by a whole device more
+// than what runs there, so that no future frees it either.
+//
 // Pending workloads are taken by class (highest first), then by the team
 // furthest below its fair share (recomputed after every placement), then by
 // submission; the workloads that run within their team's guarantee are
@@ -23,9 +28,13 @@
 // capacity is never placed where guaranteed work of the same cycle would
 // reclaim it in the next. For each:
 //
+//  0. a team whose hard budget is spent (Snapshot.BudgetExceeded) starts
+//     none of its work of preemptible classes (BudgetExceeded), and such
+//     work holds no node; production still runs;
 //  1. a request no schedulable node could hold even empty says so
 //     (core.Feasible, which the API server also runs at submission), before
-//     any quota reason;
+//     any quota reason; with no schedulable node at all (every node
+//     cordoned, draining, being qualified) nothing is "never": it waits;
 //  2. its team's limit must allow it (QuotaLimit), and a class that may not
 //     borrow (production) must stay within the guarantee (OverQuota). Quota,
 //     limit and fair share charge what the ledger records: a count or a

@@ -26,7 +26,7 @@ func (s *Store) Create(ctx context.Context, team core.TeamName, name string, dat
 	for k := range data {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	slices.Sort(keys)
 	sec := store.Secret{Team: team, Name: name, Keys: keys, Sealed: sealed, CreatedAt: now.UTC()}
 	return sec, s.Store.CreateSecret(ctx, sec)
 }
@@ -50,5 +50,3 @@ func (s *Store) Env(ctx context.Context, team core.TeamName, names []string) (ma
 	}
 	return env, nil
 }
-
-func sortStrings(s []string) { slices.Sort(s) }

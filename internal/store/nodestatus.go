@@ -196,9 +196,7 @@ func addNodeEvent(tx *wtx, e core.NodeEvent) error {
 	if _, err = tx.Exec("INSERT INTO node_events (node, time, spec) VALUES (?, ?, ?)", string(e.Node), unixNano(e.Time), b); err != nil {
 		return err
 	}
-	_, err = tx.Exec("DELETE FROM node_events WHERE node = ? AND id <= (SELECT id FROM node_events WHERE node = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
-		string(e.Node), string(e.Node), keepNodeEvents)
-	return err
+	return pruneNode(tx, "node_events", e.Node, keepNodeEvents)
 }
 
 // MaxNodeEvents bounds what NodeEvents returns.
@@ -206,26 +204,7 @@ const MaxNodeEvents = 500
 
 // NodeEvents lists a node's latest events, oldest first.
 func (s *Store) NodeEvents(ctx context.Context, name core.NodeName) ([]core.NodeEvent, error) {
-	rows, err := s.read.QueryContext(ctx, "SELECT id, spec FROM (SELECT id, spec FROM node_events WHERE node = ? ORDER BY id DESC LIMIT ?) ORDER BY id", string(name), MaxNodeEvents)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []core.NodeEvent
-	for rows.Next() {
-		var e core.NodeEvent
-		var b []byte
-		if err := rows.Scan(&e.ID, &b); err != nil {
-			return nil, err
-		}
-		id := e.ID
-		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, err
-		}
-		e.ID = id
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return latestOfNode(ctx, s, "node_events", name, MaxNodeEvents, func(e *core.NodeEvent, id int64) { e.ID = id })
 }
 
 // AddEvidence stores the records of a qualification run.
@@ -243,9 +222,7 @@ func (s *Store) AddEvidence(ctx context.Context, evs []core.Evidence) error {
 		if len(evs) == 0 {
 			return nil
 		}
-		_, err := tx.Exec("DELETE FROM evidence WHERE node = ? AND id <= (SELECT id FROM evidence WHERE node = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
-			string(evs[0].Node), string(evs[0].Node), keepEvidence)
-		return err
+		return pruneNode(tx, "evidence", evs[0].Node, keepEvidence)
 	})
 }
 
@@ -254,24 +231,37 @@ const MaxEvidence = 200
 
 // Evidence lists a node's latest evidence records, oldest first.
 func (s *Store) Evidence(ctx context.Context, name core.NodeName) ([]core.Evidence, error) {
-	rows, err := s.read.QueryContext(ctx, "SELECT id, spec FROM (SELECT id, spec FROM evidence WHERE node = ? ORDER BY id DESC LIMIT ?) ORDER BY id", string(name), MaxEvidence)
+	return latestOfNode(ctx, s, "evidence", name, MaxEvidence, func(e *core.Evidence, id int64) { e.ID = id })
+}
+
+// latestOfNode reads the last n rows of a node's table of JSON records
+// (node_events, evidence), oldest first, each given its row's ID.
+func latestOfNode[T any](ctx context.Context, s *Store, table string, name core.NodeName, n int, setID func(*T, int64)) ([]T, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT id, spec FROM (SELECT id, spec FROM "+table+" WHERE node = ? ORDER BY id DESC LIMIT ?) ORDER BY id", string(name), n)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []core.Evidence
+	var out []T
 	for rows.Next() {
-		var e core.Evidence
+		var id int64
 		var b []byte
-		if err := rows.Scan(&e.ID, &b); err != nil {
+		if err := rows.Scan(&id, &b); err != nil {
 			return nil, err
 		}
-		id := e.ID
-		if err := json.Unmarshal(b, &e); err != nil {
+		var v T
+		if err := json.Unmarshal(b, &v); err != nil {
 			return nil, err
 		}
-		e.ID = id
-		out = append(out, e)
+		setID(&v, id)
+		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// pruneNode keeps the newest keep rows of a node's table.
+func pruneNode(tx *wtx, table string, node core.NodeName, keep int) error {
+	_, err := tx.Exec("DELETE FROM "+table+" WHERE node = ? AND id <= (SELECT id FROM "+table+" WHERE node = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+		string(node), string(node), keep)
+	return err
 }
