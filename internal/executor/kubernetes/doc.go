@@ -23,6 +23,79 @@
 // annotations record the devices gpufleet chose (gpufleet.io/gpu-uuids,
 // gpu-indexes, milli-gpu, node).
 //
+// # Ports and Services
+//
+// A task's ports become the container's ports (named after the port's name
+// made a valid Kubernetes port name: lowercase, [a-z0-9-], at most 15
+// characters; unnamed when nothing valid is left) and the local
+// executor's variables: PORT (the first port), GPUFLEET_PORT_<n> and
+// GPUFLEET_PORT_<NAME> for each, GPUFLEET_BASE_URL (/w/{id}/{port}/). A pod
+// has a network of its own, so each variable holds the port declared.
+// Endpoint(id, attempt, port) gives the proxy "podIP:port" of the
+// attempt's replica 0 once it is Running with an IP, read from the
+// informer's cache; it is of use when gpufleet runs where pod IPs are
+// routed (in the cluster). The Executor carries no workload kind, so every
+// task with ports (notebooks, services alike) gets a ClusterIP Service in
+// its namespace, "gpufleet-<workload>", one per workload: each Start points
+// its selector at the new attempt's replica 0 (labels workload, attempt,
+// replica), so that <service>.<namespace>.svc survives requeues. It is
+// kept across attempts and removed by DeleteWorkload. A Service that
+// cannot be made or updated is logged, not a failed start.
+//
+// # Secrets
+//
+// Secret values never go into the pod: Start creates, before the pods, a
+// Secret "gpufleet-<workload>-<attempt>-env" holding Task.SecretEnv, which
+// the container takes through envFrom (a task's own Env variable of the
+// same name is dropped, since env would win over envFrom), and a Secret
+// "gpufleet-<workload>-<attempt>-files" holding Task.SecretFiles, mounted
+// read-only at /var/run/gpufleet/secrets ($GPUFLEET_SECRETS_DIR) with one
+// item per file, <secret>/<key>, mode 0400 (the Secret's own keys are f0,
+// f1, ...: a secret's name and key together need not be a valid data key).
+// Secret volumes are the kubelet's tmpfs, never the node's disk. The files
+// belong to root: an image that runs as another user cannot read them
+// (a pod fsGroup would share them, but the kubelet then makes them
+// group-readable, so gpufleet sets none). The Secrets live as
+// long as the attempt: they are deleted when its end is reported (a pod
+// kept for its logs keeps no Secret), or when a start fails half-way; as a
+// backstop, the pods are made their owners, so that the garbage collector
+// deletes them with the pods (an orphan deleted after a restart, pods
+// garbage-collected while no server ran). An adopted attempt's Secrets are
+// found from its pod's envFrom and volumes.
+//
+// # Volumes, datasets and checkpoints
+//
+// Executor implements executor.Volumes with PersistentVolumeClaims in the
+// team's namespace: EnsureVolume creates "gpufleet-vol-<name>" (labels
+// gpufleet.io/managed, team, volume; the exact names in annotations
+// gpufleet.io/team-name and volume-name) asking for the size, with
+// Options.VolumeAccessMode (ReadWriteOnce by default) and
+// Options.StorageClass (the cluster's default when empty); an existing
+// claim that asks for less is expanded, which the storage class must allow
+// and only a bound claim accepts. DeleteVolume deletes the claim (and, by
+// the usual reclaim policy, the data); ListVolumes lists the claims in the
+// namespaces of this executor's template, not those being deleted;
+// VolumeUsage is -1, since only the kubelet knows what a claim holds.
+// Task.Volumes mount their claims at their paths (read-only when asked);
+// Task.Datasets are hostPath volumes (type Directory) mounted read-only.
+//
+// Checkpoints: with Options.CheckpointBytes above zero, Start creates at a workload's
+// first attempt a claim "gpufleet-ckpt-<workload>" of that size, mounted in
+// every attempt at /var/run/gpufleet/checkpoint and named by
+// GPUFLEET_CHECKPOINT_DIR, so that an attempt after a requeue finds what
+// the last one saved; DeleteWorkload deletes it once the workload is done.
+// With CheckpointBytes zero a pod gets no GPUFLEET_CHECKPOINT_DIR at all:
+// an emptyDir would not survive the attempt, and a variable naming one
+// would promise what it does not keep.
+//
+// gpufleet binds its pods itself (below), so no kube-scheduler marks the
+// node where a WaitForFirstConsumer claim is to be provisioned: Start sets
+// the claims' volume.kubernetes.io/selected-node to the pod's node, as the
+// scheduler would, while they are Pending and unbound. A ReadWriteOnce
+// claim is attached to one node at a time: a gang whose replicas sit on
+// several nodes needs ReadWriteMany storage for its volumes and
+// checkpoints, or its other pods wait in ContainerCreating.
+//
 // # Binding: spec.nodeName, not a scheduler of our own
 //
 // gpufleet has already decided where the pod runs, so the pod is created

@@ -84,7 +84,18 @@ type Options struct {
 	// requeued attempt does not run twice). Default true; set
 	// DisableLostOnNotReady to wait for Kubernetes' own eviction instead.
 	DisableLostOnNotReady bool
-	Logger                *slog.Logger
+	// StorageClass is the storage class of the claims gpufleet makes
+	// (team volumes, checkpoints); empty means the cluster's default.
+	StorageClass string
+	// VolumeAccessMode is their access mode; default ReadWriteOnce (one
+	// node at a time, which is what most storage classes offer).
+	VolumeAccessMode corev1.PersistentVolumeAccessMode
+	// CheckpointBytes, when above 0, gives every workload a claim of
+	// this size, gpufleet-ckpt-<workload>, created at its first start and
+	// mounted in every attempt at $GPUFLEET_CHECKPOINT_DIR, until
+	// DeleteWorkload. Zero: no checkpoint directory.
+	CheckpointBytes int64
+	Logger          *slog.Logger
 	// Now stamps the exits whose pod gives no finish time (Exit.At): a pod
 	// deleted or stuck before its container ended, a node lost; an exit
 	// with a container's FinishedAt keeps the kubelet's time. time.Now
@@ -129,6 +140,7 @@ type attempt struct {
 	ends     map[string]executor.Exit
 	stopping bool
 	grace    time.Duration
+	secrets  []string // the attempt's Secrets, deleted at its end
 }
 
 const byWorkload = "workload"
@@ -263,6 +275,23 @@ func (e *Executor) Start(ctx context.Context, t executor.Task) error {
 		untrack()
 		return fail(err)
 	}
+	if e.opts.CheckpointBytes > 0 {
+		if err := e.ensureCheckpoint(ctx, t, ns); err != nil {
+			untrack()
+			return fail(err)
+		}
+	}
+	if err := e.selectNode(ctx, ns, pods[0].Spec.NodeName, e.taskClaims(t)); err != nil {
+		untrack()
+		return fail(err)
+	}
+	// The Secrets first: a pod whose Secret is missing does not start.
+	secrets := buildSecrets(t, ns)
+	at.secrets = secretNames(secrets)
+	if err := e.createSecrets(ctx, secrets); err != nil {
+		untrack()
+		return fail(err)
+	}
 	// Gangs: gpufleet calls Start only once every replica is placed, so
 	// all pods are created here together; if one cannot be, none stays.
 	for i, p := range pods {
@@ -271,10 +300,25 @@ func (e *Executor) Start(ctx context.Context, t executor.Task) error {
 			for _, made := range pods[:i] {
 				e.deletePod(context.WithoutCancel(ctx), ns, made.Name, 0)
 			}
+			e.deleteSecrets(context.WithoutCancel(ctx), ns, at.secrets)
 			if apierrors.IsAlreadyExists(err) {
 				err = fmt.Errorf("pod %s/%s: %w", ns, p.Name, fs.ErrExist)
 			}
 			return fail(err)
+		}
+	}
+	if len(secrets) > 0 {
+		// A backstop: the pods own the Secrets, so that they go with
+		// the pods should the attempt's end never be seen here.
+		if err := e.ownSecrets(ctx, ns, at.secrets, pods); err != nil {
+			e.log.Warn("secrets of an attempt not owned by its pods", "workload", t.WorkloadID, "attempt", t.Attempt, "err", err)
+		}
+	}
+	if len(t.Ports) > 0 {
+		// The pods run: a Service that cannot be made is a name that
+		// does not resolve, not a start that failed.
+		if err := e.ensureService(ctx, t, ns); err != nil {
+			e.log.Error("service of a workload", "workload", t.WorkloadID, "attempt", t.Attempt, "err", err)
 		}
 	}
 	e.log.Info("pods created", "workload", t.WorkloadID, "attempt", t.Attempt, "namespace", ns, "pods", len(pods))
@@ -358,6 +402,11 @@ func (e *Executor) Adopt(ctx context.Context, t executor.Task) (bool, error) {
 	at := &attempt{id: t.WorkloadID, attempt: t.Attempt, ns: pods[0].Namespace, pods: map[string]string{}, ends: map[string]executor.Exit{}, grace: t.GracePeriod}
 	for _, p := range pods {
 		at.pods[p.Name] = p.Spec.NodeName
+		for _, s := range podSecrets(p) {
+			if !slices.Contains(at.secrets, s) {
+				at.secrets = append(at.secrets, s)
+			}
+		}
 	}
 	e.tasks[k] = at
 	for _, p := range pods {
@@ -531,10 +580,16 @@ func (e *Executor) reportLocked(at *attempt, x executor.Exit) {
 			}
 		}
 	}
-	if len(rest) == 0 {
+	if len(rest) == 0 && len(at.secrets) == 0 {
 		return
 	}
 	go func() {
+		// The Secrets go at once: an attempt that has ended needs
+		// them no more (a pod being deleted has its environment and
+		// its files already).
+		if err := e.deleteSecrets(context.Background(), at.ns, at.secrets); err != nil {
+			e.log.Error("delete secrets of an ended attempt", "err", err)
+		}
 		for _, name := range rest {
 			if err := e.deletePod(context.Background(), at.ns, name, at.grace); err != nil {
 				e.log.Error("delete pod of an ended attempt", "err", err)

@@ -140,7 +140,18 @@ func buildPod(o *Options, t executor.Task, ns string, replica int, as []core.Ass
 
 	env := map[string]string{}
 	for k, v := range t.Env {
-		env[k] = v
+		// A secret's variable, which comes through envFrom, wins over
+		// the task's own: in a container, env wins over envFrom.
+		if _, secret := t.SecretEnv[k]; !secret {
+			env[k] = v
+		}
+	}
+	portEnv(env, t.WorkloadID, t.Ports)
+	if len(t.SecretFiles) > 0 {
+		env[executor.EnvSecretsDir] = SecretsDir
+	}
+	if o.CheckpointBytes > 0 {
+		env[EnvCheckpointDir] = CheckpointDir
 	}
 	for _, k := range []string{EnvGPUFraction, EnvGPUMemoryLimit, EnvReplicas, EnvReplica} {
 		delete(env, k)
@@ -210,7 +221,7 @@ func buildPod(o *Options, t executor.Task, ns string, replica int, as []core.Ass
 				LabelWorkload: dnsLabel(string(t.WorkloadID)),
 				LabelAttempt:  strconv.Itoa(t.Attempt),
 				LabelReplica:  strconv.Itoa(replica),
-				LabelTeam:     dnsLabel(cmp.Or(string(t.Team), "default")),
+				LabelTeam:     teamLabel(t.Team),
 			},
 			Annotations: map[string]string{
 				AnnotationGPUUUIDs: strings.Join(uuids, ","),
@@ -234,6 +245,7 @@ func buildPod(o *Options, t executor.Task, ns string, replica int, as []core.Ass
 				Image:     image,
 				Command:   t.Command,
 				Env:       vars,
+				Ports:     containerPorts(t.Ports),
 				Resources: corev1.ResourceRequirements{Limits: limits, Requests: requests},
 				// Workloads are untrusted code: no privilege escalation,
 				// no capabilities, the runtime's default seccomp profile
@@ -259,7 +271,11 @@ func buildPod(o *Options, t executor.Task, ns string, replica int, as []core.Ass
 	if strings.HasPrefix(t.WorkingDir, "/") {
 		p.Spec.Containers[0].WorkingDir = t.WorkingDir
 	}
+	podVolumes(o, t, p)
 	return p
 }
+
+// teamLabel is a team's name as a label value.
+func teamLabel(team core.TeamName) string { return dnsLabel(cmp.Or(string(team), "default")) }
 
 func itoa(n int) string { return strconv.Itoa(n) }

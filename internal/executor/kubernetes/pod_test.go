@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,113 @@ func TestImageWithoutCommand(t *testing.T) {
 	tk.Image = ""
 	if err := e.Start(t.Context(), tk); err == nil || !strings.Contains(err.Error(), "no image") {
 		t.Errorf("Start without command or image: got %v", err)
+	}
+}
+
+// TestPodPortsSecretsVolumes: ports become named container ports and the
+// local executor's variables; secrets reach the pod only by reference;
+// volumes, datasets, checkpoints and secret files are mounted.
+func TestPodPortsSecretsVolumes(t *testing.T) {
+	tk := gpuTask("wl-obj", "gpu-1", 1)
+	tk.Ports = []core.Port{{Name: "http", Port: 8000}, {Port: 9090}, {Name: "Jupyter_Lab-Server-Long", Port: 8888}}
+	tk.Env = map[string]string{"HF_TOKEN": "from-env", "KEEP": "1"}
+	tk.SecretEnv = map[string]string{"HF_TOKEN": "s3cr3t-env-value"}
+	tk.SecretFiles = map[string]map[string][]byte{"aws": {"credentials": []byte("s3cr3t-file-value"), "config": []byte("c")}}
+	tk.Volumes = []core.VolumeMount{{Name: "data", Path: "/data"}, {Name: "models", Path: "/models", ReadOnly: true}}
+	tk.Datasets = []executor.Dataset{{Name: "imagenet", HostPath: "/srv/imagenet", Path: "/datasets/imagenet"}}
+	o := defaults()
+	o.CheckpointBytes = 1 << 30
+	p := buildPod(o, tk, "ns", 0, tk.Assignments, 1)
+	c := p.Spec.Containers[0]
+
+	wantPorts := []corev1.ContainerPort{{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP},
+		{ContainerPort: 9090, Protocol: corev1.ProtocolTCP}, {Name: "jupyter-lab-ser", ContainerPort: 8888, Protocol: corev1.ProtocolTCP}}
+	if diff := cmp.Diff(wantPorts, c.Ports); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
+	}
+	env := envOf(p)
+	for k, v := range map[string]string{"PORT": "8000", "GPUFLEET_PORT_HTTP": "8000", "GPUFLEET_PORT_8000": "8000",
+		"GPUFLEET_PORT_9090": "9090", "GPUFLEET_PORT_JUPYTER_LAB_SERVER_LONG": "8888", "GPUFLEET_BASE_URL": "/w/wl-obj/8000/",
+		executor.EnvSecretsDir: SecretsDir, EnvCheckpointDir: CheckpointDir, "KEEP": "1"} {
+		if env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, env[k], v)
+		}
+	}
+	if _, ok := env["HF_TOKEN"]; ok {
+		t.Errorf("HF_TOKEN is in env, where it would win over the secret's envFrom")
+	}
+	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != EnvSecretName("wl-obj", 1) {
+		t.Errorf("envFrom: %+v", c.EnvFrom)
+	}
+	b, _ := json.Marshal(p)
+	if strings.Contains(string(b), "s3cr3t") {
+		t.Errorf("a secret value is in the pod: %s", b)
+	}
+
+	vols := map[string]corev1.Volume{}
+	for _, v := range p.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = m
+	}
+	for path, want := range map[string]struct {
+		claim string
+		ro    bool
+	}{"/data": {"gpufleet-vol-data", false}, "/models": {"gpufleet-vol-models", true}, CheckpointDir: {"gpufleet-ckpt-wl-obj", false}} {
+		m := mounts[path]
+		v := vols[m.Name].PersistentVolumeClaim
+		if v == nil || v.ClaimName != want.claim || m.ReadOnly != want.ro || v.ReadOnly != want.ro {
+			t.Errorf("mount %s: %+v of %+v, want claim %s read-only %v", path, m, v, want.claim, want.ro)
+		}
+	}
+	m := mounts["/datasets/imagenet"]
+	if hp := vols[m.Name].HostPath; hp == nil || hp.Path != "/srv/imagenet" || !m.ReadOnly {
+		t.Errorf("dataset mount %+v of %+v", m, vols[m.Name])
+	}
+	m = mounts[SecretsDir]
+	sv := vols[m.Name].Secret
+	if sv == nil || sv.SecretName != FilesSecretName("wl-obj", 1) || *sv.DefaultMode != 0o400 || !m.ReadOnly {
+		t.Fatalf("secret files mount %+v of %+v", m, vols[m.Name])
+	}
+	var paths []string
+	for _, it := range sv.Items {
+		paths = append(paths, it.Key+"="+it.Path)
+		if *it.Mode != 0o400 {
+			t.Errorf("item %s: mode %o", it.Path, *it.Mode)
+		}
+	}
+	if diff := cmp.Diff([]string{"f0=aws/config", "f1=aws/credentials"}, paths); diff != "" {
+		t.Errorf("secret items (-want +got):\n%s", diff)
+	}
+	secrets := buildSecrets(tk, "ns")
+	if len(secrets) != 2 || string(secrets[0].Data["HF_TOKEN"]) != "s3cr3t-env-value" || string(secrets[1].Data["f1"]) != "s3cr3t-file-value" {
+		t.Errorf("secrets: %+v", secrets)
+	}
+	if got := podSecrets(p); !cmp.Equal(got, []string{EnvSecretName("wl-obj", 1), FilesSecretName("wl-obj", 1)}) {
+		t.Errorf("podSecrets: %q", got)
+	}
+
+	svc := buildService(tk, "ns")
+	if svc.Name != "gpufleet-wl-obj" || svc.Spec.Selector[LabelAttempt] != "1" || len(svc.Spec.Ports) != 3 || svc.Spec.Ports[1].Name != "p9090" {
+		t.Errorf("service: %+v", svc)
+	}
+
+	// Without ports, secrets or volumes, none of it.
+	p = buildPod(defaults(), gpuTask("wl-plain", "gpu-1", 1), "ns", 0, nil, 1)
+	if c := p.Spec.Containers[0]; len(c.Ports)+len(c.EnvFrom)+len(c.VolumeMounts)+len(p.Spec.Volumes) != 0 {
+		t.Errorf("plain pod: %+v", p.Spec)
+	}
+	if _, ok := envOf(p)[EnvCheckpointDir]; ok {
+		t.Errorf("%s without a checkpoint claim", EnvCheckpointDir)
+	}
+}
+
+func TestPortName(t *testing.T) {
+	for in, want := range map[string]string{"http": "http", "HTTP_Alt": "http-alt", "8080": "", "--": "", "a--b": "a-b", "metrics-exporter-x": "metrics-exporte"} {
+		if got := portName(in); got != want {
+			t.Errorf("portName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

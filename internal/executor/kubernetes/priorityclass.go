@@ -88,7 +88,10 @@ func (e *Executor) ensurePriorityClass(ctx context.Context, c core.PriorityClass
 // seconds, rather than the workload failing for it.
 func (e *Executor) createPod(ctx context.Context, p *corev1.Pod) error {
 	pods := e.opts.Client.CoreV1().Pods(p.Namespace)
-	_, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	if err == nil {
+		p.UID = created.UID // the owner of the attempt's Secrets
+	}
 	c, ours := e.priorityClass(p.Spec.PriorityClassName)
 	if !ours || !missingPriorityClass(err) {
 		return err
@@ -97,7 +100,10 @@ func (e *Executor) createPod(ctx context.Context, p *corev1.Pod) error {
 		return fmt.Errorf("%w (%v; %s)", err, perr, applyHint)
 	}
 	for range 25 {
-		if _, err = pods.Create(ctx, p, metav1.CreateOptions{}); !missingPriorityClass(err) {
+		if created, err = pods.Create(ctx, p, metav1.CreateOptions{}); !missingPriorityClass(err) {
+			if err == nil {
+				p.UID = created.UID
+			}
 			return err
 		}
 		select {
