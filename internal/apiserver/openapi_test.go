@@ -215,6 +215,10 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"POST /api/v1/teams/{team}/secrets", nil, []string{"201", "400", "401", "403", "404", "409", "413", "429", "503"}},
 		{"GET /api/v1/teams/{team}/secrets", nil, []string{"200", "401", "404", "429"}},
 		{"DELETE /api/v1/teams/{team}/secrets/{name}", nil, []string{"204", "401", "403", "404", "429"}},
+		{"POST /api/v1/teams/{team}/volumes", nil, []string{"201", "400", "401", "403", "404", "409", "413", "429"}},
+		{"GET /api/v1/teams/{team}/volumes", nil, []string{"200", "401", "404", "429"}},
+		{"DELETE /api/v1/teams/{team}/volumes/{name}", nil, []string{"204", "401", "403", "404", "409", "429"}},
+		{"GET /api/v1/teams/{team}/storage", nil, []string{"200", "401", "404", "429"}},
 		{"PUT /api/v1/teams/{team}/members/{user}", nil, []string{"200", "400", "401", "403", "404", "409", "413", "429"}},
 		{"DELETE /api/v1/teams/{team}/members/{user}", nil, []string{"204", "401", "403", "404", "409", "429"}},
 		{"POST /api/v1/users", nil, []string{"201", "400", "401", "403", "404", "409", "413", "422", "429"}},
@@ -292,6 +296,7 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		"POST /api/v1/tokens":                     "Token",
 		"POST /api/v1/prices":                     "Price",
 		"POST /api/v1/teams/{team}/secrets":       "Secret",
+		"POST /api/v1/teams/{team}/volumes":       "Volume",
 		"PUT /api/v1/teams/{name}/budget":         "Budget",
 		"POST /api/v1/workloads/{id}/outputs":     "Outputs",
 		"POST /api/v1/nodes/{name}/drain":         "Drain",
@@ -458,6 +463,11 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 	}
 	types["Port"] = reflect.TypeFor[api.Port]()
 	types["Secret"] = reflect.TypeFor[api.Secret]()
+	types["Volume"] = reflect.TypeFor[api.Volume]()
+	types["VolumeList"] = reflect.TypeFor[api.List[api.Volume]]()
+	types["StorageUsage"] = reflect.TypeFor[api.StorageUsage]()
+	types["VolumeMount"] = reflect.TypeFor[api.VolumeMount]()
+	types["Mount"] = reflect.TypeFor[api.Mount]()
 	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()
 	types["WorkloadUsagePoint"] = reflect.TypeFor[api.WorkloadUsagePoint]()
 	// schemaName is the schema of a struct type that a property refers to.

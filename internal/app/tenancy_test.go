@@ -738,6 +738,39 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 				inB(c, 204, probe{what: "foreign", method: "DELETE", path: "/api/v1/teams/" + teamB + "/secrets/" + mk(teamB)}, team(teamB)),
 			}
 		},
+		// Volumes: members create them, team-admins delete them; the team
+		// reads them and its storage.
+		"POST /api/v1/teams/{}/volumes": func(c caller) []probe {
+			name := w.uniq("va")
+			return []probe{
+				inA(c, api.RoleMember, 201, probe{what: "own", method: "POST", path: "/api/v1/teams/" + teamA + "/volumes",
+					body: `{"name":"` + name + `","sizeBytes":1048576}`, check: holds(`"name":"`+name+`"`, `"sizeBytes":1048576`)}, team(teamA)),
+				inB(c, 201, probe{what: "foreign", method: "POST", path: "/api/v1/teams/" + teamB + "/volumes", body: `{"name":"` + w.uniq("vb") + `","sizeBytes":1048576}`}, team(teamB)),
+			}
+		},
+		"GET /api/v1/teams/{}/volumes": func(c caller) []probe {
+			return []probe{
+				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/teams/" + teamA + "/volumes", check: holds(`"items":`)}, team(teamA)),
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/teams/" + teamB + "/volumes"}, team(teamB)),
+			}
+		},
+		"DELETE /api/v1/teams/{}/volumes/{}": func(c caller) []probe {
+			mk := func(tm string) string {
+				name := w.uniq("vd")
+				w.h.must(w.admin.token, "POST", "/api/v1/teams/"+tm+"/volumes", `{"name":"`+name+`","sizeBytes":1048576}`, http.StatusCreated, nil)
+				return name
+			}
+			return []probe{
+				inA(c, api.RoleTeamAdmin, 204, probe{what: "own", method: "DELETE", path: "/api/v1/teams/" + teamA + "/volumes/" + mk(teamA)}, team(teamA)),
+				inB(c, 204, probe{what: "foreign", method: "DELETE", path: "/api/v1/teams/" + teamB + "/volumes/" + mk(teamB)}, team(teamB)),
+			}
+		},
+		"GET /api/v1/teams/{}/storage": func(c caller) []probe {
+			return []probe{
+				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/teams/" + teamA + "/storage", check: holds(`"team":"`+teamA+`"`, `"limitBytes":`)}, team(teamA)),
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/teams/" + teamB + "/storage"}, team(teamB)),
+			}
+		},
 		"PUT /api/v1/teams/{}/members/{}": func(c caller) []probe {
 			ps := []probe{
 				inA(c, api.RoleTeamAdmin, 200, probe{what: "own", method: "PUT", path: "/api/v1/teams/" + teamA + "/members/a-target", body: `{"role":"viewer"}`}, team(teamA)),
