@@ -64,14 +64,31 @@ func gpuIndices(as []core.Assignment) []int {
 }
 
 // sandbox returns the sandbox spec for a task, as JSON, or "" when tasks
-// run unconfined.
-func (e *Executor) sandbox(own dirs, uid, gid int, dir string, gpus []int) (string, error) {
+// run unconfined. mounts are its volumes and datasets (which need a mount
+// namespace); secrets is where its secret files are: the tmpfs that the
+// sandbox mounts when inNS, else a directory under /dev/shm; "" for none.
+func (e *Executor) sandbox(own dirs, uid, gid int, dir string, gpus []int, mounts []taskMount, secrets string, inNS bool) (string, error) {
 	st := e.status
 	if !st.Users && st.Landlock == 0 {
 		return "", nil
 	}
 	spec := sandboxSpec{UID: uid, GID: gid, Dir: dir}
 	rw := own.list()
+	var ro []string
+	for _, m := range mounts {
+		spec.Mounts = append(spec.Mounts, bindMount{Src: m.src, Dst: m.dst, RO: m.ro})
+		if m.ro {
+			ro = append(ro, m.dst)
+		} else {
+			rw = append(rw, m.dst)
+		}
+	}
+	if secrets != "" {
+		ro = append(ro, secrets)
+		if inNS {
+			spec.SecretsDir = secrets
+		}
+	}
 	if st.Users {
 		spec.MountNS = true
 		spec.PrivateTmp = true
@@ -80,13 +97,13 @@ func (e *Executor) sandbox(own dirs, uid, gid int, dir string, gpus []int) (stri
 		// hosts): the task gets an empty one, but for the NVIDIA
 		// persistence daemon's socket.
 		spec.Hide = []string{"/run", e.root}
-		spec.Binds = append(existing([]string{"/run/nvidia-persistenced"}), rw...)
+		spec.Binds = append(existing([]string{"/run/nvidia-persistenced"}), own.list()...)
 		rw = append(rw, "/tmp", "/dev/shm")
 	}
 	if st.Landlock > 0 {
 		spec.Landlock = true
 		spec.RW = rw
-		spec.RO = e.iso.readOnly()
+		spec.RO = append(e.iso.readOnly(), ro...)
 		spec.Devices = devices(gpus)
 	}
 	if err := spec.check(); err != nil {

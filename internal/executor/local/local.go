@@ -46,6 +46,13 @@ type Options struct {
 	// Isolation says how tasks are confined; the zero value confines them
 	// as far as this machine allows (see Executor.Isolation).
 	Isolation Isolation
+	// ContainerRuntime is the container runtime that runs tasks with an
+	// image: "podman" or "docker", or a path to one; empty runs no image
+	// (see RunsImages). It must run as root, as the server does.
+	ContainerRuntime string
+	// ContainerArgs go after the runtime's binary, before its verb, in
+	// every call ("--storage-driver", "vfs", "--runtime", "runc", ...).
+	ContainerArgs []string
 }
 
 // Executor runs tasks as supervised OS processes. It is safe for concurrent
@@ -66,6 +73,8 @@ type Executor struct {
 	// status.Users.
 	status IsolationStatus
 	uids   *teamIDs
+	// rt runs tasks with an image; nil when none is configured.
+	rt *containerRuntime
 
 	mu    sync.Mutex
 	tasks map[key]*task
@@ -110,6 +119,10 @@ func New(opts Options) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local executor: find own binary for the supervisor: %w", err)
 	}
+	rt, err := newRuntime(opts.ContainerRuntime, opts.ContainerArgs)
+	if err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
 	status := probe(self, opts.Isolation)
 	var uids *teamIDs
 	if status.Users {
@@ -141,6 +154,7 @@ func New(opts Options) (*Executor, error) {
 		iso:      opts.Isolation,
 		status:   status,
 		uids:     uids,
+		rt:       rt,
 	}, nil
 }
 
@@ -185,11 +199,21 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	if err != nil {
 		return err
 	}
-	if len(t.Command) == 0 && t.Image != "" {
-		return fmt.Errorf("the local executor runs a command, not an image: the workload names image %q and no command (run it with --executor kubernetes, or give a command)", t.Image)
+	container := t.Image != "" && e.rt != nil
+	if len(t.Command) == 0 && t.Image != "" && !container {
+		return fmt.Errorf("the local executor runs a command, not an image: the workload names image %q and no command (start the server with a container runtime, run it with --executor kubernetes, or give a command)", t.Image)
 	}
-	if len(t.Command) == 0 || t.Command[0] == "" {
+	if (len(t.Command) == 0 && !container) || (len(t.Command) > 0 && t.Command[0] == "") {
 		return errors.New("empty command")
+	}
+	if err := checkEnv(t.SecretEnv); err != nil {
+		return err
+	}
+	if err := checkSecretFiles(t.SecretFiles); err != nil {
+		return err
+	}
+	if (len(t.Volumes) > 0 || len(t.Datasets) > 0) && !container && !e.status.Users {
+		return fmt.Errorf("volumes need the server to run as root: mount namespaces (this executor confines tasks with %s)", e.status)
 	}
 	if err := checkEnv(t.Env); err != nil {
 		return err
@@ -241,6 +265,10 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		}
 	}
 	work := own.work
+	mounts, err := e.taskMounts(t)
+	if err != nil {
+		return err
+	}
 	// Outputs: a report left for this attempt before it ran (by an earlier
 	// attempt, say) is not this attempt's.
 	if err := os.Remove(outputsFile(adir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -265,17 +293,34 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	if err != nil {
 		return fail(err)
 	}
-	env := taskEnv(t, e.path, dir)
-	env = withVar(env, EnvCheckpointDir, own.checkpoint)
-	if !e.status.Users {
+	// A container sees its directories at its own paths (see in).
+	in := func(p string) string { return p }
+	home := dir
+	if container {
+		in = func(p string) string {
+			for host, c := range map[string]string{own.work: containerWork, own.checkpoint: containerCheckpoint, own.usage: containerUsage} {
+				if rel, err := filepath.Rel(host, p); err == nil && filepath.IsLocal(rel) || p == host {
+					return filepath.Join(c, rel)
+				}
+			}
+			return p
+		}
+		home = in(dir)
+	}
+	env := taskEnv(t, e.path, home)
+	if container {
+		env = containerGPUs(env, t)
+	}
+	env = withVar(env, EnvCheckpointDir, in(own.checkpoint))
+	if !e.status.Users && !container {
 		// No private /tmp: give the task its own.
 		env = withVar(env, "TMPDIR", own.tmp)
 	}
 	if e.simUsage && len(t.Assignments) > 0 {
-		env = withVar(env, EnvSimUsageFile, e.usageFile(adir))
+		env = withVar(env, EnvSimUsageFile, in(e.usageFile(adir)))
 	}
-	env = withVar(env, EnvOutputsFile, outputsFile(adir))
-	env = withVar(env, EnvStopFile, stopFile(adir))
+	env = withVar(env, EnvOutputsFile, in(outputsFile(adir)))
+	env = withVar(env, EnvStopFile, in(stopFile(adir)))
 	if err := os.Remove(stopFile(adir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
 	}
@@ -289,30 +334,88 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		}
 		env = portEnv(env, t.WorkloadID, t.Ports, host)
 	}
-	prog, err := lookPath(t.Command[0], envValue(env, "PATH"), dir)
-	if err != nil {
-		return fail(err)
+	// Secret files: on the sandbox's own tmpfs in a mount namespace, else
+	// under /dev/shm (removed when the attempt's end is delivered).
+	inNS := e.status.Users && !container
+	var secrets string
+	payload := envPayload{}
+	if len(t.SecretFiles) > 0 {
+		if inNS {
+			secrets = filepath.Join(wdir, "secrets")
+			payload.Files = t.SecretFiles
+			env = withVar(env, executor.EnvSecretsDir, secrets)
+		} else {
+			if secrets, err = shmSecrets(adir, t.SecretFiles, uid, gid); err != nil {
+				return fail(err)
+			}
+			defer func() {
+				if !started {
+					removeShmSecrets(adir)
+				}
+			}()
+			if container {
+				env = withVar(env, executor.EnvSecretsDir, containerSecrets)
+			} else {
+				env = withVar(env, executor.EnvSecretsDir, secrets)
+			}
+		}
 	}
-	spec, err := e.sandbox(own, uid, gid, dir, gpuIndices(t.Assignments))
-	if err != nil {
-		return fail(err)
+	var prog, spec string
+	argv := t.Command
+	if container {
+		argv, env, err = e.containerCommand(t, k, own, in(dir), env, mounts, secrets, uid, gid)
+		if err != nil {
+			return fail(err)
+		}
+		prog = e.rt.path
+		payload.Cleanup = e.rt.removeArgv(containerName(k))
+		if err := os.WriteFile(containerRecord(adir), []byte(containerName(k)), 0o600); err != nil {
+			return fail(err)
+		}
+	} else {
+		if prog, err = lookPath(t.Command[0], envValue(env, "PATH"), dir); err != nil {
+			return fail(err)
+		}
+		if spec, err = e.sandbox(own, uid, gid, dir, gpuIndices(t.Assignments), mounts, secrets, inNS); err != nil {
+			return fail(err)
+		}
 	}
+	payload.Env = env
 
 	// 5. Start the supervisor and wait until it has started the task.
-	if err := e.launch(ctx, tk, dir, spec, prog, t.Command, env, logf); err != nil {
+	if err := e.launch(ctx, tk, dir, spec, prog, argv, payload, logf); err != nil {
 		return fail(err)
 	}
 	started = true
 	return nil
 }
 
+// containerGPUs numbers a container's GPUs as it sees them, from 0 (the
+// runtime gives it only its own), in CUDA_VISIBLE_DEVICES;
+// NVIDIA_VISIBLE_DEVICES keeps the host's indices, which the runtime's
+// NVIDIA hook reads.
+func containerGPUs(env []string, t executor.Task) []string {
+	n := len(strings.Split(envValue(env, "CUDA_VISIBLE_DEVICES"), ","))
+	if envValue(env, "CUDA_VISIBLE_DEVICES") == "" {
+		return env
+	}
+	idx := make([]string, n)
+	for i := range idx {
+		idx[i] = strconv.Itoa(i)
+	}
+	return withVar(env, "CUDA_VISIBLE_DEVICES", strings.Join(idx, ","))
+}
+
 // launch starts the supervisor, waits for its report, writes the pid file
 // and starts the goroutine that waits for the supervisor's end.
-func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string, argv, env []string, logf *os.File) error {
+func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string, argv []string, payload envPayload, logf *os.File) error {
 	adir := tk.dir
-	b, err := json.Marshal(env)
+	b, err := json.Marshal(payload)
 	if err != nil {
 		return err
+	}
+	if len(b) > maxEnvBytes {
+		return fmt.Errorf("the environment and secret files take %d bytes, over the limit of %d", len(b), maxEnvBytes)
 	}
 	envJSON := string(b)
 	r, w, err := os.Pipe()
@@ -468,9 +571,23 @@ func (e *Executor) finish(tk *task, rec pidRecord, how string) {
 		e.log.Warn("task lost", "workload", tk.key.id, "attempt", tk.key.attempt, "detail", how)
 	}
 	withOutputs(&x, tk.dir) // a lost task's report counts too
+	e.endAttempt(tk.dir, !ok)
 	x.At = e.now()
 	e.forget(tk)
 	e.out.Put(x)
+}
+
+// endAttempt removes what an attempt leaves outside its directory once it
+// has ended: its secrets directory under /dev/shm and, when its supervisor
+// was lost (it removes the container before it records the ending), its
+// container.
+func (e *Executor) endAttempt(adir string, lost bool) {
+	if lost {
+		e.removeLeftoverContainer(adir)
+	}
+	if err := removeShmSecrets(adir); err != nil {
+		e.log.Warn("remove secret files", "dir", adir, "err", err)
+	}
 }
 
 func (e *Executor) forget(tk *task) {
@@ -557,6 +674,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 	deliver := func(r exitRecord) (bool, error) {
 		x := r.exit(k)
 		withOutputs(&x, adir)
+		e.endAttempt(adir, false)
 		x.At = e.now()
 		e.out.Put(x)
 		e.log.Info("adopted ended task", "workload", k.id, "attempt", k.attempt)
@@ -590,6 +708,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 			syscall.Kill(-rec.PID, syscall.SIGKILL)
 			e.log.Warn("killed task whose supervisor is gone", "workload", k.id, "attempt", k.attempt, "pid", rec.PID)
 		}
+		e.endAttempt(adir, true)
 		return false, nil
 	}
 

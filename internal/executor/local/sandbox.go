@@ -62,6 +62,21 @@ type sandboxSpec struct {
 	Devices  []string `json:"devices,omitempty"`
 	// Dir is the working directory.
 	Dir string `json:"dir,omitempty"`
+	// Mounts bind a team volume or a dataset at a path of the task's
+	// choosing, after Hide and Binds (MountNS only).
+	Mounts []bindMount `json:"mounts,omitempty"`
+	// SecretsDir, when set (MountNS only), gets a tmpfs of its own, sized
+	// to fit, where the sandbox writes the payload's secret files
+	// (<dir>/<secret>/<key>, 0400, owned by UID) and which it then makes
+	// read-only.
+	SecretsDir string `json:"secretsDir,omitempty"`
+}
+
+// bindMount binds Src (a directory) at Dst, read-only when RO.
+type bindMount struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
+	RO  bool   `json:"ro,omitempty"`
 }
 
 func init() {
@@ -75,23 +90,27 @@ func init() {
 	if err := json.Unmarshal([]byte(os.Args[2]), &spec); err != nil {
 		sandboxFail(fmt.Errorf("sandbox: bad spec: %w", err))
 	}
-	if err := spec.enter(); err != nil {
-		sandboxFail(err)
-	}
 	if len(os.Args) == 3 {
+		if err := spec.enter(nil); err != nil {
+			sandboxFail(err)
+		}
 		syscall.Exit(0) // a probe
 	}
 	if len(os.Args) < 5 {
 		sandboxFail(fmt.Errorf("sandbox: no program"))
 	}
-	// The environment came as data: the sandbox ran as root with none of
-	// it, and the task gets it only now.
-	env, err := readEnv(os.Args[3], sandboxEnvFD)
+	// The environment came as data: the sandbox runs as root with none of
+	// it, and the task gets it only in the exec. The secret files are
+	// written (on a tmpfs of the task's own) before the privileges go.
+	p, err := readEnv(os.Args[3], sandboxEnvFD)
 	if err != nil {
 		sandboxFail(fmt.Errorf("sandbox: bad environment: %w", err))
 	}
+	if err := spec.enter(p.Files); err != nil {
+		sandboxFail(err)
+	}
 	prog := os.Args[4]
-	err = syscall.Exec(prog, os.Args[5:], env)
+	err = syscall.Exec(prog, os.Args[5:], p.Env)
 	if err == syscall.ENOENT || err == syscall.EACCES {
 		sandboxFail(fmt.Errorf("exec %s: %w (a workload runs only programs in its own directories and the system paths %s, with a private /tmp)",
 			prog, err, strings.Join(spec.RO, ", ")))
@@ -110,12 +129,13 @@ func sandboxFail(err error) {
 	syscall.Exit(127)
 }
 
-// enter applies the spec to the calling process.
-func (s sandboxSpec) enter() error {
+// enter applies the spec to the calling process; files are the secret
+// files to write in SecretsDir.
+func (s sandboxSpec) enter(files map[string]map[string][]byte) error {
 	// Only stdin, stdout and stderr reach the program.
 	unix.CloseRange(sandboxErrFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if s.MountNS {
-		if err := s.mount(); err != nil {
+		if err := s.mount(files); err != nil {
 			return err
 		}
 	}
@@ -153,7 +173,7 @@ func (s sandboxSpec) enter() error {
 // mount makes the task's view of the filesystem, in its own mount
 // namespace: the directories to bring back are opened first, then the data
 // directory is covered and they are bound again at their own paths.
-func (s sandboxSpec) mount() error {
+func (s sandboxSpec) mount(files map[string]map[string][]byte) error {
 	fds := make([]int, len(s.Binds))
 	for i, dir := range s.Binds {
 		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
@@ -161,6 +181,16 @@ func (s sandboxSpec) mount() error {
 			return fmt.Errorf("sandbox: open %s: %w", dir, err)
 		}
 		fds[i] = fd
+	}
+	// The sources of the task's mounts, opened before the data directory
+	// (where volumes live) is covered.
+	mfds := make([]int, len(s.Mounts))
+	for i, m := range s.Mounts {
+		fd, err := unix.Open(m.Src, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: open %s: %w", m.Src, err)
+		}
+		mfds[i] = fd
 	}
 	const flags = unix.MS_NOSUID | unix.MS_NODEV
 	if s.PrivateTmp {
@@ -190,6 +220,17 @@ func (s sandboxSpec) mount() error {
 			return fmt.Errorf("sandbox: bind %s: %w", dir, err)
 		}
 		unix.Close(fds[i])
+	}
+	for i, m := range s.Mounts {
+		if err := bindAt(mfds[i], m); err != nil {
+			return err
+		}
+		unix.Close(mfds[i])
+	}
+	if s.SecretsDir != "" {
+		if err := writeSecrets(s.SecretsDir, files, s.UID, s.GID); err != nil {
+			return err
+		}
 	}
 	// The covering tmpfs only holds mount points: make it read-only.
 	for _, dir := range s.Hide {
@@ -246,7 +287,14 @@ func setIDs(uid, gid int) error {
 // spawnSandbox is filepath.Join's guard: every path in a spec is absolute
 // and clean, so the sandbox never resolves one against its own directory.
 func (s sandboxSpec) check() error {
-	for _, list := range [][]string{s.Hide, s.Binds, s.RW, s.RO, s.Devices} {
+	lists := [][]string{s.Hide, s.Binds, s.RW, s.RO, s.Devices}
+	for _, m := range s.Mounts {
+		lists = append(lists, []string{m.Src, m.Dst})
+	}
+	if s.SecretsDir != "" {
+		lists = append(lists, []string{s.SecretsDir})
+	}
+	for _, list := range lists {
 		for _, p := range list {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 				return fmt.Errorf("sandbox path %q is not absolute and clean", p)

@@ -19,7 +19,7 @@ import (
 // The supervisor is this package's binary called with shimEnv=1, alone, as
 // its environment and the arguments: shimArg, attempt dir, sandbox spec
 // (JSON, or empty to run the program unconfined), envOnFD (the task's
-// environment, a JSON list of "k=v", comes on envFD), program, argv...
+// payload, a JSON envPayload, comes on envFD), program, argv...
 const (
 	shimEnv = "GPUFLEET_SHIM"
 	shimArg = "gpufleet-shim"
@@ -36,26 +36,44 @@ const (
 	envOnFD = "-"
 )
 
-// maxEnvBytes bounds an environment read from a pipe.
+// maxEnvBytes bounds a payload read from a pipe.
 const maxEnvBytes = 8 << 20
 
-// readEnv reads the JSON list of "k=v" sent on fd, or parses arg.
-func readEnv(arg string, fd uintptr) ([]string, error) {
+// envPayload is what travels on the environment pipe, from Start to the
+// supervisor and from the supervisor to the sandbox: never in argv, which
+// any user of the machine may read in /proc.
+type envPayload struct {
+	// Env is the task's environment, "k=v" (for a container, the
+	// runtime's: see container.go).
+	Env []string `json:"env"`
+	// Files are the secret files, secret name, then key, then value, that
+	// the sandbox writes on a tmpfs of its own (sandboxSpec.SecretsDir).
+	Files map[string]map[string][]byte `json:"files,omitempty"`
+	// Cleanup is a command the supervisor runs once the task has ended,
+	// before it records the ending (the container runtime's "rm -f").
+	Cleanup []string `json:"cleanup,omitempty"`
+}
+
+// readEnv reads the JSON envPayload sent on fd, or parses arg.
+func readEnv(arg string, fd uintptr) (envPayload, error) {
 	b := []byte(arg)
 	if arg == envOnFD {
 		f := os.NewFile(fd, "env")
 		if f == nil {
-			return nil, errors.New("no environment pipe")
+			return envPayload{}, errors.New("no environment pipe")
 		}
 		var err error
-		b, err = io.ReadAll(io.LimitReader(f, maxEnvBytes))
+		b, err = io.ReadAll(io.LimitReader(f, maxEnvBytes+1))
 		f.Close()
 		if err != nil {
-			return nil, err
+			return envPayload{}, err
+		}
+		if len(b) > maxEnvBytes {
+			return envPayload{}, fmt.Errorf("the environment and secret files exceed %d bytes", maxEnvBytes)
 		}
 	}
-	var env []string
-	return env, json.Unmarshal(b, &env)
+	var p envPayload
+	return p, json.Unmarshal(b, &p)
 }
 
 // drainTimeout bounds how long the supervisor keeps copying output after
@@ -71,19 +89,20 @@ func init() {
 	// wrapper) reaches the task: all but the report and go pipes close
 	// on exec.
 	unix.CloseRange(goFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	env, err := readEnv(os.Args[4], envFD)
+	p, err := readEnv(os.Args[4], envFD)
 	if err != nil {
 		fmt.Fprintf(os.NewFile(readyFD, "ready"), "err bad environment: %v\n", err)
 		syscall.Exit(1)
 	}
 	// syscall.Exit, not os.Exit: the supervisor has nothing to flush, and
 	// race-enabled binaries (tests) would otherwise sleep a second on exit.
-	syscall.Exit(runShim(os.Args[2], os.Args[3], env, os.Args[5], os.Args[6:]))
+	syscall.Exit(runShim(os.Args[2], os.Args[3], p, os.Args[5], os.Args[6:]))
 }
 
 // runShim supervises one task (see the package documentation) and returns
 // the supervisor's own exit status.
-func runShim(attemptDir, specJSON string, env []string, prog string, argv []string) int {
+func runShim(attemptDir, specJSON string, p envPayload, prog string, argv []string) int {
+	env := p.Env
 	// 1. Keep the report pipe from the task, and outlive signals meant for
 	// the task. Caught signals revert to their defaults in the task on exec;
 	// ignored ones would not, which is why they are caught, not ignored.
@@ -126,7 +145,8 @@ func runShim(attemptDir, specJSON string, env []string, prog string, argv []stri
 	if err != nil {
 		return refuse(err.Error())
 	}
-	envJSON, _ := json.Marshal(env)
+	// The sandbox gets the environment and the secret files it writes.
+	envJSON, _ := json.Marshal(envPayload{Env: env, Files: p.Files})
 	// The task leads a session of its own, hence its own process group,
 	// which a session leader cannot leave: Stop's signal to the group
 	// always reaches it.
@@ -209,6 +229,13 @@ func runShim(attemptDir, specJSON string, env []string, prog string, argv []stri
 	case <-copied:
 	case <-time.After(drainTimeout):
 		outR.Close()
+	}
+	if len(p.Cleanup) > 0 {
+		// A container outlives its runtime's client when that was killed:
+		// remove it before the ending is recorded.
+		if err := runCleanup(p.Cleanup, envValue(env, "PATH")); err != nil {
+			fmt.Fprintf(os.Stderr, "--- gpufleet: %v ---\n", err)
+		}
 	}
 
 	// 7. Record the ending.

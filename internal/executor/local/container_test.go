@@ -1,0 +1,339 @@
+package local_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
+	"github.com/gpufleet/gpufleet/internal/executor/local"
+)
+
+// testImage is the busybox image that testPodman builds offline.
+const testImage = "localhost/gpufleet-test:busybox"
+
+// podmanArgs are the global arguments that work on this kind of machine
+// (no overlay, no crun, no CAP_SYS_RESOURCE for the default ulimits).
+var podmanArgs = []string{"--storage-driver", "vfs", "--runtime", "runc", "--cgroup-manager", "cgroupfs"}
+
+var imageOnce struct {
+	sync.Once
+	err error
+}
+
+// testPodman returns podman's path once the test image exists, importing
+// it from a rootfs of /bin/busybox the first time. It skips the test when
+// podman, runc or busybox is missing, or the server is not root, unless
+// GPUFLEET_REQUIRE_PODMAN=1 makes that a failure.
+func testPodman(t *testing.T) string {
+	t.Helper()
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("GPUFLEET_REQUIRE_PODMAN") == "1" {
+			t.Fatalf("GPUFLEET_REQUIRE_PODMAN=1: "+format, args...)
+		}
+		t.Skipf(format+" (apt-get install -y podman runc busybox-static)", args...)
+	}
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		skip("no podman")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		skip("no runc")
+	}
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		skip("no /bin/busybox")
+	}
+	if os.Geteuid() != 0 {
+		skip("containers need the server to be root")
+	}
+	imageOnce.Do(func() { imageOnce.err = buildImage(podman) })
+	if imageOnce.err != nil {
+		t.Fatalf("build the test image: %v", imageOnce.err)
+	}
+	return podman
+}
+
+func buildImage(podman string) error {
+	check := exec.Command(podman, append(podmanArgs, "image", "exists", testImage)...)
+	if check.Run() == nil {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "gpufleet-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	root := filepath.Join(dir, "rootfs")
+	for _, d := range []string{"bin", "tmp", "etc", "proc", "sys", "dev"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return err
+		}
+	}
+	os.Chmod(filepath.Join(root, "tmp"), 0o1777)
+	b, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(root, "bin", "busybox"), b, 0o755); err != nil {
+		return err
+	}
+	for _, name := range []string{"sh", "echo", "cat", "ls", "env", "sleep", "id", "mkdir", "test", "[", "stat", "rm", "true", "false"} {
+		if err := os.Symlink("busybox", filepath.Join(root, "bin", name)); err != nil {
+			return err
+		}
+	}
+	tarball := filepath.Join(dir, "rootfs.tar")
+	if out, err := exec.Command("tar", "-C", root, "-cf", tarball, ".").CombinedOutput(); err != nil {
+		return &importError{err, string(out)}
+	}
+	imp := exec.Command(podman, append(podmanArgs, "import", "--change", "ENV=PATH=/bin", tarball, testImage)...)
+	if out, err := imp.CombinedOutput(); err != nil {
+		return &importError{err, string(out)}
+	}
+	return nil
+}
+
+type importError struct {
+	err error
+	out string
+}
+
+func (e *importError) Error() string { return "podman import: " + e.err.Error() + ": " + e.out }
+
+// containerExecutor returns a fully isolating executor that runs images
+// with podman.
+func containerExecutor(t *testing.T) (*local.Executor, string, string) {
+	t.Helper()
+	podman := testPodman(t)
+	dir := t.TempDir()
+	e, err := local.New(local.Options{DataDir: dir, ContainerRuntime: podman, ContainerArgs: podmanArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.RunsImages() {
+		t.Fatal("RunsImages is false with a container runtime")
+	}
+	if st := e.Isolation(); !st.Users {
+		t.Skipf("no per-team users here: %s", st)
+	}
+	return e, dir, podman
+}
+
+// containers lists the names of every container podman knows.
+func containers(t *testing.T, podman string) []string {
+	t.Helper()
+	out, err := exec.Command(podman, append(podmanArgs, "ps", "-a", "--format", "{{.Names}}")...).Output()
+	if err != nil {
+		t.Fatalf("podman ps: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+// A container task sees its environment (a secret among it, its port),
+// writes its checkpoint directory and a volume, reads a dataset it cannot
+// write, finds its secret file with mode 0400, and exits with its code.
+func TestYoursContainerTask(t *testing.T) {
+	e, dir, podman := containerExecutor(t)
+	ds := t.TempDir()
+	os.Chmod(ds, 0o755)
+	if err := os.WriteFile(filepath.Join(ds, "train.csv"), []byte("a,b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const secretEnv, secretFile = "env-s3cr3t-in-container", "file-s3cr3t-in-container"
+	tk := executor.Task{WorkloadID: "ctr-task", Attempt: 1, Team: "ml", Image: testImage, GracePeriod: 5 * time.Second,
+		Command: []string{"sh", "-c", `
+echo "TOKEN $TOKEN"
+echo "PORT $PORT"
+echo "HOME $HOME"
+echo "PWD $(pwd)"
+echo "UID $(id -u)"
+echo "CKPT $GPUFLEET_CHECKPOINT_DIR"
+echo saved > $GPUFLEET_CHECKPOINT_DIR/ck
+echo kept > /vol/f
+echo "DS $(cat /ds/train.csv)"
+if (echo x > /ds/new) 2>/dev/null; then echo "DSWRITE yes"; else echo "DSWRITE no"; fi
+echo "SMODE $(stat -c %a $GPUFLEET_SECRETS_DIR/hf/token)"
+echo "SVALUE $(cat $GPUFLEET_SECRETS_DIR/hf/token)"
+echo "OUT $GPUFLEET_OUTPUTS_FILE"
+echo "accepted=3 unit=rows" >> $GPUFLEET_OUTPUTS_FILE
+exit 7`},
+		Ports:       []core.Port{{Port: 8888}},
+		SecretEnv:   map[string]string{"TOKEN": secretEnv},
+		SecretFiles: map[string]map[string][]byte{"hf": {"token": []byte(secretFile)}},
+		Volumes:     []core.VolumeMount{{Name: "data", Path: "/vol"}},
+		Datasets:    []executor.Dataset{{Name: "train", HostPath: ds, Path: "/ds"}},
+	}
+	x := run(t, e, tk)
+	out := output(t, e, tk.WorkloadID)
+	if x.ExitCode == nil || *x.ExitCode != 7 {
+		t.Fatalf("exit %+v, want code 7; log:\n%s", x, out)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(l, " "); ok {
+			got[k] = v
+		}
+	}
+	uid := teamUID(t, dir, tk.WorkloadID)
+	want := map[string]string{
+		"TOKEN": secretEnv, "HOME": "/workspace", "PWD": "/workspace", "UID": strconv.Itoa(uid),
+		"CKPT": "/gpufleet/checkpoint", "DS": "a,b", "DSWRITE": "no", "SMODE": "400", "SVALUE": secretFile,
+		"OUT": "/gpufleet/usage/outputs-attempt-1",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: got %q, want %q", k, got[k], v)
+		}
+	}
+	if p, err := strconv.Atoi(got["PORT"]); err != nil || p <= 0 {
+		t.Errorf("PORT %q", got["PORT"])
+	} else if ep, ok := e.Endpoint(tk.WorkloadID, 1, 8888); !ok || ep != "127.0.0.1:"+got["PORT"] {
+		t.Errorf("Endpoint = %q, %v; want the port the task was given", ep, ok)
+	}
+	if x.Outputs == nil || x.Outputs.Accepted != 3 {
+		t.Errorf("Outputs %+v, want 3 accepted", x.Outputs)
+	}
+	for p, want := range map[string]string{
+		filepath.Join(dir, "workloads", "ctr-task", "checkpoint", "ck"): "saved\n",
+		filepath.Join(dir, "volumes", "ml", "data", "f"):                "kept\n",
+	} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", p, b, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ds, "new")); err == nil {
+		t.Error("the container wrote its dataset")
+	}
+	shm, _ := filepath.Glob("/dev/shm/gpufleet-secrets-*")
+	for _, p := range shm {
+		if b, _ := os.ReadFile(filepath.Join(p, "hf", "token")); string(b) == secretFile {
+			t.Errorf("%s is left after the end", p)
+		}
+	}
+	for _, n := range containers(t, podman) {
+		if n == "gpufleet-ctr-task-1" {
+			t.Error("the container is left after the end")
+		}
+	}
+}
+
+// Stop ends a container task within its grace (the init passes SIGTERM on),
+// no container is left, and no command line (podman's included) holds a
+// secret value.
+func TestYoursContainerStop(t *testing.T) {
+	e, _, podman := containerExecutor(t)
+	const secret = "stop-s3cr3t-v4lue"
+	tk := executor.Task{WorkloadID: "ctr-stop", Attempt: 2, Team: "ml", Image: testImage,
+		Command:   []string{"sh", "-c", `echo "up $TOKEN"; sleep 60`},
+		SecretEnv: map[string]string{"TOKEN": secret}}
+	start(t, e, tk)
+	waitOutput(t, e, tk.WorkloadID, "up "+secret)
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	sawPodman := false
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(b), "gpufleet-ctr-stop-2") {
+			sawPodman = true
+		}
+		if strings.Contains(string(b), secret) {
+			t.Errorf("%s holds the secret: %q", p, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	if !sawPodman {
+		t.Error("no process runs the container gpufleet-ctr-stop-2")
+	}
+	began := time.Now()
+	const grace = 3 * time.Second
+	if err := e.Stop(t.Context(), tk.WorkloadID, tk.Attempt, grace); err != nil {
+		t.Fatal(err)
+	}
+	x := waitExit(t, e, tk)
+	if took := time.Since(began); took > grace+2*time.Second {
+		t.Errorf("the stop took %s, grace %s", took, grace)
+	}
+	if x.ExitCode == nil && x.Signal == "" {
+		t.Errorf("exit %+v", x)
+	}
+	for _, n := range containers(t, podman) {
+		if n == "gpufleet-ctr-stop-2" {
+			t.Error("the container is left after Stop")
+		}
+	}
+}
+
+// A container that ignores SIGTERM is killed after its grace, and the
+// runtime's container is removed too.
+func TestYoursContainerKilledAfterGrace(t *testing.T) {
+	e, _, podman := containerExecutor(t)
+	tk := executor.Task{WorkloadID: "ctr-kill", Attempt: 1, Team: "ml", Image: testImage,
+		Command: []string{"sh", "-c", `trap '' TERM; echo up; while true; do sleep 1; done`}}
+	start(t, e, tk)
+	waitOutput(t, e, tk.WorkloadID, "up")
+	began := time.Now()
+	e.Stop(t.Context(), tk.WorkloadID, tk.Attempt, time.Second)
+	x := waitExit(t, e, tk)
+	if took := time.Since(began); took > 8*time.Second {
+		t.Errorf("the kill took %s", took)
+	}
+	if x.Signal != "SIGKILL" && (x.ExitCode == nil || *x.ExitCode == 0) {
+		t.Errorf("exit %+v, want a kill", x)
+	}
+	for _, n := range containers(t, podman) {
+		if n == "gpufleet-ctr-kill-1" {
+			t.Error("the container is left after the kill")
+		}
+	}
+}
+
+// A container task may not set what the runtime (root) reads from its
+// environment, nor name an image that reads as an option.
+func TestYoursContainerRefuses(t *testing.T) {
+	e, _, _ := containerExecutor(t)
+	for _, tc := range []struct {
+		tk   executor.Task
+		want string
+	}{
+		{executor.Task{Image: testImage, Env: map[string]string{"LD_PRELOAD": "/workspace/x.so"}}, "LD_PRELOAD"},
+		{executor.Task{Image: testImage, SecretEnv: map[string]string{"CONTAINERS_CONF": "/x"}}, "CONTAINERS_CONF"},
+		{executor.Task{Image: "--privileged"}, "not an image reference"},
+	} {
+		tc.tk.WorkloadID, tc.tk.Attempt, tc.tk.Team = "ctr-refused", 1, "ml"
+		if err := e.Start(t.Context(), tc.tk); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start %+v: error %v, want %q", tc.tk, err, tc.want)
+		}
+	}
+}
+
+// When the supervisor of a container task is lost, the executor kills the
+// runtime's client and removes the container by its name.
+func TestYoursContainerOfALostSupervisorIsRemoved(t *testing.T) {
+	e, dir, podman := containerExecutor(t)
+	tk := executor.Task{WorkloadID: "ctr-lost", Attempt: 1, Team: "ml", Image: testImage,
+		Command: []string{"sh", "-c", `echo up; sleep 60`}}
+	start(t, e, tk)
+	waitOutput(t, e, tk.WorkloadID, "up")
+	p := readPidFile(t, dir, tk.WorkloadID, tk.Attempt)
+	if err := syscall.Kill(p.ShimPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	x := waitExit(t, e, tk)
+	if x.Reason != local.ReasonLost {
+		t.Errorf("exit %+v, want Lost", x)
+	}
+	for _, n := range containers(t, podman) {
+		if n == "gpufleet-ctr-lost-1" {
+			t.Error("the container of a lost supervisor is left")
+		}
+	}
+}
