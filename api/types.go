@@ -1,7 +1,10 @@
 package api
 
 import (
+	"fmt"
+	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +49,8 @@ type Workload struct {
 	// Image is the container image, for executors that run containers
 	// (kubernetes); empty means the server's default image. With an image,
 	// Command may be empty: the image's entrypoint runs. A server on the
-	// local executor refuses any workload with an image (400 naming image).
+	// local executor without a container runtime (--container-runtime)
+	// refuses any workload with an image (400 naming image).
 	Image string `json:"image,omitempty"`
 	// Command is the argv to run; it never passes through a shell.
 	Command    []string          `json:"command"`
@@ -74,6 +78,15 @@ type Workload struct {
 	// SecretEnv names secrets of the team whose keys become environment
 	// variables of the workload (at most MaxSecretRefs).
 	SecretEnv []string `json:"secretEnv,omitempty"`
+	// SecretFiles names secrets of the team whose keys become files,
+	// $GPUFLEET_SECRETS_DIR/<secret>/<key>, mode 0400 (at most
+	// MaxSecretRefs, with SecretEnv).
+	SecretFiles []string `json:"secretFiles,omitempty"`
+	// Volumes mounts team volumes (gpufleet create volume) at their
+	// paths; Mounts mounts datasets, host directories the server's
+	// configuration allows, read-only.
+	Volumes []VolumeMount `json:"volumes,omitempty"`
+	Mounts  []Mount       `json:"mounts,omitempty"`
 
 	CreatedAt time.Time      `json:"createdAt,omitzero"`
 	Status    WorkloadStatus `json:"status,omitzero"`
@@ -553,6 +566,92 @@ type Secret struct {
 	CreatedAt time.Time         `json:"createdAt,omitzero"`
 }
 
+// VolumeMount mounts a team volume at an absolute path.
+type VolumeMount struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// Mount mounts a dataset, always read-only (ReadOnly may be given as true,
+// never false).
+type Mount struct {
+	Dataset  string `json:"dataset"`
+	Path     string `json:"path"`
+	ReadOnly *bool  `json:"readOnly,omitempty"`
+}
+
+// Volume is a team's named storage, mounted by its workloads (volumes:).
+// SizeBytes is what the team asked for, counted against its storage limit
+// and billed; UsedBytes is what it holds at the last measure, -1 when not
+// measured (yet, or on Kubernetes, where the kubelet knows).
+type Volume struct {
+	Team       string    `json:"team,omitempty"`
+	Name       string    `json:"name"`
+	SizeBytes  int64     `json:"sizeBytes"`
+	UsedBytes  int64     `json:"usedBytes"`
+	CreatedAt  time.Time `json:"createdAt,omitzero"`
+	MeasuredAt time.Time `json:"measuredAt,omitzero"`
+	// InUseBy lists the workloads not yet ended that mount it.
+	InUseBy []string `json:"inUseBy,omitempty"`
+}
+
+// StorageUsage is a team's storage: the sizes of its volumes against its
+// limit (-1: none).
+type StorageUsage struct {
+	Team       string `json:"team"`
+	Volumes    int    `json:"volumes"`
+	SizeBytes  int64  `json:"sizeBytes"`
+	UsedBytes  int64  `json:"usedBytes"`
+	LimitBytes int64  `json:"limitBytes"`
+}
+
+// Bounds of volumes and mounts.
+const (
+	MaxVolumeBytes = 1 << 50 // 1 PiB
+	MaxMounts      = 16      // volumes and mounts of one workload together
+)
+
+// Validate checks a volume as created.
+func (v Volume) Validate() []FieldError {
+	var errs []FieldError
+	if !ValidName(v.Name) {
+		errs = append(errs, FieldError{"name", "must be lowercase letters, digits and '-', at most " + strconv.Itoa(MaxNameLen) + " characters"})
+	}
+	if v.SizeBytes <= 0 || v.SizeBytes > MaxVolumeBytes {
+		errs = append(errs, FieldError{"sizeBytes", "want a size from 1 byte to 1 PiB (--size 100GiB)"})
+	}
+	return errs
+}
+
+// reservedMountPaths are the directories a mount may not cover or sit
+// inside: the system a workload runs on, and the platform's own paths.
+var reservedMountPaths = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var/lib/gpufleet", "/var/run"}
+
+// CheckMountPath says what is wrong with the path of a mount, or "".
+func CheckMountPath(p string) string {
+	switch {
+	case p == "":
+		return "a mount needs a path"
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Sprintf("%q: want an absolute path such as /data", p)
+	case len(p) > 256:
+		return "a path is at most 256 characters"
+	case strings.ContainsAny(p, "\x00:,\\") || slices.Contains(strings.Split(p, "/"), ".."):
+		return fmt.Sprintf("%q: a path may not hold '..', ':', ',' or a backslash", p)
+	case path.Clean(p) != p:
+		return fmt.Sprintf("%q: want a clean path (%s)", p, path.Clean(p))
+	case p == "/":
+		return "a mount cannot cover /"
+	}
+	for _, r := range reservedMountPaths {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			return fmt.Sprintf("%q is inside %s, which the platform keeps", p, r)
+		}
+	}
+	return ""
+}
+
 // Bounds of secrets.
 const (
 	MaxSecretBytes = 1 << 20 // a secret's keys and values together
@@ -560,10 +659,17 @@ const (
 	MaxSecretRefs  = 16
 )
 
-var secretKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+// secretKeyRE is a secret key: a file name, as Kubernetes allows in a
+// Secret (letters, digits, '-', '_', '.'), not '.' or '..' (checked apart),
+// so that it can become a file; EnvNameRE says which keys can become
+// environment variables too.
+var secretKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
-// Validate checks a secret as created: a name, keys that are environment
-// variable names (no path, no traversal), at most MaxSecretBytes in all.
+// EnvNameRE matches the keys that can become environment variables.
+var EnvNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks a secret as created: a name, keys that are file names
+// (no path, no traversal), at most MaxSecretBytes in all.
 func (s Secret) Validate() []FieldError {
 	var errs []FieldError
 	if !ValidName(s.Name) {
@@ -578,8 +684,8 @@ func (s Secret) Validate() []FieldError {
 	size := 0
 	for k, v := range s.Data {
 		size += len(k) + len(v)
-		if !secretKeyRE.MatchString(k) {
-			errs = append(errs, FieldError{"data." + k, "a key is an environment variable name: letters, digits and _, not starting with a digit, at most 64"})
+		if !secretKeyRE.MatchString(k) || k == "." || k == ".." {
+			errs = append(errs, FieldError{"data." + k, "a key is a file name: letters, digits, '-', '_' and '.', at most 64, not . or .. (an environment variable name, such as HF_TOKEN, to use it with secretEnv)"})
 		}
 	}
 	if size > MaxSecretBytes {

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -209,13 +210,54 @@ func (w *Workload) Validate() []FieldError {
 			seenName[p.Name] = true
 		}
 	}
-	if len(w.SecretEnv) > MaxSecretRefs {
-		add("secretEnv", "at most %d secrets", MaxSecretRefs)
+	if len(w.SecretEnv)+len(w.SecretFiles) > MaxSecretRefs {
+		add("secretEnv", "at most %d secrets, with secretFiles", MaxSecretRefs)
 	}
-	for i, n := range w.SecretEnv {
-		if !ValidName(n) {
-			add(fmt.Sprintf("secretEnv[%d]", i), "%q is not a secret's name", n)
+	for _, refs := range []struct {
+		field string
+		names []string
+	}{{"secretEnv", w.SecretEnv}, {"secretFiles", w.SecretFiles}} {
+		field, names := refs.field, refs.names
+		for i, n := range names {
+			if !ValidName(n) {
+				add(fmt.Sprintf("%s[%d]", field, i), "%q is not a secret's name", n)
+			} else if slices.Contains(names[:i], n) {
+				add(fmt.Sprintf("%s[%d]", field, i), "secret %s is named twice", n)
+			}
 		}
+	}
+	if len(w.Volumes)+len(w.Mounts) > MaxMounts {
+		add("volumes", "at most %d volumes and mounts together", MaxMounts)
+	}
+	var paths []string
+	mountPath := func(at, p string) {
+		if problem := CheckMountPath(p); problem != "" {
+			add(at, "%s", problem)
+			return
+		}
+		for _, q := range paths {
+			if q == p || strings.HasPrefix(p, q+"/") || strings.HasPrefix(q, p+"/") {
+				add(at, "%s overlaps the mount at %s", p, q)
+			}
+		}
+		paths = append(paths, p)
+	}
+	for i, v := range w.Volumes {
+		at := fmt.Sprintf("volumes[%d]", i)
+		if !ValidName(v.Name) {
+			add(at+".name", "%q is not a volume's name", v.Name)
+		}
+		mountPath(at+".path", v.Path)
+	}
+	for i, m := range w.Mounts {
+		at := fmt.Sprintf("mounts[%d]", i)
+		if !ValidName(m.Dataset) {
+			add(at+".dataset", "%q is not a dataset's name", m.Dataset)
+		}
+		if m.ReadOnly != nil && !*m.ReadOnly {
+			add(at+".readOnly", "a dataset is mounted read-only: leave readOnly out or true")
+		}
+		mountPath(at+".path", m.Path)
 	}
 	if rp := w.ReadyPath; rp != "" {
 		switch {

@@ -125,6 +125,14 @@ var table = []route{
 	{pattern: "GET /api/v1/teams/{team}/secrets", access: teamRole, need: core.RoleViewer, serve: (*Server).listSecrets},
 	{pattern: "DELETE /api/v1/teams/{team}/secrets/{name}", access: teamRole, need: core.RoleTeamAdmin, doing: "deleting secrets of team %s",
 		action: "delete secret", ok: http.StatusNoContent, serve: (*Server).deleteSecret},
+	// Volumes: members create them within the team's storage limit;
+	// team-admins delete them (with their data).
+	{pattern: "POST /api/v1/teams/{team}/volumes", access: teamRole, need: core.RoleMember, doing: "creating volumes of team %s",
+		action: "create volume", ok: http.StatusCreated, serve: (*Server).createVolume},
+	{pattern: "GET /api/v1/teams/{team}/volumes", access: teamRole, need: core.RoleViewer, serve: (*Server).listVolumes},
+	{pattern: "DELETE /api/v1/teams/{team}/volumes/{name}", access: teamRole, need: core.RoleTeamAdmin, doing: "deleting volumes of team %s",
+		action: "delete volume", ok: http.StatusNoContent, serve: (*Server).deleteVolume},
+	{pattern: "GET /api/v1/teams/{team}/storage", access: teamRole, need: core.RoleViewer, serve: (*Server).teamStorage},
 	{pattern: "PUT /api/v1/teams/{team}/members/{user}", access: teamRole, need: core.RoleTeamAdmin, doing: "managing the members of team %s",
 		action: "set member", ok: http.StatusOK, serve: (*Server).setMember},
 	{pattern: "DELETE /api/v1/teams/{team}/members/{user}", access: teamRole, need: core.RoleTeamAdmin, doing: "managing the members of team %s",

@@ -84,6 +84,8 @@ type Options struct {
 	// Secrets seals team secrets (POST /teams/{team}/secrets); nil
 	// answers 503 there.
 	Secrets *secrets.Store
+	// Storage limits teams' volumes and names the datasets.
+	Storage Storage
 }
 
 // RateLimit is a token bucket per token: RequestsPerSecond sustained, Burst

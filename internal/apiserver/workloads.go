@@ -146,7 +146,7 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 	errs := append(in.Validate(), serverOwned(in)...)
 	if s.opts.CommandsOnly && in.Image != "" {
 		// Never ignored: a workload that names an image expects to run in it.
-		errs = append(errs, api.FieldError{Field: "image", Problem: "this server runs workloads as processes on its own machine (the local executor), not images: give a command without an image, or run images on a server with --executor kubernetes (containers on one machine, --container-runtime, are not available yet)"})
+		errs = append(errs, api.FieldError{Field: "image", Problem: "this server runs workloads as processes on its own machine (the local executor) and has no container runtime: give a command without an image, or start the server with --container-runtime podman (or docker), or with --executor kubernetes"})
 	}
 	kind := core.Kind(in.Kind)
 	if kind == "" {
@@ -211,13 +211,8 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 		w.Ports = []core.Port{{Port: api.NotebookPort}}
 	}
 	w.ReadyPath = in.ReadyPath
-	for i, n := range in.SecretEnv {
-		if _, err := s.opts.Store.Secret(ctx, team, n); errors.Is(err, core.ErrNotFound) {
-			return nil, invalid(fmt.Sprintf("secretEnv[%d]", i), "team %s has no secret %s", team, n)
-		} else if err != nil {
-			return nil, err
-		}
-		w.SecretEnv = append(w.SecretEnv, n)
+	if err := s.storageRefs(ctx, team, in, w); err != nil {
+		return nil, err
 	}
 	// A request no node could ever hold is refused now, not left pending.
 	if ferr := s.infeasible(ctx, w.Request); ferr != nil {
@@ -509,6 +504,12 @@ func toAPI(w *core.Workload) *api.Workload {
 	for _, p := range w.Ports {
 		out.Ports = append(out.Ports, api.Port{Name: p.Name, Port: p.Port})
 	}
-	out.ReadyPath, out.Status.Ready, out.SecretEnv = w.ReadyPath, w.Status.Ready, w.SecretEnv
+	out.ReadyPath, out.Status.Ready, out.SecretEnv, out.SecretFiles = w.ReadyPath, w.Status.Ready, w.SecretEnv, w.SecretFiles
+	for _, v := range w.Volumes {
+		out.Volumes = append(out.Volumes, api.VolumeMount{Name: v.Name, Path: v.Path, ReadOnly: v.ReadOnly})
+	}
+	for _, d := range w.Datasets {
+		out.Mounts = append(out.Mounts, api.Mount{Dataset: d.Name, Path: d.Path})
+	}
 	return out
 }

@@ -165,7 +165,8 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}
 	obs := newObservability(cfg, st, ex, led, lifecycle, log)
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
-		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg), Budgets: led, Secrets: sealer})
+		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg), Budgets: led, Secrets: sealer,
+		Datasets: cfg.Storage.Datasets})
 	if err := loop.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -197,11 +198,12 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		RateLimit:       apiserver.RateLimit{RequestsPerSecond: cfg.Limits.RequestsPerSecond, Burst: cfg.Limits.Burst},
 		Usage:           obs.tracker,
 		Metrics:         obs.metrics.Handler(),
-		CommandsOnly:    cfg.Executor != "kubernetes",
+		CommandsOnly:    commandsOnly(ex),
 		Ledger:          led,
 		Lifecycle:       lifecycle,
-		Endpoints:       endpoints(ex),
+		Endpoints:       endpoints(cfg, ex),
 		Secrets:         sealer,
+		Storage:         apiserver.Storage{Limit: func(t core.TeamName) int64 { return cfg.Storage.Limit(string(t)) }, Datasets: datasetNames(cfg.Storage.Datasets)},
 	})
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := newHTTPServer(portal.With(srv), serverTimeouts)
@@ -228,13 +230,17 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		wg.Go(func() { heartbeat(ctx, st, *reported, heartbeatInterval(cfg), log.With("component", "nodes")) })
 	}
 	wg.Go(func() { lifecycle.Run(ctx) })
-	if lex, ok := ex.(*local.Executor); ok {
-		prober := &control.Prober{Store: st, Endpoints: lex, Logger: log.With("component", "readiness")}
+	if eps := endpoints(cfg, ex); eps != nil {
+		prober := &control.Prober{Store: st, Endpoints: eps, Logger: log.With("component", "readiness")}
 		wg.Go(func() { prober.Run(ctx) })
 	}
-	if lex, ok := ex.(*local.Executor); ok && cfg.Local.Retention() > 0 {
+	if vols, ok := ex.(executor.Volumes); ok {
+		vr := &control.VolumeReconciler{Store: st, Volumes: vols, Every: volumeEvery(cfg), Logger: log.With("component", "volumes")}
+		wg.Go(func() { vr.Run(ctx) })
+	}
+	if sw := sweeperOf(ex); sw != nil && cfg.Local.Retention() > 0 {
 		wg.Go(func() {
-			sweepCheckpoints(ctx, st, lex, cfg.Local.Retention(), min(time.Hour, cfg.Local.Retention()), log.With("component", "checkpoints"))
+			sweepCheckpoints(ctx, st, sw, cfg.Local.Retention(), min(time.Hour, cfg.Local.Retention()), log.With("component", "checkpoints"))
 		})
 	}
 	if reported != nil && len(reported.GPUs) > 0 && !reported.GPUs[0].Simulated {
@@ -444,6 +450,8 @@ func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *sl
 			UIDLast:       last,
 			ReadOnlyPaths: cfg.Local.ReadOnlyPaths,
 		},
+		ContainerRuntime: cfg.Local.ContainerRuntime,
+		ContainerArgs:    cfg.Local.ContainerArgs,
 	})
 	if err != nil {
 		return nil, node, err
@@ -512,6 +520,9 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 		PoolLabel:         cfg.Kubernetes.PoolLabel,
 		RegionLabel:       cfg.Kubernetes.RegionLabel,
 		NodeSelector:      cfg.Kubernetes.NodeSelector,
+		StorageClass:      cfg.Kubernetes.StorageClass,
+		VolumeAccessMode:  cfg.Kubernetes.VolumeAccessMode,
+		CheckpointBytes:   cfg.Kubernetes.CheckpointBytes(),
 		PriorityClasses:   podClasses(cfg),
 		OnNodes:           func(nodes []core.Node) { ns.put(ctx, nodes) },
 		Logger:            log.With("component", "executor"),
@@ -661,10 +672,34 @@ func storeBirth(ctx context.Context, st *store.Store) time.Time {
 }
 
 // endpoints is where the executor's workloads serve their ports, for the
-// proxy: the local executor's; none for others (a nil interface).
-func endpoints(ex executor.Executor) apiserver.EndpointSource {
-	if lex, ok := ex.(*local.Executor); ok {
-		return lex
+// proxy and the readiness probes; nil for an executor that cannot say, and
+// for pods when this server cannot reach their IPs (it runs outside the
+// cluster: kubernetes.podNetwork).
+func endpoints(cfg config.Config, ex executor.Executor) apiserver.EndpointSource {
+	if _, ok := ex.(*kubernetes.Executor); ok && !cfg.Kubernetes.ReachesPods() {
+		return nil
+	}
+	if eps, ok := ex.(apiserver.EndpointSource); ok {
+		return eps
 	}
 	return nil
+}
+
+// commandsOnly: the executor runs commands, not images (the local one
+// without a container runtime).
+func commandsOnly(ex executor.Executor) bool {
+	lex, ok := ex.(*local.Executor)
+	return ok && !lex.RunsImages()
+}
+
+// volumeEvery is how often volumes are reconciled and measured: a minute,
+// or the resync period when that is longer.
+func volumeEvery(cfg config.Config) time.Duration { return max(time.Minute, cfg.ResyncPeriod) }
+
+func datasetNames(ds map[string]string) map[string]bool {
+	out := make(map[string]bool, len(ds))
+	for n := range ds {
+		out[n] = true
+	}
+	return out
 }

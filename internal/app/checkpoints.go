@@ -6,15 +6,43 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
+	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
-// sweepCheckpoints removes the checkpoint directories of workloads that
-// ended more than retention ago, now and every sweep interval, until ctx
-// ends. A checkpoint is kept across a workload's attempts (requeue,
-// preemption, node loss) and for retention after its end.
-func sweepCheckpoints(ctx context.Context, st *store.Store, ex *local.Executor, retention, every time.Duration, log *slog.Logger) {
+// checkpointSweeper is an executor that keeps what a workload leaves after
+// its end: the local executor's checkpoint directory, the kubernetes
+// executor's checkpoint claim and Service.
+type checkpointSweeper interface {
+	DeleteWorkload(ctx context.Context, team core.TeamName, id core.WorkloadID) error
+}
+
+// localSweeper removes the checkpoint directory of a local workload.
+type localSweeper struct{ ex *local.Executor }
+
+func (l localSweeper) DeleteWorkload(_ context.Context, _ core.TeamName, id core.WorkloadID) error {
+	return l.ex.RemoveCheckpoint(id)
+}
+
+// sweeperOf is the executor's checkpointSweeper, nil when it keeps nothing.
+func sweeperOf(ex executor.Executor) checkpointSweeper {
+	switch e := ex.(type) {
+	case *local.Executor:
+		return localSweeper{e}
+	case *kubernetes.Executor:
+		return e
+	}
+	return nil
+}
+
+// sweepCheckpoints removes what executors keep of workloads that ended
+// more than retention ago (their checkpoints), now and every sweep
+// interval, until ctx ends. A checkpoint is kept across a workload's
+// attempts (requeue, preemption, node loss) and for retention after its
+// end.
+func sweepCheckpoints(ctx context.Context, st *store.Store, ex checkpointSweeper, retention, every time.Duration, log *slog.Logger) {
 	swept := map[core.WorkloadID]bool{}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -28,7 +56,7 @@ func sweepCheckpoints(ctx context.Context, st *store.Store, ex *local.Executor, 
 			if swept[w.ID] || w.Status.FinishedAt == nil || now.Sub(*w.Status.FinishedAt) < retention {
 				continue
 			}
-			if err := ex.RemoveCheckpoint(w.ID); err != nil {
+			if err := ex.DeleteWorkload(ctx, w.Team, w.ID); err != nil {
 				log.Warn("checkpoints: remove", "workload", w.ID, "err", err)
 				continue
 			}

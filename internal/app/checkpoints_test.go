@@ -57,7 +57,7 @@ func TestSweepCheckpoints(t *testing.T) {
 	old, recent, active := mk(time.Now().Add(-2*time.Hour)), mk(time.Now().Add(-time.Minute)), mk(time.Time{})
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
-	sweepCheckpoints(cctx, st, ex, time.Hour, time.Hour, slog.New(slog.DiscardHandler))
+	sweepCheckpoints(cctx, st, localSweeper{ex}, time.Hour, time.Hour, slog.New(slog.DiscardHandler))
 	for id, want := range map[core.WorkloadID]bool{old: false, recent: true, active: true} {
 		_, err := os.Stat(filepath.Join(dir, "workloads", string(id), "checkpoint"))
 		if got := err == nil; got != want {

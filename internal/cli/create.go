@@ -10,16 +10,16 @@ import (
 
 func newCreateCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "create team|user|secret NAME",
-		Short: "Create a team (admin only), a user or a team secret",
+		Use:   "create team|user|secret|volume NAME",
+		Short: "Create a team (admin only), a user, a team secret or a team volume",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("create %q: want team, user or secret", args[0])
+				return usagef("create %q: want team, user, secret or volume", args[0])
 			}
-			return usagef("create what? want team, user or secret")
+			return usagef("create what? want team, user, secret or volume")
 		},
 	}
-	cmd.AddCommand(newCreateTeamCmd(e), newCreateUserCmd(e), newCreateSecretCmd(e))
+	cmd.AddCommand(newCreateTeamCmd(e), newCreateUserCmd(e), newCreateSecretCmd(e), newCreateVolumeCmd(e))
 	return cmd
 }
 

@@ -8,16 +8,16 @@ import (
 
 func newDeleteCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "delete team|user|member|budget|secret ...",
+		Use:   "delete team|user|member|budget|secret|volume ...",
 		Short: "Delete a team, a user or a team's budget (admin only), or remove a user from a team",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("delete %q: want team, user, member, budget or secret", args[0])
+				return usagef("delete %q: want team, user, member, budget, secret or volume", args[0])
 			}
-			return usagef("delete what? want team, user, member, budget or secret")
+			return usagef("delete what? want team, user, member, budget, secret or volume")
 		},
 	}
-	cmd.AddCommand(newDeleteTeamCmd(e), newDeleteUserCmd(e), newDeleteMemberCmd(e), newDeleteBudgetCmd(e), newDeleteSecretCmd(e))
+	cmd.AddCommand(newDeleteTeamCmd(e), newDeleteUserCmd(e), newDeleteMemberCmd(e), newDeleteBudgetCmd(e), newDeleteSecretCmd(e), newDeleteVolumeCmd(e))
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,7 +17,7 @@ func newGetCmd(e *env) *cobra.Command {
 	var watch bool
 	var node string // get evidence --node
 	cmd := &cobra.Command{
-		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets|evidence --node NODE",
+		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets|secrets|volumes|storage|evidence --node NODE",
 		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
 		Long: `List workloads, nodes, teams, users (admin only) or a team's members, or show
 one workload or user.
@@ -53,9 +54,9 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 			}
 			kind := args[0]
 			isWorkloads := kind == "workloads" || kind == "workload" || kind == "wl"
-			isSecrets := kind == "secrets" || kind == "secret"
-			if !isWorkloads && (opts.Phase != "" || opts.Limit != 0 || (opts.Team != "" && !isSecrets)) {
-				return usagef("--team, --phase and --limit apply to workloads only (and --team to secrets)")
+			byTeam := slices.Contains([]string{"secrets", "secret", "volumes", "volume", "storage"}, kind)
+			if !isWorkloads && (opts.Phase != "" || opts.Limit != 0 || (opts.Team != "" && !byTeam)) {
+				return usagef("--team, --phase and --limit apply to workloads only (and --team to secrets, volumes and storage)")
 			}
 			// get evidence --node (node.go).
 			isEvidence := kind == "evidence"
@@ -196,6 +197,24 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 					return err
 				}
 				return printSecrets(e, ss)
+			case kind == "volumes" || kind == "volume":
+				vs, err := volumesOf(ctx, c, opts.Team)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(vs)); ok {
+					return err
+				}
+				return printVolumes(e, vs)
+			case kind == "storage":
+				ss, err := storageOf(ctx, c, opts.Team)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(ss)); ok {
+					return err
+				}
+				return printStorage(e, ss)
 			case kind == "budgets" || kind == "budget":
 				bs, err := c.Budgets(ctx)
 				if err != nil {
@@ -230,7 +249,7 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 }
 
 // getKinds lists what get knows, for usage errors.
-const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets or evidence --node NODE"
+const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage or evidence --node NODE"
 
 func printWorkloads(e *env, format string, ws []api.Workload) error {
 	header := []string{"ID", "NAME", "TEAM", "PRIORITY", "GPUS", "PHASE", "REASON", "EXIT", "ATTEMPTS", "NODE", "AGE"}

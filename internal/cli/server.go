@@ -39,6 +39,9 @@ GPUFLEET_ADDR does not apply.`,
 					"node-name":        func() { fromFile.NodeName = cfg.NodeName },
 					"executor":         func() { fromFile.Executor = cfg.Executor },
 					"allow-shared-uid": func() { fromFile.Local.AllowSharedUID = cfg.Local.AllowSharedUID },
+					"container-runtime": func() {
+						fromFile.Local.ContainerRuntime = cfg.Local.ContainerRuntime
+					},
 					"kubeconfig": func() {
 						fromFile.Kubernetes.Kubeconfig = cfg.Kubernetes.Kubeconfig
 					},
@@ -66,5 +69,6 @@ GPUFLEET_ADDR does not apply.`,
 	f.StringVar(&cfg.Executor, "executor", cfg.Executor, `how workloads run: "local" (processes on this machine) or "kubernetes" (pods on the cluster's GPU nodes)`)
 	f.StringVar(&cfg.Kubernetes.Kubeconfig, "kubeconfig", cfg.Kubernetes.Kubeconfig, "kubeconfig for --executor kubernetes (default: the service account in a pod, else $KUBECONFIG or ~/.kube/config)")
 	f.BoolVar(&cfg.Local.AllowSharedUID, "allow-shared-uid", cfg.Local.AllowSharedUID, "start with several teams even where tasks cannot be confined from each other (not root, or no Landlock): single-user machines only")
+	f.StringVar(&cfg.Local.ContainerRuntime, "container-runtime", cfg.Local.ContainerRuntime, `run workloads that name an image in containers on this machine: "podman" or "docker" (local executor; default: images are refused)`)
 	return cmd
 }

@@ -309,6 +309,13 @@ type liveServer struct {
 
 func startLiveServer(t *testing.T) *liveServer {
 	t.Helper()
+	return startLiveServerWith(t, nil)
+}
+
+// startLiveServerWith starts a live server with configure's changes to its
+// configuration (nil: none).
+func startLiveServerWith(t *testing.T, configure func(*config.Config)) *liveServer {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -319,6 +326,9 @@ func startLiveServer(t *testing.T) *liveServer {
 	cfg := config.Default()
 	cfg.Addr, cfg.DataDir, cfg.FakeGPUs, cfg.Demo, cfg.NodeName = addr, dir, "4xH100-80GB", true, "node-a"
 	cfg.ResyncPeriod = 100 * time.Millisecond
+	if configure != nil {
+		configure(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.RunWithLogger(ctx, cfg, io.Discard, slog.New(slog.DiscardHandler)) }()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -41,6 +42,9 @@ type submitFlags struct {
 	ports          []string // --port (open.go)
 	readyPath      string   // --ready-path
 	secretEnv      []string // --secret-env
+	secretFiles    []string // --secret-file
+	volumes        []string // --volume NAME:/path[:ro]
+	mounts         []string // --mount DATASET:/path[:ro]
 }
 
 func newSubmitCmd(e *env) *cobra.Command {
@@ -119,7 +123,7 @@ it is split into words as a shell would, but no shell runs it.`,
 	fl.StringVar(&f.team, "team", "", "team the workload runs for (default: the server picks your only team)")
 	fl.StringVar(&f.priority, "priority", "", "priority class")
 	fl.StringVar(&f.kind, "kind", "", "job, service or notebook (default job)")
-	fl.StringVar(&f.image, "image", "", "container image, for the kubernetes executor (default: the server's); with an image the command may be left out")
+	fl.StringVar(&f.image, "image", "", "container image, for the kubernetes executor or a server with --container-runtime (default: the server's); with an image the command may be left out")
 	fl.StringVar(&f.gpus, "gpus", "", "GPUs: a count (1, 2, 8) or a share of one GPU (0.5, 0.25) (default 1)")
 	fl.StringVar(&f.gpuMemory, "gpu-memory", "", "a share of one GPU by memory instead of --gpus, e.g. 20GiB or 20GB (the same: see Sizes)")
 	fl.StringArrayVar(&f.gpuModels, "gpu-model", nil, "acceptable GPU model, e.g. H100 (repeatable)")
@@ -137,6 +141,9 @@ it is split into words as a shell would, but no shell runs it.`,
 	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "a retry with the same key returns the first submission instead of a second workload")
 	fl.StringArrayVar(&f.ports, "port", nil, "a port the workload serves on, PORT or NAME=PORT, e.g. 8888 or http=8000 (repeatable; the first is PORT, the service's URL)")
 	fl.StringArrayVar(&f.secretEnv, "secret-env", nil, "a secret of the team whose keys become environment variables (repeatable)")
+	fl.StringArrayVar(&f.secretFiles, "secret-file", nil, "a secret of the team whose keys become files $GPUFLEET_SECRETS_DIR/NAME/KEY, mode 0400 (repeatable)")
+	fl.StringArrayVar(&f.volumes, "volume", nil, "mount a team volume, NAME:/path or NAME:/path:ro (repeatable; gpufleet create volume)")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "mount a dataset the server allows, read-only, DATASET:/path[:ro] (repeatable)")
 	fl.StringVar(&f.readyPath, "ready-path", "", "an HTTP path the first port answers 2xx on once the workload is ready (/health); the proxy sends it nothing until then")
 	fl.BoolVar(&f.follow, "follow", false, "then print the workload's output until it finishes and exit with its exit code, as wait does (the ID goes to stderr)")
 	out = addOutputFlag(cmd, "id", outJSON, outYAML)
@@ -264,10 +271,52 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	if set("secret-env") {
 		w.SecretEnv = f.secretEnv
 	}
+	if set("secret-file") {
+		w.SecretFiles = f.secretFiles
+	}
+	if set("volume") { // the flags replace the file's volumes
+		w.Volumes = nil
+		for _, s := range f.volumes {
+			name, path, ro, err := parseMountFlag(s)
+			if err != nil {
+				return nil, usagef("--volume %q: %v", s, err)
+			}
+			w.Volumes = append(w.Volumes, api.VolumeMount{Name: name, Path: path, ReadOnly: ro})
+		}
+	}
+	if set("mount") {
+		w.Mounts = nil
+		for _, s := range f.mounts {
+			name, path, _, err := parseMountFlag(s)
+			if err != nil {
+				return nil, usagef("--mount %q: %v", s, err)
+			}
+			w.Mounts = append(w.Mounts, api.Mount{Dataset: name, Path: path})
+		}
+	}
 	if len(args) > 0 {
 		w.Command = args
 	}
 	return w, nil
+}
+
+// parseMountFlag reads NAME:/path or NAME:/path:ro (or :rw).
+func parseMountFlag(s string) (name, path string, readOnly bool, err error) {
+	parts := strings.Split(s, ":")
+	switch {
+	case len(parts) == 3 && (parts[2] == "ro" || parts[2] == "rw"):
+		readOnly = parts[2] == "ro"
+	case len(parts) != 2:
+		return "", "", false, fmt.Errorf("want NAME:/path or NAME:/path:ro")
+	}
+	name, path = parts[0], parts[1]
+	if !api.ValidName(name) {
+		return "", "", false, fmt.Errorf("%q is not a name (lowercase letters, digits and '-')", name)
+	}
+	if problem := api.CheckMountPath(path); problem != "" {
+		return "", "", false, errors.New(problem)
+	}
+	return name, path, readOnly, nil
 }
 
 // readWorkloadFile reads a YAML or JSON workload spec (decodeWorkloadFile).

@@ -389,7 +389,7 @@ func TestSetAndDeleteMember(t *testing.T) {
 	n := len(f.requests("/api/v1/teams/"))
 	checkResult(t, usage("set member", "--role is required: viewer, member or team-admin"), f.runAs(t, carolToken, "set", "member", "research", "vic"))
 	checkResult(t, usage("set member", `--role "owner": want viewer, member or team-admin`), f.runAs(t, carolToken, "set", "member", "research", "vic", "--role", "owner"))
-	checkResult(t, usage("delete", `delete "members": want team, user, member, budget or secret`), f.runAs(t, carolToken, "delete", "members"))
+	checkResult(t, usage("delete", `delete "members": want team, user, member, budget, secret or volume`), f.runAs(t, carolToken, "delete", "members"))
 	if m := len(f.requests("/api/v1/teams/")); m != n {
 		t.Errorf("usage errors sent %d requests", m-n)
 	}
@@ -530,7 +530,7 @@ func TestAudit(t *testing.T) {
 func TestTenancyVerbsUsage(t *testing.T) {
 	f := tenancyServer(t)
 	checkResult(t, usage("token", "token what? want create, list or revoke"), f.run(t, "token"))
-	checkResult(t, usage("delete", "delete what? want team, user, member, budget or secret"), f.run(t, "delete"))
+	checkResult(t, usage("delete", "delete what? want team, user, member, budget, secret or volume"), f.run(t, "delete"))
 	checkResult(t, usage("set", `set "members": want quota, priority-classes, member, price or budget`), f.run(t, "set", "members"))
 	if got := f.run(t, "token", "revoke"); got.code != 2 {
 		t.Errorf("token revoke without an ID: %+v", got)

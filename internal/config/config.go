@@ -56,6 +56,8 @@ type Config struct {
 	// digits, mode 0600); empty means DATA/secrets.key, made at first
 	// start.
 	SecretsKeyFile string
+	// Storage configures team volumes (limits) and datasets.
+	Storage Storage
 }
 
 // Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.
@@ -105,6 +107,37 @@ type Kubernetes struct {
 	// NodeSelector is a Kubernetes label selector ("gpufleet.io/pool=a");
 	// only the GPU nodes it selects become gpufleet's nodes. Empty: all.
 	NodeSelector string `json:"nodeSelector,omitempty"`
+	// StorageClass and VolumeAccessMode shape the PersistentVolumeClaims
+	// of team volumes and checkpoints; empty: the cluster's default class,
+	// ReadWriteOnce.
+	StorageClass     string `json:"storageClass,omitempty"`
+	VolumeAccessMode string `json:"volumeAccessMode,omitempty"`
+	// CheckpointSize, when set ("50GiB"), gives every workload a
+	// checkpoint claim of that size, kept across its attempts; empty: pods
+	// get no GPUFLEET_CHECKPOINT_DIR.
+	CheckpointSize string `json:"checkpointSize,omitempty"`
+	// PodNetwork: this server reaches pod IPs (it runs in the cluster),
+	// so its proxy, port-forward and readiness probes reach workloads'
+	// ports. Nil: true when it runs in a pod (KUBERNETES_SERVICE_HOST is
+	// set).
+	PodNetwork *bool `json:"podNetwork,omitempty"`
+}
+
+// ReachesPods reports whether the server can reach pod IPs (PodNetwork).
+func (k Kubernetes) ReachesPods() bool {
+	if k.PodNetwork != nil {
+		return *k.PodNetwork
+	}
+	return os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+}
+
+// CheckpointBytes is CheckpointSize in bytes (0: none).
+func (k Kubernetes) CheckpointBytes() int64 {
+	if k.CheckpointSize == "" {
+		return 0
+	}
+	b, _ := parseBytes(k.CheckpointSize)
+	return b
 }
 
 func (k Kubernetes) validate() []error {
@@ -113,6 +146,16 @@ func (k Kubernetes) validate() []error {
 	case "", "visible-devices", "time-slicing":
 	default:
 		errs = append(errs, fmt.Errorf("kubernetes.fractions %q: want \"visible-devices\" or \"time-slicing\"", k.Fractions))
+	}
+	switch k.VolumeAccessMode {
+	case "", "ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod":
+	default:
+		errs = append(errs, fmt.Errorf("kubernetes.volumeAccessMode %q: want ReadWriteOnce, ReadWriteMany or ReadWriteOncePod", k.VolumeAccessMode))
+	}
+	if k.CheckpointSize != "" {
+		if _, err := parseBytes(k.CheckpointSize); err != nil {
+			errs = append(errs, fmt.Errorf("kubernetes.checkpointSize %q: %w", k.CheckpointSize, err))
+		}
 	}
 	if k.NamespaceTemplate != "" && !strings.Contains(k.NamespaceTemplate, "{team}") {
 		errs = append(errs, fmt.Errorf("kubernetes.namespaceTemplate %q: want {team} in it", k.NamespaceTemplate))
@@ -161,6 +204,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Local.validate()...)
 	errs = append(errs, c.Cost.validate()...)
 	errs = append(errs, c.Qualification.validate()...)
+	errs = append(errs, c.Storage.validate()...)
 	if c.Pool == "" || len(c.Pool) > 63 || strings.ContainsAny(c.Pool, " \t\n/\\\"'") {
 		errs = append(errs, fmt.Errorf("pool %q: want a name of at most 63 characters without spaces, slashes or quotes", c.Pool))
 	}

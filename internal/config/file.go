@@ -113,6 +113,7 @@ type file struct {
 	Pool            *string         `json:"pool"`
 	SecretsKeyFile  *string         `json:"secretsKeyFile"`
 	Cost            *Cost           `json:"cost"`
+	Storage         *Storage        `json:"storage"`
 	Qualification   *struct {
 		OnRegistration *bool     `json:"onRegistration"`
 		Level          *int      `json:"level"`
@@ -186,6 +187,9 @@ func Load(path string) (Config, error) {
 		set(&c.Qualification.Every, q.Every)
 		set(&c.Qualification.RequireDCGM, q.RequireDCGM)
 		set(&c.Qualification.Policy, q.Policy)
+	}
+	if f.Storage != nil {
+		c.Storage = *f.Storage
 	}
 	if f.Cost != nil {
 		cur := c.Cost.Currency

@@ -29,6 +29,14 @@ type Local struct {
 	// is kept after it ends (default 168h; "0" keeps it until the workload
 	// is deleted with its team).
 	CheckpointRetention *Duration `json:"checkpointRetention,omitempty"`
+	// ContainerRuntime runs workloads that name an image in containers:
+	// "podman" or "docker" (looked up in PATH), or the absolute path of
+	// one of them. Empty: no containers, and a workload with an image is
+	// refused at submit. --container-runtime.
+	ContainerRuntime string `json:"containerRuntime,omitempty"`
+	// ContainerArgs are global arguments given to the runtime before its
+	// command ("--storage-driver", "vfs", ...), for hosts that need them.
+	ContainerArgs []string `json:"containerArgs,omitempty"`
 }
 
 // DefaultCheckpointRetention is how long checkpoints outlive their
@@ -72,6 +80,16 @@ func (l Local) validate() []error {
 	}
 	if _, _, err := l.UIDs(); err != nil {
 		errs = append(errs, err)
+	}
+	if rt := l.ContainerRuntime; rt != "" {
+		if base := filepath.Base(rt); (base != "podman" && base != "docker") || (strings.Contains(rt, "/") && !filepath.IsAbs(rt)) {
+			errs = append(errs, fmt.Errorf("local.containerRuntime %q: want podman or docker, or the absolute path of one", rt))
+		}
+	}
+	for i, a := range l.ContainerArgs {
+		if !strings.HasPrefix(a, "-") && (i == 0 || !strings.HasPrefix(l.ContainerArgs[i-1], "-")) {
+			errs = append(errs, fmt.Errorf("local.containerArgs[%d] %q: want global options (--storage-driver vfs), not a command", i, a))
+		}
 	}
 	for i, p := range l.ReadOnlyPaths {
 		if !filepath.IsAbs(p) {

@@ -43,15 +43,20 @@ type Options struct {
 	StartParallelism int
 	// Budgets, when set, gates each team's work on its monthly budget.
 	Budgets Budgets
-	// Secrets opens the team secrets a workload names in SecretEnv, at
-	// its start only.
+	// Secrets opens the team secrets a workload names in SecretEnv and
+	// SecretFiles, at its start only.
 	Secrets SecretSource
+	// Datasets are the host directories workloads may mount, by name
+	// (config storage.datasets).
+	Datasets map[string]string
 }
 
 // SecretSource opens team secrets for a start: the environment variables
-// the named secrets hold (a missing secret is an error, the start fails).
+// the named secrets hold, or their files (secret, key, value). A missing
+// secret is an error; the start fails.
 type SecretSource interface {
 	Env(ctx context.Context, team core.TeamName, names []string) (map[string]string, error)
+	Files(ctx context.Context, team core.TeamName, names []string) (map[string]map[string][]byte, error)
 }
 
 // Reporter receives what the loop observes, for metrics; its methods must
@@ -435,14 +440,7 @@ func (l *Loop) launch(ctx context.Context, w *core.Workload) *unrecorded {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	t := TaskFor(w)
-	var err error
-	if len(w.SecretEnv) > 0 {
-		if l.opts.Secrets == nil {
-			err = fmt.Errorf("the workload uses secrets and this server keeps none")
-		} else {
-			t.SecretEnv, err = l.opts.Secrets.Env(sctx, w.Team, w.SecretEnv)
-		}
-	}
+	err := l.resolve(sctx, w, &t)
 	if err == nil {
 		err = l.opts.Executor.Start(sctx, t)
 	}
@@ -457,6 +455,43 @@ func (l *Loop) launch(ctx context.Context, w *core.Workload) *unrecorded {
 	if ferr := l.record(sctx, w, u.exit.Attempt, *u.end); ferr != nil {
 		l.log.Error("record start failure; retrying", "workload", w.ID, "err", ferr)
 		return u
+	}
+	return nil
+}
+
+// resolve completes a task with what the workload names by reference, at
+// its start only: the opened values of its secrets and the host paths of
+// its datasets. A secret or dataset that is gone fails the start.
+func (l *Loop) resolve(ctx context.Context, w *core.Workload, t *executor.Task) error {
+	if len(w.SecretEnv)+len(w.SecretFiles) > 0 && l.opts.Secrets == nil {
+		return fmt.Errorf("the workload uses secrets and this server keeps none")
+	}
+	var err error
+	if len(w.SecretEnv) > 0 {
+		if t.SecretEnv, err = l.opts.Secrets.Env(ctx, w.Team, w.SecretEnv); err != nil {
+			return err
+		}
+	}
+	if len(w.SecretFiles) > 0 {
+		if t.SecretFiles, err = l.opts.Secrets.Files(ctx, w.Team, w.SecretFiles); err != nil {
+			return err
+		}
+	}
+	if len(w.Volumes) > 0 {
+		vols, ok := l.opts.Executor.(executor.Volumes)
+		if !ok {
+			return fmt.Errorf("the workload mounts volumes and this executor keeps none")
+		}
+		if err := ensureVolumes(ctx, l.opts.Store, vols, w.Team, w.Volumes); err != nil {
+			return err
+		}
+	}
+	for _, d := range w.Datasets {
+		host, ok := l.opts.Datasets[d.Name]
+		if !ok {
+			return fmt.Errorf("dataset %s is no longer in the server's configuration", d.Name)
+		}
+		t.Datasets = append(t.Datasets, executor.Dataset{Name: d.Name, HostPath: host, Path: d.Path})
 	}
 	return nil
 }
@@ -632,6 +667,7 @@ func TaskFor(w *core.Workload) executor.Task {
 		Assignments: w.Status.Placement,
 		GracePeriod: w.Grace(),
 		Ports:       w.Ports,
+		Volumes:     w.Volumes,
 	}
 }
 

@@ -95,8 +95,8 @@ type Spec struct {
 	Kind     Kind     `json:"kind"`
 	Priority string   `json:"priority"`
 	Request  Request  `json:"request"`
-	// Image is the container image (kubernetes executor); empty means the
-	// executor's default.
+	// Image is the container image (kubernetes executor, or the local
+	// one with a container runtime); empty means the executor's default.
 	Image       string            `json:"image,omitempty"`
 	Command     []string          `json:"command"`
 	Env         map[string]string `json:"env,omitempty"`
@@ -111,6 +111,44 @@ type Spec struct {
 	// SecretEnv names team secrets whose keys become environment
 	// variables at start (never stored with the workload).
 	SecretEnv []string `json:"secretEnv,omitempty"`
+	// SecretFiles names team secrets whose keys become files,
+	// $GPUFLEET_SECRETS_DIR/<secret>/<key>, mode 0400, at start.
+	SecretFiles []string `json:"secretFiles,omitempty"`
+	// Volumes are team volumes mounted at their paths; Datasets are
+	// host paths an administrator allows, mounted read-only.
+	Volumes  []VolumeMount  `json:"volumes,omitempty"`
+	Datasets []DatasetMount `json:"datasets,omitempty"`
+}
+
+// VolumeMount mounts the team volume Name at Path (absolute and clean).
+type VolumeMount struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// DatasetMount mounts the dataset Name, a host path the server's
+// configuration allows, read-only at Path.
+type DatasetMount struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// Volume is a team's named storage: a directory under the data directory
+// on the local executor, a PersistentVolumeClaim in the team's namespace on
+// Kubernetes. SizeBytes is what was asked for (and is billed); UsedBytes is
+// the last measure of what it holds (-1 before the first).
+type Volume struct {
+	Team      TeamName  `json:"team"`
+	Name      string    `json:"name"`
+	SizeBytes int64     `json:"sizeBytes"`
+	UsedBytes int64     `json:"usedBytes"`
+	CreatedAt time.Time `json:"createdAt"`
+	// MeasuredAt is when UsedBytes was measured; zero before the first.
+	MeasuredAt time.Time `json:"measuredAt,omitzero"`
+	// DeletedAt is when it was deleted (VolumeHistory only); zero while
+	// it exists.
+	DeletedAt time.Time `json:"deletedAt,omitzero"`
 }
 
 // Port is a port a workload serves on.
@@ -178,6 +216,9 @@ func (w *Workload) Clone() *Workload {
 	c.Labels = cloneMap(w.Labels)
 	c.Ports = slices.Clone(w.Ports)
 	c.SecretEnv = slices.Clone(w.SecretEnv)
+	c.SecretFiles = slices.Clone(w.SecretFiles)
+	c.Volumes = slices.Clone(w.Volumes)
+	c.Datasets = slices.Clone(w.Datasets)
 	c.Status.Placement = slices.Clone(w.Status.Placement)
 	if w.Status.ExitCode != nil {
 		v := *w.Status.ExitCode

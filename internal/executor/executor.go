@@ -25,9 +25,10 @@ type Task struct {
 	Priority string
 	// Image is the container image, for executors that run containers;
 	// empty means the executor's default. With an image, Command may be
-	// empty (the image's entrypoint runs). The local executor runs no
-	// image (its server refuses such workloads at submit); given one, it
-	// ignores Image, and refuses a task with an image and no command.
+	// empty (the image's entrypoint runs). The local executor runs it in a
+	// container when it has a container runtime; without one (its server
+	// then refuses such workloads at submit) it ignores Image, and refuses
+	// a task with an image and no command.
 	Image   string
 	Command []string
 	Env     map[string]string
@@ -45,6 +46,52 @@ type Task struct {
 	// its environment at start (Env's own keys give way to them); never
 	// logged or stored by an executor.
 	SecretEnv map[string]string
+	// SecretFiles are the opened values of the secrets the workload takes
+	// as files: secret name, then key, then value. The executor writes
+	// them as $GPUFLEET_SECRETS_DIR/<secret>/<key>, mode 0400, owned by
+	// the task, and never on a disk it keeps (local: a tmpfs; kubernetes:
+	// a Secret volume).
+	SecretFiles map[string]map[string][]byte
+	// Volumes are the team volumes to mount; the executor knows where
+	// each lives (Volumes). Datasets are read-only host paths, resolved
+	// by the server from its configuration.
+	Volumes  []core.VolumeMount
+	Datasets []Dataset
+}
+
+// Dataset is a read-only host directory mounted at Path.
+type Dataset struct {
+	Name     string
+	HostPath string
+	Path     string
+}
+
+// EnvSecretsDir names the directory holding a task's secret files.
+const EnvSecretsDir = "GPUFLEET_SECRETS_DIR"
+
+// Volumes is an executor that keeps team volumes (local: directories under
+// its data directory; kubernetes: PersistentVolumeClaims in the team's
+// namespace). The control loop reconciles them with the store: it ensures
+// every stored volume, measures it, and deletes what the store no longer
+// has.
+type Volumes interface {
+	// EnsureVolume makes the volume exist with at least size bytes; it
+	// is idempotent.
+	EnsureVolume(ctx context.Context, team core.TeamName, name string, sizeBytes int64) error
+	// DeleteVolume removes the volume and its data; deleting one that
+	// does not exist is not an error.
+	DeleteVolume(ctx context.Context, team core.TeamName, name string) error
+	// ListVolumes lists the volumes the executor keeps.
+	ListVolumes(ctx context.Context) ([]VolumeRef, error)
+	// VolumeUsage returns the bytes the volume holds, or -1 when the
+	// executor cannot tell (a PVC's usage is the kubelet's).
+	VolumeUsage(ctx context.Context, team core.TeamName, name string) (int64, error)
+}
+
+// VolumeRef names a volume an executor keeps.
+type VolumeRef struct {
+	Team core.TeamName
+	Name string
 }
 
 // Exit reports that a task has ended.

@@ -35,18 +35,37 @@ func (s *Store) Create(ctx context.Context, team core.TeamName, name string, dat
 // later secret's key wins over an earlier's).
 func (s *Store) Env(ctx context.Context, team core.TeamName, names []string) (map[string]string, error) {
 	env := map[string]string{}
-	for _, n := range names {
-		sec, err := s.Store.Secret(ctx, team, n)
-		if err != nil {
-			return nil, fmt.Errorf("secret %s of team %s: %w", n, team, err)
-		}
-		data, err := s.Keys.Open(string(team), n, sec.Sealed)
-		if err != nil {
-			return nil, err
-		}
+	err := s.open(ctx, team, names, func(_ string, data map[string]string) {
 		for k, v := range data {
 			env[k] = v
 		}
+	})
+	return env, err
+}
+
+// Files opens the named secrets of a team as files: secret, key, value.
+func (s *Store) Files(ctx context.Context, team core.TeamName, names []string) (map[string]map[string][]byte, error) {
+	files := map[string]map[string][]byte{}
+	err := s.open(ctx, team, names, func(name string, data map[string]string) {
+		files[name] = make(map[string][]byte, len(data))
+		for k, v := range data {
+			files[name][k] = []byte(v)
+		}
+	})
+	return files, err
+}
+
+func (s *Store) open(ctx context.Context, team core.TeamName, names []string, use func(name string, data map[string]string)) error {
+	for _, n := range names {
+		sec, err := s.Store.Secret(ctx, team, n)
+		if err != nil {
+			return fmt.Errorf("secret %s of team %s: %w", n, team, err)
+		}
+		data, err := s.Keys.Open(string(team), n, sec.Sealed)
+		if err != nil {
+			return err
+		}
+		use(n, data)
 	}
-	return env, nil
+	return nil
 }

@@ -480,9 +480,26 @@ var migrations = [][]string{
 			PRIMARY KEY (team, name)
 		)`,
 	},
+	{
+		// Team volumes: their asked size (counted against the team's
+		// storage limit, billed) and the last measure of their use.
+		// A deleted volume keeps its row (deleted_at set) for the cost
+		// ledger, which bills the time it existed.
+		`CREATE TABLE volumes (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			team TEXT NOT NULL REFERENCES teams(name),
+			name TEXT NOT NULL,
+			size_bytes INTEGER NOT NULL,
+			used_bytes INTEGER NOT NULL,
+			created_at INTEGER NOT NULL,
+			measured_at INTEGER NOT NULL,
+			deleted_at INTEGER NOT NULL DEFAULT 0
+		)`,
+		`CREATE UNIQUE INDEX volumes_live ON volumes(team, name) WHERE deleted_at = 0`,
+	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

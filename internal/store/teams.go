@@ -166,6 +166,7 @@ func (s *Store) DeleteTeam(ctx context.Context, name core.TeamName) error {
 			"DELETE FROM workloads WHERE team = ?",
 			"DELETE FROM budgets WHERE team = ?",
 			"DELETE FROM secrets WHERE team = ?",
+			"DELETE FROM volumes WHERE team = ?",
 		} {
 			if _, err := tx.Exec(q, string(name)); err != nil {
 				return err

@@ -89,7 +89,7 @@ type Options struct {
 	StorageClass string
 	// VolumeAccessMode is their access mode; default ReadWriteOnce (one
 	// node at a time, which is what most storage classes offer).
-	VolumeAccessMode corev1.PersistentVolumeAccessMode
+	VolumeAccessMode string
 	// CheckpointBytes, when above 0, gives every workload a claim of
 	// this size, gpufleet-ckpt-<workload>, created at its first start and
 	// mounted in every attempt at $GPUFLEET_CHECKPOINT_DIR, until

@@ -49,7 +49,7 @@ func VolumeClaimName(name string) string            { return dnsLabel("gpufleet-
 func CheckpointClaimName(id core.WorkloadID) string { return dnsLabel("gpufleet-ckpt-" + string(id)) }
 
 func (e *Executor) accessMode() corev1.PersistentVolumeAccessMode {
-	return cmp.Or(e.opts.VolumeAccessMode, corev1.ReadWriteOnce)
+	return cmp.Or(corev1.PersistentVolumeAccessMode(e.opts.VolumeAccessMode), corev1.ReadWriteOnce)
 }
 
 // buildClaim builds a claim of size bytes with the executor's access mode

@@ -193,7 +193,8 @@ func (e *Executor) containerCommand(t executor.Task, k key, own dirs, workDir st
 			return nil, nil, fmt.Errorf("the data directory %s holds ':', which a container runtime cannot mount", e.root)
 		}
 	}
-	if gpus := gpuIndices(t.Assignments); len(gpus) > 0 {
+	// Simulated GPUs (SimulatedUsage) have no device to pass.
+	if gpus := gpuIndices(t.Assignments); len(gpus) > 0 && !e.simUsage {
 		if rt.kind == runtimeDocker {
 			ids := make([]string, len(gpus))
 			for i, g := range gpus {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,107 +13,16 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
+	"github.com/gpufleet/gpufleet/internal/executor/local/containertest"
 )
-
-// testImage is the busybox image that testPodman builds offline.
-const testImage = "localhost/gpufleet-test:busybox"
-
-// podmanArgs are the global arguments that work on this kind of machine
-// (no overlay, no crun, no CAP_SYS_RESOURCE for the default ulimits).
-var podmanArgs = []string{"--storage-driver", "vfs", "--runtime", "runc", "--cgroup-manager", "cgroupfs"}
-
-var imageOnce struct {
-	sync.Once
-	err error
-}
-
-// testPodman returns podman's path once the test image exists, importing
-// it from a rootfs of /bin/busybox the first time. It skips the test when
-// podman, runc or busybox is missing, or the server is not root, unless
-// GPUFLEET_REQUIRE_PODMAN=1 makes that a failure.
-func testPodman(t *testing.T) string {
-	t.Helper()
-	skip := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("GPUFLEET_REQUIRE_PODMAN") == "1" {
-			t.Fatalf("GPUFLEET_REQUIRE_PODMAN=1: "+format, args...)
-		}
-		t.Skipf(format+" (apt-get install -y podman runc busybox-static)", args...)
-	}
-	podman, err := exec.LookPath("podman")
-	if err != nil {
-		skip("no podman")
-	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		skip("no runc")
-	}
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		skip("no /bin/busybox")
-	}
-	if os.Geteuid() != 0 {
-		skip("containers need the server to be root")
-	}
-	imageOnce.Do(func() { imageOnce.err = buildImage(podman) })
-	if imageOnce.err != nil {
-		t.Fatalf("build the test image: %v", imageOnce.err)
-	}
-	return podman
-}
-
-func buildImage(podman string) error {
-	check := exec.Command(podman, append(podmanArgs, "image", "exists", testImage)...)
-	if check.Run() == nil {
-		return nil
-	}
-	dir, err := os.MkdirTemp("", "gpufleet-image-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	root := filepath.Join(dir, "rootfs")
-	for _, d := range []string{"bin", "tmp", "etc", "proc", "sys", "dev"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			return err
-		}
-	}
-	os.Chmod(filepath.Join(root, "tmp"), 0o1777)
-	b, err := os.ReadFile("/bin/busybox")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(root, "bin", "busybox"), b, 0o755); err != nil {
-		return err
-	}
-	for _, name := range []string{"sh", "echo", "cat", "ls", "env", "sleep", "id", "mkdir", "test", "[", "stat", "rm", "true", "false"} {
-		if err := os.Symlink("busybox", filepath.Join(root, "bin", name)); err != nil {
-			return err
-		}
-	}
-	tarball := filepath.Join(dir, "rootfs.tar")
-	if out, err := exec.Command("tar", "-C", root, "-cf", tarball, ".").CombinedOutput(); err != nil {
-		return &importError{err, string(out)}
-	}
-	imp := exec.Command(podman, append(podmanArgs, "import", "--change", "ENV=PATH=/bin", tarball, testImage)...)
-	if out, err := imp.CombinedOutput(); err != nil {
-		return &importError{err, string(out)}
-	}
-	return nil
-}
-
-type importError struct {
-	err error
-	out string
-}
-
-func (e *importError) Error() string { return "podman import: " + e.err.Error() + ": " + e.out }
 
 // containerExecutor returns a fully isolating executor that runs images
 // with podman.
 func containerExecutor(t *testing.T) (*local.Executor, string, string) {
 	t.Helper()
-	podman := testPodman(t)
+	podman := containertest.Podman(t)
 	dir := t.TempDir()
-	e, err := local.New(local.Options{DataDir: dir, ContainerRuntime: podman, ContainerArgs: podmanArgs})
+	e, err := local.New(local.Options{DataDir: dir, ContainerRuntime: podman, ContainerArgs: containertest.Args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +38,7 @@ func containerExecutor(t *testing.T) (*local.Executor, string, string) {
 // containers lists the names of every container podman knows.
 func containers(t *testing.T, podman string) []string {
 	t.Helper()
-	out, err := exec.Command(podman, append(podmanArgs, "ps", "-a", "--format", "{{.Names}}")...).Output()
+	out, err := exec.Command(podman, append(containertest.Args, "ps", "-a", "--format", "{{.Names}}")...).Output()
 	if err != nil {
 		t.Fatalf("podman ps: %v", err)
 	}
@@ -140,7 +48,7 @@ func containers(t *testing.T, podman string) []string {
 // A container task sees its environment (a secret among it, its port),
 // writes its checkpoint directory and a volume, reads a dataset it cannot
 // write, finds its secret file with mode 0400, and exits with its code.
-func TestYoursContainerTask(t *testing.T) {
+func TestContainerTask(t *testing.T) {
 	e, dir, podman := containerExecutor(t)
 	ds := t.TempDir()
 	os.Chmod(ds, 0o755)
@@ -148,7 +56,7 @@ func TestYoursContainerTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	const secretEnv, secretFile = "env-s3cr3t-in-container", "file-s3cr3t-in-container"
-	tk := executor.Task{WorkloadID: "ctr-task", Attempt: 1, Team: "ml", Image: testImage, GracePeriod: 5 * time.Second,
+	tk := executor.Task{WorkloadID: "ctr-task", Attempt: 1, Team: "ml", Image: containertest.Image, GracePeriod: 5 * time.Second,
 		Command: []string{"sh", "-c", `
 echo "TOKEN $TOKEN"
 echo "PORT $PORT"
@@ -228,10 +136,10 @@ exit 7`},
 // Stop ends a container task within its grace (the init passes SIGTERM on),
 // no container is left, and no command line (podman's included) holds a
 // secret value.
-func TestYoursContainerStop(t *testing.T) {
+func TestContainerStop(t *testing.T) {
 	e, _, podman := containerExecutor(t)
 	const secret = "stop-s3cr3t-v4lue"
-	tk := executor.Task{WorkloadID: "ctr-stop", Attempt: 2, Team: "ml", Image: testImage,
+	tk := executor.Task{WorkloadID: "ctr-stop", Attempt: 2, Team: "ml", Image: containertest.Image,
 		Command:   []string{"sh", "-c", `echo "up $TOKEN"; sleep 60`},
 		SecretEnv: map[string]string{"TOKEN": secret}}
 	start(t, e, tk)
@@ -274,9 +182,9 @@ func TestYoursContainerStop(t *testing.T) {
 
 // A container that ignores SIGTERM is killed after its grace, and the
 // runtime's container is removed too.
-func TestYoursContainerKilledAfterGrace(t *testing.T) {
+func TestContainerKilledAfterGrace(t *testing.T) {
 	e, _, podman := containerExecutor(t)
-	tk := executor.Task{WorkloadID: "ctr-kill", Attempt: 1, Team: "ml", Image: testImage,
+	tk := executor.Task{WorkloadID: "ctr-kill", Attempt: 1, Team: "ml", Image: containertest.Image,
 		Command: []string{"sh", "-c", `trap '' TERM; echo up; while true; do sleep 1; done`}}
 	start(t, e, tk)
 	waitOutput(t, e, tk.WorkloadID, "up")
@@ -298,14 +206,14 @@ func TestYoursContainerKilledAfterGrace(t *testing.T) {
 
 // A container task may not set what the runtime (root) reads from its
 // environment, nor name an image that reads as an option.
-func TestYoursContainerRefuses(t *testing.T) {
+func TestContainerRefuses(t *testing.T) {
 	e, _, _ := containerExecutor(t)
 	for _, tc := range []struct {
 		tk   executor.Task
 		want string
 	}{
-		{executor.Task{Image: testImage, Env: map[string]string{"LD_PRELOAD": "/workspace/x.so"}}, "LD_PRELOAD"},
-		{executor.Task{Image: testImage, SecretEnv: map[string]string{"CONTAINERS_CONF": "/x"}}, "CONTAINERS_CONF"},
+		{executor.Task{Image: containertest.Image, Env: map[string]string{"LD_PRELOAD": "/workspace/x.so"}}, "LD_PRELOAD"},
+		{executor.Task{Image: containertest.Image, SecretEnv: map[string]string{"CONTAINERS_CONF": "/x"}}, "CONTAINERS_CONF"},
 		{executor.Task{Image: "--privileged"}, "not an image reference"},
 	} {
 		tc.tk.WorkloadID, tc.tk.Attempt, tc.tk.Team = "ctr-refused", 1, "ml"
@@ -317,9 +225,9 @@ func TestYoursContainerRefuses(t *testing.T) {
 
 // When the supervisor of a container task is lost, the executor kills the
 // runtime's client and removes the container by its name.
-func TestYoursContainerOfALostSupervisorIsRemoved(t *testing.T) {
+func TestContainerOfALostSupervisorIsRemoved(t *testing.T) {
 	e, dir, podman := containerExecutor(t)
-	tk := executor.Task{WorkloadID: "ctr-lost", Attempt: 1, Team: "ml", Image: testImage,
+	tk := executor.Task{WorkloadID: "ctr-lost", Attempt: 1, Team: "ml", Image: containertest.Image,
 		Command: []string{"sh", "-c", `echo up; sleep 60`}}
 	start(t, e, tk)
 	waitOutput(t, e, tk.WorkloadID, "up")

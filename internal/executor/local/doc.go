@@ -237,6 +237,8 @@
 //	  [--device nvidia.com/gpu=<i>... (podman, CDI) | --gpus "device=<i,...>" (docker)]
 //	  -e HOME=/workspace -e NAME... <image> [command...]
 //
+// (no device option for simulated GPUs, Options.SimulatedUsage: there is
+// no device to pass)
 // and the container confines the task. Variables go by name only (-e
 // NAME): the runtime reads their values from its own environment, which is
 // the task's variables plus the server's PATH, so no value is in argv. A

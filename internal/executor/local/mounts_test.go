@@ -27,7 +27,7 @@ func teamUID(t *testing.T, dir string, id core.WorkloadID) int {
 
 // A volume is shared by the workloads of its team: what one writes, the
 // next reads, and it stays on the host, owned by the team's user.
-func TestYoursVolumeIsSharedByTheTeamsWorkloads(t *testing.T) {
+func TestVolumeIsSharedByTheTeamsWorkloads(t *testing.T) {
 	e, dir := fullyIsolated(t)
 	removeMountPoint(t, "/mnt/gpufleet-test-vol")
 	vol := []core.VolumeMount{{Name: "shared", Path: "/mnt/gpufleet-test-vol"}}
@@ -64,7 +64,7 @@ func TestYoursVolumeIsSharedByTheTeamsWorkloads(t *testing.T) {
 }
 
 // A read-only volume and a dataset can be read and not written.
-func TestYoursReadOnlyVolumeAndDataset(t *testing.T) {
+func TestReadOnlyVolumeAndDataset(t *testing.T) {
 	e, dir := fullyIsolated(t)
 	removeMountPoint(t, "/mnt/gpufleet-w")
 	removeMountPoint(t, "/mnt/gpufleet-ds")
@@ -106,7 +106,7 @@ if rm /mnt/gpufleet-ds/train.csv 2>/dev/null; then echo "DATASET removable"; fi`
 // Secret files are on a tmpfs of the task's own, mode 0400 and owned by
 // its user, read-only; nothing of them is left on the host when it ends,
 // and no command line holds a value.
-func TestYoursSecretFiles(t *testing.T) {
+func TestSecretFiles(t *testing.T) {
 	e, dir := fullyIsolated(t)
 	const value = "hf_s3cr3t-file-v4lue"
 	tk := task("secret-files", "sh", "-c", `
@@ -166,7 +166,7 @@ sleep 1`)
 
 // Mount paths that would cover what the sandbox needs, or that are not
 // absolute and clean, and secret names that are not plain, fail Start.
-func TestYoursStartRefusesBadMountsAndSecretNames(t *testing.T) {
+func TestStartRefusesBadMountsAndSecretNames(t *testing.T) {
 	e, dir := fullyIsolated(t)
 	for _, p := range []string{"/", "/proc", "/sys/x", "/dev", "/usr/local/data", "/etc", "/bin", "/lib", "/lib64",
 		"/sbin", "/tmp", "/tmp/x", "/run", "/run/user", dir, filepath.Join(dir, "workloads"), filepath.Dir(dir),
@@ -219,7 +219,7 @@ func TestYoursStartRefusesBadMountsAndSecretNames(t *testing.T) {
 // VolumeUsage counts file sizes, follows no link and counts a hard-linked
 // file once; DeleteVolume removes the volume but nothing a link in it
 // points to.
-func TestYoursVolumeUsageAndDelete(t *testing.T) {
+func TestVolumeUsageAndDelete(t *testing.T) {
 	dir := t.TempDir()
 	e := newExecutor(t, dir, nil)
 	ctx := t.Context()
@@ -284,7 +284,7 @@ func removeMountPoint(t *testing.T, p string) {
 // Without a mount namespace (here: isolation disabled) secret files are in
 // a directory of the attempt's own under /dev/shm, removed when it ends;
 // volumes and datasets are refused.
-func TestYoursSecretFilesWithoutMountNamespace(t *testing.T) {
+func TestSecretFilesWithoutMountNamespace(t *testing.T) {
 	e, err := local.New(local.Options{DataDir: t.TempDir(), Isolation: local.Isolation{Disabled: true}})
 	if err != nil {
 		t.Fatal(err)
