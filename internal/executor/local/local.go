@@ -329,7 +329,11 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		if err != nil {
 			return fail(err)
 		}
-		if err := writePorts(adir, host); err != nil {
+		owner := -1 // the listener's owner is checked only when teams have users
+		if e.status.Users {
+			owner = uid
+		}
+		if err := writePorts(adir, host, owner); err != nil {
 			return fail(err)
 		}
 		env = portEnv(env, t.WorkloadID, t.Ports, host)

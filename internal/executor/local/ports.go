@@ -66,9 +66,23 @@ func portEnv(env []string, id core.WorkloadID, ports []core.Port, host map[int]i
 	return env
 }
 
+// portsRecord is ports.json: the host port of each declared port, and
+// the user the listener must belong to (-1: not checked).
+type portsRecord struct {
+	Ports map[string]int `json:"ports"`
+	UID   int            `json:"uid"`
+}
+
 // Endpoint returns the address where the attempt of a workload serves a
 // declared port ("127.0.0.1:41234"), or false when it declared no such
-// port or never started.
+// port, never started, or another user listens there.
+//
+// Tasks share the host's network, so a task of another team could bind
+// the port given to this one before it does (or after it closes it) and
+// take its proxied traffic. Where teams have users of their own, the
+// listening socket on the port must belong to the attempt's user
+// (/proc/net/tcp and tcp6); a port nobody listens on yet passes (the
+// proxy's dial is refused, and it answers 503).
 func (e *Executor) Endpoint(id core.WorkloadID, attempt, port int) (string, bool) {
 	adir, err := e.attemptDir(id, attempt)
 	if err != nil {
@@ -78,24 +92,73 @@ func (e *Executor) Endpoint(id core.WorkloadID, attempt, port int) (string, bool
 	if err != nil {
 		return "", false
 	}
-	var m map[string]int
-	if json.Unmarshal(b, &m) != nil {
+	rec := portsRecord{UID: -1}
+	if json.Unmarshal(b, &rec) != nil {
 		return "", false
 	}
-	h, ok := m[strconv.Itoa(port)]
+	h, ok := rec.Ports[strconv.Itoa(port)]
 	if !ok || h <= 0 || h > 65535 {
 		return "", false
+	}
+	if rec.UID >= 0 {
+		owners := listeners(h)
+		for _, o := range owners {
+			if o != rec.UID {
+				e.log.Warn("a port given to a workload is held by another user: not proxied", "workload", id, "attempt", attempt, "port", port, "hostPort", h, "uid", o)
+				return "", false
+			}
+		}
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(h)), true
 }
 
-// writePorts keeps the map of an attempt's ports.
-func writePorts(adir string, host map[int]int) error {
-	m := make(map[string]int, len(host))
-	for d, h := range host {
-		m[strconv.Itoa(d)] = h
+// listeners returns the users of the TCP sockets listening on port (IPv4
+// and IPv6), from /proc/net.
+func listeners(port int) []int {
+	var out []int
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		out = append(out, parseListeners(string(b), port)...)
 	}
-	b, err := json.Marshal(m)
+	return out
+}
+
+// parseListeners reads a /proc/net/tcp table: "sl local_address
+// rem_address st ... uid ...", addresses as HEX_IP:HEX_PORT, state 0A for
+// LISTEN.
+func parseListeners(table string, port int) []int {
+	var out []int
+	for _, line := range strings.Split(table, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 8 || f[3] != "0A" {
+			continue
+		}
+		_, hexPort, ok := strings.Cut(f[1], ":")
+		if !ok {
+			continue
+		}
+		p, err := strconv.ParseUint(hexPort, 16, 16)
+		if err != nil || int(p) != port {
+			continue
+		}
+		if uid, err := strconv.Atoi(f[7]); err == nil {
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
+// writePorts keeps the map of an attempt's ports and the user its
+// listeners must belong to (-1: any).
+func writePorts(adir string, host map[int]int, uid int) error {
+	rec := portsRecord{Ports: make(map[string]int, len(host)), UID: uid}
+	for d, h := range host {
+		rec.Ports[strconv.Itoa(d)] = h
+	}
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
