@@ -18,7 +18,9 @@ const DefaultAlertPercent = 80
 //   - Spent is the team's total cost in the window (Report by team).
 //   - BurnPerHour is what the team's intervals still open at Now (End zero,
 //     Start ≤ Now) accrue per hour at the prices in effect at Now:
-//     accelerator, licence per GPU-hour and host; rounded half-up once.
+//     accelerator, licence per GPU-hour and host; and what its volumes
+//     that exist at Now (Deleted zero, Created ≤ Now) accrue, storage;
+//     rounded half-up once.
 //   - ExhaustedAt is Now + (Monthly − Spent) / BurnPerHour when that is
 //     before ResetsAt (absent otherwise, or with no burn); Now when Spent
 //     has reached Monthly.
@@ -67,7 +69,8 @@ func Budget(in Input, team core.TeamName, b api.Budget) api.BudgetStatus {
 	return st
 }
 
-// burn is what a team's open intervals accrue in an hour at Now.
+// burn is what a team's open intervals and existing volumes accrue in an
+// hour at Now.
 func burn(in *Input, team core.TeamName) Money {
 	bk := newBook(in.Prices, in.Pools)
 	now := nanos(in.Now)
@@ -93,6 +96,15 @@ func burn(in *Input, team core.TeamName) Money {
 		}
 		if iv.HostMemoryMiB > 0 {
 			a[cHost].add(sp.mem, mul64(uint64(iv.HostMemoryMiB), nsPerHour))
+		}
+	}
+	for i := range in.Volumes {
+		v := &in.Volumes[i]
+		if v.Team != team || !v.Deleted.IsZero() || nanos(v.Created) > now || v.SizeBytes <= 0 {
+			continue
+		}
+		if si := bk.spanAt(bk.pool(v.Pool), now); si >= 0 {
+			a[cStorage].add(bk.spans[si].storage, mul64(uint64(v.SizeBytes), nsPerHour))
 		}
 	}
 	sum := new(big.Rat)

@@ -4,8 +4,8 @@
 // 1.2 exports, budgets and estimates.
 //
 // It is pure: an Input goes in (a window, the price versions, the pools'
-// devices, the intervals and their workloads, and Now, the clock, passed
-// in), reports come out. No I/O but the io.Writer of ExportFOCUS, no clock,
+// devices, the intervals and their workloads, the team volumes, and Now,
+// the clock, passed in), reports come out. No I/O but the io.Writer of ExportFOCUS, no clock,
 // no goroutines, no logging. It imports the standard library, api and core
 // only (go-cmp and rapid in tests).
 //
@@ -52,8 +52,18 @@
 //   - network: EgressBytes / 2^30 × EgressGiB of the workload's home pool
 //     (the pool of its earliest interval in the input), at the instant it
 //     is attributed to: FinishedAt, or Now while it is active.
-//   - storage: StorageGiBMonth × the GiB-months of volumes and checkpoints;
-//     none exist yet, so the column is always 0.
+//   - storage: StorageGiBMonth per GiB-month of each team volume
+//     (Input.Volumes): SizeBytes / 2^30 × its months inside the window,
+//     from Created to Deleted (zero: up to min(To, Now)), a month being
+//     api.HoursPerMonth (730) hours as for monthly prices, so a GiB-month
+//     is 2^30 bytes × 730 h and the price is an exact fraction per
+//     byte-nanosecond. Volumes have no pool of their own: the caller puts
+//     them in the server's default pool, whose version in effect bills
+//     them, split at its version changes (no price: 0). A volume is a
+//     cell of its own on its team's row of that pool, so a team with
+//     volumes and no workloads has a row (by workload its row is
+//     VolumeRow, "volume:TEAM/NAME"; by user or label, "(none)"). Its
+//     outputs, GPU hours and retries are none. Checkpoints are not billed.
 //
 // # Outputs
 //
@@ -75,7 +85,8 @@
 //
 // Money is integer micro-units. Every price becomes an exact fraction of a
 // micro-unit per unit of what it is billed on (milli-GPU nanoseconds,
-// milli-CPU nanoseconds, MiB nanoseconds, bytes, workloads); the prices of
+// milli-CPU nanoseconds, MiB nanoseconds, byte nanoseconds of storage,
+// bytes, workloads); the prices of
 // a component (accelerator, host, storage, network, licence) are
 // expressed over their least common denominator L, so that a cell's
 // exact amount is an integer numerator N over L, accumulated in 128 bits
@@ -83,12 +94,13 @@
 // takes over). Quantities are never rounded; GPU hours are float64 for
 // display, converted from the exact sums.
 //
-// A report's cells are (workload, pool) and each pool's idle. For each
+// A report's cells are (workload, pool), each volume, and each pool's idle. For each
 // component the exact total over all the cells (whoever may see them) is
 // rounded half-up to a micro-unit once, and handed out by the
 // largest-remainder method: each cell gets the floor of its exact amount
 // and the micro-units left over go one each to the cells with the largest
-// remainders (ties by workload ID, then pool). So Σ cells == the rounded
+// remainders (ties by workload ID, then pool; volumes after workloads,
+// by team, name and creation). So Σ cells == the rounded
 // total exactly, each cell is within a micro-unit of its exact amount, a
 // row (a sum of cells) within one micro-unit per cell, TotalCost is the
 // sum of the components, and every dimension (team, pool, workload, user,

@@ -45,7 +45,14 @@ const (
 	focusCategory = "AI and Machine Learning"
 	focusProvider = "gpufleet"
 	focusUnit     = "GPU-Hours"
+
+	focusStorageService  = "gpufleet storage"
+	focusStorageCategory = "Storage"
+	focusStorageUnit     = "GiB-Months" // the unit of StorageGiBMonth; a month is api.HoursPerMonth hours
 )
+
+// gibMonths converts byte-nanoseconds to GiB-months (for display).
+func gibMonths(q u128) float64 { return q.float() / (1 << 30) / (api.HoursPerMonth * nsPerHour) }
 
 type focusRow struct {
 	start, end int64
@@ -53,6 +60,7 @@ type focusRow struct {
 	resource   string
 	pool       string
 	commit     int32
+	cell       int32 // a tie-break (two volumes of one name in a period)
 	cols       []string
 }
 
@@ -68,6 +76,12 @@ type focusRow struct {
 //     Used, BilledCost 0, EffectiveCost its amortised share) and the rest.
 //   - Usage, ResourceId "__idle__": a pool's billed capacity nobody held;
 //     within a reserved commitment, Unused (BilledCost 0).
+//   - Usage, ServiceCategory "Storage": one per volume (ResourceId
+//     TEAM/NAME, ResourceType "Volume", x_Workload empty), its storage
+//     in the period; PricingQuantity and ConsumedQuantity are its
+//     GiB-months there (PricingUnit and ConsumedUnit "GiB-Months", a
+//     month of api.HoursPerMonth hours), x_StorageCost its cost. A volume
+//     whose pool has no price has rows of cost 0.
 //   - Purchase: per reserved commitment (ResourceId and
 //     CommitmentDiscountId "pool/P/reserved/T"), BilledCost what the
 //     commitment bills in the period — its Used and Unused rows'
@@ -197,7 +211,7 @@ func ExportFOCUS(w io.Writer, in Input, granularity time.Duration, vis Visibilit
 		for k := range nComp {
 			total = satAdd(total, m[k])
 		}
-		if total == 0 && p.gpu.isZero() && p.idle.isZero() {
+		if total == 0 && p.gpu.isZero() && p.idle.isZero() && p.stor.isZero() {
 			continue
 		}
 		x := &e.cells[p.cell]
@@ -214,7 +228,7 @@ func ExportFOCUS(w io.Writer, in Input, granularity time.Duration, vis Visibilit
 		r[11] = "Usage"
 		r[colFreq] = "Usage-Based"
 		r[colPool] = x.pool
-		fr := focusRow{start: start, end: end, pool: x.pool, commit: p.commit}
+		fr := focusRow{start: start, end: end, pool: x.pool, commit: p.commit, cell: p.cell}
 		if tags[p.cell] == "" {
 			t := map[string]string{"gpufleet/pool": x.pool}
 			if x.wl >= 0 {
@@ -223,12 +237,25 @@ func ExportFOCUS(w io.Writer, in Input, granularity time.Duration, vis Visibilit
 					t[k] = v
 				}
 				t["gpufleet/team"] = string(w.Team)
+				if v := e.wls[x.wl].vol; v != nil {
+					t["gpufleet/volume"] = v.Name
+				}
 			}
 			tj, _ := json.Marshal(t)
 			tags[p.cell] = string(tj)
 		}
 		r[colTags] = tags[p.cell]
-		if x.wl < 0 {
+		if x.wl >= 0 && e.wls[x.wl].vol != nil {
+			v := e.wls[x.wl].vol
+			id := VolumeID(v.Team, v.Name)
+			r[13] = fmt.Sprintf("storage of volume %s (%d bytes) in pool %s", id, v.SizeBytes, x.pool)
+			q := num(gibMonths(p.stor))
+			r[14], r[15], r[colConsumed], r[colConsumedUnit] = q, focusStorageUnit, q, focusStorageUnit
+			r[19], r[20] = focusStorageCategory, focusStorageService
+			r[colResID], r[colResName], r[colResType] = id, v.Name, "Volume"
+			r[colTeam] = string(v.Team)
+			fr.resource = id
+		} else if x.wl < 0 {
 			r[13] = "idle GPU time of pool " + x.pool + ": billed, held by no workload"
 			r[14] = num(hours(p.idle))
 			r[colResID], r[colResName], r[colResType] = api.IdleRow, "idle capacity of pool "+x.pool, "Idle capacity"
@@ -294,7 +321,10 @@ func ExportFOCUS(w io.Writer, in Input, granularity time.Duration, vis Visibilit
 		if c := cmp.Compare(a.pool, b.pool); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.commit, b.commit)
+		if c := cmp.Compare(a.commit, b.commit); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.cell, b.cell)
 	})
 	cw := csv.NewWriter(w)
 	if err := cw.Write(FOCUSColumns); err != nil {

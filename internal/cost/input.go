@@ -68,9 +68,24 @@ type PoolGPUs struct {
 	GPUs int
 }
 
+// Volume is a team's volume as the ledger bills it: SizeBytes (what was
+// asked for) in Pool from Created until Deleted (zero: it still exists;
+// billed up to the window's end or Input.Now, whichever is first). A
+// volume has no pool of its own: the caller sets the server's default
+// pool.
+type Volume struct {
+	Team      core.TeamName
+	Name      string
+	Pool      string
+	SizeBytes int64
+	Created   time.Time
+	Deleted   time.Time
+}
+
 // Input is everything a report or an export is computed from: a window
-// [From, To), the server's price versions, the pools' devices, and the
-// allocation intervals that overlap the window with their workloads.
+// [From, To), the server's price versions, the pools' devices, the
+// allocation intervals that overlap the window with their workloads, and
+// the team volumes that existed in it.
 type Input struct {
 	From, To time.Time
 	// Now caps intervals still open (End zero); it is the report's clock,
@@ -81,6 +96,7 @@ type Input struct {
 	Pools     []PoolGPUs
 	Intervals []Interval
 	Workloads map[core.WorkloadID]*Workload
+	Volumes   []Volume
 }
 
 // Visibility says which rows a caller may see: every team and the idle row

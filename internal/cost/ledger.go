@@ -8,9 +8,11 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 )
 
-// wl is a workload as the ledger sees it.
+// wl is a workload as the ledger sees it, or a volume (vol set; w then
+// carries only its team).
 type wl struct {
 	w     *Workload
+	vol   *Volume
 	cells []cellRef
 	// home is the pool of its earliest interval in the input (outputs,
 	// network); first is its first attempt's earliest start (the licence
@@ -44,6 +46,7 @@ type piece struct {
 	failed    u128
 	preempted u128
 	idle      u128 // billed but unheld milli-GPU ns (idle cells)
+	stor      u128 // a volume's byte ns
 }
 
 type pieceKey struct{ period, cell, commit int32 }
@@ -214,8 +217,56 @@ func run(in *Input, bounds []int64, split bool) *engine {
 			e.sweep(pi, events[pi])
 		}
 	}
+	e.volumes()
 	e.workloadCharges()
 	return e
+}
+
+// volumes bills each volume's storage: SizeBytes × its time in the window
+// (up to Now while it exists), split at its pool's price versions and the
+// periods. A volume is a cell of its own (on its team's rows), made even
+// when its pool has no price.
+func (e *engine) volumes() {
+	bk := e.bk
+	for i := range e.in.Volumes {
+		v := &e.in.Volumes[i]
+		end := min(e.to, e.now)
+		if !v.Deleted.IsZero() {
+			end = nanos(v.Deleted)
+		}
+		a, b := max(nanos(v.Created), e.from), min(end, e.to)
+		if a >= b || v.SizeBytes <= 0 {
+			continue
+		}
+		w := int32(len(e.wls))
+		e.wls = append(e.wls, wl{w: &Workload{Team: v.Team}, vol: v})
+		c := e.cellOf(w, v.Pool)
+		size := uint64(v.SizeBytes)
+		si := bk.spanAt(bk.pool(v.Pool), a)
+		p := e.periodAt(a)
+		for t := a; t < b; {
+			u := b
+			if si >= 0 && bk.spans[si].end < u {
+				u = bk.spans[si].end
+			}
+			if pe := e.bounds[p+1]; pe < u {
+				u = pe
+			}
+			q := mul64(size, uint64(u-t))
+			pc := &e.pieces[e.pieceOf(int32(p), c, -1)]
+			pc.stor, _ = pc.stor.add(q)
+			if si >= 0 {
+				pc.a[cStorage].add(bk.spans[si].storage, q)
+			}
+			t = u
+			if si >= 0 && t >= bk.spans[si].end {
+				si++
+			}
+			if t >= e.bounds[p+1] {
+				p++
+			}
+		}
+	}
 }
 
 // sweep bills a pool's committed capacity that nobody holds as its idle.
@@ -277,6 +328,9 @@ func (e *engine) workloadCharges() {
 	}
 	for i := range e.wls {
 		x := &e.wls[i]
+		if x.vol != nil {
+			continue
+		}
 		w := x.w
 		if x.hasFirst && x.firstStart >= e.from && x.firstStart < e.to {
 			if si := e.bk.spanAt(e.bk.pool(x.firstPool), x.firstStart); si >= 0 {
@@ -387,7 +441,8 @@ func (e *engine) periodAt(t int64) int {
 	return max(0, min(i, n-1))
 }
 
-// cellLess orders cells by key: workloads by ID then pool, idle last.
+// cellLess orders cells by key: workloads by ID then pool, then volumes
+// by team, name, creation and pool (then input order), idle last.
 func (e *engine) cellLess(a, b int32) int {
 	ca, cb := &e.cells[a], &e.cells[b]
 	if (ca.wl < 0) != (cb.wl < 0) {
@@ -397,6 +452,19 @@ func (e *engine) cellLess(a, b int32) int {
 		return -1
 	}
 	if ca.wl >= 0 {
+		va, vb := e.wls[ca.wl].vol, e.wls[cb.wl].vol
+		if (va == nil) != (vb == nil) {
+			if va != nil {
+				return 1
+			}
+			return -1
+		}
+		if va != nil {
+			if c := cmp.Or(cmp.Compare(va.Team, vb.Team), cmp.Compare(va.Name, vb.Name), va.Created.Compare(vb.Created), cmp.Compare(ca.pool, cb.pool)); c != 0 {
+				return c
+			}
+			return cmp.Compare(ca.wl, cb.wl)
+		}
 		if c := cmp.Compare(e.wls[ca.wl].w.ID, e.wls[cb.wl].w.ID); c != 0 {
 			return c
 		}
@@ -478,6 +546,17 @@ func (e *engine) rowName(c int32, by string) string {
 	if x.wl < 0 {
 		return api.IdleRow
 	}
+	if v := e.wls[x.wl].vol; v != nil {
+		switch by {
+		case api.CostByTeam:
+			return string(v.Team)
+		case api.CostByPool:
+			return x.pool
+		case api.CostByWorkload:
+			return VolumeRow(v.Team, v.Name)
+		}
+		return "(none)" // a volume has no owner or labels
+	}
 	w := e.wls[x.wl].w
 	var s string
 	switch by {
@@ -497,6 +576,14 @@ func (e *engine) rowName(c int32, by string) string {
 	}
 	return s
 }
+
+// VolumeRow is a volume's row in a report by workload: "volume:TEAM/NAME".
+func VolumeRow(team core.TeamName, name string) string {
+	return "volume:" + VolumeID(team, name)
+}
+
+// VolumeID names a volume, TEAM/NAME: its FOCUS ResourceId.
+func VolumeID(team core.TeamName, name string) string { return string(team) + "/" + name }
 
 // sortEvents sorts events by time: a least-significant-digit radix sort
 // (four passes of 16 bits), which beats a comparison sort on the millions

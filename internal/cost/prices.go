@@ -110,8 +110,8 @@ type span struct {
 	reserved  bool  // a reserved commitment (FOCUS Purchase rows)
 	increment int64 // on-demand billing increment, ns (0: per nanosecond)
 
-	accel, licHour, cpu, mem, net term
-	perWorkload                   map[string]term
+	accel, licHour, cpu, mem, net, storage term
+	perWorkload                            map[string]term
 }
 
 // Components of a cost.
@@ -126,13 +126,16 @@ const (
 
 var (
 	ratGPUHour = big.NewInt(milliNsPerGPUHour)
+	// ratByteMonth is a GiB-month in byte-nanoseconds: 2^30 bytes ×
+	// api.HoursPerMonth hours, the month of monthly prices.
+	ratByteMonth = new(big.Int).Mul(big.NewInt(1<<30), big.NewInt(api.HoursPerMonth*nsPerHour))
 )
 
 // rates are a version's prices as exact fractions of a micro-unit per unit
 // of the quantity each is billed on.
 type rates struct {
-	accel, licHour, cpu, mem, net *big.Rat
-	perWorkload                   map[string]*big.Rat
+	accel, licHour, cpu, mem, net, storage *big.Rat
+	perWorkload                            map[string]*big.Rat
 }
 
 func frac(num Money, den *big.Int) *big.Rat {
@@ -165,6 +168,7 @@ func ratesOf(p *api.Price) rates {
 	r.cpu = frac(p.CPUCoreHour, ratGPUHour) // milli-CPU ns: 1000 × ns per hour too
 	r.mem = frac(p.MemoryGiBHour, new(big.Int).Mul(big.NewInt(1024), big.NewInt(nsPerHour)))
 	r.net = frac(p.EgressGiB, big.NewInt(1<<30))
+	r.storage = frac(p.StorageGiBMonth, ratByteMonth) // per byte-ns
 	for k, m := range p.LicencePerWorkload {
 		if m > 0 {
 			if r.perWorkload == nil {
@@ -271,7 +275,7 @@ func newBook(prices []api.Price, devices []PoolGPUs) *book {
 	}
 	for _, p := range all {
 		r := p.r
-		for c, x := range [nComp]*big.Rat{cAccel: r.accel, cLicence: r.licHour, cHost: r.cpu, cNetwork: r.net} {
+		for c, x := range [nComp]*big.Rat{cAccel: r.accel, cLicence: r.licHour, cHost: r.cpu, cNetwork: r.net, cStorage: r.storage} {
 			if x != nil {
 				rs[c] = append(rs[c], x)
 			}
@@ -294,6 +298,7 @@ func newBook(prices []api.Price, devices []PoolGPUs) *book {
 		s.cpu = b.scales[cHost].term(p.r.cpu)
 		s.mem = b.scales[cHost].term(p.r.mem)
 		s.net = b.scales[cNetwork].term(p.r.net)
+		s.storage = b.scales[cStorage].term(p.r.storage)
 		for k, x := range p.r.perWorkload {
 			if s.perWorkload == nil {
 				s.perWorkload = map[string]term{}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,9 @@ func genInput(t *rapid.T) Input {
 			if rapid.Bool().Draw(t, "licence") {
 				pr.LicenceGPUHour = rate("licence")
 			}
+			if rapid.Bool().Draw(t, "storage") {
+				pr.StorageGiBMonth = rate("storage")
+			}
 			in.Prices = append(in.Prices, pr)
 		}
 	}
@@ -92,6 +96,16 @@ func genInput(t *rapid.T) Input {
 			in.Intervals = append(in.Intervals, x)
 		}
 	}
+	nv := rapid.IntRange(0, 3).Draw(t, "volumes")
+	for v := range nv {
+		vol := Volume{Team: rapid.SampledFrom(teams).Draw(t, "volumeTeam"), Name: fmt.Sprintf("v%d", v%2),
+			Pool: fmt.Sprintf("p%d", rapid.IntRange(0, npools).Draw(t, "volumePool")), SizeBytes: rapid.Int64Range(1, 1<<14).Draw(t, "sizeGiB")<<30 + rapid.Int64Range(0, 1<<30-1).Draw(t, "sizeBytes"),
+			Created: sec("created", 0, 4*3600)}
+		if rapid.Bool().Draw(t, "deleted") {
+			vol.Deleted = vol.Created.Add(time.Duration(rapid.IntRange(1, 3*3600).Draw(t, "lifetime")) * time.Second)
+		}
+		in.Volumes = append(in.Volumes, vol)
+	}
 	in.From = sec("from", 0, 4*3600)
 	in.To = in.From.Add(time.Duration(rapid.IntRange(0, 3*3600).Draw(t, "window")) * time.Second)
 	in.Now = sec("now", 0, 6*3600)
@@ -103,9 +117,11 @@ func genInput(t *rapid.T) Input {
 // clipped time rounded up to the increment of the version at its end;
 // reserved within its term: max(committed, held); monthly and owned:
 // max(devices, held); other reserved time: what is held), the host and
-// the licence per GPU-hour. Exact fractions of a micro-unit.
-func oracle(in Input) (accel, host, licence *big.Rat) {
-	accel, host, licence = new(big.Rat), new(big.Rat), new(big.Rat)
+// the licence per GPU-hour; and the volumes' storage (StorageGiBMonth ×
+// GiB × seconds / the seconds of a 730-hour month). Exact fractions of a
+// micro-unit.
+func oracle(in Input) (accel, host, licence, storage *big.Rat) {
+	accel, host, licence, storage = new(big.Rat), new(big.Rat), new(big.Rat), new(big.Rat)
 	from, to := in.From.Unix(), in.To.Unix()
 	priceAt := func(pool string, s int64) *api.Price {
 		var best *api.Price
@@ -196,7 +212,19 @@ func oracle(in Input) (accel, host, licence *big.Rat) {
 			milliSeconds(accel, new(big.Rat).Mul(perGPUSecond(p), big.NewRat(n-r, 1)), x.Milli)
 		}
 	}
-	return accel, host, licence
+	for _, v := range in.Volumes {
+		end := min(to, in.Now.Unix())
+		if !v.Deleted.IsZero() {
+			end = v.Deleted.Unix()
+		}
+		for s := max(from, v.Created.Unix()); s < min(end, to); s++ {
+			if p := priceAt(v.Pool, s); p != nil {
+				storage.Add(storage, new(big.Rat).SetFrac(new(big.Int).Mul(big.NewInt(int64(p.StorageGiBMonth)), big.NewInt(v.SizeBytes)),
+					new(big.Int).Mul(big.NewInt(1<<30), big.NewInt(730*3600))))
+			}
+		}
+	}
+	return accel, host, licence, storage
 }
 
 func roundRat(r *big.Rat) Money { return Money(roundHalfUp(r)) }
@@ -207,13 +235,23 @@ func sumFOCUS(t *rapid.T, b []byte) (billed Money, n int) {
 		t.Fatalf("the export is not CSV: %v", err)
 	}
 	for _, r := range recs[1:] {
-		m, err := api.ParseMoney(r[0])
-		if err != nil {
-			t.Fatalf("BilledCost %q: %v", r[0], err)
-		}
-		billed += m
+		billed += parseMicro(t, "BilledCost", r[0])
 	}
 	return billed, len(recs) - 1
+}
+
+// parseMicro reads a decimal amount exactly, beyond api.MaxMoney too (a
+// drawn owned price over seconds can bill more than a billion units).
+func parseMicro(t *rapid.T, col, s string) Money {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		t.Fatalf("%s %q is not a number", col, s)
+	}
+	r.Mul(r, big.NewRat(int64(api.MoneyUnit), 1))
+	if !r.IsInt() || !r.Num().IsInt64() {
+		t.Fatalf("%s %q is not a whole number of micro-units", col, s)
+	}
+	return Money(r.Num().Int64())
 }
 
 // TestConservation: for any window, Σ workload rows + idle == Σ what the
@@ -223,7 +261,7 @@ func sumFOCUS(t *rapid.T, b []byte) (billed Money, n int) {
 func TestConservation(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genInput(t)
-		accel, host, licence := oracle(in)
+		accel, host, licence, storage := oracle(in)
 		rep, err := Report(in, api.CostByWorkload, admin)
 		if err != nil {
 			t.Fatal(err)
@@ -233,7 +271,14 @@ func TestConservation(t *testing.T) {
 			sum.AcceleratorCost += r.AcceleratorCost
 			sum.HostCost += r.HostCost
 			sum.LicenceCost += r.LicenceCost
+			sum.StorageCost += r.StorageCost
 			sum.TotalCost += r.TotalCost
+		}
+		if sum.StorageCost != rep.Total.StorageCost {
+			t.Fatalf("rows' storage adds up to %s, the total says %s", sum.StorageCost, rep.Total.StorageCost)
+		}
+		if want := roundRat(storage); rep.Total.StorageCost != want {
+			t.Fatalf("storage %s, the definition says %s (%s exactly)", rep.Total.StorageCost, want, storage.FloatString(3))
 		}
 		if sum.AcceleratorCost != rep.Total.AcceleratorCost || sum.TotalCost != rep.Total.TotalCost {
 			t.Fatalf("rows add up to %s (total %s), the total says %s (%s)", sum.AcceleratorCost, sum.TotalCost, rep.Total.AcceleratorCost, rep.Total.TotalCost)
@@ -254,7 +299,7 @@ func TestConservation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Total.TotalCost != rep.Total.TotalCost || r.Total.AcceleratorCost != rep.Total.AcceleratorCost {
+			if r.Total.TotalCost != rep.Total.TotalCost || r.Total.AcceleratorCost != rep.Total.AcceleratorCost || r.Total.StorageCost != rep.Total.StorageCost {
 				t.Fatalf("by %s the total is %s, by workload %s", by, r.Total.TotalCost, rep.Total.TotalCost)
 			}
 		}
@@ -284,7 +329,14 @@ func TestConservation(t *testing.T) {
 		all := rowsByName(rep)
 		var want Money
 		for _, r := range mine.Items {
-			if in.Workloads[core.WorkloadID(r.Name)].Team != "alpha" || all[r.Name].TotalCost != r.TotalCost {
+			team := core.TeamName("")
+			if w := in.Workloads[core.WorkloadID(r.Name)]; w != nil {
+				team = w.Team
+			} else if id, ok := strings.CutPrefix(r.Name, "volume:"); ok {
+				tm, _, _ := strings.Cut(id, "/")
+				team = core.TeamName(tm)
+			}
+			if team != "alpha" || all[r.Name].TotalCost != r.TotalCost {
 				t.Fatalf("the member sees %+v, the admin %+v", r, all[r.Name])
 			}
 			want += r.TotalCost
@@ -356,4 +408,61 @@ func checkCommitments(t *rapid.T, b []byte) {
 			t.Fatalf("commitment %v: purchase %s, usage effective cost %s", k, m, used[k])
 		}
 	}
+}
+
+// TestStorageConservation: with storage priced in every version and
+// volumes across the window, the storage billed is the definition's
+// (rounded once), every dimension and the FOCUS export (x_StorageCost and
+// BilledCost) agree with the report, and a row's storage is its volumes'.
+func TestStorageConservation(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput(t)
+		for i := range in.Prices {
+			in.Prices[i].StorageGiBMonth = Money(rapid.Int64Range(1, 1_000_000_000).Draw(t, "storagePrice"))
+		}
+		n := rapid.IntRange(1, 3).Draw(t, "moreVolumes")
+		for v := range n {
+			vol := Volume{Team: rapid.SampledFrom([]core.TeamName{"alpha", "beta"}).Draw(t, "team"), Name: fmt.Sprintf("x%d", v),
+				Pool: fmt.Sprintf("p%d", rapid.IntRange(0, len(in.Pools)-1).Draw(t, "pool")), SizeBytes: rapid.Int64Range(1, 1<<50).Draw(t, "size") | 1<<30,
+				Created: in.From.Add(-time.Duration(rapid.IntRange(0, 3600).Draw(t, "before")) * time.Second)}
+			if rapid.Bool().Draw(t, "deleted") {
+				vol.Deleted = vol.Created.Add(time.Duration(rapid.IntRange(1, 4*3600).Draw(t, "lifetime")) * time.Second)
+			}
+			in.Volumes = append(in.Volumes, vol)
+		}
+		_, _, _, storage := oracle(in)
+		rep := mustReportR(t, in, api.CostByWorkload, admin)
+		if want := roundRat(storage); rep.Total.StorageCost != want {
+			t.Fatalf("storage %s, the definition says %s (%s exactly)", rep.Total.StorageCost, want, storage.FloatString(3))
+		}
+		for _, by := range []string{api.CostByTeam, api.CostByPool, api.CostByUser} {
+			if r := mustReportR(t, in, by, admin); r.Total.StorageCost != rep.Total.StorageCost || r.Total.TotalCost != rep.Total.TotalCost {
+				t.Fatalf("by %s storage %s, by workload %s", by, r.Total.StorageCost, rep.Total.StorageCost)
+			}
+		}
+		var buf bytes.Buffer
+		if _, err := ExportFOCUS(&buf, in, time.Hour, admin, "acme"); err != nil {
+			t.Fatal(err)
+		}
+		recs, _ := csv.NewReader(bytes.NewReader(buf.Bytes())).ReadAll()
+		col := map[string]int{}
+		for i, c := range recs[0] {
+			col[c] = i
+		}
+		var billed, stor Money
+		for _, r := range recs[1:] {
+			var s Money
+			if x := r[col["x_StorageCost"]]; x != "" { // a Purchase row has none
+				s = parseMicro(t, "x_StorageCost", x)
+			}
+			billed += parseMicro(t, "BilledCost", r[col["BilledCost"]])
+			stor += s
+			if s != 0 && r[col["ServiceCategory"]] != "Storage" {
+				t.Fatalf("row %v has storage cost but is not a Storage row", r)
+			}
+		}
+		if billed != rep.Total.TotalCost || stor != rep.Total.StorageCost {
+			t.Fatalf("the export bills %s (storage %s), the report %s (%s)", billed, stor, rep.Total.TotalCost, rep.Total.StorageCost)
+		}
+	})
 }

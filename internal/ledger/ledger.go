@@ -1,7 +1,8 @@
 // Package ledger joins the store and the cost ledger: it gathers what a
 // report needs (price versions from the configuration and the store, the
 // pools' devices, the allocation intervals of a window and their
-// workloads) into a cost.Input, adds price versions after checking them,
+// workloads, the team volumes that existed in it, billed in DefaultPool)
+// into a cost.Input, adds price versions after checking them,
 // and evaluates the teams' budgets for the control loop, the API and the
 // metrics. What a cost is stays internal/cost's; what is stored stays the
 // store's.
@@ -195,6 +196,16 @@ func (l *Ledger) Input(ctx context.Context, from, to, now time.Time) (cost.Input
 			iv.HostMilliCPU, iv.HostMemoryMiB = w.Request.MilliCPU, w.Request.MemoryMiB
 		}
 		in.Intervals = append(in.Intervals, iv)
+	}
+	// Volumes have no pool: they are billed in the default pool.
+	vols, err := l.Store.VolumeHistory(ctx, from, to)
+	if err != nil {
+		return in, err
+	}
+	in.Volumes = make([]cost.Volume, 0, len(vols))
+	for _, v := range vols {
+		in.Volumes = append(in.Volumes, cost.Volume{Team: v.Team, Name: v.Name, Pool: l.DefaultPool, SizeBytes: v.SizeBytes,
+			Created: v.CreatedAt, Deleted: v.DeletedAt})
 	}
 	return in, nil
 }
