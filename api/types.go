@@ -548,6 +548,11 @@ type Fault struct {
 type Port struct {
 	Name string `json:"name,omitempty"`
 	Port int    `json:"port"`
+	// URL is where the server serves the port on a host of its own
+	// ({id}-{port}.{proxy domain}), when it is configured with a proxy
+	// domain (proxy.baseURL); set by the server, empty otherwise (the
+	// port is at /w/{id}/{port}/ of the server's address).
+	URL string `json:"url,omitempty"`
 }
 
 // MaxPorts bounds the ports of one workload.

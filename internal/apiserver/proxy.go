@@ -38,6 +38,7 @@ var proxyRoutes = []route{
 func (s *Server) proxyHandlers() {
 	s.mux.Handle(proxyRoutes[0].pattern, s.proxy(&proxyRoutes[0], s.byID))
 	s.mux.Handle(proxyRoutes[1].pattern, s.proxy(&proxyRoutes[1], s.byService))
+	s.hostProxy = s.proxy(&proxyRoutes[0], s.byID)
 	for _, p := range []string{"/w/{id}/{port}", "/s/{team}/{name}"} {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, r.URL.Path+"/", http.StatusMovedPermanently)
@@ -123,10 +124,13 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 		if tok := r.URL.Query().Get(ProxyCookie); tok != "" {
 			q := r.URL.Query()
 			q.Del(ProxyCookie)
-			parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
-			path := "/" + parts[0] + "/" + parts[1] + "/"
-			if len(parts) > 2 {
-				path += strings.SplitN(parts[2], "/", 2)[0] + "/"
+			path := "/" // a workload host's, for all of it
+			if !inHostMode(r) {
+				parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
+				path = "/" + parts[0] + "/" + parts[1] + "/"
+				if len(parts) > 2 {
+					path += strings.SplitN(parts[2], "/", 2)[0] + "/"
+				}
 			}
 			http.SetCookie(w, &http.Cookie{Name: ProxyCookie, Value: tok, Path: path, HttpOnly: true, SameSite: http.SameSiteStrictMode,
 				Secure: r.TLS != nil, MaxAge: int((12 * time.Hour).Seconds())})
@@ -173,14 +177,21 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 		}
 		// A proxied exchange may last (a notebook's WebSocket): the
 		// server's write deadline is for API answers.
+		hostMode := inHostMode(r)
 		rc := http.NewResponseController(w)
 		rc.SetWriteDeadline(time.Time{})
 		rc.SetReadDeadline(time.Time{})
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(&url.URL{Scheme: "http", Host: addr})
-				pr.Out.URL.Path = "/" + pr.In.PathValue("rest")
-				pr.Out.URL.RawPath = ""
+				if hostMode {
+					// Its own origin: the path and host as the caller gave them.
+					pr.Out.URL.Path, pr.Out.URL.RawPath = pr.In.URL.Path, pr.In.URL.RawPath
+					pr.Out.Host = pr.In.Host
+				} else {
+					pr.Out.URL.Path = "/" + pr.In.PathValue("rest")
+					pr.Out.URL.RawPath = ""
+				}
 				pr.Out.Header.Del("Authorization")
 				pr.Out.Header.Del("Cookie")
 				for _, ck := range pr.In.Cookies() {
@@ -189,12 +200,18 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 					}
 				}
 				pr.SetXForwarded()
-				pr.Out.Header.Set("X-Forwarded-Prefix", tg.prefix)
+				if !hostMode {
+					pr.Out.Header.Set("X-Forwarded-Prefix", tg.prefix)
+				}
 			},
 			// What a workload serves shares the portal's origin: it runs
 			// sandboxed (an origin of its own), so that its scripts cannot
 			// read the portal's session or call the API as the viewer.
 			ModifyResponse: func(resp *http.Response) error {
+				if hostMode {
+					hostCookies(resp.Header)
+					return nil
+				}
 				resp.Header.Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-downloads allow-modals")
 				resp.Header.Del("Set-Cookie")
 				return nil

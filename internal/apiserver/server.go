@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,6 +87,9 @@ type Options struct {
 	Secrets *secrets.Store
 	// Storage limits teams' volumes and names the datasets.
 	Storage Storage
+	// WorkloadHosts, when set (proxy.baseURL), also serves each workload
+	// port at the root of a host of its own under its domain (hosts.go).
+	WorkloadHosts *url.URL
 }
 
 // RateLimit is a token bucket per token: RequestsPerSecond sustained, Burst
@@ -103,6 +107,8 @@ type Server struct {
 	log     *slog.Logger
 	limiter *limiter // nil: no rate limit
 	fleet   fleetCache
+	// hostProxy serves workload hosts (hosts.go).
+	hostProxy http.Handler
 }
 
 // MaxPageSize bounds one page of a list.
@@ -209,7 +215,28 @@ func (s *Server) routes() {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	if id, port, ok := s.workloadHost(r); ok {
+		s.serveWorkloadHost(w, r, id, port)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// Front serves the requests that come to workload hosts (hosts.go) and
+// passes every other to next (the portal over this server): nothing but
+// the workload is served on its host.
+func (s *Server) Front(next http.Handler) http.Handler {
+	if s.opts.WorkloadHosts == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, port, ok := s.workloadHost(r); ok {
+			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+			s.serveWorkloadHost(w, r, id, port)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // reply is what a handler returns: a status and a body to encode as JSON.

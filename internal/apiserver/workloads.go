@@ -75,7 +75,7 @@ func (s *Server) submit(c *call) (reply, error) {
 		}
 		return reply{}, err
 	}
-	rep := reply{status: http.StatusCreated, body: s.redactor(c).workload(toAPI(out)), header: http.Header{"Location": {"/api/v1/workloads/" + string(out.ID)}}}
+	rep := reply{status: http.StatusCreated, body: s.redactor(c).workload(s.toAPI(out)), header: http.Header{"Location": {"/api/v1/workloads/" + string(out.ID)}}}
 	if !created {
 		rep.status = http.StatusOK
 		rep.header.Set("Idempotent-Replayed", "true")
@@ -327,7 +327,7 @@ func (s *Server) getWorkload(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: s.redactor(c).workload(s.withUsage(toAPI(w), w))}, nil
+	return reply{status: http.StatusOK, body: s.redactor(c).workload(s.withUsage(s.toAPI(w), w))}, nil
 }
 
 func (s *Server) cancelWorkload(c *call) (reply, error) {
@@ -344,7 +344,7 @@ func (s *Server) cancelWorkload(c *call) (reply, error) {
 	if now, err := s.opts.Store.Workload(ctx, out.ID); err == nil {
 		out = now
 	}
-	return reply{status: http.StatusOK, body: s.redactor(c).workload(toAPI(out))}, nil
+	return reply{status: http.StatusOK, body: s.redactor(c).workload(s.toAPI(out))}, nil
 }
 
 func (s *Server) listWorkloads(c *call) (reply, error) {
@@ -397,7 +397,7 @@ func (s *Server) listWorkloads(c *call) (reply, error) {
 	out := api.List[api.Workload]{Items: make([]api.Workload, 0, len(ws))}
 	rd := s.redactor(c)
 	for _, w := range ws {
-		out.Items = append(out.Items, *rd.workload(s.withUsage(toAPI(w), w)))
+		out.Items = append(out.Items, *rd.workload(s.withUsage(s.toAPI(w), w)))
 	}
 	if len(ws) == f.Limit {
 		out.NextPageToken = fmt.Sprintf("s%d", ws[len(ws)-1].Seq)

@@ -187,6 +187,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		}
 	}
 
+	hosts, _ := cfg.Proxy.URL() // checked by Validate
 	srv := apiserver.New(apiserver.Options{
 		Store:           st,
 		Logs:            ex,
@@ -203,10 +204,11 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Lifecycle:       lifecycle,
 		Endpoints:       endpoints(cfg, ex),
 		Secrets:         sealer,
+		WorkloadHosts:   hosts,
 		Storage:         apiserver.Storage{Limit: func(t core.TeamName) int64 { return cfg.Storage.Limit(string(t)) }, Datasets: datasetNames(cfg.Storage.Datasets)},
 	})
 	// The portal owns "/" and "/ui/"; every other path is the API's.
-	hs := newHTTPServer(portal.With(srv), serverTimeouts)
+	hs := newHTTPServer(srv.Front(portal.With(srv)), serverTimeouts)
 
 	fmt.Fprintf(out, "gpufleet: API on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "gpufleet: portal on http://%s/ (sign in with a token)\n", ln.Addr())
@@ -452,6 +454,7 @@ func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *sl
 		},
 		ContainerRuntime: cfg.Local.ContainerRuntime,
 		ContainerArgs:    cfg.Local.ContainerArgs,
+		PortHosts:        cfg.Proxy.BaseURL != "",
 	})
 	if err != nil {
 		return nil, node, err
@@ -523,6 +526,7 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 		StorageClass:      cfg.Kubernetes.StorageClass,
 		VolumeAccessMode:  cfg.Kubernetes.VolumeAccessMode,
 		CheckpointBytes:   cfg.Kubernetes.CheckpointBytes(),
+		PortHosts:         cfg.Proxy.BaseURL != "",
 		PriorityClasses:   podClasses(cfg),
 		OnNodes:           func(nodes []core.Node) { ns.put(ctx, nodes) },
 		Logger:            log.With("component", "executor"),

@@ -82,7 +82,9 @@ func newOpenCmd(e *env) *cobra.Command {
 		Short: "Print the URL where the server serves a workload's port",
 		Long: `Print the URL where the server proxies a workload's port:
 http://ADDR/w/ID/PORT/, for the workload's first declared port or the one
-PORT names (its number or its name). For a service whose first port it is,
+PORT names (its number or its name), or, on a server with a proxy domain
+(proxy.baseURL), the port's own host: https://ID-PORT.DOMAIN/, an origin of
+its own, which Jupyter needs. For a service whose first port it is,
 a second line gives the URL that follows the service by name across
 requeues and restarts: http://ADDR/s/TEAM/NAME/.
 
@@ -127,6 +129,9 @@ address.
 				return err
 			}
 			u := fmt.Sprintf("%s/w/%s/%d/", c.Addr, url.PathEscape(w.ID), p.Port)
+			if p.URL != "" { // a host of its own (the server's proxy.baseURL)
+				u = p.URL
+			}
 			fmt.Fprintln(e.stdout, u)
 			if w.Kind == api.KindService && w.Name != "" && p.Port == w.Ports[0].Port {
 				fmt.Fprintf(e.stdout, "%s/s/%s/%s/\n", c.Addr, url.PathEscape(w.Team), url.PathEscape(w.Name))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -58,6 +59,39 @@ type Config struct {
 	SecretsKeyFile string
 	// Storage configures team volumes (limits) and datasets.
 	Storage Storage
+	// Proxy configures how workloads' ports are served.
+	Proxy Proxy
+}
+
+// Proxy configures the workload proxy.
+type Proxy struct {
+	// BaseURL, when set ("https://apps.example.com", with a wildcard DNS
+	// name *.apps.example.com pointing at this server), also serves each
+	// workload port at the root of a host of its own,
+	// https://{id}-{port}.apps.example.com/: an origin of its own, which
+	// servers such as Jupyter need. Workloads then get GPUFLEET_BASE_URL=/.
+	BaseURL string `json:"baseURL,omitempty"`
+}
+
+// URL parses BaseURL (nil when unset): an http or https URL of a DNS
+// name, with no path, query or user.
+func (p Proxy) URL() (*url.URL, error) {
+	if p.BaseURL == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(p.BaseURL)
+	switch {
+	case err != nil:
+		return nil, err
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, errors.New("want an http or https URL such as https://apps.example.com")
+	case u.Hostname() == "" || net.ParseIP(u.Hostname()) != nil:
+		return nil, fmt.Errorf("want a DNS name (a wildcard *.NAME pointing at this server), not %q", u.Host)
+	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil || u.Fragment != "":
+		return nil, errors.New("want only a scheme and a host, such as https://apps.example.com")
+	}
+	u.Path = ""
+	return u, nil
 }
 
 // Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.
@@ -205,6 +239,9 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Cost.validate()...)
 	errs = append(errs, c.Qualification.validate()...)
 	errs = append(errs, c.Storage.validate()...)
+	if _, err := c.Proxy.URL(); err != nil {
+		errs = append(errs, fmt.Errorf("proxy.baseURL %q: %w", c.Proxy.BaseURL, err))
+	}
 	if c.Pool == "" || len(c.Pool) > 63 || strings.ContainsAny(c.Pool, " \t\n/\\\"'") {
 		errs = append(errs, fmt.Errorf("pool %q: want a name of at most 63 characters without spaces, slashes or quotes", c.Pool))
 	}

@@ -67,6 +67,16 @@ func TestBadConfigIsRefused(t *testing.T) {
 		{"duplicate class", "priorityClasses: [{name: training, value: 1}, {name: training, value: 2}, {name: development, value: 3}]\n", "defined twice"},
 		{"same value twice", "priorityClasses: [{name: training, value: 1}, {name: development, value: 1}]\n", "two classes have it"},
 		{"missing default class", "priorityClasses: [{name: training, value: 1}]\n", `"development" is needed`},
+		{"proxy base URL with a path", "proxy: {baseURL: https://apps.example.com/x}\n", "proxy.baseURL"},
+		{"proxy base URL of an IP", "proxy: {baseURL: http://10.0.0.1}\n", "DNS name"},
+		{"proxy base URL without a scheme", "proxy: {baseURL: apps.example.com}\n", "http or https"},
+		{"storage limit", "storage: {teamLimit: lots}\n", "storage.teamLimit"},
+		{"dataset path", "storage: {datasets: {imagenet: data/imagenet}}\n", "storage.datasets.imagenet"},
+		{"dataset name", "storage: {datasets: {Image_Net: /srv/x}}\n", "storage.datasets.Image_Net"},
+		{"container runtime", "local: {containerRuntime: runc}\n", "local.containerRuntime"},
+		{"container args", "local: {containerArgs: [run]}\n", "local.containerArgs[0]"},
+		{"volume access mode", "executor: kubernetes\nkubernetes: {volumeAccessMode: Shared}\n", "kubernetes.volumeAccessMode"},
+		{"checkpoint size", "executor: kubernetes\nkubernetes: {checkpointSize: big}\n", "kubernetes.checkpointSize"},
 		{"idle-only that cannot be preempted", "priorityClasses: [{name: training, value: 1}, {name: development, value: 2}, {name: scavenger, value: 0, idleOnly: true, mayBorrow: true}]\n", "must be preemptible"},
 	}
 	for _, tc := range cases {

@@ -114,6 +114,7 @@ type file struct {
 	SecretsKeyFile  *string         `json:"secretsKeyFile"`
 	Cost            *Cost           `json:"cost"`
 	Storage         *Storage        `json:"storage"`
+	Proxy           *Proxy          `json:"proxy"`
 	Qualification   *struct {
 		OnRegistration *bool     `json:"onRegistration"`
 		Level          *int      `json:"level"`
@@ -190,6 +191,9 @@ func Load(path string) (Config, error) {
 	}
 	if f.Storage != nil {
 		c.Storage = *f.Storage
+	}
+	if f.Proxy != nil {
+		c.Proxy = *f.Proxy
 	}
 	if f.Cost != nil {
 		cur := c.Cost.Currency

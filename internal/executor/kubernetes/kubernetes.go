@@ -90,6 +90,9 @@ type Options struct {
 	// VolumeAccessMode is their access mode; default ReadWriteOnce (one
 	// node at a time, which is what most storage classes offer).
 	VolumeAccessMode string
+	// PortHosts: the server's proxy serves each port at the root of a
+	// host of its own (proxy.baseURL), so GPUFLEET_BASE_URL is "/".
+	PortHosts bool
 	// CheckpointBytes, when above 0, gives every workload a claim of
 	// this size, gpufleet-ckpt-<workload>, created at its first start and
 	// mounted in every attempt at $GPUFLEET_CHECKPOINT_DIR, until

@@ -146,7 +146,7 @@ func buildPod(o *Options, t executor.Task, ns string, replica int, as []core.Ass
 			env[k] = v
 		}
 	}
-	portEnv(env, t.WorkloadID, t.Ports)
+	portEnv(env, t.WorkloadID, t.Ports, o.PortHosts)
 	if len(t.SecretFiles) > 0 {
 		env[executor.EnvSecretsDir] = SecretsDir
 	}

@@ -28,13 +28,17 @@ const (
 	EnvBaseURL = "GPUFLEET_BASE_URL"
 )
 
-// portEnv adds the ports' variables to env.
-func portEnv(env map[string]string, id core.WorkloadID, ports []core.Port) {
+// portEnv adds the ports' variables to env; the base URL is "/" when the
+// server serves each port on a host of its own (Options.PortHosts).
+func portEnv(env map[string]string, id core.WorkloadID, ports []core.Port, portHosts bool) {
 	for i, p := range ports {
 		n := strconv.Itoa(p.Port)
 		if i == 0 {
 			env[EnvPort] = n
 			env[EnvBaseURL] = fmt.Sprintf("/w/%s/%d/", id, p.Port)
+			if portHosts {
+				env[EnvBaseURL] = "/"
+			}
 		}
 		env["GPUFLEET_PORT_"+n] = n
 		if p.Name != "" {

@@ -53,6 +53,9 @@ type Options struct {
 	// ContainerArgs go after the runtime's binary, before its verb, in
 	// every call ("--storage-driver", "vfs", "--runtime", "runc", ...).
 	ContainerArgs []string
+	// PortHosts: the server's proxy serves each port at the root of a
+	// host of its own (proxy.baseURL), so GPUFLEET_BASE_URL is "/".
+	PortHosts bool
 }
 
 // Executor runs tasks as supervised OS processes. It is safe for concurrent
@@ -66,6 +69,8 @@ type Executor struct {
 	out  *executor.Outbox
 	// simUsage: tasks get EnvSimUsageFile.
 	simUsage bool
+	// portHosts: Options.PortHosts.
+	portHosts bool
 	// root is DataDir, absolute: hidden from sandboxed tasks.
 	root string
 	iso  Isolation
@@ -149,12 +154,13 @@ func New(opts Options) (*Executor, error) {
 		out:   executor.NewOutbox(64),
 		tasks: map[key]*task{},
 
-		simUsage: opts.SimulatedUsage,
-		root:     root,
-		iso:      opts.Isolation,
-		status:   status,
-		uids:     uids,
-		rt:       rt,
+		simUsage:  opts.SimulatedUsage,
+		portHosts: opts.PortHosts,
+		root:      root,
+		iso:       opts.Isolation,
+		status:    status,
+		uids:      uids,
+		rt:        rt,
 	}, nil
 }
 
@@ -336,7 +342,7 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		if err := writePorts(adir, host, owner); err != nil {
 			return fail(err)
 		}
-		env = portEnv(env, t.WorkloadID, t.Ports, host)
+		env = portEnv(env, t.WorkloadID, t.Ports, host, e.portHosts)
 	}
 	// Secret files: on the sandbox's own tmpfs in a mount namespace, else
 	// under /dev/shm (removed when the attempt's end is delivered).

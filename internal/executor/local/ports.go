@@ -15,7 +15,8 @@ import (
 // The environment a task that declares ports gets: PORT is where it
 // serves its first declared port, GPUFLEET_PORT_<NAME> (and
 // GPUFLEET_PORT_<number>) where it serves each, and GPUFLEET_BASE_URL the
-// path the proxy serves its first port under (/w/{id}/{port}/), for
+// path the proxy serves its first port under (/w/{id}/{port}/, or / where
+// it serves each port on a host of its own: Options.PortHosts), for
 // servers that must know it (Jupyter's base_url).
 const (
 	EnvPort    = "PORT"
@@ -50,13 +51,18 @@ func allocatePorts(ports []core.Port) (map[int]int, error) {
 	return out, nil
 }
 
-// portEnv adds the ports' variables to env.
-func portEnv(env []string, id core.WorkloadID, ports []core.Port, host map[int]int) []string {
+// portEnv adds the ports' variables to env; the base URL is "/" when the
+// proxy serves each port on a host of its own (portHosts).
+func portEnv(env []string, id core.WorkloadID, ports []core.Port, host map[int]int, portHosts bool) []string {
 	for i, p := range ports {
 		h := strconv.Itoa(host[p.Port])
 		if i == 0 {
 			env = withVar(env, EnvPort, h)
-			env = withVar(env, EnvBaseURL, fmt.Sprintf("/w/%s/%d/", id, p.Port))
+			base := fmt.Sprintf("/w/%s/%d/", id, p.Port)
+			if portHosts {
+				base = "/"
+			}
+			env = withVar(env, EnvBaseURL, base)
 		}
 		env = withVar(env, "GPUFLEET_PORT_"+strconv.Itoa(p.Port), h)
 		if p.Name != "" {
