@@ -57,6 +57,7 @@ func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, 
 		BudgetSpent: func(ctx context.Context) (map[core.TeamName]float64, error) {
 			return led.SpentRatios(ctx, time.Now().UTC())
 		},
+		Volumes: func(ctx context.Context) ([]core.Volume, error) { return st.Volumes(ctx, "") },
 	})
 	if interval <= 0 {
 		return o

@@ -30,6 +30,8 @@ type Options struct {
 	// BudgetSpent returns each budgeted team's spent / monthly this month
 	// (ledger.Ledger.SpentRatios); optional.
 	BudgetSpent func(ctx context.Context) (map[core.TeamName]float64, error)
+	// Volumes lists the team volumes (store.Volumes); optional.
+	Volumes func(ctx context.Context) ([]core.Volume, error)
 	// Xids returns the Xid errors seen since the server started
 	// (qualify.Qualifier.XidCounts); optional.
 	Xids func() []XidCount
@@ -86,7 +88,7 @@ func New(opts Options) *Metrics {
 		}, []string{"team"}),
 	}
 	m.reg.MustRegister(m.cycle, m.queueWait, m.preemptions, m.reclaims, m.finished, m.started,
-		&clusterCollector{opts: opts}, &costCollector{opts: opts},
+		&clusterCollector{opts: opts}, &costCollector{opts: opts}, &storageCollector{opts: opts},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

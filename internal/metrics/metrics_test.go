@@ -294,3 +294,21 @@ func BenchmarkScrape(b *testing.B) {
 		}
 	}
 }
+
+// Volumes are gauges of their size and last measured use; one not yet
+// measured has no use sample.
+func TestVolumeMetrics(t *testing.T) {
+	m := New(Options{
+		Snapshot: func(context.Context) (*core.Snapshot, error) { return &core.Snapshot{}, nil },
+		Volumes: func(context.Context) ([]core.Volume, error) {
+			return []core.Volume{{Team: "a", Name: "data", SizeBytes: 100 << 30, UsedBytes: 5 << 20}, {Team: "b", Name: "new", SizeBytes: 1 << 30, UsedBytes: -1}}, nil
+		},
+	})
+	fams := Scrape(t, m)
+	if diff := cmp.Diff(norm([]string{"team=a,volume=data = 1.073741824e+11", "team=b,volume=new = 1.073741824e+09"}), values(fams["gpufleet_volume_size_bytes"])); diff != "" {
+		t.Errorf("size (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(norm([]string{"team=a,volume=data = 5.24288e+06"}), values(fams["gpufleet_volume_used_bytes"])); diff != "" {
+		t.Errorf("used (-want +got):\n%s", diff)
+	}
+}
