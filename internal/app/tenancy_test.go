@@ -204,6 +204,9 @@ type world struct {
 	seq               int
 	// secretsA and secretsB must never reach a caller outside the team.
 	secretsA, secretsB []string
+	// volumes are the names of the volumes the matrix made, by team,
+	// deleted or not: the cost ledger bills each for the time it existed.
+	volumes map[string][]string
 }
 
 func (w *world) uniq(prefix string) string {
@@ -262,7 +265,7 @@ func (w *world) waitRunningWithLog(id, marker string) {
 
 func newWorld(t *testing.T, s *server) *world {
 	h := &hclient{t: t, addr: s.addr, retry429: true}
-	w := &world{t: t, s: s, h: h, admin: caller{name: "admin", token: s.admin.Token, admin: true, role: "admin"}}
+	w := &world{t: t, s: s, h: h, admin: caller{name: "admin", token: s.admin.Token, admin: true, role: "admin"}, volumes: map[string][]string{}}
 	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamA+`","guaranteedMilliGPU":1000,`+limitA+`}`, http.StatusCreated, nil)
 	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamB+`",`+limitB+`}`, http.StatusCreated, nil)
 	m := func(team, role string) api.Membership { return api.Membership{Team: team, Role: role} }
@@ -409,6 +412,24 @@ func sees(c caller, a, b string) []string {
 		return []string{a}
 	}
 	return nil
+}
+
+// seesVolumes is what a caller's cost answers add to want for the volumes
+// of its teams: a row "volume:TEAM/NAME" each by workload, the row "(none)"
+// by user or by label (a volume has neither).
+func (w *world) seesVolumes(c caller, byWorkload bool, want []string) []string {
+	want = slices.Clone(want)
+	for _, tm := range sees(c, teamA, teamB) {
+		for _, n := range w.volumes[tm] {
+			if byWorkload {
+				want = append(want, "volume:"+tm+"/"+n)
+			} else {
+				want = append(want, "(none)")
+			}
+		}
+	}
+	slices.Sort(want)
+	return slices.Compact(want)
 }
 
 // sameRows compares the names of an answer's rows with want: exactly for a
@@ -742,6 +763,9 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		// reads them and its storage.
 		"POST /api/v1/teams/{}/volumes": func(c caller) []probe {
 			name := w.uniq("va")
+			if roleRank(c.role) >= roleRank(api.RoleMember) {
+				w.volumes[teamA] = append(w.volumes[teamA], name)
+			}
 			return []probe{
 				inA(c, api.RoleMember, 201, probe{what: "own", method: "POST", path: "/api/v1/teams/" + teamA + "/volumes",
 					body: `{"name":"` + name + `","sizeBytes":1048576}`, check: holds(`"name":"`+name+`"`, `"sizeBytes":1048576`)}, team(teamA)),
@@ -758,6 +782,7 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 			mk := func(tm string) string {
 				name := w.uniq("vd")
 				w.h.must(w.admin.token, "POST", "/api/v1/teams/"+tm+"/volumes", `{"name":"`+name+`","sizeBytes":1048576}`, http.StatusCreated, nil)
+				w.volumes[tm] = append(w.volumes[tm], name)
 				return name
 			}
 			return []probe{
@@ -868,16 +893,16 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		"GET /api/v1/cost": func(c caller) []probe {
 			return []probe{
 				anyone(200, probe{what: "by team", method: "GET", path: "/api/v1/cost", check: costRows(c, sees(c, teamA, teamB))}),
-				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost?by=workload", check: costRows(c, sees(c, w.wlA, w.wlB))}),
-				anyone(200, probe{what: "by user", method: "GET", path: "/api/v1/cost?by=user", check: costRows(c, sees(c, "a-member", "b-member"))}),
-				anyone(200, probe{what: "by label", method: "GET", path: "/api/v1/cost?by=label:project", check: costRows(c, sees(c, markerA, markerB))}),
+				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost?by=workload", check: costRows(c, w.seesVolumes(c, true, sees(c, w.wlA, w.wlB)))}),
+				anyone(200, probe{what: "by user", method: "GET", path: "/api/v1/cost?by=user", check: costRows(c, w.seesVolumes(c, false, sees(c, "a-member", "b-member")))}),
+				anyone(200, probe{what: "by label", method: "GET", path: "/api/v1/cost?by=label:project", check: costRows(c, w.seesVolumes(c, false, sees(c, markerA, markerB)))}),
 				anyone(200, probe{what: "by pool", method: "GET", path: "/api/v1/cost?by=pool&since=1h"}),
 			}
 		},
 		"GET /api/v1/cost/series": func(c caller) []probe {
 			return []probe{
 				anyone(200, probe{what: "by team", method: "GET", path: "/api/v1/cost/series?since=1h&step=10m", check: seriesRows(c, sees(c, teamA, teamB))}),
-				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost/series?by=workload&since=1h&step=10m", check: seriesRows(c, sees(c, w.wlA, w.wlB))}),
+				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost/series?by=workload&since=1h&step=10m", check: seriesRows(c, w.seesVolumes(c, true, sees(c, w.wlA, w.wlB)))}),
 			}
 		},
 		"GET /api/v1/cost/export": func(c caller) []probe {
@@ -1222,7 +1247,7 @@ func TestTenancyServerOwnedFieldsAreRefused(t *testing.T) {
 // newWorldLite is a world with the admin and both teams, and no users.
 func newWorldLite(t *testing.T, s *server) *world {
 	h := &hclient{t: t, addr: s.addr}
-	w := &world{t: t, s: s, h: h, admin: caller{name: "admin", token: s.admin.Token, admin: true, role: "admin"}}
+	w := &world{t: t, s: s, h: h, admin: caller{name: "admin", token: s.admin.Token, admin: true, role: "admin"}, volumes: map[string][]string{}}
 	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamA+`","guaranteedMilliGPU":1000,`+limitA+`}`, http.StatusCreated, nil)
 	h.must(w.admin.token, "POST", "/api/v1/teams", `{"name":"`+teamB+`",`+limitB+`}`, http.StatusCreated, nil)
 	return w
