@@ -190,6 +190,33 @@ func TestVolumesCreateListStorageDelete(t *testing.T) {
 	}
 	// What was deleted no longer counts: 8 MiB fits again.
 	f.must("member", "POST", base, `{"name":"big","sizeBytes":8388608}`, http.StatusCreated, nil)
+
+	// Creates and deletes are audited with their object and team, the
+	// refusals with their status.
+	type entry struct {
+		User, Action, Object, Team string
+		Status                     int
+	}
+	var audited []entry
+	for _, e := range f.audit() {
+		if strings.HasSuffix(e.Action, " volume") && (e.Object == "ckpt" || e.Object == "big") {
+			audited = append(audited, entry{e.User, e.Action, e.Object, e.Team, e.Status})
+		}
+	}
+	slices.SortStableFunc(audited, func(a, b entry) int { return strings.Compare(a.Object+a.Action, b.Object+b.Action) })
+	wantAudit := []entry{
+		{"member", "create volume", "big", "research", 400},
+		{"member", "create volume", "big", "research", 201},
+		{"member", "create volume", "ckpt", "research", 201},
+		{"member", "create volume", "ckpt", "research", 409},
+		{"member", "delete volume", "ckpt", "research", 403},
+		{"tadmin", "delete volume", "ckpt", "research", 409},
+		{"tadmin", "delete volume", "ckpt", "research", 204},
+		{"tadmin", "delete volume", "ckpt", "research", 404},
+	}
+	if diff := cmp.Diff(wantAudit, audited); diff != "" {
+		t.Errorf("audit of the volume routes (-want +got):\n%s", diff)
+	}
 }
 
 func TestSubmitStorageRefs(t *testing.T) {
