@@ -140,3 +140,14 @@ func TestSecretKeys(t *testing.T) {
 		}
 	}
 }
+
+// reservedMountPaths are directories a mount may "not cover or sit
+// inside": a mount at a parent of one (/var covers /var/lib/gpufleet and
+// /var/run) hides it as surely as one at it.
+func TestCheckMountPathRefusesParentsOfReservedPaths(t *testing.T) {
+	for _, p := range []string{"/var", "/var/lib"} {
+		if CheckMountPath(p) == "" {
+			t.Errorf("CheckMountPath(%q) accepted; it covers a reserved path (/var/lib/gpufleet, /var/run)", p)
+		}
+	}
+}
