@@ -151,3 +151,15 @@ func TestCheckMountPathRefusesParentsOfReservedPaths(t *testing.T) {
 		}
 	}
 }
+
+// /gpufleet is where the local executor puts a container task's
+// checkpoint, usage and secret directories, and it refuses a mount there
+// at start: the API refuses it at submit, naming the field, rather than
+// accept a workload that fails when it starts.
+func TestCheckMountPathRefusesTheContainerPaths(t *testing.T) {
+	for _, p := range []string{"/gpufleet", "/gpufleet/secrets"} {
+		if CheckMountPath(p) == "" {
+			t.Errorf("CheckMountPath(%q) accepted; the local executor refuses it at start", p)
+		}
+	}
+}
