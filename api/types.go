@@ -630,8 +630,9 @@ func (v Volume) Validate() []FieldError {
 }
 
 // reservedMountPaths are the directories a mount may not cover or sit
-// inside: the system a workload runs on, and the platform's own paths.
-var reservedMountPaths = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var/lib/gpufleet", "/var/run"}
+// inside: the system a workload runs on, and the platform's own paths
+// (/gpufleet: a container's checkpoint, usage and secret directories).
+var reservedMountPaths = []string{"/bin", "/boot", "/dev", "/etc", "/gpufleet", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var/lib/gpufleet", "/var/run"}
 
 // CheckMountPath says what is wrong with the path of a mount, or "".
 func CheckMountPath(p string) string {
@@ -650,8 +651,11 @@ func CheckMountPath(p string) string {
 		return "a mount cannot cover /"
 	}
 	for _, r := range reservedMountPaths {
-		if p == r || strings.HasPrefix(p, r+"/") {
+		switch {
+		case p == r || strings.HasPrefix(p, r+"/"):
 			return fmt.Sprintf("%q is inside %s, which the platform keeps", p, r)
+		case strings.HasPrefix(r, p+"/"):
+			return fmt.Sprintf("%q covers %s, which the platform keeps", p, r)
 		}
 	}
 	return ""

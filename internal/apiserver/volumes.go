@@ -76,6 +76,11 @@ func (s *Server) listVolumes(c *call) (reply, error) {
 	if err := c.authorize(team, "team", string(team)); err != nil {
 		return reply{}, err
 	}
+	if _, err := s.opts.Store.Team(c.r.Context(), team); errors.Is(err, core.ErrNotFound) {
+		return reply{}, notFound("team", string(team))
+	} else if err != nil {
+		return reply{}, err
+	}
 	vs, err := s.opts.Store.Volumes(c.r.Context(), team)
 	if err != nil {
 		return reply{}, err

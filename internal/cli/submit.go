@@ -291,6 +291,9 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 			if err != nil {
 				return nil, usagef("--mount %q: %v", s, err)
 			}
+			if strings.HasSuffix(s, ":rw") {
+				return nil, usagef("--mount %q: a dataset is mounted read-only", s)
+			}
 			w.Mounts = append(w.Mounts, api.Mount{Dataset: name, Path: path})
 		}
 	}

@@ -572,8 +572,9 @@ func (l *Loop) settle(ctx context.Context, u *unrecorded) error {
 // was not all read.
 const ReasonMalformedOutputs = "MalformedOutputs"
 
-// reportOutputs records what an attempt reported of its completed work,
-// and one Warning event naming what of the report was skipped. (Recorded
+// reportOutputs records what an attempt reported of its completed work
+// and of its own figures (metrics), and one Warning event for each report
+// naming what of it was skipped. (Recorded
 // before the attempt's end, in its own transaction: a crash between the
 // two adds the report again when the exit is read anew.)
 func (l *Loop) reportOutputs(ctx context.Context, e executor.Exit) error {
@@ -583,12 +584,27 @@ func (l *Loop) reportOutputs(ctx context.Context, e executor.Exit) error {
 			return err
 		}
 	}
+	if len(e.MetricsMalformed) > 0 {
+		msg := "metrics report: " + strings.Join(e.MetricsMalformed, "; ")
+		if _, err := l.opts.Store.Warn(ctx, e.WorkloadID, e.Attempt, ReasonMalformedMetrics, msg, l.opts.Now()); err != nil {
+			return err
+		}
+	}
+	if len(e.Metrics) > 0 {
+		if err := l.opts.Store.AddMetrics(ctx, e.WorkloadID, e.Metrics); err != nil {
+			return err
+		}
+	}
 	if e.Outputs == nil {
 		return nil
 	}
 	_, err := l.opts.Store.AddOutputs(ctx, e.WorkloadID, *e.Outputs)
 	return err
 }
+
+// ReasonMalformedMetrics is the Warning event of a metrics report that was
+// not all read.
+const ReasonMalformedMetrics = "MalformedMetrics"
 
 // decide says how an exit is recorded, from the workload as it is now.
 func decide(w *core.Workload, e executor.Exit) *end {
@@ -627,7 +643,7 @@ func (l *Loop) ended(w *core.Workload, phase core.Phase, reason string) {
 // outcome maps an exit to the final phase and reason.
 func outcome(w *core.Workload, e executor.Exit) (core.Phase, string, string) {
 	switch w.Status.StopRequested {
-	case ReasonPreempted, ReasonReclaimed, ReasonBudgetExceeded, core.StopDrained, core.StopNodeValidating:
+	case ReasonPreempted, ReasonReclaimed, ReasonBudgetExceeded, core.StopDrained, core.StopNodeValidating, core.StopDisrupted:
 		return core.Preempted, w.Status.StopRequested, w.Status.Message
 	case core.StopGPUFailed, core.StopNodeLost:
 		return core.Lost, w.Status.StopRequested, w.Status.Message

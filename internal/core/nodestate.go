@@ -229,3 +229,8 @@ const (
 	StopGPUFailed      = "GPUFailed"
 	StopNodeLost       = "NodeLost"
 )
+
+// StopDisrupted is the reason of a stop an acceptance card's failure stage
+// asks for: the workload is requeued, as if preempted, and announced in
+// its stop file, so that it checkpoints.
+const StopDisrupted = "Disrupted"

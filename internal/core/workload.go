@@ -195,6 +195,9 @@ type Status struct {
 	// Ready: the running attempt answered its ReadyPath with 2xx at the
 	// last probe (reset at each start).
 	Ready bool `json:"ready,omitempty"`
+	// Metrics are the figures its attempts reported ($GPUFLEET_METRICS_FILE),
+	// the last value of each name.
+	Metrics []Metric `json:"metrics,omitempty"`
 }
 
 // Workload is a submitted workload with its status.
@@ -228,6 +231,7 @@ func (w *Workload) Clone() *Workload {
 		o := *w.Status.Outputs
 		c.Status.Outputs = &o
 	}
+	c.Status.Metrics = slices.Clone(w.Status.Metrics)
 	for _, t := range []**time.Time{&c.Status.StartedAt, &c.Status.FinishedAt, &c.Status.PreemptedAt} {
 		if *t != nil {
 			v := **t

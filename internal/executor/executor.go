@@ -119,6 +119,11 @@ type Exit struct {
 	// which the caller turns into one Warning event. Empty when everything
 	// was read.
 	OutputsMalformed []string
+	// Metrics are the figures the attempt reported about itself (the
+	// local executor: $GPUFLEET_METRICS_FILE, read by core.ParseMetrics);
+	// MetricsMalformed notes what of that report was skipped.
+	Metrics          []core.Metric
+	MetricsMalformed []string
 }
 
 // Executor runs tasks.

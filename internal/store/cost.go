@@ -161,6 +161,19 @@ func (s *Store) WorkloadsByID(ctx context.Context, ids []core.WorkloadID) (map[c
 	return out, nil
 }
 
+// AddMetrics merges the figures an attempt reported about itself into the
+// workload's (core.MergeMetrics: the last value of each name).
+func (s *Store) AddMetrics(ctx context.Context, id core.WorkloadID, ms []core.Metric) error {
+	return s.do(ctx, func(tx *wtx) error {
+		w, err := getForUpdate(tx, id)
+		if err != nil {
+			return err
+		}
+		w.Status.Metrics = core.MergeMetrics(w.Status.Metrics, ms)
+		return putStatus(tx, w)
+	})
+}
+
 // AddOutputs adds completed work a workload reported to the sums in its
 // status. A workload that does not exist is core.ErrNotFound.
 func (s *Store) AddOutputs(ctx context.Context, id core.WorkloadID, o core.Outputs) (*core.Workload, error) {

@@ -354,6 +354,37 @@ func (s *Store) RequestStop(ctx context.Context, id core.WorkloadID, reason, mes
 	return out, err
 }
 
+// Disrupt asks a running workload to stop and be requeued
+// (core.StopDisrupted), as an acceptance card's failure stage does; a
+// workload that is not running, or is stopping already, is
+// core.ErrConflict.
+func (s *Store) Disrupt(ctx context.Context, id core.WorkloadID, message string, now time.Time) (*core.Workload, error) {
+	var out *core.Workload
+	err := s.do(ctx, func(tx *wtx) error {
+		w, err := getForUpdate(tx, id)
+		if err != nil {
+			return err
+		}
+		if w.Status.Phase != core.Running || w.Status.StopRequested != "" {
+			return fmt.Errorf("workload %s is %s%s: only a running workload can be disrupted: %w", id, w.Status.Phase, stopping(w), core.ErrConflict)
+		}
+		w.Status.StopRequested, w.Status.Message = core.StopDisrupted, message
+		if err := putStatus(tx, w); err != nil {
+			return err
+		}
+		out = w
+		return addEvent(tx, core.Event{WorkloadID: id, Time: now.UTC(), Type: core.EventWarning, Reason: "StopRequested", Message: message})
+	})
+	return out, err
+}
+
+func stopping(w *core.Workload) string {
+	if w.Status.StopRequested != "" {
+		return " (stopping: " + w.Status.StopRequested + ")"
+	}
+	return ""
+}
+
 // preempt asks a running workload to stop for a preemptor. A victim that is
 // gone, no longer running that attempt, or already stopping is left alone;
 // an error reading it (other than not found) fails the write.

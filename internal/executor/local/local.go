@@ -277,6 +277,9 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	}
 	// Outputs: a report left for this attempt before it ran (by an earlier
 	// attempt, say) is not this attempt's.
+	if err := os.Remove(metricsFile(adir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	if err := os.Remove(outputsFile(adir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -326,6 +329,7 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		env = withVar(env, EnvSimUsageFile, in(e.usageFile(adir)))
 	}
 	env = withVar(env, EnvOutputsFile, in(outputsFile(adir)))
+	env = withVar(env, EnvMetricsFile, in(metricsFile(adir)))
 	env = withVar(env, EnvStopFile, in(stopFile(adir)))
 	if err := os.Remove(stopFile(adir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
@@ -581,6 +585,7 @@ func (e *Executor) finish(tk *task, rec pidRecord, how string) {
 		e.log.Warn("task lost", "workload", tk.key.id, "attempt", tk.key.attempt, "detail", how)
 	}
 	withOutputs(&x, tk.dir) // a lost task's report counts too
+	withMetrics(&x, tk.dir, tk.key.attempt)
 	e.endAttempt(tk.dir, !ok)
 	x.At = e.now()
 	e.forget(tk)
@@ -684,6 +689,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 	deliver := func(r exitRecord) (bool, error) {
 		x := r.exit(k)
 		withOutputs(&x, adir)
+		withMetrics(&x, adir, k.attempt)
 		e.endAttempt(adir, false)
 		x.At = e.now()
 		e.out.Put(x)

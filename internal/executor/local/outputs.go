@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -23,13 +24,6 @@ const EnvOutputsFile = "GPUFLEET_OUTPUTS_FILE"
 
 // maxOutputsFile bounds what is read of an outputs file.
 const maxOutputsFile = 64 << 10
-
-// Notes in Exit.OutputsMalformed about the file itself.
-const (
-	outputsTooLarge   = "file larger than 64 KiB: the rest ignored"
-	outputsSymlink    = "the outputs file is a symbolic link: not followed, not read"
-	outputsNotRegular = "the outputs file is not a regular file with one name (a FIFO, a device, a directory or a hard link): not read"
-)
 
 // OutputsFile returns the outputs file of a workload's attempt, or "" for
 // an ID that is not a plain name or an attempt below 1.
@@ -65,34 +59,9 @@ func withOutputs(x *executor.Exit, adir string) {
 // there. A missing file reports nothing (nil, no note); one that cannot
 // be read reports nothing, with a note saying why.
 func readOutputs(path string) (*core.Outputs, []string) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
-	case errors.Is(err, syscall.ELOOP):
-		return nil, []string{outputsSymlink}
-	case err != nil:
-		return nil, []string{"the outputs file cannot be opened: " + cause(err)}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, []string{"the outputs file cannot be read: " + cause(err)}
-	}
-	if !fi.Mode().IsRegular() || links(fi) != 1 {
-		return nil, []string{outputsNotRegular}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxOutputsFile+1))
-	if err != nil {
-		return nil, []string{"the outputs file cannot be read: " + cause(err)}
-	}
-	var notes []string
-	if len(b) > maxOutputsFile {
-		// The last line read is cut short: drop it, lest "accepted=1234"
-		// count as 12.
-		b = b[:maxOutputsFile]
-		b = b[:bytes.LastIndexByte(b, '\n')+1]
-		notes = append(notes, outputsTooLarge)
+	b, notes, ok := readTaskFile(path, "outputs", maxOutputsFile)
+	if !ok {
+		return nil, notes
 	}
 	out, reported, malformed := core.ParseOutputsReport(b)
 	notes = append(notes, malformed...)
@@ -100,6 +69,69 @@ func readOutputs(path string) (*core.Outputs, []string) {
 		return nil, notes
 	}
 	return &out, notes
+}
+
+// readTaskFile reads a file the task wrote (what is "outputs" or
+// "metrics"), as readOutputs says: without following a link or blocking,
+// a regular file with one name, at most limit bytes, cut at the last
+// whole line when longer (with a note). ok is false when there is nothing
+// to parse: no file (no note), or one that cannot be read (a note).
+func readTaskFile(path, what string, limit int) (b []byte, notes []string, ok bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, false
+	case errors.Is(err, syscall.ELOOP):
+		return nil, []string{"the " + what + " file is a symbolic link: not followed, not read"}, false
+	case err != nil:
+		return nil, []string{"the " + what + " file cannot be opened: " + cause(err)}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, []string{"the " + what + " file cannot be read: " + cause(err)}, false
+	}
+	if !fi.Mode().IsRegular() || links(fi) != 1 {
+		return nil, []string{"the " + what + " file is not a regular file with one name (a FIFO, a device, a directory or a hard link): not read"}, false
+	}
+	b, err = io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, []string{"the " + what + " file cannot be read: " + cause(err)}, false
+	}
+	if len(b) > limit {
+		// The last line read is cut short: drop it, lest "accepted=1234"
+		// count as 12.
+		b = b[:limit]
+		b = b[:bytes.LastIndexByte(b, '\n')+1]
+		notes = append(notes, fmt.Sprintf("file larger than %d KiB: the rest ignored", limit>>10))
+	}
+	return b, notes, true
+}
+
+// EnvMetricsFile names, for every task, the file where it reports figures
+// about its own run, one JSON line each ({"name":"p95_latency_ms",
+// "value":182,"unit":"ms"}, core.ParseMetrics), which acceptance cards
+// judge: <workload>/usage/metrics-attempt-N, read at the attempt's end
+// into Exit.Metrics as the outputs file is.
+const EnvMetricsFile = "GPUFLEET_METRICS_FILE"
+
+// maxMetricsFile bounds what is read of a metrics file.
+const maxMetricsFile = 64 << 10
+
+// metricsFile is <workload>/usage/metrics-attempt-N.
+func metricsFile(adir string) string {
+	return filepath.Join(filepath.Dir(adir), "usage", "metrics-"+filepath.Base(adir))
+}
+
+// withMetrics fills in x's metrics from the attempt's metrics file.
+func withMetrics(x *executor.Exit, adir string, attempt int) {
+	b, notes, ok := readTaskFile(metricsFile(adir), "metrics", maxMetricsFile)
+	if ok {
+		var malformed []string
+		x.Metrics, malformed = core.ParseMetrics(b, attempt)
+		notes = append(notes, malformed...)
+	}
+	x.MetricsMalformed = notes
 }
 
 // links returns the number of names of the file, 1 when unknown.

@@ -172,3 +172,28 @@ func TestOutputsOfAdoptedAndLostTasks(t *testing.T) {
 		waitDead(t, p.PID)
 	})
 }
+
+// A task's metrics file is read into its exit: the last value of a name
+// wins, a bad line is skipped with a note, a link is not followed.
+func TestMetricsFileIsReadIntoTheExit(t *testing.T) {
+	e := newExecutor(t, "", nil)
+	tk := task("met-1", "sh", "-c", `M="$`+local.EnvMetricsFile+`"
+echo '{"name":"p95_latency_ms","value":250,"unit":"ms"}' >> "$M"
+echo 'not json' >> "$M"
+echo '{"name":"p95_latency_ms","value":182,"unit":"ms"}' >> "$M"
+echo '{"name":"throughput_per_second","value":41.5}' >> "$M"`)
+	x := run(t, e, tk)
+	want := []core.Metric{{Name: "p95_latency_ms", Value: 182, Unit: "ms", Attempt: 1}, {Name: "throughput_per_second", Value: 41.5, Attempt: 1}}
+	if diff := cmp.Diff(want, x.Metrics); diff != "" {
+		t.Errorf("Exit.Metrics (-want +got):\n%s", diff)
+	}
+	if len(x.MetricsMalformed) != 1 || !strings.HasPrefix(x.MetricsMalformed[0], "line 2:") {
+		t.Errorf("Exit.MetricsMalformed = %q, want one note for line 2", x.MetricsMalformed)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte(`{"name":"leak","value":1}`+"\n"), 0o600)
+	ln := task("met-2", "sh", "-c", `ln -s `+secret+` "$`+local.EnvMetricsFile+`"`)
+	if x := run(t, e, ln); len(x.Metrics) != 0 || len(x.MetricsMalformed) != 1 || !strings.Contains(x.MetricsMalformed[0], "symbolic link") {
+		t.Errorf("a linked metrics file: metrics %v notes %q, want none read and a note", x.Metrics, x.MetricsMalformed)
+	}
+}
