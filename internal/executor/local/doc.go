@@ -19,7 +19,9 @@
 //	             requeued after a preemption finds what it saved
 //	usage/       attempt-N: the simulated GPU usage file the task writes;
 //	             outputs-attempt-N: $GPUFLEET_OUTPUTS_FILE, the task's
-//	             report of completed work (removed when attempt N starts)
+//	             report of completed work; metrics-attempt-N:
+//	             $GPUFLEET_METRICS_FILE, its figures about itself (both
+//	             removed when attempt N starts)
 //	tmp/         $TMPDIR, where the task has no private /tmp
 //	secrets/     the mount point of $GPUFLEET_SECRETS_DIR in the task's
 //	             mount namespace (a tmpfs there; never written on the host)
@@ -188,6 +190,10 @@
 // when fstat finds a regular file with one name (a symbolic link, a hard
 // link, a FIFO or a directory is refused with a note), and at most 64 KiB
 // of it (a longer file counts its whole lines up to there, with a note).
+// The same goes for $GPUFLEET_METRICS_FILE, JSON lines such as
+// {"name":"p95_latency_ms","value":182,"unit":"ms"} read by
+// core.ParseMetrics into Exit.Metrics (notes in MetricsMalformed), which
+// acceptance cards judge.
 //
 // A program that cannot be found or executed makes Start return an error
 // (wrapping exec.ErrNotFound when it is missing) and no Exit is delivered:
@@ -206,7 +212,7 @@
 // CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES (GPU indices in
 // assignment order; empty, hiding every device, when there are none),
 // CUDA_DEVICE_ORDER=PCI_BUS_ID, GPUFLEET_GPU_UUIDS, GPUFLEET_OUTPUTS_FILE
-// (see Exits) and, for a fractional request only, GPUFLEET_GPU_FRACTION
+// and GPUFLEET_METRICS_FILE (see Exits) and, for a fractional request only, GPUFLEET_GPU_FRACTION
 // (0.25) and GPUFLEET_GPU_MEMORY_LIMIT_MIB; GPUFLEET_SIM_USAGE_FILE too,
 // for a task on simulated GPUs; GPUFLEET_STOP_FILE (see stopfile.go);
 // PORT and GPUFLEET_PORT_<N>/<NAME> for its declared ports (ports.go); and,
