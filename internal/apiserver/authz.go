@@ -174,6 +174,12 @@ var table = []route{
 	{pattern: "POST /api/v1/workloads/{id}/outputs", access: teamRole, need: core.RoleMember, doing: "reporting the outputs of team %s's workloads",
 		action: "report outputs", ok: http.StatusOK, serve: (*Server).reportOutputs},
 
+	// Advice for a workload brief (issue 18): the fleet's kinds of GPU,
+	// what is free now and the pools' prices, no team's objects, so any
+	// caller. A POST for its body; nothing changes, and the audit trail
+	// records the call.
+	{pattern: "POST /api/v1/plan", access: anyCaller, action: "plan workload", ok: http.StatusOK, serve: (*Server).planWorkload},
+
 	// Cluster totals only, no team names: anyone may read them.
 	{pattern: "GET /api/v1/usage", access: anyCaller, serve: (*Server).usageHistory},
 	// Metrics name every team and node: admins, and metrics readers (a
