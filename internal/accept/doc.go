@@ -1,0 +1,85 @@
+// Package accept holds the pure rules of acceptance cards and their runs
+// (issue 18): reading a card, judging criteria against metrics, reading
+// the metrics a workload writes, the load stage's derived figures, the
+// review against the brief, a run's status and its HTML report. It does no
+// I/O, reads no clock (times come in with the run), starts no goroutines
+// and imports only api, the standard library and go.yaml.in/yaml/v3 (for
+// line numbers). The runner that submits stage workloads, disrupts them
+// and collects metrics lives with the server; the wire types are in api
+// (acceptance.go).
+//
+// # Cards
+//
+// ParseCard reads YAML or JSON (JSON is read as YAML, so its lines are
+// known too). The file must say kind: AcceptanceCard. Every problem is
+// reported at once, each with its field path as the API writes it
+// ("stages[1].criteria[0]") and its line: syntax errors, unknown fields
+// (at every level, the workload spec's included), values of the wrong JSON
+// type, YAML aliases and merge keys (not supported), keys given twice, and
+// everything api.AcceptanceCard.Validate finds: an unknown stage type, a
+// criterion that does not parse, a failure stage without disrupt (or
+// disrupt elsewhere), a review stage with a workload or not last, a
+// running stage without one, duplicate stage names, a card with no stage
+// that runs something, and the workload spec's own checks. A problem
+// Validate finds in a field already reported is not repeated.
+//
+// # Criteria
+//
+// A criterion is "METRIC OP NUMBER" (api.ParseCriterion): a metric name
+// (letters, digits, '_' and '.', not starting with a digit), one of <=, <,
+// >=, >, ==, != and a finite decimal number. Evaluate judges each one:
+// one that does not parse fails; one whose metric nobody reported fails
+// with "no metric NAME was reported", never passes by default; a NaN or
+// infinite value fails every operator, != included. == is exact. A
+// running stage with no criteria is judged by DefaultCriteria
+// (exit_code == 0), so no stage passes for showing nothing.
+//
+// # Metrics
+//
+// A workload writes JSON lines to $GPUFLEET_METRICS_FILE
+// ({"name":"p95_latency_ms","value":182,"unit":"ms"}). ParseMetrics reads
+// the first 64 KiB (to the last whole line) and the first 1000 metric
+// lines; it skips a malformed line with a note naming the line. When a
+// name is written more than once the last value counts (a workload may
+// refine a figure as it runs), noted once per name. Merge joins them with
+// the platform's measurements (exit_code, queue_wait_seconds,
+// start_seconds, restarts, gpu_memory_peak_mib, memory_headroom_ratio,
+// recovery_seconds, ...): the platform's values win over a workload's of
+// the same name.
+//
+// For the load stage, Percentiles gives p50_, p95_ and p99_ of a base name
+// by nearest rank: the sample at rank ceil(p/100 × n) of the sorted
+// samples, always a measured value, never an interpolation.
+// MemoryHeadroom is memory_headroom_ratio = 1 - peak/limit, negative when
+// the peak went over the limit; Peak finds the peak in a sample series.
+//
+// # Review and status
+//
+// Review compares what the stages recorded (Recorded: one value per name,
+// a later stage's over an earlier's) with the brief's targets
+// (p95LatencyMs gives p95_latency_ms <= target, throughputPerSecond gives
+// throughput_per_second >= target) and then the review stage's own
+// criteria; a target whose metric nobody reported fails. With no targets
+// and no criteria the review has no results and passes. The decision
+// (extend, reserve, dedicate, scale, reject) is recorded separately and
+// does not change the status.
+//
+// StageVerdict is a stage's status from its results. RunStatus is a run's:
+// Error stays Error; the first Failed stage fails the run, its message
+// naming the stage and the first failing criterion; a Pending or Running
+// stage keeps it Running; a Skipped stage with no failure before it fails
+// it; otherwise Passed, so a run passes only when every stage that runs
+// passed and the review met the brief's targets.
+//
+// # Report
+//
+// ReportHTML renders a run as one self-contained page through
+// html/template (every value escaped): inline CSS, an inline SVG line
+// chart of each stage's sample series (at most 2000 points a series),
+// each criterion with its value and verdict, the qualification evidence
+// of the nodes used and a readiness checklist. Checklist derives that
+// checklist from the run and the evidence: a smoke, functional, load (with
+// p95 latency and memory headroom) and failure (with a recovery time)
+// stage passed, the nodes passed qualification, the targets were met, and
+// a decision is on record.
+package accept

@@ -1,0 +1,133 @@
+package accept
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+// Targets are the brief's targets the review compares results with; zero
+// means no target.
+type Targets struct {
+	P95LatencyMs        float64
+	ThroughputPerSecond float64
+}
+
+// TargetsOf reads the targets of a card's brief (its "targets" object,
+// p95LatencyMs and throughputPerSecond; everything else is the brief's own
+// parser's business). No brief means no targets.
+func TargetsOf(brief json.RawMessage) (Targets, error) {
+	if len(brief) == 0 || string(brief) == "null" {
+		return Targets{}, nil
+	}
+	var b struct {
+		Targets struct {
+			P95LatencyMs        float64 `json:"p95LatencyMs"`
+			ThroughputPerSecond float64 `json:"throughputPerSecond"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal(brief, &b); err != nil {
+		return Targets{}, fmt.Errorf("brief: %w", api.DecodeProblem(err))
+	}
+	t := Targets{P95LatencyMs: b.Targets.P95LatencyMs, ThroughputPerSecond: b.Targets.ThroughputPerSecond}
+	for name, v := range map[string]float64{"targets.p95LatencyMs": t.P95LatencyMs, "targets.throughputPerSecond": t.ThroughputPerSecond} {
+		if v < 0 || math.IsInf(v, 0) {
+			return Targets{}, fmt.Errorf("brief: %s: must not be negative", name)
+		}
+	}
+	return t, nil
+}
+
+// Criteria are the criteria the targets imply: p95_latency_ms <= the
+// latency target, throughput_per_second >= the throughput target.
+func (t Targets) Criteria() []string {
+	var out []string
+	if t.P95LatencyMs > 0 {
+		out = append(out, api.Criterion{Metric: MetricP95Latency, Op: api.OpLE, Threshold: t.P95LatencyMs}.String())
+	}
+	if t.ThroughputPerSecond > 0 {
+		out = append(out, api.Criterion{Metric: MetricThroughput, Op: api.OpGE, Threshold: t.ThroughputPerSecond}.String())
+	}
+	return out
+}
+
+// Recorded is the metrics the stages before the review recorded, one per
+// name: when two stages report the same name, the later stage's value
+// counts (a failure stage's exit_code over the smoke stage's).
+func Recorded(stages []api.StageRun) []api.Metric {
+	var out []api.Metric
+	index := map[string]int{}
+	for _, s := range stages {
+		if s.Type == api.StageReview {
+			continue
+		}
+		for _, m := range s.Metrics {
+			if i, ok := index[m.Name]; ok {
+				out[i] = m
+				continue
+			}
+			index[m.Name] = len(out)
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Review judges the recorded results (Recorded(stages)) against the
+// brief's targets and then the review stage's own criteria. A target whose
+// metric nobody reported fails. No targets and no criteria: no results.
+func Review(t Targets, criteria []string, stages []api.StageRun) []api.CriterionResult {
+	all := append(t.Criteria(), criteria...)
+	return Evaluate(all, Recorded(stages))
+}
+
+// StageVerdict is a stage's status from its criteria' results: Passed
+// when every one passed, else Failed with a message naming the first
+// failing criterion. The runner fails a stage whose workloads could not
+// run before it gets here.
+func StageVerdict(results []api.CriterionResult) (status, message string) {
+	if f := FirstFailure(results); f != nil {
+		return api.StageFailed, fmt.Sprintf("criterion %q failed: %s", f.Expression, f.Reason)
+	}
+	return api.StagePassed, ""
+}
+
+// RunStatus is a run's status from its stages, in order:
+//
+//  1. a run the platform marked Error stays Error, with its message;
+//  2. the first Failed stage makes it Failed, naming the stage and its first
+//     failing criterion (or the stage's message when none failed);
+//  3. a Pending or Running stage before any failure keeps it Running;
+//  4. a Skipped stage with no failure before it makes it Failed;
+//  5. otherwise Passed: every stage that runs passed, and the review stage
+//     passed its derived criteria or had none.
+func RunStatus(run *api.AcceptanceRun) (status, message string) {
+	if run.Status == api.RunError {
+		return api.RunError, run.Message
+	}
+	if len(run.Stages) == 0 {
+		return api.RunFailed, "the run has no stages"
+	}
+	for _, s := range run.Stages {
+		switch s.Status {
+		case api.StagePassed:
+		case api.StageFailed:
+			if f := FirstFailure(s.Criteria); f != nil {
+				return api.RunFailed, fmt.Sprintf("stage %s failed: criterion %q: %s", s.Name, f.Expression, f.Reason)
+			}
+			if s.Message != "" {
+				return api.RunFailed, fmt.Sprintf("stage %s failed: %s", s.Name, s.Message)
+			}
+			return api.RunFailed, fmt.Sprintf("stage %s failed", s.Name)
+		case api.StagePending, api.StageRunning:
+			return api.RunRunning, ""
+		case api.StageSkipped:
+			return api.RunFailed, fmt.Sprintf("stage %s was skipped", s.Name)
+		default:
+			return api.RunFailed, fmt.Sprintf("stage %s has unknown status %q", s.Name, s.Status)
+		}
+	}
+	return api.RunPassed, ""
+}
