@@ -87,6 +87,16 @@ func ParseCard(b []byte) (*api.AcceptanceCard, error) {
 	if len(b) > MaxCardBytes {
 		return nil, &CardError{[]LineError{{Problem: fmt.Sprintf("is %d bytes; a card is at most %d", len(b), MaxCardBytes)}}}
 	}
+	if t := bytes.TrimSpace(b); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		// JSON: its own parser says where a syntax error is, which the
+		// YAML parser reads as the start of the flow.
+		var v any
+		var se *json.SyntaxError
+		if err := json.Unmarshal(b, &v); errors.As(err, &se) {
+			line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n"))
+			return nil, &CardError{[]LineError{{Line: line, Problem: "malformed JSON: " + se.Error()}}}
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
