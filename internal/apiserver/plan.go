@@ -37,7 +37,8 @@ func (s *Server) planWorkload(c *call) (reply, error) {
 
 // planFleet builds the plan's view of the fleet from the store: each
 // node, whether it takes work (schedulable, ready, in a state that takes
-// work), its GPUs' health and the share of each nobody holds, and, with a
+// work) or is being registered or qualified (capacity to come, none of it
+// free now), its GPUs' health and the share of each nobody holds, and, with a
 // ledger, each pool's rate per GPU-hour now (cost.HourlyRate of the
 // version in effect) and the currency.
 func (s *Server) planFleet(c *call) (plan.Fleet, error) {
@@ -58,7 +59,8 @@ func (s *Server) planFleet(c *call) (plan.Fleet, error) {
 	now := s.opts.Now().UTC()
 	for _, n := range snap.Nodes {
 		pn := plan.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region,
-			Schedulable: n.Schedulable && !n.NotReady && n.State.Takes()}
+			Schedulable: n.Schedulable && !n.NotReady && n.State.Takes(),
+			Qualifying:  !n.NotReady && (n.State == core.NodeRegistering || n.State == core.NodeValidating)}
 		if pn.Pool == "" {
 			pn.Pool = defaultPool
 		}

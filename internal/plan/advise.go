@@ -29,8 +29,12 @@ type Node struct {
 	Name   string
 	Pool   string
 	Region string
-	// Schedulable: not cordoned, draining or lost; others are left out.
+	// Schedulable: the node takes work now. Qualifying: it is being
+	// registered or qualified, and will take work once it passes: its
+	// GPUs count as capacity, none of it free now. Nodes that are neither
+	// (cordoned, draining, failed, lost, not ready) are left out.
 	Schedulable bool
+	Qualifying  bool
 	GPUs        []GPU
 }
 
@@ -54,6 +58,8 @@ type group struct {
 	mib                 int64
 	// domains holds, per node and NVLink domain, the devices' free shares.
 	domains [][]int64
+	// qualifying counts the group's nodes being qualified.
+	qualifying int
 }
 
 // key orders groups for a deterministic plan.
@@ -162,7 +168,7 @@ func Advise(b api.WorkloadBrief, f Fleet, now time.Time) (api.Plan, error) {
 		p.Verdict = fmt.Sprintf("no schedulable GPU is in the residency regions (%s; the fleet has %s): nothing fits; it needs %s",
 			strings.Join(rb.Residency, ", "), strings.Join(regions, ", "), p.Needs)
 	case len(groups) == 0:
-		p.Verdict = "the fleet has no schedulable, healthy GPU: nothing fits; it needs " + p.Needs
+		p.Verdict = "the fleet has no healthy GPU on a node that takes work: nothing fits; it needs " + p.Needs
 	default:
 		p.Verdict = "nothing in the fleet fits: it needs " + p.Needs
 	}
@@ -179,7 +185,8 @@ func Advise(b api.WorkloadBrief, f Fleet, now time.Time) (api.Plan, error) {
 	return p, nil
 }
 
-// groupFleet gathers the schedulable nodes' healthy GPUs by kind, leaving
+// groupFleet gathers the healthy GPUs of the nodes that take work or are
+// being qualified by kind (those of qualifying nodes never free), leaving
 // out regions outside the residency (when it names any). It returns the
 // groups in key order and every region the fleet has, for messages.
 func groupFleet(f Fleet, residency []string) ([]*group, []string) {
@@ -193,7 +200,7 @@ func groupFleet(f Fleet, residency []string) ([]*group, []string) {
 		if !slices.Contains(regions, r) {
 			regions = append(regions, r)
 		}
-		if !n.Schedulable || (len(residency) > 0 && !slices.Contains(residency, n.Region)) {
+		if !(n.Schedulable || n.Qualifying) || (len(residency) > 0 && !slices.Contains(residency, n.Region)) {
 			continue
 		}
 		perDomain := map[string][]int64{}
@@ -211,11 +218,20 @@ func groupFleet(f Fleet, residency []string) ([]*group, []string) {
 			if _, ok := perDomain[dk]; !ok {
 				order = append(order, dk)
 			}
-			perDomain[dk] = append(perDomain[dk], min(max(d.FreeMilli, 0), 1000))
+			free := min(max(d.FreeMilli, 0), 1000)
+			if !n.Schedulable {
+				free = 0
+			}
+			perDomain[dk] = append(perDomain[dk], free)
 		}
+		counted := map[string]bool{}
 		for _, dk := range order {
 			k := dk[:strings.LastIndexByte(dk, '#')]
 			byKey[k].domains = append(byKey[k].domains, perDomain[dk])
+			if !n.Schedulable && !counted[k] {
+				byKey[k].qualifying++
+				counted[k] = true
+			}
 		}
 	}
 	groups := make([]*group, 0, len(byKey))
@@ -249,6 +265,8 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 			c.ExpectedWait = "never"
 		case g.freeNow(milli, max(replicas, 1)):
 			c.ExpectedWait = "0s"
+		case g.qualifying > 0:
+			why += fmt.Sprintf("; no such capacity is free now (%d workloads wait; %d nodes of it are being qualified): the wait depends on when qualification and running work end", f.Pending, g.qualifying)
 		default:
 			why += fmt.Sprintf("; no such capacity is free now (%d workloads wait): the wait depends on when running work ends", f.Pending)
 		}

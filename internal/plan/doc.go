@@ -73,8 +73,10 @@
 //
 // # The candidates
 //
-// The fleet's schedulable nodes' healthy GPUs, within the brief's
-// residency, are grouped by pool, region, model and memory. For each group
+// The healthy GPUs of the nodes that take work, and of those being
+// registered or qualified (capacity to come, none of it free now), within
+// the brief's residency, are grouped by pool, region, model and memory;
+// cordoned, draining, failed, lost and not-ready nodes are left out. For each group
 // the scopes are tried from least exclusive up, and listed up to the first
 // that fits, each with why:
 //
@@ -108,9 +110,10 @@
 //
 // Expected wait is "0s" when free capacity holds the candidate now (a
 // device with the share free; devices wholly free in one domain, on
-// enough nodes), "unknown" when only busy capacity does (Why says so, with
-// the pending count: the wait depends on when running work ends, which
-// the plan does not predict), "never" when it does not fit.
+// enough nodes), "unknown" when only busy or qualifying capacity does (Why
+// says so, with the pending count and the nodes being qualified: the wait
+// depends on when running work and qualification end, which the plan does
+// not predict), "never" when it does not fit.
 //
 // Needs says what the work needs in terms of the fleet's largest GPU (80
 // GiB when the fleet has none): one GPU of at least some size, the fewest

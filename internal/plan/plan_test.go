@@ -222,6 +222,15 @@ func TestPlanFleetAnswers(t *testing.T) {
 			t.Errorf("best = %+v, want it to fit with an unknown wait and say why", best)
 		}
 	})
+	t.Run("a node being qualified is capacity, not free now", func(t *testing.T) {
+		q := fleet("local", "eu-west", "H100", 81920, 1, 8)
+		q[0].Schedulable, q[0].Qualifying = false, true
+		p, _ := Advise(issueBrief(), Fleet{Nodes: q}, now)
+		best := p.Best()
+		if best == nil || best.ExpectedWait != "unknown" || !strings.Contains(best.Why, "1 nodes of it are being qualified") {
+			t.Errorf("best = %+v, want it to fit, busy, qualifying said", best)
+		}
+	})
 	t.Run("a cordoned node is not capacity", func(t *testing.T) {
 		p, _ := Advise(issueBrief(), Fleet{Nodes: cordoned}, now)
 		if p.Best() != nil {
