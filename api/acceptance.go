@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -60,10 +59,10 @@ type AcceptanceCard struct {
 	// Team owns the card and its runs; stage workloads without a team take
 	// it. Empty means the caller's team.
 	Team string `json:"team,omitempty"`
-	// Brief is the workload brief (kind WorkloadBrief) the review stage
-	// compares results with. It is kept as raw JSON here until the brief's
-	// wire type is settled; its own parser validates it.
-	Brief json.RawMessage `json:"brief,omitempty"`
+	// Brief is the workload brief the review stage compares results with
+	// (its targets). In a card it may leave out the model's shape and the
+	// context length, which only the plan needs.
+	Brief *WorkloadBrief `json:"brief,omitempty"`
 	// BriefFile names a brief file, relative to the card's file; the CLI
 	// reads it into Brief before it sends the card. Not both.
 	BriefFile string     `json:"briefFile,omitempty"`
@@ -137,8 +136,18 @@ func (c *AcceptanceCard) Validate() []FieldError {
 	if c.Team != "" && !ValidName(c.Team) {
 		add("team", "is not a valid team name")
 	}
-	if len(c.Brief) > 0 && c.BriefFile != "" {
-		add("briefFile", "give either brief or briefFile, not both")
+	if c.Brief != nil {
+		if c.BriefFile != "" {
+			add("briefFile", "give either brief or briefFile, not both")
+		}
+		for _, fe := range c.Brief.Validate() {
+			switch {
+			case fe.Field == "model" && c.Brief.Model.Name == "" && c.Brief.Model.Parameters == 0:
+			case fe.Field == "contextLength" && c.Brief.ContextLength == 0:
+			default:
+				add("brief."+fe.Field, "%s", fe.Problem)
+			}
+		}
 	}
 	if len(c.BriefFile) > MaxBriefFileLen || strings.IndexByte(c.BriefFile, 0) >= 0 {
 		add("briefFile", "must be a path of at most %d bytes without NUL", MaxBriefFileLen)

@@ -12,7 +12,7 @@ import (
 func card() AcceptanceCard {
 	return AcceptanceCard{
 		Kind: KindAcceptanceCard, Name: "llm", Team: "research",
-		Brief:  json.RawMessage(`{"workload":"inference","targets":{"p95LatencyMs":200}}`),
+		Brief:  &WorkloadBrief{Workload: BriefInference, Owner: "ml-platform", Targets: BriefTargets{P95LatencyMs: 200}},
 		Target: CardTarget{Pool: "local", GPUModel: "H100"},
 		Stages: []Stage{
 			{Name: "smoke", Type: StageSmoke, Workload: &Workload{Resources: Resources{GPUs: 250}, Command: []string{"sh", "-c", "true"}}, Criteria: []string{"exit_code == 0"}},

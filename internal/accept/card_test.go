@@ -52,9 +52,8 @@ func TestParseCardReadsTheIssueExample(t *testing.T) {
 	if c.Stages[2].Disrupt != api.DisruptRequeue || c.Stages[2].DisruptAfter().Seconds() != api.DefaultDisruptAfterSecs {
 		t.Errorf("failure stage: got %+v", c.Stages[2])
 	}
-	tg, err := TargetsOf(c.Brief)
-	if err != nil || tg.P95LatencyMs != 200 {
-		t.Errorf("targets of the brief: got %+v, %v", tg, err)
+	if tg := TargetsOf(c.Brief); tg.P95LatencyMs != 200 {
+		t.Errorf("targets of the brief: got %+v", tg)
 	}
 	if c.Target != (api.CardTarget{Pool: "local", GPUModel: "H100"}) {
 		t.Errorf("target: got %+v", c.Target)
@@ -186,6 +185,24 @@ stages:
       command: [x]
       env: {GPUFLEET_METRICS_FILE: /tmp/x}
 `, LineError{"stages[0].workload.env.GPUFLEET_METRICS_FILE", 9, "set by the platform"}},
+		{"a brief with an unknown precision", `kind: AcceptanceCard
+name: c
+brief:
+  workload: inference
+  precision: fp7
+stages:
+  - name: smoke
+    type: smoke
+    workload: {resources: {gpus: 1}, command: [x]}
+`, LineError{"brief.precision", 5, `"fp7" is not a precision`}},
+		{"a brief with an unknown field", `kind: AcceptanceCard
+name: c
+brief: {workload: inference, targets: {p99LatencyMs: 5}}
+stages:
+  - name: smoke
+    type: smoke
+    workload: {resources: {gpus: 1}, command: [x]}
+`, LineError{"brief.targets.p99LatencyMs", 3, "unknown field"}},
 		{"a key given twice", `kind: AcceptanceCard
 name: c
 name: d

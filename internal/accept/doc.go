@@ -20,8 +20,10 @@
 // criterion that does not parse, a failure stage without disrupt (or
 // disrupt elsewhere), a review stage with a workload or not last, a
 // running stage without one, duplicate stage names, a card with no stage
-// that runs something, and the workload spec's own checks. A problem
-// Validate finds in a field already reported is not repeated.
+// that runs something, the workload spec's own checks and the brief's
+// (which, in a card, may leave out the model's shape and the context
+// length: the review needs only its targets). A problem Validate finds in
+// a field already reported is not repeated.
 //
 // # Criteria
 //
@@ -56,7 +58,7 @@
 // # Review and status
 //
 // Review compares what the stages recorded (Recorded: one value per name,
-// a later stage's over an earlier's) with the brief's targets
+// a later stage's over an earlier's) with the brief's targets (TargetsOf:
 // (p95LatencyMs gives p95_latency_ms <= target, throughputPerSecond gives
 // throughput_per_second >= target) and then the review stage's own
 // criteria; a target whose metric nobody reported fails. With no targets

@@ -1,9 +1,7 @@
 package accept
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 
 	"github.com/gpufleet/gpufleet/api"
 )
@@ -15,29 +13,12 @@ type Targets struct {
 	ThroughputPerSecond float64
 }
 
-// TargetsOf reads the targets of a card's brief (its "targets" object,
-// p95LatencyMs and throughputPerSecond; everything else is the brief's own
-// parser's business). No brief means no targets.
-func TargetsOf(brief json.RawMessage) (Targets, error) {
-	if len(brief) == 0 || string(brief) == "null" {
-		return Targets{}, nil
+// TargetsOf is the targets of a card's brief; none without a brief.
+func TargetsOf(b *api.WorkloadBrief) Targets {
+	if b == nil {
+		return Targets{}
 	}
-	var b struct {
-		Targets struct {
-			P95LatencyMs        float64 `json:"p95LatencyMs"`
-			ThroughputPerSecond float64 `json:"throughputPerSecond"`
-		} `json:"targets"`
-	}
-	if err := json.Unmarshal(brief, &b); err != nil {
-		return Targets{}, fmt.Errorf("brief: %w", api.DecodeProblem(err))
-	}
-	t := Targets{P95LatencyMs: b.Targets.P95LatencyMs, ThroughputPerSecond: b.Targets.ThroughputPerSecond}
-	for name, v := range map[string]float64{"targets.p95LatencyMs": t.P95LatencyMs, "targets.throughputPerSecond": t.ThroughputPerSecond} {
-		if v < 0 || math.IsInf(v, 0) {
-			return Targets{}, fmt.Errorf("brief: %s: must not be negative", name)
-		}
-	}
-	return t, nil
+	return Targets{P95LatencyMs: float64(b.Targets.P95LatencyMs), ThroughputPerSecond: b.Targets.ThroughputPerSecond}
 }
 
 // Criteria are the criteria the targets imply: p95_latency_ms <= the

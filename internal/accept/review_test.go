@@ -1,7 +1,6 @@
 package accept
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -15,10 +14,7 @@ func TestReviewComparesWithTheBrief(t *testing.T) {
 		{Name: "smoke", Type: api.StageSmoke, Metrics: []api.Metric{{Name: "p95_latency_ms", Value: 500}}},
 		{Name: "load", Type: api.StageLoad, Metrics: []api.Metric{{Name: "p95_latency_ms", Value: 182, Unit: "ms"}}},
 	}
-	tg, err := TargetsOf(json.RawMessage(`{"workload":"inference","targets":{"p95LatencyMs":200,"throughputPerSecond":50}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := TargetsOf(&api.WorkloadBrief{Workload: api.BriefInference, Targets: api.BriefTargets{P95LatencyMs: 200, ThroughputPerSecond: 50}})
 	got := Review(tg, []string{"p95_latency_ms < 190"}, stages)
 	var verdicts []string
 	for _, r := range got {
@@ -35,11 +31,8 @@ func TestReviewComparesWithTheBrief(t *testing.T) {
 	if got := Review(Targets{}, nil, stages); len(got) != 0 {
 		t.Errorf("no targets, no criteria: got %+v, want no results", got)
 	}
-	if _, err := TargetsOf(json.RawMessage(`{"targets":{"p95LatencyMs":"fast"}}`)); err == nil {
-		t.Error("a brief with a bad target: got no error")
-	}
-	if tg, err := TargetsOf(nil); err != nil || tg != (Targets{}) {
-		t.Errorf("no brief: got %+v, %v", tg, err)
+	if tg := TargetsOf(nil); tg != (Targets{}) {
+		t.Errorf("no brief: got %+v", tg)
 	}
 }
 
