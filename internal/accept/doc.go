@@ -59,7 +59,7 @@
 //
 // Review compares what the stages recorded (Recorded: one value per name,
 // a later stage's over an earlier's) with the brief's targets (TargetsOf:
-// (p95LatencyMs gives p95_latency_ms <= target, throughputPerSecond gives
+// p95LatencyMs gives p95_latency_ms <= target, throughputPerSecond gives
 // throughput_per_second >= target) and then the review stage's own
 // criteria; a target whose metric nobody reported fails. With no targets
 // and no criteria the review has no results and passes. The decision
