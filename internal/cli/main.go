@@ -165,6 +165,7 @@ then in GPUFLEET_ADDR and GPUFLEET_TOKEN, then in the file that
 		newWhyCmd(e),
 		newUsageCmd(e),
 		newCostCmd(e),
+		newPlanCmd(e),
 		newOpenCmd(e),
 		newPortForwardCmd(e),
 		// The node lifecycle (node.go).
