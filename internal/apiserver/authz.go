@@ -125,6 +125,16 @@ var table = []route{
 	{pattern: "GET /api/v1/teams/{team}/secrets", access: teamRole, need: core.RoleViewer, serve: (*Server).listSecrets},
 	{pattern: "DELETE /api/v1/teams/{team}/secrets/{name}", access: teamRole, need: core.RoleTeamAdmin, doing: "deleting secrets of team %s",
 		action: "delete secret", ok: http.StatusNoContent, serve: (*Server).deleteSecret},
+	// Acceptance cards: a member of the card's team starts a run (the
+	// runner checks the team), its viewers read it, a team-admin records
+	// the decision.
+	{pattern: "POST /api/v1/acceptance/runs", access: anyCaller, doing: "running acceptance cards",
+		action: "run acceptance card", ok: http.StatusCreated, serve: (*Server).startAcceptance},
+	{pattern: "GET /api/v1/acceptance/runs", access: anyCaller, serve: (*Server).listAcceptance},
+	{pattern: "GET /api/v1/acceptance/runs/{id}", access: teamRole, need: core.RoleViewer, serve: (*Server).getAcceptance},
+	{pattern: "GET /api/v1/acceptance/runs/{id}/report", access: teamRole, need: core.RoleViewer, stream: (*Server).acceptanceReport},
+	{pattern: "POST /api/v1/acceptance/runs/{id}/decision", access: teamRole, need: core.RoleTeamAdmin, doing: "deciding on team %s's acceptance runs",
+		action: "decide acceptance run", ok: http.StatusOK, serve: (*Server).decideAcceptance},
 	// Volumes: members create them within the team's storage limit;
 	// team-admins delete them (with their data).
 	{pattern: "POST /api/v1/teams/{team}/volumes", access: teamRole, need: core.RoleMember, doing: "creating volumes of team %s",

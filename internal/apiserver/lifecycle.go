@@ -155,11 +155,16 @@ func (s *Server) nodeEvidence(c *call) (reply, error) {
 	}
 	out := api.List[api.Evidence]{Items: []api.Evidence{}}
 	for _, e := range evs {
-		out.Items = append(out.Items, api.Evidence{Node: string(e.Node), Run: e.Run, GPUs: e.GPUs, Command: e.Argv, ExitCode: e.Exit,
-			Stdout: e.Stdout, Stderr: e.Stderr, Error: e.Err, StartedAt: e.StartedAt.UTC(), DurationMs: e.DurationMs, Result: e.Result,
-			Message: e.Message, Simulated: e.Simulated, DriverVersion: e.DriverVersion, DCGMVersion: e.DCGMVersion})
+		out.Items = append(out.Items, evidenceOut(e))
 	}
 	return reply{status: http.StatusOK, body: out}, nil
+}
+
+// evidenceOut is a node's stored qualification evidence on the wire.
+func evidenceOut(e core.Evidence) api.Evidence {
+	return api.Evidence{Node: string(e.Node), Run: e.Run, GPUs: e.GPUs, Command: e.Argv, ExitCode: e.Exit,
+		Stdout: e.Stdout, Stderr: e.Stderr, Error: e.Err, StartedAt: e.StartedAt.UTC(), DurationMs: e.DurationMs, Result: e.Result,
+		Message: e.Message, Simulated: e.Simulated, DriverVersion: e.DriverVersion, DCGMVersion: e.DCGMVersion}
 }
 
 func (s *Server) nodeExists(c *call, name core.NodeName) error {

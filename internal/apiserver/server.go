@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/acceptrun"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/qualify"
@@ -87,6 +88,9 @@ type Options struct {
 	Secrets *secrets.Store
 	// Storage limits teams' volumes and names the datasets.
 	Storage Storage
+	// Acceptance runs acceptance cards (/acceptance/runs); nil answers
+	// 503 there.
+	Acceptance *acceptrun.Runner
 	// WorkloadHosts, when set (proxy.baseURL), also serves each workload
 	// port at the root of a host of its own under its domain (hosts.go).
 	WorkloadHosts *url.URL

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/acceptrun"
 	"github.com/gpufleet/gpufleet/internal/apiserver"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/control"
@@ -188,6 +189,17 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}
 
 	hosts, _ := cfg.Proxy.URL() // checked by Validate
+	// Acceptance cards submit their stages' workloads through the API's
+	// own checks (srv.SubmitAs, set below).
+	runner := &acceptrun.Runner{Store: st, Usage: obs.tracker, Logger: log.With("component", "acceptance"),
+		Drain: func(ctx context.Context, node core.NodeName, reason string) error {
+			_, err := lifecycle.Drain(ctx, node, 0, "acceptance: "+reason)
+			return err
+		}}
+	if err := runner.Open(ctx); err != nil {
+		return fmt.Errorf("acceptance runs: %w", err)
+	}
+	defer runner.Close()
 	srv := apiserver.New(apiserver.Options{
 		Store:           st,
 		Logs:            ex,
@@ -205,8 +217,10 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Endpoints:       endpoints(cfg, ex),
 		Secrets:         sealer,
 		WorkloadHosts:   hosts,
+		Acceptance:      runner,
 		Storage:         apiserver.Storage{Limit: func(t core.TeamName) int64 { return cfg.Storage.Limit(string(t)) }, Datasets: datasetNames(cfg.Storage.Datasets)},
 	})
+	runner.Submit = srv
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := newHTTPServer(srv.Front(portal.With(srv)), serverTimeouts)
 

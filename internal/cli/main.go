@@ -166,6 +166,7 @@ then in GPUFLEET_ADDR and GPUFLEET_TOKEN, then in the file that
 		newUsageCmd(e),
 		newCostCmd(e),
 		newPlanCmd(e),
+		newAcceptCmd(e),
 		newOpenCmd(e),
 		newPortForwardCmd(e),
 		// The node lifecycle (node.go).

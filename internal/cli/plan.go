@@ -409,10 +409,7 @@ func planSpec(p *api.Plan, c *api.PlanCandidate) *api.Workload {
 // command to replace, the load criteria taken from the brief's targets and
 // the plan's headroom.
 func planCard(p *api.Plan, c *api.PlanCandidate) (*api.AcceptanceCard, error) {
-	brief, err := json.Marshal(p.Brief)
-	if err != nil {
-		return nil, err
-	}
+	brief := p.Brief
 	pool := strings.Trim(strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
 			return r
@@ -423,7 +420,7 @@ func planCard(p *api.Plan, c *api.PlanCandidate) (*api.AcceptanceCard, error) {
 	if pool != "" && len(name)+len(pool) < api.MaxNameLen {
 		name += "-" + pool
 	}
-	card := &api.AcceptanceCard{Kind: "AcceptanceCard", Name: name, Brief: brief,
+	card := &api.AcceptanceCard{Kind: "AcceptanceCard", Name: name, Brief: &brief,
 		Target: api.CardTarget{Pool: c.Pool, GPUModel: c.GPUModel}}
 	stage := func(what string) *api.Workload {
 		w := planSpec(p, c)

@@ -496,10 +496,20 @@ var migrations = [][]string{
 			deleted_at INTEGER NOT NULL DEFAULT 0
 		)`,
 		`CREATE UNIQUE INDEX volumes_live ON volumes(team, name) WHERE deleted_at = 0`,
+		// Acceptance cards' runs: the run as JSON, its team, status and
+		// start in columns for listing.
+		`CREATE TABLE acceptance_runs (
+			id TEXT PRIMARY KEY,
+			team TEXT NOT NULL REFERENCES teams(name),
+			status TEXT NOT NULL,
+			created_at INTEGER NOT NULL,
+			spec BLOB NOT NULL
+		)`,
+		`CREATE INDEX acceptance_runs_team ON acceptance_runs(team, created_at)`,
 	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "acceptance_runs"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

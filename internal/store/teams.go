@@ -167,6 +167,7 @@ func (s *Store) DeleteTeam(ctx context.Context, name core.TeamName) error {
 			"DELETE FROM budgets WHERE team = ?",
 			"DELETE FROM secrets WHERE team = ?",
 			"DELETE FROM volumes WHERE team = ?",
+			"DELETE FROM acceptance_runs WHERE team = ?",
 		} {
 			if _, err := tx.Exec(q, string(name)); err != nil {
 				return err
