@@ -16,8 +16,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
-	"github.com/gpufleet/gpufleet/internal/core"
 )
+
+// poolLabel is the label every node carries with its pool (the server's
+// core.LabelPool), which a spec's nodeSelector pins a pool with.
+const poolLabel = "gpufleet.io/pool"
 
 // briefFlags are the flags for a brief's common fields; each one given
 // overrides the file's field.
@@ -391,7 +394,7 @@ func planSpec(p *api.Plan, c *api.PlanCandidate) *api.Workload {
 		Name:         planName(p),
 		Kind:         planKind(p.Brief.Workload),
 		Resources:    api.Resources{GPUs: gpus, GPUModels: []string{c.GPUModel}},
-		NodeSelector: map[string]string{core.LabelPool: c.Pool},
+		NodeSelector: map[string]string{poolLabel: c.Pool},
 		Command:      []string{"sh", "-c", "echo 'replace this command with the workload of the brief'"},
 	}
 	if c.Replicas > 1 {
