@@ -25,5 +25,9 @@
 // answers 503 while the store cannot write (store.Writable), and 200 again
 // once space returns.
 //
+// POST /plan (plan.go) reads a fleet summary from the store and the ledger
+// and hands it, with the brief, to internal/plan, which decides; the handler
+// only translates.
+//
 // apiserver imports api, core and store; never sched, control or executor.
 package apiserver
