@@ -109,7 +109,7 @@ its command first); --card an acceptance card skeleton for it.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&bf.file, "file", "f", "", "the brief, YAML or JSON (- for standard input)")
-	fl.StringVar(&bf.workload, "workload", "", "the workload kind: "+strings.Join(api.BriefWorkloads, ", "))
+	fl.StringVar(&bf.workload, "workload", "", "the workload kind: "+strings.Join(api.BriefWorkloads, ", ")+" (default inference without -f)")
 	fl.StringVar(&bf.model, "model", "", "a catalogue model: llama-3-8b, llama-3-70b, mistral-7b, mixtral-8x7b, qwen2-7b, gemma-2-9b, phi-3-mini")
 	fl.Int64Var(&bf.parameters, "parameters", 0, "the model's parameter count (instead of, or over, --model)")
 	fl.Int64Var(&bf.layers, "layers", 0, "the model's layers")
