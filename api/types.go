@@ -135,6 +135,10 @@ type WorkloadStatus struct {
 	// Ready: a running workload with a readyPath answered 2xx on it at
 	// the last probe.
 	Ready bool `json:"ready,omitempty"`
+	// Metrics are the figures its attempts reported about themselves
+	// ($GPUFLEET_METRICS_FILE, JSON lines), the last value of each name,
+	// with source "workload"; acceptance cards judge them.
+	Metrics []Metric `json:"metrics,omitempty"`
 }
 
 // WorkloadUsage is a running workload's sampled use of its GPUs.

@@ -154,6 +154,9 @@ func (r *Runner) Start(ctx context.Context, u *core.User, card api.AcceptanceCar
 		card.Team = string(u.Memberships[0].Team)
 	}
 	team := core.TeamName(card.Team)
+	if u.InTeam(team) && !u.Can(team, core.RoleMember) {
+		return nil, fmt.Errorf("running acceptance cards of team %s needs the member role: %w", team, core.ErrForbidden)
+	}
 	if !u.Can(team, core.RoleMember) {
 		return nil, api.FieldErrors{{Field: "team", Problem: fmt.Sprintf("team %q does not exist or you are not a member who may submit", team)}}
 	}

@@ -249,6 +249,12 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"POST /api/v1/nodes/{name}/drain", nil, []string{"200", "400", "401", "403", "404", "409", "413", "429", "503"}},
 		{"POST /api/v1/nodes/{name}/validate", nil, []string{"200", "400", "401", "403", "404", "409", "413", "429", "503"}},
 		{"POST /api/v1/nodes/{name}/faults", nil, []string{"200", "400", "401", "403", "404", "413", "429", "503"}},
+		{"POST /api/v1/plan", nil, []string{"200", "400", "401", "413", "429"}},
+		{"POST /api/v1/acceptance/runs", nil, []string{"201", "400", "401", "413", "429", "503"}},
+		{"GET /api/v1/acceptance/runs", []string{"query limit", "query team"}, []string{"200", "400", "401", "429"}},
+		{"GET /api/v1/acceptance/runs/{id}", nil, []string{"200", "401", "404", "429"}},
+		{"GET /api/v1/acceptance/runs/{id}/report", nil, []string{"200", "401", "404", "429"}},
+		{"POST /api/v1/acceptance/runs/{id}/decision", nil, []string{"200", "400", "401", "403", "404", "409", "413", "429"}},
 	}
 	var covered []string
 	for _, tt := range tests {
@@ -288,20 +294,23 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 func TestOpenAPIRequestBodies(t *testing.T) {
 	doc := openAPIDoc(t)
 	bodies := map[string]string{
-		"POST /api/v1/workloads":                  "Workload",
-		"POST /api/v1/teams":                      "Team",
-		"PATCH /api/v1/teams/{name}":              "TeamQuota",
-		"POST /api/v1/users":                      "User",
-		"PUT /api/v1/teams/{team}/members/{user}": "Membership",
-		"POST /api/v1/tokens":                     "Token",
-		"POST /api/v1/prices":                     "Price",
-		"POST /api/v1/teams/{team}/secrets":       "Secret",
-		"POST /api/v1/teams/{team}/volumes":       "Volume",
-		"PUT /api/v1/teams/{name}/budget":         "Budget",
-		"POST /api/v1/workloads/{id}/outputs":     "Outputs",
-		"POST /api/v1/nodes/{name}/drain":         "Drain",
-		"POST /api/v1/nodes/{name}/validate":      "Validate",
-		"POST /api/v1/nodes/{name}/faults":        "Fault",
+		"POST /api/v1/workloads":                     "Workload",
+		"POST /api/v1/teams":                         "Team",
+		"PATCH /api/v1/teams/{name}":                 "TeamQuota",
+		"POST /api/v1/users":                         "User",
+		"PUT /api/v1/teams/{team}/members/{user}":    "Membership",
+		"POST /api/v1/tokens":                        "Token",
+		"POST /api/v1/prices":                        "Price",
+		"POST /api/v1/teams/{team}/secrets":          "Secret",
+		"POST /api/v1/teams/{team}/volumes":          "Volume",
+		"PUT /api/v1/teams/{name}/budget":            "Budget",
+		"POST /api/v1/workloads/{id}/outputs":        "Outputs",
+		"POST /api/v1/nodes/{name}/drain":            "Drain",
+		"POST /api/v1/nodes/{name}/validate":         "Validate",
+		"POST /api/v1/nodes/{name}/faults":           "Fault",
+		"POST /api/v1/plan":                          "WorkloadBrief",
+		"POST /api/v1/acceptance/runs":               "AcceptanceRunRequest",
+		"POST /api/v1/acceptance/runs/{id}/decision": "Decision",
 	}
 	// optional are the routes whose handler reads a body only when the
 	// request has one (ContentLength != 0).
@@ -468,6 +477,17 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 	types["StorageUsage"] = reflect.TypeFor[api.StorageUsage]()
 	types["VolumeMount"] = reflect.TypeFor[api.VolumeMount]()
 	types["Mount"] = reflect.TypeFor[api.Mount]()
+	for n, t := range map[string]reflect.Type{
+		"WorkloadBrief": reflect.TypeFor[api.WorkloadBrief](), "ModelSpec": reflect.TypeFor[api.ModelSpec](), "BriefTargets": reflect.TypeFor[api.BriefTargets](),
+		"Plan": reflect.TypeFor[api.Plan](), "MemoryEstimate": reflect.TypeFor[api.MemoryEstimate](), "MemoryLine": reflect.TypeFor[api.MemoryLine](),
+		"PlanCandidate": reflect.TypeFor[api.PlanCandidate](), "AcceptanceCard": reflect.TypeFor[api.AcceptanceCard](), "CardTarget": reflect.TypeFor[api.CardTarget](),
+		"Stage": reflect.TypeFor[api.Stage](), "AcceptanceRun": reflect.TypeFor[api.AcceptanceRun](), "StageRun": reflect.TypeFor[api.StageRun](),
+		"Metric": reflect.TypeFor[api.Metric](), "Sample": reflect.TypeFor[api.Sample](), "CriterionResult": reflect.TypeFor[api.CriterionResult](),
+		"Decision": reflect.TypeFor[api.Decision](), "AcceptanceRunRequest": reflect.TypeFor[api.AcceptanceRunRequest](),
+		"AcceptanceRunList": reflect.TypeFor[api.List[api.AcceptanceRun]](),
+	} {
+		types[n] = t
+	}
 	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()
 	types["WorkloadUsagePoint"] = reflect.TypeFor[api.WorkloadUsagePoint]()
 	// schemaName is the schema of a struct type that a property refers to.

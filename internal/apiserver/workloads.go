@@ -501,6 +501,9 @@ func toAPI(w *core.Workload) *api.Workload {
 	if o := w.Status.Outputs; o != nil {
 		out.Status.Outputs = &api.Outputs{Accepted: o.Accepted, Rejected: o.Rejected, Unit: o.Unit}
 	}
+	for _, m := range w.Status.Metrics {
+		out.Status.Metrics = append(out.Status.Metrics, api.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Source: api.SourceWorkload})
+	}
 	for _, p := range w.Ports {
 		out.Ports = append(out.Ports, api.Port{Name: p.Name, Port: p.Port})
 	}

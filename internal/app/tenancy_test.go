@@ -207,6 +207,40 @@ type world struct {
 	// volumes are the names of the volumes the matrix made, by team,
 	// deleted or not: the cost ledger bills each for the time it existed.
 	volumes map[string][]string
+	// runs are an acceptance run of each team, made at first use.
+	runs map[string]string
+}
+
+// acceptanceRows are the cost rows the acceptance runs' stage workloads
+// of the caller's teams may add: their IDs (by workload), their owners
+// (by user) and "(none)" (by label), read when the answer is checked.
+func (w *world) acceptanceRows(c caller) func() map[string]bool {
+	return func() map[string]bool {
+		var l api.List[api.Workload]
+		w.h.must(w.admin.token, "GET", "/api/v1/workloads?limit=1000", "", http.StatusOK, &l)
+		out := map[string]bool{}
+		for _, wl := range l.Items {
+			if wl.Labels["gpufleet.io/acceptance-run"] != "" && slices.Contains(sees(c, teamA, teamB), wl.Team) {
+				out[wl.ID], out[wl.Owner], out["(none)"] = true, true, true
+			}
+		}
+		return out
+	}
+}
+
+// acceptanceRun is an acceptance run of team tm (one smoke stage that
+// exits at once), started by the admin at first use.
+func (w *world) acceptanceRun(tm string) string {
+	if id, ok := w.runs[tm]; ok {
+		return id
+	}
+	if w.runs == nil {
+		w.runs = map[string]string{}
+	}
+	var run api.AcceptanceRun
+	w.h.must(w.admin.token, "POST", "/api/v1/acceptance/runs", `{"card":{"name":"m","team":"`+tm+`","stages":[{"name":"smoke","type":"smoke","workload":{"command":["true"],"resources":{"gpus":0.25}}}]}}`, http.StatusCreated, &run)
+	w.runs[tm] = run.ID
+	return run.ID
 }
 
 func (w *world) uniq(prefix string) string {
@@ -436,8 +470,14 @@ func (w *world) seesVolumes(c caller, byWorkload bool, want []string) []string {
 // caller who is no admin (any other row is another team's), at least want
 // for the admin (who also sees the idle row and teams outside the matrix).
 // A caller who is no admin never sees the idle row.
-func sameRows(c caller, want, got []string) string {
+func sameRows(c caller, want, got []string, extra func() map[string]bool) string {
 	got = slices.Clone(got)
+	if extra != nil {
+		// Rows of the acceptance runs' stage workloads, which the
+		// runner submits as it goes: allowed, not required.
+		ok := extra()
+		got = slices.DeleteFunc(got, func(n string) bool { return ok[n] && !slices.Contains(want, n) })
+	}
 	slices.Sort(got)
 	got = slices.Compact(got)
 	if c.admin {
@@ -457,7 +497,7 @@ func sameRows(c caller, want, got []string) string {
 
 // costRows checks a cost report's rows (GET /cost): want are its rows'
 // names.
-func costRows(c caller, want []string) func(a answer) string {
+func costRows(c caller, want []string, extra func() map[string]bool) func(a answer) string {
 	return func(a answer) string {
 		var rep api.CostReport
 		if err := json.Unmarshal([]byte(a.body), &rep); err != nil {
@@ -467,13 +507,13 @@ func costRows(c caller, want []string) func(a answer) string {
 		for _, r := range rep.Items {
 			got = append(got, r.Name)
 		}
-		return sameRows(c, want, got)
+		return sameRows(c, want, got, extra)
 	}
 }
 
 // seriesRows checks the rows of a cost series (GET /cost/series), over all
 // its points.
-func seriesRows(c caller, want []string) func(a answer) string {
+func seriesRows(c caller, want []string, extra func() map[string]bool) func(a answer) string {
 	return func(a answer) string {
 		var ser api.CostSeries
 		if err := json.Unmarshal([]byte(a.body), &ser); err != nil {
@@ -488,7 +528,7 @@ func seriesRows(c caller, want []string) func(a answer) string {
 				got = append(got, n)
 			}
 		}
-		return sameRows(c, want, got)
+		return sameRows(c, want, got, extra)
 	}
 }
 
@@ -501,6 +541,7 @@ func routeKey(r string) string { return regexp.MustCompile(`\{[^}]*\}`).ReplaceA
 // does a route here that the server does not serve.
 func (w *world) matrix() map[string]func(c caller) []probe {
 	wl := func(id string) map[string]string { return map[string]string{id: missingWL} }
+	run := func(id string) map[string]string { return map[string]string{id: "ar-zzzzzzzzzzzz"} }
 	team := func(name string) map[string]string { return map[string]string{name: missingTeam} }
 	user := func(name string) map[string]string { return map[string]string{name: missingUser} }
 	node, missingNode := w.s.cfg.NodeName, "node-zz"
@@ -790,6 +831,61 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 				inB(c, 204, probe{what: "foreign", method: "DELETE", path: "/api/v1/teams/" + teamB + "/volumes/" + mk(teamB)}, team(teamB)),
 			}
 		},
+		// A brief's advice: anyone.
+		"POST /api/v1/plan": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "POST", path: "/api/v1/plan",
+				body: `{"workload":"inference","model":{"name":"llama-3-8b"},"precision":"bf16","contextLength":4096,"concurrency":1}`, check: holds(`"candidates":`)})}
+		},
+		// Acceptance runs: a member of the card's team starts one (400
+		// naming the team, as for a missing team, outside it), its viewers
+		// read it, its team-admins decide.
+		"POST /api/v1/acceptance/runs": func(c caller) []probe {
+			card := func(tm string) string {
+				return `{"card":{"name":"` + w.uniq("card") + `","team":"` + tm + `","stages":[{"name":"smoke","type":"smoke","workload":{"command":["true"],"resources":{"gpus":0.25}}}]}}`
+			}
+			return []probe{
+				inA(c, api.RoleMember, 201, probe{what: "own", method: "POST", path: "/api/v1/acceptance/runs", body: card(teamA), check: holds(`"status":"Running"`)}, team(teamA), 400),
+				inB(c, 201, probe{what: "foreign", method: "POST", path: "/api/v1/acceptance/runs", body: card(teamB)}, team(teamB), 400),
+			}
+		},
+		"GET /api/v1/acceptance/runs": func(c caller) []probe {
+			ra, rb := w.acceptanceRun(teamA), w.acceptanceRun(teamB)
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/acceptance/runs", check: func(a answer) string {
+				switch {
+				case c.admin && (!strings.Contains(a.body, ra) || !strings.Contains(a.body, rb)):
+					return "the admin does not see every run"
+				case !c.admin && c.role != "" && !strings.Contains(a.body, ra):
+					return "a member of team A does not see its run"
+				}
+				return ""
+			}})}
+		},
+		"GET /api/v1/acceptance/runs/{}": func(c caller) []probe {
+			ra, rb := w.acceptanceRun(teamA), w.acceptanceRun(teamB)
+			return []probe{
+				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/acceptance/runs/" + ra, check: holds(ra)}, run(ra)),
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/acceptance/runs/" + rb}, run(rb)),
+			}
+		},
+		"GET /api/v1/acceptance/runs/{}/report": func(c caller) []probe {
+			ra, rb := w.acceptanceRun(teamA), w.acceptanceRun(teamB)
+			return []probe{
+				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/acceptance/runs/" + ra + "/report", raw: true, check: holds("<html")}, run(ra)),
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/acceptance/runs/" + rb + "/report", raw: true}, run(rb)),
+			}
+		},
+		"POST /api/v1/acceptance/runs/{}/decision": func(c caller) []probe {
+			ra, rb := w.acceptanceRun(teamA), w.acceptanceRun(teamB)
+			body := `{"decision":"extend","note":"matrix"}`
+			pa := inA(c, api.RoleTeamAdmin, 200, probe{what: "own", method: "POST", path: "/api/v1/acceptance/runs/" + ra + "/decision", body: body}, run(ra))
+			pb := inB(c, 200, probe{what: "foreign", method: "POST", path: "/api/v1/acceptance/runs/" + rb + "/decision", body: body}, run(rb))
+			for _, p := range []*probe{&pa, &pb} {
+				if slices.Equal(p.want, []int{200}) {
+					p.want = append(p.want, http.StatusConflict) // the run may not have ended yet
+				}
+			}
+			return []probe{pa, pb}
+		},
 		"GET /api/v1/teams/{}/storage": func(c caller) []probe {
 			return []probe{
 				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/teams/" + teamA + "/storage", check: holds(`"team":"`+teamA+`"`, `"limitBytes":`)}, team(teamA)),
@@ -892,17 +988,17 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		// they are cut.
 		"GET /api/v1/cost": func(c caller) []probe {
 			return []probe{
-				anyone(200, probe{what: "by team", method: "GET", path: "/api/v1/cost", check: costRows(c, sees(c, teamA, teamB))}),
-				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost?by=workload", check: costRows(c, w.seesVolumes(c, true, sees(c, w.wlA, w.wlB)))}),
-				anyone(200, probe{what: "by user", method: "GET", path: "/api/v1/cost?by=user", check: costRows(c, w.seesVolumes(c, false, sees(c, "a-member", "b-member")))}),
-				anyone(200, probe{what: "by label", method: "GET", path: "/api/v1/cost?by=label:project", check: costRows(c, w.seesVolumes(c, false, sees(c, markerA, markerB)))}),
+				anyone(200, probe{what: "by team", method: "GET", path: "/api/v1/cost", check: costRows(c, sees(c, teamA, teamB), w.acceptanceRows(c))}),
+				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost?by=workload", check: costRows(c, w.seesVolumes(c, true, sees(c, w.wlA, w.wlB)), w.acceptanceRows(c))}),
+				anyone(200, probe{what: "by user", method: "GET", path: "/api/v1/cost?by=user", check: costRows(c, w.seesVolumes(c, false, sees(c, "a-member", "b-member")), w.acceptanceRows(c))}),
+				anyone(200, probe{what: "by label", method: "GET", path: "/api/v1/cost?by=label:project", check: costRows(c, w.seesVolumes(c, false, sees(c, markerA, markerB)), w.acceptanceRows(c))}),
 				anyone(200, probe{what: "by pool", method: "GET", path: "/api/v1/cost?by=pool&since=1h"}),
 			}
 		},
 		"GET /api/v1/cost/series": func(c caller) []probe {
 			return []probe{
-				anyone(200, probe{what: "by team", method: "GET", path: "/api/v1/cost/series?since=1h&step=10m", check: seriesRows(c, sees(c, teamA, teamB))}),
-				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost/series?by=workload&since=1h&step=10m", check: seriesRows(c, w.seesVolumes(c, true, sees(c, w.wlA, w.wlB)))}),
+				anyone(200, probe{what: "by team", method: "GET", path: "/api/v1/cost/series?since=1h&step=10m", check: seriesRows(c, sees(c, teamA, teamB), w.acceptanceRows(c))}),
+				anyone(200, probe{what: "by workload", method: "GET", path: "/api/v1/cost/series?by=workload&since=1h&step=10m", check: seriesRows(c, w.seesVolumes(c, true, sees(c, w.wlA, w.wlB)), w.acceptanceRows(c))}),
 			}
 		},
 		"GET /api/v1/cost/export": func(c caller) []probe {
@@ -918,7 +1014,7 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 				for _, b := range l.Items {
 					got = append(got, b.Team)
 				}
-				return sameRows(c, sees(c, teamA, teamB), got)
+				return sameRows(c, sees(c, teamA, teamB), got, nil)
 			}})}
 		},
 		// A team's budget reads as the team does; a team one cannot see
