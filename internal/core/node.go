@@ -27,9 +27,18 @@ type GPU struct {
 
 // Node is a machine with GPUs.
 type Node struct {
-	Name        NodeName          `json:"name"`
-	Pool        string            `json:"pool,omitempty"`
-	Region      string            `json:"region,omitempty"`
+	Name   NodeName `json:"name"`
+	Pool   string   `json:"pool,omitempty"`
+	Region string   `json:"region,omitempty"`
+	// Zone is the zone within the region, when the pool names one.
+	Zone string `json:"zone,omitempty"`
+	// Cluster names the cluster (executor) the node belongs to; empty
+	// for a server with one.
+	Cluster string `json:"cluster,omitempty"`
+	// PoolKind is the kind of its pool (PoolOwned, PoolReserved,
+	// PoolOnDemand, PoolBurst); empty means owned. A burst node takes a
+	// workload only as sched.Options.Burst allows.
+	PoolKind    string            `json:"poolKind,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	MilliCPU    int64             `json:"milliCPU,omitempty"`
 	MemoryMiB   int64             `json:"memoryMiB,omitempty"`
@@ -50,6 +59,20 @@ type Node struct {
 	// work it stops (0: each workload's own); merged like State.
 	DrainGrace time.Duration `json:"drainGrace,omitempty"`
 }
+
+// Kinds of pools.
+const (
+	PoolOwned    = "owned"
+	PoolReserved = "reserved"
+	PoolOnDemand = "on-demand"
+	PoolBurst    = "burst"
+)
+
+// PoolKinds lists the kinds of pools, for messages.
+var PoolKinds = []string{PoolOwned, PoolReserved, PoolOnDemand, PoolBurst}
+
+// Burst reports whether the node is in a burst pool.
+func (n *Node) Burst() bool { return n.PoolKind == PoolBurst }
 
 // Well-known labels every node carries besides its own.
 const (

@@ -64,6 +64,9 @@ type Request struct {
 	// NodeSelector restricts the workload to nodes with these labels
 	// (including gpufleet.io/pool and gpufleet.io/region).
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Regions, when set, is the workload's data residency: it runs only
+	// on nodes in one of these regions, a hard constraint.
+	Regions []string `json:"regions,omitempty"`
 }
 
 // Count is the number of replicas (1 for a workload that is not a gang).
@@ -214,6 +217,7 @@ func (w *Workload) Clone() *Workload {
 	c := *w
 	c.Request.GPUModels = slices.Clone(w.Request.GPUModels)
 	c.Request.NodeSelector = cloneMap(w.Request.NodeSelector)
+	c.Request.Regions = slices.Clone(w.Request.Regions)
 	c.Command = slices.Clone(w.Command)
 	c.Env = cloneMap(w.Env)
 	c.Labels = cloneMap(w.Labels)
