@@ -61,6 +61,13 @@ type Config struct {
 	Storage Storage
 	// Proxy configures how workloads' ports are served.
 	Proxy Proxy
+	// ClusterList and PoolList are the clusters and pools of the
+	// configuration file (clusters:, pools:); empty, the single-cluster
+	// flags make one of each (Clusters, Pools). Burst says when work may
+	// go to burst pools.
+	ClusterList []Cluster
+	PoolList    []Pool
+	Burst       Burst
 }
 
 // Proxy configures the workload proxy.
@@ -118,6 +125,7 @@ func Default() Config {
 		Pool:          DefaultPool,
 		Cost:          Cost{Currency: "USD"},
 		Qualification: DefaultQualification(),
+		Burst:         DefaultBurst(),
 	}
 }
 
@@ -239,6 +247,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Cost.validate()...)
 	errs = append(errs, c.Qualification.validate()...)
 	errs = append(errs, c.Storage.validate()...)
+	errs = append(errs, c.validateClusters()...)
 	if _, err := c.Proxy.URL(); err != nil {
 		errs = append(errs, fmt.Errorf("proxy.baseURL %q: %w", c.Proxy.BaseURL, err))
 	}

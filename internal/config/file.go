@@ -115,7 +115,14 @@ type file struct {
 	Cost            *Cost           `json:"cost"`
 	Storage         *Storage        `json:"storage"`
 	Proxy           *Proxy          `json:"proxy"`
-	Qualification   *struct {
+	Clusters        []Cluster       `json:"clusters"`
+	Pools           []Pool          `json:"pools"`
+	Burst           *struct {
+		After       *Duration `json:"after"`
+		IdleRelease *Duration `json:"idleRelease"`
+		Classes     []string  `json:"classes"`
+	} `json:"burst"`
+	Qualification *struct {
 		OnRegistration *bool     `json:"onRegistration"`
 		Level          *int      `json:"level"`
 		Every          *Duration `json:"every"`
@@ -194,6 +201,18 @@ func Load(path string) (Config, error) {
 	}
 	if f.Proxy != nil {
 		c.Proxy = *f.Proxy
+	}
+	c.ClusterList, c.PoolList = f.Clusters, f.Pools
+	if b := f.Burst; b != nil {
+		if b.After != nil {
+			c.Burst.After = *b.After
+		}
+		if b.IdleRelease != nil {
+			c.Burst.IdleRelease = *b.IdleRelease
+		}
+		if b.Classes != nil {
+			c.Burst.Classes = b.Classes
+		}
 	}
 	if f.Cost != nil {
 		cur := c.Cost.Currency
