@@ -310,6 +310,7 @@ func TestEnvironment(t *testing.T) {
 				"CUDA_DEVICE_ORDER":       "PCI_BUS_ID",
 				"GPUFLEET_CHECKPOINT_DIR": filepath.Join(dir, "workloads", string(tt.id), "checkpoint"),
 				"GPUFLEET_OUTPUTS_FILE":   filepath.Join(dir, "workloads", string(tt.id), "usage", "outputs-attempt-1"),
+				"GPUFLEET_METRICS_FILE":   filepath.Join(dir, "workloads", string(tt.id), "usage", "metrics-attempt-1"),
 				"GPUFLEET_STOP_FILE":      filepath.Join(dir, "workloads", string(tt.id), "usage", "stop-attempt-1"),
 			}
 			if !e.Isolation().Users {
