@@ -26,10 +26,21 @@ var assets embed.FS
 
 // CSP is the Content-Security-Policy of every portal answer: scripts,
 // styles, images and API calls from this origin only, no inline script or
-// style, no plugins, no framing, no <base> tricks, forms only to this
+// style (but the acceptance report's one stylesheet, ReportStyleHash), no
+// plugins, no framing of the portal, no <base> tricks, forms only to this
 // origin.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; font-src 'self'; " +
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self' " + ReportStyleHash + "; img-src 'self'; connect-src 'self'; font-src 'self'; " +
 	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+
+// ReportStyleHash allows the one inline <style> of an acceptance run's
+// report (internal/accept's ReportHTML, GET
+// /api/v1/acceptance/runs/{id}/report), by its SHA-256. The Acceptance
+// page shows the report in an <iframe srcdoc sandbox="">, and a srcdoc
+// document lives under the policy of the page that holds it: without the
+// hash the report would show unstyled. A hash allows that stylesheet and
+// nothing else; the tests fail when the report's stylesheet changes and
+// this hash has not followed.
+const ReportStyleHash = "'sha256-BvU17Tux0P+TETnHEJ/WGH99IVL6/9WxRmsKry9egEQ='"
 
 // contentTypes maps the extensions the assets use to their types; an asset
 // of another extension is not served.

@@ -96,10 +96,15 @@ func TestCSPIsStrict(t *testing.T) {
 			dirs[f[0]] = strings.Join(f[1:], " ")
 		}
 	}
-	for _, need := range []string{"default-src", "script-src", "style-src", "connect-src", "img-src"} {
+	for _, need := range []string{"default-src", "script-src", "connect-src", "img-src"} {
 		if dirs[need] != "'self'" {
 			t.Errorf("%s is %q, want 'self'", need, dirs[need])
 		}
+	}
+	// Styles: this origin's, and the acceptance report's one stylesheet
+	// by its hash (TestAcceptanceReportStyleHash).
+	if want := "'self' " + portal.ReportStyleHash; dirs["style-src"] != want {
+		t.Errorf("style-src is %q, want %q", dirs["style-src"], want)
 	}
 	for _, d := range []string{"object-src", "base-uri", "frame-ancestors"} {
 		if dirs[d] != "'none'" {

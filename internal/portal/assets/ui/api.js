@@ -68,6 +68,29 @@ export async function api(path, { method = 'GET', body, signal, tokenOverride } 
   return data;
 }
 
+// apiText calls /api/v1 + path and returns the body as text (an HTML
+// report), with the same token and the same errors as api.
+export async function apiText(path, { signal } = {}) {
+  let r;
+  try {
+    r = await fetch('/api/v1' + path, { headers: headers({ Accept: 'text/html' }), signal, cache: 'no-store', credentials: 'omit' });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, { code: 'network', message: 'the server cannot be reached (' + e.message + ')' });
+  }
+  const text = await r.text();
+  if (!r.ok) {
+    let err = { message: text.trim() || r.statusText };
+    try {
+      err = JSON.parse(text).error || err;
+    } catch { /* not JSON */ }
+    const e = new ApiError(r.status, err);
+    if (r.status === 401) unauthenticated(e);
+    throw e;
+  }
+  return text;
+}
+
 // list reads every page of a list, at most max items.
 export async function list(path, { signal, max = 5000 } = {}) {
   const sep = path.includes('?') ? '&' : '?';

@@ -16,6 +16,7 @@ import * as tokens from './pages/tokens.js';
 import * as audit from './pages/audit.js';
 import * as cost from './pages/cost.js'; // the Cost page (issue 15)
 import * as node from './pages/node.js'; // a node's page (issue 16)
+import * as acceptance from './pages/acceptance.js'; // acceptance runs (issue 18)
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -63,6 +64,8 @@ function page(parts) {
       return ['audit', audit];
     case 'cost': // the Cost page (issue 15)
       return ['cost', cost];
+    case 'acceptance': // #/acceptance/ID is one run (issue 18)
+      return ['acceptance', acceptance];
     case 'signin':
       return ['signin', signin];
   }
