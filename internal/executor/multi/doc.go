@@ -33,7 +33,10 @@
 // in each cluster's order. Close stops the forwarders; the exits the
 // clusters deliver afterwards stay on their own channels, for a new
 // Executor over the same clusters (a restart). Close leaves the clusters'
-// executors and tasks alone.
+// executors and tasks alone. Unlike the fake executor's, an exit reaches
+// the merged channel a moment after the call that caused it returns (a
+// forwarder carries it), so a deterministic simulation drives one fake
+// directly, not through an Executor.
 //
 // # Volumes
 //
