@@ -21,7 +21,8 @@ func (e *Infeasible) Error() string { return e.Problem }
 // may span nodes). Cordoned nodes count, since a cordon is lifted; an
 // empty fleet holds everything, since its nodes have not registered yet.
 // Otherwise it returns an *Infeasible naming the first field, in the order
-// node selector, GPU models, GPUs, GPU memory, CPU, host memory, replicas,
+// residency (Request.Regions: no node in any of them), node selector, GPU
+// models, GPUs, GPU memory, CPU, host memory, replicas,
 // that no node can meet, with the biggest that fits. It is pure: the API
 // server calls it at submission, the scheduler to explain.
 func Feasible(nodes []*Node, req Request) error {
@@ -30,6 +31,18 @@ func Feasible(nodes []*Node, req Request) error {
 	}
 	bad := func(field, format string, args ...any) error {
 		return &Infeasible{Field: field, Problem: fmt.Sprintf(format, args...)}
+	}
+	if len(req.Regions) > 0 {
+		var in []*Node
+		for _, n := range nodes {
+			if inRegions(n, req.Regions) {
+				in = append(in, n)
+			}
+		}
+		if len(in) == 0 {
+			return bad("residency", "%s", residencyProblem(nodes, req.Regions))
+		}
+		nodes = in
 	}
 	var ns []*Node
 	for _, n := range nodes {
@@ -108,6 +121,30 @@ func Feasible(nodes []*Node, req Request) error {
 		return bad("replicas", "%d replicas: the fleet could hold at most %d, even empty", req.Count(), fit)
 	}
 	return nil
+}
+
+// inRegions reports whether n may hold work whose residency is regions:
+// none given, or n's region is one of them.
+func inRegions(n *Node, regions []string) bool {
+	return len(regions) == 0 || slices.Contains(regions, n.Region)
+}
+
+// residencyProblem says that no node is in any of the regions, naming the
+// regions the fleet has, e.g. "no node is in region eu-west or eu-central
+// (the fleet's regions: us-east)".
+func residencyProblem(nodes []*Node, regions []string) string {
+	var have []string
+	for _, n := range nodes {
+		if n.Region != "" {
+			have = append(have, n.Region)
+		}
+	}
+	slices.Sort(have)
+	have = slices.Compact(have)
+	if len(have) == 0 {
+		return fmt.Sprintf("no node is in region %s (no node has a region)", strings.Join(regions, " or "))
+	}
+	return fmt.Sprintf("no node is in region %s (the fleet's regions: %s)", strings.Join(regions, " or "), strings.Join(have, ", "))
 }
 
 // selectorProblem says why no node matches a selector: the first label,

@@ -46,8 +46,9 @@
 //     (Status.PreemptedAt) starts again only within its team's guarantee
 //     while work of another team, within its guarantee, waits in this
 //     cycle (RecentlyPreempted): that work would reclaim it at once;
-//  4. it is placed on free capacity when it fits, where the packing policy
-//     (below) says it costs the workload mix least;
+//  4. it is placed on free capacity when it fits, on nodes its residency
+//     allows, where the packing policy (below) says it costs the workload
+//     mix least; burst nodes only as the burst policy says (below);
 //  5. otherwise it may preempt: lower classes of its own team, batch of any
 //     team, over-quota work of other teams when it reclaims its guarantee,
 //     and, with fair-share reclaim on, over-quota work of teams above their
@@ -62,6 +63,37 @@
 //     preemptor waits (Preempting), nominated to the node of its victims;
 //  6. otherwise it waits with a reason and a sentence (Unschedulable,
 //     WaitingForIdleCapacity for batch).
+//
+// # Residency and bursting
+//
+// A workload with a residency (Request.Regions) runs only on nodes whose
+// Region is one of them: it is never placed, nominated or given a
+// reservation elsewhere, and its victims are chosen only among the nodes
+// it could use (one rule, mayUse, for all four). A residency no node has
+// is "never" (core.Feasible names the field residency, and the API server
+// refuses it at submission). When it waits, its message starts with what
+// residency does: "residency eu-west: the nodes there are full (onprem);
+// nodes in us-east have room but are outside its residency".
+//
+// A node of a burst pool (core.Node.Burst: paid capacity for peaks) is the
+// last resort, as Options.Burst (BurstPolicy) says: a workload goes there
+// only when its class is one of Burst.Classes (production and training by
+// default), it has waited Burst.After (2 minutes by default) since the
+// later of its submission and its last preemption, so that a preemption
+// never moves work into a paid pool by itself, and nothing outside the
+// burst pools has room for it now. Placement makes two passes: every node
+// but the burst ones, then, for a workload that may burst and found no
+// room, the burst nodes alone, where the cheapest pool (Burst.Prices; a
+// pool without a price after the priced ones) wins and the packing policy
+// breaks ties; a gang is never split between the two. A workload that may
+// not burst neither preempts on a burst node nor reserves one (a workload
+// that may, may: work running on a burst node is preempted like any
+// other). Its message says why it does not burst: "waits for capacity; may
+// burst to pool cloud after 2m (waited 40s)" (the wait rounded down to
+// 10 s, so that the message changes at most that often) or "class batch
+// may not burst". A team's spent budget is checked before any of this
+// (rule 0). With no burst node in the snapshot none of it costs anything;
+// the zero BurstPolicy lets no class burst.
 //
 // # Eviction rules
 //
@@ -183,6 +215,12 @@
 // and where preemptors share a node the devices pictured for the earlier
 // ones may not be the ones they get. Both cost time, never safety: every
 // placement is checked with core.Fits, here and again in the store.
+//
+// Fair shares are computed over every schedulable GPU, burst nodes
+// included, and a gang is kept within or outside the burst pools but not
+// within one cluster: the replicas of a gang may land in two pools of
+// different clusters. Residency is not part of core.Fits, so the store's
+// check at commit does not see it yet.
 //
 // sched imports core and sched/fairshare only.
 package sched

@@ -64,7 +64,13 @@ func (b *nodeBuilder) cpu(milli int64) *nodeBuilder   { b.n.MilliCPU = milli; re
 func (b *nodeBuilder) hostMem(mib int64) *nodeBuilder { b.n.MemoryMiB = mib; return b }
 func (b *nodeBuilder) pool(p string) *nodeBuilder     { b.n.Pool = p; return b }
 func (b *nodeBuilder) cordoned() *nodeBuilder         { b.n.Schedulable = false; return b }
-func (b *nodeBuilder) obj() *core.Node                { n := b.n; n.GPUs = slices.Clone(b.n.GPUs); return &n }
+
+// in sets the node's pool, region and pool kind (core.PoolOwned, ...).
+func (b *nodeBuilder) in(pool, region, kind string) *nodeBuilder {
+	b.n.Pool, b.n.Region, b.n.PoolKind = pool, region, kind
+	return b
+}
+func (b *nodeBuilder) obj() *core.Node { n := b.n; n.GPUs = slices.Clone(b.n.GPUs); return &n }
 
 // workloadBuilder builds a workload, pending unless runs places it: a job
 // of team research with no request, no class (its kind's default) and no
@@ -100,6 +106,15 @@ func (b *workloadBuilder) selector(key, value string) *workloadBuilder {
 }
 func (b *workloadBuilder) maxRuntime(d time.Duration) *workloadBuilder { b.w.MaxRuntime = d; return b }
 func (b *workloadBuilder) seq(s int64) *workloadBuilder                { b.w.Seq = s; return b }
+
+// regions sets the workload's data residency.
+func (b *workloadBuilder) regions(r ...string) *workloadBuilder { b.w.Request.Regions = r; return b }
+
+// preempted records that the scheduler last stopped the workload at t.
+func (b *workloadBuilder) preempted(t time.Time) *workloadBuilder {
+	b.w.Status.PreemptedAt = &t
+	return b
+}
 
 // created is the submission time.
 func (b *workloadBuilder) created(t time.Time) *workloadBuilder { b.w.CreatedAt = t; return b }

@@ -168,6 +168,11 @@ func invDrawOptions(t *rapid.T) sched.Options {
 		StarvationAfter:  rapid.SampledFrom([]time.Duration{10 * time.Minute, 0, time.Minute}).Draw(t, "starvationAfter"),
 		FairShareReclaim: !rapid.Bool().Draw(t, "fairShareReclaimOff"),
 		MinRuntime:       rapid.SampledFrom([]time.Duration{5 * time.Minute, 0}).Draw(t, "minRuntime"),
+		// Bursting as by default, with the pools invDrawGeography draws
+		// priced apart (drawn from nothing, so that the seeds of
+		// testdata/failed-seeds.txt still draw the clusters they found).
+		Burst: sched.BurstPolicy{After: sched.DefaultBurstPolicy().After, Classes: sched.DefaultBurstPolicy().Classes,
+			Prices: map[string]int64{"cloud-a": 3, "cloud-b": 2}},
 	}
 }
 
@@ -249,7 +254,73 @@ func invDrawSnapshot(t *rapid.T) *core.Snapshot {
 		snap.Pending = append(snap.Pending, w)
 	}
 	invNumber(snap.Pending, int64(id))
+	invDrawGeography(t, snap)
 	return snap
+}
+
+// invRegions are the regions nodes are drawn in.
+var invRegions = []string{"eu", "us"}
+
+// invDrawGeography, in half the clusters, puts every node in a region
+// (eu or us) and a pool, some of them burst pools (cloud-a, cloud-b, in
+// us), and gives some pending workloads a residency (one region, both, or
+// one no node has), some of them recently preempted. It draws last, so
+// that the rest of a cluster is drawn as before it was added.
+func invDrawGeography(t *rapid.T, snap *core.Snapshot) {
+	if !rapid.Bool().Draw(t, "geography") {
+		return
+	}
+	for _, n := range snap.Nodes {
+		switch rapid.IntRange(0, 3).Draw(t, "pool") {
+		case 0:
+			n.Pool, n.Region, n.PoolKind = "cloud-a", "us", core.PoolBurst
+		case 1:
+			n.Pool, n.Region, n.PoolKind = "cloud-b", "us", core.PoolBurst
+		default:
+			n.Region = rapid.SampledFrom(invRegions).Draw(t, "region")
+			n.Pool, n.PoolKind = "owned-"+n.Region, core.PoolOwned
+		}
+	}
+	for _, w := range snap.Pending {
+		switch rapid.IntRange(0, 5).Draw(t, "residency") {
+		case 0:
+			w.Request.Regions = []string{"eu"}
+		case 1:
+			w.Request.Regions = []string{"us"}
+		case 2:
+			w.Request.Regions = []string{"us", "eu"}
+		case 3:
+			w.Request.Regions = []string{"mars"}
+		}
+		if rapid.IntRange(0, 5).Draw(t, "preempted") == 0 {
+			at := invNow.Add(-time.Duration(rapid.IntRange(0, 5).Draw(t, "preemptedMinutes")) * time.Minute)
+			w.Status.PreemptedAt = &at
+		}
+	}
+}
+
+// invMayBurst reports whether the burst policy lets w onto a burst node
+// now: its class listed, and waited After since the later of its
+// submission and its last preemption.
+func (c *invCycle) invMayBurst(w *core.Workload) bool {
+	since := w.CreatedAt
+	if at := w.Status.PreemptedAt; at != nil && at.After(since) {
+		since = *at
+	}
+	waited := time.Duration(0)
+	if !since.IsZero() {
+		waited = c.now.Sub(since)
+	}
+	return slices.Contains(c.opts.Burst.Classes, c.class(w).Name) && waited >= c.opts.Burst.After
+}
+
+// invMayUse reports whether w may be placed on n: residency, and for a
+// burst node the burst policy.
+func (c *invCycle) invMayUse(w *core.Workload, n *core.Node) bool {
+	if len(w.Request.Regions) > 0 && !slices.Contains(w.Request.Regions, n.Region) {
+		return false
+	}
+	return !n.Burst() || c.invMayBurst(w)
 }
 
 // invNumber gives pending workloads submission numbers after first, in
@@ -272,7 +343,11 @@ func invDescribe(opts sched.Options, s *core.Snapshot, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "options: StarvationAfter %s, FairShareReclaim %t, MinRuntime %s; now %s\n", opts.StarvationAfter, opts.FairShareReclaim, opts.MinRuntime, now.Format(time.TimeOnly))
 	for _, n := range s.Nodes {
-		fmt.Fprintf(&b, "node %s: %d × %s\n", n.Name, len(n.GPUs), n.GPUs[0].Model)
+		fmt.Fprintf(&b, "node %s: %d × %s", n.Name, len(n.GPUs), n.GPUs[0].Model)
+		if n.Pool != "" || n.Region != "" {
+			fmt.Fprintf(&b, ", pool %s (%s) in %s", n.Pool, n.PoolKind, n.Region)
+		}
+		b.WriteString("\n")
 	}
 	for _, tm := range s.Teams {
 		fmt.Fprintf(&b, "team %s: guaranteed %d, limit %d, weight %d\n", tm.Name, tm.Guaranteed, tm.Limit, tm.Weight)
@@ -292,6 +367,12 @@ func invDescribe(opts sched.Options, s *core.Snapshot, now time.Time) string {
 		}
 		if w.Status.Nominated != "" {
 			fmt.Fprintf(&b, ", %s on %s", w.Status.Reason, w.Status.Nominated)
+		}
+		if len(w.Request.Regions) > 0 {
+			fmt.Fprintf(&b, ", residency %v", w.Request.Regions)
+		}
+		if at := w.Status.PreemptedAt; at != nil {
+			fmt.Fprintf(&b, ", preempted %s ago", now.Sub(*at))
 		}
 		b.WriteString("\n")
 	}
@@ -446,6 +527,111 @@ var invProperties = []invProperty{
 	{"12 every pending workload is placed or explained once", invCheckDecided},
 	{"13 no GPU idle while a pending workload within its guarantee fits on it", invCheckGuaranteedNotBlocked},
 	{"14 evicted capacity is the least that lets the preemptor fit", invCheckEvictionBound},
+	{"15 residency holds for every placement, nomination and preemption", invCheckResidency},
+	{"16 no placement on a burst node the policy forbids", invCheckBurst},
+}
+
+// invCheckResidency: a workload with a residency is placed, nominated and
+// preempts only on nodes in one of its regions.
+func invCheckResidency(t propTB, c *invCycle) {
+	t.Helper()
+	outside := func(w *core.Workload, name core.NodeName) bool {
+		n := c.nodes[name]
+		return n != nil && len(w.Request.Regions) > 0 && !slices.Contains(w.Request.Regions, n.Region)
+	}
+	for _, p := range c.plan.Placements {
+		w := c.pending[p.Workload]
+		for _, name := range core.Nodes(p.Assignments) {
+			if w != nil && outside(w, name) {
+				t.Errorf("%s (residency %v) placed on %s in region %q", w.ID, w.Request.Regions, name, c.nodes[name].Region)
+			}
+		}
+	}
+	for _, d := range c.plan.Unplaced {
+		if w := c.pending[d.Workload]; w != nil && d.Nominated != "" && outside(w, d.Nominated) {
+			t.Errorf("%s (residency %v) nominated to %s in region %q (%s: %q)", w.ID, w.Request.Regions, d.Nominated, c.nodes[d.Nominated].Region, d.Reason, d.Message)
+		}
+	}
+	for _, pr := range c.plan.Preemptions {
+		w, v := c.pending[pr.Preemptor], c.running[pr.Victim]
+		if w == nil || v == nil {
+			continue
+		}
+		for _, name := range core.Nodes(v.Status.Placement) {
+			if outside(w, name) {
+				t.Errorf("%s (residency %v) preempts %s on %s in region %q", w.ID, w.Request.Regions, v.ID, name, c.nodes[name].Region)
+			}
+		}
+	}
+}
+
+// invCheckBurst: a workload goes to a burst node (placed, nominated, or
+// preempting there) only when the burst policy lets it (its class, its
+// wait), and is placed there only when no node outside the burst pools
+// that it may use has room for it at the end of the cycle (usage only
+// grows within a cycle; nodes held for others and the one a starving
+// workload may be given are left out, as in invariant 10; a request by
+// memory, which its limit may refuse where it takes more, is left out).
+func invCheckBurst(t propTB, c *invCycle) {
+	t.Helper()
+	held := map[core.NodeName]bool{}
+	starving := false
+	for _, d := range c.plan.Unplaced {
+		if d.Nominated != "" {
+			held[d.Nominated] = true
+		}
+		w := c.pending[d.Workload]
+		if w != nil && d.Reason == sched.ReasonUnschedulable && c.opts.StarvationAfter > 0 && !w.CreatedAt.IsZero() && c.now.Sub(w.CreatedAt) >= c.opts.StarvationAfter {
+			starving = true
+		}
+	}
+	forbidden := func(w *core.Workload, name core.NodeName) bool {
+		n := c.nodes[name]
+		return n != nil && n.Burst() && !c.invMayBurst(w)
+	}
+	for _, p := range c.plan.Placements {
+		w := c.pending[p.Workload]
+		if w == nil {
+			continue
+		}
+		burst := false
+		for _, name := range core.Nodes(p.Assignments) {
+			burst = burst || c.nodes[name].Burst()
+			if forbidden(w, name) {
+				t.Errorf("%s (%s, since %s) placed on burst node %s", w.ID, c.class(w).Name, w.CreatedAt.Format(time.TimeOnly), name)
+			}
+		}
+		if !burst || w.Request.Count() > 1 || w.Request.MilliGPU == 0 {
+			continue
+		}
+		var fits []string
+		for _, n := range c.snap.Nodes {
+			if !n.Burst() && !held[n.Name] && c.invMayUse(w, n) {
+				if as := invFitOn(n, c.after[n.Name], w.Request); as != nil {
+					fits = append(fits, invWhere(as))
+				}
+			}
+		}
+		if allowed := map[bool]int{true: 1}[starving]; len(fits) > allowed {
+			t.Errorf("%s placed on burst node %s, but fits outside the burst pools on %v", w.ID, invWhere(p.Assignments), fits)
+		}
+	}
+	for _, d := range c.plan.Unplaced {
+		if w := c.pending[d.Workload]; w != nil && d.Nominated != "" && forbidden(w, d.Nominated) {
+			t.Errorf("%s (%s) nominated to burst node %s (%s: %q)", w.ID, c.class(w).Name, d.Nominated, d.Reason, d.Message)
+		}
+	}
+	for _, pr := range c.plan.Preemptions {
+		w, v := c.pending[pr.Preemptor], c.running[pr.Victim]
+		if w == nil || v == nil {
+			continue
+		}
+		for _, name := range core.Nodes(v.Status.Placement) {
+			if forbidden(w, name) {
+				t.Errorf("%s (%s) preempts %s on burst node %s", w.ID, c.class(w).Name, v.ID, name)
+			}
+		}
+	}
 }
 
 // invCheckFit: every placement is of a pending workload, once, and passes
@@ -719,13 +905,16 @@ func invCheckNoIdleFit(t propTB, c *invCycle) {
 		}
 		var fits []string
 		if w.Request.Count() > 1 {
-			// A gang fits when its replicas do, across nodes.
-			if as := invFitGang(c, held, w.Request); as != nil {
-				fits = append(fits, invWhere(as))
+			// A gang fits when its replicas do, across nodes it may use:
+			// outside the burst pools, or (when it may burst) within them.
+			for _, burst := range []bool{false, true} {
+				if as := invFitGang(c, held, w, burst); as != nil {
+					fits = append(fits, invWhere(as))
+				}
 			}
 		} else {
 			for _, n := range c.snap.Nodes {
-				if held[n.Name] {
+				if held[n.Name] || !c.invMayUse(w, n) {
 					continue
 				}
 				if as := invFitOn(n, c.after[n.Name], w.Request); as != nil {
@@ -931,7 +1120,7 @@ func invCheckGuaranteedNotBlocked(t propTB, c *invCycle) {
 		}
 		var fits []string
 		for _, n := range c.snap.Nodes {
-			if held[n.Name] {
+			if held[n.Name] || !c.invMayUse(w, n) {
 				continue
 			}
 			if as := invFitOn(n, c.after[n.Name], w.Request); as != nil {
@@ -1030,7 +1219,8 @@ func invCheckEvictionBound(t propTB, c *invCycle) {
 
 // invFitGang places the replicas of a gang first fit on the nodes that
 // are not held, after the cycle's placements; nil when one does not fit.
-func invFitGang(c *invCycle, held map[core.NodeName]bool, req core.Request) []core.Assignment {
+func invFitGang(c *invCycle, held map[core.NodeName]bool, w *core.Workload, burst bool) []core.Assignment {
+	req := w.Request
 	one := req
 	one.Replicas = 0
 	var all []core.Assignment
@@ -1038,7 +1228,7 @@ func invFitGang(c *invCycle, held map[core.NodeName]bool, req core.Request) []co
 	for r := range req.Count() {
 		var as []core.Assignment
 		for _, n := range c.snap.Nodes {
-			if held[n.Name] {
+			if held[n.Name] || n.Burst() != burst || !c.invMayUse(w, n) {
 				continue
 			}
 			if usage[n.Name] == nil {
@@ -1759,6 +1949,63 @@ func TestInvariantChecksCatchBrokenPlans(t *testing.T) {
 		{"two victims evicted where one's capacity would do", invCheckEvictionBound,
 			core.Plan{Preemptions: []core.Preemption{{Victim: "rb", Attempt: 1, Preemptor: "pt", Reason: "Preempted"}, {Victim: "rc", Attempt: 1, Preemptor: "pt", Reason: "Preempted"}},
 				Unplaced: []core.Decision{preempting("pt")}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r invRecorder
+			tt.check(&r, newInvCycle(sched.DefaultOptions(), snap, invNow, tt.plan))
+			if len(r.errs) == 0 {
+				t.Errorf("the check accepted a plan that breaks its invariant")
+			}
+		})
+	}
+}
+
+// TestGeographyChecksCatchBrokenPlans is TestInvariantChecksCatchBrokenPlans
+// for residency (15) and bursting (16).
+func TestGeographyChecksCatchBrokenPlans(t *testing.T) {
+	snap := &core.Snapshot{Nodes: []*core.Node{
+		node("eu1").gpus(2, h100).in("owned-eu", "eu", core.PoolOwned).obj(),
+		node("us1").gpus(2, h100).in("cloud-a", "us", core.PoolBurst).obj(),
+	}}
+	snap.Teams = []core.Team{team("a").obj()}
+	eu1, us1, started := snap.Nodes[0], snap.Nodes[1], invNow.Add(-time.Hour)
+	snap.Running = []*core.Workload{
+		job("r-eu").team("a").class("batch").gpus(1000).runs(eu1, 0, started).obj(),
+		job("r-us").team("a").class("batch").gpus(1000).runs(us1, 0, started).obj(),
+	}
+	snap.Usage = invUsage(snap.Nodes, snap.Running)
+	snap.Pending = []*core.Workload{
+		job("p-eu").team("a").class("training").gpus(1000).regions("eu").seq(10).created(invNow.Add(-time.Hour)).obj(),
+		job("p-new").team("a").class("training").gpus(1000).seq(11).created(invNow.Add(-time.Second)).obj(),
+		job("p-batch").team("a").class("batch").gpus(1000).seq(12).created(invNow.Add(-time.Hour)).obj(),
+		job("p-old").team("a").class("training").gpus(1000).seq(13).created(invNow.Add(-time.Hour)).obj(),
+	}
+	on := func(n *core.Node, gpu int) []core.Assignment {
+		g := n.GPUs[gpu]
+		return []core.Assignment{{Node: n.Name, GPUIndex: gpu, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB}}
+	}
+	tests := []struct {
+		name  string
+		check func(propTB, *invCycle)
+		plan  core.Plan
+	}{
+		{"placed outside its residency", invCheckResidency,
+			core.Plan{Placements: []core.Placement{{Workload: "p-eu", Assignments: on(us1, 1)}}}},
+		{"nominated outside its residency", invCheckResidency,
+			core.Plan{Unplaced: []core.Decision{{Workload: "p-eu", Reason: sched.ReasonUnschedulable, Message: "reserved", Nominated: "us1"}}}},
+		{"preempting outside its residency", invCheckResidency,
+			core.Plan{Preemptions: []core.Preemption{{Victim: "r-us", Attempt: 1, Preemptor: "p-eu", Reason: "Preempted"}},
+				Unplaced: []core.Decision{{Workload: "p-eu", Reason: sched.ReasonPreempting, Message: "waiting", Nominated: "us1"}}}},
+		{"burst before After", invCheckBurst,
+			core.Plan{Placements: []core.Placement{{Workload: "p-new", Assignments: on(us1, 1)}}}},
+		{"batch bursts", invCheckBurst,
+			core.Plan{Placements: []core.Placement{{Workload: "p-batch", Assignments: on(us1, 1)}}}},
+		{"burst while owned capacity fits", invCheckBurst,
+			core.Plan{Placements: []core.Placement{{Workload: "p-old", Assignments: on(us1, 1)}}}},
+		{"a burst node cleared for work not allowed there", invCheckBurst,
+			core.Plan{Preemptions: []core.Preemption{{Victim: "r-us", Attempt: 1, Preemptor: "p-new", Reason: "Preempted"}},
+				Unplaced: []core.Decision{{Workload: "p-new", Reason: sched.ReasonPreempting, Message: "waiting", Nominated: "us1"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -204,6 +204,8 @@ const (
 	whyLimit         = "its team's limit leaves less than it takes there"
 	whyNoGPU         = "no GPUs"
 	whySelector      = "labels do not match the node selector"
+	whyResidency     = "outside its residency"
+	whyBurst         = "in a burst pool (a last resort)"
 )
 
 // onNode finds where req fits on one node, scored best-fit; reason is
@@ -278,6 +280,8 @@ func misfit(ns *nodeState, req core.Request) string {
 		return whyNoGPU
 	case len(req.NodeSelector) > 0 && !n.Matches(req.NodeSelector):
 		return whySelector
+	case !resides(n, req):
+		return whyResidency
 	case gpus && !slices.ContainsFunc(ns.models, req.ModelAllowed):
 		return whyModel
 	case n.MilliCPU > 0 && ns.cpu+req.MilliCPU > n.MilliCPU:

@@ -406,7 +406,7 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 		// the reservation would borrow and w runs within its guarantee);
 		// one held for other preemptors is, against its future (their
 		// victims gone, they placed).
-		if c.binds(ns, w, inQuota) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) {
+		if c.binds(ns, w, inQuota) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) || !c.mayUse(ns, w) {
 			continue
 		}
 		askOn, inQuotaOn, maxShare, ok := c.reclaimOn(ns, w, cl, ts, ask, inQuota)

@@ -32,12 +32,16 @@ type Options struct {
 	// falls back to PackGPUFleet (the server never sets it; the simulator
 	// checks the names it is given).
 	Packing string
+	// Burst says when a node of a burst pool takes a workload (burst.go);
+	// the zero value lets no class burst.
+	Burst BurstPolicy
 }
 
 // DefaultOptions: reserve after 2 minutes, fair-share reclaim on after 5
-// minutes of runtime.
+// minutes of runtime, production and training burst after 2 minutes
+// (DefaultBurstPolicy).
 func DefaultOptions() Options {
-	return Options{StarvationAfter: 2 * time.Minute, FairShareReclaim: true, MinRuntime: 5 * time.Minute}
+	return Options{StarvationAfter: 2 * time.Minute, FairShareReclaim: true, MinRuntime: 5 * time.Minute, Burst: DefaultBurstPolicy()}
 }
 
 // Schedule runs one cycle with DefaultOptions.
@@ -182,6 +186,9 @@ type cycle struct {
 	// does: memo keeps them, per shape, by node position.
 	scorer scorer
 	memo   map[memoShape][]scored
+	// burst: whether any node is in a burst pool, and whether the pass
+	// under way places on burst nodes only.
+	burst burstState
 }
 
 // scored is a node's remembered score for a request shape, valid while the
@@ -195,8 +202,8 @@ type scored struct {
 
 // memoShape is what onNodeWith reads of a request.
 type memoShape struct {
-	milli, gpuMem, cpu, mem int64
-	models, selector        string
+	milli, gpuMem, cpu, mem   int64
+	models, selector, regions string
 }
 
 // memoFor returns the remembered scores for req's shape (none for the
@@ -205,7 +212,7 @@ func (c *cycle) memoFor(req core.Request) []scored {
 	if _, random := c.scorer.(*randomFit); random {
 		return make([]scored, len(c.nodes))
 	}
-	k := memoShape{milli: req.MilliGPU, gpuMem: req.GPUMemoryMiB, cpu: req.MilliCPU, mem: req.MemoryMiB, models: strings.Join(req.GPUModels, "\x00")}
+	k := memoShape{milli: req.MilliGPU, gpuMem: req.GPUMemoryMiB, cpu: req.MilliCPU, mem: req.MemoryMiB, models: strings.Join(req.GPUModels, "\x00"), regions: strings.Join(req.Regions, "\x00")}
 	if len(req.NodeSelector) > 0 {
 		keys := slices.Sorted(maps.Keys(req.NodeSelector))
 		for _, key := range keys {
@@ -245,6 +252,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, n := range snap.Nodes {
 		ns := newNodeState(n, snap.Usage[n.Name])
 		c.nodes = append(c.nodes, ns)
+		c.burst.any = c.burst.any || n.Burst()
 		c.byName[n.Name] = ns
 		for _, g := range n.GPUs {
 			c.maxGPUMem = max(c.maxGPUMem, g.MemoryMiB)
@@ -392,7 +400,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	}
 	for _, w := range nominated {
 		ns := c.byName[w.Status.Nominated]
-		if ns == nil || c.reserved || w != c.starver || w.Status.Reason == ReasonPreempting {
+		if ns == nil || c.reserved || w != c.starver || w.Status.Reason == ReasonPreempting || !c.mayUse(ns, w) {
 			continue
 		}
 		c.hold(ns, w.ID)
@@ -406,7 +414,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	}
 	for _, w := range nominated {
 		ns := c.byName[w.Status.Nominated]
-		if ns == nil || w.Status.Reason != ReasonPreempting || !c.admissible(w) {
+		if ns == nil || w.Status.Reason != ReasonPreempting || !c.admissible(w) || !c.mayUse(ns, w) {
 			continue
 		}
 		c.first = append(c.first, w)
@@ -554,7 +562,7 @@ func (c *cycle) perReplica(r core.Request) int64 {
 }
 
 func shapeKey(r core.Request) string {
-	return fmt.Sprintf("%d/%d/%d/%d/%d/%q/%v", r.MilliGPU, r.GPUMemoryMiB, r.Replicas, r.MilliCPU, r.MemoryMiB, r.GPUModels, r.NodeSelector)
+	return fmt.Sprintf("%d/%d/%d/%d/%d/%q/%v/%q", r.MilliGPU, r.GPUMemoryMiB, r.Replicas, r.MilliCPU, r.MemoryMiB, r.GPUModels, r.NodeSelector, r.Regions)
 }
 
 func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.NodeName) {
@@ -668,7 +676,13 @@ func (c *cycle) decide(w *core.Workload) {
 		}
 	}
 	holder := len(c.holders[w.ID]) > 0
-	noFit, failed := c.noFit[key]
+	// A workload that may burst tries more nodes than one of its shape
+	// that may not: their failures are remembered apart.
+	fitKey, burst := key, c.burst.any && c.mayBurst(w)
+	if burst {
+		fitKey += "/burst"
+	}
+	noFit, failed := c.noFit[fitKey]
 	if !failed || holder {
 		c.soft, c.budgetHit = false, false
 		as, why := c.place(w)
@@ -689,7 +703,7 @@ func (c *cycle) decide(w *core.Workload) {
 		}
 		noFit = why
 		if !holder && !c.soft {
-			c.noFit[key] = why
+			c.noFit[fitKey] = why
 		}
 		// Where it fits, what it would take there is more than its team
 		// may still take: that is the limit (or, for a class that may not
@@ -708,7 +722,7 @@ func (c *cycle) decide(w *core.Workload) {
 	// this version: their victims would have to be found on several nodes
 	// at once.
 	if !class.IdleOnly && w.Request.Count() == 1 {
-		vkey := fmt.Sprintf("%s/%s/%t/%s", ts.team.Name, class.Name, inQuota, key)
+		vkey := fmt.Sprintf("%s/%s/%t/%t/%s", ts.team.Name, class.Name, inQuota, burst, key)
 		if !c.noVictims[vkey] {
 			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
 				for _, v := range vs {
@@ -746,6 +760,13 @@ func (c *cycle) decide(w *core.Workload) {
 	// Wait, and reserve a node if it has waited too long (or keep the one
 	// reserved for it before).
 	msg := noFit
+	// Say what residency and bursting do for it.
+	if c.burst.any && !burst {
+		msg += c.burstNote(w, "")
+	}
+	if r := c.residencyNote(w); r != "" {
+		msg = r + "; " + msg
+	}
 	// Say why no preemption helps: what makes the capacity out of reach.
 	othersHold := false
 	for _, o := range c.teams {
@@ -861,6 +882,24 @@ func (c *cycle) liveVictims(w *core.Workload) []*core.Workload {
 // another workload, records it, and returns its devices; or explains why
 // there is none.
 func (c *cycle) place(w *core.Workload) ([]core.Assignment, string) {
+	as, why := c.placeIn(w)
+	if as != nil || !c.burst.any || !c.mayBurst(w) {
+		return as, why
+	}
+	// Burst nodes are the last resort: tried, alone, only when nothing
+	// else has room (a gang is not split between them and the others).
+	c.burst.pass = true
+	as, tried := c.placeIn(w)
+	c.burst.pass = false
+	if as != nil {
+		return as, ""
+	}
+	return nil, why + c.burstNote(w, tried)
+}
+
+// placeIn is place on the nodes of the pass under way: every node but the
+// burst ones, or the burst ones only.
+func (c *cycle) placeIn(w *core.Workload) ([]core.Assignment, string) {
 	if w.Request.Count() == 1 {
 		return c.placeOne(w, 0)
 	}
@@ -896,7 +935,16 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	bestKeep := false
 	var why tally
 	memo := c.memoFor(req)
+	considered := len(c.nodes)
 	for _, ns := range c.nodes {
+		if c.burst.any && ns.node.Burst() != c.burst.pass {
+			if c.burst.pass {
+				considered--
+			} else {
+				why.add(whyBurst)
+			}
+			continue
+		}
 		held := ns.heldForOther(w.ID)
 		var ch choice
 		var reason string
@@ -944,12 +992,17 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 			c.soft, c.budgetHit = true, true
 			continue
 		}
-		if best.ns == nil || ch.score < best.score {
+		// Among burst nodes, the cheapest pool first.
+		d := 0
+		if c.burst.pass && best.ns != nil {
+			d = c.cheaper(ch.ns, best.ns)
+		}
+		if best.ns == nil || d < 0 || (d == 0 && ch.score < best.score) {
 			best, bestKeep = ch, keep // nodes are in name order, so ties go to the first
 		}
 	}
 	if best.ns == nil {
-		return nil, why.message(len(c.nodes), req)
+		return nil, why.message(considered, req)
 	}
 	as := assignments(best, req)
 	for i := range as {
@@ -1057,7 +1110,7 @@ func (c *cycle) reserve(w *core.Workload) *nodeState {
 	var best *nodeState
 	var bestFree int64
 	for _, ns := range c.nodes {
-		if ns.resv != nil || !ns.node.Schedulable || !modelOK(ns, w.Request) || !fitsEmpty(ns, w.Request) {
+		if ns.resv != nil || !ns.node.Schedulable || !modelOK(ns, w.Request) || !c.mayUse(ns, w) || !fitsEmpty(ns, w.Request) {
 			continue
 		}
 		free := ns.maxFree
