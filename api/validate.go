@@ -51,10 +51,33 @@ var (
 	envRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	labelRE  = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`)
 	dirPartR = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-	// imageRE accepts what a container image reference is made of
-	// (registry[:port]/path[:tag][@digest]); the registry judges the rest.
-	imageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$`)
+	// imageRE is a container image reference as the distribution
+	// library's grammar has it: [domain[:port]/]path[:tag][@digest]. A
+	// container runtime's other transports (docker-archive:PATH, oci:PATH,
+	// dir:PATH, containers-storage:...) are not references: with them a
+	// root runtime would read host paths, other teams' volumes included,
+	// into the image store every team shares (ImageReference refuses them).
+	imageRE = regexp.MustCompile(`^` +
+		`(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?/)?` + // domain
+		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` + // path
+		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?` + // tag
+		`(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`) // digest
 )
+
+// imageTransports are the transports of containers/image that a
+// reference with one path component and a tag would spell (oci:name).
+var imageTransports = []string{"containers-storage", "dir", "docker", "docker-archive", "docker-daemon", "oci", "oci-archive", "ostree", "sif", "tarball"}
+
+// ImageReference says what is wrong with an image reference, or "".
+func ImageReference(img string) string {
+	if !imageRE.MatchString(img) {
+		return "is not an image reference (such as ghcr.io/acme/train:1 or repo/name@sha256:...): a registry, a path and a tag or digest, nothing else"
+	}
+	if t, _, ok := strings.Cut(img, ":"); ok && !strings.Contains(t, "/") && slices.Contains(imageTransports, t) {
+		return fmt.Sprintf("%q names the transport %s, not an image: give a registry reference (registry/path:tag)", img, t)
+	}
+	return ""
+}
 
 // LabelRule says what a label key or value is made of, for errors.
 const LabelRule = "at most 63 characters: ASCII letters, digits, '-', '_', '.' and '/', starting and ending with a letter or digit"
@@ -138,8 +161,8 @@ func (w *Workload) Validate() []FieldError {
 	switch {
 	case len(w.Image) > MaxImageLen:
 		add("image", "longer than %d characters", MaxImageLen)
-	case w.Image != "" && !imageRE.MatchString(w.Image):
-		add("image", "is not an image reference (such as ghcr.io/acme/train:1 or repo/name@sha256:...): no spaces or control characters")
+	case w.Image != "" && ImageReference(w.Image) != "":
+		add("image", "%s", ImageReference(w.Image))
 	}
 	switch {
 	case len(w.Command) == 0 && w.Image == "":

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -120,26 +121,16 @@ func declared(w *core.Workload) string {
 func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A browser's first visit exchanges the token in the query for a
-		// cookie, then comes back without it.
+		// cookie, then comes back without it. The token is checked first,
+		// as a Bearer token for this very target: a link carrying someone
+		// else's token (one's own, to sign a victim in as oneself) sets
+		// nothing unless that token may view the workload.
+		exchange := ""
 		if tok := r.URL.Query().Get(ProxyCookie); tok != "" {
-			q := r.URL.Query()
-			q.Del(ProxyCookie)
-			path := "/" // a workload host's, for all of it
-			if !inHostMode(r) {
-				parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
-				path = "/" + parts[0] + "/" + parts[1] + "/"
-				if len(parts) > 2 {
-					path += strings.SplitN(parts[2], "/", 2)[0] + "/"
-				}
-			}
-			http.SetCookie(w, &http.Cookie{Name: ProxyCookie, Value: tok, Path: path, HttpOnly: true, SameSite: http.SameSiteStrictMode,
-				Secure: r.TLS != nil, MaxAge: int((12 * time.Hour).Seconds())})
-			u := *r.URL
-			u.RawQuery = q.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-			return
-		}
-		if r.Header.Get("Authorization") == "" {
+			exchange = tok
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+tok)
+		} else if r.Header.Get("Authorization") == "" {
 			if ck, err := r.Cookie(ProxyCookie); err == nil && ck.Value != "" {
 				r = r.Clone(r.Context())
 				r.Header.Set("Authorization", "Bearer "+ck.Value)
@@ -156,6 +147,10 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 		_, err := s.run(w, &call{r: r, rt: row})
 		if err != nil {
 			s.fail(w, r, err)
+			return
+		}
+		if exchange != "" {
+			s.setProxyCookie(w, r, exchange)
 			return
 		}
 		run := tg.w
@@ -223,6 +218,33 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 		}
 		rp.ServeHTTP(w, r)
 	})
+}
+
+// setProxyCookie answers a checked token exchange: the cookie, for the
+// workload's path (or a workload host's whole), and a redirect to the same
+// place without the token. The place is the request's own path, cleaned,
+// so that no request can redirect off the server ("//evil.example/").
+func (s *Server) setProxyCookie(w http.ResponseWriter, r *http.Request, tok string) {
+	q := r.URL.Query()
+	q.Del(ProxyCookie)
+	scope := "/" // a workload host's, for all of it
+	if !inHostMode(r) {
+		parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
+		scope = "/" + parts[0] + "/" + parts[1] + "/"
+		if len(parts) > 2 {
+			scope += strings.SplitN(parts[2], "/", 2)[0] + "/"
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: ProxyCookie, Value: tok, Path: scope, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https", MaxAge: int((12 * time.Hour).Seconds())})
+	to := path.Clean("/" + r.URL.Path)
+	if strings.HasSuffix(r.URL.Path, "/") && to != "/" {
+		to += "/"
+	}
+	if len(q) > 0 {
+		to += "?" + q.Encode()
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 // portForward answers GET /workloads/{id}/portforward?port=N with

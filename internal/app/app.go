@@ -165,9 +165,13 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		return fmt.Errorf("evaluate the budgets: %w", err)
 	}
 	obs := newObservability(cfg, st, ex, led, lifecycle, log)
+	var vr *control.VolumeReconciler
+	if vols, ok := ex.(executor.Volumes); ok {
+		vr = &control.VolumeReconciler{Store: st, Volumes: vols, Every: volumeEvery(cfg), Logger: log.With("component", "volumes")}
+	}
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
 		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg), Budgets: led, Secrets: sealer,
-		Datasets: cfg.Storage.Datasets})
+		Datasets: cfg.Storage.Datasets, Volumes: vr})
 	if err := loop.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -250,8 +254,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		prober := &control.Prober{Store: st, Endpoints: eps, Logger: log.With("component", "readiness")}
 		wg.Go(func() { prober.Run(ctx) })
 	}
-	if vols, ok := ex.(executor.Volumes); ok {
-		vr := &control.VolumeReconciler{Store: st, Volumes: vols, Every: volumeEvery(cfg), Logger: log.With("component", "volumes")}
+	if vr != nil {
 		wg.Go(func() { vr.Run(ctx) })
 	}
 	if sw := sweeperOf(ex); sw != nil && cfg.Local.Retention() > 0 {

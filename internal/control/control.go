@@ -49,6 +49,10 @@ type Options struct {
 	// Datasets are the host directories workloads may mount, by name
 	// (config storage.datasets).
 	Datasets map[string]string
+	// Volumes, when set, ensures a starting workload's volumes (after the
+	// data of a deleted volume of the same name is gone); without, the
+	// executor's Volumes are ensured directly.
+	Volumes *VolumeReconciler
 }
 
 // SecretSource opens team secrets for a start: the environment variables
@@ -478,12 +482,17 @@ func (l *Loop) resolve(ctx context.Context, w *core.Workload, t *executor.Task) 
 		}
 	}
 	if len(w.Volumes) > 0 {
-		vols, ok := l.opts.Executor.(executor.Volumes)
-		if !ok {
+		switch vols, ok := l.opts.Executor.(executor.Volumes); {
+		case l.opts.Volumes != nil:
+			if err := l.opts.Volumes.Ensure(ctx, w.Team, w.Volumes); err != nil {
+				return err
+			}
+		case !ok:
 			return fmt.Errorf("the workload mounts volumes and this executor keeps none")
-		}
-		if err := ensureVolumes(ctx, l.opts.Store, vols, w.Team, w.Volumes); err != nil {
-			return err
+		default:
+			if err := ensureVolumes(ctx, l.opts.Store, vols, w.Team, w.Volumes); err != nil {
+				return err
+			}
 		}
 	}
 	for _, d := range w.Datasets {

@@ -23,6 +23,7 @@ type Metric struct {
 const (
 	MaxMetrics      = 64
 	maxMetricLine   = 1 << 10
+	maxMetricUnit   = 32
 	MaxMetricsNotes = 5
 )
 
@@ -31,7 +32,7 @@ var metricNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
 // ParseMetrics reads a metrics report, one JSON object per line; a name
 // reported twice keeps its last value. Lines that are not a metric (bad
 // JSON, a name that is not lowercase letters, digits and _, a value that
-// is not a finite number, a unit over 16 characters, more than MaxMetrics
+// is not a finite number, a unit over 32 characters, more than MaxMetrics
 // names) are skipped, each with a note (at most MaxMetricsNotes, then one
 // saying how many more).
 func ParseMetrics(b []byte, attempt int) ([]Metric, []string) {
@@ -70,8 +71,8 @@ func ParseMetrics(b []byte, attempt int) ([]Metric, []string) {
 		case m.Value == nil || math.IsNaN(*m.Value) || math.IsInf(*m.Value, 0):
 			skip(i+1, "metric %s has no finite value", m.Name)
 			continue
-		case len(m.Unit) > 16:
-			skip(i+1, "metric %s: a unit is at most 16 characters", m.Name)
+		case len(m.Unit) > maxMetricUnit:
+			skip(i+1, "metric %s: a unit is at most %d characters", m.Name, maxMetricUnit)
 			continue
 		}
 		if j, ok := at[m.Name]; ok {

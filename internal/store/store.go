@@ -496,6 +496,14 @@ var migrations = [][]string{
 			deleted_at INTEGER NOT NULL DEFAULT 0
 		)`,
 		`CREATE UNIQUE INDEX volumes_live ON volumes(team, name) WHERE deleted_at = 0`,
+		// Volumes deleted whose data the executor has still to remove
+		// (before a volume of the same name is made again).
+		`CREATE TABLE volume_purges (
+			team TEXT NOT NULL,
+			name TEXT NOT NULL,
+			at INTEGER NOT NULL,
+			PRIMARY KEY (team, name)
+		)`,
 		// Acceptance cards' runs: the run as JSON, its team, status and
 		// start in columns for listing.
 		`CREATE TABLE acceptance_runs (
@@ -509,7 +517,7 @@ var migrations = [][]string{
 	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "acceptance_runs"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "volume_purges", "acceptance_runs"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

@@ -144,7 +144,8 @@ func (s *Store) VolumeUsers(team core.TeamName, name string) []string {
 }
 
 // DeleteVolume marks a volume deleted at now (its row stays for the cost
-// ledger, VolumeHistory), or is core.ErrNotFound. A volume
+// ledger, VolumeHistory) and its data to be purged (VolumePurges), or is
+// core.ErrNotFound. A volume
 // that a workload not yet ended mounts is core.ErrConflict, naming it:
 // cancel it first. (The executor removes the data when the control loop
 // next reconciles volumes.)
@@ -161,7 +162,53 @@ func (s *Store) DeleteVolume(ctx context.Context, team core.TeamName, name strin
 			return fmt.Errorf("volume %s/%s is mounted by %s, not ended (cancel first): %w", team, name, strings.Join(users, ", "), core.ErrConflict)
 		}
 		setAuditObject(ctx, name, string(team))
-		_, err := tx.Exec("UPDATE volumes SET deleted_at = ? WHERE team = ? AND name = ? AND deleted_at = 0", unixNano(now), string(team), name)
+		if _, err := tx.Exec("UPDATE volumes SET deleted_at = ? WHERE team = ? AND name = ? AND deleted_at = 0", unixNano(now), string(team), name); err != nil {
+			return err
+		}
+		_, err := tx.Exec("INSERT OR REPLACE INTO volume_purges (team, name, at) VALUES (?, ?, ?)", string(team), name, unixNano(now))
+		return err
+	})
+}
+
+// VolumePurge names a deleted volume whose data the executor has still to
+// remove.
+type VolumePurge struct {
+	Team core.TeamName
+	Name string
+}
+
+// VolumePurges lists the deleted volumes whose data is still to be removed.
+func (s *Store) VolumePurges(ctx context.Context) ([]VolumePurge, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT team, name FROM volume_purges ORDER BY at, team, name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []VolumePurge
+	for rows.Next() {
+		var p VolumePurge
+		var team string
+		if err := rows.Scan(&team, &p.Name); err != nil {
+			return nil, err
+		}
+		p.Team = core.TeamName(team)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// PurgePending reports whether a deleted volume of that name still has
+// data to remove.
+func (s *Store) PurgePending(ctx context.Context, team core.TeamName, name string) (bool, error) {
+	var n int
+	err := s.read.QueryRowContext(ctx, "SELECT count(*) FROM volume_purges WHERE team = ? AND name = ?", string(team), name).Scan(&n)
+	return n > 0, err
+}
+
+// PurgeDone records that a deleted volume's data is gone.
+func (s *Store) PurgeDone(ctx context.Context, team core.TeamName, name string) error {
+	return s.do(ctx, func(tx *wtx) error {
+		_, err := tx.Exec("DELETE FROM volume_purges WHERE team = ? AND name = ?", string(team), name)
 		return err
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/executor"
 )
 
@@ -148,8 +149,13 @@ func isRuntimeOnly(name string) bool {
 func (e *Executor) containerCommand(t executor.Task, k key, own dirs, workDir string, env []string,
 	mounts []taskMount, secrets string, uid, gid int) (argv, rtEnv []string, err error) {
 	rt := e.rt
-	if strings.HasPrefix(t.Image, "-") || strings.ContainsAny(t.Image, " \t\n\x00") {
-		return nil, nil, fmt.Errorf("image %q is not an image reference", t.Image)
+	if problem := api.ImageReference(t.Image); problem != "" {
+		return nil, nil, fmt.Errorf("image %s", problem)
+	}
+	if len(t.SecretEnv) > 0 {
+		// A runtime keeps a container's environment in its state on disk,
+		// after the container too: secrets go as files.
+		return nil, nil, fmt.Errorf("secret environment variables are not given to containers (the runtime keeps a container's environment on disk): take the secrets as files (secretFiles)")
 	}
 	if uid < 0 {
 		return nil, nil, fmt.Errorf("containers need per-team users (the server as root): this executor confines tasks with %s", e.status)
@@ -223,7 +229,13 @@ func (e *Executor) containerCommand(t executor.Task, k key, own dirs, workDir st
 			rtEnv = append(rtEnv, name+"="+value)
 		}
 	}
-	argv = append(argv, t.Image)
+	if rt.kind == runtimeDocker {
+		argv = append(argv, t.Image)
+	} else {
+		// The docker transport, said explicitly: podman reads nothing but
+		// a registry's (or its store's) image of that name.
+		argv = append(argv, "docker://"+t.Image)
+	}
 	argv = append(argv, t.Command...)
 	return argv, rtEnv, nil
 }

@@ -74,7 +74,7 @@ echo "OUT $GPUFLEET_OUTPUTS_FILE"
 echo "accepted=3 unit=rows" >> $GPUFLEET_OUTPUTS_FILE
 exit 7`},
 		Ports:       []core.Port{{Port: 8888}},
-		SecretEnv:   map[string]string{"TOKEN": secretEnv},
+		Env:         map[string]string{"TOKEN": secretEnv},
 		SecretFiles: map[string]map[string][]byte{"hf": {"token": []byte(secretFile)}},
 		Volumes:     []core.VolumeMount{{Name: "data", Path: "/vol"}},
 		Datasets:    []executor.Dataset{{Name: "train", HostPath: ds, Path: "/ds"}},
@@ -140,8 +140,8 @@ func TestContainerStop(t *testing.T) {
 	e, _, podman := containerExecutor(t)
 	const secret = "stop-s3cr3t-v4lue"
 	tk := executor.Task{WorkloadID: "ctr-stop", Attempt: 2, Team: "ml", Image: containertest.Image,
-		Command:   []string{"sh", "-c", `echo "up $TOKEN"; sleep 60`},
-		SecretEnv: map[string]string{"TOKEN": secret}}
+		Command: []string{"sh", "-c", `echo "up $TOKEN"; sleep 60`},
+		Env:     map[string]string{"TOKEN": secret}}
 	start(t, e, tk)
 	waitOutput(t, e, tk.WorkloadID, "up "+secret)
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -205,7 +205,9 @@ func TestContainerKilledAfterGrace(t *testing.T) {
 }
 
 // A container task may not set what the runtime (root) reads from its
-// environment, nor name an image that reads as an option.
+// environment, take secrets as variables (the runtime keeps a container's
+// environment on disk), nor name an image that reads as an option or a
+// transport.
 func TestContainerRefuses(t *testing.T) {
 	e, _, _ := containerExecutor(t)
 	for _, tc := range []struct {
@@ -213,8 +215,13 @@ func TestContainerRefuses(t *testing.T) {
 		want string
 	}{
 		{executor.Task{Image: containertest.Image, Env: map[string]string{"LD_PRELOAD": "/workspace/x.so"}}, "LD_PRELOAD"},
-		{executor.Task{Image: containertest.Image, SecretEnv: map[string]string{"CONTAINERS_CONF": "/x"}}, "CONTAINERS_CONF"},
+		{executor.Task{Image: containertest.Image, Env: map[string]string{"CONTAINERS_CONF": "/x"}}, "CONTAINERS_CONF"},
+		{executor.Task{Image: containertest.Image, SecretEnv: map[string]string{"TOKEN": "v"}}, "secretFiles"},
 		{executor.Task{Image: "--privileged"}, "not an image reference"},
+		// Transports would make the root runtime read host paths into the
+		// image store all teams share.
+		{executor.Task{Image: "docker-archive:/srv/volumes/evil/v/evil.tar"}, "not an image reference"},
+		{executor.Task{Image: "oci:private"}, "transport oci"},
 	} {
 		tc.tk.WorkloadID, tc.tk.Attempt, tc.tk.Team = "ctr-refused", 1, "ml"
 		if err := e.Start(t.Context(), tc.tk); err == nil || !strings.Contains(err.Error(), tc.want) {

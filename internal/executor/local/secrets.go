@@ -186,19 +186,61 @@ func removeShmSecrets(adir string) error {
 // below the source does not come along (and so cannot stay writable under
 // a read-only bind).
 func bindAt(fd int, m bindMount) error {
-	if err := os.MkdirAll(m.Dst, 0o755); err != nil {
+	dst, err := mountPoint(m.Dst)
+	if err != nil {
 		return fmt.Errorf("sandbox: mount point %s: %w", m.Dst, err)
 	}
+	defer unix.Close(dst)
+	// Mounted on the descriptor of the directory made, not on its path,
+	// which a link could redirect between the two.
+	at := "/proc/self/fd/" + strconv.Itoa(dst)
 	src := "/proc/self/fd/" + strconv.Itoa(fd)
-	if err := unix.Mount(src, m.Dst, "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount(src, at, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("sandbox: bind %s at %s: %w", m.Src, m.Dst, err)
 	}
 	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
 	if m.RO {
 		flags |= unix.MS_RDONLY
 	}
-	if err := unix.Mount("", m.Dst, "", flags, ""); err != nil {
+	// The mount, opened again without following links, is what is made
+	// read-only.
+	mounted, err := mountPoint(m.Dst)
+	if err != nil {
+		return fmt.Errorf("sandbox: mount point %s: %w", m.Dst, err)
+	}
+	defer unix.Close(mounted)
+	if err := unix.Mount("", "/proc/self/fd/"+strconv.Itoa(mounted), "", flags, ""); err != nil {
 		return fmt.Errorf("sandbox: remount %s (read-only %t): %w", m.Dst, m.RO, err)
 	}
 	return nil
+}
+
+// mountPoint opens the directory at the absolute path p, making each
+// missing component (mode 0755, as root, on the host's filesystem), one
+// at a time from /, without following any symbolic link: a link planted on
+// the way (in /var/tmp, a home directory) fails the start instead of
+// making the server create a directory where the link points.
+func mountPoint(p string) (int, error) {
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, part := range strings.Split(strings.Trim(p, "/"), "/") {
+		if part == "" || part == "." || part == ".." {
+			unix.Close(fd)
+			return -1, fmt.Errorf("%q is not a clean absolute path", p)
+		}
+		if err := unix.Mkdirat(fd, part, 0o755); err != nil && err != unix.EEXIST {
+			unix.Close(fd)
+			return -1, err
+		}
+		next, err := unix.Openat2(fd, part, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH})
+		unix.Close(fd)
+		if err != nil {
+			return -1, fmt.Errorf("%s: %w (a mount point is made without following links)", part, err)
+		}
+		fd = next
+	}
+	return fd, nil
 }
