@@ -67,6 +67,10 @@ type Workload struct {
 	// NodeSelector limits the workload to nodes carrying these labels;
 	// gpufleet.io/pool and gpufleet.io/region select a pool or a region.
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Residency is the workload's data residency: the regions it may run
+	// in (any of them), a hard constraint the scheduler never breaks. A
+	// region no pool has is refused at submit (it could never run).
+	Residency []string `json:"residency,omitempty"`
 	// Ports are the ports the workload serves on (at most MaxPorts); the
 	// server proxies /w/{id}/{port}/ to each, for the workload's team. A
 	// notebook declares 8888 when it declares none.

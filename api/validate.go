@@ -249,6 +249,16 @@ func (w *Workload) Validate() []FieldError {
 			}
 		}
 	}
+	if len(w.Residency) > MaxLabels {
+		add("residency", "at most %d regions", MaxLabels)
+	}
+	for i, r := range w.Residency {
+		if r == "" || len(r) > 63 || strings.ContainsAny(r, " \t\n/\\\"',") {
+			add(fmt.Sprintf("residency[%d]", i), "%q is not a region's name", r)
+		} else if slices.Contains(w.Residency[:i], r) {
+			add(fmt.Sprintf("residency[%d]", i), "region %s is named twice", r)
+		}
+	}
 	if len(w.Volumes)+len(w.Mounts) > MaxMounts {
 		add("volumes", "at most %d volumes and mounts together", MaxMounts)
 	}

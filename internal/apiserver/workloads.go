@@ -194,6 +194,7 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 			MilliCPU:     int64(in.Resources.CPU),
 			MemoryMiB:    in.Resources.MemoryMiB,
 			NodeSelector: in.NodeSelector,
+			Regions:      in.Residency,
 			Replicas:     in.Replicas,
 		},
 		Image:       in.Image,
@@ -478,6 +479,7 @@ func toAPI(w *core.Workload) *api.Workload {
 		GracePeriodSeconds: int64(w.GracePeriod / time.Second),
 		Labels:             w.Labels,
 		NodeSelector:       w.Request.NodeSelector,
+		Residency:          w.Request.Regions,
 		CreatedAt:          w.CreatedAt,
 		Status: api.WorkloadStatus{
 			Phase:         string(w.Status.Phase),

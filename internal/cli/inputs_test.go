@@ -135,7 +135,7 @@ func TestSubmitNamesTheFlag(t *testing.T) {
 		t.Errorf("--label owner=ünïcode: %+v, want the rule and the flag", r)
 	}
 	r = f.run(t, "submit", "--team", "research", "--region", "eu-west", "--", "true")
-	want := "  nodeSelector.gpufleet.io/region: can never run as asked: no node is in region eu-west (the fleet's regions: us-east) (flag --region)\n"
+	want := "  residency: can never run as asked: no node is in region eu-west (the fleet's regions: us-east) (flag --region)\n"
 	if r.code != 1 || !strings.Contains(r.stderr, want) {
 		t.Errorf("--region eu-west: %+v, want %q", r, want)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 // submitFlags holds submit's flags as typed; they are parsed into the
@@ -134,7 +135,7 @@ it is split into words as a shell would, but no shell runs it.`,
 	fl.IntVar(&f.replicas, "replicas", 0, "run a gang of this many replicas, each with the requested resources, all or nothing")
 	fl.StringArrayVar(&f.selector, "node-selector", nil, "run only on nodes with this label key=value (repeatable)")
 	fl.StringVar(&f.pool, "pool", "", "run only on nodes of this pool")
-	fl.StringVar(&f.region, "region", "", "run only on nodes in this region")
+	fl.StringVar(&f.region, "region", "", "data residency: run only in these regions, REGION[,REGION...] (a hard constraint)")
 	fl.StringVar(&f.workdir, "workdir", "", "working directory, relative to the workload's own directory")
 	fl.StringVar(&f.maxRuntime, "max-runtime", "", "stop the workload after it has run this long, e.g. 1h (default no limit)")
 	fl.StringVar(&f.gracePeriod, "grace-period", "", "time between SIGTERM and SIGKILL on cancel or preemption, e.g. 30s")
@@ -231,12 +232,18 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	if w.NodeSelector, err = mergeKV(w.NodeSelector, f.selector, "--node-selector"); err != nil {
 		return nil, err
 	}
-	for key, v := range map[string]string{"gpufleet.io/pool": f.pool, "gpufleet.io/region": f.region} {
-		if v != "" {
-			if w.NodeSelector == nil {
-				w.NodeSelector = map[string]string{}
+	if f.pool != "" {
+		if w.NodeSelector == nil {
+			w.NodeSelector = map[string]string{}
+		}
+		w.NodeSelector[core.LabelPool] = f.pool
+	}
+	if set("region") { // residency: the flag replaces the file's
+		w.Residency = nil
+		for _, r := range strings.Split(f.region, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				w.Residency = append(w.Residency, r)
 			}
-			w.NodeSelector[key] = v
 		}
 	}
 	if w.Labels, err = mergeKV(w.Labels, f.labels, "--label"); err != nil {
