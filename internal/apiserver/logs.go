@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
 )
 
 // MaxLogBytes bounds one non-following log read; ?limitBytes= asks for less
@@ -57,7 +58,7 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 		if err != nil || n < 1 || n > MaxSinceSeconds {
 			return invalid("sinceSeconds", "must be a number of seconds from 1 to %d", MaxSinceSeconds)
 		}
-		ls, ok := s.opts.Logs.(LogSincer)
+		ls, ok := s.logSource(wl.ID).(LogSincer)
 		if !ok {
 			return invalid("sinceSeconds", "this executor's logs carry no times: use tailLines")
 		}
@@ -70,7 +71,7 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 	// A log is long (16 MiB) or followed for as long as the workload
 	// runs: past the server's read and write timeouts.
 	w = newStreamWriter(w, r)
-	if lf, ok := s.opts.Logs.(LogFollower); ok && follow {
+	if lf, ok := s.logSource(wl.ID).(LogFollower); ok && follow {
 		return s.followStream(w, c, wl, lf)
 	}
 	f, err := s.opts.Logs.Logs(wl.ID)
@@ -265,4 +266,22 @@ func lastLines(r io.Reader, n int) []byte {
 		}
 	}
 	return b
+}
+
+// LogRouter is a LogSource over several executors (executor/multi): it says
+// which one holds a workload's log, for what only some offer (LogSincer,
+// LogFollower).
+type LogRouter interface {
+	LogSource(id core.WorkloadID) executor.Executor
+}
+
+// logSource is the executor that holds a workload's log: the LogSource
+// itself, or the one its router names.
+func (s *Server) logSource(id core.WorkloadID) any {
+	if r, ok := s.opts.Logs.(LogRouter); ok {
+		if src := r.LogSource(id); src != nil {
+			return src
+		}
+	}
+	return s.opts.Logs
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -110,45 +111,18 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 			return err
 		}
 	}
-	var ex executor.Executor
-	var where, try string
-	var reported *core.Node // the local node, whose record the heartbeat refreshes
-	switch cfg.Executor {
-	case "kubernetes":
-		kex, err := startKubernetes(ctx, cfg, st, log)
-		if err != nil {
-			return err
-		}
-		ex = kex
-		where = fmt.Sprintf("Kubernetes executor, %d GPU nodes", len(kex.Nodes()))
-		try = "nvidia-smi"
-	default:
-		lex, node, err := startLocal(ctx, cfg, st, log)
-		if err != nil {
-			return err
-		}
-		ex = lex
-		reported = &node
-		gpus := "no GPUs"
-		if len(node.GPUs) > 0 {
-			kind := "real"
-			if node.GPUs[0].Simulated {
-				kind = "simulated"
-			}
-			gpus = fmt.Sprintf("%d %s GPUs (%s)", len(node.GPUs), kind, node.GPUs[0].Model)
-		}
-		where = fmt.Sprintf("node %s with %s, workload isolation: %s", node.Name, gpus, node.Isolation)
-		try = "nvidia-smi"
-		if len(node.GPUs) == 0 || node.GPUs[0].Simulated {
-			try = "sh -c 'echo GPU $CUDA_VISIBLE_DEVICES, fraction $GPUFLEET_GPU_FRACTION'"
-		}
+	xs, err := startExecutors(ctx, cfg, st, log)
+	if err != nil {
+		return err
 	}
+	defer xs.close()
+	ex, reported, where, try := xs.ex, xs.reported, xs.where, xs.try
 	classes := make([]core.PriorityClass, len(cfg.PriorityClasses))
 	for i, c := range cfg.PriorityClasses {
 		classes[i] = core.PriorityClass{Name: c.Name, Value: c.Value, Preemptible: c.Preemptible, MayBorrow: c.MayBorrow, IdleOnly: c.IdleOnly}
 	}
 	policy := sched.Options{StarvationAfter: cfg.Scheduler.StarvationAfter.Duration, FairShareReclaim: cfg.Scheduler.FairShareReclaim,
-		MinRuntime: cfg.Scheduler.MinRuntime.Duration}
+		MinRuntime: cfg.Scheduler.MinRuntime.Duration, Burst: burstPolicy(cfg)}
 	lifecycle := qualify.New(qualify.Options{Store: st, Logger: log.With("component", "lifecycle"), Local: core.NodeName(cfg.NodeName),
 		Level: cfg.Qualification.Level, Every: cfg.Qualification.Every.Duration, RequireDCGM: cfg.Qualification.RequireDCGM,
 		Drain: cfg.Qualification.Policy == "drain", Tick: min(time.Second, cfg.ResyncPeriod)})
@@ -158,24 +132,24 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		return fmt.Errorf("secrets key: %w", err)
 	}
 	sealer := &secrets.Store{Store: st, Keys: keys}
-	led := &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: cfg.Cost.Prices, DefaultPool: cfg.Pool, Since: storeBirth(ctx, st)}
+	led := &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: append(slices.Clone(cfg.Cost.Prices), cfg.PoolPrices()...), DefaultPool: cfg.Pool, Since: storeBirth(ctx, st)}
 	// The budgets are evaluated once before the first cycle; later, in the
 	// background (ledger.Gates).
 	if _, err := led.Budgets(ctx, time.Now().UTC(), 0); err != nil {
 		return fmt.Errorf("evaluate the budgets: %w", err)
 	}
-	obs := newObservability(cfg, st, ex, led, lifecycle, log)
+	obs := newObservability(cfg, st, xs.sampled(), led, lifecycle, log)
 	var vr *control.VolumeReconciler
-	if vols, ok := ex.(executor.Volumes); ok {
+	if vols, ok := ex.(executor.Volumes); ok && (xs.multi == nil || xs.multi.KeepsVolumes()) {
 		vr = &control.VolumeReconciler{Store: st, Volumes: vols, Every: volumeEvery(cfg), Logger: log.With("component", "volumes")}
 	}
 	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
-		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: startParallelism(cfg), Budgets: led, Secrets: sealer,
+		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: xs.startParallelism(), Budgets: led, Secrets: sealer,
 		Datasets: cfg.Storage.Datasets, Volumes: vr})
 	if err := loop.Reconcile(ctx); err != nil {
 		return err
 	}
-	if kex, ok := ex.(*kubernetes.Executor); ok {
+	for _, kex := range xs.kubes {
 		// Every running workload is adopted now: a pod nobody adopted
 		// would run twice. Each deletion is recorded in the audit trail,
 		// where an operator looks for who deleted what (see the kubernetes
@@ -215,7 +189,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		RateLimit:       apiserver.RateLimit{RequestsPerSecond: cfg.Limits.RequestsPerSecond, Burst: cfg.Limits.Burst},
 		Usage:           obs.tracker,
 		Metrics:         obs.metrics.Handler(),
-		CommandsOnly:    commandsOnly(ex),
+		CommandsOnly:    xs.commandsOnly(),
 		Ledger:          led,
 		Lifecycle:       lifecycle,
 		Endpoints:       endpoints(cfg, ex),
@@ -257,7 +231,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	if vr != nil {
 		wg.Go(func() { vr.Run(ctx) })
 	}
-	if sw := sweeperOf(ex); sw != nil && cfg.Local.Retention() > 0 {
+	if sw := xs.sweeper(); sw != nil && cfg.Local.Retention() > 0 {
 		wg.Go(func() {
 			sweepCheckpoints(ctx, st, sw, cfg.Local.Retention(), min(time.Hour, cfg.Local.Retention()), log.With("component", "checkpoints"))
 		})
@@ -347,17 +321,6 @@ func secureDataDir(dir string, log *slog.Logger) error {
 	return nil
 }
 
-// startParallelism is how many placements of a cycle the control loop
-// starts at once: the kubernetes executor's Start is one API call per pod,
-// so sixteen at a time (client-go's rate limit, 100/s, still applies);
-// local processes start one after another, as before.
-func startParallelism(cfg config.Config) int {
-	if cfg.Executor == "kubernetes" {
-		return 16
-	}
-	return 1
-}
-
 // SystemUser is the audit trail's name for what the server does by itself.
 const SystemUser = "gpufleet"
 
@@ -437,10 +400,13 @@ func writeSecret(path, s string) error {
 
 // startLocal registers this machine as the one node and returns the local
 // executor.
-func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger) (*local.Executor, core.Node, error) {
+func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger, place func(*core.Node)) (*local.Executor, core.Node, error) {
 	node, err := localNode(ctx, cfg, log)
 	if err != nil {
 		return nil, node, err
+	}
+	if place != nil {
+		place(&node)
 	}
 	if len(node.GPUs) == 0 {
 		// No real GPUs and none asked for: keep the simulated ones this
@@ -520,16 +486,20 @@ func checkIsolation(ctx context.Context, cfg config.Config, st *store.Store, iso
 // executor. The cluster's GPU nodes become the store's nodes, and stay in
 // step with it: a node added is put, a node changed is updated, a node
 // removed is kept (its allocations still name it) but unschedulable.
-func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger) (*kubernetes.Executor, error) {
+func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger, cluster string, place func(*core.Node)) (*kubernetes.Executor, error) {
 	client, err := kubernetes.Clientset(cfg.Kubernetes.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	ns := &nodeSync{st: st, log: log.With("component", "nodes")}
+	ns := &nodeSync{st: st, log: log.With("component", "nodes"), place: place}
 	if known, err := st.Nodes(ctx); err == nil {
 		ns.known = map[core.NodeName]core.Node{}
 		for _, n := range known {
-			ns.known[n.Name] = n
+			// Of several clusters, this one's nodes only: another's are
+			// not gone because this one does not list them.
+			if cluster == "" || n.Cluster == cluster {
+				ns.known[n.Name] = n
+			}
 		}
 	}
 	kex, err := kubernetes.New(ctx, kubernetes.Options{
@@ -567,8 +537,11 @@ func podClasses(cfg config.Config) []core.PriorityClass {
 
 // nodeSync writes the cluster's GPU nodes to the store.
 type nodeSync struct {
-	st    *store.Store
-	log   *slog.Logger
+	st  *store.Store
+	log *slog.Logger
+	// place, when set, puts each node in its cluster and pool (several
+	// clusters: config pools).
+	place func(*core.Node)
 	mu    sync.Mutex
 	known map[core.NodeName]core.Node
 }
@@ -581,6 +554,9 @@ func (s *nodeSync) put(ctx context.Context, nodes []core.Node) {
 	}
 	seen := map[core.NodeName]bool{}
 	for _, n := range nodes {
+		if s.place != nil {
+			s.place(&n)
+		}
 		seen[n.Name] = true
 		if old, ok := s.known[n.Name]; ok && sameNode(old, n) {
 			continue
@@ -704,13 +680,6 @@ func endpoints(cfg config.Config, ex executor.Executor) apiserver.EndpointSource
 		return eps
 	}
 	return nil
-}
-
-// commandsOnly: the executor runs commands, not images (the local one
-// without a container runtime).
-func commandsOnly(ex executor.Executor) bool {
-	lex, ok := ex.(*local.Executor)
-	return ok && !lex.RunsImages()
 }
 
 // volumeEvery is how often volumes are reconciled and measured: a minute,

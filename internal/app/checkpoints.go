@@ -2,12 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
-	"github.com/gpufleet/gpufleet/internal/executor"
-	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -26,15 +25,15 @@ func (l localSweeper) DeleteWorkload(_ context.Context, _ core.TeamName, id core
 	return l.ex.RemoveCheckpoint(id)
 }
 
-// sweeperOf is the executor's checkpointSweeper, nil when it keeps nothing.
-func sweeperOf(ex executor.Executor) checkpointSweeper {
-	switch e := ex.(type) {
-	case *local.Executor:
-		return localSweeper{e}
-	case *kubernetes.Executor:
-		return e
+// sweepers is one checkpointSweeper over several (one per cluster).
+type sweepers []checkpointSweeper
+
+func (ss sweepers) DeleteWorkload(ctx context.Context, team core.TeamName, id core.WorkloadID) error {
+	var errs []error
+	for _, s := range ss {
+		errs = append(errs, s.DeleteWorkload(ctx, team, id))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // sweepCheckpoints removes what executors keep of workloads that ended

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
-	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 // submitFlags holds submit's flags as typed; they are parsed into the
@@ -236,7 +235,7 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 		if w.NodeSelector == nil {
 			w.NodeSelector = map[string]string{}
 		}
-		w.NodeSelector[core.LabelPool] = f.pool
+		w.NodeSelector["gpufleet.io/pool"] = f.pool
 	}
 	if set("region") { // residency: the flag replaces the file's
 		w.Residency = nil

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -243,4 +244,30 @@ func canonicalSelector(sel map[string]string) string {
 	}
 	slices.Sort(kv)
 	return strings.Join(kv, ",")
+}
+
+// PoolPrices are the on-demand prices the pools carry (pools[].price) as
+// the cost ledger's price versions, for the pools that cost.prices does
+// not price already: a pool's price is what bursting compares and what
+// the cost report bills.
+func (c Config) PoolPrices() []api.Price {
+	priced := map[string]bool{}
+	for _, p := range c.Cost.Prices {
+		priced[p.Pool] = true
+	}
+	var out []api.Price
+	for _, p := range c.PoolList {
+		if p.Price == nil || priced[p.Name] {
+			continue
+		}
+		rate := p.Price.OnDemand
+		if rate == nil {
+			rate = p.Price.Reserved
+		}
+		if rate == nil {
+			continue
+		}
+		out = append(out, api.Price{Pool: p.Name, Kind: "on-demand", Rate: api.Money(math.Round(*rate * 1e6))})
+	}
+	return out
 }

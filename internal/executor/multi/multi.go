@@ -337,6 +337,23 @@ func (m *Executor) Logs(id core.WorkloadID) (io.ReadCloser, error) {
 	return nil, fmt.Errorf("logs of %s: in no cluster: %w", id, fs.ErrNotExist)
 }
 
+// LogSource is the executor that holds a workload's log: the cluster of
+// its highest remembered attempt, else the first cluster, in order, whose
+// Logs answers; nil when none does. The API server asks it for what only
+// some executors offer (logs since a time, a followed stream).
+func (m *Executor) LogSource(id core.WorkloadID) executor.Executor {
+	if i, ok := m.latest(id); ok {
+		return m.clusters[i].Executor
+	}
+	for _, c := range m.clusters {
+		if r, err := c.Executor.Logs(id); err == nil {
+			r.Close()
+			return c.Executor
+		}
+	}
+	return nil
+}
+
 // Endpoint says where the attempt serves port: the answer of the cluster
 // that runs it. False when the route is not known, or the cluster's
 // executor has no Endpoint method or is marked NoEndpoints.

@@ -1,0 +1,222 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
+	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
+	"github.com/gpufleet/gpufleet/internal/executor/local"
+	"github.com/gpufleet/gpufleet/internal/executor/multi"
+	"github.com/gpufleet/gpufleet/internal/sched"
+	"github.com/gpufleet/gpufleet/internal/store"
+)
+
+// executors is what the server runs work with: the one executor of
+// --executor, or, with clusters in the configuration, one multi executor
+// over them; and the parts of each that the server treats apart.
+type executors struct {
+	ex    executor.Executor // what the loop and the API use
+	local *local.Executor   // this machine's, if one of the clusters
+	kubes []*kubernetes.Executor
+	multi *multi.Executor // nil for a single executor
+	// reported is the local node, whose record the heartbeat refreshes.
+	reported   *core.Node
+	where, try string
+}
+
+// startExecutors starts the executor of each cluster. Without clusters in
+// the configuration it is the single executor of the flags, as before;
+// with them, each node is put in its cluster and pool (cfg.PoolOf) and a
+// multi executor routes each task to its node's cluster.
+func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger) (*executors, error) {
+	xs := &executors{try: "nvidia-smi"}
+	if len(cfg.ClusterList) == 0 {
+		if cfg.Executor == "kubernetes" {
+			kex, err := startKubernetes(ctx, cfg, st, log, "", nil)
+			if err != nil {
+				return nil, err
+			}
+			xs.ex, xs.kubes = kex, []*kubernetes.Executor{kex}
+			xs.where = fmt.Sprintf("Kubernetes executor, %d GPU nodes", len(kex.Nodes()))
+			return xs, nil
+		}
+		lex, node, err := startLocal(ctx, cfg, st, log, nil)
+		if err != nil {
+			return nil, err
+		}
+		xs.ex, xs.local, xs.reported = lex, lex, &node
+		xs.where, xs.try = localWhere(node)
+		return xs, nil
+	}
+	var clusters []multi.Cluster
+	var wheres []string
+	for _, cl := range cfg.ClusterList {
+		place := placer(cfg, cl.Name)
+		c := cfg
+		switch cl.Executor {
+		case "kubernetes":
+			c.Kubernetes.Kubeconfig = cl.Kubeconfig
+			kex, err := startKubernetes(ctx, c, st, log.With("cluster", cl.Name), cl.Name, place)
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
+			}
+			xs.kubes = append(xs.kubes, kex)
+			clusters = append(clusters, multi.Cluster{Name: cl.Name, Executor: kex, NoEndpoints: !cfg.Kubernetes.ReachesPods()})
+			wheres = append(wheres, fmt.Sprintf("cluster %s: Kubernetes, %d GPU nodes", cl.Name, len(kex.Nodes())))
+		default:
+			c.FakeGPUs = cl.FakeGPUs
+			lex, node, err := startLocal(ctx, c, st, log.With("cluster", cl.Name), place)
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
+			}
+			xs.local, xs.reported = lex, &node
+			clusters = append(clusters, multi.Cluster{Name: cl.Name, Executor: lex})
+			w, try := localWhere(node)
+			xs.try = try
+			wheres = append(wheres, fmt.Sprintf("cluster %s: %s", cl.Name, w))
+		}
+	}
+	nc := &nodeClusters{st: st}
+	mex, err := multi.New(clusters, multi.Options{NodeCluster: nc.lookup})
+	if err != nil {
+		return nil, err
+	}
+	xs.ex, xs.multi, xs.where = mex, mex, strings.Join(wheres, "; ")
+	return xs, nil
+}
+
+// localWhere says what the local node is, for the start-up banner, and
+// what to try on it.
+func localWhere(node core.Node) (where, try string) {
+	gpus := "no GPUs"
+	if len(node.GPUs) > 0 {
+		kind := "real"
+		if node.GPUs[0].Simulated {
+			kind = "simulated"
+		}
+		gpus = fmt.Sprintf("%d %s GPUs (%s)", len(node.GPUs), kind, node.GPUs[0].Model)
+	}
+	try = "nvidia-smi"
+	if len(node.GPUs) == 0 || node.GPUs[0].Simulated {
+		try = "sh -c 'echo GPU $CUDA_VISIBLE_DEVICES, fraction $GPUFLEET_GPU_FRACTION'"
+	}
+	return fmt.Sprintf("node %s with %s, workload isolation: %s", node.Name, gpus, node.Isolation), try
+}
+
+// placer puts a node of cluster in its cluster and pool: the first of the
+// cluster's pools whose node selector its labels match. A node no pool
+// claims keeps the cluster's own labels (and takes no pool's region).
+func placer(cfg config.Config, cluster string) func(*core.Node) {
+	return func(n *core.Node) {
+		n.Cluster = cluster
+		if p, ok := cfg.PoolOf(cluster, n.Labels); ok {
+			n.Pool, n.Region, n.Zone, n.PoolKind = p.Name, p.Region, p.Zone, p.Kind
+		}
+	}
+}
+
+// nodeClusters says which cluster a node is in, from the store's nodes
+// (read again on a miss: a node's cluster does not change).
+type nodeClusters struct {
+	st *store.Store
+	mu sync.Mutex
+	m  map[core.NodeName]string
+}
+
+func (c *nodeClusters) lookup(n core.NodeName) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if name, ok := c.m[n]; ok {
+		return name, true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	nodes, err := c.st.Nodes(ctx)
+	if err != nil {
+		return "", false
+	}
+	c.m = make(map[core.NodeName]string, len(nodes))
+	for _, nd := range nodes {
+		if nd.Cluster != "" {
+			c.m[nd.Name] = nd.Cluster
+		}
+	}
+	name, ok := c.m[n]
+	return name, ok
+}
+
+// close stops the multi executor's forwarders.
+func (xs *executors) close() {
+	if xs.multi != nil {
+		xs.multi.Close()
+	}
+}
+
+// commandsOnly: no cluster runs images (each is a local executor without a
+// container runtime), so a workload with an image is refused at submit.
+func (xs *executors) commandsOnly() bool {
+	return len(xs.kubes) == 0 && xs.local != nil && !xs.local.RunsImages()
+}
+
+// startParallelism is how many placements of a cycle the control loop
+// starts at once: the kubernetes executor's Start is one API call per pod,
+// so sixteen at a time (client-go's rate limit still applies); local
+// processes start one after another.
+func (xs *executors) startParallelism() int {
+	if len(xs.kubes) > 0 {
+		return 16
+	}
+	return 1
+}
+
+// sweeper removes what the executors keep of ended workloads.
+func (xs *executors) sweeper() checkpointSweeper {
+	var ss sweepers
+	if xs.local != nil {
+		ss = append(ss, localSweeper{xs.local})
+	}
+	for _, k := range xs.kubes {
+		ss = append(ss, k)
+	}
+	switch len(ss) {
+	case 0:
+		return nil
+	case 1:
+		return ss[0]
+	}
+	return ss
+}
+
+// sampled is the executor whose processes the usage monitor samples: this
+// machine's when it runs one, else the server's executor.
+func (xs *executors) sampled() executor.Executor {
+	if xs.local != nil {
+		return xs.local
+	}
+	return xs.ex
+}
+
+// burstPolicy is the scheduler's burst policy from the configuration: the
+// wait and the classes, and the pools' GPU-hour prices (micro-units, the
+// on-demand rate, else the reserved one) so that the cheapest burst pool
+// is tried first.
+func burstPolicy(cfg config.Config) sched.BurstPolicy {
+	b := sched.BurstPolicy{After: cfg.Burst.After.Duration, Classes: cfg.Burst.Classes, Prices: map[string]int64{}}
+	for _, p := range cfg.Pools() {
+		if p.Price == nil {
+			continue
+		}
+		if r := cmp.Or(p.Price.OnDemand, p.Price.Reserved); r != nil {
+			b.Prices[p.Name] = int64(*r * 1e6)
+		}
+	}
+	return b
+}
