@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -387,7 +388,8 @@ func planName(p *api.Plan) string {
 }
 
 // planSpec is the workload spec of a candidate, as 'gpufleet submit -f'
-// reads it: the GPUs, model and pool asked for, and a command to replace.
+// reads it: the GPUs, model and pool asked for, the brief's residency and
+// owner, and a command to replace.
 func planSpec(p *api.Plan, c *api.PlanCandidate) *api.Workload {
 	gpus, _ := api.ParseMilli(c.GPUs)
 	w := &api.Workload{
@@ -399,6 +401,9 @@ func planSpec(p *api.Plan, c *api.PlanCandidate) *api.Workload {
 	}
 	if c.Replicas > 1 {
 		w.Replicas = c.Replicas
+	}
+	if len(p.Brief.Residency) > 0 {
+		w.Residency = slices.Clone(p.Brief.Residency)
 	}
 	if p.Brief.Owner != "" {
 		w.Labels = map[string]string{"owner": p.Brief.Owner}

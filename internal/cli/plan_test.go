@@ -122,3 +122,19 @@ func TestPlanBadBriefs(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSpecCarriesTheBrief: --spec's workload keeps the brief's
+// residency and owner, and asks for the candidate's GPUs, model, pool and
+// replicas.
+func TestPlanSpecCarriesTheBrief(t *testing.T) {
+	p := &api.Plan{Brief: api.WorkloadBrief{Workload: api.BriefTraining, Model: api.ModelSpec{Name: "llama-3-70b"}, Residency: []string{"eu-west"}, Owner: "ml-platform"}}
+	c := &api.PlanCandidate{Scope: api.ScopeNodes, GPUs: "8", Replicas: 2, GPUModel: "H100", Pool: "eu"}
+	w := planSpec(p, c)
+	if fe := w.Validate(); len(fe) > 0 {
+		t.Fatalf("spec %+v: %v", w, fe)
+	}
+	if w.Name != "llama-3-70b-training" || w.Kind != api.KindJob || w.Resources.GPUs != 8000 || w.Replicas != 2 ||
+		w.NodeSelector[poolLabel] != "eu" || len(w.Residency) != 1 || w.Residency[0] != "eu-west" || w.Labels["owner"] != "ml-platform" {
+		t.Errorf("spec %+v", w)
+	}
+}
