@@ -105,6 +105,10 @@ var table = []route{
 	{pattern: "POST /api/v1/nodes/{name}/faults", access: adminOnly, doing: "injecting faults",
 		action: "inject fault", ok: http.StatusOK, serve: (*Server).injectFault},
 	{pattern: "GET /api/v1/priorityclasses", access: anyCaller, serve: (*Server).priorityClasses},
+	// Where work runs: names, regions, kinds, capacity and prices, no
+	// team's work in them.
+	{pattern: "GET /api/v1/clusters", access: anyCaller, serve: (*Server).clusters},
+	{pattern: "GET /api/v1/pools", access: anyCaller, serve: (*Server).pools},
 
 	{pattern: "GET /api/v1/teams", access: anyCaller, serve: (*Server).teams},
 	{pattern: "POST /api/v1/teams", access: adminOnly, doing: "creating teams",

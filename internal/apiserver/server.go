@@ -88,6 +88,8 @@ type Options struct {
 	Secrets *secrets.Store
 	// Storage limits teams' volumes and names the datasets.
 	Storage Storage
+	// Fleet is the configured clusters and pools (GET /clusters, /pools).
+	Fleet Fleet
 	// Acceptance runs acceptance cards (/acceptance/runs); nil answers
 	// 503 there.
 	Acceptance *acceptrun.Runner

@@ -195,6 +195,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Endpoints:       endpoints(cfg, ex),
 		Secrets:         sealer,
 		WorkloadHosts:   hosts,
+		Fleet:           fleetOf(cfg),
 		Acceptance:      runner,
 		Storage:         apiserver.Storage{Limit: func(t core.TeamName) int64 { return cfg.Storage.Limit(string(t)) }, Datasets: datasetNames(cfg.Storage.Datasets)},
 	})

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/apiserver"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
@@ -219,4 +221,17 @@ func burstPolicy(cfg config.Config) sched.BurstPolicy {
 		}
 	}
 	return b
+}
+
+// fleetOf is the configured clusters and pools, for GET /clusters and
+// /pools.
+func fleetOf(cfg config.Config) apiserver.Fleet {
+	var f apiserver.Fleet
+	for _, c := range cfg.Clusters() {
+		f.Clusters = append(f.Clusters, api.Cluster{Name: c.Name, Executor: c.Executor})
+	}
+	for _, p := range cfg.Pools() {
+		f.Pools = append(f.Pools, api.Pool{Name: p.Name, Cluster: p.Cluster, Region: p.Region, Zone: p.Zone, Kind: p.Kind})
+	}
+	return f
 }

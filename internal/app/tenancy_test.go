@@ -831,6 +831,13 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 				inB(c, 204, probe{what: "foreign", method: "DELETE", path: "/api/v1/teams/" + teamB + "/volumes/" + mk(teamB)}, team(teamB)),
 			}
 		},
+		// Where work runs, with no team's work in it: anyone.
+		"GET /api/v1/clusters": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/clusters", check: holds(`"executor":"local"`)})}
+		},
+		"GET /api/v1/pools": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/pools", check: holds(`"name":"local"`, `"gpus":4`)})}
+		},
 		// A brief's advice: anyone.
 		"POST /api/v1/plan": func(c caller) []probe {
 			return []probe{anyone(200, probe{method: "POST", path: "/api/v1/plan",

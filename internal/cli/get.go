@@ -17,7 +17,7 @@ func newGetCmd(e *env) *cobra.Command {
 	var watch bool
 	var node string // get evidence --node
 	cmd := &cobra.Command{
-		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets|secrets|volumes|storage|evidence --node NODE",
+		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets|secrets|volumes|storage|clusters|pools|evidence --node NODE",
 		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
 		Long: `List workloads, nodes, teams, users (admin only) or a team's members, or show
 one workload or user.
@@ -176,6 +176,24 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 					return err
 				}
 				return printUsers(e, out.value, us)
+			case kind == "clusters" || kind == "cluster":
+				cs, err := c.Clusters(ctx)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(cs)); ok {
+					return err
+				}
+				return printClusters(e, cs)
+			case kind == "pools" || kind == "pool":
+				ps, err := c.Pools(ctx)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(ps)); ok {
+					return err
+				}
+				return printPools(e, ps)
 			case kind == "prices" || kind == "price":
 				ps, err := c.Prices(ctx)
 				if err != nil {
@@ -249,7 +267,7 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 }
 
 // getKinds lists what get knows, for usage errors.
-const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage or evidence --node NODE"
+const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage, clusters, pools or evidence --node NODE"
 
 func printWorkloads(e *env, format string, ws []api.Workload) error {
 	header := []string{"ID", "NAME", "TEAM", "PRIORITY", "GPUS", "PHASE", "REASON", "EXIT", "ATTEMPTS", "NODE", "AGE"}

@@ -1,0 +1,47 @@
+package api
+
+// Cluster is a place work runs (GET /clusters): this machine or a
+// Kubernetes cluster, with its nodes.
+type Cluster struct {
+	Name     string `json:"name"`
+	Executor string `json:"executor"`
+	// Nodes and ReadyNodes count its nodes, and those that take work now;
+	// GPUs its devices.
+	Nodes      int `json:"nodes"`
+	ReadyNodes int `json:"readyNodes"`
+	GPUs       int `json:"gpus"`
+	// Pools names its pools.
+	Pools []string `json:"pools"`
+}
+
+// Pool is a named set of a cluster's nodes (GET /pools) with its region,
+// kind and price, and what it holds now.
+type Pool struct {
+	Name    string `json:"name"`
+	Cluster string `json:"cluster,omitempty"`
+	Region  string `json:"region,omitempty"`
+	Zone    string `json:"zone,omitempty"`
+	// Kind is owned, reserved, on-demand or burst.
+	Kind string `json:"kind"`
+	// GPUs is its devices; AllocatedGPUs what running work holds of them
+	// (fractions included); UsedGPUs the sum of their sampled utilisation
+	// (0 when not sampled).
+	GPUs          int     `json:"gpus"`
+	AllocatedGPUs Milli   `json:"allocatedGPUs"`
+	UsedGPUs      float64 `json:"usedGPUs"`
+	// Nodes and ReadyNodes count its nodes and those that take work now.
+	Nodes      int `json:"nodes"`
+	ReadyNodes int `json:"readyNodes"`
+	// Health is Healthy when every node takes work, Degraded when some
+	// do, Unavailable when none does (or it has no node).
+	Health string `json:"health"`
+	// Price is its price version in effect now, if any.
+	Price *Price `json:"price,omitempty"`
+}
+
+// Health of a pool.
+const (
+	PoolHealthy     = "Healthy"
+	PoolDegraded    = "Degraded"
+	PoolUnavailable = "Unavailable"
+)

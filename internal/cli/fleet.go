@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gpufleet/gpufleet/api"
+)
+
+func printClusters(e *env, cs []api.Cluster) error {
+	t := newTable(e.stdout, "NAME", "EXECUTOR", "NODES", "READY", "GPUS", "POOLS")
+	for _, c := range cs {
+		t.row(c.Name, c.Executor, strconv.Itoa(c.Nodes), strconv.Itoa(c.ReadyNodes), strconv.Itoa(c.GPUs), strings.Join(c.Pools, ","))
+	}
+	return t.flush()
+}
+
+func printPools(e *env, ps []api.Pool) error {
+	t := newTable(e.stdout, "NAME", "CLUSTER", "REGION", "KIND", "GPUS", "ALLOCATED", "USED", "PRICE", "HEALTH")
+	for _, p := range ps {
+		price := "-"
+		if p.Price != nil {
+			price = p.Price.Kind
+			if p.Price.Rate != 0 {
+				price += " " + p.Price.Rate.String() + "/GPU-h"
+			}
+		}
+		region := p.Region
+		if p.Zone != "" {
+			region += "/" + p.Zone
+		}
+		t.row(p.Name, dash(p.Cluster), dash(region), p.Kind, strconv.Itoa(p.GPUs), p.AllocatedGPUs.String(),
+			strconv.FormatFloat(p.UsedGPUs, 'f', 2, 64), price, p.Health)
+	}
+	return t.flush()
+}
