@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"net/http"
@@ -127,6 +128,10 @@ var (
 		"GPUs of each node, by model.", []string{"node", "model"}, nil)
 	descAllocated = prometheus.NewDesc("gpufleet_gpus_allocated",
 		"GPUs held by the running workloads of each team, by model; fractions count (0.25 + 0.5 = 0.75).", []string{"team", "model"}, nil)
+	descNodeInfo = prometheus.NewDesc("gpufleet_node_info",
+		"1 for each node, with its pool, cluster, region and pool kind (join on node).", []string{"node", "pool", "cluster", "region", "kind"}, nil)
+	descPoolAllocated = prometheus.NewDesc("gpufleet_pool_gpus_allocated",
+		"GPUs held by the running workloads of each team in each pool; fractions count.", []string{"pool", "cluster", "team"}, nil)
 	descIdle = prometheus.NewDesc("gpufleet_idle_gpus",
 		"GPUs with nothing allocated on them.", nil, nil)
 	descWorkloads = prometheus.NewDesc("gpufleet_workloads",
@@ -155,7 +160,7 @@ type clusterCollector struct {
 }
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGPUs, descAllocated, descIdle, descWorkloads, descUtil, descMem, descHealthy, descUsed,
+	for _, d := range []*prometheus.Desc{descGPUs, descNodeInfo, descPoolAllocated, descAllocated, descIdle, descWorkloads, descUtil, descMem, descHealthy, descUsed,
 		descGuaranteed, descFairShare, descPendingGPUs, descOldestPending, descNodeState, descGPUHealth, descXid} {
 		ch <- d
 	}
@@ -206,6 +211,23 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, v := range total {
 		gauge(descGPUs, float64(v), k.node, k.model)
+	}
+	type poolTeam struct{ pool, cluster, team string }
+	nodeOf := map[core.NodeName]*core.Node{}
+	for _, n := range snap.Nodes {
+		nodeOf[n.Name] = n
+		gauge(descNodeInfo, 1, string(n.Name), n.Pool, n.Cluster, n.Region, cmp.Or(n.PoolKind, core.PoolOwned))
+	}
+	poolAlloc := map[poolTeam]int64{}
+	for _, w := range snap.Running {
+		for _, a := range w.Status.Placement {
+			if n := nodeOf[a.Node]; n != nil {
+				poolAlloc[poolTeam{n.Pool, n.Cluster, string(w.Team)}] += a.MilliGPU
+			}
+		}
+	}
+	for k, v := range poolAlloc {
+		gauge(descPoolAllocated, float64(v)/1000, k.pool, k.cluster, k.team)
 	}
 	gauge(descIdle, float64(idle))
 

@@ -71,8 +71,8 @@ func norm(ws []string) []string {
 
 func cluster() *core.Snapshot {
 	t0 := time.Now().Add(-time.Minute)
-	n1 := &core.Node{Name: "n1", GPUs: []core.GPU{{Index: 0, Model: "H100"}, {Index: 1, Model: "H100"}, {Index: 2, Model: "A10"}}}
-	n2 := &core.Node{Name: "n2", GPUs: []core.GPU{{Index: 0, Model: "H100"}}}
+	n1 := &core.Node{Name: "n1", Pool: "onprem", Cluster: "onprem", Region: "eu-west", GPUs: []core.GPU{{Index: 0, Model: "H100"}, {Index: 1, Model: "H100"}, {Index: 2, Model: "A10"}}}
+	n2 := &core.Node{Name: "n2", Pool: "cloud", Cluster: "cloud", Region: "us-east", PoolKind: core.PoolBurst, GPUs: []core.GPU{{Index: 0, Model: "H100"}}}
 	run := func(team core.TeamName, as ...core.Assignment) *core.Workload {
 		w := &core.Workload{}
 		w.Team, w.Status.Phase, w.Status.Placement = team, core.Running, as
@@ -114,7 +114,10 @@ func TestClusterGauges(t *testing.T) {
 		"gpufleet_gpus_total": {"node=n1,model=A10 = 1", "node=n1,model=H100 = 2", "node=n2,model=H100 = 1"},
 		"gpufleet_gpus_allocated": {"team=empty,model=A10 = 0", "team=empty,model=H100 = 0", "team=inference,model=A10 = 1", "team=inference,model=H100 = 1",
 			"team=research,model=A10 = 0", "team=research,model=H100 = 0.75"}, // a team holding nothing reads 0
-		"gpufleet_idle_gpus":             {" = 1"},
+		"gpufleet_idle_gpus": {" = 1"},
+		"gpufleet_node_info": {"node=n1,pool=onprem,cluster=onprem,region=eu-west,kind=owned = 1", "node=n2,pool=cloud,cluster=cloud,region=us-east,kind=burst = 1"},
+		"gpufleet_pool_gpus_allocated": {"pool=onprem,cluster=onprem,team=research = 0.75", "pool=onprem,cluster=onprem,team=inference = 1",
+			"pool=cloud,cluster=cloud,team=inference = 1"},
 		"gpufleet_workloads":             {"team=empty,phase=Pending = 0", "team=empty,phase=Running = 0", "team=inference,phase=Pending = 0", "team=inference,phase=Running = 1", "team=research,phase=Pending = 1", "team=research,phase=Running = 2"},
 		"gpufleet_gpu_utilization_ratio": {"node=n1,gpu=0 = 0.5"},
 		"gpufleet_gpu_memory_used_bytes": {"node=n1,gpu=0 = 1.073741824e+09"},
