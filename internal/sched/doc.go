@@ -141,7 +141,9 @@
 // victims would give back. Holds carry over between
 // cycles through the workload's nominated node, and the workloads holding
 // one are decided first in the next cycle; a hold its holder no longer
-// needs is given back at once.
+// needs is given back at once, and a preemptor its quota rules no longer
+// admit (its team took the room meanwhile) holds nothing and is decided
+// afresh.
 //
 // Gangs (replicas × GPUs) are placed replica by replica, each on the best
 // node given the ones before, and undone entirely if one does not fit.

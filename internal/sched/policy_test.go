@@ -442,3 +442,27 @@ func TestFairShareIgnoresDemandThatCannotBeAdmitted(t *testing.T) {
 		t.Errorf("shares (-want +got):\n%s", diff)
 	}
 }
+
+// A preemptor whose team reached its limit while its victims stop (other
+// work of the team took the room) holds nothing: it waits for its limit,
+// nominated nowhere, and what its victims free goes to others.
+func TestPreemptorPastItsLimitHoldsNothing(t *testing.T) {
+	n := node("n1").gpus(2, h100).obj()
+	m := node("n2").gpus(1, h100).obj()
+	c := cluster{
+		nodes: []*core.Node{n, m},
+		teams: []core.Team{team("a").guaranteed(1000).limit(1000).obj(), team("b").obj()},
+		running: []*core.Workload{
+			job("victim").team("b").class("batch").gpus(1000).runs(n, 0, minute(-60)).stopping("Reclaimed", "p").obj(),
+			job("a-run").team("a").class("training").gpus(1000).runs(m, 0, minute(-1)).obj(),
+		},
+		pending: []*core.Workload{job("p").team("a").class("training").gpus(1000).created(minute(-5)).waiting(sched.ReasonPreempting, "n1").obj()},
+	}
+	plan := sched.DefaultOptions().Schedule(c.snapshot(), t0)
+	if len(plan.Unplaced) != 1 {
+		t.Fatalf("unplaced %v", plan.Unplaced)
+	}
+	if d := plan.Unplaced[0]; d.Reason != sched.ReasonQuotaLimit || d.Nominated != "" {
+		t.Errorf("p waits %s (%q), nominated %q; want QuotaLimit, nominated nowhere", d.Reason, d.Message, d.Nominated)
+	}
+}

@@ -562,7 +562,11 @@ func (c *cycle) perReplica(r core.Request) int64 {
 }
 
 func shapeKey(r core.Request) string {
-	return fmt.Sprintf("%d/%d/%d/%d/%d/%q/%v/%q", r.MilliGPU, r.GPUMemoryMiB, r.Replicas, r.MilliCPU, r.MemoryMiB, r.GPUModels, r.NodeSelector, r.Regions)
+	k := fmt.Sprintf("%d/%d/%d/%d/%d/%q/%v", r.MilliGPU, r.GPUMemoryMiB, r.Replicas, r.MilliCPU, r.MemoryMiB, r.GPUModels, r.NodeSelector)
+	if len(r.Regions) > 0 {
+		k += fmt.Sprintf("/%q", r.Regions)
+	}
+	return k
 }
 
 func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.NodeName) {
@@ -598,8 +602,10 @@ func (c *cycle) decide(w *core.Workload) {
 	}
 
 	// A preemptor whose victims are still stopping waits for them; its node
-	// is held for it (see newCycle).
-	if vs := c.liveVictims(w); len(vs) > 0 {
+	// is held for it (see newCycle). One that its quota rules no longer
+	// admit (its team took the room meanwhile) holds nothing: it is
+	// decided afresh, and says which rule keeps it waiting.
+	if vs := c.liveVictims(w); len(vs) > 0 && c.admissible(w) {
 		node := vs[0].Status.Placement[0].Node
 		if w.Status.Nominated != "" {
 			node = w.Status.Nominated
