@@ -225,9 +225,14 @@ type Event struct {
 
 // Node is a machine with GPUs.
 type Node struct {
-	Name      string            `json:"name"`
-	Pool      string            `json:"pool,omitempty"`
-	Region    string            `json:"region,omitempty"`
+	Name   string `json:"name"`
+	Pool   string `json:"pool,omitempty"`
+	Region string `json:"region,omitempty"`
+	// Zone, Cluster and PoolKind (owned, reserved, on-demand, burst) come
+	// from the node's pool in the server's configuration.
+	Zone      string            `json:"zone,omitempty"`
+	Cluster   string            `json:"cluster,omitempty"`
+	PoolKind  string            `json:"poolKind,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	CPU       Milli             `json:"cpu,omitempty"`
 	MemoryMiB int64             `json:"memoryMiB,omitempty"`

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/gpufleet/gpufleet/api"
@@ -43,7 +44,7 @@ func (s *Server) nodes(c *call) (reply, error) {
 		if name := c.r.PathValue("name"); name != "" && core.NodeName(name) != n.Name {
 			continue
 		}
-		an := api.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region, Labels: n.Labels, CPU: api.Milli(n.MilliCPU), Isolation: n.Isolation,
+		an := api.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region, Zone: n.Zone, Cluster: n.Cluster, PoolKind: cmp.Or(n.PoolKind, core.PoolOwned), Labels: n.Labels, CPU: api.Milli(n.MilliCPU), Isolation: n.Isolation,
 			MemoryMiB: n.MemoryMiB, Schedulable: n.Schedulable, GPUs: []api.GPU{}, UpdatedAt: n.UpdatedAt, State: string(core.NodeReady)}
 		st, hasStatus := statuses[n.Name]
 		if hasStatus {
