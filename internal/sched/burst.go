@@ -37,6 +37,26 @@ func DefaultBurstPolicy() BurstPolicy {
 	return BurstPolicy{After: 2 * time.Minute, Classes: []string{"production", "training"}}
 }
 
+// Allows reports whether the policy lets a workload of the named
+// priority class onto a burst node at now: the class is listed and the
+// workload has waited After since the later of its submission and its last
+// preemption. It does not say whether anything else has room (the last
+// resort rule is the cycle's): the control loop may use it to decide
+// whether to ask an elastic burst pool for capacity.
+func (p BurstPolicy) Allows(class string, w *core.Workload, now time.Time) bool {
+	return slices.Contains(p.Classes, class) && p.waited(w, now) >= p.After
+}
+
+// waited is how long w has waited for capacity at now (0 when it has no
+// submission time).
+func (p BurstPolicy) waited(w *core.Workload, now time.Time) time.Duration {
+	since := waitedSince(w)
+	if since.IsZero() {
+		return 0
+	}
+	return max(0, now.Sub(since))
+}
+
 // burstState is what a cycle knows about bursting: whether any node is in
 // a burst pool (if none, nothing here costs anything), and whether the
 // replica being placed now is placed on burst nodes only (the second
@@ -73,11 +93,7 @@ func (c *cycle) burstVerdict(w *core.Workload, pools string) (bool, string) {
 	if !slices.Contains(c.opts.Burst.Classes, name) {
 		return false, fmt.Sprintf("class %s may not burst", name)
 	}
-	var waited time.Duration
-	if since := waitedSince(w); !since.IsZero() {
-		waited = max(0, c.now.Sub(since))
-	}
-	if waited < c.opts.Burst.After {
+	if waited := c.opts.Burst.waited(w, c.now); waited < c.opts.Burst.After {
 		// Rounded down to 10 s, so that the message (which the control
 		// loop records when it changes) is not rewritten every cycle.
 		return false, fmt.Sprintf("waits for capacity; may burst to %s after %s (waited %s)", pools, short(c.opts.Burst.After), short(waited.Truncate(10*time.Second)))

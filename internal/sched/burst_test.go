@@ -220,3 +220,35 @@ func TestResidencyAndBurst(t *testing.T) {
 		})
 	}
 }
+
+// TestBurstPolicyAllows: the policy's verdict on its own, as the control
+// loop may ask it (an elastic pool asked for capacity only for work that
+// may burst).
+func TestBurstPolicyAllows(t *testing.T) {
+	p := sched.DefaultBurstPolicy()
+	w := job("w").created(t0).obj()
+	preempted := job("p").created(t0).preempted(t0.Add(5 * time.Minute)).obj()
+	tests := []struct {
+		name  string
+		class string
+		w     *core.Workload
+		now   time.Time
+		want  bool
+	}{
+		{"training before After", "training", w, t0.Add(time.Minute), false},
+		{"training at After", "training", w, t0.Add(2 * time.Minute), true},
+		{"production after After", "production", w, t0.Add(time.Hour), true},
+		{"batch never", "batch", w, t0.Add(time.Hour), false},
+		{"the wait restarts at a preemption", "training", preempted, t0.Add(6 * time.Minute), false},
+		{"and counts again from it", "training", preempted, t0.Add(7 * time.Minute), true},
+		{"no submission time: no wait", "training", job("z").obj(), t0, false},
+	}
+	for _, tt := range tests {
+		if got := p.Allows(tt.class, tt.w, tt.now); got != tt.want {
+			t.Errorf("%s: Allows = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+	if (sched.BurstPolicy{}).Allows("production", w, t0.Add(time.Hour)) {
+		t.Errorf("the zero policy lets production burst")
+	}
+}

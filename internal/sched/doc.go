@@ -93,7 +93,9 @@
 // 10 s, so that the message changes at most that often) or "class batch
 // may not burst". A team's spent budget is checked before any of this
 // (rule 0). With no burst node in the snapshot none of it costs anything;
-// the zero BurstPolicy lets no class burst.
+// the zero BurstPolicy lets no class burst. BurstPolicy.Allows gives the
+// policy's verdict alone (class and wait), for the control loop to decide
+// what to ask an elastic burst pool for.
 //
 // # Eviction rules
 //
