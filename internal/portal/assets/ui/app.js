@@ -17,6 +17,7 @@ import * as audit from './pages/audit.js';
 import * as cost from './pages/cost.js'; // the Cost page (issue 15)
 import * as node from './pages/node.js'; // a node's page (issue 16)
 import * as acceptance from './pages/acceptance.js'; // acceptance runs (issue 18)
+import * as pools from './pages/pools.js'; // clusters and pools (issue 19)
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -54,6 +55,8 @@ function page(parts) {
       return ['submit', submit];
     case 'nodes': // #/nodes/NAME is a node's page (issue 16)
       return parts.length > 1 ? ['nodes', node] : ['nodes', nodes];
+    case 'pools': // clusters and pools (issue 19)
+      return ['pools', pools];
     case 'teams':
       return ['teams', teams];
     case 'users':
