@@ -210,10 +210,10 @@ func (c *cycle) residencyNote(w *core.Workload) string {
 			outside = append(outside, ns.node.Region)
 		}
 	}
-	s := "residency " + strings.Join(req.Regions, ", ") + ": the nodes there are full"
+	s := "residency " + strings.Join(req.Regions, ", ") + ": no node there is schedulable"
 	if len(inside) > 0 {
 		slices.Sort(inside)
-		s += " (" + strings.Join(slices.Compact(inside), ", ") + ")"
+		s = "residency " + strings.Join(req.Regions, ", ") + ": the nodes there are full (" + strings.Join(slices.Compact(inside), ", ") + ")"
 	}
 	if len(outside) > 0 {
 		slices.Sort(outside)

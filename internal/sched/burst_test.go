@@ -52,6 +52,13 @@ func TestResidencyAndBurst(t *testing.T) {
 			nominated: map[string]core.NodeName{"w": "o1"}, // its starvation reservation
 		},
 		{
+			name:    "residency whose nodes are all cordoned is never, as for any field (neverMessage)",
+			nodes:   []*core.Node{node("o1").gpus(2, h100).in("onprem", "eu-west", core.PoolOwned).cordoned().obj(), u},
+			pending: []*core.Workload{job("w").team("a").class("training").gpus(1000).regions("eu-west").created(waited(time.Minute)).obj()},
+			waiting: map[string][2]string{"w": {sched.ReasonUnschedulable,
+				"can never run as asked: no node is in region eu-west (the fleet's regions: us-east)"}},
+		},
+		{
 			name:      "residency chooses its victims only where it may run",
 			nodes:     []*core.Node{o, u},
 			running:   []*core.Workload{batch("c-u", u), batch("c-o", o)},
