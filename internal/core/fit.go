@@ -147,7 +147,8 @@ func (e *FitError) Error() string {
 //  4. on every device Σ milli-GPU ≤ 1000 and Σ memory ≤ the device's memory;
 //  5. the node's host CPU and memory, where the node declares them, suffice
 //     for every replica placed there;
-//  6. the node is schedulable and matches the request's node selector.
+//  6. the node is schedulable, matches the request's node selector and is
+//     in one of its regions (residency), when it names any.
 func Fits(node *Node, used *NodeUsage, req Request, as []Assignment) error {
 	fail := func(gpu int, format string, args ...any) error {
 		return &FitError{Node: node.Name, GPUIndex: gpu, Problem: fmt.Sprintf(format, args...)}
@@ -157,6 +158,9 @@ func Fits(node *Node, used *NodeUsage, req Request, as []Assignment) error {
 	}
 	if !node.Matches(req.NodeSelector) {
 		return fail(-1, "node labels do not match the node selector")
+	}
+	if len(req.Regions) > 0 && !slices.Contains(req.Regions, node.Region) {
+		return fail(-1, "node region %q is outside the residency %v", node.Region, req.Regions)
 	}
 	byReplica := map[int][]Assignment{}
 	var order []int

@@ -494,3 +494,16 @@ func TestNodeUsageClone(t *testing.T) {
 		}
 	})
 }
+
+// A placement outside the request's residency is refused at commit, as the
+// scheduler never makes one.
+func TestFitsChecksResidency(t *testing.T) {
+	n := &core.Node{Name: "n", Region: "us-east", Schedulable: true, GPUs: []core.GPU{{Index: 0, UUID: "g0", MemoryMiB: 81920}}}
+	as := []core.Assignment{{Node: "n", GPUIndex: 0, GPUUUID: "g0", MilliGPU: 1000, MemoryMiB: 81920}}
+	if err := core.Fits(n, &core.NodeUsage{}, core.Request{MilliGPU: 1000, Regions: []string{"eu-west"}}, as); err == nil || !strings.Contains(err.Error(), "residency") {
+		t.Errorf("a placement in us-east for a residency of eu-west: %v, want refused", err)
+	}
+	if err := core.Fits(n, &core.NodeUsage{}, core.Request{MilliGPU: 1000, Regions: []string{"eu-west", "us-east"}}, as); err != nil {
+		t.Errorf("a placement within its residency: %v", err)
+	}
+}

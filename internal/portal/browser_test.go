@@ -714,7 +714,7 @@ func TestPortalInBrowser(t *testing.T) {
 		t.Errorf("alice, a member of research, sees teams %q and may submit to %q; want research alone", teams, choices)
 	}
 	menu := get(t, b, "alice's menu", chromedp.Evaluate[[]string](`[...document.querySelectorAll('nav a')].filter(a => a.offsetParent !== null).map(a => a.textContent)`))
-	if want := []string{"Dashboard", "Workloads", "Submit", "Nodes", "Teams", "Cost", "Tokens"}; !cmp.Equal(menu, want) {
+	if want := []string{"Dashboard", "Workloads", "Submit", "Nodes", "Pools", "Teams", "Cost", "Acceptance", "Tokens"}; !cmp.Equal(menu, want) {
 		t.Errorf("alice's menu: %q, want %q (no admin pages)", menu, want)
 	}
 	b.run(t, "alice's tokens",
