@@ -178,7 +178,9 @@
 //
 // Adopt finds an attempt's pods by their labels in the informer's cache;
 // DeleteOrphans, called once the control loop has re-adopted its running
-// workloads, deletes the pending or running pods that nobody adopted, in
+// workloads (and run again by the executor when the cluster answers after
+// being unreachable, below), deletes the pending or running pods that
+// nobody adopted, in
 // the namespaces of this executor's template only (another gpufleet server
 // on the cluster, with a template of its own, keeps its pods), and returns
 // them. The server records each deletion in its audit trail (action
@@ -201,5 +203,54 @@
 // hears of every change the node informer sees; when a node turns NotReady
 // or goes, OnNodes is called before its attempts are reported Lost, so that
 // the store knows the node takes no work before the control loop requeues
-// them.
+// them. While the cluster cannot be reached, Nodes and OnNodes give every
+// node NotReady and unschedulable (below).
+//
+// # Reachability and failover
+//
+// When the API server cannot be reached the informers do not fail: they
+// keep their last view and retry, so nothing they hear marks a node
+// NotReady. The executor therefore checks the API server itself, every
+// Options.ReachEvery (default 5 s), with GET /readyz (readable by every
+// client) bounded by that same interval. Once every check has failed for
+// Options.UnreachableAfter (default 30 s) since the last answer, the
+// cluster is unreachable: Reachable is false, the error is logged, and
+// OnNodes is called with every node of the cluster NotReady and
+// unschedulable; so it stays while unreachable, whatever the informer's
+// cache says (an informer event meanwhile is reported NotReady too; the
+// OnNodes calls are serialised, so a report made before the change never
+// lands after one made since). The executor reports no attempt Lost for
+// it and deletes nothing: the node lifecycle (internal/qualify) makes a
+// NotReady node Lost after its own grace period, asks its work to stop and
+// then requeues it into any pool its constraints allow. A short blip of
+// the network thus requeues nothing; a partition longer than the grace
+// period may have the requeued attempt run while the old pod still runs
+// in the unreachable cluster, as no one can stop it there; the clean-up on
+// return bounds that.
+//
+// While unreachable, Start and Stop fail at once with an error wrapping
+// ErrUnreachable (naming when the API server last answered and why the
+// last check failed) rather than wait on a connection that may never
+// answer; Stop still marks the attempt stopping. Each Stop, and each Start
+// whose context has no deadline, is also bounded by Options.RequestTimeout
+// (default 15 s), for the time before the cluster is found unreachable.
+//
+// At the first check answered after that, the cluster is reachable again:
+// OnNodes hears the nodes as the API server lists them then (not the
+// informer's cache, which may still hold its view from before: a node
+// gone down meanwhile must not be reported Ready; it then goes the usual
+// way, Lost when the informer hears of it); the
+// pods of attempts whose Stop came while unreachable are deleted again,
+// with Stop's grace; and the pods no tracked attempt owns are deleted as
+// in DeleteOrphans (running or pending, in this template's namespaces),
+// read from the API server itself rather than the informer, which may not
+// have caught up, and handed to Options.OnOrphans, where the server records
+// them in its audit trail as at its start. These are the pods of
+// attempts the store no longer expects: an attempt requeued elsewhere has
+// been stopped (so it is deleted as stopping) or reported ended (so it is
+// no longer tracked). The executor runs this clean-up itself, not the
+// server, because only it knows the moment of return; it does so only once
+// the server has called DeleteOrphans, that is once its adoption of the
+// running workloads is over, so that a return during the server's start
+// cannot delete a pod not yet adopted.
 package kubernetes

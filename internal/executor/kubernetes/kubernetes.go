@@ -98,7 +98,21 @@ type Options struct {
 	// mounted in every attempt at $GPUFLEET_CHECKPOINT_DIR, until
 	// DeleteWorkload. Zero: no checkpoint directory.
 	CheckpointBytes int64
-	Logger          *slog.Logger
+	// ReachEvery is how often the cluster's API server is checked (GET
+	// /readyz); default 5 s. UnreachableAfter is how long it may fail
+	// every check before the cluster is unreachable (Reachable false,
+	// every node reported NotReady through OnNodes); default 30 s.
+	ReachEvery, UnreachableAfter time.Duration
+	// RequestTimeout bounds each Stop, and each Start whose context has
+	// no deadline, so that a cluster that does not answer fails them
+	// rather than holds them; default 15 s.
+	RequestTimeout time.Duration
+	// OnOrphans, when set, hears of the pods deleted as orphans when the
+	// cluster answers again after being unreachable (each with its Err),
+	// as DeleteOrphans returns them at the server's start: the server
+	// records them in its audit trail.
+	OnOrphans func([]Orphan)
+	Logger    *slog.Logger
 	// Now stamps the exits whose pod gives no finish time (Exit.At): a pod
 	// deleted or stuck before its container ended, a node lost; an exit
 	// with a container's FinishedAt keeps the kubelet's time. time.Now
@@ -121,6 +135,13 @@ type Executor struct {
 	notReady map[string]bool // nodes seen NotReady
 
 	openLogs podLogs // nil: the API server's pod log
+
+	// Reachability (reach.go), under mu.
+	unreachable bool
+	lastAnswer  time.Time  // of the API server's last answer to a check
+	reachErr    error      // of the last failed check
+	adopted     bool       // DeleteOrphans has run: adoption is over
+	reportMu    sync.Mutex // serialises OnNodes calls
 }
 
 var _ executor.Executor = (*Executor)(nil)
@@ -136,14 +157,15 @@ func keyOf(id core.WorkloadID, attempt int) key { return key{dnsLabel(string(id)
 
 // attempt is one started or adopted attempt whose end is not yet reported.
 type attempt struct {
-	id       core.WorkloadID
-	attempt  int
-	ns       string
-	pods     map[string]string // pod name → node name
-	ends     map[string]executor.Exit
-	stopping bool
-	grace    time.Duration
-	secrets  []string // the attempt's Secrets, deleted at its end
+	id        core.WorkloadID
+	attempt   int
+	ns        string
+	pods      map[string]string // pod name → node name
+	ends      map[string]executor.Exit
+	stopping  bool
+	grace     time.Duration
+	stopGrace time.Duration // Stop's grace, for a stop retried on return
+	secrets   []string      // the attempt's Secrets, deleted at its end
 }
 
 const byWorkload = "workload"
@@ -171,16 +193,20 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 	if _, err := labels.Parse(opts.NodeSelector); err != nil {
 		return nil, fmt.Errorf("kubernetes executor: node selector (kubernetes.nodeSelector) %q: %w", opts.NodeSelector, err)
 	}
+	if err := reachDefaults(&opts); err != nil {
+		return nil, err
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Executor{
-		opts:     opts,
-		log:      opts.Logger,
-		out:      executor.NewOutbox(exitBuffer),
-		tasks:    map[key]*attempt{},
-		nsReady:  map[string]bool{},
-		notReady: map[string]bool{},
+		opts:       opts,
+		log:        opts.Logger,
+		out:        executor.NewOutbox(exitBuffer),
+		tasks:      map[key]*attempt{},
+		nsReady:    map[string]bool{},
+		notReady:   map[string]bool{},
+		lastAnswer: time.Now(),
 	}
 	if err := e.ensurePriorityClasses(ctx); err != nil {
 		return nil, err
@@ -232,6 +258,10 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 			return nil, fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
 		}
 	}
+	e.mu.Lock()
+	e.lastAnswer = time.Now() // the caches have just synced
+	e.mu.Unlock()
+	go e.watchReach(ctx)
 	return e, nil
 }
 
@@ -247,6 +277,14 @@ func (e *Executor) Start(ctx context.Context, t executor.Task) error {
 		return fail(errors.New("empty workload ID"))
 	case len(t.Command) == 0 && t.Image == "":
 		return fail(errors.New("empty command and no image (the default image needs a command)"))
+	}
+	if err := e.unreachableErr(); err != nil {
+		return fail(err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.opts.RequestTimeout)
+		defer cancel()
 	}
 	ns := namespaceFor(e.opts.NamespaceTemplate, t.Team)
 	groups := replicaAssignments(t)
@@ -356,14 +394,17 @@ func (e *Executor) ensureNamespace(ctx context.Context, ns string) error {
 // Stop implements executor.Executor: it deletes the attempt's pods with the
 // grace period (rounded up to whole seconds): the kubelet sends SIGTERM,
 // then SIGKILL once the grace has passed. The end comes on Exits when the
-// pods are gone.
+// pods are gone. While the cluster cannot be reached it fails at once
+// (ErrUnreachable), the attempt marked stopping: its pods are deleted when
+// the cluster answers again. Each call is bounded by
+// Options.RequestTimeout.
 func (e *Executor) Stop(ctx context.Context, id core.WorkloadID, attempt int, grace time.Duration) error {
 	e.mu.Lock()
 	at := e.tasks[keyOf(id, attempt)]
 	var ns string
 	var names []string
 	if at != nil {
-		at.stopping = true
+		at.stopping, at.stopGrace = true, grace
 		ns = at.ns
 		for name := range at.pods {
 			if _, ended := at.ends[name]; !ended {
@@ -372,6 +413,14 @@ func (e *Executor) Stop(ctx context.Context, id core.WorkloadID, attempt int, gr
 		}
 	}
 	e.mu.Unlock()
+	if len(names) == 0 {
+		return nil
+	}
+	if err := e.unreachableErr(); err != nil {
+		return fmt.Errorf("stop %s attempt %d: %w", id, attempt, err)
+	}
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
 	var errs []error
 	for _, name := range names {
 		errs = append(errs, e.deletePod(ctx, ns, name, grace))
@@ -488,12 +537,21 @@ type Orphan struct {
 // have ended are history (their logs) and stay. Only pods in namespaces
 // that this executor's namespace template makes are considered: another
 // gpufleet server on the same cluster, with a template of its own, keeps
-// its pods.
+// its pods. Once it has run, the executor runs it again by itself each
+// time the cluster answers after being unreachable (reach.go).
 func (e *Executor) DeleteOrphans(ctx context.Context) ([]Orphan, error) {
 	pods, err := e.pods.List(labelsManaged())
 	if err != nil {
 		return nil, err
 	}
+	e.mu.Lock()
+	e.adopted = true
+	e.mu.Unlock()
+	return e.deleteOrphans(ctx, pods)
+}
+
+// deleteOrphans deletes those of pods that DeleteOrphans calls orphans.
+func (e *Executor) deleteOrphans(ctx context.Context, pods []*corev1.Pod) ([]Orphan, error) {
 	var orphans []Orphan
 	e.mu.Lock()
 	for _, p := range pods {

@@ -122,8 +122,10 @@ func DiscoverNodes(ctx context.Context, c clientset.Interface, keys NodeLabels) 
 }
 
 // Nodes returns the cluster's GPU nodes from the informer's cache, sorted
-// by name.
+// by name; while the cluster is unreachable (Reachable), every one is
+// NotReady and unschedulable, whatever the cache last heard.
 func (e *Executor) Nodes() []core.Node {
+	down := !e.Reachable()
 	list, err := e.nodes.List(labels.Everything())
 	if err != nil {
 		return nil
@@ -132,6 +134,9 @@ func (e *Executor) Nodes() []core.Node {
 	var out []core.Node
 	for _, n := range list {
 		if gn, ok := GPUNode(n, keys); ok {
+			if down {
+				gn.NotReady, gn.Schedulable = true, false
+			}
 			out = append(out, gn)
 		}
 	}
@@ -161,9 +166,7 @@ func (e *Executor) onNode(obj any, deleted bool) {
 	// OnNodes first: the store must know that the node takes no work
 	// before its attempts are reported lost, or the control loop could
 	// requeue them onto the same node.
-	if e.opts.OnNodes != nil {
-		e.opts.OnNodes(e.Nodes())
-	}
+	e.reportNodes()
 	if down && !was && !e.opts.DisableLostOnNotReady {
 		why := "NotReady"
 		if deleted {

@@ -1,0 +1,234 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// Reachability defaults (Options.ReachEvery, UnreachableAfter,
+// RequestTimeout).
+const (
+	DefaultReachEvery       = 5 * time.Second
+	DefaultUnreachableAfter = 30 * time.Second
+	DefaultRequestTimeout   = 15 * time.Second
+)
+
+// ErrUnreachable is wrapped by the errors of Start and Stop while the
+// cluster's API server cannot be reached.
+var ErrUnreachable = errors.New("the cluster's API server cannot be reached")
+
+// reachDefaults fills in and checks the reachability options.
+func reachDefaults(o *Options) error {
+	switch {
+	case o.ReachEvery < 0:
+		return fmt.Errorf("kubernetes executor: ReachEvery %v: must not be negative", o.ReachEvery)
+	case o.UnreachableAfter < 0:
+		return fmt.Errorf("kubernetes executor: UnreachableAfter %v: must not be negative", o.UnreachableAfter)
+	case o.RequestTimeout < 0:
+		return fmt.Errorf("kubernetes executor: RequestTimeout %v: must not be negative", o.RequestTimeout)
+	}
+	if o.ReachEvery == 0 {
+		o.ReachEvery = DefaultReachEvery
+	}
+	if o.UnreachableAfter == 0 {
+		o.UnreachableAfter = DefaultUnreachableAfter
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	return nil
+}
+
+// Reachable reports whether the cluster's API server answers: false once
+// it has failed every check for Options.UnreachableAfter, true again at
+// the first check it answers.
+func (e *Executor) Reachable() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.unreachable
+}
+
+// unreachableErr is the error of a call refused while the cluster cannot
+// be reached; nil while it can.
+func (e *Executor) unreachableErr() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.unreachable {
+		return nil
+	}
+	return fmt.Errorf("no answer since %s (%v): %w", e.lastAnswer.UTC().Format(time.RFC3339), e.reachErr, ErrUnreachable)
+}
+
+// probe asks the API server whether it is ready (GET /readyz, which every
+// client may read), within one check's time. A clientset without a REST
+// client (client-go's fake) is asked its version instead.
+func (e *Executor) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.ReachEvery)
+	defer cancel()
+	disc := e.opts.Client.Discovery()
+	if rc := disc.RESTClient(); rc != nil {
+		return rc.Get().AbsPath("/readyz").Do(ctx).Error()
+	}
+	_, err := discovery.ToServerVersionInterfaceWithContext(disc).ServerVersionWithContext(ctx)
+	return err
+}
+
+// watchReach checks the API server every Options.ReachEvery until ctx
+// ends: after UnreachableAfter without an answer the cluster is
+// unreachable and its nodes are reported NotReady; at the first answer
+// after that it is reachable again (returned).
+func (e *Executor) watchReach(ctx context.Context) {
+	tick := time.NewTicker(e.opts.ReachEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		err := e.probe(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		e.mu.Lock()
+		was := e.unreachable
+		if err == nil {
+			e.lastAnswer, e.reachErr, e.unreachable = now, nil, false
+		} else {
+			e.reachErr = err
+			if now.Sub(e.lastAnswer) >= e.opts.UnreachableAfter {
+				e.unreachable = true
+			}
+		}
+		down, since := e.unreachable, e.lastAnswer
+		e.mu.Unlock()
+		switch {
+		case down && !was:
+			e.log.Error("cluster unreachable: its nodes are reported NotReady", "since", since.UTC(), "err", err)
+			e.reportNodes()
+		case !down && was:
+			e.log.Info("cluster reachable again: its nodes are reported as the cluster sees them", "unreachable_for", now.Sub(since).Round(time.Second))
+			e.returned(ctx)
+		}
+	}
+}
+
+// reportNodes hands Nodes to Options.OnNodes. Calls are serialised, so
+// that a report computed before a change of reachability never lands
+// after one computed since.
+func (e *Executor) reportNodes() {
+	if e.opts.OnNodes == nil {
+		return
+	}
+	e.reportMu.Lock()
+	defer e.reportMu.Unlock()
+	e.opts.OnNodes(e.Nodes())
+}
+
+// returned runs when the cluster answers again: the nodes are reported as
+// the API server lists them (the informer may still hold its view from
+// before); the pods of attempts whose stop was asked while
+// the cluster could not be reached are deleted again; and, once the server
+// has run DeleteOrphans (its own adoption is over), the pods that no
+// attempt tracked here owns are deleted, read from the API server itself
+// (the informer may not have caught up yet) and handed to
+// Options.OnOrphans.
+func (e *Executor) returned(ctx context.Context) {
+	e.reportLiveNodes(ctx)
+
+	type del struct {
+		ns, name string
+		grace    time.Duration
+	}
+	var dels []del
+	e.mu.Lock()
+	for _, at := range e.tasks {
+		if !at.stopping {
+			continue
+		}
+		for name := range at.pods {
+			if _, ended := at.ends[name]; !ended {
+				dels = append(dels, del{at.ns, name, at.stopGrace})
+			}
+		}
+	}
+	adopted := e.adopted
+	e.mu.Unlock()
+	for _, d := range dels {
+		cctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
+		if err := e.deletePod(cctx, d.ns, d.name, d.grace); err != nil {
+			e.log.Error("delete a pod stopped while the cluster was unreachable", "err", err)
+		}
+		cancel()
+	}
+	if !adopted {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
+	defer cancel()
+	list, err := e.opts.Client.CoreV1().Pods(metav1.NamespaceAll).List(cctx, metav1.ListOptions{LabelSelector: LabelManaged + "=true"})
+	var pods []*corev1.Pod
+	if err != nil {
+		e.log.Error("list pods after the cluster's return; orphans read from the informer's cache", "err", err)
+		pods, _ = e.pods.List(labelsManaged())
+	} else {
+		for i := range list.Items {
+			pods = append(pods, &list.Items[i])
+		}
+	}
+	orphans, err := e.deleteOrphans(cctx, pods)
+	if err != nil {
+		e.log.Error("delete orphan pods after the cluster's return", "err", err)
+	}
+	if len(orphans) > 0 && e.opts.OnOrphans != nil {
+		e.opts.OnOrphans(orphans)
+	}
+}
+
+// reportLiveNodes hands OnNodes the GPU nodes as the API server lists them
+// now (those of Options.NodeSelector), or as the informer's cache holds
+// them when the list fails.
+func (e *Executor) reportLiveNodes(ctx context.Context) {
+	if e.opts.OnNodes == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
+	defer cancel()
+	list, err := e.opts.Client.CoreV1().Nodes().List(cctx, metav1.ListOptions{LabelSelector: e.opts.NodeSelector})
+	if err != nil {
+		e.log.Error("list nodes after the cluster's return; reported from the informer's cache", "err", err)
+		e.reportNodes()
+		return
+	}
+	keys := NodeLabels{e.opts.PoolLabel, e.opts.RegionLabel}
+	var out []core.Node
+	for i := range list.Items {
+		if n, ok := GPUNode(&list.Items[i], keys); ok {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b core.Node) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	e.reportMu.Lock()
+	defer e.reportMu.Unlock()
+	e.opts.OnNodes(out)
+}
+
+// callContext bounds one Stop or Start by Options.RequestTimeout, unless
+// the caller's context ends sooner.
+func (e *Executor) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= e.opts.RequestTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, e.opts.RequestTimeout)
+}
