@@ -1,0 +1,245 @@
+package kubernetes
+
+// End-to-end tests of the Provisioner against the real API server of
+// hack/k8s-testenv.sh: the ProvisioningRequest CRD is installed from
+// testdata (written from cluster-autoscaler's documented schema), and a
+// small test autoscaler, run in the test, honours the contract as
+// cluster-autoscaler would: for each request it reads the PodTemplate,
+// makes Count KWOK GPU nodes of the template's pool and GPUs, and sets
+// Provisioned=True; for the pool it is told cannot grow it sets
+// Failed=True instead.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// installProvisioningCRD creates the CRD unless it exists and waits until
+// the API server serves it.
+func installProvisioningCRD(t *testing.T, x *e2e, dyn dynamic.Interface) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "provisioningrequest-crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(b, &obj); err != nil {
+		t.Fatalf("CRD yaml: %v", err)
+	}
+	crd := &unstructured.Unstructured{Object: obj}
+	if _, err := dyn.Resource(crdGVR).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create the ProvisioningRequest CRD: %v", err)
+	}
+	p, err := NewProvisioner(ProvisionerOptions{Client: x.client, Dynamic: dyn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.waitFor(30*time.Second, "the ProvisioningRequest API served", func() (bool, string) {
+		ok, err := p.HasAPI()
+		return ok, fmt.Sprint(err)
+	})
+}
+
+// testAutoscaler plays cluster-autoscaler for the requests in namespaces
+// with prefix: it polls them and answers each once.
+type testAutoscaler struct {
+	x        *e2e
+	dyn      dynamic.Interface
+	prefix   string
+	failPool string // requests for this pool fail
+
+	mu    sync.Mutex
+	nodes []string // made so far
+	seen  map[string]bool
+}
+
+func (a *testAutoscaler) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		list, err := a.dyn.Resource(ProvisioningGVR).Namespace("").List(ctx, metav1.ListOptions{LabelSelector: LabelManaged + "=true"})
+		if err == nil {
+			for i := range list.Items {
+				pr := &list.Items[i]
+				key := pr.GetNamespace() + "/" + pr.GetName()
+				if !strings.HasPrefix(pr.GetNamespace(), a.prefix) || a.seen[key] {
+					continue
+				}
+				if err := a.answer(ctx, pr); err != nil {
+					a.x.t.Logf("test autoscaler: %s: %v", key, err)
+					continue
+				}
+				a.seen[key] = true
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (a *testAutoscaler) answer(ctx context.Context, pr *unstructured.Unstructured) error {
+	sets, _, _ := unstructured.NestedSlice(pr.Object, "spec", "podSets")
+	class, _, _ := unstructured.NestedString(pr.Object, "spec", "provisioningClassName")
+	if len(sets) != 1 || class != ClassAtomicScaleUp {
+		return fmt.Errorf("podSets %v class %q: want one pod set of %s", sets, class, ClassAtomicScaleUp)
+	}
+	set := sets[0].(map[string]any)
+	count, _, _ := unstructured.NestedInt64(set, "count")
+	tplName, _, _ := unstructured.NestedString(set, "podTemplateRef", "name")
+	tpl, err := a.x.client.CoreV1().PodTemplates(pr.GetNamespace()).Get(ctx, tplName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	pool := tpl.Template.Spec.NodeSelector[DefaultPoolLabel]
+	q := tpl.Template.Spec.Containers[0].Resources.Limits[ResourceGPU]
+	cond := map[string]any{
+		"type": "Provisioned", "status": "True", "reason": "Provisioned",
+		"message": fmt.Sprintf("%d nodes of pool %s", count, pool),
+	}
+	if pool == a.failPool {
+		cond = map[string]any{"type": "Failed", "status": "True", "reason": "CapacityUnavailable", "message": "pool " + pool + " cannot grow"}
+	} else {
+		for range count {
+			a.mu.Lock()
+			name := fmt.Sprintf("%s-pr%d", a.x.id, len(a.nodes))
+			a.mu.Unlock()
+			if _, err := a.x.client.CoreV1().Nodes().Create(ctx, kwokNode(name, pool, int(q.Value())), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			a.mu.Lock()
+			a.nodes = append(a.nodes, name)
+			a.mu.Unlock()
+		}
+	}
+	cond["lastTransitionTime"] = time.Now().UTC().Format(time.RFC3339)
+	accepted := map[string]any{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "accepted", "lastTransitionTime": cond["lastTransitionTime"]}
+	if err := unstructured.SetNestedSlice(pr.Object, []any{accepted, cond}, "status", "conditions"); err != nil {
+		return err
+	}
+	_, err = a.dyn.Resource(ProvisioningGVR).Namespace(pr.GetNamespace()).UpdateStatus(ctx, pr, metav1.UpdateOptions{})
+	return err
+}
+
+func TestE2EProvision(t *testing.T) {
+	x := newE2E(t, 0, 0)
+	dyn, err := Dynamic(x.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installProvisioningCRD(t, x, dyn)
+
+	pool, failPool := x.id+"-burst", x.id+"-full"
+	a := &testAutoscaler{x: x, dyn: dyn, prefix: x.nsPrefix(), failPool: failPool, seen: map[string]bool{}}
+	actx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.run(actx) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		x.nodes = append(x.nodes, a.nodes...) // x.cleanup, registered before, runs after this
+	})
+
+	e, err := New(t.Context(), Options{
+		Client: x.client, NamespaceTemplate: x.nsPrefix() + "{team}",
+		NodeSelector: DefaultPoolLabel + " in (" + pool + "," + failPool + ")",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.Provisioner(dyn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	t.Run("Provisioned", func(t *testing.T) {
+		req := ProvisionRequest{Pool: pool, Team: "ml", Workload: "wl-burst1", GPUs: 2, Count: 3, GPUModel: "NVIDIA-H100-80GB-HBM3", MilliCPU: 4000, MemoryMiB: 8192}
+		name, err := p.Provision(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := p.Namespace("ml")
+		var msg string
+		x.waitFor(30*time.Second, "Provisioned", func() (bool, string) {
+			st, m, err := p.ProvisionStatus(ctx, ns, name)
+			msg = m
+			return st == ProvisionProvisioned, fmt.Sprintf("state %q %q %v", st, m, err)
+		})
+		if !strings.Contains(msg, "3 nodes") {
+			t.Errorf("message %q: want the autoscaler's", msg)
+		}
+		// The executor sees the new nodes as GPU nodes of the pool.
+		x.waitFor(30*time.Second, "3 nodes of the pool", func() (bool, string) {
+			var got []string
+			for _, n := range e.Nodes() {
+				if n.Pool == pool && len(n.GPUs) == 2 && n.Schedulable {
+					got = append(got, string(n.Name))
+				}
+			}
+			return len(got) == 3, fmt.Sprintf("nodes %v", got)
+		})
+		// A second Provision of the same workload and pool (a server
+		// that restarted) finds the request rather than make another.
+		again, err := p.Provision(ctx, req)
+		if err != nil || again != name {
+			t.Errorf("Provision again = %q, %v; want %q", again, err, name)
+		}
+		if err := p.DeleteProvision(ctx, ns, name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(ProvisioningGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("request after DeleteProvision: %v; want NotFound", err)
+		}
+		if _, err := x.client.CoreV1().PodTemplates(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("pod template after DeleteProvision: %v; want NotFound", err)
+		}
+		if st, _, err := p.ProvisionStatus(ctx, ns, name); err != nil || st != ProvisionFailed {
+			t.Errorf("status of a deleted request = %q, %v; want Failed", st, err)
+		}
+		if err := p.DeleteProvision(ctx, ns, name); err != nil {
+			t.Errorf("DeleteProvision twice: %v", err)
+		}
+	})
+
+	t.Run("Failed", func(t *testing.T) {
+		name, err := p.Provision(ctx, ProvisionRequest{Pool: failPool, Team: "ml", Workload: "wl-burst2", GPUs: 8, Count: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := p.Namespace("ml")
+		var msg string
+		x.waitFor(30*time.Second, "Failed", func() (bool, string) {
+			st, m, err := p.ProvisionStatus(ctx, ns, name)
+			msg = m
+			return st == ProvisionFailed, fmt.Sprintf("state %q %q %v", st, m, err)
+		})
+		if !strings.Contains(msg, "CapacityUnavailable") || !strings.Contains(msg, "cannot grow") {
+			t.Errorf("message %q: want the Failed condition's reason and message", msg)
+		}
+		for _, n := range e.Nodes() {
+			if n.Pool == failPool {
+				t.Errorf("node %s in the pool that failed", n.Name)
+			}
+		}
+		// A failed request is not taken again: a new one is made.
+		again, err := p.Provision(ctx, ProvisionRequest{Pool: failPool, Team: "ml", Workload: "wl-burst2", GPUs: 8, Count: 1})
+		if err != nil || again == name {
+			t.Errorf("Provision after Failed = %q, %v; want a new request", again, err)
+		}
+	})
+}
