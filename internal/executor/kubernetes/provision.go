@@ -62,8 +62,10 @@ const (
 )
 
 // ProvisionRequest asks a pool for the capacity of one workload: Count
-// pods of GPUs whole devices each (of GPUModel when set, a GPU feature
-// discovery product name), with the node selector's labels.
+// pods of GPUs whole devices each (of GPUModel when set: the exact
+// product, as the device reports it or as GPU feature discovery labels it,
+// "NVIDIA H100 80GB HBM3" or "NVIDIA-H100-80GB-HBM3"), with the node
+// selector's labels.
 type ProvisionRequest struct {
 	Pool         string
 	Team         core.TeamName
@@ -255,7 +257,8 @@ func (p *Provisioner) podTemplate(req ProvisionRequest, ns string, labels map[st
 	delete(sel, core.LabelNode)
 	sel[p.opts.PoolLabel] = pool
 	if req.GPUModel != "" {
-		sel[LabelGPUProduct] = req.GPUModel
+		// GPU feature discovery writes the product's spaces as dashes.
+		sel[LabelGPUProduct] = strings.ReplaceAll(strings.TrimSpace(req.GPUModel), " ", "-")
 	}
 	limits := corev1.ResourceList{ResourceGPU: *resource.NewQuantity(int64(req.GPUs), resource.DecimalSI)}
 	requests := limits.DeepCopy()

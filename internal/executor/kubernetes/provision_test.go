@@ -71,7 +71,7 @@ func TestProvisionObjects(t *testing.T) {
 	p, client, dyn := newFakeProvisioner(t, true)
 	ctx := t.Context()
 	req := ProvisionRequest{
-		Pool: "cloud", Team: "ml", Workload: "wl-Abc", GPUs: 4, Count: 2, GPUModel: "NVIDIA-H100-80GB-HBM3",
+		Pool: "cloud", Team: "ml", Workload: "wl-Abc", GPUs: 4, Count: 2, GPUModel: "NVIDIA H100 80GB HBM3",
 		NodeSelector: map[string]string{"zone": "a", "gpufleet.io/region": "us-east"}, MilliCPU: 8000, MemoryMiB: 1024,
 	}
 	name, err := p.Provision(ctx, req)
