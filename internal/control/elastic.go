@@ -36,6 +36,9 @@ type ProvisionRequest struct {
 	Count         int // pods
 	GPUModel      string
 	NodeSelector  map[string]string
+	// PoolSelector holds the labels that put a node in the pool
+	// (ElasticPool.Selector), for the new nodes to carry.
+	PoolSelector map[string]string
 	// MilliCPU and MemoryMiB per pod, when the workload asks for them.
 	MilliCPU, MemoryMiB int64
 }
@@ -61,8 +64,9 @@ type ElasticPool struct {
 	// Price orders the burst pools a workload may use, cheapest first
 	// (any one unit; equal prices go by name).
 	Price float64
-	// Selector holds the labels of the pool's nodes that its node
-	// selector names; a workload selecting other values is not asked for.
+	// Selector holds the labels that put a node in the pool (its node
+	// selector): the new nodes must carry them, and a workload that
+	// selects other values for them is not asked for.
 	Selector map[string]string
 }
 
@@ -270,7 +274,7 @@ func (e *Elastic) Step(ctx context.Context) error {
 			e.byWL[w.ID] = st
 		}
 		pool := pools[0]
-		req := provisionRequest(snap, w, e.opts.Pools[pool].Cluster, pool)
+		req := provisionRequest(snap, w, pool, e.opts.Pools[pool])
 		name, err := e.opts.Provisioners[req.Cluster].Provision(ctx, req)
 		if err != nil {
 			keep(fmt.Errorf("ask pool %s for %s: %w", pool, w.ID, err))
@@ -447,10 +451,10 @@ func cloneUsage(u *core.NodeUsage) *core.NodeUsage {
 // one model of the fleet's devices that w allows, named in full ("H100"
 // may stand for "NVIDIA H100 80GB HBM3", which a node's labels carry);
 // else w's own when it lists one; else none.
-func provisionRequest(snap *core.Snapshot, w *core.Workload, cluster, pool string) ProvisionRequest {
+func provisionRequest(snap *core.Snapshot, w *core.Workload, pool string, p ElasticPool) ProvisionRequest {
 	r := w.Request
 	req := ProvisionRequest{
-		Cluster: cluster, Pool: pool, Team: w.Team, Workload: w.ID,
+		Cluster: p.Cluster, Pool: pool, PoolSelector: maps.Clone(p.Selector), Team: w.Team, Workload: w.ID,
 		GPUs: max(1, r.WholeGPUs()), Count: r.Count(),
 		NodeSelector: maps.Clone(r.NodeSelector), MilliCPU: r.MilliCPU, MemoryMiB: r.MemoryMiB,
 	}

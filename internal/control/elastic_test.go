@@ -140,7 +140,7 @@ func newElasticEnv(t *testing.T, edit func(*control.ElasticOptions)) *elasticEnv
 		Policy: sched.BurstPolicy{After: 2 * time.Minute, Classes: []string{"training"}},
 		Pools: map[string]control.ElasticPool{
 			"onprem": {Cluster: "local", Kind: core.PoolOwned, Region: "eu-west"},
-			"cheap":  {Cluster: "k8s", Kind: core.PoolBurst, Region: "us-east", Price: 2},
+			"cheap":  {Cluster: "k8s", Kind: core.PoolBurst, Region: "us-east", Price: 2, Selector: map[string]string{"nodepool": "cheap"}},
 			"dear":   {Cluster: "k8s", Kind: core.PoolBurst, Region: "us-west", Price: 3.5},
 		},
 		Provisioners: map[string]control.Provisioner{"k8s": x.prov},
@@ -334,6 +334,10 @@ func TestElasticAsksNothing(t *testing.T) {
 		{name: "another pool selected", reason: sched.ReasonUnschedulable, edit: func(w *core.Workload) {
 			w.Request.NodeSelector = map[string]string{core.LabelPool: "onprem"}
 		}},
+		{name: "a selector the pools' nodes do not carry", reason: sched.ReasonUnschedulable, edit: func(w *core.Workload) {
+			w.Request.NodeSelector = map[string]string{"nodepool": "other"}
+			w.Request.Regions = []string{"us-east"}
+		}},
 		{name: "no provisioner for the cluster", reason: sched.ReasonUnschedulable, opts: func(o *control.ElasticOptions) {
 			o.Provisioners = map[string]control.Provisioner{"other": newMemProvisioner()}
 		}},
@@ -374,6 +378,9 @@ func TestElasticRoomAndResidency(t *testing.T) {
 	x.step()
 	if got := x.prov.livePools(); !slices.Equal(got, []string{"cheap"}) {
 		t.Fatalf("live %v; want cheap's", got)
+	}
+	if sel := x.prov.asked[0].PoolSelector; len(sel) != 1 || sel["nodepool"] != "cheap" {
+		t.Errorf("pool selector %v; want the pool's labels", sel)
 	}
 	if m := x.prov.asked[0].GPUModel; m != "NVIDIA H100 80GB HBM3" {
 		t.Errorf("GPU model %q; want the fleet's full name for H100", m)

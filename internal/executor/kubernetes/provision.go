@@ -74,6 +74,10 @@ type ProvisionRequest struct {
 	Count        int // pods
 	GPUModel     string
 	NodeSelector map[string]string
+	// PoolSelector holds the labels that put a node in the pool (the
+	// pool's configured node selector); empty: the pool label
+	// (Options.PoolLabel) set to Pool.
+	PoolSelector map[string]string
 	// MilliCPU and MemoryMiB, per pod, when the workload asks for them.
 	MilliCPU, MemoryMiB int64
 }
@@ -243,19 +247,24 @@ func (p *Provisioner) Provision(ctx context.Context, req ProvisionRequest) (stri
 }
 
 // podTemplate is the pod shape of req: one container asking for the GPUs
-// (and CPU and memory when given), on nodes of the pool with the node
-// selector's labels and the GPU model's product label.
+// (and CPU and memory when given), with a node selector of the pool's
+// labels, the workload's own (gpufleet's well-known ones left out) and
+// the GPU model's product label, so that the autoscaler picks a node
+// group whose nodes gpufleet puts in the pool.
 func (p *Provisioner) podTemplate(req ProvisionRequest, ns string, labels map[string]string) *corev1.PodTemplate {
 	sel := maps.Clone(req.NodeSelector)
 	if sel == nil {
 		sel = map[string]string{}
 	}
 	// gpufleet's well-known labels are not the nodes' own.
-	pool := cmp.Or(sel[core.LabelPool], req.Pool)
 	delete(sel, core.LabelPool)
 	delete(sel, core.LabelRegion)
 	delete(sel, core.LabelNode)
-	sel[p.opts.PoolLabel] = pool
+	if len(req.PoolSelector) > 0 {
+		maps.Copy(sel, req.PoolSelector)
+	} else {
+		sel[p.opts.PoolLabel] = req.Pool
+	}
 	if req.GPUModel != "" {
 		// GPU feature discovery writes the product's spaces as dashes.
 		sel[LabelGPUProduct] = strings.ReplaceAll(strings.TrimSpace(req.GPUModel), " ", "-")

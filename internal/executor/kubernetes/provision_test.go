@@ -132,6 +132,22 @@ func TestProvisionObjects(t *testing.T) {
 	if err := p.DeleteProvision(ctx, "t-ml", name); err != nil {
 		t.Fatal(err)
 	}
+	// A pool known by its configured selector: the template selects its
+	// labels, not gpufleet's pool label.
+	req.PoolSelector = map[string]string{"cloud.google.com/gke-nodepool": "h100-burst"}
+	req.GPUModel = ""
+	other, err := p.Provision(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl2, err := client.CoreV1().PodTemplates("t-ml").Get(ctx, other, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSel = map[string]string{"cloud.google.com/gke-nodepool": "h100-burst", "zone": "a"}
+	if diff := cmp.Diff(wantSel, tpl2.Template.Spec.NodeSelector); diff != "" {
+		t.Errorf("node selector of a pool with a selector (-want +got):\n%s", diff)
+	}
 	if st, _, err := p.ProvisionStatus(ctx, "t-ml", name); err != nil || st != ProvisionFailed {
 		t.Errorf("status of a deleted request = %q, %v; want Failed", st, err)
 	}
