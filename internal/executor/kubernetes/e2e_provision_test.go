@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpufleet/gpufleet/internal/control"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/sched"
+	"github.com/gpufleet/gpufleet/internal/store"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -242,4 +248,125 @@ func TestE2EProvision(t *testing.T) {
 			t.Errorf("Provision after Failed = %q, %v; want a new request", again, err)
 		}
 	})
+}
+
+// controlProvisioner adapts a Provisioner to control.Provisioner, as the
+// server's wiring does: the namespace comes from the request's team.
+type controlProvisioner struct{ p *Provisioner }
+
+func (c controlProvisioner) Provision(ctx context.Context, r control.ProvisionRequest) (string, error) {
+	return c.p.Provision(ctx, ProvisionRequest{
+		Pool: r.Pool, Team: r.Team, Workload: r.Workload, GPUs: r.GPUs, Count: r.Count, GPUModel: r.GPUModel,
+		NodeSelector: r.NodeSelector, PoolSelector: r.PoolSelector, MilliCPU: r.MilliCPU, MemoryMiB: r.MemoryMiB,
+	})
+}
+
+func (c controlProvisioner) ProvisionStatus(ctx context.Context, r control.ProvisionRequest, name string) (control.ProvisionState, string, error) {
+	st, msg, err := c.p.ProvisionStatus(ctx, c.p.Namespace(r.Team), name)
+	return control.ProvisionState(st), msg, err
+}
+
+func (c controlProvisioner) DeleteProvision(ctx context.Context, r control.ProvisionRequest, name string) error {
+	return c.p.DeleteProvision(ctx, c.p.Namespace(r.Team), name)
+}
+
+// TestE2EProvisionElastic runs control's Elastic reconciler on the real
+// Provisioner: the cheaper pool fails, the next one is asked and
+// provisions, the executor sees its nodes; the workload's end withdraws
+// the request from the API server.
+func TestE2EProvisionElastic(t *testing.T) {
+	x := newE2E(t, 0, 0)
+	dyn, err := Dynamic(x.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installProvisioningCRD(t, x, dyn)
+	pool, failPool := x.id+"-burst", x.id+"-full"
+	a := &testAutoscaler{x: x, dyn: dyn, prefix: x.nsPrefix(), failPool: failPool, seen: map[string]bool{}}
+	actx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.run(actx) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		x.nodes = append(x.nodes, a.nodes...)
+	})
+	ctx := t.Context()
+	e, err := New(ctx, Options{
+		Client: x.client, NamespaceTemplate: x.nsPrefix() + "{team}",
+		NodeSelector: DefaultPoolLabel + " in (" + pool + "," + failPool + ")",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := e.Provisioner(dyn)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "gpufleet.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	if err := st.CreateTeam(ctx, core.NewTeam("ml", now)); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := st.CreateWorkload(ctx, &core.Workload{Spec: core.Spec{Name: "train", Team: "ml", Owner: "alice", Kind: core.KindJob,
+		Priority: "training", Request: core.Request{MilliGPU: 4000, Replicas: 2}, Command: []string{"train"}}}, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyPlan(ctx, core.Plan{Unplaced: []core.Decision{{Workload: w.ID, Reason: sched.ReasonUnschedulable, Message: "no capacity"}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	el := control.NewElastic(st, control.ElasticOptions{
+		Policy: sched.BurstPolicy{Classes: []string{"training"}},
+		Pools: map[string]control.ElasticPool{
+			failPool: {Kind: core.PoolBurst, Region: "us-east", Price: 1},
+			pool:     {Kind: core.PoolBurst, Region: "us-east", Price: 2},
+		},
+		Provisioners: map[string]control.Provisioner{"": controlProvisioner{kp}},
+		Timeout:      time.Minute,
+	})
+	var seen []string
+	x.waitFor(60*time.Second, "the second pool provisioned", func() (bool, string) {
+		if err := el.Step(ctx); err != nil {
+			return false, err.Error()
+		}
+		r := el.Requests()
+		if len(r) == 1 && (len(seen) == 0 || seen[len(seen)-1] != r[0].Pool) {
+			seen = append(seen, r[0].Pool)
+		}
+		return len(r) == 1 && r[0].Pool == pool && r[0].State == control.ProvisionProvisioned, fmt.Sprintf("requests %+v", r)
+	})
+	if want := []string{failPool, pool}; !slices.Equal(seen, want) {
+		t.Errorf("pools asked %v; want %v (the cheaper one failed)", seen, want)
+	}
+	x.waitFor(30*time.Second, "2 nodes of 4 GPUs in the pool", func() (bool, string) {
+		var got []string
+		for _, n := range e.Nodes() {
+			if n.Pool == pool && len(n.GPUs) == 4 && n.Schedulable {
+				got = append(got, string(n.Name))
+			}
+		}
+		return len(got) == 2, fmt.Sprintf("nodes %v", got)
+	})
+	name := el.Requests()[0].Name
+	ns := kp.Namespace("ml")
+
+	if _, err := st.RequestStop(ctx, w.ID, "Cancelled", "done", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := el.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(ProvisioningGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("request of an ended workload: %v; want it deleted", err)
+	}
+	list, err := dyn.Resource(ProvisioningGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 0 {
+		t.Errorf("requests left in %s: %v %v; want none (the failed one withdrawn too)", ns, list, err)
+	}
 }
