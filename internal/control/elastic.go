@@ -300,9 +300,11 @@ func (e *Elastic) fail(ctx context.Context, st *elasticWL, now time.Time, why st
 
 // withdraw deletes the live request; st keeps no request once it is gone.
 func (e *Elastic) withdraw(ctx context.Context, st *elasticWL, why string) error {
-	if p := e.opts.Provisioners[st.req.Cluster]; p == nil {
+	p := e.opts.Provisioners[st.req.Cluster]
+	if p == nil {
 		return fmt.Errorf("delete provisioning request %s for %s: no provisioner for cluster %q", st.name, st.req.Workload, st.req.Cluster)
-	} else if err := p.DeleteProvision(ctx, st.req, st.name); err != nil {
+	}
+	if err := p.DeleteProvision(ctx, st.req, st.name); err != nil {
 		return fmt.Errorf("delete provisioning request %s for %s in pool %s: %w", st.name, st.req.Workload, st.req.Pool, err)
 	}
 	e.log.Info("capacity request withdrawn", "workload", st.req.Workload, "pool", st.req.Pool, "request", st.name, "why", why)
