@@ -228,10 +228,11 @@
 // in the unreachable cluster, as no one can stop it there; the clean-up on
 // return bounds that.
 //
-// While unreachable, Start and Stop fail at once with an error wrapping
-// ErrUnreachable (naming when the API server last answered and why the
-// last check failed) rather than wait on a connection that may never
-// answer; Stop still marks the attempt stopping. Each Stop, and each Start
+// While unreachable, Start, Stop, Logs and FollowLogs fail at once with
+// an error wrapping ErrUnreachable (naming when the API server last
+// answered and why the last check failed) rather than wait on a
+// connection that may never answer; Stop still marks the attempt
+// stopping. Each Stop, and each Start
 // whose context has no deadline, is also bounded by Options.RequestTimeout
 // (default 15 s), for the time before the cluster is found unreachable.
 //

@@ -47,6 +47,10 @@ func (e *Executor) streamLogs(ctx context.Context, id core.WorkloadID, follow, c
 	if len(pods) == 0 {
 		return nil, fmt.Errorf("logs of %s: %w", id, fs.ErrNotExist)
 	}
+	if err := e.unreachableErr(); err != nil {
+		// A log stream through a partition would wait without end.
+		return nil, fmt.Errorf("logs of %s: %w", id, err)
+	}
 	last := pods[len(pods)-1].Labels[LabelAttempt]
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -122,7 +123,10 @@ func TestReachUnreachableAndBack(t *testing.T) {
 	}
 
 	down.Store(true)
-	took := eventually(t, after+2*time.Second, "nodes NotReady", func() (bool, string) { return reports.all([]string{"n1"}, true) })
+	took := eventually(t, after+5*time.Second, "nodes NotReady", func() (bool, string) {
+		ok, why := reports.all([]string{"n1"}, true)
+		return ok, fmt.Sprintf("%s (reachable %v, %d reports, last error %v)", why, e.Reachable(), reports.count(), e.unreachableErr())
+	})
 	if took+50*time.Millisecond < after {
 		t.Errorf("nodes NotReady %v after the cut, before UnreachableAfter %v", took, after)
 	}
@@ -134,12 +138,12 @@ func TestReachUnreachableAndBack(t *testing.T) {
 	}
 	// The informer still says Ready (here it even hears an update): the
 	// node stays NotReady.
+	before := reports.count()
 	up := node.DeepCopy()
 	up.Labels["touched"] = "1"
 	if _, err := k.client.CoreV1().Nodes().Update(ctx, up, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before := reports.count()
 	eventually(t, 5*time.Second, "the update reported", func() (bool, string) {
 		reports.mu.Lock()
 		defer reports.mu.Unlock()
@@ -158,8 +162,11 @@ func TestReachUnreachableAndBack(t *testing.T) {
 	if !errors.Is(err, ErrUnreachable) {
 		t.Errorf("Stop while unreachable: %v, want ErrUnreachable", err)
 	}
+	if _, err := e.Logs("wl-run"); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("Logs while unreachable: %v, want ErrUnreachable", err)
+	}
 	if d := time.Since(t0); d > time.Second {
-		t.Errorf("Start and Stop took %v while unreachable", d)
+		t.Errorf("Start, Stop and Logs took %v while unreachable", d)
 	}
 	noExit(t, e, 100*time.Millisecond)
 	// A leftover: a pod that no attempt here owns (its attempt was
