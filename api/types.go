@@ -323,6 +323,9 @@ type Team struct {
 	// preemptible class (production must be granted by name). An admin or
 	// the team's team-admin sets it.
 	PriorityClasses []string `json:"priorityClasses,omitempty"`
+	// Residency is the regions the team's workloads run in when they name
+	// none (their residency); empty: anywhere. An admin sets it.
+	Residency []string `json:"residency,omitempty"`
 	// Read-only, from the last scheduling cycle: what the team's running
 	// workloads hold, its fair share of the capacity, and what its pending
 	// workloads ask for.
@@ -345,6 +348,9 @@ type TeamQuota struct {
 	// restores the default, every preemptible class; null or absent leaves
 	// them). A team-admin of the team may change this field and no other.
 	PriorityClasses []string `json:"priorityClasses,omitzero"`
+	// Residency replaces the team's default residency when given ([]
+	// removes it; null or absent leaves it). Admins only.
+	Residency []string `json:"residency,omitzero"`
 }
 
 // PriorityClass is a priority workloads may name, with its rules.

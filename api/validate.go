@@ -68,6 +68,24 @@ var (
 // reference with one path component and a tag would spell (oci:name).
 var imageTransports = []string{"containers-storage", "dir", "docker", "docker-archive", "docker-daemon", "oci", "oci-archive", "ostree", "sif", "tarball"}
 
+// ResidencyErrors checks a list of regions (a workload's or a team's
+// residency): each a name, none twice, at most MaxLabels.
+func ResidencyErrors(regions []string) []FieldError {
+	var errs []FieldError
+	if len(regions) > MaxLabels {
+		errs = append(errs, FieldError{"residency", fmt.Sprintf("at most %d regions", MaxLabels)})
+	}
+	for i, r := range regions {
+		switch {
+		case r == "" || len(r) > 63 || strings.ContainsAny(r, " \t\n/\\\"',"):
+			errs = append(errs, FieldError{fmt.Sprintf("residency[%d]", i), fmt.Sprintf("%q is not a region's name", r)})
+		case slices.Contains(regions[:i], r):
+			errs = append(errs, FieldError{fmt.Sprintf("residency[%d]", i), fmt.Sprintf("region %s is named twice", r)})
+		}
+	}
+	return errs
+}
+
 // ImageReference says what is wrong with an image reference, or "".
 func ImageReference(img string) string {
 	if !imageRE.MatchString(img) {
@@ -249,16 +267,7 @@ func (w *Workload) Validate() []FieldError {
 			}
 		}
 	}
-	if len(w.Residency) > MaxLabels {
-		add("residency", "at most %d regions", MaxLabels)
-	}
-	for i, r := range w.Residency {
-		if r == "" || len(r) > 63 || strings.ContainsAny(r, " \t\n/\\\"',") {
-			add(fmt.Sprintf("residency[%d]", i), "%q is not a region's name", r)
-		} else if slices.Contains(w.Residency[:i], r) {
-			add(fmt.Sprintf("residency[%d]", i), "region %s is named twice", r)
-		}
-	}
+	errs = append(errs, ResidencyErrors(w.Residency)...)
 	if len(w.Volumes)+len(w.Mounts) > MaxMounts {
 		add("volumes", "at most %d volumes and mounts together", MaxMounts)
 	}

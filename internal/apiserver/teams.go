@@ -36,7 +36,7 @@ func toAPITeam(t core.Team, sh core.TeamShare) api.Team {
 		limit = core.Unlimited
 	}
 	return api.Team{Name: string(t.Name), GuaranteedMilliGPU: t.Guaranteed, LimitMilliGPU: &limit, Weight: t.Weight, GuaranteedByModelMilliGPU: t.GuaranteedByModel,
-		PriorityClasses: t.PriorityClasses, UsageMilliGPU: sh.Usage, FairShareMilliGPU: sh.FairShare, PendingMilliGPU: sh.Pending, CreatedAt: t.CreatedAt}
+		PriorityClasses: t.PriorityClasses, Residency: t.Residency, UsageMilliGPU: sh.Usage, FairShareMilliGPU: sh.FairShare, PendingMilliGPU: sh.Pending, CreatedAt: t.CreatedAt}
 }
 
 // quotaErrors checks the quota a team would be stored with, every field
@@ -86,6 +86,15 @@ func (s *Server) updateTeam(c *call) (reply, error) {
 				t.GuaranteedByModel = nil
 			}
 		}
+		if in.Residency != nil {
+			if errs := api.ResidencyErrors(in.Residency); len(errs) > 0 {
+				return &fieldErrors{fields: errs}
+			}
+			t.Residency = slices.Clip(in.Residency)
+			if len(t.Residency) == 0 {
+				t.Residency = nil
+			}
+		}
 		if in.PriorityClasses != nil {
 			t.PriorityClasses = slices.Clip(in.PriorityClasses)
 			if len(t.PriorityClasses) == 0 {
@@ -123,6 +132,8 @@ func quotaField(in *api.TeamQuota) string {
 		return "weight"
 	case in.GuaranteedByModelMilliGPU != nil:
 		return "guaranteedByModelMilliGPU"
+	case in.Residency != nil:
+		return "residency"
 	}
 	return ""
 }
@@ -169,6 +180,8 @@ func (s *Server) createTeam(c *call) (reply, error) {
 		t.GuaranteedByModel = in.GuaranteedByModelMilliGPU
 	}
 	errs := quotaErrors(t)
+	errs = append(errs, api.ResidencyErrors(in.Residency)...)
+	t.Residency = in.Residency
 	if len(in.PriorityClasses) > 0 {
 		errs = append(errs, s.classErrors(in.PriorityClasses)...)
 		t.PriorityClasses = in.PriorityClasses

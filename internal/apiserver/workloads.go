@@ -89,6 +89,14 @@ func (s *Server) submit(c *call) (reply, error) {
 	return rep, nil
 }
 
+// residency is a workload's residency: its own, or its team's default.
+func residency(in *api.Workload, t *core.Team) []string {
+	if len(in.Residency) > 0 || t == nil {
+		return in.Residency
+	}
+	return slices.Clone(t.Residency)
+}
+
 // submitTeam is the team a submission goes to: the one it names, or, when
 // it names none, the caller's only team, the one team where it may submit,
 // or the default team.
@@ -194,7 +202,7 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 			MilliCPU:     int64(in.Resources.CPU),
 			MemoryMiB:    in.Resources.MemoryMiB,
 			NodeSelector: in.NodeSelector,
-			Regions:      in.Residency,
+			Regions:      residency(in, t),
 			Replicas:     in.Replicas,
 		},
 		Image:       in.Image,

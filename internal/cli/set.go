@@ -48,8 +48,8 @@ limit.`,
 			if err != nil {
 				return err
 			}
-			if q.GuaranteedMilliGPU == nil && q.LimitMilliGPU == nil && q.Weight == nil && q.GuaranteedByModelMilliGPU == nil {
-				return usagef("nothing to set: give --guaranteed, --limit, --weight or --guaranteed-model")
+			if q.GuaranteedMilliGPU == nil && q.LimitMilliGPU == nil && q.Weight == nil && q.GuaranteedByModelMilliGPU == nil && q.Residency == nil {
+				return usagef("nothing to set: give --guaranteed, --limit, --weight, --guaranteed-model or --residency")
 			}
 			c, err := e.client()
 			if err != nil {
@@ -135,6 +135,7 @@ func describeClasses(classes []string) string {
 type quotaFlags struct {
 	guaranteed, limit, weight string
 	byModel                   []string
+	residency                 string
 }
 
 // add declares the flags; defaults says what a flag left out means: the
@@ -150,6 +151,7 @@ func (qf *quotaFlags) add(cmd *cobra.Command, defaults bool) {
 	fl.StringVar(&qf.guaranteed, "guaranteed", "", "GPUs the team always gets back, by reclaim, when it has work for them, e.g. 8 or 2.5"+unset("0"))
 	fl.StringVar(&qf.limit, "limit", "", "the most GPUs the team may hold, borrowing included, or unlimited (-1)"+unset("unlimited"))
 	fl.StringVar(&qf.weight, "weight", "", "the team's share of the capacity beyond the guarantees, a whole number from 1 to 1000"+unset("1"))
+	fl.StringVar(&qf.residency, "residency", "", "the regions the team's workloads run in when they name none, REGION[,REGION...] (\"\" for anywhere)"+unset("anywhere"))
 	fl.StringArrayVar(&qf.byModel, "guaranteed-model", nil, "guarantee GPUs of one model, MODEL=GPUS (repeatable, e.g. H100=4); they count within --guaranteed; MODEL= with no GPUs removes them all"+unset("none"))
 }
 
@@ -201,6 +203,17 @@ func (qf *quotaFlags) parse(cmd *cobra.Command) (api.TeamQuota, error) {
 				}
 				q.GuaranteedByModelMilliGPU[model] = v
 			}
+		}
+	}
+	if set("residency") {
+		q.Residency = []string{}
+		for _, r := range strings.Split(qf.residency, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				q.Residency = append(q.Residency, r)
+			}
+		}
+		for _, p := range api.ResidencyErrors(q.Residency) {
+			fail("residency", qf.residency, fmt.Errorf("%s: %s", p.Field, p.Problem))
 		}
 	}
 	flagValue := map[string]string{"guaranteed": qf.guaranteed, "limit": qf.limit, "weight": qf.weight}

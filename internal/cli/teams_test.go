@@ -131,7 +131,7 @@ func TestBadQuotaFlagsFailBeforeSending(t *testing.T) {
 		{"more than three decimals", []string{"set", "quota", "research", "--guaranteed", "0.0001"}, `--guaranteed "0.0001": "0.0001" has more than three decimals`},
 		{"a limit below the guarantee", []string{"create", "team", "nlp", "--guaranteed", "8", "--limit", "4"}, `--limit "4": 4 GPUs is below the guarantee of 8`},
 		{"every bad flag is named", []string{"set", "quota", "research", "--guaranteed", "-1", "--weight", "0"}, `--guaranteed "-1": must not be negative; --weight "0": must be from 1 to 1000`},
-		{"set quota without a flag", []string{"set", "quota", "research"}, `nothing to set: give --guaranteed, --limit, --weight or --guaranteed-model`},
+		{"set quota without a flag", []string{"set", "quota", "research"}, `nothing to set: give --guaranteed, --limit, --weight, --guaranteed-model or --residency`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -173,8 +173,12 @@ type Team struct {
 	// means every preemptible class. A class that is never preempted
 	// (production) must be granted by name, by an admin or the team's
 	// team-admin.
-	PriorityClasses []string  `json:"priorityClasses,omitempty"`
-	CreatedAt       time.Time `json:"createdAt"`
+	PriorityClasses []string `json:"priorityClasses,omitempty"`
+	// Residency is the regions the team's workloads run in when they
+	// name none themselves (data residency, a hard constraint); empty:
+	// anywhere.
+	Residency []string  `json:"residency,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // AllowsClass reports whether the team may submit workloads of class pc.
