@@ -157,7 +157,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		orphans, err := kex.DeleteOrphans(ctx)
 		for _, o := range orphans {
 			log.Warn("deleted an orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "err", o.Err)
-			if aerr := st.AppendAudit(ctx, orphanAudit(o)); aerr != nil {
+			if aerr := st.AppendAudit(ctx, orphanAudit(o, "a restart")); aerr != nil {
 				log.Error("audit an orphan pod", "pod", o.Name, "err", aerr)
 			}
 		}
@@ -231,6 +231,9 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	}
 	if vr != nil {
 		wg.Go(func() { vr.Run(ctx) })
+	}
+	if el := xs.elastic(cfg, st, log); el != nil {
+		wg.Go(func() { el.Run(ctx) })
 	}
 	if sw := xs.sweeper(); sw != nil && cfg.Local.Retention() > 0 {
 		wg.Go(func() {
@@ -326,7 +329,7 @@ func secureDataDir(dir string, log *slog.Logger) error {
 const SystemUser = "gpufleet"
 
 // orphanAudit is the audit entry of an orphan pod deleted at start-up.
-func orphanAudit(o kubernetes.Orphan) core.AuditEntry {
+func orphanAudit(o kubernetes.Orphan, after string) core.AuditEntry {
 	e := core.AuditEntry{
 		Time:    time.Now().UTC(),
 		User:    SystemUser,
@@ -336,7 +339,7 @@ func orphanAudit(o kubernetes.Orphan) core.AuditEntry {
 		Object:  o.Namespace + "/" + o.Name,
 		Team:    o.Team,
 		Status:  http.StatusOK,
-		Message: fmt.Sprintf("pod of workload %s attempt %d, which no running workload adopted after a restart", o.Workload, o.Attempt),
+		Message: fmt.Sprintf("pod of workload %s attempt %d, which no running workload adopted after %s", o.Workload, o.Attempt, after),
 	}
 	if o.Err != nil {
 		e.Status = http.StatusInternalServerError
@@ -517,7 +520,18 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 		PortHosts:         cfg.Proxy.BaseURL != "",
 		PriorityClasses:   podClasses(cfg),
 		OnNodes:           func(nodes []core.Node) { ns.put(ctx, nodes) },
-		Logger:            log.With("component", "executor"),
+		// The pods its cluster kept while it could not be reached, of
+		// attempts requeued meanwhile, deleted on its return: audited as
+		// the start's are.
+		OnOrphans: func(orphans []kubernetes.Orphan) {
+			for _, o := range orphans {
+				log.Warn("deleted an orphan pod after the cluster's return", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "err", o.Err)
+				if err := st.AppendAudit(context.WithoutCancel(ctx), orphanAudit(o, "its cluster was unreachable")); err != nil {
+					log.Error("audit an orphan pod", "pod", o.Name, "err", err)
+				}
+			}
+		},
+		Logger: log.With("component", "executor"),
 	})
 	if err != nil {
 		return nil, err

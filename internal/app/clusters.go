@@ -12,6 +12,7 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/apiserver"
 	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
@@ -29,6 +30,9 @@ type executors struct {
 	local *local.Executor   // this machine's, if one of the clusters
 	kubes []*kubernetes.Executor
 	multi *multi.Executor // nil for a single executor
+	// provisioners ask each Kubernetes cluster for nodes (elastic burst
+	// pools), by cluster name.
+	provisioners map[string]control.Provisioner
 	// reported is the local node, whose record the heartbeat refreshes.
 	reported   *core.Node
 	where, try string
@@ -71,6 +75,7 @@ func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log
 				return nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
 			}
 			xs.kubes = append(xs.kubes, kex)
+			xs.addProvisioner(cl.Name, cl.Kubeconfig, kex, log)
 			clusters = append(clusters, multi.Cluster{Name: cl.Name, Executor: kex, NoEndpoints: !cfg.Kubernetes.ReachesPods()})
 			wheres = append(wheres, fmt.Sprintf("cluster %s: Kubernetes, %d GPU nodes", cl.Name, len(kex.Nodes())))
 		default:
@@ -234,4 +239,67 @@ func fleetOf(cfg config.Config) apiserver.Fleet {
 		f.Pools = append(f.Pools, api.Pool{Name: p.Name, Cluster: p.Cluster, Region: p.Region, Zone: p.Zone, Kind: p.Kind})
 	}
 	return f
+}
+
+// addProvisioner makes the provisioner of a Kubernetes cluster, for its
+// elastic burst pools; a cluster whose dynamic client cannot be made has
+// none (its burst pools are never grown), with a warning.
+func (xs *executors) addProvisioner(cluster, kubeconfig string, kex *kubernetes.Executor, log *slog.Logger) {
+	dyn, err := kubernetes.Dynamic(kubeconfig)
+	if err == nil {
+		var kp *kubernetes.Provisioner
+		if kp, err = kex.Provisioner(dyn); err == nil {
+			if xs.provisioners == nil {
+				xs.provisioners = map[string]control.Provisioner{}
+			}
+			xs.provisioners[cluster] = kubeProvisioner{kp}
+			return
+		}
+	}
+	log.Warn("no provisioner for the cluster's burst pools", "cluster", cluster, "err", err)
+}
+
+// kubeProvisioner is a kubernetes Provisioner as the elastic reconciler
+// asks it: the namespace comes from the request's team.
+type kubeProvisioner struct{ p *kubernetes.Provisioner }
+
+func (k kubeProvisioner) Provision(ctx context.Context, r control.ProvisionRequest) (string, error) {
+	return k.p.Provision(ctx, kubernetes.ProvisionRequest{
+		Pool: r.Pool, Team: r.Team, Workload: r.Workload, GPUs: r.GPUs, Count: r.Count, GPUModel: r.GPUModel,
+		NodeSelector: r.NodeSelector, PoolSelector: r.PoolSelector, MilliCPU: r.MilliCPU, MemoryMiB: r.MemoryMiB,
+	})
+}
+
+func (k kubeProvisioner) ProvisionStatus(ctx context.Context, r control.ProvisionRequest, name string) (control.ProvisionState, string, error) {
+	st, msg, err := k.p.ProvisionStatus(ctx, k.p.Namespace(r.Team), name)
+	return control.ProvisionState(st), msg, err
+}
+
+func (k kubeProvisioner) DeleteProvision(ctx context.Context, r control.ProvisionRequest, name string) error {
+	return k.p.DeleteProvision(ctx, k.p.Namespace(r.Team), name)
+}
+
+// elastic is the reconciler that grows burst pools through their
+// clusters' provisioners; nil when no burst pool has one.
+func (xs *executors) elastic(cfg config.Config, st *store.Store, log *slog.Logger) *control.Elastic {
+	pools := map[string]control.ElasticPool{}
+	grows := false
+	for _, p := range cfg.Pools() {
+		ep := control.ElasticPool{Cluster: p.Cluster, Kind: p.Kind, Region: p.Region}
+		if p.Price != nil {
+			if r := cmp.Or(p.Price.OnDemand, p.Price.Reserved); r != nil {
+				ep.Price = *r
+			}
+		}
+		ep.Selector, _ = p.Selector() // checked by Validate
+		pools[p.Name] = ep
+		if p.Kind == core.PoolBurst && xs.provisioners[p.Cluster] != nil {
+			grows = true
+		}
+	}
+	if !grows {
+		return nil
+	}
+	return control.NewElastic(st, control.ElasticOptions{Policy: burstPolicy(cfg), Pools: pools, Provisioners: xs.provisioners,
+		Logger: log.With("component", "elastic")})
 }

@@ -21,4 +21,16 @@
 // ended is never run again. A restart loses only what the executor keeps on
 // disk anyway (the local executor's exit file), and Reconcile, too, keeps
 // what it cannot record rather than failing.
+//
+// A start that fails because the executor cannot reach the task's cluster
+// (an error wrapping executor.ErrUnavailable) is not the workload's fault:
+// it is requeued as a lost attempt (reason ClusterUnreachable), not failed.
+//
+// Beside the loop, on goroutines of their own: the readiness Prober, the
+// VolumeReconciler (the executor's volumes follow the store's, deleted
+// volumes' data purged before a volume of their name is made again), the
+// usage Monitor, and the Elastic reconciler, which asks a burst pool's
+// cluster for nodes (a ProvisioningRequest) for work that the burst policy
+// lets burst and that no node of the pool can hold, cheapest pool first,
+// backing off from a pool that fails (elastic.go).
 package control

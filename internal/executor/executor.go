@@ -9,6 +9,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -65,6 +66,11 @@ type Dataset struct {
 	HostPath string
 	Path     string
 }
+
+// ErrUnavailable is what a Start wraps when the executor cannot reach where
+// the task would run (an unreachable cluster): the control loop requeues
+// the workload rather than fail it.
+var ErrUnavailable = errors.New("the executor cannot reach where the task runs")
 
 // EnvSecretsDir names the directory holding a task's secret files.
 const EnvSecretsDir = "GPUFLEET_SECRETS_DIR"

@@ -206,6 +206,22 @@
 // them. While the cluster cannot be reached, Nodes and OnNodes give every
 // node NotReady and unschedulable (below).
 //
+// # Elastic pools
+//
+// A burst pool may start with no nodes. Provisioner (provision.go; made by
+// Executor.Provisioner with a dynamic client) asks the cluster for them
+// the standard way: a PodTemplate of the workload's pod shape
+// (nvidia.com/gpu per pod, CPU and memory when asked, a node selector
+// putting the new nodes in the pool and of the GPU model asked) and a
+// ProvisioningRequest (autoscaling.x-k8s.io/v1, class
+// best-effort-atomic-scale-up.autoscaling.x-k8s.io) for Count such pods,
+// owned together, labelled managed, workload, team and pool.
+// ProvisionStatus reads its conditions (Provisioned, Failed,
+// CapacityRevoked); DeleteProvision withdraws it, after which the
+// cluster's autoscaler scales the nodes down once their pods are gone. A
+// cluster without the API answers ErrNoProvisioningAPI. The control loop's
+// Elastic reconciler decides when to ask.
+//
 // # Reachability and failover
 //
 // When the API server cannot be reached the informers do not fail: they

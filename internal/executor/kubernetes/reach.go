@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
 )
 
 // Reachability defaults (Options.ReachEvery, UnreachableAfter,
@@ -25,7 +25,7 @@ const (
 
 // ErrUnreachable is wrapped by the errors of Start and Stop while the
 // cluster's API server cannot be reached.
-var ErrUnreachable = errors.New("the cluster's API server cannot be reached")
+var ErrUnreachable = fmt.Errorf("the cluster's API server cannot be reached: %w", executor.ErrUnavailable)
 
 // reachDefaults fills in and checks the reachability options.
 func reachDefaults(o *Options) error {
