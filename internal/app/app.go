@@ -491,7 +491,7 @@ func checkIsolation(ctx context.Context, cfg config.Config, st *store.Store, iso
 // step with it: a node added is put, a node changed is updated, a node
 // removed is kept (its allocations still name it) but unschedulable.
 func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger, cluster string, place func(*core.Node)) (*kubernetes.Executor, error) {
-	client, err := kubernetes.Clientset(cfg.Kubernetes.Kubeconfig)
+	client, err := kubernetes.NewClientset(clientOptions(cfg))
 	if err != nil {
 		return nil, err
 	}

@@ -69,13 +69,13 @@ func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log
 		c := cfg
 		switch cl.Executor {
 		case "kubernetes":
-			c.Kubernetes.Kubeconfig = cl.Kubeconfig
+			c.Kubernetes.Kubeconfig, c.Kubernetes.Context = cl.Kubeconfig, cl.Context
 			kex, err := startKubernetes(ctx, c, st, log.With("cluster", cl.Name), cl.Name, place)
 			if err != nil {
 				return nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
 			}
 			xs.kubes = append(xs.kubes, kex)
-			xs.addProvisioner(cl.Name, cl.Kubeconfig, kex, log)
+			xs.addProvisioner(cl.Name, clientOptions(c), kex, log)
 			clusters = append(clusters, multi.Cluster{Name: cl.Name, Executor: kex, NoEndpoints: !cfg.Kubernetes.ReachesPods()})
 			wheres = append(wheres, fmt.Sprintf("cluster %s: Kubernetes, %d GPU nodes", cl.Name, len(kex.Nodes())))
 		default:
@@ -244,8 +244,8 @@ func fleetOf(cfg config.Config) apiserver.Fleet {
 // addProvisioner makes the provisioner of a Kubernetes cluster, for its
 // elastic burst pools; a cluster whose dynamic client cannot be made has
 // none (its burst pools are never grown), with a warning.
-func (xs *executors) addProvisioner(cluster, kubeconfig string, kex *kubernetes.Executor, log *slog.Logger) {
-	dyn, err := kubernetes.Dynamic(kubeconfig)
+func (xs *executors) addProvisioner(cluster string, o kubernetes.ClientOptions, kex *kubernetes.Executor, log *slog.Logger) {
+	dyn, err := kubernetes.NewDynamic(o)
 	if err == nil {
 		var kp *kubernetes.Provisioner
 		if kp, err = kex.Provisioner(dyn); err == nil {
@@ -302,4 +302,10 @@ func (xs *executors) elastic(cfg config.Config, st *store.Store, log *slog.Logge
 	}
 	return control.NewElastic(st, control.ElasticOptions{Policy: burstPolicy(cfg), Pools: pools, Provisioners: xs.provisioners,
 		Logger: log.With("component", "elastic")})
+}
+
+// clientOptions are how the server reaches the Kubernetes cluster of cfg.
+func clientOptions(cfg config.Config) kubernetes.ClientOptions {
+	k := cfg.Kubernetes
+	return kubernetes.ClientOptions{Kubeconfig: k.Kubeconfig, Context: k.Context, QPS: k.QPS, Burst: k.Burst}
 }

@@ -135,6 +135,12 @@ type Kubernetes struct {
 	// Kubeconfig is the kubeconfig file; empty means the pod's service
 	// account when running in a pod, else $KUBECONFIG or ~/.kube/config.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Context names the kubeconfig's context; empty: its current one.
+	Context string `json:"context,omitempty"`
+	// QPS and Burst bound the API client's request rate (client-go's
+	// token bucket); zero: 100 and 200, suited to a dedicated controller.
+	QPS   float32 `json:"qps,omitempty"`
+	Burst int     `json:"burst,omitempty"`
 	// NamespaceTemplate names a team's namespace: "gpufleet-{team}".
 	NamespaceTemplate string `json:"namespaceTemplate,omitempty"`
 	// DefaultImage runs workloads that name no image.
@@ -198,6 +204,9 @@ func (k Kubernetes) validate() []error {
 		if _, err := parseBytes(k.CheckpointSize); err != nil {
 			errs = append(errs, fmt.Errorf("kubernetes.checkpointSize %q: %w", k.CheckpointSize, err))
 		}
+	}
+	if k.QPS < 0 || k.QPS > 100000 || k.Burst < 0 || k.Burst > 100000 {
+		errs = append(errs, fmt.Errorf("kubernetes.qps %g and kubernetes.burst %d: want 0 (the default) to 100000", k.QPS, k.Burst))
 	}
 	if k.NamespaceTemplate != "" && !strings.Contains(k.NamespaceTemplate, "{team}") {
 		errs = append(errs, fmt.Errorf("kubernetes.namespaceTemplate %q: want {team} in it", k.NamespaceTemplate))

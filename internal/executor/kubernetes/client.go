@@ -9,16 +9,39 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Clientset connects to a cluster: with the kubeconfig file at path when
-// one is given; else with the pod's service account when running in a pod
-// (KUBERNETES_SERVICE_HOST is set); else with the usual kubeconfig
-// ($KUBECONFIG, ~/.kube/config), as kubectl would.
-func Clientset(path string) (clientset.Interface, error) {
+// ClientOptions say how to reach a cluster and how fast to talk to it.
+type ClientOptions struct {
+	// Kubeconfig is the kubeconfig file; empty: the pod's service account
+	// when running in a pod (KUBERNETES_SERVICE_HOST is set), else the
+	// usual kubeconfig ($KUBECONFIG, ~/.kube/config), as kubectl would.
+	Kubeconfig string
+	// Context names the kubeconfig's context to use; empty: its current.
+	Context string
+	// QPS and Burst bound the client's request rate (client-go's token
+	// bucket); zero: DefaultQPS and DefaultBurst.
+	QPS   float32
+	Burst int
+}
+
+// The client's rate by default: gpufleet creates pods in bursts (a
+// scheduling cycle admits many), and client-go's own default of 5 requests
+// per second would throttle a dedicated controller.
+const (
+	DefaultQPS   = 100
+	DefaultBurst = 200
+)
+
+// RESTConfig is the client configuration ClientOptions describe.
+func RESTConfig(o ClientOptions) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	switch {
-	case path != "":
-		cfg, err = clientcmd.BuildConfigFromFlags("", path)
+	case o.Kubeconfig != "" || o.Context != "":
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		if o.Kubeconfig != "" {
+			rules.ExplicitPath = o.Kubeconfig
+		}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
 	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
 		cfg, err = rest.InClusterConfig()
 	default:
@@ -28,9 +51,28 @@ func Clientset(path string) (clientset.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
-	// gpufleet creates pods in bursts (a scheduling cycle admits many):
-	// client-go's default of 5 requests per second would throttle it.
-	cfg.QPS, cfg.Burst = 100, 200
+	cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	if o.QPS > 0 {
+		cfg.QPS = o.QPS
+	}
+	if o.Burst > 0 {
+		cfg.Burst = o.Burst
+	}
 	cfg.UserAgent = "gpufleet"
+	return cfg, nil
+}
+
+// Clientset connects to the cluster at the kubeconfig file path (see
+// ClientOptions.Kubeconfig), at the default rate.
+func Clientset(path string) (clientset.Interface, error) {
+	return NewClientset(ClientOptions{Kubeconfig: path})
+}
+
+// NewClientset connects to the cluster o describes.
+func NewClientset(o ClientOptions) (clientset.Interface, error) {
+	cfg, err := RESTConfig(o)
+	if err != nil {
+		return nil, err
+	}
 	return clientset.NewForConfig(cfg)
 }

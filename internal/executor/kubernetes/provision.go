@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
@@ -21,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
@@ -407,20 +404,14 @@ func toAny(m map[string]string) map[string]any {
 // Dynamic connects a dynamic client to a cluster, found as Clientset
 // finds it.
 func Dynamic(path string) (dynamic.Interface, error) {
-	var cfg *rest.Config
-	var err error
-	switch {
-	case path != "":
-		cfg, err = clientcmd.BuildConfigFromFlags("", path)
-	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		cfg, err = rest.InClusterConfig()
-	default:
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	}
+	return NewDynamic(ClientOptions{Kubeconfig: path})
+}
+
+// NewDynamic is the dynamic client of the cluster o describes.
+func NewDynamic(o ClientOptions) (dynamic.Interface, error) {
+	cfg, err := RESTConfig(o)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes config: %w", err)
+		return nil, err
 	}
-	cfg.UserAgent = "gpufleet"
 	return dynamic.NewForConfig(cfg)
 }
