@@ -220,12 +220,22 @@ func (s *Server) routes() {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, s.bodyLimit(r))
 	if id, port, ok := s.workloadHost(r); ok {
 		s.serveWorkloadHost(w, r, id, port)
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// bodyLimit bounds a request's body: MaxBodyBytes, but for a new secret,
+// whose values may take api.MaxSecretBytes (encoded as JSON, up to twice as
+// much), so that one over its bound is a 400 naming data rather than a 413.
+func (s *Server) bodyLimit(r *http.Request) int64 {
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/v1/teams/") && strings.HasSuffix(r.URL.Path, "/secrets") {
+		return max(s.opts.MaxBodyBytes, 4*api.MaxSecretBytes)
+	}
+	return s.opts.MaxBodyBytes
 }
 
 // Front serves the requests that come to workload hosts (hosts.go) and

@@ -323,3 +323,16 @@ func TestSecretKeysAreFileNames(t *testing.T) {
 		t.Errorf("keys (-want +got):\n%s", diff)
 	}
 }
+
+// A secret over its 1 MiB bound is a 400 naming data, not a 413 for the
+// body, and stores nothing.
+func TestSecretOverItsBoundNamesData(t *testing.T) {
+	f := storageFixture(t)
+	big := strings.Repeat("x", api.MaxSecretBytes+1)
+	refused(t, "a secret of 1 MiB and a byte", f.do("tadmin", "POST", "/api/v1/teams/research/secrets", `{"name":"big","data":{"K":"`+big+`"}}`), "data")
+	var l api.List[api.Secret]
+	f.must("tadmin", "GET", "/api/v1/teams/research/secrets", "", http.StatusOK, &l)
+	if len(l.Items) != 0 {
+		t.Errorf("secrets after the refusal: %+v, want none", l.Items)
+	}
+}
