@@ -228,10 +228,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// bodyLimit bounds a request's body: MaxBodyBytes, but for a new secret,
+// MaxProxiedBodyBytes bounds what a request to a workload's port may
+// carry (a file uploaded to a notebook): more than an API call, still
+// bounded.
+const MaxProxiedBodyBytes = 256 << 20
+
+// bodyLimit bounds a request's body: MaxBodyBytes, but for a workload's
+// port (MaxProxiedBodyBytes), and for a new secret,
 // whose values may take api.MaxSecretBytes (encoded as JSON, up to twice as
 // much), so that one over its bound is a 400 naming data rather than a 413.
 func (s *Server) bodyLimit(r *http.Request) int64 {
+	if strings.HasPrefix(r.URL.Path, "/w/") || strings.HasPrefix(r.URL.Path, "/s/") {
+		return MaxProxiedBodyBytes
+	}
 	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/v1/teams/") && strings.HasSuffix(r.URL.Path, "/secrets") {
 		return max(s.opts.MaxBodyBytes, 4*api.MaxSecretBytes)
 	}
@@ -247,7 +256,7 @@ func (s *Server) Front(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id, port, ok := s.workloadHost(r); ok {
-			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+			r.Body = http.MaxBytesReader(w, r.Body, MaxProxiedBodyBytes)
 			s.serveWorkloadHost(w, r, id, port)
 			return
 		}

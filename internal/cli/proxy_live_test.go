@@ -16,6 +16,10 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = ("path " + self.path + "\n" + "".join(k + ": " + v + "\n" for k, v in self.headers.items())).encode()
         self.send_response(200); self.send_header("Content-Length", str(len(body))); self.send_header("Set-Cookie", "x=1"); self.end_headers(); self.wfile.write(body)
+    def do_POST(self):
+        n = len(self.rfile.read(int(self.headers["Content-Length"])))
+        body = ("got %d bytes\n" % n).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
 http.server.HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()`
 
 // The proxy serves a notebook's port to its team: 200 for a member (the
@@ -66,6 +70,18 @@ func TestLiveProxy(t *testing.T) {
 	}
 	if !strings.HasPrefix(hdr.Get("Content-Security-Policy"), "sandbox") || hdr.Get("Set-Cookie") != "" {
 		t.Errorf("answer headers %v: want it sandboxed, without the workload's cookies", hdr)
+	}
+	// An upload larger than an API call's body (a file for a notebook).
+	up, _ := http.NewRequest("POST", "http://"+s.addr+"/w/"+id+"/8888/upload", strings.NewReader(strings.Repeat("u", 3<<20)))
+	up.Header.Set("Authorization", "Bearer "+s.admin)
+	if resp, err := http.DefaultTransport.RoundTrip(up); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "got 3145728 bytes\n" {
+			t.Errorf("a 3 MiB upload through the proxy: %d %q", resp.StatusCode, b)
+		}
 	}
 	if code, _, _ := get("", nil); code != 401 {
 		t.Errorf("without a token: %d, want 401", code)
