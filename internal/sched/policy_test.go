@@ -373,17 +373,19 @@ func TestSharesReportUsageAndDemand(t *testing.T) {
 	}
 }
 
-// benchCluster is 1,000 nodes × 8 H100, 50 teams with guarantees summing to
-// half the cluster, the cluster 3/4 full of running work of every class,
-// and `pending` workloads: fractions, 1, 2, 4 and 8 GPUs.
-func benchCluster(pending int) *core.Snapshot {
+// benchCluster is `nodes` nodes × 8 H100, 50 teams with guarantees summing
+// to half the cluster, the cluster 3/4 full of running work of every
+// class, and `pending` workloads: fractions, 1, 2, 4 and 8 GPUs. At 1,000
+// nodes it is the cluster the benchmark has always measured.
+func benchCluster(nodes, pending int) *core.Snapshot {
 	r := rand.New(rand.NewPCG(7, 7))
 	var c cluster
-	for i := range 1000 {
-		c.nodes = append(c.nodes, node(fmt.Sprintf("n%04d", i)).gpus(8, "H100").obj())
+	width := max(4, len(fmt.Sprint(nodes-1)))
+	for i := range nodes {
+		c.nodes = append(c.nodes, node(fmt.Sprintf("n%0*d", width, i)).gpus(8, "H100").obj())
 	}
 	for i := range 50 {
-		c.teams = append(c.teams, team(core.TeamName(fmt.Sprintf("t%02d", i))).guaranteed(80000).weight(int64(1+i%3)).obj())
+		c.teams = append(c.teams, team(core.TeamName(fmt.Sprintf("t%02d", i))).guaranteed(int64(80*nodes)).weight(int64(1+i%3)).obj())
 	}
 	classes := []string{"production", "training", "training", "development", "batch"}
 	sizes := []int64{250, 500, 1000, 1000, 2000, 4000, 8000}
@@ -405,22 +407,40 @@ func benchCluster(pending int) *core.Snapshot {
 	return c.snapshot()
 }
 
-// BenchmarkCycle is one scheduling cycle at 8,000 GPUs and 50 teams.
+// BenchmarkCycle is one scheduling cycle of benchCluster, 50 teams: at
+// 8,000 GPUs (nodes=1000/teams=50, as always measured), then by size, up
+// to 12,500 nodes × 8 GPUs (100,000 GPUs) with 50,000 pending, and the
+// sizes between that give the growth in nodes (pending=50000) and in
+// pending (nodes=1000).
 //
 //	go test ./internal/sched -run '^$' -bench Cycle -benchmem
+//	go test ./internal/sched -run '^$' -bench 'Cycle/nodes=12500/' -benchtime 3x
 func BenchmarkCycle(b *testing.B) {
-	for _, pending := range []int{10000, 50000} {
-		b.Run(fmt.Sprintf("nodes=1000/teams=50/pending=%d", pending), func(b *testing.B) {
-			snap := benchCluster(pending)
-			now := t0.Add(2 * time.Hour)
-			var plan core.Plan
-			b.ReportAllocs()
-			for b.Loop() {
-				plan = sched.DefaultOptions().Schedule(snap, now)
-			}
-			b.ReportMetric(float64(len(plan.Placements)), "placed")
-			b.ReportMetric(float64(len(plan.Preemptions)), "preempted")
-		})
+	type size struct{ nodes, pending int }
+	sizes := []size{{1000, 10000}, {1000, 50000}}
+	for _, n := range []int{250, 500, 1000, 2000, 4000, 12500} {
+		sizes = append(sizes, size{n, 50000})
+	}
+	for _, p := range []int{5000, 10000, 20000} {
+		sizes = append(sizes, size{1000, p})
+	}
+	run := func(b *testing.B, sz size) {
+		snap := benchCluster(sz.nodes, sz.pending)
+		now := t0.Add(2 * time.Hour)
+		var plan core.Plan
+		b.ReportAllocs()
+		for b.Loop() {
+			plan = sched.DefaultOptions().Schedule(snap, now)
+		}
+		b.ReportMetric(float64(len(plan.Placements)), "placed")
+		b.ReportMetric(float64(len(plan.Preemptions)), "preempted")
+	}
+	for i, sz := range sizes {
+		name := fmt.Sprintf("nodes=%d/pending=%d", sz.nodes, sz.pending)
+		if i < 2 {
+			name = fmt.Sprintf("nodes=%d/teams=50/pending=%d", sz.nodes, sz.pending)
+		}
+		b.Run(name, func(b *testing.B) { run(b, sz) })
 	}
 }
 
