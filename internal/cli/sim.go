@@ -42,6 +42,7 @@ type packingFlags struct {
 	nodes, pods string
 	policies    []string
 	seeds       []string
+	order       string
 	inflate     float64
 	report      []float64
 	plot        string
@@ -53,6 +54,7 @@ type packingFlags struct {
 type packingOptions struct {
 	policies  []string
 	seeds     []int64
+	order     string
 	report    []float64
 	plotFmt   string // "" for no plot
 	inflate   float64
@@ -76,7 +78,10 @@ func newSimPackingCmd(e *env) *cobra.Command {
 an openb node list, with each policy and seed: the packing experiment of the
 FGD paper (Weng et al., ATC '23). Each run shuffles the pods with its seed and
 appends copies drawn at random until the arrived GPU demand reaches --inflate
-times the cluster's GPU capacity.
+times the cluster's GPU capacity. With --order file the pods arrive in the
+file's order, each once, with no shuffle and no copies, so that a sequence
+another simulator produced is replayed exactly; --inflate then only ends the
+run early, with the pod whose arrival reaches it.
 
 The table shows, for each policy at each --report level of arrived demand, the
 GPU demand placed (allocation, mean [min–max] over the seeds), the free GPU
@@ -87,7 +92,8 @@ summary. --plot draws allocation against arrived demand, one line per policy.
 Runs go on --parallel workers; progress goes to stderr, results to stdout.`,
 		Example: `  gpufleet sim packing --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
   gpufleet sim packing --nodes n.csv --pods p.csv --policy gpufleet,fgd --seed 42-44 --plot alloc.svg
-  gpufleet sim packing --nodes n.csv --pods p.csv --policy gpufleet --seed 42 -o json`,
+  gpufleet sim packing --nodes n.csv --pods p.csv --policy gpufleet --seed 42 -o json
+  gpufleet sim packing --nodes n.csv --pods fgd-seed42.csv --order file --policy gpufleet,fgd --seed 42`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.check(); err != nil {
@@ -105,6 +111,7 @@ Runs go on --parallel workers; progress goes to stderr, results to stdout.`,
 	fl.StringVar(&f.pods, "pods", "", "openb pod list CSV (e.g. openb_pod_list_default.csv); required")
 	fl.StringSliceVar(&f.policies, "policy", nil, "policies to run, repeatable or comma-separated (default all: "+strings.Join(sim.Policies(), ",")+")")
 	fl.StringSliceVar(&f.seeds, "seed", []string{"42-51"}, "seeds, repeatable, comma-separated or a range like 42-51")
+	fl.StringVar(&f.order, "order", sim.OrderShuffle, "how the pods arrive: "+sim.OrderShuffle+" (shuffled by the seed, copies appended up to --inflate) or "+sim.OrderFile+" (the file's order, each pod once)")
 	fl.Float64Var(&f.inflate, "inflate", 1.3, "arrived GPU demand to reach, as a multiple of the GPU capacity")
 	fl.Float64SliceVar(&f.report, "report", sim.DefaultReport, "arrived-demand levels to report, as fractions of the GPU capacity")
 	fl.StringVar(&f.plot, "plot", "", "draw allocation against arrived demand into this .svg or .png file")
@@ -134,6 +141,10 @@ func (f packingFlags) resolve() (packingOptions, error) {
 		return o, err
 	}
 	o.seeds = seeds
+	if !slices.Contains(sim.Orders(), f.order) {
+		return o, usagef("--order %q: want one of %s", f.order, strings.Join(sim.Orders(), ", "))
+	}
+	o.order = f.order
 	if !(f.inflate > 0) || math.IsInf(f.inflate, 0) {
 		return o, usagef("--inflate %g: want a number above 0, such as 1.3", f.inflate)
 	}
@@ -218,7 +229,7 @@ func runPacking(ctx context.Context, e *env, f packingFlags, o packingOptions, o
 	}
 
 	// 2. Run every policy with every seed on the worker pool.
-	runs, err := packingRuns(ctx, e, sim.SweepConfig{Nodes: nodes, Pods: pods, Policies: o.policies, Seeds: o.seeds, Inflate: o.inflate, Report: o.report, Parallel: o.parallel})
+	runs, err := packingRuns(ctx, e, sim.SweepConfig{Nodes: nodes, Pods: pods, Policies: o.policies, Seeds: o.seeds, Order: o.order, Inflate: o.inflate, Report: o.report, Parallel: o.parallel})
 	if err != nil {
 		return err
 	}
@@ -248,6 +259,9 @@ func runPacking(ctx context.Context, e *env, f packingFlags, o packingOptions, o
 	}
 	head := fmt.Sprintf("%d runs: %d policies × seeds %s, %s on %s (%d nodes, %d GPUs), inflate %g",
 		len(runs), len(o.policies), formatSeeds(o.seeds), filepath.Base(f.pods), filepath.Base(f.nodes), len(nodes), gpus, o.inflate)
+	if o.order == sim.OrderFile {
+		head += ", in the file's order"
+	}
 	return printPackingTable(e.stdout, head, sums)
 }
 

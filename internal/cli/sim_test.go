@@ -64,7 +64,7 @@ func TestSimPackingJSON(t *testing.T) {
 	if len(raw.Runs) != 9 {
 		t.Fatalf("%d runs, want 3 policies × 3 seeds = 9", len(raw.Runs))
 	}
-	for _, k := range []string{"policy", "seed", "pods", "seconds", "firstFailureArrived", "points"} {
+	for _, k := range []string{"policy", "seed", "order", "pods", "seconds", "firstFailureArrived", "points"} {
 		if _, ok := raw.Runs[0][k]; !ok {
 			t.Errorf("run lacks %q: %v", k, raw.Runs[0])
 		}
@@ -151,6 +151,33 @@ func TestSimPackingInflate(t *testing.T) {
 	}
 }
 
+// --order file places the file's 200 pods, each once, whatever the seed:
+// no shuffle, no copies; --inflate only ends the run early.
+func TestSimPackingOrderFile(t *testing.T) {
+	rep := packingJSON(t, "--policy", "firstfit,bestfit", "--seed", "7,8", "--order", "file", "--report", "0.5")
+	for _, r := range rep.Runs {
+		if r.Pods != 200 || r.Order != sim.OrderFile || r.Placed+r.Failed != 200 {
+			t.Errorf("%s seed %d: %d pods (%d placed, %d failed), order %q; want the file's 200 in order file", r.Policy, r.Seed, r.Pods, r.Placed, r.Failed, r.Order)
+		}
+	}
+	ignoreSeed := cmpopts.IgnoreFields(sim.PackingRun{}, "Seconds", "Seed")
+	if diff := cmp.Diff(rep.Runs[0], rep.Runs[1], ignoreSeed); diff != "" {
+		t.Errorf("seeds 7 and 8 differ in the file's order (-7 +8):\n%s", diff)
+	}
+	cut := packingJSON(t, "--policy", "firstfit", "--seed", "7", "--order", "file", "--inflate", "0.5", "--report", "0.5")
+	if n := cut.Runs[0].Pods; n >= 200 || n == 0 {
+		t.Errorf("--inflate 0.5 in the file's order: %d pods; want a prefix of the 200", n)
+	}
+	shuffled := packingJSON(t, "--policy", "firstfit", "--seed", "7", "--report", "0.5")
+	if r := shuffled.Runs[0]; r.Order != sim.OrderShuffle || r.Pods <= 200 {
+		t.Errorf("the default order: %q with %d pods; want shuffle with copies above 200", r.Order, r.Pods)
+	}
+	table := runPackingCLI(t, "--policy", "firstfit", "--seed", "7", "--order", "file", "--report", "0.5")
+	if table.code != 0 || !strings.Contains(table.stdout, "in the file's order") {
+		t.Errorf("code %d; the table's head does not say the order:\n%s", table.code, table.stdout)
+	}
+}
+
 func TestSimPackingParallelIsDeterministic(t *testing.T) {
 	args := []string{"--policy", "gpufleet,fgd,random", "--seed", "1-3"}
 	one := packingJSON(t, append(args, "--parallel", "1")...)
@@ -172,7 +199,7 @@ func TestSimPackingTable(t *testing.T) {
 			t.Errorf("table lacks policy %s:\n%s", p, got.stdout)
 		}
 	}
-	for _, s := range []string{"ALLOCATION", "STRANDED", "FAILED PODS", "FIRST FAILURE AT", "80%", "120%", "16 runs: 8 policies × seeds 3,4"} {
+	for _, s := range []string{"ALLOCATION", "STRANDED", "FAILED PODS", "FIRST FAILURE AT", "80%", "120%", "20 runs: 10 policies × seeds 3,4"} {
 		if !strings.Contains(got.stdout, s) {
 			t.Errorf("table lacks %q:\n%s", s, got.stdout)
 		}
@@ -237,7 +264,8 @@ func TestSimPackingUsageErrors(t *testing.T) {
 		want string // in stderr
 	}{
 		{"an unknown policy", []string{"--nodes", simNodes, "--pods", simPods, "--policy", "gpufleet,nope"},
-			`--policy "nope": want one of gpufleet, fgd, firstfit, bestfit, random, dotproduct, gpupacking, reservation`},
+			`--policy "nope": want one of gpufleet, fgd, fgd-online, firstfit, bestfit, bestfit-gpu, random, dotproduct, gpupacking, reservation`},
+		{"an unknown order", []string{"--nodes", simNodes, "--pods", simPods, "--order", "sorted"}, `--order "sorted": want one of shuffle, file`},
 		{"no --nodes", []string{"--pods", simPods}, "--nodes is required"},
 		{"no --pods", []string{"--nodes", simNodes}, "--pods is required"},
 		{"a seed that is no number", []string{"--nodes", simNodes, "--pods", simPods, "--seed", "x"}, `--seed "x"`},

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -11,9 +13,68 @@ import (
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
 
-// Policies lists the packing policies the scheduler has, the production
-// one (PolicyGPUFleet) first.
-func Policies() []string { return sched.Policies() }
+// Policies lists the packing policies, the production one
+// (PolicyGPUFleet) first: the scheduler's (sched.Policies), except that
+// its best fit and FGD are named bestfit-gpu and fgd-online, each after
+// the authors' definition that takes its name (PolicyBestFit, PolicyFGD).
+func Policies() []string {
+	var out []string
+	for _, p := range sched.Policies() {
+		switch p {
+		case sched.PackBestFit:
+			out = append(out, PolicyBestFit, PolicyBestFitGPU)
+		case sched.PackFGD:
+			out = append(out, PolicyFGD, PolicyFGDOnline)
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// The orders a run's pods arrive in (PackingConfig.Order).
+const (
+	// OrderShuffle shuffles the pods with the seed and appends copies up to
+	// the inflation: the FGD paper's experiment.
+	OrderShuffle = "shuffle"
+	// OrderFile places the pods in the trace's order, each once: a sequence
+	// another simulator produced is replayed exactly. The inflation only
+	// bounds the run; the seed then drives only the random policy.
+	OrderFile = "file"
+)
+
+// Orders lists the orders, the default first.
+func Orders() []string { return []string{OrderShuffle, OrderFile} }
+
+// newPlacer returns what a run places with, and whether each pod is to be
+// shown to it as it arrives (the online mix). pods are the trace's pods,
+// before any shuffle or copy: the mix of PolicyFGD.
+func newPlacer(nodes []core.Node, policy string, seed int64, pods []trace.Pod) (placer, bool, error) {
+	switch policy {
+	case PolicyBestFit:
+		return newAuthorsBestFit(nodes), false, nil
+	case PolicyBestFitGPU:
+		p, err := sched.NewPacker(nodes, sched.PackBestFit, uint64(seed))
+		return p, true, err
+	case PolicyFGD:
+		p, err := sched.NewPacker(nodes, sched.PackFGD, uint64(seed))
+		if err != nil {
+			return nil, false, err
+		}
+		for _, req := range spread(pods) {
+			p.Observe(req)
+		}
+		return p, false, nil
+	case PolicyFGDOnline:
+		p, err := sched.NewPacker(nodes, sched.PackFGD, uint64(seed))
+		return p, true, err
+	}
+	if !slices.Contains(Policies(), policy) && policy != "" {
+		return nil, false, fmt.Errorf("unknown packing policy %q (want one of %s)", policy, strings.Join(Policies(), ", "))
+	}
+	p, err := sched.NewPacker(nodes, policy, uint64(seed))
+	return p, true, err
+}
 
 // The production policy and the whole-GPU reservation baseline.
 const (
@@ -31,9 +92,14 @@ type PackingConfig struct {
 	Pods   []trace.Pod
 	Policy string
 	Seed   int64
+	// Order is how the pods arrive: OrderShuffle (the default, "" too) or
+	// OrderFile.
+	Order string
 	// Inflate is the arrived demand to reach, as a multiple of the GPU
 	// capacity, by appending copies of pods drawn at random (1.3 in the
-	// paper). Below 1 the shuffled trace is cut there instead.
+	// paper). Below 1 the shuffled trace is cut there instead. Under
+	// OrderFile it only cuts: the run ends with the pod whose arrival
+	// reaches it, or with the last pod.
 	Inflate float64
 	// Report are the arrived-demand levels to report (fractions of
 	// capacity); DefaultReport when nil.
@@ -41,6 +107,10 @@ type PackingConfig struct {
 	// Progress, when set, is called now and then with the pods placed so
 	// far and the total.
 	Progress func(done, total int)
+	// Placed, when set, is called after each pod of the run's sequence,
+	// in order, with the index in Nodes of the node it went on (-1 and
+	// false when it found none).
+	Placed func(pod trace.Pod, node int, ok bool)
 }
 
 // Point is the cluster at one level of arrived demand.
@@ -70,6 +140,7 @@ type Point struct {
 type PackingRun struct {
 	Policy  string  `json:"policy"`
 	Seed    int64   `json:"seed"`
+	Order   string  `json:"order"`
 	Pods    int     `json:"pods"`
 	Seconds float64 `json:"seconds"`
 	// FirstFailureArrived is the arrived demand (fraction of capacity,
@@ -114,6 +185,65 @@ func Workload(pods []trace.Pod, seed int64, inflate float64, capacity int64) []t
 	return out
 }
 
+// spread returns the GPU requests of pods (those the mix counts) in an
+// order where every prefix holds each shape in close to its share of the
+// whole: the k-th of a shape counted c times sorts at (k+½)/c. The
+// scheduler's mix reweighs its shapes when its count doubles, so the
+// weights it ends with are those of a prefix of at least half the pods;
+// spread makes that prefix's shares the trace's within one pod per shape.
+func spread(pods []trace.Pod) []core.Request {
+	type keyed struct {
+		at  float64
+		pos int
+		req core.Request
+	}
+	shape := func(r core.Request) string {
+		return fmt.Sprint(r.MilliGPU, r.MilliCPU, r.MemoryMiB, r.GPUModels)
+	}
+	count := map[string]int{}
+	for _, p := range pods {
+		if p.Request.MilliGPU > 0 {
+			count[shape(p.Request)]++
+		}
+	}
+	seen := map[string]int{}
+	var out []keyed
+	for i, p := range pods {
+		if p.Request.MilliGPU <= 0 {
+			continue
+		}
+		k := shape(p.Request)
+		out = append(out, keyed{(float64(seen[k]) + 0.5) / float64(count[k]), i, p.Request})
+		seen[k]++
+	}
+	slices.SortStableFunc(out, func(a, b keyed) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	reqs := make([]core.Request, len(out))
+	for i, k := range out {
+		reqs[i] = k.req
+	}
+	return reqs
+}
+
+// FileOrder returns the pods in their order, each once, cut after the pod
+// whose arrival brings their summed GPU demand to inflate × capacity
+// (milli-GPU); all of them when they never reach it.
+func FileOrder(pods []trace.Pod, inflate float64, capacity int64) []trace.Pod {
+	target := int64(inflate * float64(capacity))
+	var sum int64
+	for i, p := range pods {
+		sum += p.GPUs()
+		if sum >= target {
+			return slices.Clone(pods[:i+1])
+		}
+	}
+	return slices.Clone(pods)
+}
+
 // Packing runs the experiment: the pods arrive one at a time and are
 // placed by the policy, or fail; nothing departs.
 func Packing(cfg PackingConfig) (PackingRun, error) {
@@ -135,12 +265,21 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 		return PackingRun{}, fmt.Errorf("the node list has no GPUs")
 	}
 	nodes := slices.Clone(cfg.Nodes)
-	p, err := sched.NewPacker(nodes, cfg.Policy, uint64(cfg.Seed))
+	p, observe, err := newPlacer(nodes, cfg.Policy, cfg.Seed, cfg.Pods)
 	if err != nil {
 		return PackingRun{}, err
 	}
-	seq := Workload(cfg.Pods, cfg.Seed, cfg.Inflate, capacity)
-	run := PackingRun{Policy: cfg.Policy, Seed: cfg.Seed, Pods: len(seq), CapacityGPUs: gpus}
+	var seq []trace.Pod
+	switch cfg.Order {
+	case "", OrderShuffle:
+		cfg.Order = OrderShuffle
+		seq = Workload(cfg.Pods, cfg.Seed, cfg.Inflate, capacity)
+	case OrderFile:
+		seq = FileOrder(cfg.Pods, cfg.Inflate, capacity)
+	default:
+		return PackingRun{}, fmt.Errorf("order %q: want one of %s", cfg.Order, strings.Join(Orders(), ", "))
+	}
+	run := PackingRun{Policy: cfg.Policy, Seed: cfg.Seed, Order: cfg.Order, Pods: len(seq), CapacityGPUs: gpus}
 	if run.Policy == "" {
 		run.Policy = sched.PackGPUFleet
 	}
@@ -155,8 +294,13 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 			cfg.Progress(i, len(seq))
 		}
 		arrived += pod.GPUs()
-		p.Observe(pod.Request)
-		_, as, ok := p.Place(pod.Request)
+		if observe {
+			p.(*sched.Packer).Observe(pod.Request)
+		}
+		node, as, ok := p.Place(pod.Request)
+		if cfg.Placed != nil {
+			cfg.Placed(pod, node, ok)
+		}
 		if ok {
 			run.Placed++
 			placed += pod.GPUs()
@@ -184,6 +328,9 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 			nextReport++
 		}
 	}
+	if b, ok := p.(*authorsBestFit); ok && b.err != nil {
+		return PackingRun{}, b.err
+	}
 	if cfg.Progress != nil {
 		cfg.Progress(len(seq), len(seq))
 	}
@@ -195,7 +342,7 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 // shapes could use: on each device, free share that no shape fitting the
 // node (CPU, memory, model) could take. When no pods come later, the
 // shapes of the whole trace are used.
-func stranded(p *sched.Packer, later, all []trace.Pod) int64 {
+func stranded(p placer, later, all []trace.Pod) int64 {
 	if len(later) == 0 {
 		later = all
 	}

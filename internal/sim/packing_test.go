@@ -99,7 +99,7 @@ func TestWorkload(t *testing.T) {
 
 func TestPackingRun(t *testing.T) {
 	nodes, pods := testTrace(t)
-	for _, policy := range sched.Policies() {
+	for _, policy := range Policies() {
 		t.Run(policy, func(t *testing.T) {
 			run, err := Packing(PackingConfig{Nodes: nodes, Pods: pods, Policy: policy, Seed: 42, Inflate: 1.3})
 			if err != nil {
@@ -168,7 +168,7 @@ func TestGPUFleetBeatsBaselinesOnAlibaba(t *testing.T) {
 	}
 	nodes, pods := readTrace(t, filepath.Join(sharedTrace, "openb_node_list_gpu_node.csv"), filepath.Join(sharedTrace, "openb_pod_list_default.csv"))
 	alloc := map[string][]float64{}
-	for _, policy := range sched.Policies() {
+	for _, policy := range Policies() {
 		r, err := Packing(PackingConfig{Nodes: nodes, Pods: pods, Policy: policy, Seed: 42, Inflate: 1.3})
 		if err != nil {
 			t.Fatal(err)
@@ -188,7 +188,7 @@ func TestGPUFleetBeatsBaselinesOnAlibaba(t *testing.T) {
 // (seed 42, inflation 1.3) per policy: the goal is ≤ 5 s.
 func BenchmarkPacking(b *testing.B) {
 	nodes, pods := readTrace(b, filepath.Join(sharedTrace, "openb_node_list_gpu_node.csv"), filepath.Join(sharedTrace, "openb_pod_list_default.csv"))
-	for _, policy := range sched.Policies() {
+	for _, policy := range Policies() {
 		b.Run(policy, func(b *testing.B) {
 			for b.Loop() {
 				r, err := Packing(PackingConfig{Nodes: nodes, Pods: pods, Policy: policy, Seed: 42, Inflate: 1.3})

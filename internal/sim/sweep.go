@@ -49,7 +49,9 @@ type SweepConfig struct {
 	Pods     []trace.Pod
 	Policies []string
 	Seeds    []int64
-	// Inflate and Report are those of every run (see PackingConfig).
+	// Order, Inflate and Report are those of every run (see
+	// PackingConfig).
+	Order   string
 	Inflate float64
 	Report  []float64
 	// Parallel is the number of runs at a time; 1 when below 1.
@@ -97,7 +99,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) ([]PackingRun, error) {
 				if cfg.Start != nil {
 					cfg.Start(i, label)
 				}
-				pc := PackingConfig{Nodes: cfg.Nodes, Pods: cfg.Pods, Policy: j.policy, Seed: j.seed, Inflate: cfg.Inflate, Report: cfg.Report}
+				pc := PackingConfig{Nodes: cfg.Nodes, Pods: cfg.Pods, Policy: j.policy, Seed: j.seed, Order: cfg.Order, Inflate: cfg.Inflate, Report: cfg.Report}
 				if cfg.Advance != nil {
 					pc.Progress = func(done, total int) { cfg.Advance(i, done, total) }
 				}
