@@ -42,7 +42,15 @@
 // Writes that depend on the state (placing a workload, finishing an
 // attempt) read it inside their transaction and re-check it, never the
 // view: ApplyPlan calls core.Fits again, so a stale plan is rejected rather
-// than over-committing a GPU.
+// than over-committing a GPU. A workload's status is always read from the
+// transaction; only what never changes once stored (ID, sequence, creation
+// time, spec) is taken from the view, or from the batch's own earlier
+// writes, so that the spec is not decoded again by every write.
+//
+// The writer prepares each query once on its connection (between
+// transactions, the first time a transaction runs it; at most maxStmts of
+// them) and every later transaction runs the prepared statement, so the
+// single writer parses no SQL on the submit path.
 //
 // store imports core and the SQLite driver; never sched, control or the API.
 package store

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +60,12 @@ type Store struct {
 	healthMu sync.Mutex
 	writeErr error
 	probedAt time.Time
+
+	// stmts holds the writer's statements, prepared once on the write
+	// connection, by query text; toPrepare the queries a transaction ran
+	// that are not prepared yet. Only the writer goroutine uses them.
+	stmts     map[string]*sql.Stmt
+	toPrepare []string
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -87,7 +94,73 @@ type Options struct {
 // that the in-memory view of active workloads follows the commit.
 type wtx struct {
 	*sql.Tx
+	s       *Store
 	changed []*core.Workload
+	stmts   map[string]*sql.Stmt // this transaction's handles on s.stmts
+}
+
+// maxStmts bounds how many distinct queries the writer keeps prepared:
+// queries built with a variable number of placeholders are run unprepared
+// once the bound is reached.
+const maxStmts = 256
+
+// stmt returns query prepared for this transaction, or nil when it is not
+// prepared yet: it is then prepared after the transaction ends, on the idle
+// write connection (preparing on the DB while the transaction holds the
+// only connection would wait for ever). Tx.Stmt reuses the statement
+// prepared on the connection, so no query is parsed twice.
+func (tx *wtx) stmt(query string) *sql.Stmt {
+	if st := tx.stmts[query]; st != nil {
+		return st
+	}
+	parent := tx.s.stmts[query]
+	if parent == nil {
+		if len(tx.s.stmts)+len(tx.s.toPrepare) < maxStmts && !slices.Contains(tx.s.toPrepare, query) {
+			tx.s.toPrepare = append(tx.s.toPrepare, query)
+		}
+		return nil
+	}
+	st := tx.Tx.Stmt(parent)
+	if tx.stmts == nil {
+		tx.stmts = map[string]*sql.Stmt{}
+	}
+	tx.stmts[query] = st
+	return st
+}
+
+// Exec, Query and QueryRow are those of sql.Tx, through the prepared
+// statement of query when there is one.
+func (tx *wtx) Exec(query string, args ...any) (sql.Result, error) {
+	if st := tx.stmt(query); st != nil {
+		return st.Exec(args...)
+	}
+	return tx.Tx.Exec(query, args...)
+}
+
+func (tx *wtx) Query(query string, args ...any) (*sql.Rows, error) {
+	if st := tx.stmt(query); st != nil {
+		return st.Query(args...)
+	}
+	return tx.Tx.Query(query, args...)
+}
+
+func (tx *wtx) QueryRow(query string, args ...any) *sql.Row {
+	if st := tx.stmt(query); st != nil {
+		return st.QueryRow(args...)
+	}
+	return tx.Tx.QueryRow(query, args...)
+}
+
+// prepare prepares the queries the last transaction ran unprepared, while
+// the write connection is idle. A query that cannot be prepared stays
+// unprepared (it will fail, or not, when run).
+func (s *Store) prepare() {
+	for _, q := range s.toPrepare {
+		if st, err := s.write.Prepare(q); err == nil {
+			s.stmts[q] = st
+		}
+	}
+	s.toPrepare = s.toPrepare[:0]
 }
 
 // savepoint runs fn under a named savepoint: on error the database changes
@@ -165,7 +238,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.NewID == nil {
 		opts.NewID = NewWorkloadID
 	}
-	s := &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser, tokens: map[string]cachedUser{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser, tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used (is it a gpufleet store, and readable?): %w", path, err)
@@ -219,6 +292,9 @@ func (s *Store) Close() error {
 	s.closed.Do(func() {
 		close(s.done)
 		s.wg.Wait()
+		for _, st := range s.stmts {
+			st.Close()
+		}
 		err = errors.Join(s.read.Close(), s.write.Close())
 	})
 	return err
@@ -298,6 +374,7 @@ func (s *Store) writer() {
 			}
 		}
 		s.commit(batch)
+		s.prepare()
 	}
 }
 
@@ -327,7 +404,7 @@ func (s *Store) commit(batch []*op) {
 		fail(fmt.Errorf("begin: %w", err))
 		return
 	}
-	tx := &wtx{Tx: sqltx}
+	tx := &wtx{Tx: sqltx, s: s}
 	changed := false
 	for i, o := range batch {
 		fnErr, err := tx.savepoint("op", func() error { return o.fn(tx) })

@@ -19,9 +19,20 @@ import (
 func NewWorkloadID() core.WorkloadID {
 	var b [8]byte
 	rand.Read(b[:])
-	s := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-	return core.WorkloadID("wl-" + s[:12])
+	return workloadID(b)
 }
+
+// workloadID spells 8 random bytes as a workload ID: "wl-" and the first
+// 12 of their 13 base32 digits, in lower case.
+func workloadID(b [8]byte) core.WorkloadID {
+	var id [3 + 13]byte
+	copy(id[:], "wl-")
+	idEncoding.Encode(id[3:], b[:])
+	return core.WorkloadID(id[:3+12])
+}
+
+// idEncoding is base32 in lower case without padding, made once.
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // Idempotency ties a submission to a client-chosen key. The same owner and
 // key with the same body hash returns the workload created the first time;
@@ -285,13 +296,46 @@ func addEvent(tx *wtx, e core.Event) error {
 	return err
 }
 
-// getForUpdate reads a workload inside a write.
+// getForUpdate reads a workload inside a write. Its status is always read
+// in the transaction; the rest (ID, Seq, CreatedAt and Spec, which never
+// change once stored) is taken from this transaction's own changes or the
+// view of committed active workloads when the workload is there, so that
+// the spec is not decoded again by every write that touches a workload.
 func getForUpdate(tx *wtx, id core.WorkloadID) (*core.Workload, error) {
+	if known := tx.known(id); known != nil {
+		var status []byte
+		if err := tx.QueryRow("SELECT status FROM workloads WHERE id = ?", string(id)).Scan(&status); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				err = core.ErrNotFound
+			}
+			return nil, fmt.Errorf("workload %s: %w", id, err)
+		}
+		w := known.Clone()
+		w.Status = core.Status{}
+		if err := json.Unmarshal(status, &w.Status); err != nil {
+			return nil, fmt.Errorf("workload %s: decode status: %w", id, err)
+		}
+		return w, nil
+	}
 	sc, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE id = ?", string(id)))
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", id, err)
 	}
 	return sc.w, nil
+}
+
+// known returns the workload id as this transaction last changed it, or
+// as committed in the view of active workloads, or nil. Only its immutable
+// part may be trusted: its status may be older than the row's.
+func (tx *wtx) known(id core.WorkloadID) *core.Workload {
+	for i := len(tx.changed) - 1; i >= 0; i-- {
+		if tx.changed[i].ID == id {
+			return tx.changed[i]
+		}
+	}
+	tx.s.mu.RLock()
+	defer tx.s.mu.RUnlock()
+	return tx.s.active[id]
 }
 
 // putStatus writes a workload's status, phase and node columns.
