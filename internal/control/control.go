@@ -24,8 +24,12 @@ type Options struct {
 	// Now is the clock; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// Resync is how often the loop runs without any change (max runtime
-	// checks, retries of rejected placements). Default one second.
+	// Resync is how soon the loop runs again after a cycle that left
+	// something to retry (a placement the store rejected, a failed stop)
+	// and how often it reads the budget gates. Otherwise Run runs a cycle
+	// on a change, at a time the plan asks for (wake.go), or at the latest
+	// every 30 × Resync (the safety resync); with a clock of the caller's
+	// (Now), which it cannot wait on, every Resync. Default one second.
 	Resync time.Duration
 	// Policy is the scheduling policy; sched.DefaultOptions when zero.
 	Policy *sched.Options
@@ -95,6 +99,14 @@ type Loop struct {
 	// takes it. Until then the attempt is never requeued, taken for lost,
 	// stopped or preempted: it has ended, and how is decided already.
 	unrecorded map[attemptKey]*unrecorded
+	// ownClock: Now is time.Now, so the loop can sleep until a time the
+	// plan asks for (wake.go).
+	ownClock bool
+	// wake is what the last cycle left Run to wait for.
+	wake wake
+	// ledger is Options.Budgets; the loop's own Budgets records what the
+	// cycle reads of it in wake.
+	ledger Budgets
 }
 
 // unrecorded is an attempt's end waiting to be recorded.
@@ -144,7 +156,8 @@ type attemptKey struct {
 
 // New returns a loop; call Reconcile once, then Run.
 func New(opts Options) *Loop {
-	if opts.Now == nil {
+	ownClock := opts.Now == nil
+	if ownClock {
 		opts.Now = time.Now
 	}
 	if opts.Logger == nil {
@@ -153,8 +166,13 @@ func New(opts Options) *Loop {
 	if opts.Resync <= 0 {
 		opts.Resync = time.Second
 	}
-	return &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}, unadopted: map[attemptKey]int{}, unrecorded: map[attemptKey]*unrecorded{},
-		alerted: map[core.TeamName]string{}}
+	l := &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}, unadopted: map[attemptKey]int{}, unrecorded: map[attemptKey]*unrecorded{},
+		alerted: map[core.TeamName]string{}, ownClock: ownClock}
+	if opts.Budgets != nil {
+		l.ledger = opts.Budgets
+		l.opts.Budgets = gateRecorder{l}
+	}
+	return l
 }
 
 // Reconcile re-adopts the workloads that the store says are Running. Those
@@ -211,14 +229,23 @@ func (l *Loop) adopt(ctx context.Context, w *core.Workload) error {
 	return nil
 }
 
-// Run handles events until ctx ends.
+// Run handles events until ctx ends: it runs a cycle on each change of the
+// store, records each exit (whose commit is a change), and between them
+// sleeps until the time the last cycle asked for (wake.go).
 func (l *Loop) Run(ctx context.Context) error {
-	tick := time.NewTicker(l.opts.Resync)
-	defer tick.Stop()
 	exits := l.opts.Executor.Exits()
 	changed := l.opts.Store.Changed()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	l.cycle(ctx)
 	for {
+		wall := time.Now()
+		next, poll := l.deadlines(wall, l.opts.Now())
+		at := next
+		if !poll.IsZero() && poll.Before(next) {
+			at = poll
+		}
+		timer.Reset(at.Sub(wall))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -226,7 +253,11 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.exit(ctx, e)
 		case <-changed:
 			l.cycle(ctx)
-		case <-tick.C:
+		case <-timer.C:
+			// A budget read alone runs a cycle only when a gate changed.
+			if time.Now().Before(next) && !l.gatesChanged(ctx) {
+				continue
+			}
 			l.cycle(ctx)
 		}
 	}
@@ -264,11 +295,14 @@ func (l *Loop) Step(ctx context.Context) (exits int, plan core.Plan) {
 //  5. launch every placement the store accepted.
 func (l *Loop) cycle(ctx context.Context) core.Plan {
 	start := time.Now()
+	l.wake = wake{}
+	defer func() { l.wake.ran = time.Now() }()
 	l.retryUnrecorded(ctx)
 	now := l.opts.Now()
 	snap, err := l.opts.Store.Snapshot(ctx)
 	if err != nil {
 		l.log.Error("snapshot", "err", err)
+		l.wake.retry = true
 		return core.Plan{}
 	}
 	if len(l.unadopted) > 0 {
@@ -279,6 +313,7 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 				}
 			}
 		}
+		l.wake.retry = len(l.unadopted) > 0
 	}
 	l.stops(ctx, snap, now)
 	l.budgets(ctx, snap, now)
@@ -288,6 +323,7 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 		policy = *l.opts.Policy
 	}
 	plan := policy.Schedule(snap, now)
+	l.planWake(policy, snap, plan, now)
 	l.opts.Store.SetShares(plan.Shares)
 	// Only the explanations that changed are written, and no attempt whose
 	// end waits to be recorded is preempted: that would requeue, and run
@@ -297,12 +333,14 @@ func (l *Loop) cycle(ctx context.Context) core.Plan {
 		results, err := l.opts.Store.ApplyPlan(ctx, apply, now)
 		if err != nil {
 			l.log.Error("apply plan", "err", err)
+			l.wake.retry = true
 			return core.Plan{}
 		}
 		var accepted []*core.Workload
 		for _, r := range results {
 			if r.Err != nil {
 				l.log.Info("placement rejected at commit; retrying next cycle", "err", r.Err)
+				l.wake.retry = true
 				continue
 			}
 			accepted = append(accepted, r.Workload)
@@ -349,6 +387,7 @@ func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 			msg := fmt.Sprintf("ran longer than its max runtime of %s", w.MaxRuntime)
 			if _, err := l.opts.Store.RequestStop(ctx, w.ID, ReasonMaxRuntime, msg, now); err != nil {
 				l.log.Error("request stop", "workload", w.ID, "err", err)
+				l.wake.retry = true
 			}
 			continue // the store change brings us back here with the flag set
 		}
@@ -366,6 +405,7 @@ func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 		}
 		if err := l.opts.Executor.Stop(ctx, w.ID, w.Status.Attempts, stopGrace(snap, w)); err != nil {
 			l.log.Error("stop failed; retrying next cycle", "workload", w.ID, "err", err)
+			l.wake.retry = true
 			continue
 		}
 		l.stopping[k] = true

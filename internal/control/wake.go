@@ -1,0 +1,140 @@
+package control
+
+import (
+	"context"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/sched"
+)
+
+// When Run runs a cycle. A cycle runs on a change: a commit to the store (a
+// submission, an exit recorded, a node, a quota), signalled by
+// Store.Changed. Between changes the loop sleeps until the first of:
+//
+//   - the time the last plan asked for (sched.Options.NextWake: a pending
+//     workload crossing StarvationAfter or Burst.After, a MinRuntime
+//     window ending), or the next max runtime to pass, but no sooner than
+//     Resync after the last cycle, so that a queue whose workloads cross
+//     one after another costs no more than a cycle every Resync;
+//   - the next try to record an end the store failed to take;
+//   - Resync after a cycle that left something to retry (a placement the
+//     store rejected, a stop or an adopt that failed, a store error);
+//   - the safety resync: safetyFactor × Resync after the last cycle, so
+//     that nothing waits for ever on a change that was missed.
+//
+// With Budgets, the loop also reads the budget gates every Resync (the
+// ledger keeps them in memory) and runs a cycle only when one changed.
+//
+// A clock of the caller's (Options.Now) is one the loop cannot wait on: a
+// virtual clock moves in jumps that nothing signals. With one, the safety
+// resync is Resync itself, as before the loop was event-driven.
+
+// safetyFactor is how many Resync periods the safety resync waits with the
+// loop's own clock.
+const safetyFactor = 30
+
+// wake is what the last cycle left the loop to wait for.
+type wake struct {
+	// at is the earliest time (on the loop's clock) at which the last
+	// plan's decisions could change by time alone, or a max runtime
+	// passes; zero when none.
+	at time.Time
+	// retry: something failed that the next cycle tries again.
+	retry bool
+	// ran is when (wall clock) the last cycle ended.
+	ran time.Time
+	// gates are the budget gates the last cycle applied.
+	gates map[core.TeamName]core.BudgetGate
+}
+
+// safety is the period of the safety resync.
+func (l *Loop) safety() time.Duration {
+	if l.ownClock {
+		return safetyFactor * l.opts.Resync
+	}
+	return l.opts.Resync
+}
+
+// deadlines says, by the wall clock at wall (the loop's clock reading now),
+// when the loop runs its next cycle with nothing changed, and when it next
+// reads the budget gates (zero: never; else never after the cycle).
+func (l *Loop) deadlines(wall, now time.Time) (cycle, poll time.Time) {
+	// The safety resync and a retry count from the last cycle; a read of
+	// the gates that runs none does not put them off.
+	since := wall.Sub(l.wake.ran)
+	d := l.safety() - since
+	if l.wake.retry {
+		d = min(d, l.opts.Resync-since)
+	}
+	if !l.wake.at.IsZero() {
+		d = min(d, max(l.opts.Resync-since, l.wake.at.Sub(now)))
+	}
+	for _, u := range l.unrecorded {
+		d = min(d, u.next.Sub(wall))
+	}
+	d = max(d, 0)
+	cycle = wall.Add(d)
+	if l.opts.Budgets != nil && l.opts.Resync < d {
+		poll = wall.Add(l.opts.Resync)
+	}
+	return cycle, poll
+}
+
+// planWake records, after a cycle, the time its plan asks to be woken at:
+// the policy's next wake, or the next max runtime to pass, whichever comes
+// first.
+func (l *Loop) planWake(policy sched.Options, snap *core.Snapshot, plan core.Plan, now time.Time) {
+	at := policy.NextWake(snap, plan, now)
+	for _, w := range snap.Running {
+		if w.Status.StopRequested != "" || w.MaxRuntime <= 0 || w.Status.StartedAt == nil {
+			continue
+		}
+		if t := w.Status.StartedAt.Add(w.MaxRuntime); t.After(now) && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	l.wake.at = at
+}
+
+// gatesChanged reads the budget gates and reports whether they differ
+// from those the last cycle applied (or could not be read: the cycle
+// reports that).
+func (l *Loop) gatesChanged(ctx context.Context) bool {
+	gates, err := l.ledger.Gates(ctx, l.opts.Now())
+	if err != nil {
+		return true
+	}
+	if len(gates) != len(l.wake.gates) {
+		return true
+	}
+	for team, g := range gates {
+		old, ok := l.wake.gates[team]
+		if !ok || !sameGate(old, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameGate reports whether two gates decide the same: the message of an
+// alert only (spent so far, which grows as work runs) may differ.
+func sameGate(a, b core.BudgetGate) bool {
+	if !a.Exceeded && !b.Exceeded {
+		a.Message, b.Message = "", ""
+	}
+	return a == b
+}
+
+// gateRecorder is the loop's Budgets: the ledger's, recording in the
+// loop's wake the gates a cycle applied (an error is retried in Resync).
+type gateRecorder struct{ l *Loop }
+
+func (g gateRecorder) Gates(ctx context.Context, now time.Time) (map[core.TeamName]core.BudgetGate, error) {
+	gates, err := g.l.ledger.Gates(ctx, now)
+	g.l.wake.gates = gates
+	if err != nil {
+		g.l.wake.retry = true
+	}
+	return gates, err
+}

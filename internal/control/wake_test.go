@@ -1,0 +1,194 @@
+package control_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/control"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor/fake"
+	"github.com/gpufleet/gpufleet/internal/sched"
+)
+
+// These tests run the loop on its own clock (Options.Now nil) and the fake
+// executor on real timers, so that the loop sleeps until what it waits for:
+// with a long Resync, anything that happens sooner than the safety resync
+// (30 × Resync) happened because an event or a timer the plan asked for
+// woke the loop.
+
+// realLoop starts a loop on the wall clock with the given Resync and policy
+// (sched.DefaultOptions when nil) and returns its executor.
+func (h *harness) realLoop(resync time.Duration, policy *sched.Options, edit func(*control.Options)) *fake.Executor {
+	h.t.Helper()
+	ex := fake.New(fake.Options{})
+	opts := h.options(ex)
+	opts.Now = nil
+	opts.Resync = resync
+	opts.Policy = policy
+	if edit != nil {
+		edit(&opts)
+	}
+	h.run(control.New(opts))
+	h.waitCycles(1)
+	return ex
+}
+
+// submitNow submits with the harness's clock set to the wall clock, so that
+// the workload's submission time is now.
+func (h *harness) submitNow(edit func(*core.Workload)) *core.Workload {
+	h.t.Helper()
+	h.clock.mu.Lock()
+	h.clock.now = time.Now()
+	h.clock.mu.Unlock()
+	return h.submit(edit)
+}
+
+func TestSubmitAndExitWakeTheLoop(t *testing.T) {
+	h := newHarness(t)
+	ex := h.realLoop(time.Hour, nil, nil)
+
+	// A submission is a change: it runs at once, not at a tick (the
+	// safety resync is 30 hours away).
+	began := time.Now()
+	var running []core.WorkloadID
+	for range 4 {
+		running = append(running, h.submitNow(nil).ID)
+	}
+	for _, id := range running {
+		h.waitRunning(id, 1)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("four submissions took %s to run", d)
+	}
+
+	// The node is full: the fifth waits, and runs once an exit frees a GPU.
+	waiting := h.submitNow(nil)
+	h.waitFor(waiting.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+	began = time.Now()
+	if !ex.Finish(running[0], 1, 0) {
+		t.Fatal("Finish: the task is not running")
+	}
+	h.waitEnded(running[0])
+	h.waitRunning(waiting.ID, 1)
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("the exit took %s to start the waiting workload", d)
+	}
+}
+
+func TestStarvationWakesTheLoop(t *testing.T) {
+	// A workload that asks for the whole node waits behind a running one;
+	// once it has waited StarvationAfter, the next cycle reserves the node
+	// for it. Nothing else changes: only the wake the plan asked for can
+	// run that cycle before the safety resync (3 s).
+	h := newHarness(t)
+	policy := sched.DefaultOptions()
+	policy.StarvationAfter = 300 * time.Millisecond
+	h.realLoop(100*time.Millisecond, &policy, nil)
+	small := h.submitNow(nil)
+	h.waitRunning(small.ID, 1)
+	big := h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 4000 })
+	h.waitFor(big.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+	if got := h.get(big.ID); strings.Contains(got.Status.Message, "reserved for it") {
+		t.Fatalf("reserved before it waited StarvationAfter: %q", got.Status.Message)
+	}
+	got := h.waitFor(big.ID, "holding a reservation", func(w *core.Workload) bool {
+		return strings.Contains(w.Status.Message, "n1 is reserved for it")
+	})
+	if waited := time.Since(big.CreatedAt); waited > 2500*time.Millisecond {
+		t.Errorf("reserved %s after its submission, want soon after StarvationAfter (300ms) and before the safety resync (3s): %q", waited, got.Status.Message)
+	}
+}
+
+func TestMaxRuntimeWakesTheLoop(t *testing.T) {
+	// A max runtime passing is a time the loop sleeps until.
+	h := newHarness(t)
+	h.realLoop(200*time.Millisecond, nil, nil) // safety resync: 6 s
+	w := h.submitNow(func(w *core.Workload) { w.MaxRuntime = 300 * time.Millisecond })
+	started := h.waitRunning(w.ID, 1).Status.StartedAt
+	got := h.waitEnded(w.ID)
+	if got.Status.Reason != control.ReasonMaxRuntime {
+		t.Fatalf("got %s/%s, want Failed/%s", got.Status.Phase, got.Status.Reason, control.ReasonMaxRuntime)
+	}
+	if d := got.Status.FinishedAt.Sub(*started); d > 4*time.Second {
+		t.Errorf("a 300ms max runtime was stopped after %s", d)
+	}
+}
+
+func TestSafetyResync(t *testing.T) {
+	// With nothing to do, the loop still runs every 30 × Resync, and no
+	// more often.
+	h := newHarness(t)
+	h.realLoop(10*time.Millisecond, nil, nil) // safety resync: 300ms
+	before := h.cycles.Load()
+	time.Sleep(1500 * time.Millisecond)
+	n := h.cycles.Load() - before
+	if n < 1 {
+		t.Errorf("idle for 1.5s: %d cycles, want the safety resync's (about 5)", n)
+	}
+	if n > 10 {
+		t.Errorf("idle for 1.5s: %d cycles, want about 5 (every 300ms), not one every Resync (10ms)", n)
+	}
+}
+
+// gates is a Budgets whose gates a test sets.
+type gates struct {
+	mu    sync.Mutex
+	gates map[core.TeamName]core.BudgetGate
+	reads int
+}
+
+func (g *gates) Gates(context.Context, time.Time) (map[core.TeamName]core.BudgetGate, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reads++
+	out := map[core.TeamName]core.BudgetGate{}
+	for k, v := range g.gates {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (g *gates) set(team core.TeamName, gate core.BudgetGate) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gates = map[core.TeamName]core.BudgetGate{team: gate}
+}
+
+func TestBudgetGateChangeWakesTheLoop(t *testing.T) {
+	// The gates are read every Resync; a read that finds them unchanged
+	// runs no cycle, one that finds a team's budget spent runs one, which
+	// stops the team's running work.
+	h := newHarness(t)
+	b := &gates{}
+	h.realLoop(100*time.Millisecond, nil, func(o *control.Options) { o.Budgets = b }) // safety resync: 3 s
+	w := h.submitNow(nil)
+	h.waitRunning(w.ID, 1)
+	time.Sleep(300 * time.Millisecond) // the cycles of the start settle
+	before := h.cycles.Load()
+	time.Sleep(time.Second)
+	if n := h.cycles.Load() - before; n > 1 {
+		t.Errorf("unchanged gates: %d cycles in 1s, want none (the safety resync is 3s)", n)
+	}
+	b.mu.Lock()
+	reads := b.reads
+	b.mu.Unlock()
+	if reads < 3 {
+		t.Errorf("the gates were read %d times in 1.3s, want about one every Resync (100ms)", reads)
+	}
+
+	// Just after the safety resync's cycle, so that only a read of the
+	// gates can run the next one within 1.5s.
+	h.waitCycles(1)
+	began := time.Now()
+	b.set("a", core.BudgetGate{Exceeded: true, StopRunning: true, Message: "team a has spent its budget", Month: "2026-12"})
+	// Stopped, or already requeued by the stop.
+	h.waitFor(w.ID, "stopped for its budget", func(w *core.Workload) bool {
+		return w.Status.StopRequested == control.ReasonBudgetExceeded || w.Status.Phase == core.Pending && w.Status.Reason == control.ReasonBudgetExceeded
+	})
+	if d := time.Since(began); d > 1500*time.Millisecond {
+		t.Errorf("a spent budget took %s to stop the team's work", d)
+	}
+}
