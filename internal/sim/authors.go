@@ -14,7 +14,8 @@ const (
 	// PolicyBestFit is the authors' BestFit: each feasible node scores
 	// int((1 − (½·(CPU left − CPU asked)/128 cores + ½·(GPU left − GPU
 	// asked)/8 GPUs)) × 100), an integer from 0 to 100, and the highest
-	// wins (the first in node order on a tie); a fraction goes on the
+	// wins, the smallest node name on a tie (as the Kubernetes scheduler
+	// vendored in their simulator chooses); a fraction goes on the
 	// device with the least free share that holds it, whole GPUs on the
 	// first free devices.
 	PolicyBestFit = "bestfit"
@@ -147,7 +148,8 @@ func (b *authorsBestFit) Place(req core.Request) (int, []core.Assignment, bool) 
 		if !ok {
 			continue
 		}
-		if s := bestFitScore(v, req); best < 0 || s > bestScore {
+		s := bestFitScore(v, req)
+		if best < 0 || s > bestScore || (s == bestScore && v.Node.Name < b.nodes[best].Name) {
 			best, bestScore, bestAs = i, s, as
 		}
 	}

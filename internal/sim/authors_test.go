@@ -57,7 +57,7 @@ func placements(t *testing.T, nodes []core.Node, pods []trace.Pod, policy string
 // The authors' BestFit on a hand-made trace. Scores are
 // int((1 − ½·cpuLeftAfter/128 cores − ½·gpuLeftAfter/8 GPUs) × 100):
 //
-//	p1 (8 cores, 0.5): a 68.75→68, b 68.75→68, c (T4) 62.5→62: a, the first of the tie
+//	p1 (8 cores, 0.5): a 68.75→68, b 68.75→68, c (T4) 62.5→62: a, the smaller name of the tie
 //	p2 (4 cores, 0.5): a 73, b 67, c 60: a, on device 0 (500 free, the least that holds it)
 //	p3 (16 cores, 2 GPUs): a has one free device, c one: b (81), devices 0 and 1
 //	p4 (32 cores, no GPU): a 85, b has 16 cores left, c 68: a
@@ -98,7 +98,8 @@ func TestAuthorsBestFitByHand(t *testing.T) {
 }
 
 // The score is an integer: node y is better than x by 0.2 points, which
-// the integer scale loses, and the tie goes to x, the first.
+// the integer scale loses, and the tie goes to x, the smaller name,
+// wherever it is in the node list.
 //
 //	x (64 cores, 2 GPUs): 1 − ½·56/128 − ½·1.5/8 = 0.6875 → 68
 //	y (63.5 cores, 2 GPUs): 1 − ½·55.5/128 − ½·1.5/8 ≈ 0.6895 → 68
@@ -109,9 +110,9 @@ func TestAuthorsBestFitIntegerScale(t *testing.T) {
 	for _, c := range []struct {
 		nodes []core.Node
 		want  string
-	}{{nodes, "x"}, {[]core.Node{nodes[1], nodes[0]}, "y"}} {
+	}{{nodes, "x"}, {[]core.Node{nodes[1], nodes[0]}, "x"}} {
 		if s := placements(t, c.nodes, []trace.Pod{pod("p", 8, 500)}, PolicyBestFit); s[0].Node != c.want {
-			t.Errorf("nodes %s, %s: placed on %q; want %s, the first of the tie", c.nodes[0].Name, c.nodes[1].Name, s[0].Node, c.want)
+			t.Errorf("nodes %s, %s: placed on %q; want %s, the smaller name of the tie", c.nodes[0].Name, c.nodes[1].Name, s[0].Node, c.want)
 		}
 	}
 	if a, b := bestFitScore(newAuthorsBestFit(nodes).Node(0), pod("p", 8, 500).Request), bestFitScore(newAuthorsBestFit(nodes).Node(1), pod("p", 8, 500).Request); a != 68 || b != 68 {

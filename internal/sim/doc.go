@@ -4,12 +4,20 @@
 //
 //   - Packing (packing.go) is the FGD paper's (Weng et al., ATC'23): pods
 //     of a trace, shuffled by a seed and inflated with copies to 130% of
-//     the GPU capacity, arrive one at a time and never leave; each is
-//     placed by a packing policy or fails. It records the allocation, the
-//     stranded capacity and the failures as arrived demand grows. It uses
-//     sched.Packer, the scheduler's own placement code with persistent
-//     node states: a snapshot and a full cycle per pod would cost minutes
-//     for what placement alone decides.
+//     the GPU capacity (OrderShuffle), or in the trace's own order, each
+//     once, to replay another simulator's sequence (OrderFile), arrive one
+//     at a time and never leave; each is placed by a packing policy or
+//     fails. It records the allocation, the stranded capacity and the
+//     failures as arrived demand grows. It uses sched.Packer, the
+//     scheduler's own placement code with persistent node states: a
+//     snapshot and a full cycle per pod would cost minutes for what
+//     placement alone decides. Two baselines follow the FGD authors'
+//     definitions (authors.go): bestfit, their integer BestFit score, is
+//     placed here, with the scheduler's fit rules and each placement
+//     checked by core.Fits; fgd is
+//     the scheduler's FGD scorer given the whole trace's mix before the
+//     run. The scheduler's own best fit and online FGD stay as bestfit-gpu
+//     and fgd-online.
 //   - Replay (replay.go) plays a trace in time through what 'gpufleet
 //     server' runs: a store (SQLite, no fsync), the control loop, the
 //     scheduler and the fake executor, under a virtual clock that jumps
