@@ -28,7 +28,7 @@ type Options struct {
 	// something to retry (a placement the store rejected, a failed stop)
 	// and how often it reads the budget gates. Otherwise Run runs a cycle
 	// on a change, at a time the plan asks for (wake.go), or at the latest
-	// every 30 × Resync (the safety resync); with a clock of the caller's
+	// every 60 × Resync (the safety resync); with a clock of the caller's
 	// (Now), which it cannot wait on, every Resync. Default one second.
 	Resync time.Duration
 	// Policy is the scheduling policy; sched.DefaultOptions when zero.

@@ -32,7 +32,7 @@ import (
 
 // safetyFactor is how many Resync periods the safety resync waits with the
 // loop's own clock.
-const safetyFactor = 30
+const safetyFactor = 60
 
 // wake is what the last cycle left the loop to wait for.
 type wake struct {

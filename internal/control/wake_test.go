@@ -16,7 +16,7 @@ import (
 // These tests run the loop on its own clock (Options.Now nil) and the fake
 // executor on real timers, so that the loop sleeps until what it waits for:
 // with a long Resync, anything that happens sooner than the safety resync
-// (30 × Resync) happened because an event or a timer the plan asked for
+// (60 × Resync) happened because an event or a timer the plan asked for
 // woke the loop.
 
 // realLoop starts a loop on the wall clock with the given Resync and policy
@@ -31,8 +31,17 @@ func (h *harness) realLoop(resync time.Duration, policy *sched.Options, edit fun
 	if edit != nil {
 		edit(&opts)
 	}
+	before := h.cycles.Load()
 	h.run(control.New(opts))
-	h.waitCycles(1)
+	// The first cycle (which may be over before a waitCycles could count
+	// from it).
+	end := time.Now().Add(deadline)
+	for h.cycles.Load() == before {
+		if time.Now().After(end) {
+			h.t.Fatalf("waited %s for the loop's first cycle", deadline)
+		}
+		time.Sleep(poll)
+	}
 	return ex
 }
 
@@ -51,7 +60,7 @@ func TestSubmitAndExitWakeTheLoop(t *testing.T) {
 	ex := h.realLoop(time.Hour, nil, nil)
 
 	// A submission is a change: it runs at once, not at a tick (the
-	// safety resync is 30 hours away).
+	// safety resync is 60 hours away).
 	began := time.Now()
 	var running []core.WorkloadID
 	for range 4 {
@@ -82,7 +91,7 @@ func TestStarvationWakesTheLoop(t *testing.T) {
 	// A workload that asks for the whole node waits behind a running one;
 	// once it has waited StarvationAfter, the next cycle reserves the node
 	// for it. Nothing else changes: only the wake the plan asked for can
-	// run that cycle before the safety resync (3 s).
+	// run that cycle before the safety resync (6 s).
 	h := newHarness(t)
 	policy := sched.DefaultOptions()
 	policy.StarvationAfter = 300 * time.Millisecond
@@ -98,14 +107,14 @@ func TestStarvationWakesTheLoop(t *testing.T) {
 		return strings.Contains(w.Status.Message, "n1 is reserved for it")
 	})
 	if waited := time.Since(big.CreatedAt); waited > 2500*time.Millisecond {
-		t.Errorf("reserved %s after its submission, want soon after StarvationAfter (300ms) and before the safety resync (3s): %q", waited, got.Status.Message)
+		t.Errorf("reserved %s after its submission, want soon after StarvationAfter (300ms) and before the safety resync (6s): %q", waited, got.Status.Message)
 	}
 }
 
 func TestMaxRuntimeWakesTheLoop(t *testing.T) {
 	// A max runtime passing is a time the loop sleeps until.
 	h := newHarness(t)
-	h.realLoop(200*time.Millisecond, nil, nil) // safety resync: 6 s
+	h.realLoop(200*time.Millisecond, nil, nil) // safety resync: 12 s
 	w := h.submitNow(func(w *core.Workload) { w.MaxRuntime = 300 * time.Millisecond })
 	started := h.waitRunning(w.ID, 1).Status.StartedAt
 	got := h.waitEnded(w.ID)
@@ -118,18 +127,18 @@ func TestMaxRuntimeWakesTheLoop(t *testing.T) {
 }
 
 func TestSafetyResync(t *testing.T) {
-	// With nothing to do, the loop still runs every 30 × Resync, and no
+	// With nothing to do, the loop still runs every 60 × Resync, and no
 	// more often.
 	h := newHarness(t)
-	h.realLoop(10*time.Millisecond, nil, nil) // safety resync: 300ms
+	h.realLoop(10*time.Millisecond, nil, nil) // safety resync: 600ms
 	before := h.cycles.Load()
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(2 * time.Second)
 	n := h.cycles.Load() - before
 	if n < 1 {
-		t.Errorf("idle for 1.5s: %d cycles, want the safety resync's (about 5)", n)
+		t.Errorf("idle for 2s: %d cycles, want the safety resync's (about 3)", n)
 	}
 	if n > 10 {
-		t.Errorf("idle for 1.5s: %d cycles, want about 5 (every 300ms), not one every Resync (10ms)", n)
+		t.Errorf("idle for 2s: %d cycles, want about 3 (every 600ms), not one every Resync (10ms)", n)
 	}
 }
 
@@ -163,7 +172,7 @@ func TestBudgetGateChangeWakesTheLoop(t *testing.T) {
 	// stops the team's running work.
 	h := newHarness(t)
 	b := &gates{}
-	h.realLoop(100*time.Millisecond, nil, func(o *control.Options) { o.Budgets = b }) // safety resync: 3 s
+	h.realLoop(50*time.Millisecond, nil, func(o *control.Options) { o.Budgets = b }) // safety resync: 3 s
 	w := h.submitNow(nil)
 	h.waitRunning(w.ID, 1)
 	time.Sleep(300 * time.Millisecond) // the cycles of the start settle
@@ -176,7 +185,7 @@ func TestBudgetGateChangeWakesTheLoop(t *testing.T) {
 	reads := b.reads
 	b.mu.Unlock()
 	if reads < 3 {
-		t.Errorf("the gates were read %d times in 1.3s, want about one every Resync (100ms)", reads)
+		t.Errorf("the gates were read %d times in 1.3s, want about one every Resync (50ms)", reads)
 	}
 
 	// Just after the safety resync's cycle, so that only a read of the
