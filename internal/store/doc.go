@@ -28,9 +28,10 @@
 // that is not persisted:
 //
 //   - the Pending and Running workloads, loaded at Open and updated by the
-//     writer after each commit (Snapshot reads them, so that a scheduling
-//     cycle decodes no rows), and with them the counts of Pending workloads
-//     by team and by submitter for the pending bounds (core.ErrLimit);
+//     writer after each commit, kept in submission order (Snapshot copies
+//     them, so that a scheduling cycle decodes no rows and sorts nothing),
+//     and with them the counts of Pending workloads by team and by
+//     submitter for the pending bounds (core.ErrLimit);
 //   - the users found by token hash (UserByTokenHash: every request
 //     authenticates), each for at most tokenCacheTTL (5 s), all forgotten
 //     by every write that changes users or tokens;
@@ -50,7 +51,9 @@
 // The writer prepares each query once on its connection (between
 // transactions, the first time a transaction runs it; at most maxStmts of
 // them) and every later transaction runs the prepared statement, so the
-// single writer parses no SQL on the submit path.
+// single writer parses no SQL on the submit path. The one-row reads done on
+// every request (a team, a user, a token, a workload) are prepared once on
+// the read pool in the same way.
 //
 // store imports core and the SQLite driver; never sched, control or the API.
 package store

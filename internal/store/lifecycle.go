@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,12 +23,8 @@ func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
 		return nil, err
 	}
 	s.mu.RLock()
-	active := make([]*core.Workload, 0, len(s.active))
-	for _, w := range s.active {
-		active = append(active, w)
-	}
+	active := slices.Clone(s.order)
 	s.mu.RUnlock()
-	slices.SortFunc(active, func(a, b *core.Workload) int { return cmp.Compare(a.Seq, b.Seq) })
 	snap := &core.Snapshot{Usage: map[core.NodeName]*core.NodeUsage{}, Teams: teams}
 	for i := range nodes {
 		snap.Nodes = append(snap.Nodes, &nodes[i])

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -33,6 +34,9 @@ type Store struct {
 	// modified in place.
 	mu     sync.RWMutex
 	active map[core.WorkloadID]*core.Workload
+	// order holds the values of active sorted by Seq, kept so by the
+	// writer, so that Snapshot copies the queue instead of sorting it.
+	order  []*core.Workload
 	shares []core.TeamShare
 
 	tokMu  sync.Mutex
@@ -66,6 +70,11 @@ type Store struct {
 	// that are not prepared yet. Only the writer goroutine uses them.
 	stmts     map[string]*sql.Stmt
 	toPrepare []string
+
+	// readStmts holds the one-row reads of readRow, prepared on the read
+	// pool, by query text.
+	readMu    sync.Mutex
+	readStmts map[string]*sql.Stmt
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -238,7 +247,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.NewID == nil {
 		opts.NewID = NewWorkloadID
 	}
-	s := &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser, tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser, tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, readStmts: map[string]*sql.Stmt{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used (is it a gpufleet store, and readable?): %w", path, err)
@@ -262,6 +271,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.active[w.ID] = w
 		s.countPending(w, +1)
 	}
+	s.order = active // ORDER BY seq
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
@@ -295,9 +305,37 @@ func (s *Store) Close() error {
 		for _, st := range s.stmts {
 			st.Close()
 		}
+		for _, st := range s.readStmts {
+			st.Close()
+		}
 		err = errors.Join(s.read.Close(), s.write.Close())
 	})
 	return err
+}
+
+// readRow runs a one-row read of constant text on the read pool through a
+// statement prepared once (and then on each read connection as it is
+// used), so that reads on every request, such as Team on each submit, are
+// not parsed again. It answers what QueryRowContext would.
+func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	s.readMu.Lock()
+	st := s.readStmts[query]
+	s.readMu.Unlock()
+	if st == nil {
+		var err error
+		if st, err = s.read.PrepareContext(ctx, query); err != nil {
+			return s.read.QueryRowContext(ctx, query, args...)
+		}
+		s.readMu.Lock()
+		if prev := s.readStmts[query]; prev != nil {
+			st.Close()
+			st = prev
+		} else {
+			s.readStmts[query] = st
+		}
+		s.readMu.Unlock()
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // Changed is signalled (without blocking, coalesced) after every commit that
@@ -430,15 +468,18 @@ func (s *Store) commit(batch []*op) {
 	}
 	s.mu.Lock()
 	for _, w := range tx.changed {
-		if old := s.active[w.ID]; old != nil {
+		old := s.active[w.ID]
+		if old != nil {
 			s.countPending(old, -1)
 		}
 		if w.Status.Phase == core.Pending || w.Status.Phase == core.Running {
 			c := w.Clone()
 			s.active[w.ID] = c
 			s.countPending(c, +1)
-		} else {
+			s.putOrder(c)
+		} else if old != nil {
 			delete(s.active, w.ID)
+			s.dropOrder(old)
 		}
 	}
 	s.mu.Unlock()
@@ -452,6 +493,27 @@ func (s *Store) commit(batch []*op) {
 		}
 	}
 }
+
+// putOrder puts w in order in the place of its Seq: replacing the workload
+// it was, or inserting it (at the end, for a new submission). Callers hold
+// mu.
+func (s *Store) putOrder(w *core.Workload) {
+	i, found := slices.BinarySearchFunc(s.order, w.Seq, bySeq)
+	if found {
+		s.order[i] = w
+		return
+	}
+	s.order = slices.Insert(s.order, i, w)
+}
+
+// dropOrder takes w out of order. Callers hold mu.
+func (s *Store) dropOrder(w *core.Workload) {
+	if i, found := slices.BinarySearchFunc(s.order, w.Seq, bySeq); found {
+		s.order = slices.Delete(s.order, i, i+1)
+	}
+}
+
+func bySeq(w *core.Workload, seq int64) int { return cmp.Compare(w.Seq, seq) }
 
 // rollback ends whatever transaction a failed batch left open on the write
 // connection. database/sql forgets a transaction whose COMMIT failed, but

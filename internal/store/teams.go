@@ -104,7 +104,7 @@ func (s *Store) Shares() []core.TeamShare {
 // Team reads one team.
 func (s *Store) Team(ctx context.Context, name core.TeamName) (*core.Team, error) {
 	var b []byte
-	if err := s.read.QueryRowContext(ctx, "SELECT spec FROM teams WHERE name = ?", string(name)).Scan(&b); err != nil {
+	if err := s.readRow(ctx, "SELECT spec FROM teams WHERE name = ?", string(name)).Scan(&b); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("team %s: %w", name, core.ErrNotFound)
 		}

@@ -211,7 +211,7 @@ func (s *Store) userByTokenHash(ctx context.Context, hash string, now time.Time)
 	until := now.Add(tokenCacheTTL)
 	var b []byte
 	var exp sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT u.spec, t.expires_at FROM tokens t JOIN users u ON u.name = t.user_name
+	err := s.readRow(ctx, `SELECT u.spec, t.expires_at FROM tokens t JOIN users u ON u.name = t.user_name
 		WHERE t.hash = ? AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > ?)`, hash, unixNano(now)).Scan(&b, &exp)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -229,7 +229,7 @@ func (s *Store) userByTokenHash(ctx context.Context, hash string, now time.Time)
 // User reads one user.
 func (s *Store) User(ctx context.Context, name string) (*core.User, error) {
 	var b []byte
-	if err := s.read.QueryRowContext(ctx, "SELECT spec FROM users WHERE name = ?", name).Scan(&b); err != nil {
+	if err := s.readRow(ctx, "SELECT spec FROM users WHERE name = ?", name).Scan(&b); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("user %s: %w", name, core.ErrNotFound)
 		}

@@ -147,7 +147,7 @@ func scanWorkload(r rowScanner) (*scanned, error) {
 
 // Workload reads one workload.
 func (s *Store) Workload(ctx context.Context, id core.WorkloadID) (*core.Workload, error) {
-	sc, err := scanWorkload(s.read.QueryRowContext(ctx, selectWorkload+" WHERE id = ?", string(id)))
+	sc, err := scanWorkload(s.readRow(ctx, selectWorkload+" WHERE id = ?", string(id)))
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", id, err)
 	}

@@ -3,6 +3,10 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,4 +95,73 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSnapshotKeepsSubmissionOrder checks the ordered view against the
+// file: after submits, placements, finishes and cancels in random order,
+// Snapshot's Pending and Running workloads are those the file holds, in
+// submission order, and so they are again after a reopen.
+func TestSnapshotKeepsSubmissionOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpufleet.db")
+	s := open(t, path)
+	ctx := context.Background()
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutNode(ctx, node("n1", 8)); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ids []core.WorkloadID
+	for i := range 300 {
+		now := t0.Add(time.Duration(i) * time.Second)
+		switch r := rng.IntN(10); {
+		case r < 5 || len(ids) == 0:
+			ids = append(ids, submit(t, s, 1000).ID)
+		case r < 7:
+			id := ids[rng.IntN(len(ids))]
+			s.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: id, Assignments: []core.Assignment{assign("n1", rng.IntN(8), 1000)}}}}, now)
+		case r < 8:
+			id := ids[rng.IntN(len(ids))]
+			s.Finish(ctx, id, 1, core.Succeeded, "Exited", "exit 0", nil, now)
+		default:
+			id := ids[rng.IntN(len(ids))]
+			s.RequestStop(ctx, id, "Cancelled", "by the test", now)
+		}
+	}
+	check := func(s *Store) {
+		t.Helper()
+		snap, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, w := range append(slices.Clone(snap.Pending), snap.Running...) {
+			got = append(got, fmt.Sprintf("%d %s %s", w.Seq, w.ID, w.Status.Phase))
+		}
+		slices.Sort(got) // Pending then Running, each in order: compare as sets, then check order
+		var want []string
+		fromFile, err := s.Workloads(ctx, WorkloadFilter{Phases: []core.Phase{core.Pending, core.Running}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range fromFile {
+			want = append(want, fmt.Sprintf("%d %s %s", w.Seq, w.ID, w.Status.Phase))
+		}
+		slices.Sort(want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("active workloads, file (-) and snapshot (+):\n%s", diff)
+		}
+		for _, q := range [][]*core.Workload{snap.Pending, snap.Running} {
+			if !slices.IsSortedFunc(q, func(a, b *core.Workload) int { return int(a.Seq - b.Seq) }) {
+				t.Errorf("snapshot queue not in submission order")
+			}
+		}
+		if len(snap.Pending) == 0 || len(snap.Running) == 0 {
+			t.Errorf("the random run left %d pending and %d running; want some of each", len(snap.Pending), len(snap.Running))
+		}
+	}
+	check(s)
+	s.Close()
+	check(open(t, path))
 }
