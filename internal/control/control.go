@@ -252,7 +252,13 @@ func (l *Loop) Run(ctx context.Context) error {
 		case e := <-exits:
 			l.exit(ctx, e)
 		case <-changed:
-			l.cycle(ctx)
+			// A change the schedule cannot see (a node's heartbeat)
+			// runs no cycle.
+			snap, same := l.unchanged(ctx)
+			if same {
+				continue
+			}
+			l.cycleOn(ctx, snap)
 		case <-timer.C:
 			// A budget read alone runs a cycle only when a gate changed.
 			if time.Now().Before(next) && !l.gatesChanged(ctx) {
@@ -293,18 +299,25 @@ func (l *Loop) Step(ctx context.Context) (exits int, plan core.Plan) {
 //  3. send the stops that were asked for (cancel, max runtime);
 //  4. schedule and apply the plan;
 //  5. launch every placement the store accepted.
-func (l *Loop) cycle(ctx context.Context) core.Plan {
+func (l *Loop) cycle(ctx context.Context) core.Plan { return l.cycleOn(ctx, nil) }
+
+// cycleOn is cycle on a snapshot already taken (nil: it takes one), which
+// may be taken before step 1 only when there is nothing to retry.
+func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 	start := time.Now()
 	l.wake = wake{}
 	defer func() { l.wake.ran = time.Now() }()
 	l.retryUnrecorded(ctx)
 	now := l.opts.Now()
-	snap, err := l.opts.Store.Snapshot(ctx)
-	if err != nil {
-		l.log.Error("snapshot", "err", err)
-		l.wake.retry = true
-		return core.Plan{}
+	if snap == nil {
+		var err error
+		if snap, err = l.opts.Store.Snapshot(ctx); err != nil {
+			l.log.Error("snapshot", "err", err)
+			l.wake.retry = true
+			return core.Plan{}
+		}
 	}
+	l.wake.seen = seenOf(snap)
 	if len(l.unadopted) > 0 {
 		for _, w := range snap.Running {
 			if k := (attemptKey{w.ID, w.Status.Attempts}); l.unadopted[k] > 0 && l.unrecorded[k] == nil {

@@ -5,7 +5,18 @@
 // and the executor.
 //
 // Everything happens on one goroutine, so the loop needs no locks: exits,
-// store changes and the resync tick are events handled one at a time.
+// store changes and the loop's own timer are events handled one at a time.
+//
+// Cycles are event-driven (wake.go): a cycle runs on a change of the store
+// (a submission, an exit recorded, a node, a quota), at the time the last
+// plan asked for (sched.Options.NextWake: a workload crossing
+// StarvationAfter or Burst.After, a MinRuntime window ending), at the next
+// max runtime, when a budget gate changed (read every Resync), Resync after
+// a cycle that left something to retry, and otherwise every 60 × Resync
+// (the safety resync), so that an idle server does not re-run its queue.
+// With a clock of the caller's (a virtual one), the loop runs every Resync,
+// as it cannot wait on that clock. Step, for callers that drive the loop
+// themselves, runs one cycle whenever called.
 //
 // After a restart Reconcile re-adopts the workloads the store says are
 // Running: the executor either finds the process (still alive, or ended with

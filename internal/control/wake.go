@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -10,7 +12,10 @@ import (
 
 // When Run runs a cycle. A cycle runs on a change: a commit to the store (a
 // submission, an exit recorded, a node, a quota), signalled by
-// Store.Changed. Between changes the loop sleeps until the first of:
+// Store.Changed, unless the store's snapshot holds what the last cycle's
+// held, but for the nodes' updatedAt (a heartbeat): the same workloads,
+// unchanged (the store replaces a workload it changes, so they compare
+// by identity), the same nodes and teams. Between changes the loop sleeps until the first of:
 //
 //   - the time the last plan asked for (sched.Options.NextWake: a pending
 //     workload crossing StarvationAfter or Burst.After, a MinRuntime
@@ -46,6 +51,57 @@ type wake struct {
 	ran time.Time
 	// gates are the budget gates the last cycle applied.
 	gates map[core.TeamName]core.BudgetGate
+	// seen is what the last cycle's snapshot held.
+	seen *seen
+}
+
+// seen is what a cycle's snapshot held of the store, to tell a change the
+// schedule would see from one it would not.
+type seen struct {
+	nodes            []core.Node // UpdatedAt cleared
+	teams            []core.Team
+	pending, running []*core.Workload
+}
+
+func seenOf(snap *core.Snapshot) *seen {
+	s := &seen{teams: slices.Clone(snap.Teams), pending: slices.Clone(snap.Pending), running: slices.Clone(snap.Running)}
+	for _, n := range snap.Nodes {
+		c := *n
+		c.UpdatedAt = time.Time{}
+		s.nodes = append(s.nodes, c)
+	}
+	return s
+}
+
+// holds reports whether snap holds what s does.
+func (s *seen) holds(snap *core.Snapshot) bool {
+	if s == nil || len(s.nodes) != len(snap.Nodes) || !slices.Equal(s.pending, snap.Pending) || !slices.Equal(s.running, snap.Running) ||
+		!reflect.DeepEqual(s.teams, snap.Teams) {
+		return false
+	}
+	for i, n := range snap.Nodes {
+		c := *n
+		c.UpdatedAt = time.Time{}
+		if !reflect.DeepEqual(s.nodes[i], c) {
+			return false
+		}
+	}
+	return true
+}
+
+// unchanged takes a snapshot after a change and reports whether it holds
+// what the last cycle's did, with nothing to retry: then the change needs
+// no cycle. Otherwise it returns the snapshot for the cycle (nil when it
+// must take its own).
+func (l *Loop) unchanged(ctx context.Context) (*core.Snapshot, bool) {
+	if l.wake.retry || len(l.unrecorded) > 0 || l.wake.seen == nil {
+		return nil, false
+	}
+	snap, err := l.opts.Store.Snapshot(ctx)
+	if err != nil {
+		return nil, false // the cycle's own snapshot reports it
+	}
+	return snap, l.wake.seen.holds(snap)
 }
 
 // safety is the period of the safety resync.

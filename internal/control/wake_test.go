@@ -201,3 +201,39 @@ func TestBudgetGateChangeWakesTheLoop(t *testing.T) {
 		t.Errorf("a spent budget took %s to stop the team's work", d)
 	}
 }
+
+func TestHeartbeatRunsNoCycle(t *testing.T) {
+	// A node's record rewritten with only its updatedAt new (the server's
+	// heartbeat of its local node) changes nothing the schedule sees: no
+	// cycle. A change of the node itself runs one.
+	h := newHarness(t)
+	h.realLoop(time.Hour, nil, nil)
+	w := h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 }) // never fits: stays pending
+	h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+	time.Sleep(100 * time.Millisecond) // the cycle the explanation's commit ran
+	node := func() core.Node {
+		ns, err := h.store.Nodes(context.Background())
+		if err != nil || len(ns) != 1 {
+			t.Fatalf("nodes: %v %v", ns, err)
+		}
+		return ns[0]
+	}
+	before := h.cycles.Load()
+	for i := range 5 {
+		n := node()
+		n.UpdatedAt = time.Now().Add(time.Duration(i) * time.Second).UTC()
+		if err := h.store.PutNode(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := h.cycles.Load() - before; n != 0 {
+		t.Errorf("five heartbeats ran %d cycles, want none", n)
+	}
+	n := node()
+	n.Labels = map[string]string{"rack": "r1"}
+	if err := h.store.PutNode(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCycles(1)
+}
