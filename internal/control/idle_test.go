@@ -1,6 +1,7 @@
 package control_test
 
 import (
+	"context"
 	"os"
 	"sync"
 	"syscall"
@@ -15,7 +16,9 @@ import (
 // TestIdleCPU measures what an idle loop costs: the harness's one node is
 // filled and 50,000 workloads wait behind it; with the loop settled, it
 // reads this process's CPU time (getrusage) over a window in which nothing
-// changes. It is a measurement, not a check, and runs only when asked:
+// changes but what an idle server changes: the node's record rewritten
+// every 10 s (its heartbeat), the budget gates read. It is a measurement,
+// not a check, and runs only when asked:
 //
 //	GPUFLEET_IDLE_CPU=30s go test ./internal/control -run TestIdleCPU -v -timeout 10m
 func TestIdleCPU(t *testing.T) {
@@ -47,6 +50,7 @@ func TestIdleCPU(t *testing.T) {
 	opts := h.options(ex)
 	opts.Now = nil
 	opts.Resync = time.Second // the server's default (config resyncPeriod)
+	opts.Budgets = &gates{}
 	var mu sync.Mutex
 	var last time.Duration
 	opts.OnCycle = func(d time.Duration, _ core.Plan) { h.cycles.Add(1); mu.Lock(); last = d; mu.Unlock() }
@@ -61,8 +65,30 @@ func TestIdleCPU(t *testing.T) {
 	}
 	time.Sleep(5 * time.Second)
 
+	ctx, cancel := context.WithCancel(context.Background())
+	beat := make(chan struct{})
+	go func() {
+		defer close(beat)
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			ns, err := h.store.Nodes(ctx)
+			if err != nil || len(ns) != 1 {
+				return
+			}
+			ns[0].UpdatedAt = time.Now().UTC()
+			_ = h.store.PutNode(ctx, ns[0])
+		}
+	}()
 	c0, n0, w0 := cpu(t), h.cycles.Load(), time.Now()
 	time.Sleep(window)
+	cancel()
+	<-beat
 	used, wall, cycles := cpu(t)-c0, time.Since(w0), h.cycles.Load()-n0
 	mu.Lock()
 	d := last
@@ -78,4 +104,28 @@ func cpu(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// gates is a Budgets whose gates a test sets.
+type gates struct {
+	mu    sync.Mutex
+	gates map[core.TeamName]core.BudgetGate
+	reads int
+}
+
+func (g *gates) Gates(context.Context, time.Time) (map[core.TeamName]core.BudgetGate, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reads++
+	out := map[core.TeamName]core.BudgetGate{}
+	for k, v := range g.gates {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (g *gates) set(team core.TeamName, gate core.BudgetGate) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gates = map[core.TeamName]core.BudgetGate{team: gate}
 }

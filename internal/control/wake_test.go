@@ -3,7 +3,6 @@ package control_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -142,30 +141,6 @@ func TestSafetyResync(t *testing.T) {
 	}
 }
 
-// gates is a Budgets whose gates a test sets.
-type gates struct {
-	mu    sync.Mutex
-	gates map[core.TeamName]core.BudgetGate
-	reads int
-}
-
-func (g *gates) Gates(context.Context, time.Time) (map[core.TeamName]core.BudgetGate, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.reads++
-	out := map[core.TeamName]core.BudgetGate{}
-	for k, v := range g.gates {
-		out[k] = v
-	}
-	return out, nil
-}
-
-func (g *gates) set(team core.TeamName, gate core.BudgetGate) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.gates = map[core.TeamName]core.BudgetGate{team: gate}
-}
-
 func TestBudgetGateChangeWakesTheLoop(t *testing.T) {
 	// The gates are read every Resync; a read that finds them unchanged
 	// runs no cycle, one that finds a team's budget spent runs one, which
@@ -232,8 +207,15 @@ func TestHeartbeatRunsNoCycle(t *testing.T) {
 	}
 	n := node()
 	n.Labels = map[string]string{"rack": "r1"}
+	before = h.cycles.Load()
 	if err := h.store.PutNode(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
-	h.waitCycles(1)
+	end := time.Now().Add(deadline)
+	for h.cycles.Load() == before {
+		if time.Now().After(end) {
+			t.Fatalf("a node's new labels ran no cycle in %s", deadline)
+		}
+		time.Sleep(poll)
+	}
 }
