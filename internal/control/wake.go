@@ -14,8 +14,9 @@ import (
 // submission, an exit recorded, a node, a quota), signalled by
 // Store.Changed, unless the store's snapshot holds what the last cycle's
 // held, but for the nodes' updatedAt (a heartbeat): the same workloads,
-// unchanged (the store replaces a workload it changes, so they compare
-// by identity), the same nodes and teams. Between changes the loop sleeps until the first of:
+// unchanged (the store replaces a workload it changes, so they compare by
+// identity), the same nodes and teams. Between changes the loop sleeps
+// until the first of:
 //
 //   - the time the last plan asked for (sched.Options.NextWake: a pending
 //     workload crossing StarvationAfter or Burst.After, a MinRuntime
