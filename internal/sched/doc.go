@@ -199,18 +199,38 @@
 // Each node has summaries (free whole devices, largest free share) so that
 // a full node is skipped at once; a request shape that fitted nowhere is not
 // tried again in the cycle (usage only grows within a cycle), nor is a
-// victim search that failed for the same team, class and shape. A victim
-// search stops, as Kubernetes' default preemption does, once it has found
-// victim sets on max(100, 10%) of the nodes, starting at a node that
-// depends on the workload; a node where even every candidate gone would not
-// leave room is skipped before its victims are sorted. The packing
-// policy's weights are set once a cycle, so a node's score for a request
-// shape changes only when the node does; scores are remembered per shape
-// and node version, and a placement rescores only the node it changed.
-// One cycle over 1,000 nodes × 8 GPUs and 50 teams takes 200–205 ms with
-// 10,000 pending workloads and 440–465 ms with 50,000 (BenchmarkCycle,
-// measured before issue 13; side by side on a loaded machine, the cycle
-// after it takes as long at 10,000 and less at 50,000).
+// victim search that failed for the same team, class and shape (the keys
+// are plain structs of the request's fields, not formatted strings). The
+// packing policy's weights are set once a cycle, so a node's score for a
+// request shape changes only when the node does; scores are remembered per
+// shape and node version, and a placement rescores only the node it
+// changed. Each shape also has an index of the nodes it fits, by score
+// (index.go): a workload of one replica visits nodes best score first and
+// stops once no node left can beat the best found (a hold, a reservation
+// or the budget only ever moves it to a device that scored no better), so
+// that a placement costs the nodes near the top, not every node; a gang,
+// the burst pass, the random policy, and the explanation when nothing fits
+// still scan every node, and choose what the index would. On a node held
+// for preemptors, whether a placement also fits its future is remembered
+// with the score, by the versions of the node, its future and its stages.
+// Fit checks and victim searches allocate nothing per node (the victim
+// search works on one reused copy of the node).
+//
+// A victim search stops, as Kubernetes' default preemption does, once it
+// has found victim sets on max(100, 10%) of the nodes, starting at a node
+// that depends on the workload, and unlike it at most 250 (maxVictimNodes):
+// with thousands of preemptors in a cycle, 10% of a large cluster each
+// costs preemptors × nodes. Up to 2,500 nodes the bound changes nothing; on
+// larger clusters a preemptor weighs 250 nodes' victim sets, not a tenth
+// of the cluster, and may choose a costlier set than the wider search
+// would have. A node where even every candidate gone would not leave room
+// is skipped before its victims are sorted.
+//
+// BenchmarkCycle measures one cycle of 8-GPU nodes, 50 teams, 3/4 full,
+// by size (nodes=N/pending=P); TestPlansUnchanged holds the decisions of a
+// fixed set of clusters to those made before these speed-ups. With
+// thousands of preemptors in a cycle, their victim searches are now most
+// of its cost.
 //
 // # Known limits
 //

@@ -85,22 +85,36 @@ func newNodeState(n *core.Node, u *core.NodeUsage) *nodeState {
 }
 
 func (ns *nodeState) clone() *nodeState {
-	c := *ns
-	c.used = slices.Clone(ns.used)
-	c.reservedFor = nil
-	c.resv = nil
-	c.placed = nil
-	c.future = nil
-	c.stages = nil
-	c.frag = nil
-	return &c
+	c := &nodeState{}
+	ns.cloneInto(c)
+	return c
+}
+
+// cloneInto makes dst a clone of ns, reusing dst's device slice.
+func (ns *nodeState) cloneInto(dst *nodeState) {
+	used := dst.used
+	*dst = *ns
+	dst.used = append(used[:0], ns.used...)
+	dst.reservedFor = nil
+	dst.resv = nil
+	dst.placed = nil
+	dst.future = nil
+	dst.stages = nil
+	dst.frag = nil
 }
 
 // heldForOther reports whether the node is held for a workload other than
 // id (whether or not it is held for id too: a holder's own placement must
 // still leave the others what their future promises them).
 func (ns *nodeState) heldForOther(id core.WorkloadID) bool {
-	return slices.ContainsFunc(ns.reservedFor, func(x core.WorkloadID) bool { return x != id })
+	// The holders are distinct (hold): of two or more, one is another.
+	switch len(ns.reservedFor) {
+	case 0:
+		return false
+	case 1:
+		return ns.reservedFor[0] != id
+	}
+	return true
 }
 
 func (ns *nodeState) hold(id core.WorkloadID) {
@@ -168,10 +182,29 @@ func (ns *nodeState) commit(req core.Request, as []core.Assignment, sign int64) 
 	}
 }
 
-// fitsAs reports whether the given assignments of req fit on ns.
+// fitsAs reports whether the given assignments of req fit on ns. It does
+// not allocate (replicas are counted as add counts them).
 func fitsAs(ns *nodeState, req core.Request, as []core.Assignment) bool {
-	on, replicas := core.OnNode(as, ns.node.Name)
-	for _, a := range on {
+	var seen uint64
+	var more map[int]bool
+	replicas := 0
+	for _, a := range as {
+		if a.Node != ns.node.Name {
+			continue
+		}
+		switch {
+		case a.Replica >= 0 && a.Replica < 64:
+			if seen&(1<<a.Replica) == 0 {
+				seen |= 1 << a.Replica
+				replicas++
+			}
+		case !more[a.Replica]:
+			if more == nil {
+				more = map[int]bool{}
+			}
+			more[a.Replica] = true
+			replicas++
+		}
 		i := slices.IndexFunc(ns.node.GPUs, func(g core.GPU) bool { return g.Index == a.GPUIndex })
 		if i < 0 || ns.used[i].MilliGPU+a.MilliGPU > 1000 || ns.used[i].MemoryMiB+a.MemoryMiB > ns.node.GPUs[i].MemoryMiB {
 			return false
@@ -264,6 +297,30 @@ func onNodeWith(ns *nodeState, req core.Request, sc scorer) (choice, string) {
 	return best, ""
 }
 
+// fitsSomewhere reports whether onNode finds a place for req on ns (its
+// reason is ""), without scoring the places.
+func fitsSomewhere(ns *nodeState, req core.Request) bool {
+	if misfit(ns, req) != "" {
+		return false
+	}
+	if want := req.WholeGPUs(); want > 0 {
+		return ns.freeOf(req) >= want
+	}
+	if req.MilliGPU == 0 && req.GPUMemoryMiB == 0 {
+		return true
+	}
+	for i, g := range ns.node.GPUs {
+		if !req.ModelAllowed(g.Model) {
+			continue
+		}
+		milli, mem, ok := req.ShareOn(g)
+		if u := ns.used[i]; ok && u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB {
+			return true
+		}
+	}
+	return false
+}
+
 // domainPenalty outweighs any scorer's measure: spanning NVLink domains is
 // worse than any packing gain.
 const domainPenalty = 1e12
@@ -343,6 +400,8 @@ type runningWorkload struct {
 	known bool // its class exists
 	team  *teamState
 	held  int64
+	// gang is true for a workload of several replicas.
+	gang bool
 	// over is true when it runs beyond its team's guarantee.
 	over bool
 	// chosen is true once it is a victim in this cycle.

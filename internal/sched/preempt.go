@@ -200,14 +200,16 @@ func (v candidate) message(preemptor *core.Workload, ts *teamState) string {
 //     without them (Reclaimed).
 //
 // Never a class that is not preemptible, never a victim already chosen in
-// this cycle or already stopping. Unsorted; see sortVictims.
-func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool, ns *nodeState, out []candidate) []candidate {
+// this cycle or already stopping; a gang only when gangs is set (sawGang
+// reports one left out). Unsorted; see sortVictims.
+func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota bool, ns *nodeState, gangs bool, out []candidate) (_ []candidate, sawGang bool) {
 	out = out[:0]
 	fairShareOK := c.opts.FairShareReclaim && ts.usage+ask <= ts.share
 	for _, r := range ns.running {
 		if !r.eligible || r.chosen {
 			continue
 		}
+		n := len(out)
 		v := r.w
 		vt := r.team
 		switch {
@@ -221,8 +223,11 @@ func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamStat
 			v.Status.StartedAt != nil && c.now.Sub(*v.Status.StartedAt) >= c.opts.MinRuntime:
 			out = append(out, candidate{r, v, ruleFairShare, false})
 		}
+		if !gangs && len(out) > n && r.gang {
+			out, sawGang = out[:n], true
+		}
 	}
-	return out
+	return out, sawGang
 }
 
 // sortVictims puts candidates in victim order.
@@ -344,6 +349,16 @@ func fitsWithin(f *nodeState, req core.Request, maxShare int64) (choice, bool) {
 	return best, found
 }
 
+// fitsWithinAt is fitsWithin's verdict alone, without scoring the places:
+// what victim searches ask, many times a node.
+func fitsWithinAt(f *nodeState, req core.Request, maxShare int64) bool {
+	if maxShare >= 0 && req.Fractional() {
+		_, ok := fitsWithin(f, req, maxShare)
+		return ok
+	}
+	return fitsSomewhere(f, req)
+}
+
 // victimCost orders victim sets: lower is better.
 type victimCost struct {
 	gang, whole bool // it evicts a gang; a fraction evicts more than fractions
@@ -388,8 +403,10 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 	// on max(100, 10%) of the nodes, starting at a node that depends on the
 	// workload (deterministic, and spread over the cluster): on small
 	// clusters every node is weighed, on large ones the search stays short.
+	// Unlike it, at most maxVictimNodes: beyond 2,500 nodes a cycle with
+	// thousands of preemptors would otherwise cost preemptors × nodes/10.
 	n := len(c.nodes)
-	enough := max(100, n/10)
+	enough := min(max(100, n/10), maxVictimNodes)
 	found := 0
 	start := 0
 	if n > enough {
@@ -417,16 +434,13 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 		// for capacity that stops already under way will free, without a
 		// victim of its own.
 		if (inQuotaOn || ts.usage+askOn <= ts.share) && ns.freeing {
-			if _, fits := fitsWithin(ns.futureState(c), w.Request, maxShare); fits {
+			if fitsWithinAt(ns.futureState(c), w.Request, maxShare) {
 				return ns, []candidate{}, maxShare, false
 			}
 		}
-		cands = c.victimsFor(w, cl, ts, askOn, inQuotaOn, ns, cands)
-		if !gangs {
-			n := len(cands)
-			cands = slices.DeleteFunc(cands, func(v candidate) bool { return v.victim.Request.Count() > 1 })
-			sawGang = sawGang || len(cands) < n
-		}
+		var gangLeft bool
+		cands, gangLeft = c.victimsFor(w, cl, ts, askOn, inQuotaOn, ns, gangs, cands)
+		sawGang = sawGang || gangLeft
 		if len(cands) == 0 {
 			continue
 		}
@@ -440,7 +454,7 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 			continue
 		}
 		sortVictims(cands)
-		set := victimSet(ns.futureState(c), w.Request, cands, maxShare)
+		set := victimSet(ns.futureState(c), w.Request, cands, maxShare, &c.scratch)
 		if set == nil {
 			continue
 		}
@@ -455,6 +469,10 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 	}
 	return bestNode, best, bestMax, sawGang
 }
+
+// maxVictimNodes bounds the nodes with a victim set that one victim search
+// weighs (see findVictimsOf).
+const maxVictimNodes = 250
 
 // maxExactVictims bounds the occupants of one device among which the
 // cheapest sufficient set for a share is found exactly (2^n subsets);
@@ -479,8 +497,8 @@ const maxExactDevices = 10
 // dropped, largest first. Requests without GPUs take candidates in victim
 // order. The request may take at most maxShare of a device (-1: any; see
 // reclaimOn).
-func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare int64) []candidate {
-	scratch := future.clone()
+func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare int64, scratch *nodeState) []candidate {
+	future.cloneInto(scratch)
 	taken := make([]bool, len(cands))
 	var set []candidate
 	take := func(j int) {
@@ -488,7 +506,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		set = append(set, cands[j])
 		scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
 	}
-	fits := func() bool { _, ok := fitsWithin(scratch, req, maxShare); return ok }
+	fits := func() bool { return fitsWithinAt(scratch, req, maxShare) }
 	// freed is what candidate j holds on device gpu of this node.
 	freed := func(j, gpu int) (core.GPUUse, bool) {
 		var u core.GPUUse

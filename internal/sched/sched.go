@@ -136,10 +136,10 @@ type cycle struct {
 	terminating map[core.WorkloadID][]*core.Workload
 	// noFit remembers request shapes that fitted nowhere this cycle;
 	// usage only grows within a cycle, so they fit nowhere later either.
-	noFit map[string]string
+	noFit map[fitKey]string
 	// noVictims remembers (team, class, shape) for which no victim set
 	// was found.
-	noVictims map[string]bool
+	noVictims map[victimKey]bool
 	maxGPUMem int64
 	// starver is the workload a node may be reserved for against
 	// starvation in this cycle, if any.
@@ -151,7 +151,7 @@ type cycle struct {
 	holders map[core.WorkloadID][]*nodeState
 	// never remembers, by request shape, why no node could hold it even
 	// empty ("" when some could).
-	never map[string]string
+	never map[shape]string
 	plan  core.Plan
 	// budgetSpent names the teams whose hard budget is spent, with the
 	// message their waiting work shows (core.Snapshot.BudgetExceeded).
@@ -185,10 +185,15 @@ type cycle struct {
 	// that a node's score for a request shape changes only when the node
 	// does: memo keeps them, per shape, by node position.
 	scorer scorer
-	memo   map[memoShape][]scored
+	memo   map[memoShape]*memoEntry
+	// changed lists the nodes a placement (or its undo) changed, in
+	// order, for the shape indexes to catch up with.
+	changed []int
 	// burst: whether any node is in a burst pool, and whether the pass
 	// under way places on burst nodes only.
 	burst burstState
+	// scratch is the node state victimSet works on, reused.
+	scratch nodeState
 }
 
 // scored is a node's remembered score for a request shape, valid while the
@@ -198,6 +203,28 @@ type scored struct {
 	gpu     int
 	score   float64
 	why     string
+	// On a node held for preemptors: the choice that also fits its future
+	// and stages (futureChoice), and whether there is one, valid while
+	// the node, its future and its stages are as heldAt says.
+	heldAt futureVersion
+	heldCh choice
+	heldOK bool
+}
+
+// futureVersion identifies the state of a node, its future and its stages:
+// each only changes through add, which counts, and stages are only
+// appended, so a change to any of them changes it. Zero: none.
+type futureVersion struct {
+	node, future, stages uint64
+	n                    int
+}
+
+func (ns *nodeState) futureVersion(c *cycle) futureVersion {
+	v := futureVersion{node: ns.version + 1, future: ns.futureState(c).version, n: len(ns.stages)}
+	for _, st := range ns.stages {
+		v.stages += st.version
+	}
+	return v
 }
 
 // memoShape is what onNodeWith reads of a request.
@@ -206,11 +233,12 @@ type memoShape struct {
 	models, selector, regions string
 }
 
-// memoFor returns the remembered scores for req's shape (none for the
-// random policy, whose scores are not functions of the node).
-func (c *cycle) memoFor(req core.Request) []scored {
+// memoFor returns the remembered scores for req's shape, and the shape's
+// index (none for the random policy, whose scores are not functions of
+// the node: nothing is remembered).
+func (c *cycle) memoFor(req core.Request) ([]scored, *shapeIndex) {
 	if _, random := c.scorer.(*randomFit); random {
-		return make([]scored, len(c.nodes))
+		return make([]scored, len(c.nodes)), nil
 	}
 	k := memoShape{milli: req.MilliGPU, gpuMem: req.GPUMemoryMiB, cpu: req.MilliCPU, mem: req.MemoryMiB, models: strings.Join(req.GPUModels, "\x00"), regions: strings.Join(req.Regions, "\x00")}
 	if len(req.NodeSelector) > 0 {
@@ -221,10 +249,19 @@ func (c *cycle) memoFor(req core.Request) []scored {
 	}
 	m, ok := c.memo[k]
 	if !ok {
-		m = make([]scored, len(c.nodes))
+		m = &memoEntry{scores: make([]scored, len(c.nodes))}
 		c.memo[k] = m
 	}
-	return m
+	if m.index == nil {
+		m.index = newShapeIndex(c, req, m.scores)
+	}
+	return m.scores, m.index
+}
+
+// memoEntry is what a cycle remembers of a request shape.
+type memoEntry struct {
+	scores []scored // by node position
+	index  *shapeIndex
 }
 
 type level struct {
@@ -242,7 +279,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		opts: o, now: now, classes: snap.Classes,
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
-		noFit:       map[string]string{}, noVictims: map[string]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[string]string{},
+		noFit:       map[fitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[shape]string{},
 		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{},
 		budgetSpent: snap.BudgetExceeded,
 	}
@@ -289,7 +326,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		pr.prepare() // the weights hold for the whole cycle
 	}
 	c.scorer = sc
-	c.memo = map[memoShape][]scored{}
+	c.memo = map[memoShape]*memoEntry{}
 	for _, t := range snap.Teams {
 		c.teams[t.Name] = &teamState{team: t}
 	}
@@ -297,7 +334,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, w := range snap.Running {
 		ts := c.team(w.Team)
 		cl, known := c.classOf(w)
-		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w),
+		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w), gang: w.Request.Count() > 1,
 			eligible: known && cl.Preemptible && w.Status.StopRequested == ""}
 		c.holdOn(ts, cl, w.Status.Placement, r.held)
 		ts.running = append(ts.running, r)
@@ -561,12 +598,44 @@ func (c *cycle) perReplica(r core.Request) int64 {
 	return 1000
 }
 
-func shapeKey(r core.Request) string {
-	k := fmt.Sprintf("%d/%d/%d/%d/%d/%q/%v", r.MilliGPU, r.GPUMemoryMiB, r.Replicas, r.MilliCPU, r.MemoryMiB, r.GPUModels, r.NodeSelector)
+// shape is a request's shape, the key of what a cycle remembers by shape
+// (never, noFit, noVictims). It is built without formatting: a request
+// with no model list, selector or residency allocates nothing.
+type shape struct {
+	milli, gpuMem, cpu, mem   int64
+	replicas                  int
+	models, selector, regions string
+}
+
+func shapeKey(r core.Request) shape {
+	k := shape{milli: r.MilliGPU, gpuMem: r.GPUMemoryMiB, cpu: r.MilliCPU, mem: r.MemoryMiB, replicas: r.Replicas}
+	if len(r.GPUModels) > 0 {
+		k.models = "\x01" + strings.Join(r.GPUModels, "\x00")
+	}
 	if len(r.Regions) > 0 {
-		k += fmt.Sprintf("/%q", r.Regions)
+		k.regions = "\x01" + strings.Join(r.Regions, "\x00")
+	}
+	if len(r.NodeSelector) > 0 {
+		for _, key := range slices.Sorted(maps.Keys(r.NodeSelector)) {
+			k.selector += key + "=" + r.NodeSelector[key] + "\x00"
+		}
 	}
 	return k
+}
+
+// fitKey is noFit's key: a shape, and whether the workload may burst (it
+// then tries more nodes than one of its shape that may not).
+type fitKey struct {
+	shape
+	burst bool
+}
+
+// victimKey is noVictims's key.
+type victimKey struct {
+	team           core.TeamName
+	class          string
+	inQuota, burst bool
+	shape
 }
 
 func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.NodeName) {
@@ -684,11 +753,9 @@ func (c *cycle) decide(w *core.Workload) {
 	holder := len(c.holders[w.ID]) > 0
 	// A workload that may burst tries more nodes than one of its shape
 	// that may not: their failures are remembered apart.
-	fitKey, burst := key, c.burst.any && c.mayBurst(w)
-	if burst {
-		fitKey += "/burst"
-	}
-	noFit, failed := c.noFit[fitKey]
+	burst := c.burst.any && c.mayBurst(w)
+	fk := fitKey{key, burst}
+	noFit, failed := c.noFit[fk]
 	if !failed || holder {
 		c.soft, c.budgetHit = false, false
 		as, why := c.place(w)
@@ -709,7 +776,7 @@ func (c *cycle) decide(w *core.Workload) {
 		}
 		noFit = why
 		if !holder && !c.soft {
-			c.noFit[fitKey] = why
+			c.noFit[fk] = why
 		}
 		// Where it fits, what it would take there is more than its team
 		// may still take: that is the limit (or, for a class that may not
@@ -728,7 +795,7 @@ func (c *cycle) decide(w *core.Workload) {
 	// this version: their victims would have to be found on several nodes
 	// at once.
 	if !class.IdleOnly && w.Request.Count() == 1 {
-		vkey := fmt.Sprintf("%s/%s/%t/%t/%s", ts.team.Name, class.Name, inQuota, burst, key)
+		vkey := victimKey{ts.team.Name, class.Name, inQuota, burst, key}
 		if !c.noVictims[vkey] {
 			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
 				for _, v := range vs {
@@ -924,7 +991,7 @@ func (c *cycle) placeIn(w *core.Workload) ([]core.Assignment, string) {
 			c.kept = c.kept[:kept]
 			for _, ns := range c.nodes {
 				if on, _ := core.OnNode(all, ns.node.Name); len(on) > 0 {
-					ns.commit(w.Request, all, -1)
+					c.commit(ns, w.Request, all, -1)
 				}
 			}
 			return nil, fmt.Sprintf("gang of %d: replica %d does not fit: %s", w.Request.Count(), r+1, why)
@@ -934,87 +1001,71 @@ func (c *cycle) placeIn(w *core.Workload) ([]core.Assignment, string) {
 	return all, ""
 }
 
-// placeOne places one replica of w.
+// placeOne places one replica of w: on the node where the packing policy
+// scores it best (ties to the first in name order), among those its
+// holds, reservations and budget leave it. A workload of one replica,
+// outside the burst pass, is placed through the shape's index (index.go),
+// which visits the nodes best score first and stops once no node left can
+// win; the scan of every node remains for the rest, and for the
+// explanation when nothing fits.
 func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, string) {
 	req := w.Request
 	var best choice
 	bestKeep := false
-	var why tally
-	memo := c.memoFor(req)
-	considered := len(c.nodes)
-	for _, ns := range c.nodes {
-		if c.burst.any && ns.node.Burst() != c.burst.pass {
-			if c.burst.pass {
-				considered--
-			} else {
-				why.add(whyBurst)
+	memo, idx := c.memoFor(req)
+	found := false
+	if idx != nil && !c.burst.pass && req.Count() == 1 {
+		best, bestKeep, found = idx.search(c, w, memo)
+	}
+	if !found {
+		var why tally
+		considered := len(c.nodes)
+		for _, ns := range c.nodes {
+			if c.burst.any && ns.node.Burst() != c.burst.pass {
+				if c.burst.pass {
+					considered--
+				} else {
+					why.add(whyBurst)
+				}
+				continue
 			}
-			continue
-		}
-		held := ns.heldForOther(w.ID)
-		var ch choice
-		var reason string
-		if m := &memo[ns.pos]; m.version == ns.version+1 {
-			ch, reason = choice{ns: ns, gpu: m.gpu, score: m.score}, m.why
-		} else {
-			ch, reason = onNodeWith(ns, req, c.scorer)
-			*m = scored{version: ns.version + 1, gpu: ch.gpu, score: ch.score, why: reason}
-		}
-		if reason != "" {
-			why.add(reason)
-			if reason == whyWhole || reason == whyShare {
+			ch, keep, reason := c.fitOn(ns, w, req, &memo[ns.pos])
+			switch reason {
+			case "":
+			case whyWhole, whyShare:
+				why.add(reason)
 				why.near(ns, req)
-			}
-			continue
-		}
-		// A starvation reservation leaves the node to others where what
-		// it holds still fits next to them, or where they will be gone
-		// before its workload can start (backfill).
-		keep := false
-		switch {
-		case c.binds(ns, w, c.inQuota):
-			var ok bool
-			if ch, keep, ok = c.backfillOn(ns, w, req, ch); !ok {
-				why.add(whyStarving)
+				continue
+			case whyStarving:
+				why.add(reason)
 				c.soft = true
 				continue
-			}
-		case ns.resv != nil && ns.resv.w.ID != w.ID:
-			keep = true // within its guarantee: it stays, and the reservation knows
-		}
-		// A node held for preemptors may still take what they will not
-		// need: the placement must also fit the node's future, where they
-		// are already placed.
-		if held && !ns.fitsFutures(c, req, ch) {
-			var ok bool
-			if ch, ok = c.futureChoice(ns, req, ch); !ok {
-				why.add(whyReserved)
+			case whyLimit:
+				why.add(reason)
+				c.soft, c.budgetHit = true, true
+				continue
+			default:
+				why.add(reason)
 				continue
 			}
+			// Among burst nodes, the cheapest pool first.
+			d := 0
+			if c.burst.pass && best.ns != nil {
+				d = c.cheaper(ch.ns, best.ns)
+			}
+			if best.ns == nil || d < 0 || (d == 0 && ch.score < best.score) {
+				best, bestKeep = ch, keep // nodes are in name order, so ties go to the first
+			}
 		}
-		// What it takes there must stay within its team's budget.
-		if c.budget >= 0 && chargeOf(ch, req) > c.budget {
-			why.add(whyLimit)
-			c.soft, c.budgetHit = true, true
-			continue
+		if best.ns == nil {
+			return nil, why.message(considered, req)
 		}
-		// Among burst nodes, the cheapest pool first.
-		d := 0
-		if c.burst.pass && best.ns != nil {
-			d = c.cheaper(ch.ns, best.ns)
-		}
-		if best.ns == nil || d < 0 || (d == 0 && ch.score < best.score) {
-			best, bestKeep = ch, keep // nodes are in name order, so ties go to the first
-		}
-	}
-	if best.ns == nil {
-		return nil, why.message(considered, req)
 	}
 	as := assignments(best, req)
 	for i := range as {
 		as[i].Replica = replica
 	}
-	best.ns.commit(req, as, +1)
+	c.commit(best.ns, req, as, +1)
 	if bestKeep {
 		best.ns.resv.kept.add(req, as, +1)
 		c.kept = append(c.kept, keptReplica{best.ns.resv, as})
@@ -1023,6 +1074,72 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 		c.budget -= heldOf(as)
 	}
 	return as, ""
+}
+
+// commit is nodeState.commit on a node of the cycle, noted for the shape
+// indexes.
+func (c *cycle) commit(ns *nodeState, req core.Request, as []core.Assignment, sign int64) {
+	ns.commit(req, as, sign)
+	c.changed = append(c.changed, ns.pos)
+}
+
+// fitOn says whether w (one replica, req) may be placed on ns now, and how
+// (keep: next to what the node's reservation holds); reason says why not.
+// m is the node's remembered score for req's shape.
+func (c *cycle) fitOn(ns *nodeState, w *core.Workload, req core.Request, m *scored) (choice, bool, string) {
+	var ch choice
+	var reason string
+	if m.version == ns.version+1 {
+		ch, reason = choice{ns: ns, gpu: m.gpu, score: m.score}, m.why
+	} else {
+		ch, reason = onNodeWith(ns, req, c.scorer)
+		*m = scored{version: ns.version + 1, gpu: ch.gpu, score: ch.score, why: reason}
+	}
+	if reason != "" {
+		return choice{}, false, reason
+	}
+	base := ch
+	// A starvation reservation leaves the node to others where what
+	// it holds still fits next to them, or where they will be gone
+	// before its workload can start (backfill).
+	keep := false
+	switch {
+	case c.binds(ns, w, c.inQuota):
+		var ok bool
+		if ch, keep, ok = c.backfillOn(ns, w, req, ch); !ok {
+			return choice{}, false, whyStarving
+		}
+	case ns.resv != nil && ns.resv.w.ID != w.ID:
+		keep = true // within its guarantee: it stays, and the reservation knows
+	}
+	// A node held for preemptors may still take what they will not
+	// need: the placement must also fit the node's future, where they
+	// are already placed. What it finds depends only on the node, its
+	// future and stages, and the choice made now: it is remembered with
+	// the score.
+	if ns.heldForOther(w.ID) {
+		fv := ns.futureVersion(c)
+		same := ch.as == nil && ch.gpu == base.gpu && ch.score == base.score
+		ok := true
+		if same && m.heldAt == fv {
+			ch, ok = m.heldCh, m.heldOK
+		} else {
+			if !ns.fitsFutures(c, req, ch) {
+				ch, ok = c.futureChoice(ns, req, ch)
+			}
+			if same {
+				m.heldAt, m.heldCh, m.heldOK = fv, ch, ok
+			}
+		}
+		if !ok {
+			return choice{}, false, whyReserved
+		}
+	}
+	// What it takes there must stay within its team's budget.
+	if c.budget >= 0 && chargeOf(ch, req) > c.budget {
+		return choice{}, false, whyLimit
+	}
+	return ch, keep, ""
 }
 
 // futureChoice finds devices for req on ns that are free now and in the
@@ -1100,6 +1217,29 @@ func (ns *nodeState) fitsFutures(c *cycle, req core.Request, ch choice) bool {
 // fitsChoice is fitsAs for a choice made on another state of the same node
 // (its future), without building assignments for a share.
 func fitsChoice(f *nodeState, req core.Request, ch choice) bool {
+	if want := req.WholeGPUs(); want > 0 && ch.as == nil && !ch.ns.multiDomain {
+		// The devices assignments would choose on the node now (one
+		// domain: the first free ones it accepts), checked without
+		// building them.
+		n, taken := ch.ns.node, 0
+		for i, g := range n.GPUs {
+			if u := ch.ns.used[i]; taken < want && g.Domain == ch.ns.firstDomain && req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+				taken++
+				j := i
+				if f.node.GPUs[i].Index != g.Index || slices.IndexFunc(f.node.GPUs, func(x core.GPU) bool { return x.Index == g.Index }) != i {
+					return fitsAs(f, req, assignments(ch, req)) // devices not in the same places: the general check
+				}
+				if f.used[j].MilliGPU+1000 > 1000 || f.used[j].MemoryMiB+g.MemoryMiB > g.MemoryMiB {
+					return false
+				}
+			}
+		}
+		if taken == 0 {
+			return fitsAs(f, req, nil)
+		}
+		fn := f.node
+		return (fn.MilliCPU == 0 || f.cpu+req.MilliCPU <= fn.MilliCPU) && (fn.MemoryMiB == 0 || f.mem+req.MemoryMiB <= fn.MemoryMiB)
+	}
 	if ch.as != nil || req.WholeGPUs() > 0 || ch.gpu < 0 {
 		return fitsAs(f, req, assignments(ch, req)) // the devices chosen on the node now
 	}
