@@ -9,7 +9,9 @@
 // and acknowledges them only after the COMMIT has reached the disk (group
 // commit). A 2xx on submit therefore means the workload is on disk, and the
 // cost of an fsync is shared by everything that arrived while the previous
-// one was in flight. Reads use a separate pool of read-only connections and
+// one was in flight; before committing, the writer yields once to take the
+// writes that were about to be queued, so that a burst shares one commit
+// (and one copy of its pages in the WAL) instead of paying one each. Reads use a separate pool of read-only connections and
 // see only committed data.
 //
 // A full or failing disk fails writes, never acknowledges them: when the

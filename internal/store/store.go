@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -402,14 +403,22 @@ func (s *Store) writer() {
 				}
 			}
 		}
-	gather:
-		for len(batch) < MaxBatch {
+		// Take what is queued; then yield once and take what the
+		// writers that were about to queue have added, so that writes
+		// arriving together share a transaction rather than each
+		// paying its own commit (and its own pages in the WAL).
+		for yielded := false; len(batch) < MaxBatch; {
 			select {
 			case o := <-s.ops:
 				batch = append(batch, o)
+				continue
 			default:
-				break gather
 			}
+			if yielded {
+				break
+			}
+			runtime.Gosched()
+			yielded = true
 		}
 		s.commit(batch)
 		s.prepare()

@@ -67,6 +67,9 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 	if ctx.Value(noUserBoundKey{}) != nil {
 		userBound = 0
 	}
+	// Made here, not in the writer, which runs one write at a time.
+	submitted := core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: "Submitted",
+		Message: fmt.Sprintf("submitted by %s to team %s", w.Owner, w.Team), To: core.Pending}
 	err = s.do(ctx, func(tx *wtx) error {
 		if idem != nil {
 			prev, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE owner = ? AND idem_key = ?", w.Owner, idem.Key))
@@ -100,8 +103,7 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 		}
 		w.Seq, _ = res.LastInsertId()
 		tx.changed = append(tx.changed, w)
-		if err := addEvent(tx, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: "Submitted",
-			Message: fmt.Sprintf("submitted by %s to team %s", w.Owner, w.Team), To: core.Pending}); err != nil {
+		if err := addEvent(tx, submitted); err != nil {
 			return err
 		}
 		out, created = w, true
