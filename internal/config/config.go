@@ -34,7 +34,10 @@ type Config struct {
 	Kubernetes Kubernetes
 	// Local configures how the local executor confines tasks.
 	Local Local
-	// ResyncPeriod is how often the control loop runs even without changes.
+	// ResyncPeriod is how soon the control loop retries a failure and
+	// reads the budget gates; without a change it runs at the latest every
+	// 60 × this (the safety resync): cycles follow changes and the times
+	// the plan asks for.
 	ResyncPeriod time.Duration
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64
