@@ -20,7 +20,11 @@ import (
 //
 //	go test ./internal/app -run '^$' -bench Submit -benchtime 5000x
 func BenchmarkSubmit(b *testing.B) {
-	s := start(b, b.TempDir())
+	// However many submits b.N asks for stay pending: the per-team and
+	// per-user bounds on pending work (10,000 by default) are raised.
+	cfg := testConfig(b, b.TempDir())
+	cfg.Limits.MaxPendingPerTeam, cfg.Limits.MaxPendingPerUser = max(b.N+1000, 10000), max(b.N+1000, 10000)
+	s := startWith(b, cfg, io.Discard)
 	ctx := context.Background()
 	const clients = 32
 	// Cap the team at no GPU, so the workloads stay pending (QuotaLimit)
