@@ -3,6 +3,7 @@ package control_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -149,6 +150,10 @@ func TestMemoryEnforcement(t *testing.T) {
 	whole := h.submit(nil)
 	got := h.waitRunning(frac.ID, 1)
 	h.waitRunning(whole.ID, 1)
+	// The monitor reads the store's snapshot (its in-memory view of what
+	// is committed), which follows the file a moment after the commit
+	// that the reads above see: wait for it too.
+	h.waitSnapshotRunning(frac.ID, whole.ID)
 	share := got.Status.Placement[0].MemoryMiB
 	smp := &setSampler{util: map[core.WorkloadID]float64{}, mem: map[core.WorkloadID]int64{}}
 	smp.set(frac.ID, 0.9, share)
@@ -226,5 +231,29 @@ func TestIdleWarningNotRecordedIsRetried(t *testing.T) {
 	}
 	if warnings != 1 {
 		t.Errorf("%d IdleWarning events, want 1 (the second try)", warnings)
+	}
+}
+
+// waitSnapshotRunning waits until the store's snapshot has every id
+// Running.
+func (h *harness) waitSnapshotRunning(ids ...core.WorkloadID) {
+	h.t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		snap, err := h.store.Snapshot(context.Background())
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		running := 0
+		for _, w := range snap.Running {
+			if slices.Contains(ids, w.ID) {
+				running++
+			}
+		}
+		if running == len(ids) {
+			return
+		}
+		if time.Now().After(end) {
+			h.t.Fatalf("the snapshot has %d of %v Running after 10s", running, ids)
+		}
 	}
 }
