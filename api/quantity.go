@@ -96,6 +96,19 @@ func ParseMemoryMiB(s string) (int64, error) {
 	return v / 1000, nil
 }
 
+// ParseSizeBytes reads a storage size such as "100GiB" (ParseMemoryMiB's
+// units, a whole number of MiB) into bytes, at most MaxVolumeBytes.
+func ParseSizeBytes(s string) (int64, error) {
+	mib, err := ParseMemoryMiB(s)
+	if err != nil {
+		return 0, err
+	}
+	if mib > MaxVolumeBytes>>20 {
+		return 0, fmt.Errorf("%s is over 1 PiB", s)
+	}
+	return mib << 20, nil
+}
+
 // FieldErrors is a list of field problems; it is an error so that a decoder
 // can return it and the server can name the fields.
 type FieldErrors []FieldError

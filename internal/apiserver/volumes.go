@@ -70,18 +70,24 @@ func (s *Server) createVolume(c *call) (reply, error) {
 	return reply{status: http.StatusCreated, body: s.volumeOut(v)}, nil
 }
 
+// teamVolumes reads the volumes of a team the caller may read; a team
+// that does not exist is a 404, for an admin too.
+func (s *Server) teamVolumes(c *call, team core.TeamName) ([]core.Volume, error) {
+	if err := c.authorize(team, "team", string(team)); err != nil {
+		return nil, err
+	}
+	if _, err := s.opts.Store.Team(c.r.Context(), team); errors.Is(err, core.ErrNotFound) {
+		return nil, notFound("team", string(team))
+	} else if err != nil {
+		return nil, err
+	}
+	return s.opts.Store.Volumes(c.r.Context(), team)
+}
+
 // listVolumes answers GET /teams/{team}/volumes.
 func (s *Server) listVolumes(c *call) (reply, error) {
 	team := core.TeamName(c.r.PathValue("team"))
-	if err := c.authorize(team, "team", string(team)); err != nil {
-		return reply{}, err
-	}
-	if _, err := s.opts.Store.Team(c.r.Context(), team); errors.Is(err, core.ErrNotFound) {
-		return reply{}, notFound("team", string(team))
-	} else if err != nil {
-		return reply{}, err
-	}
-	vs, err := s.opts.Store.Volumes(c.r.Context(), team)
+	vs, err := s.teamVolumes(c, team)
 	if err != nil {
 		return reply{}, err
 	}
@@ -96,15 +102,7 @@ func (s *Server) listVolumes(c *call) (reply, error) {
 // its limit.
 func (s *Server) teamStorage(c *call) (reply, error) {
 	team := core.TeamName(c.r.PathValue("team"))
-	if err := c.authorize(team, "team", string(team)); err != nil {
-		return reply{}, err
-	}
-	if _, err := s.opts.Store.Team(c.r.Context(), team); errors.Is(err, core.ErrNotFound) {
-		return reply{}, notFound("team", string(team))
-	} else if err != nil {
-		return reply{}, err
-	}
-	vs, err := s.opts.Store.Volumes(c.r.Context(), team)
+	vs, err := s.teamVolumes(c, team)
 	if err != nil {
 		return reply{}, err
 	}

@@ -39,13 +39,7 @@ each criterion's value and verdict, and the review's decision.`,
 // readCard reads a card file and the brief file it names (relative to the
 // card), which goes to the server inline.
 func readCard(e *env, name string) (*api.AcceptanceCard, error) {
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(io.LimitReader(e.stdin, 4<<20))
-	} else {
-		b, err = os.ReadFile(name)
-	}
+	b, err := readInput(e, name)
 	if err != nil {
 		return nil, err
 	}

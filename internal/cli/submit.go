@@ -328,15 +328,18 @@ func parseMountFlag(s string) (name, path string, readOnly bool, err error) {
 	return name, path, readOnly, nil
 }
 
+// readInput reads the file name, or standard input for "-" (at most 4
+// MiB).
+func readInput(e *env, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(io.LimitReader(e.stdin, 4<<20))
+	}
+	return os.ReadFile(name)
+}
+
 // readWorkloadFile reads a YAML or JSON workload spec (decodeWorkloadFile).
 func readWorkloadFile(e *env, name string) (*api.Workload, error) {
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(io.LimitReader(e.stdin, 4<<20))
-	} else {
-		b, err = os.ReadFile(name)
-	}
+	b, err := readInput(e, name)
 	if err != nil {
 		return nil, err
 	}

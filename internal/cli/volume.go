@@ -34,7 +34,7 @@ team's namespace.`,
 			if size == "" {
 				return usagef("create volume: --size is required (100GiB)")
 			}
-			b, err := parseBytes(size)
+			b, err := api.ParseSizeBytes(size)
 			if err != nil {
 				return usagef("--size %q: %v", size, err)
 			}
@@ -82,18 +82,6 @@ A volume that a pending or running workload mounts is refused, naming it.`,
 			return err
 		},
 	}
-}
-
-// parseBytes reads a size with api.ParseMemoryMiB's units into bytes.
-func parseBytes(s string) (int64, error) {
-	mib, err := api.ParseMemoryMiB(s)
-	if err != nil {
-		return 0, err
-	}
-	if mib > api.MaxVolumeBytes>>20 {
-		return 0, fmt.Errorf("%s is over 1 PiB", s)
-	}
-	return mib << 20, nil
 }
 
 // formatBytes renders a size in the largest binary unit that keeps one

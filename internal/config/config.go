@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gpufleet/gpufleet/api"
 )
 
 // Config configures `gpufleet server`.
@@ -187,7 +189,7 @@ func (k Kubernetes) CheckpointBytes() int64 {
 	if k.CheckpointSize == "" {
 		return 0
 	}
-	b, _ := parseBytes(k.CheckpointSize)
+	b, _ := api.ParseSizeBytes(k.CheckpointSize)
 	return b
 }
 
@@ -204,7 +206,7 @@ func (k Kubernetes) validate() []error {
 		errs = append(errs, fmt.Errorf("kubernetes.volumeAccessMode %q: want ReadWriteOnce, ReadWriteMany or ReadWriteOncePod", k.VolumeAccessMode))
 	}
 	if k.CheckpointSize != "" {
-		if _, err := parseBytes(k.CheckpointSize); err != nil {
+		if _, err := api.ParseSizeBytes(k.CheckpointSize); err != nil {
 			errs = append(errs, fmt.Errorf("kubernetes.checkpointSize %q: %w", k.CheckpointSize, err))
 		}
 	}

@@ -19,19 +19,6 @@ type Storage struct {
 	Datasets map[string]string `json:"datasets,omitempty"`
 }
 
-// parseBytes reads a size such as "500GiB" (api.ParseMemoryMiB's units)
-// into bytes.
-func parseBytes(s string) (int64, error) {
-	mib, err := api.ParseMemoryMiB(s)
-	if err != nil {
-		return 0, err
-	}
-	if mib > api.MaxVolumeBytes>>20 {
-		return 0, fmt.Errorf("%s is over 1 PiB", s)
-	}
-	return mib << 20, nil
-}
-
 // Limit returns a team's storage limit in bytes, -1 for none. Validate
 // has checked the sizes.
 func (s Storage) Limit(team string) int64 {
@@ -42,7 +29,7 @@ func (s Storage) Limit(team string) int64 {
 	if v == "" {
 		return -1
 	}
-	b, err := parseBytes(v)
+	b, err := api.ParseSizeBytes(v)
 	if err != nil {
 		return -1
 	}
@@ -52,12 +39,12 @@ func (s Storage) Limit(team string) int64 {
 func (s Storage) validate() []error {
 	var errs []error
 	if s.TeamLimit != "" {
-		if _, err := parseBytes(s.TeamLimit); err != nil {
+		if _, err := api.ParseSizeBytes(s.TeamLimit); err != nil {
 			errs = append(errs, fmt.Errorf("storage.teamLimit %q: %w", s.TeamLimit, err))
 		}
 	}
 	for _, t := range sortedKeys(s.Teams) {
-		if _, err := parseBytes(s.Teams[t]); err != nil {
+		if _, err := api.ParseSizeBytes(s.Teams[t]); err != nil {
 			errs = append(errs, fmt.Errorf("storage.teams.%s %q: %w", t, s.Teams[t], err))
 		}
 	}
