@@ -16,8 +16,10 @@ import (
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
-// EndpointSource says where a workload's attempt serves a declared port
-// (the local executor's Endpoint).
+// EndpointSource says where a workload's attempt serves a declared port:
+// the local executor's Endpoint (a host port whose listener belongs to the
+// workload's user), the kubernetes one's (a pod IP, when the server
+// reaches pods), or the multi executor's (the cluster that runs it).
 type EndpointSource interface {
 	Endpoint(id core.WorkloadID, attempt, port int) (string, bool)
 }

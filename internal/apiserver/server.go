@@ -70,9 +70,10 @@ type Options struct {
 	Usage UsageSource
 	// Metrics serves GET /metrics to admins; nil answers 503.
 	Metrics http.Handler
-	// CommandsOnly: the executor runs commands, not images (the local
-	// one), so a workload that names an image and no command is refused
-	// at submit, naming image, rather than failing at start.
+	// CommandsOnly: no executor runs images (the local one without a
+	// container runtime), so a workload that names an image is refused at
+	// submit, naming image and saying how to enable containers, rather
+	// than having its image ignored.
 	CommandsOnly bool
 	// Ledger answers the cost routes (prices, reports, exports, budgets);
 	// nil answers 503.
