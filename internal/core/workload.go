@@ -2,6 +2,7 @@ package core
 
 import (
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -121,6 +122,32 @@ type Spec struct {
 	// host paths an administrator allows, mounted read-only.
 	Volumes  []VolumeMount  `json:"volumes,omitempty"`
 	Datasets []DatasetMount `json:"datasets,omitempty"`
+	// Array is set on each task of a job array (one submission of many
+	// tasks, each with its own index): which array, which index, and how
+	// many of its tasks may run at once.
+	Array *ArrayTask `json:"array,omitempty"`
+}
+
+// ArrayTask places one workload in its job array, of indices Start to End
+// inclusive. A task's ID is the array's ID, "-" and its index
+// (ArrayTaskID); MaxRunning > 0 caps how many of the array's tasks the
+// scheduler runs at once (0: no cap).
+type ArrayTask struct {
+	ID         WorkloadID `json:"id"`
+	Index      int        `json:"index"`
+	Start      int        `json:"start"`
+	End        int        `json:"end"`
+	MaxRunning int        `json:"maxRunning,omitempty"`
+}
+
+// MaxArrayTasks bounds how many tasks one job array may have.
+const MaxArrayTasks = 100_000
+
+// ArrayTaskID is the ID of the task of array id with index i: the array's
+// ID, "-" and the index ("wl-7kq2m9x4c1ab-7"). A dash, not Slurm's
+// underscore, because workload IDs name Kubernetes pods.
+func ArrayTaskID(id WorkloadID, i int) WorkloadID {
+	return id + "-" + WorkloadID(strconv.Itoa(i))
 }
 
 // VolumeMount mounts the team volume Name at Path (absolute and clean).
@@ -226,6 +253,10 @@ func (w *Workload) Clone() *Workload {
 	c.SecretFiles = slices.Clone(w.SecretFiles)
 	c.Volumes = slices.Clone(w.Volumes)
 	c.Datasets = slices.Clone(w.Datasets)
+	if w.Array != nil {
+		a := *w.Array
+		c.Array = &a
+	}
 	c.Status.Placement = slices.Clone(w.Status.Placement)
 	if w.Status.ExitCode != nil {
 		v := *w.Status.ExitCode

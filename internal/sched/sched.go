@@ -157,6 +157,9 @@ type cycle struct {
 	// message their waiting work shows (core.Snapshot.BudgetExceeded).
 	budgetSpent map[core.TeamName]string
 	reserved    bool // a starvation reservation was made this cycle
+	// arrays counts, by job array, its tasks running or placed in this
+	// cycle, for the arrays' caps (array.go).
+	arrays map[core.WorkloadID]int
 	// pictured are the preemptors placed in a node's future at the start
 	// of the cycle, with where; a preemptor's own picture is taken out
 	// when it is decided again.
@@ -351,6 +354,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 			c.terminating[w.Status.PreemptedBy] = append(c.terminating[w.Status.PreemptedBy], w)
 		}
 	}
+	c.arrays = runningArrays(snap.Running)
 	// 2. within or over quota.
 	for _, ts := range c.teams {
 		c.classify(ts)
@@ -660,6 +664,9 @@ func (c *cycle) decide(w *core.Workload) {
 		c.unplaced(w, ReasonUnknownClass, fmt.Sprintf("priority class %q is not defined", w.Priority), "")
 		return
 	}
+	if c.arrayFull(w) {
+		return
+	}
 	ts := c.team(w.Team)
 	ask := c.askMilli(w)
 
@@ -761,6 +768,7 @@ func (c *cycle) decide(w *core.Workload) {
 		as, why := c.place(w)
 		if as != nil {
 			c.plan.Placements = append(c.plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
+			c.arrayStarted(w)
 			c.holdOn(ts, class, as, heldOf(as))
 			ts.pending -= ask
 			var end time.Time

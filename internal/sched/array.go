@@ -1,0 +1,47 @@
+package sched
+
+import (
+	"fmt"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// ReasonArrayLimit: its job array already runs as many tasks as its cap
+// (submit --array 0-999%50) allows.
+const ReasonArrayLimit = "ArrayLimit"
+
+// runningArrays counts the running tasks of each capped job array.
+func runningArrays(running []*core.Workload) map[core.WorkloadID]int {
+	var out map[core.WorkloadID]int
+	for _, w := range running {
+		if a := w.Array; a != nil && a.MaxRunning > 0 {
+			if out == nil {
+				out = map[core.WorkloadID]int{}
+			}
+			out[a.ID]++
+		}
+	}
+	return out
+}
+
+// arrayFull reports whether w is a task of a job array that already runs
+// as many tasks (running, or placed in this cycle) as its cap, and if so
+// records why it waits.
+func (c *cycle) arrayFull(w *core.Workload) bool {
+	a := w.Array
+	if a == nil || a.MaxRunning <= 0 || c.arrays[a.ID] < a.MaxRunning {
+		return false
+	}
+	c.unplaced(w, ReasonArrayLimit, fmt.Sprintf("array %s runs %d of its tasks, its cap (%%%d)", a.ID, c.arrays[a.ID], a.MaxRunning), "")
+	return true
+}
+
+// arrayStarted counts w, placed in this cycle, against its array's cap.
+func (c *cycle) arrayStarted(w *core.Workload) {
+	if a := w.Array; a != nil && a.MaxRunning > 0 {
+		if c.arrays == nil {
+			c.arrays = map[core.WorkloadID]int{}
+		}
+		c.arrays[a.ID]++
+	}
+}
