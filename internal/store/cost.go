@@ -126,7 +126,7 @@ func (s *Store) Budget(ctx context.Context, team core.TeamName) ([]byte, error) 
 // AllocationsBetween lists the allocation intervals that overlap [from, to):
 // begun before to and not ended by from (open ones included), oldest first.
 func (s *Store) AllocationsBetween(ctx context.Context, from, to time.Time) ([]core.Allocation, error) {
-	return s.queryAllocations(ctx, selectAllocations+" WHERE start < ? AND (end IS NULL OR end > ?) ORDER BY id", unixNano(to), unixNano(from))
+	return s.queryAllocations(ctx, selectAllocations+` WHERE start < ? AND ("end" IS NULL OR "end" > ?) ORDER BY id`, unixNano(to), unixNano(from))
 }
 
 // WorkloadsByID returns the workloads of the given IDs that exist.

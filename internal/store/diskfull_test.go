@@ -64,6 +64,7 @@ func fill(t *testing.T, dir string) (free func()) {
 // restart. After reopening, the file holds exactly the acknowledged writes:
 // none lost, none that was reported failed.
 func TestFullDiskFailsWritesAndRecovers(t *testing.T) {
+	sqliteOnly(t)
 	dir := smallDisk(t, "2m")
 	path := filepath.Join(dir, "gpufleet.db")
 	s, err := Open(context.Background(), path)
@@ -192,6 +193,7 @@ func TestFullDiskFailsWritesAndRecovers(t *testing.T) {
 // its status does not decode) fails the plan that touches it, rather than
 // being skipped as if it did not exist.
 func TestStoreErrorsAreNotTakenForGone(t *testing.T) {
+	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "gpufleet.db")
 	s := open(t, path)
 	ctx := context.Background()

@@ -47,7 +47,7 @@ func storageError(err error) error {
 	case errors.Is(err, syscall.EIO), errors.As(err, &se) && se.Code()&0xff == sqliteIOErr:
 		return &diskError{kind: core.ErrUnavailable, err: err, what: "I/O error on its disk"}
 	}
-	return err
+	return pgError(err)
 }
 
 // isStorage reports whether err is a diskError: the disk, not the request,
@@ -90,6 +90,10 @@ func (s *Store) Writable(ctx context.Context) error {
 		// Setting the schema version to what it is changes nothing but
 		// still writes the database header: a page in the WAL, as a real
 		// write needs.
+		if s.pg != nil {
+			_, err := tx.Exec("UPDATE gpufleet_schema SET version = version")
+			return err
+		}
 		_, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
 		return err
 	})

@@ -207,7 +207,7 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time) error {
 // how the attempt ended (core.AllocFailed, core.AllocPreempted or empty)
 // and forgets the nodes it ran on.
 func closeAllocations(tx *wtx, id core.WorkloadID, now time.Time, outcome string) error {
-	if _, err := tx.Exec("UPDATE allocations SET end = ?, outcome = ? WHERE workload_id = ? AND end IS NULL", unixNano(now), outcome, string(id)); err != nil {
+	if _, err := tx.Exec(`UPDATE allocations SET "end" = ?, outcome = ? WHERE workload_id = ? AND "end" IS NULL`, unixNano(now), outcome, string(id)); err != nil {
 		return err
 	}
 	_, err := tx.Exec("DELETE FROM workload_nodes WHERE workload_id = ?", string(id))

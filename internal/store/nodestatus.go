@@ -237,7 +237,7 @@ func (s *Store) Evidence(ctx context.Context, name core.NodeName) ([]core.Eviden
 // latestOfNode reads the last n rows of a node's table of JSON records
 // (node_events, evidence), oldest first, each given its row's ID.
 func latestOfNode[T any](ctx context.Context, s *Store, table string, name core.NodeName, n int, setID func(*T, int64)) ([]T, error) {
-	rows, err := s.read.QueryContext(ctx, "SELECT id, spec FROM (SELECT id, spec FROM "+table+" WHERE node = ? ORDER BY id DESC LIMIT ?) ORDER BY id", string(name), n)
+	rows, err := s.read.QueryContext(ctx, "SELECT id, spec FROM (SELECT id, spec FROM "+table+" WHERE node = ? ORDER BY id DESC LIMIT ?) AS newest ORDER BY id", string(name), n)
 	if err != nil {
 		return nil, err
 	}

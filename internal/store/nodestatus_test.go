@@ -13,7 +13,7 @@ import (
 // newest MaxNodeEvents, oldest first.
 func TestNodeEventsArePruned(t *testing.T) {
 	ctx := context.Background()
-	st, err := OpenWith(ctx, filepath.Join(t.TempDir(), "gpufleet.db"), Options{NoSync: true})
+	st, err := OpenWith(ctx, target(t, filepath.Join(t.TempDir(), "gpufleet.db")), Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

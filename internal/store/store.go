@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
@@ -76,6 +77,17 @@ type Store struct {
 	// pool, by query text.
 	readMu    sync.Mutex
 	readStmts map[string]*sql.Stmt
+
+	// pg is the configuration of a PostgreSQL store (nil: SQLite), where
+	// its redacted address for messages. Its view of the active workloads
+	// follows the commits of every server by rev (syncView): rev is the
+	// last applied, revs that of each workload in the view, both under
+	// syncMu and mu.
+	pg     *pgx.ConnConfig
+	where  string
+	syncMu sync.Mutex
+	rev    int64
+	revs   map[core.WorkloadID]int64
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -201,8 +213,9 @@ func (tx *wtx) savepoint(name string, fn func() error) (fnErr error, err error) 
 // op is one write: fn runs inside the batch's transaction, under its own
 // savepoint, and err is delivered once the batch is on disk.
 type op struct {
-	fn  func(tx *wtx) error
-	err chan error
+	fn    func(tx *wtx) error
+	err   chan error
+	fence Fence // the leadership it is made under (WithFence), or nil
 }
 
 // MaxBatch bounds how many writes share one transaction (and one fsync).
@@ -214,8 +227,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return OpenWith(ctx, path, Options{})
 }
 
-// OpenWith is Open with options.
+// OpenWith is Open with options. A target that is a PostgreSQL URL
+// (postgres:// or postgresql://) opens a PostgreSQL store instead (see
+// postgres.go); anything else is the path of a SQLite file.
 func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
+	if IsPostgres(path) {
+		return openPostgres(ctx, path, opts)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -245,10 +263,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	if opts.NewID == nil {
-		opts.NewID = NewWorkloadID
-	}
-	s := &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser, tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, readStmts: map[string]*sql.Stmt{}, write: w, ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	s := newStore(w, opts)
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used (is it a gpufleet store, and readable?): %w", path, err)
@@ -261,10 +276,30 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	s.read = r
-	active, err := s.queryWorkloads(ctx, r, WorkloadFilter{Phases: []core.Phase{core.Pending, core.Running}})
-	if err != nil {
+	if err := s.loadActive(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store %s: load active workloads: %w", path, err)
+	}
+	s.wg.Add(1)
+	go s.writer()
+	return s, nil
+}
+
+// newStore is a store writing through w, not started.
+func newStore(w *sql.DB, opts Options) *Store {
+	if opts.NewID == nil {
+		opts.NewID = NewWorkloadID
+	}
+	return &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser,
+		tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, readStmts: map[string]*sql.Stmt{}, write: w,
+		ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// loadActive fills the view of active workloads from the database.
+func (s *Store) loadActive(ctx context.Context) error {
+	active, err := s.queryWorkloads(ctx, s.read, WorkloadFilter{Phases: []core.Phase{core.Pending, core.Running}})
+	if err != nil {
+		return err
 	}
 	s.active = make(map[core.WorkloadID]*core.Workload, len(active))
 	s.pendingTeam, s.pendingOwner = map[core.TeamName]int{}, map[string]int{}
@@ -273,9 +308,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.countPending(w, +1)
 	}
 	s.order = active // ORDER BY seq
-	s.wg.Add(1)
-	go s.writer()
-	return s, nil
+	return nil
 }
 
 // privateFiles makes the store's files (path, -wal, -shm) 0600, whatever the
@@ -362,7 +395,7 @@ func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
 			return nil
 		}
 	}
-	o := &op{fn: fn, err: make(chan error, 1)}
+	o := &op{fn: fn, err: make(chan error, 1), fence: fenceOf(ctx)}
 	select {
 	case s.ops <- o:
 	case <-s.done:
@@ -452,8 +485,29 @@ func (s *Store) commit(batch []*op) {
 		return
 	}
 	tx := &wtx{Tx: sqltx, s: s}
+	if s.pg != nil {
+		// One writer at a time over every server (see writeLock).
+		if _, err := tx.Exec("SELECT pg_advisory_xact_lock(?)", writeLock); err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("lock: %w", err))
+			return
+		}
+	}
 	changed := false
+	var lease *leaseRow // read once, by the first fenced write
 	for i, o := range batch {
+		if o.fence != nil {
+			if err := tx.checkFence(o.fence, &lease); err != nil {
+				if de := storageError(err); isStorage(de) {
+					tx.Rollback()
+					s.rollback()
+					fail(de)
+					return
+				}
+				errs[i] = err
+				continue
+			}
+		}
 		fnErr, err := tx.savepoint("op", func() error { return o.fn(tx) })
 		if err != nil {
 			if !isStorage(err) {
@@ -474,6 +528,18 @@ func (s *Store) commit(batch []*op) {
 	}
 	if changed {
 		s.noteWrite(nil)
+	}
+	if s.pg != nil {
+		// The view follows the database, in commit order, with the other
+		// servers' writes; this batch is in it before it is acknowledged.
+		if err := s.syncView(ctx); err != nil {
+			// Committed: acknowledged; the listener catches up.
+			_ = err
+		}
+		for i, o := range batch {
+			o.err <- errs[i]
+		}
+		return
 	}
 	s.mu.Lock()
 	for _, w := range tx.changed {
@@ -530,6 +596,9 @@ func bySeq(w *core.Workload, seq int64) int { return cmp.Compare(w.Seq, seq) }
 // ("cannot start a transaction within a transaction") for ever. When no
 // transaction is open, SQLite answers an error that is of no interest.
 func (s *Store) rollback() {
+	if s.pg != nil {
+		return // database/sql's Rollback ended it; pgx reports a broken connection as bad
+	}
 	s.write.ExecContext(context.Background(), "ROLLBACK")
 }
 
@@ -663,9 +732,15 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX acceptance_runs_team ON acceptance_runs(team, created_at)`,
 	},
+	{
+		// Several servers: the leader lease and its fencing token, and
+		// the servers that share the store (lease.go).
+		leaseTable,
+		serversTable,
+	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "volume_purges", "acceptance_runs"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "volume_purges", "acceptance_runs", "leader_lease", "servers"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

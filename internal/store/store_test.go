@@ -24,7 +24,7 @@ func open(t *testing.T, path string) *Store {
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "gpufleet.db")
 	}
-	s, err := Open(context.Background(), path)
+	s, err := Open(context.Background(), target(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,6 +375,7 @@ func TestPaging(t *testing.T) {
 }
 
 func TestOpenRefusesForeignFiles(t *testing.T) {
+	sqliteOnly(t)
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage.db")
 	os.WriteFile(garbage, []byte("this is not a database, just some text that is long enough to look like a header...."), 0o600)
@@ -487,7 +488,7 @@ func TestUserFromBeforeRoles(t *testing.T) {
 
 func TestPendingLimits(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenWith(context.Background(), filepath.Join(dir, "s.db"), Options{MaxPendingPerTeam: 3, MaxPendingPerUser: 2})
+	s, err := OpenWith(context.Background(), target(t, filepath.Join(dir, "s.db")), Options{MaxPendingPerTeam: 3, MaxPendingPerUser: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,6 +602,7 @@ func TestGangAcrossNodes(t *testing.T) {
 // TestMigratesVersion1 opens a store written by the first schema, with a
 // running workload, and finds it running on its node after the migration.
 func TestMigratesVersion1(t *testing.T) {
+	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "v1.db")
 	s := open(t, path)
 	ctx := context.Background()
@@ -620,7 +622,7 @@ func TestMigratesVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{
-		"DROP TABLE acceptance_runs", "DROP TABLE volume_purges", "DROP TABLE volumes", "DROP TABLE secrets", "DROP TABLE node_status", "DROP TABLE node_events", "DROP TABLE evidence",
+		"DROP TABLE servers", "DROP TABLE leader_lease", "DROP TABLE acceptance_runs", "DROP TABLE volume_purges", "DROP TABLE volumes", "DROP TABLE secrets", "DROP TABLE node_status", "DROP TABLE node_events", "DROP TABLE evidence",
 		"DROP TABLE prices", "DROP TABLE budgets", "DROP INDEX allocations_start", "ALTER TABLE allocations DROP COLUMN outcome", "ALTER TABLE allocations DROP COLUMN pool",
 		"DROP INDEX tokens_id", "DROP INDEX tokens_user", "ALTER TABLE tokens DROP COLUMN id", "ALTER TABLE tokens DROP COLUMN name",
 		"DROP TABLE audit",
@@ -692,6 +694,7 @@ func TestOpenWithOptions(t *testing.T) {
 		return v
 	}
 	t.Run("the default is durable", func(t *testing.T) {
+		sqliteOnly(t)
 		s := open(t, "")
 		if got, want := synchronous(s), 2; got != want { // FULL
 			t.Errorf("PRAGMA synchronous = %d, want %d (FULL)", got, want)
@@ -699,7 +702,7 @@ func TestOpenWithOptions(t *testing.T) {
 	})
 	t.Run("NoSync turns fsync off and NewID names workloads", func(t *testing.T) {
 		n := 0
-		s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "sim.db"), Options{NoSync: true, NewID: func() core.WorkloadID {
+		s, err := OpenWith(ctx, target(t, filepath.Join(t.TempDir(), "sim.db")), Options{NoSync: true, NewID: func() core.WorkloadID {
 			n++
 			return core.WorkloadID(fmt.Sprintf("wl-%d", n))
 		}})
@@ -707,8 +710,10 @@ func TestOpenWithOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		if got, want := synchronous(s), 0; got != want { // OFF
-			t.Errorf("PRAGMA synchronous = %d, want %d (OFF)", got, want)
+		if backend == "sqlite" {
+			if got, want := synchronous(s), 0; got != want { // OFF
+				t.Errorf("PRAGMA synchronous = %d, want %d (OFF)", got, want)
+			}
 		}
 		if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
 			t.Fatal(err)
@@ -725,7 +730,7 @@ func TestOpenWithOptions(t *testing.T) {
 
 func TestCachedNodesFollowWrites(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "sim.db"), Options{CacheNodes: true})
+	s, err := OpenWith(ctx, target(t, filepath.Join(t.TempDir(), "sim.db")), Options{CacheNodes: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func (s *Store) DeleteTeam(ctx context.Context, name core.TeamName) error {
 			"DELETE FROM secrets WHERE team = ?",
 			// The team's volumes' data goes too (VolumePurges), before
 			// a team of the same name could make volumes of those names.
-			"INSERT OR REPLACE INTO volume_purges (team, name, at) SELECT team, name, created_at FROM volumes WHERE team = ? AND deleted_at = 0",
+			"INSERT INTO volume_purges (team, name, at) SELECT team, name, created_at FROM volumes WHERE team = ? AND deleted_at = 0 ON CONFLICT (team, name) DO UPDATE SET at = excluded.at",
 			"DELETE FROM volumes WHERE team = ?",
 			"DELETE FROM acceptance_runs WHERE team = ?",
 		} {

@@ -165,7 +165,7 @@ func (s *Store) DeleteVolume(ctx context.Context, team core.TeamName, name strin
 		if _, err := tx.Exec("UPDATE volumes SET deleted_at = ? WHERE team = ? AND name = ? AND deleted_at = 0", unixNano(now), string(team), name); err != nil {
 			return err
 		}
-		_, err := tx.Exec("INSERT OR REPLACE INTO volume_purges (team, name, at) VALUES (?, ?, ?)", string(team), name, unixNano(now))
+		_, err := tx.Exec("INSERT INTO volume_purges (team, name, at) VALUES (?, ?, ?) ON CONFLICT (team, name) DO UPDATE SET at = excluded.at", string(team), name, unixNano(now))
 		return err
 	})
 }

@@ -95,13 +95,12 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 			return err
 		}
 		setAuditObject(ctx, string(w.ID), string(w.Team))
-		res, err := tx.Exec(`INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status)
+		err := tx.QueryRow(`INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status).Scan(&w.Seq)
 		if err != nil {
 			return err
 		}
-		w.Seq, _ = res.LastInsertId()
 		tx.changed = append(tx.changed, w)
 		if err := addEvent(tx, submitted); err != nil {
 			return err
@@ -262,7 +261,7 @@ func (s *Store) Allocations(ctx context.Context, id core.WorkloadID) ([]core.All
 	return s.queryAllocations(ctx, q+" ORDER BY id", args...)
 }
 
-const selectAllocations = "SELECT id, workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, end, outcome, pool FROM allocations"
+const selectAllocations = `SELECT id, workload_id, team, attempt, replica, node, gpu_index, gpu_uuid, milli_gpu, memory_mib, start, "end", outcome, pool FROM allocations`
 
 func (s *Store) queryAllocations(ctx context.Context, q string, args ...any) ([]core.Allocation, error) {
 	rows, err := s.read.QueryContext(ctx, q, args...)

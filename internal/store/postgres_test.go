@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/store/pgtest"
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+func pgOnly(t *testing.T) {
+	t.Helper()
+	if backend != "postgres" {
+		t.Skip("PostgreSQL only: runs in the store's second pass")
+	}
+}
+
+// TestSharedViews: two stores on one database (two servers) follow each
+// other's commits: a workload submitted on one is in the other's snapshot,
+// and leaves it when finished there, in commit order.
+func TestSharedViews(t *testing.T) {
+	pgOnly(t)
+	ctx := context.Background()
+	url := pgtest.DB(t)
+	a, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := a.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutNode(ctx, node("n1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	var ids []core.WorkloadID
+	for i := range 10 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		w, _, err := s.CreateWorkload(ctx, workload(100), nil, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.ID)
+	}
+	pending := func(s *Store) []core.WorkloadID {
+		snap, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []core.WorkloadID
+		for _, w := range snap.Pending {
+			out = append(out, w.ID)
+		}
+		return out
+	}
+	eventually(t, func() bool { return len(pending(a)) == 10 && len(pending(b)) == 10 }, "both views hold the 10 submits")
+	if got := pending(b); strings.Join(ids2s(got), ",") != strings.Join(ids2s(ids), ",") {
+		t.Fatalf("b's pending %v, want submission order %v", got, ids)
+	}
+	// b places one; a sees it Running.
+	if res, err := b.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: ids[0], Assignments: []core.Assignment{assign("n1", 0, 100)}}}}, t0); err != nil || res[0].Err != nil {
+		t.Fatal(err, res[0].Err)
+	}
+	eventually(t, func() bool {
+		snap, _ := a.Snapshot(ctx)
+		return len(snap.Running) == 1 && snap.Running[0].ID == ids[0] && len(snap.Pending) == 9
+	}, "a sees b's placement")
+	if _, err := a.Finish(ctx, ids[0], 1, core.Succeeded, "Completed", "", nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool { snap, _ := b.Snapshot(ctx); return len(snap.Running) == 0 && len(snap.Pending) == 9 }, "b sees a's finish")
+}
+
+func ids2s(ids []core.WorkloadID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(id)
+	}
+	return out
+}
+
+func eventually(t *testing.T, ok func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 5 s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPostgresBadInput: a malformed connection string, an unreachable
+// database and a schema newer than this gpufleet are refused at open with
+// messages that say which; none falls back to anything.
+func TestPostgresBadInput(t *testing.T) {
+	pgOnly(t)
+	ctx := context.Background()
+	if _, err := Open(ctx, "postgres://user:secret@host:notaport/db"); err == nil || !strings.Contains(err.Error(), "malformed") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("malformed URL: %v", err)
+	}
+	if _, err := Open(ctx, "postgres://nobody@127.0.0.1:1/db?connect_timeout=2"); err == nil || !strings.Contains(err.Error(), "cannot reach") {
+		t.Errorf("unreachable: %v", err)
+	}
+	url := pgtest.DB(t)
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("UPDATE gpufleet_schema SET version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, url); err == nil || !strings.Contains(err.Error(), "version 99 is newer than this gpufleet (1)") {
+		t.Errorf("newer schema: %v", err)
+	}
+	// A database holding other tables is not taken for a store.
+	other := pgtest.DB(t)
+	odb, _ := sql.Open("pgx", other)
+	defer odb.Close()
+	if _, err := odb.Exec("CREATE TABLE invoices (id INT)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, other); err == nil || !strings.Contains(err.Error(), "not a gpufleet store") {
+		t.Errorf("foreign database: %v", err)
+	}
+}
+
+func TestRebind(t *testing.T) {
+	for q, want := range map[string]string{
+		"SELECT 1":                             "SELECT 1",
+		"a = ? AND b IN (?, ?)":                "a = $1 AND b IN ($2, $3)",
+		"x = '?' AND y = ? AND \"q?\" = ?":     "x = '?' AND y = $1 AND \"q?\" = $2",
+		"INSERT INTO t VALUES (?, 'it''s', ?)": "INSERT INTO t VALUES ($1, 'it''s', $2)",
+	} {
+		if got := rebind(q); got != want {
+			t.Errorf("rebind(%q) = %q, want %q", q, got, want)
+		}
+	}
+}
