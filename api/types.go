@@ -91,6 +91,9 @@ type Workload struct {
 	// configuration allows, read-only.
 	Volumes []VolumeMount `json:"volumes,omitempty"`
 	Mounts  []Mount       `json:"mounts,omitempty"`
+	// Array makes the submission a job array (POST /arrays, see
+	// ArraySpec); on each task, it says which array and index.
+	Array *ArraySpec `json:"array,omitempty"`
 
 	CreatedAt time.Time      `json:"createdAt,omitzero"`
 	Status    WorkloadStatus `json:"status,omitzero"`

@@ -152,6 +152,9 @@ func (w *Workload) Validate() []FieldError {
 	case r.GPUs > MaxGPUsPerNode*1000:
 		add("resources.gpus", "at most %d GPUs per workload", MaxGPUsPerNode)
 	}
+	if w.Array != nil {
+		errs = append(errs, w.Array.validate()...)
+	}
 	if w.Replicas < 0 || w.Replicas > MaxReplicas {
 		add("replicas", "must be from 1 to %d", MaxReplicas)
 	}

@@ -87,6 +87,14 @@ var table = []route{
 	// for what reaches inside the workload.
 	{pattern: "GET /api/v1/workloads/{id}/portforward", access: teamRole, need: core.RoleMember, doing: "forwarding ports of team %s's workloads", stream: (*Server).portForward},
 
+	// Job arrays (arrays.go): one submission of many tasks, each a
+	// workload; reading and cancelling the whole array.
+	{pattern: "POST /api/v1/arrays", access: teamRole, need: core.RoleMember, doing: "submitting to team %s",
+		action: "create array", ok: http.StatusCreated, serve: (*Server).submitArray},
+	{pattern: "GET /api/v1/arrays/{id}", access: teamRole, need: core.RoleViewer, serve: (*Server).getArray},
+	{pattern: "DELETE /api/v1/arrays/{id}", access: teamRole, need: core.RoleMember, doing: "cancelling the workloads of team %s",
+		action: "cancel array", ok: http.StatusOK, serve: (*Server).cancelArray},
+
 	{pattern: "GET /api/v1/nodes", access: anyCaller, serve: (*Server).nodes},
 	// A node's state, health, events and evidence are for every caller
 	// (allocations only of the caller's teams, as in the list); changing

@@ -205,6 +205,9 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"GET /api/v1/workloads/{id}/events", nil, []string{"200", "401", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/usage", []string{"query window"}, []string{"200", "400", "401", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/portforward", []string{"query port"}, []string{"101", "400", "401", "403", "404", "429", "503"}},
+		{"POST /api/v1/arrays", []string{"header Idempotency-Key"}, []string{"200", "201", "400", "401", "403", "413", "422", "429"}},
+		{"GET /api/v1/arrays/{id}", nil, []string{"200", "401", "404", "429"}},
+		{"DELETE /api/v1/arrays/{id}", nil, []string{"200", "401", "403", "404", "429"}},
 		{"GET /api/v1/nodes", nil, []string{"200", "401", "429"}},
 		{"GET /api/v1/priorityclasses", nil, []string{"200", "401", "429"}},
 		{"GET /api/v1/teams", nil, []string{"200", "401", "429"}},
@@ -297,6 +300,7 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 	doc := openAPIDoc(t)
 	bodies := map[string]string{
 		"POST /api/v1/workloads":                     "Workload",
+		"POST /api/v1/arrays":                        "Workload",
 		"POST /api/v1/teams":                         "Team",
 		"PATCH /api/v1/teams/{name}":                 "TeamQuota",
 		"POST /api/v1/users":                         "User",
@@ -492,6 +496,8 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 	} {
 		types[n] = t
 	}
+	types["ArraySpec"] = reflect.TypeFor[api.ArraySpec]()
+	types["Array"] = reflect.TypeFor[api.Array]()
 	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()
 	types["WorkloadUsagePoint"] = reflect.TypeFor[api.WorkloadUsagePoint]()
 	// schemaName is the schema of a struct type that a property refers to.

@@ -46,6 +46,9 @@ func (s *Server) submit(c *call) (reply, error) {
 	if err := decode(r, &in); err != nil {
 		return reply{}, err
 	}
+	if in.Array != nil {
+		return reply{}, invalid("array", "a job array is submitted to POST /api/v1/arrays (gpufleet submit --array), not /workloads")
+	}
 	// "replicas": 0 asks for no replica at all; absent means one.
 	var given struct {
 		Replicas *int `json:"replicas"`
@@ -516,6 +519,10 @@ func toAPI(w *core.Workload) *api.Workload {
 	}
 	for _, p := range w.Ports {
 		out.Ports = append(out.Ports, api.Port{Name: p.Name, Port: p.Port})
+	}
+	if a := w.Array; a != nil {
+		i := a.Index
+		out.Array = &api.ArraySpec{ID: string(a.ID), Index: &i, Start: a.Start, End: a.End, MaxRunning: a.MaxRunning}
 	}
 	out.ReadyPath, out.Status.Ready, out.SecretEnv, out.SecretFiles = w.ReadyPath, w.Status.Ready, w.SecretEnv, w.SecretFiles
 	for _, v := range w.Volumes {

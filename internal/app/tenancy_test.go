@@ -274,6 +274,15 @@ func (w *world) submit(c caller, body string) string {
 	return out.ID
 }
 
+// array submits a pending job array of two tasks to team as c and
+// returns its ID.
+func (w *world) array(c caller, team string) string {
+	w.t.Helper()
+	var out api.Array
+	w.h.must(c.token, "POST", "/api/v1/arrays", `{"team":"`+team+`","command":["true"],"array":{"start":0,"end":1},`+park+`}`, http.StatusCreated, &out)
+	return out.ID
+}
+
 // freshPending is a new pending workload of team A, submitted by the admin.
 func (w *world) freshPending() string {
 	return w.submit(w.admin, `{"team":"`+teamA+`","command":["true"],`+park+`}`)
@@ -545,6 +554,8 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 	team := func(name string) map[string]string { return map[string]string{name: missingTeam} }
 	user := func(name string) map[string]string { return map[string]string{name: missingUser} }
 	node, missingNode := w.s.cfg.NodeName, "node-zz"
+	// A pending job array of each team, for the array routes.
+	arrA, arrB := w.array(w.admin, teamA), w.array(w.bMember, teamB)
 	public := func(path string) func(c caller) []probe {
 		return func(c caller) []probe { return []probe{anyone(200, probe{method: "GET", path: path})} }
 	}
@@ -575,6 +586,28 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 			return []probe{
 				inA(c, api.RoleMember, 201, probe{what: "own team", method: "POST", path: "/api/v1/workloads", body: sub(teamA)}, team(teamA), 400, 404),
 				inB(c, 201, probe{what: "foreign team", method: "POST", path: "/api/v1/workloads", body: sub(teamB)}, team(teamB), 400, 404),
+			}
+		},
+		"POST /api/v1/arrays": func(c caller) []probe {
+			sub := func(t string) string {
+				return `{"team":"` + t + `","command":["true"],"array":{"start":0,"end":1},` + park + `}`
+			}
+			return []probe{
+				inA(c, api.RoleMember, 201, probe{what: "own team", method: "POST", path: "/api/v1/arrays", body: sub(teamA)}, team(teamA), 400, 404),
+				inB(c, 201, probe{what: "foreign team", method: "POST", path: "/api/v1/arrays", body: sub(teamB)}, team(teamB), 400, 404),
+			}
+		},
+		"GET /api/v1/arrays/{}": func(c caller) []probe {
+			return []probe{
+				inA(c, api.RoleViewer, 200, probe{what: "own", method: "GET", path: "/api/v1/arrays/" + arrA, check: holds(`"team":"` + teamA + `"`)}, wl(arrA)),
+				inB(c, 200, probe{what: "foreign", method: "GET", path: "/api/v1/arrays/" + arrB}, wl(arrB)),
+			}
+		},
+		"DELETE /api/v1/arrays/{}": func(c caller) []probe {
+			own := w.array(w.admin, teamA)
+			return []probe{
+				inA(c, api.RoleMember, 200, probe{what: "own", method: "DELETE", path: "/api/v1/arrays/" + own}, wl(own)),
+				inB(c, 200, probe{what: "foreign", method: "DELETE", path: "/api/v1/arrays/" + arrB}, wl(arrB)),
 			}
 		},
 		"GET /api/v1/workloads": func(c caller) []probe {
