@@ -18,7 +18,9 @@ func newCancelCmd(e *env) *cobra.Command {
 grace period. Each line says "ID cancelled", or the phase the workload is in
 when it was already finished or is still stopping.
 
-` + workloadArg,
+` + workloadArg + `
+
+` + arrayArg,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -30,7 +32,25 @@ when it was already finished or is still stopping.
 			}
 			var got []api.Workload
 			failed := 0
+			var arrays []api.Array
 			for _, id := range args {
+				id = taskRef(id)
+				a, err := findArray(cmd.Context(), c, id)
+				if err == nil && a != nil {
+					a, err = cancelArray(cmd.Context(), e, c, a, out.value == "text")
+				}
+				if a != nil || err != nil {
+					if err != nil {
+						if len(args) == 1 {
+							return err
+						}
+						fmt.Fprintf(e.stderr, "error: %s: %v\n", id, err)
+						failed++
+					} else {
+						arrays = append(arrays, *a)
+					}
+					continue
+				}
 				w, err := resolveWorkload(cmd.Context(), c, e.now(), id, team)
 				if err == nil {
 					w, err = c.CancelWorkload(cmd.Context(), w.ID)
@@ -56,7 +76,15 @@ when it was already finished or is still stopping.
 					fmt.Fprintf(e.stdout, "%s cancelling (%s)\n", w.ID, w.Status.Phase)
 				}
 			}
-			if len(args) == 1 && len(got) == 1 {
+			if len(args) == 1 && len(arrays) == 1 {
+				if _, err := out.structured(e.stdout, &arrays[0]); err != nil {
+					return err
+				}
+			} else if len(arrays) > 0 && len(got) == 0 {
+				if _, err := out.structured(e.stdout, list(arrays)); err != nil {
+					return err
+				}
+			} else if len(args) == 1 && len(got) == 1 {
 				if _, err := out.structured(e.stdout, &got[0]); err != nil {
 					return err
 				}

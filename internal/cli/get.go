@@ -16,6 +16,7 @@ func newGetCmd(e *env) *cobra.Command {
 	var out *outputFlag
 	var watch bool
 	var node string // get evidence --node
+	var expand bool // get workloads --expand: a row per array task
 	cmd := &cobra.Command{
 		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets|secrets|volumes|storage|clusters|pools|evidence --node NODE",
 		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
@@ -30,6 +31,11 @@ running workloads hold (USAGE), its fair share of the capacity and what its
 pending workloads ask for; -o wide adds the priority classes each team may use
 ("preemptible": every preemptible class, the default). Users show their
 teams as TEAM:ROLE; members their role in the team.
+
+A job array (submit --array) is one row: its ID, its name with its range
+("sweep[0-999%50]") and its tasks counted by phase ("Pending 940 Running 50
+Succeeded 10"); --expand lists each task (ARRAYID-INDEX) instead. -o json and
+yaml list every task.
 
 Nodes show their lifecycle state (STATUS: Registering, Validating, Ready,
 Cordoned, Draining, Failed or Lost) and their GPUs' health ("4/4 healthy",
@@ -116,6 +122,9 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 				}
 				if ok, err := out.structured(e.stdout, list(ws)); ok {
 					return err
+				}
+				if !expand {
+					ws = foldArrays(ws)
 				}
 				return printWorkloads(e, out.value, ws)
 			case kind == "nodes" || kind == "node":
@@ -261,6 +270,7 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 	fl.StringVar(&opts.Phase, "phase", "", "only workloads in these phases, comma-separated, in any case (Pending, Running, Succeeded, Failed, Cancelled)")
 	fl.IntVar(&opts.Limit, "limit", 0, "at most this many workloads (default all)")
 	fl.StringVar(&node, "node", "", "the node whose evidence to list (get evidence)")
+	fl.BoolVar(&expand, "expand", false, "a row per task of each job array (default: one row per array, its tasks counted by phase)")
 	fl.BoolVarP(&watch, "watch", "w", false, "after the list, print each workload that appears or changes, until interrupted (-o json: one object per line)")
 	out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
 	return cmd

@@ -20,16 +20,24 @@ func newLogsCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs ID|NAME [-f] [--tail N] [--since DURATION]",
 		Short: "Print a workload's output",
-		Long:  "Print a workload's output.\n\n" + workloadArg,
-		Args:  cobra.ExactArgs(1),
+		Long: "Print a workload's output.\n\n" + workloadArg + "\n\n" + arrayArg +
+			" For an array, each task's output follows a \"==> ID <==\" line, in index\norder (not with -f: follow one task).",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			w, err := resolveWorkload(cmd.Context(), c, e.now(), args[0], team)
+			arg := taskRef(args[0])
+			a, err := findArray(cmd.Context(), c, arg)
 			if err != nil {
 				return err
+			}
+			var w *api.Workload
+			if a == nil {
+				if w, err = resolveWorkload(cmd.Context(), c, e.now(), arg, team); err != nil {
+					return err
+				}
 			}
 			if tail < 0 || tail > maxTailLines {
 				return usagef("--tail %d: want a number of lines from 1 to %d", tail, maxTailLines)
@@ -40,6 +48,9 @@ func newLogsCmd(e *env) *cobra.Command {
 			secs := int64(since / time.Second)
 			if since > 0 && secs == 0 {
 				secs = 1
+			}
+			if a != nil {
+				return arrayLogs(cmd.Context(), e, c, a, api.LogOptions{Follow: follow, TailLines: tail, SinceSeconds: secs})
 			}
 			rc, err := c.LogsWith(cmd.Context(), w.ID, api.LogOptions{Follow: follow, TailLines: tail, SinceSeconds: secs})
 			if err != nil {

@@ -45,6 +45,7 @@ type submitFlags struct {
 	secretFiles    []string // --secret-file
 	volumes        []string // --volume NAME:/path[:ro]
 	mounts         []string // --mount DATASET:/path[:ro]
+	array          string   // --array START-END[%MAX] (array.go)
 }
 
 func newSubmitCmd(e *env) *cobra.Command {
@@ -75,6 +76,12 @@ workload's team (gpufleet open prints the URL), and a notebook that declares
 none gets 8888. In -f, ports is a list of numbers, "NAME=NUMBER" strings or
 the API's {name, port} mappings.
 
+--array START-END[%MAX] submits a job array in one request: a task, an
+ordinary workload with env GPUFLEET_ARRAY_INDEX=<index> and
+GPUFLEET_ARRAY_ID=<array>, for each index, all stored or none; at most MAX
+of them run at once (the others wait with reason ArrayLimit). It prints the
+array's ID; task i is ARRAYID-i. In -f, array: {start, end, maxRunning}.
+
 In -f, command may also be one line ("command: python train.py --epochs 3"):
 it is split into words as a shell would, but no shell runs it.`,
 		Example: `  gpufleet submit --team research --gpus 2 python train.py --epochs 3
@@ -82,7 +89,8 @@ it is split into words as a shell would, but no shell runs it.`,
   gpufleet submit --gpu-memory 20GiB --gpu-model H100 -- ./serve
   gpufleet submit --image ghcr.io/acme/serve:2 --kind service
   gpufleet submit --kind service --port http=8000 --gpus 0.5 -- ./serve
-  gpufleet submit -f workload.yaml`,
+  gpufleet submit -f workload.yaml
+  gpufleet submit --array 0-999%50 --gpus 1 -- python sweep.py`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
 				return err
@@ -90,6 +98,14 @@ it is split into words as a shell would, but no shell runs it.`,
 			w, err := buildWorkload(cmd, e, &f, args)
 			if err != nil {
 				return err
+			}
+			if f.array != "" {
+				if w.Array, err = api.ParseArray(f.array); err != nil {
+					return usagef("--array %v", err)
+				}
+			}
+			if w.Array != nil && f.follow {
+				return usagef("--follow follows one workload, not an array: wait for it with gpufleet wait ARRAYID")
 			}
 			if errs := w.Validate(); len(errs) > 0 {
 				return withFlags(&api.Error{Code: api.CodeInvalid, Message: "invalid workload, nothing was submitted", Fields: errs}, cmd.Flags().Changed)
@@ -99,6 +115,10 @@ it is split into words as a shell would, but no shell runs it.`,
 				return err
 			}
 			c.OnWarning = func(msg string) { fmt.Fprintln(e.stderr, "warning: "+msg) }
+			if w.Array != nil {
+				_, err := submitArray(cmd.Context(), e, c, w, f.idempotencyKey, out)
+				return withFlags(err, cmd.Flags().Changed)
+			}
 			got, err := c.SubmitWorkload(cmd.Context(), w, f.idempotencyKey)
 			if err != nil {
 				return withFlags(err, cmd.Flags().Changed)
@@ -145,6 +165,7 @@ it is split into words as a shell would, but no shell runs it.`,
 	fl.StringArrayVar(&f.volumes, "volume", nil, "mount a team volume, NAME:/path or NAME:/path:ro (repeatable; gpufleet create volume)")
 	fl.StringArrayVar(&f.mounts, "mount", nil, "mount a dataset the server allows, read-only, DATASET:/path[:ro] (repeatable)")
 	fl.StringVar(&f.readyPath, "ready-path", "", "an HTTP path the first port answers 2xx on once the workload is ready (/health); the proxy sends it nothing until then")
+	fl.StringVar(&f.array, "array", "", "submit a job array, one task per index, START-END[%MAX] as Slurm's (0-999%50: 1000 tasks, at most 50 running at once); each task gets env GPUFLEET_ARRAY_INDEX and GPUFLEET_ARRAY_ID, and the array's ID is printed")
 	fl.BoolVar(&f.follow, "follow", false, "then print the workload's output until it finishes and exit with its exit code, as wait does (the ID goes to stderr)")
 	out = addOutputFlag(cmd, "id", outJSON, outYAML)
 	return cmd

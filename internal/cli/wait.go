@@ -35,7 +35,11 @@ Succeeded, and 1 for Failed or Cancelled without one (or with 0). A failure
 is reported on standard error as "ID: Failed (reason): message". After
 --timeout (0: never) wait exits with 124.
 
-` + workloadArg,
+` + workloadArg + `
+
+` + arrayArg + ` For an array, wait exits 0 once every task has
+succeeded, and 1 (with the tasks counted by phase on standard error) once
+all have finished and some did not.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -54,7 +58,23 @@ is reported on standard error as "ID: Failed (reason): message". After
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			w, err := resolveWorkload(cmd.Context(), c, e.now(), args[0], team)
+			arg := taskRef(args[0])
+			if a, err := findArray(cmd.Context(), c, arg); err != nil {
+				return err
+			} else if a != nil {
+				a, err = waitArray(ctx, c, a.ID)
+				if errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil && a != nil {
+					return exitError{code: exitTimedOut, err: fmt.Errorf("%s: %d of %d tasks still not finished after %s (%s)", arg, a.Tasks-finished(a), a.Tasks, timeout, formatPhases(a.Phases))}
+				}
+				if err != nil {
+					return err
+				}
+				if _, err := out.structured(e.stdout, a); err != nil {
+					return err
+				}
+				return arrayExit(e, a)
+			}
+			w, err := resolveWorkload(cmd.Context(), c, e.now(), arg, team)
 			if err != nil {
 				return err
 			}
