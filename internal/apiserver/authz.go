@@ -117,6 +117,8 @@ var table = []route{
 	// team's work in them.
 	{pattern: "GET /api/v1/clusters", access: anyCaller, serve: (*Server).clusters},
 	{pattern: "GET /api/v1/pools", access: anyCaller, serve: (*Server).pools},
+	// The servers sharing the store, and which leads.
+	{pattern: "GET /api/v1/servers", access: adminOnly, doing: "listing servers", serve: (*Server).servers},
 
 	{pattern: "GET /api/v1/teams", access: anyCaller, serve: (*Server).teams},
 	{pattern: "POST /api/v1/teams", access: adminOnly, doing: "creating teams",

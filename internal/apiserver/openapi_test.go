@@ -254,6 +254,7 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"POST /api/v1/nodes/{name}/faults", nil, []string{"200", "400", "401", "403", "404", "413", "429", "503"}},
 		{"POST /api/v1/plan", nil, []string{"200", "400", "401", "413", "429"}},
 		{"GET /api/v1/clusters", nil, []string{"200", "401", "429"}},
+		{"GET /api/v1/servers", nil, []string{"200", "401", "403", "429", "503"}},
 		{"GET /api/v1/pools", nil, []string{"200", "401", "429"}},
 		{"POST /api/v1/acceptance/runs", nil, []string{"201", "400", "401", "413", "429", "503"}},
 		{"GET /api/v1/acceptance/runs", []string{"query limit", "query team"}, []string{"200", "400", "401", "429"}},
@@ -492,6 +493,7 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"Decision": reflect.TypeFor[api.Decision](), "AcceptanceRunRequest": reflect.TypeFor[api.AcceptanceRunRequest](),
 		"AcceptanceRunList": reflect.TypeFor[api.List[api.AcceptanceRun]](),
 		"Cluster":           reflect.TypeFor[api.Cluster](), "Pool": reflect.TypeFor[api.Pool](),
+		"Server": reflect.TypeFor[api.Server](), "ServerList": reflect.TypeFor[api.List[api.Server]](), "Readiness": reflect.TypeFor[api.Readiness](),
 		"ClusterList": reflect.TypeFor[api.List[api.Cluster]](), "PoolList": reflect.TypeFor[api.List[api.Pool]](),
 	} {
 		types[n] = t

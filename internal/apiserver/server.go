@@ -49,10 +49,13 @@ type LogFollower interface {
 
 // Options configures the API server.
 type Options struct {
-	Store  *store.Store
-	Logs   LogSource
-	Logger *slog.Logger
-	Now    func() time.Time
+	Store *store.Store
+	// ServerName is this server's name among those sharing the store
+	// (GET /readyz, /servers).
+	ServerName string
+	Logs       LogSource
+	Logger     *slog.Logger
+	Now        func() time.Time
 	// MaxBodyBytes bounds request bodies (413 beyond). Default 1 MiB.
 	MaxBodyBytes int64
 	// PriorityClasses are the classes a workload may name.
@@ -178,7 +181,12 @@ func (s *Server) routes() {
 			writeError(w, fmt.Errorf("not ready: %v: %w", err, core.ErrUnavailable))
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		rd, err := s.readiness(r.Context())
+		if err != nil {
+			writeError(w, fmt.Errorf("store: %v: %w", err, core.ErrUnavailable))
+			return
+		}
+		writeJSON(w, http.StatusOK, rd)
 	}
 	// Served at the root, as probes expect, and under /api/v1 with the rest.
 	s.mux.HandleFunc("GET /healthz", healthz)

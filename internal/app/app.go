@@ -34,6 +34,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/gpu"
+	"github.com/gpufleet/gpufleet/internal/lead"
 	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/portal"
 	"github.com/gpufleet/gpufleet/internal/qualify"
@@ -78,7 +79,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-	st, err := store.OpenWith(ctx, filepath.Join(cfg.DataDir, "gpufleet.db"), store.Options{
+	st, err := store.OpenWith(ctx, cmp.Or(cfg.Store, filepath.Join(cfg.DataDir, "gpufleet.db")), store.Options{
 		MaxPendingPerTeam: cfg.Limits.MaxPendingPerTeam,
 		MaxPendingPerUser: cfg.Limits.MaxPendingPerUser,
 	})
@@ -111,12 +112,25 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 			return err
 		}
 	}
-	xs, err := startExecutors(ctx, cfg, st, log)
+	// With PostgreSQL, several servers may share the store: one of them,
+	// elected (internal/lead), runs the control loop and what writes with
+	// it; its writes and pods carry the lease's fencing token. A SQLite
+	// store has one server (the data dir's lock), which leads from the
+	// start, unfenced, as it always has.
+	server := store.Server{Name: cmp.Or(cfg.ServerName, serverName(ln.Addr())), Addr: ln.Addr().String(), PID: os.Getpid(), StartedAt: time.Now().UTC()}
+	cfg.ServerName = server.Name
+	var elect *lead.Elector
+	var fence store.Fence
+	if st.Postgres() {
+		elect = lead.New(lead.Options{Store: st, Name: server.Name, Addr: server.Addr, PID: server.PID, TTL: cfg.LeaseTTL, Logger: log.With("component", "lead")})
+		fence = elect
+	}
+	xs, err := startExecutors(ctx, cfg, st, log, fence)
 	if err != nil {
 		return err
 	}
 	defer xs.close()
-	ex, reported, where, try := xs.ex, xs.reported, xs.where, xs.try
+	ex, where, try := xs.ex, xs.where, xs.try
 	classes := make([]core.PriorityClass, len(cfg.PriorityClasses))
 	for i, c := range cfg.PriorityClasses {
 		classes[i] = core.PriorityClass{Name: c.Name, Value: c.Value, Preemptible: c.Preemptible, MayBorrow: c.MayBorrow, IdleOnly: c.IdleOnly}
@@ -139,30 +153,50 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		return fmt.Errorf("evaluate the budgets: %w", err)
 	}
 	obs := newObservability(cfg, st, xs.sampled(), led, lifecycle, log)
+	if elect == nil {
+		obs.metrics.Leader(true, 0)
+	}
 	var vr *control.VolumeReconciler
 	if vols, ok := ex.(executor.Volumes); ok && (xs.multi == nil || xs.multi.KeepsVolumes()) {
 		vr = &control.VolumeReconciler{Store: st, Volumes: vols, Every: volumeEvery(cfg), Logger: log.With("component", "volumes")}
 	}
-	loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
-		Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: xs.startParallelism(), Budgets: led, Secrets: sealer,
-		Datasets: cfg.Storage.Datasets, Volumes: vr})
-	if err := loop.Reconcile(ctx); err != nil {
-		return err
-	}
-	for _, kex := range xs.kubes {
-		// Every running workload is adopted now: a pod nobody adopted
-		// would run twice. Each deletion is recorded in the audit trail,
-		// where an operator looks for who deleted what (see the kubernetes
-		// package's doc).
-		orphans, err := kex.DeleteOrphans(ctx)
-		for _, o := range orphans {
-			log.Warn("deleted an orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "err", o.Err)
-			if aerr := st.AppendAudit(ctx, orphanAudit(o, "a restart")); aerr != nil {
-				log.Error("audit an orphan pod", "pod", o.Name, "err", aerr)
+	// The leader's work, for one term: the nodes written again, running
+	// work re-adopted, orphan pods deleted, then the control loop and what
+	// writes beside it, until ctx (the term) ends.
+	leaderWork := func(ctx context.Context) (run func() error, err error) {
+		for _, resync := range xs.resync {
+			resync(ctx)
+		}
+		loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
+			Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: xs.startParallelism(), Budgets: led, Secrets: sealer,
+			Datasets: cfg.Storage.Datasets, Volumes: vr})
+		if err := loop.Reconcile(ctx); err != nil {
+			return nil, err
+		}
+		for _, kex := range xs.kubes {
+			// Every running workload is adopted now: a pod nobody adopted
+			// would run twice. Each deletion is recorded in the audit trail,
+			// where an operator looks for who deleted what (see the kubernetes
+			// package's doc).
+			orphans, err := kex.DeleteOrphans(ctx)
+			for _, o := range orphans {
+				log.Warn("deleted an orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "err", o.Err)
+				if aerr := st.AppendAudit(ctx, orphanAudit(o, "a restart")); aerr != nil {
+					log.Error("audit an orphan pod", "pod", o.Name, "err", aerr)
+				}
+			}
+			if err != nil {
+				log.Error("delete orphan pods", "err", err)
 			}
 		}
-		if err != nil {
-			log.Error("delete orphan pods", "err", err)
+		return func() error {
+			return runLeader(ctx, loop, leaderParts{cfg: cfg, st: st, xs: xs, obs: obs, lifecycle: lifecycle, vr: vr, ex: ex, log: log})
+		}, nil
+	}
+	var runTerm func() error
+	if elect == nil {
+		if runTerm, err = leaderWork(ctx); err != nil {
+			return err
 		}
 	}
 
@@ -180,6 +214,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	defer runner.Close()
 	srv := apiserver.New(apiserver.Options{
 		Store:           st,
+		ServerName:      server.Name,
 		Logs:            ex,
 		Logger:          log.With("component", "api"),
 		MaxBodyBytes:    cfg.MaxBodyBytes,
@@ -212,42 +247,33 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		errc <- loop.Run(ctx)
-	}()
-	if obs.monitor != nil {
-		wg.Go(func() { obs.monitor.Run(ctx) })
-	}
-	if reported != nil {
-		wg.Go(func() { heartbeat(ctx, st, *reported, heartbeatInterval(cfg), log.With("component", "nodes")) })
-	}
-	wg.Go(func() { lifecycle.Run(ctx) })
-	if eps := endpoints(cfg, ex); eps != nil {
-		prober := &control.Prober{Store: st, Endpoints: eps, Logger: log.With("component", "readiness")}
-		wg.Go(func() { prober.Run(ctx) })
-	}
-	if vr != nil {
-		wg.Go(func() { vr.Run(ctx) })
-	}
-	if el := xs.elastic(cfg, st, log); el != nil {
-		wg.Go(func() { el.Run(ctx) })
-	}
-	if sw := xs.sweeper(); sw != nil && cfg.Local.Retention() > 0 {
-		wg.Go(func() {
-			sweepCheckpoints(ctx, st, sw, cfg.Local.Retention(), min(time.Hour, cfg.Local.Retention()), log.With("component", "checkpoints"))
-		})
-	}
-	if reported != nil && len(reported.GPUs) > 0 && !reported.GPUs[0].Simulated {
-		// Xid errors of this machine's GPUs, from the kernel log.
-		if kmsg, err := qualify.OpenKernelLog(); err != nil {
-			log.Warn("cannot read the kernel log: Xid errors of this node's GPUs go unseen", "path", qualify.KernelLog, "err", err)
-		} else {
-			context.AfterFunc(ctx, func() { kmsg.Close() })
-			wg.Go(func() { lifecycle.WatchKernelLog(ctx, kmsg, reported.Name, reported.GPUs) })
-		}
+	if elect == nil {
+		go func() {
+			defer wg.Done()
+			errc <- runTerm()
+		}()
+		wg.Go(func() { lead.Heartbeat(ctx, st, server, 2*time.Second, log) })
+	} else {
+		elect.SetOnChange(obs.metrics.Leader)
+		go func() {
+			defer wg.Done()
+			elect.Run(ctx, func(ctx context.Context) {
+				run, err := leaderWork(ctx)
+				if err == nil {
+					err = run()
+				}
+				if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrFenced) {
+					log.Error("the leader's work failed", "err", err)
+					select {
+					case errc <- err:
+					default:
+					}
+				}
+			})
+			errc <- nil
+		}()
 	}
 	go func() {
 		defer wg.Done()
@@ -368,10 +394,17 @@ func ensureAdmin(ctx context.Context, st *store.Store, dir string) (string, erro
 	}
 	now := time.Now().UTC()
 	if userErr != nil {
-		if err := st.CreateUser(ctx, core.User{Name: "admin", Admin: true, CreatedAt: now}, core.Token{Name: "admin-token file", CreatedAt: now}, apiserver.HashToken(tok)); err != nil {
+		err := st.CreateUser(ctx, core.User{Name: "admin", Admin: true, CreatedAt: now}, core.Token{Name: "admin-token file", CreatedAt: now}, apiserver.HashToken(tok))
+		if err == nil {
+			return path, nil
+		}
+		if !errors.Is(err, core.ErrConflict) {
 			return "", err
 		}
-	} else if err := st.CreateToken(ctx, core.Token{User: "admin", Name: "admin-token file", CreatedAt: now}, apiserver.HashToken(tok)); err != nil {
+		// Another server sharing the store made the admin meanwhile:
+		// this one's file gets a token of its own.
+	}
+	if err := st.CreateToken(ctx, core.Token{User: "admin", Name: "admin-token file", CreatedAt: now}, apiserver.HashToken(tok)); err != nil {
 		return "", err
 	}
 	return path, nil
@@ -490,12 +523,16 @@ func checkIsolation(ctx context.Context, cfg config.Config, st *store.Store, iso
 // executor. The cluster's GPU nodes become the store's nodes, and stay in
 // step with it: a node added is put, a node changed is updated, a node
 // removed is kept (its allocations still name it) but unschedulable.
-func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger, cluster string, place func(*core.Node)) (*kubernetes.Executor, error) {
+func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger, cluster string, place func(*core.Node), fence store.Fence) (*kubernetes.Executor, *nodeSync, error) {
 	client, err := kubernetes.NewClientset(clientOptions(cfg))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ns := &nodeSync{st: st, log: log.With("component", "nodes"), place: place}
+	ns := &nodeSync{st: st, log: log.With("component", "nodes"), place: place, fence: fence}
+	var fenceToken func() int64
+	if fence != nil {
+		fenceToken = fence.Token
+	}
 	if known, err := st.Nodes(ctx); err == nil {
 		ns.known = map[core.NodeName]core.Node{}
 		for _, n := range known {
@@ -531,13 +568,14 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 				}
 			}
 		},
+		Fence:  fenceToken,
 		Logger: log.With("component", "executor"),
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ns.put(ctx, kex.Nodes())
-	return kex, nil
+	return kex, ns, nil
 }
 
 // podClasses are the priority classes whose Kubernetes PriorityClasses
@@ -557,6 +595,10 @@ type nodeSync struct {
 	// place, when set, puts each node in its cluster and pool (several
 	// clusters: config pools).
 	place func(*core.Node)
+	// fence, when set (several servers), makes the writes the leader's
+	// only: a follower's are refused, quietly, and the leader writes
+	// every node again at the start of its term (executors.resync).
+	fence store.Fence
 	mu    sync.Mutex
 	known map[core.NodeName]core.Node
 }
@@ -576,8 +618,8 @@ func (s *nodeSync) put(ctx context.Context, nodes []core.Node) {
 		if old, ok := s.known[n.Name]; ok && sameNode(old, n) {
 			continue
 		}
-		if err := s.st.PutNode(ctx, n); err != nil {
-			s.log.Error("put node", "node", n.Name, "err", err)
+		if err := s.st.PutNode(s.fenced(ctx), n); err != nil {
+			s.logErr(n.Name, err)
 			continue
 		}
 		s.known[n.Name] = n
@@ -588,13 +630,28 @@ func (s *nodeSync) put(ctx context.Context, nodes []core.Node) {
 		}
 		old.Schedulable = false
 		old.UpdatedAt = time.Now().UTC()
-		if err := s.st.PutNode(ctx, old); err != nil {
-			s.log.Error("put node", "node", name, "err", err)
+		if err := s.st.PutNode(s.fenced(ctx), old); err != nil {
+			s.logErr(name, err)
 			continue
 		}
 		s.known[name] = old
 		s.log.Warn("node left the cluster; no new work goes there", "node", name)
 	}
+}
+
+func (s *nodeSync) fenced(ctx context.Context) context.Context {
+	if s.fence == nil {
+		return ctx
+	}
+	return store.WithFence(ctx, s.fence)
+}
+
+func (s *nodeSync) logErr(node core.NodeName, err error) {
+	if errors.Is(err, store.ErrFenced) {
+		s.log.Debug("node not written: this server follows", "node", node)
+		return
+	}
+	s.log.Error("put node", "node", node, "err", err)
 }
 
 // sameNode compares two nodes but for their update time.

@@ -25,6 +25,7 @@ const module = "github.com/gpufleet/gpufleet"
 // already. A path allows its packages and those below it.
 var thirdParty = map[string]string{
 	"SQLite driver":           "modernc.org/sqlite",
+	"pgx":                     "github.com/jackc/pgx/v5",
 	"x/sys":                   "golang.org/x/sys",
 	"x/time/rate":             "golang.org/x/time/rate",
 	"go-landlock":             "github.com/landlock-lsm/go-landlock",

@@ -34,7 +34,10 @@ type executors struct {
 	// pools), by cluster name.
 	provisioners map[string]control.Provisioner
 	// reported is the local node, whose record the heartbeat refreshes.
-	reported   *core.Node
+	reported *core.Node
+	// resync writes each Kubernetes cluster's nodes again: the leader's
+	// first act in a term (a follower's node writes are refused).
+	resync     []func(ctx context.Context)
 	where, try string
 }
 
@@ -42,14 +45,15 @@ type executors struct {
 // the configuration it is the single executor of the flags, as before;
 // with them, each node is put in its cluster and pool (cfg.PoolOf) and a
 // multi executor routes each task to its node's cluster.
-func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger) (*executors, error) {
+func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger, fence store.Fence) (*executors, error) {
 	xs := &executors{try: "nvidia-smi"}
 	if len(cfg.ClusterList) == 0 {
 		if cfg.Executor == "kubernetes" {
-			kex, err := startKubernetes(ctx, cfg, st, log, "", nil)
+			kex, ns, err := startKubernetes(ctx, cfg, st, log, "", nil, fence)
 			if err != nil {
 				return nil, err
 			}
+			xs.resync = append(xs.resync, func(ctx context.Context) { ns.put(ctx, kex.Nodes()) })
 			xs.ex, xs.kubes = kex, []*kubernetes.Executor{kex}
 			xs.where = fmt.Sprintf("Kubernetes executor, %d GPU nodes", len(kex.Nodes()))
 			return xs, nil
@@ -70,10 +74,11 @@ func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log
 		switch cl.Executor {
 		case "kubernetes":
 			c.Kubernetes.Kubeconfig, c.Kubernetes.Context = cl.Kubeconfig, cl.Context
-			kex, err := startKubernetes(ctx, c, st, log.With("cluster", cl.Name), cl.Name, place)
+			kex, ns, err := startKubernetes(ctx, c, st, log.With("cluster", cl.Name), cl.Name, place, fence)
 			if err != nil {
 				return nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
 			}
+			xs.resync = append(xs.resync, func(ctx context.Context) { ns.put(ctx, kex.Nodes()) })
 			xs.kubes = append(xs.kubes, kex)
 			xs.addProvisioner(cl.Name, clientOptions(c), kex, log)
 			clusters = append(clusters, multi.Cluster{Name: cl.Name, Executor: kex, NoEndpoints: !cfg.Kubernetes.ReachesPods()})

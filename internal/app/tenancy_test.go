@@ -868,6 +868,9 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 		"GET /api/v1/clusters": func(c caller) []probe {
 			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/clusters", check: holds(`"executor":"local"`)})}
 		},
+		"GET /api/v1/servers": func(c caller) []probe {
+			return []probe{adminOnly(c, 200, probe{method: "GET", path: "/api/v1/servers", check: holds(`"leader":true`)})}
+		},
 		"GET /api/v1/pools": func(c caller) []probe {
 			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/pools", check: holds(`"name":"local"`, `"gpus":4`)})}
 		},

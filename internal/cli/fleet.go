@@ -3,6 +3,7 @@ package cli
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpufleet/gpufleet/api"
 )
@@ -31,6 +32,21 @@ func printPools(e *env, ps []api.Pool) error {
 		}
 		t.row(p.Name, dash(p.Cluster), dash(region), p.Kind, strconv.Itoa(p.GPUs), p.AllocatedGPUs.String(),
 			strconv.FormatFloat(p.UsedGPUs, 'f', 2, 64), price, p.Health)
+	}
+	return t.flush()
+}
+
+func printServers(e *env, ss []api.Server) error {
+	t := newTable(e.stdout, "NAME", "ADDR", "PID", "LEADER", "LEASE EXPIRES", "LAST SEEN")
+	for _, sv := range ss {
+		leader, expires := "", "-"
+		if sv.Leader {
+			leader = "*"
+		}
+		if sv.LeaseExpiresAt != nil {
+			expires = sv.LeaseExpiresAt.UTC().Format(time.RFC3339)
+		}
+		t.row(sv.Name, sv.Addr, strconv.Itoa(sv.PID), leader, expires, sv.LastSeen.UTC().Format(time.RFC3339))
 	}
 	return t.flush()
 }

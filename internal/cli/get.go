@@ -18,7 +18,7 @@ func newGetCmd(e *env) *cobra.Command {
 	var node string // get evidence --node
 	var expand bool // get workloads --expand: a row per array task
 	cmd := &cobra.Command{
-		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets|secrets|volumes|storage|clusters|pools|evidence --node NODE",
+		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets|secrets|volumes|storage|clusters|pools|servers|evidence --node NODE",
 		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
 		Long: `List workloads, nodes, teams, users (admin only) or a team's members, or show
 one workload or user.
@@ -194,6 +194,15 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 					return err
 				}
 				return printClusters(e, cs)
+			case kind == "servers" || kind == "server":
+				ss, err := c.Servers(ctx)
+				if err != nil {
+					return err
+				}
+				if ok, err := out.structured(e.stdout, list(ss)); ok {
+					return err
+				}
+				return printServers(e, ss)
 			case kind == "pools" || kind == "pool":
 				ps, err := c.Pools(ctx)
 				if err != nil {
@@ -277,7 +286,7 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 }
 
 // getKinds lists what get knows, for usage errors.
-const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage, clusters, pools or evidence --node NODE"
+const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage, clusters, pools, servers or evidence --node NODE"
 
 func printWorkloads(e *env, format string, ws []api.Workload) error {
 	header := []string{"ID", "NAME", "TEAM", "PRIORITY", "GPUS", "PHASE", "REASON", "EXIT", "ATTEMPTS", "NODE", "AGE"}

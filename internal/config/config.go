@@ -22,6 +22,15 @@ type Config struct {
 	Addr string
 	// DataDir holds the store, the admin token and the workloads' files.
 	DataDir string
+	// Store is where the state lives: empty for DATA/gpufleet.db (SQLite),
+	// or a PostgreSQL URL (postgres://…) that several servers may share.
+	Store string
+	// ServerName names this server among those sharing a store (the
+	// leader lease's holder); empty: HOSTNAME:PORT.
+	ServerName string
+	// LeaseTTL is the leader lease's length: a follower takes over
+	// within it when the leader dies.
+	LeaseTTL time.Duration
 	// FakeGPUs, when set, registers simulated GPUs instead of detecting real
 	// ones: "4xH100-80GB" or "2xH100-80GB,2xA10-24GB".
 	FakeGPUs string
@@ -106,6 +115,11 @@ func (p Proxy) URL() (*url.URL, error) {
 	return u, nil
 }
 
+// Postgres reports whether the store is a PostgreSQL database.
+func (c Config) Postgres() bool {
+	return strings.HasPrefix(c.Store, "postgres://") || strings.HasPrefix(c.Store, "postgresql://")
+}
+
 // Default returns the defaults: 127.0.0.1:8080, ./.gpufleet, local executor.
 func Default() Config {
 	host, err := os.Hostname()
@@ -114,6 +128,7 @@ func Default() Config {
 	}
 	return Config{
 		Addr:            "127.0.0.1:8080",
+		LeaseTTL:        10 * time.Second,
 		DataDir:         ".gpufleet",
 		NodeName:        host,
 		Executor:        "local",
@@ -230,6 +245,15 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data must not be empty"))
+	}
+	if c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("leaseTTL %s: want at least 1s", c.LeaseTTL))
+	}
+	if strings.HasPrefix(c.Store, "postgres") && !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
+		errs = append(errs, fmt.Errorf("--store: want a URL such as postgres://user@host:5432/gpufleet, or a SQLite file's path"))
+	}
+	if c.Postgres() && c.SecretsKeyFile == "" {
+		errs = append(errs, errors.New("secretsKeyFile: a PostgreSQL store needs the secrets key in a file every server reads (the same 64 hex digits): set secretsKeyFile (or --secrets-key-file)"))
 	}
 	if c.FakeGPUs != "" {
 		if _, err := ParseFakeGPUs(c.FakeGPUs); err != nil {

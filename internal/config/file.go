@@ -101,6 +101,9 @@ func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String()
 type file struct {
 	Addr            *string         `json:"addr"`
 	Data            *string         `json:"data"`
+	Store           *string         `json:"store"`
+	ServerName      *string         `json:"serverName"`
+	LeaseTTL        *Duration       `json:"leaseTTL"`
 	FakeGPUs        *string         `json:"fakeGPUs"`
 	NodeName        *string         `json:"nodeName"`
 	Executor        *string         `json:"executor"`
@@ -157,6 +160,15 @@ func Load(path string) (Config, error) {
 	}
 	if f.Data != nil {
 		c.DataDir = *f.Data
+	}
+	if f.Store != nil {
+		c.Store = *f.Store
+	}
+	if f.ServerName != nil {
+		c.ServerName = *f.ServerName
+	}
+	if f.LeaseTTL != nil {
+		c.LeaseTTL = f.LeaseTTL.Duration
 	}
 	if f.FakeGPUs != nil {
 		c.FakeGPUs = *f.FakeGPUs

@@ -38,6 +38,8 @@ type Options struct {
 	Xids func() []XidCount
 	// Timeout bounds the snapshot read of one scrape; 10 s when zero.
 	Timeout time.Duration
+	// Server is this server's name, the label of gpufleet_leader.
+	Server string
 }
 
 // Metrics holds gpufleet's metrics and serves them.
@@ -49,6 +51,8 @@ type Metrics struct {
 	reclaims    *prometheus.CounterVec
 	finished    *prometheus.CounterVec
 	started     *prometheus.CounterVec
+	leader      prometheus.Gauge
+	transitions *prometheus.CounterVec
 }
 
 // Reasons of the stops counted in gpufleet_reclaims_total.
@@ -88,10 +92,32 @@ func New(opts Options) *Metrics {
 			Help: "Attempts started, by team.",
 		}, []string{"team"}),
 	}
-	m.reg.MustRegister(m.cycle, m.queueWait, m.preemptions, m.reclaims, m.finished, m.started,
+	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "gpufleet_leader",
+		Help:        "1 while this server holds the leader lease (runs the control loop), 0 while it follows.",
+		ConstLabels: prometheus.Labels{"server": opts.Server},
+	})
+	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name:        "gpufleet_leader_transitions_total",
+		Help:        "Changes of this server's leadership: to leader (a lease taken) and to follower (a lease lost, given up or run out).",
+		ConstLabels: prometheus.Labels{"server": opts.Server},
+	}, []string{"to"})
+	m.reg.MustRegister(m.cycle, m.queueWait, m.preemptions, m.reclaims, m.finished, m.started, m.leader, m.transitions,
 		&clusterCollector{opts: opts}, &costCollector{opts: opts}, &storageCollector{opts: opts},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Leader records a change of this server's leadership (lead.Elector's
+// OnChange); token is the lease's fencing token.
+func (m *Metrics) Leader(leader bool, token int64) {
+	if leader {
+		m.leader.Set(1)
+		m.transitions.WithLabelValues("leader").Inc()
+		return
+	}
+	m.leader.Set(0)
+	m.transitions.WithLabelValues("follower").Inc()
 }
 
 // Handler serves the metrics in the Prometheus text format.

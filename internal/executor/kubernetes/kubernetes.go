@@ -112,7 +112,15 @@ type Options struct {
 	// as DeleteOrphans returns them at the server's start: the server
 	// records them in its audit trail.
 	OnOrphans func([]Orphan)
-	Logger    *slog.Logger
+	// Fence, when set, is the fencing token of the leader lease this
+	// server holds, 0 while it holds none (several servers share the
+	// store: only the leader starts pods). Start refuses to create a pod
+	// without a token, and labels each pod with it (LabelFence); once
+	// adoption is over (DeleteOrphans), a pod that appears untracked with
+	// an older token is a deposed leader's late start and is deleted, and
+	// the clean-ups of orphans run only with a token.
+	Fence  func() int64
+	Logger *slog.Logger
 	// Now stamps the exits whose pod gives no finish time (Exit.At): a pod
 	// deleted or stuck before its container ended, a node lost; an exit
 	// with a container's FinishedAt keeps the kubelet's time. time.Now
@@ -295,6 +303,15 @@ func (e *Executor) Start(ctx context.Context, t executor.Task) error {
 		at.pods[pods[r].Name] = pods[r].Spec.NodeName
 	}
 
+	tok, err := e.fence()
+	if err != nil {
+		return fail(err)
+	}
+	if tok > 0 {
+		for _, p := range pods {
+			p.Labels[LabelFence] = strconv.FormatInt(tok, 10)
+		}
+	}
 	k := keyOf(t.WorkloadID, t.Attempt)
 	e.mu.Lock()
 	if e.tasks[k] != nil {
@@ -336,7 +353,11 @@ func (e *Executor) Start(ctx context.Context, t executor.Task) error {
 	// Gangs: gpufleet calls Start only once every replica is placed, so
 	// all pods are created here together; if one cannot be, none stays.
 	for i, p := range pods {
-		if err := e.createPod(ctx, p); err != nil {
+		err := e.stillLeading(tok)
+		if err == nil {
+			err = e.createPod(ctx, p)
+		}
+		if err != nil {
 			untrack()
 			for _, made := range pods[:i] {
 				e.deletePod(context.WithoutCancel(ctx), ns, made.Name, 0)
@@ -540,6 +561,9 @@ type Orphan struct {
 // its pods. Once it has run, the executor runs it again by itself each
 // time the cluster answers after being unreachable (reach.go).
 func (e *Executor) DeleteOrphans(ctx context.Context) ([]Orphan, error) {
+	if !e.leading() {
+		return nil, errNotLeader
+	}
 	pods, err := e.pods.List(labelsManaged())
 	if err != nil {
 		return nil, err
@@ -578,6 +602,50 @@ func (e *Executor) deleteOrphans(ctx context.Context, pods []*corev1.Pod) ([]Orp
 	return orphans, errors.Join(errs...)
 }
 
+// errNotLeader is Start's error while this server holds no leader lease.
+var errNotLeader = fmt.Errorf("this server does not hold the leader lease: %w", executor.ErrUnavailable)
+
+// fence returns the token to label pods with (0 without Options.Fence), or
+// errNotLeader.
+func (e *Executor) fence() (int64, error) {
+	if e.opts.Fence == nil {
+		return 0, nil
+	}
+	if tok := e.opts.Fence(); tok > 0 {
+		return tok, nil
+	}
+	return 0, errNotLeader
+}
+
+// stillLeading checks, before each pod is created, that the lease whose
+// token tok the pods carry is still held: a leader paused between two
+// creations does not go on after waking.
+func (e *Executor) stillLeading(tok int64) error {
+	if e.opts.Fence == nil {
+		return nil
+	}
+	if e.opts.Fence() != tok {
+		return errNotLeader
+	}
+	return nil
+}
+
+// leading reports whether this server may clean up pods (it holds the
+// lease, or there is no lease).
+func (e *Executor) leading() bool { return e.opts.Fence == nil || e.opts.Fence() > 0 }
+
+// staleStart reports whether p, an untracked pod, is a deposed leader's
+// start: it carries an older fencing token than the lease this server
+// holds, adoption is over, and it has not ended. Callers hold mu.
+func (e *Executor) staleStart(p *corev1.Pod) bool {
+	if e.opts.Fence == nil || !e.adopted || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	f, err := strconv.ParseInt(p.Labels[LabelFence], 10, 64)
+	cur := e.opts.Fence()
+	return err == nil && cur > 0 && f < cur && ownsNamespace(e.opts.NamespaceTemplate, p.Namespace)
+}
+
 // onPod handles an informer event about a pod.
 func (e *Executor) onPod(obj any, deleted bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -595,6 +663,19 @@ func (e *Executor) onPod(obj any, deleted bool) {
 	defer e.mu.Unlock()
 	if at := e.tasks[key{p.Labels[LabelWorkload], n}]; at != nil && at.ns == p.Namespace {
 		e.podLocked(at, p, deleted)
+		return
+	}
+	if !deleted && e.staleStart(p) {
+		o := Orphan{Namespace: p.Namespace, Name: p.Name, Workload: core.WorkloadID(p.Labels[LabelWorkload]), Attempt: n, Team: p.Labels[LabelTeam]}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), e.opts.RequestTimeout)
+			defer cancel()
+			e.log.Warn("deleting a deposed leader's late pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "fence", p.Labels[LabelFence])
+			o.Err = e.deletePod(ctx, o.Namespace, o.Name, 0)
+			if e.opts.OnOrphans != nil {
+				e.opts.OnOrphans([]Orphan{o})
+			}
+		}()
 	}
 }
 

@@ -25,6 +25,9 @@ const (
 	LabelAttempt  = "gpufleet.io/attempt"
 	LabelReplica  = "gpufleet.io/replica"
 	LabelTeam     = "gpufleet.io/team"
+	// LabelFence is the fencing token of the leader that created the pod
+	// (Options.Fence), when several servers share the store.
+	LabelFence = "gpufleet.io/fence"
 
 	AnnotationGPUUUIDs = "gpufleet.io/gpu-uuids" // the devices gpufleet chose, comma-separated
 	AnnotationGPUIndex = "gpufleet.io/gpu-indexes"

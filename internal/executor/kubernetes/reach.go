@@ -163,7 +163,7 @@ func (e *Executor) returned(ctx context.Context) {
 			}
 		}
 	}
-	adopted := e.adopted
+	adopted := e.adopted && e.leading()
 	e.mu.Unlock()
 	for _, d := range dels {
 		cctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)

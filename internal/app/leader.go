@@ -1,0 +1,88 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/control"
+	"github.com/gpufleet/gpufleet/internal/executor"
+	"github.com/gpufleet/gpufleet/internal/qualify"
+	"github.com/gpufleet/gpufleet/internal/store"
+)
+
+// leaderParts are what the leader runs beside its control loop.
+type leaderParts struct {
+	cfg       config.Config
+	st        *store.Store
+	xs        *executors
+	obs       *observability
+	lifecycle *qualify.Qualifier
+	vr        *control.VolumeReconciler
+	ex        executor.Executor
+	log       *slog.Logger
+}
+
+// runLeader runs the control loop and, beside it, what writes with it (the
+// monitor, the local node's heartbeat, the node lifecycle, readiness
+// probes, volumes, elastic pools, checkpoint sweeps, the kernel log's Xid
+// errors) until ctx ends or the loop fails; it returns once they have all
+// stopped, so that a deposed leader's term is over when it returns.
+func runLeader(ctx context.Context, loop *control.Loop, p leaderParts) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	cfg, st, log, reported := p.cfg, p.st, p.log, p.xs.reported
+	if p.obs.monitor != nil {
+		wg.Go(func() { p.obs.monitor.Run(ctx) })
+	}
+	if reported != nil {
+		wg.Go(func() { heartbeat(ctx, st, *reported, heartbeatInterval(cfg), log.With("component", "nodes")) })
+	}
+	wg.Go(func() { p.lifecycle.Run(ctx) })
+	if eps := endpoints(cfg, p.ex); eps != nil {
+		prober := &control.Prober{Store: st, Endpoints: eps, Logger: log.With("component", "readiness")}
+		wg.Go(func() { prober.Run(ctx) })
+	}
+	if p.vr != nil {
+		wg.Go(func() { p.vr.Run(ctx) })
+	}
+	if el := p.xs.elastic(cfg, st, log); el != nil {
+		wg.Go(func() { el.Run(ctx) })
+	}
+	if sw := p.xs.sweeper(); sw != nil && cfg.Local.Retention() > 0 {
+		wg.Go(func() {
+			sweepCheckpoints(ctx, st, sw, cfg.Local.Retention(), min(time.Hour, cfg.Local.Retention()), log.With("component", "checkpoints"))
+		})
+	}
+	if reported != nil && len(reported.GPUs) > 0 && !reported.GPUs[0].Simulated {
+		// Xid errors of this machine's GPUs, from the kernel log.
+		if kmsg, err := qualify.OpenKernelLog(); err != nil {
+			log.Warn("cannot read the kernel log: Xid errors of this node's GPUs go unseen", "path", qualify.KernelLog, "err", err)
+		} else {
+			context.AfterFunc(ctx, func() { kmsg.Close() })
+			wg.Go(func() { p.lifecycle.WatchKernelLog(ctx, kmsg, reported.Name, reported.GPUs) })
+		}
+	}
+	return loop.Run(ctx)
+}
+
+// serverName is this server's default name among those sharing a store:
+// the host's name and the port it listens on (several servers may run on
+// one host).
+func serverName(addr net.Addr) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "gpufleet"
+	}
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		return net.JoinHostPort(host, strconv.Itoa(ta.Port))
+	}
+	return host
+}
