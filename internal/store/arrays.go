@@ -85,14 +85,9 @@ func (s *Store) CreateArray(ctx context.Context, w *core.Workload, r ArrayRange,
 	var batches []batch
 	off := 0
 	for _, size := range chunks(n) {
-		c := batch{size: size, tasks: make([]any, 0, size*9)}
+		c := batch{size: size, tasks: make([]any, 0, size*6)}
 		for i := off; i < off+size; i++ {
-			var k, h any
-			if i == 0 {
-				k, h = key, hash
-			}
-			tid := string(tasks[i].ID)
-			c.tasks = append(c.tasks, tid, string(w.Team), w.Owner, string(core.Pending), t, k, h, specs[i], status)
+			c.tasks = append(c.tasks, string(tasks[i].ID), string(w.Team), w.Owner, t, specs[i], status)
 		}
 		batches = append(batches, c)
 		off += size
@@ -125,6 +120,11 @@ func (s *Store) CreateArray(ctx context.Context, w *core.Workload, r ArrayRange,
 		setAuditObject(ctx, string(id), string(w.Team))
 		for _, c := range batches {
 			if _, err := tx.Exec(insertTasks(c.size), c.tasks...); err != nil {
+				return err
+			}
+		}
+		if idem != nil { // kept on the first task
+			if _, err := tx.Exec("UPDATE workloads SET idem_key = ?, idem_hash = ? WHERE id = ?", key, hash, string(tasks[0].ID)); err != nil {
 				return err
 			}
 		}
@@ -247,13 +247,15 @@ func chunks(n int) []int {
 	return out
 }
 
-// maxChunk is the most rows one INSERT of CreateArray writes (9 parameters
+// maxChunk is the most rows one INSERT of CreateArray writes (6 parameters
 // each: well within SQLite's and PostgreSQL's bounds on parameters).
 const maxChunk = 256
 
+// insertTasks writes n Pending tasks: id, team, owner, created_at, spec
+// and status each.
 func insertTasks(n int) string {
-	return "INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status) VALUES " +
-		rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	return "INSERT INTO workloads (id, team, owner, phase, created_at, spec, status) VALUES " +
+		rowsOf(n, "(?, ?, ?, 'Pending', ?, ?, ?)")
 }
 
 // insertArrayEvents adds an event to each task of an array (by the range
