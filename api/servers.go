@@ -14,7 +14,10 @@ type Server struct {
 	// LeaseExpiresAt is when the leader's lease runs out unless renewed
 	// (the leader only).
 	LeaseExpiresAt *time.Time `json:"leaseExpiresAt,omitempty"`
-	StartedAt      time.Time  `json:"startedAt"`
+	// LeaseToken is the lease's fencing token (the leader only): it
+	// grows at every acquisition, and labels the pods the leader makes.
+	LeaseToken int64     `json:"leaseToken,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
 	// LastSeen is when it last said it was there (every 2 s while it runs).
 	LastSeen time.Time `json:"lastSeen"`
 }
@@ -29,4 +32,5 @@ type Readiness struct {
 	Leader         bool       `json:"leader"`
 	LeaderName     string     `json:"leaderName,omitempty"`
 	LeaseExpiresAt *time.Time `json:"leaseExpiresAt,omitempty"`
+	LeaseToken     int64      `json:"leaseToken,omitempty"`
 }

@@ -531,6 +531,9 @@ func notFound(kind, id string) error {
 // classify maps an error to its HTTP status and wire code. It is the only
 // place that does.
 func classify(err error) (int, string) {
+	// A database that cannot be reached, or a disk that fails, under a
+	// read as under a write: 503 (or 507), not 500.
+	err = store.Classify(err)
 	var fe *fieldErrors
 	var mbe *http.MaxBytesError
 	var rl *rateLimited

@@ -10,16 +10,16 @@ import (
 
 // leadership says who leads: the lease's holder and its expiry. A SQLite
 // store has one server, which leads from its start, with no lease.
-func (s *Server) leadership(ctx context.Context) (holder string, expires *time.Time, err error) {
+func (s *Server) leadership(ctx context.Context) (holder string, expires *time.Time, token int64, err error) {
 	if !s.opts.Store.Postgres() {
-		return s.opts.ServerName, nil, nil
+		return s.opts.ServerName, nil, 0, nil
 	}
 	l, err := s.opts.Store.LeaseNow(ctx)
 	if err != nil || !l.Held() {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	t := l.ExpiresAt
-	return l.Holder, &t, nil
+	return l.Holder, &t, l.Token, nil
 }
 
 // servers lists the servers sharing the store and which one leads: for
@@ -30,7 +30,7 @@ func (s *Server) servers(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	holder, expires, err := s.leadership(ctx)
+	holder, expires, token, err := s.leadership(ctx)
 	if err != nil {
 		return reply{}, err
 	}
@@ -38,7 +38,7 @@ func (s *Server) servers(c *call) (reply, error) {
 	for _, sv := range list {
 		a := api.Server{Name: sv.Name, Addr: sv.Addr, PID: sv.PID, StartedAt: sv.StartedAt, LastSeen: sv.LastSeen, Leader: sv.Name == holder}
 		if a.Leader {
-			a.LeaseExpiresAt = expires
+			a.LeaseExpiresAt, a.LeaseToken = expires, token
 		}
 		out = append(out, a)
 	}
@@ -47,10 +47,10 @@ func (s *Server) servers(c *call) (reply, error) {
 
 // readiness is what GET /readyz answers once the store reads and writes.
 func (s *Server) readiness(ctx context.Context) (api.Readiness, error) {
-	holder, expires, err := s.leadership(ctx)
+	holder, expires, token, err := s.leadership(ctx)
 	if err != nil {
 		return api.Readiness{}, err
 	}
 	return api.Readiness{Status: "ready", Server: s.opts.ServerName, Leader: holder != "" && holder == s.opts.ServerName,
-		LeaderName: holder, LeaseExpiresAt: expires}, nil
+		LeaderName: holder, LeaseExpiresAt: expires, LeaseToken: token}, nil
 }

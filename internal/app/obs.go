@@ -45,7 +45,7 @@ func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, 
 	}
 	o := &observability{tracker: usage.NewTracker(tick, keep)}
 	started := time.Now().UTC()
-	o.metrics = metrics.New(metrics.Options{Server: cfg.ServerName, Snapshot: st.Snapshot, Shares: st.Shares, GPUs: o.tracker.GPUs,
+	o.metrics = metrics.New(metrics.Options{Server: cfg.ServerName, FencedWrites: st.FencedWrites, Snapshot: st.Snapshot, Shares: st.Shares, GPUs: o.tracker.GPUs,
 		Cost: func(ctx context.Context) (map[[2]string]float64, error) {
 			sums, err := led.Accrued(ctx, started, time.Now().UTC())
 			out := make(map[[2]string]float64, len(sums))

@@ -40,6 +40,9 @@ type Options struct {
 	Timeout time.Duration
 	// Server is this server's name, the label of gpufleet_leader.
 	Server string
+	// FencedWrites counts the writes the store refused for a stale or
+	// missing lease (store.FencedWrites); optional.
+	FencedWrites func() int64
 }
 
 // Metrics holds gpufleet's metrics and serves them.
@@ -102,6 +105,13 @@ func New(opts Options) *Metrics {
 		Help:        "Changes of this server's leadership: to leader (a lease taken) and to follower (a lease lost, given up or run out).",
 		ConstLabels: prometheus.Labels{"server": opts.Server},
 	}, []string{"to"})
+	if opts.FencedWrites != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "gpufleet_store_fenced_writes_total",
+			Help:        "Writes the store refused because the leader lease they were made under was no longer held (a deposed leader's).",
+			ConstLabels: prometheus.Labels{"server": opts.Server},
+		}, func() float64 { return float64(opts.FencedWrites()) }))
+	}
 	m.reg.MustRegister(m.cycle, m.queueWait, m.preemptions, m.reclaims, m.finished, m.started, m.leader, m.transitions,
 		&clusterCollector{opts: opts}, &costCollector{opts: opts}, &storageCollector{opts: opts},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

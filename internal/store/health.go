@@ -102,3 +102,9 @@ func (s *Store) Writable(ctx context.Context) error {
 	}
 	return err
 }
+
+// Classify returns err as a write would have failed with it when it says
+// the store's disk or database, not the request, failed (of kind
+// core.ErrNoSpace or core.ErrUnavailable), so that a read that failed for
+// that reason is answered as such; any other err as it is.
+func Classify(err error) error { return storageError(err) }

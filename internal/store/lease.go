@@ -253,3 +253,8 @@ func (s *Store) Servers(ctx context.Context) ([]Server, error) {
 // Postgres reports whether the store is a PostgreSQL database (which
 // several servers may share) rather than a SQLite file.
 func (s *Store) Postgres() bool { return s.pg != nil }
+
+// FencedWrites is how many fenced writes this store refused since it was
+// opened (a deposed leader's, or a follower's): the metric
+// gpufleet_store_fenced_writes_total.
+func (s *Store) FencedWrites() int64 { return s.fenced.Load() }

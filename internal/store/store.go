@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -88,6 +89,9 @@ type Store struct {
 	syncMu sync.Mutex
 	rev    int64
 	revs   map[core.WorkloadID]int64
+
+	// fenced counts the fenced writes refused (FencedWrites).
+	fenced atomic.Int64
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -504,6 +508,7 @@ func (s *Store) commit(batch []*op) {
 					fail(de)
 					return
 				}
+				s.fenced.Add(1)
 				errs[i] = err
 				continue
 			}

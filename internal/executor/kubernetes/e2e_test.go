@@ -43,6 +43,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/store/pgtest"
 )
 
 // EnvKubeconfig names the test cluster's kubeconfig; unset skips the
@@ -60,6 +61,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.Stop()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
@@ -299,11 +301,15 @@ type server struct {
 
 // writeConfig writes the server's configuration file for the test's data
 // dir, namespaces, nodes and kubeconfig, and returns its path.
-func (x *e2e) writeConfig() string {
+func (x *e2e) writeConfig() string { return x.writeConfigIn(x.data, nil) }
+
+// writeConfigIn is writeConfig for a server whose data dir is data, with
+// extra top-level keys.
+func (x *e2e) writeConfigIn(data string, extra map[string]any) string {
 	x.t.Helper()
 	cfg := map[string]any{
 		"addr":     "127.0.0.1:0",
-		"data":     x.data,
+		"data":     data,
 		"executor": "kubernetes",
 		"kubernetes": map[string]any{
 			"kubeconfig":        x.kubeconfig,
@@ -312,8 +318,11 @@ func (x *e2e) writeConfig() string {
 			"defaultImage":      e2eImage,
 		},
 	}
+	for k, v := range extra {
+		cfg[k] = v
+	}
 	b, _ := json.Marshal(cfg)
-	path := filepath.Join(x.data, "config.yaml")
+	path := filepath.Join(data, "config.yaml")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		x.t.Fatal(err)
 	}
@@ -323,11 +332,20 @@ func (x *e2e) writeConfig() string {
 // start runs `gpufleet server --config F` with the test's data dir, its
 // namespaces and its nodes, and waits until it serves.
 func (x *e2e) start() *server {
+	x.t.Helper()
+	s := x.startIn(x.data, nil)
+	x.srv = s
+	return s
+}
+
+// startIn runs a server whose data dir is data, with extra configuration,
+// and waits until it serves; x.srv is left alone.
+func (x *e2e) startIn(data string, extra map[string]any) *server {
 	t := x.t
 	t.Helper()
 	bin := gpufleetBinary(t)
-	cfgPath := x.writeConfig()
-	logPath := filepath.Join(x.data, fmt.Sprintf("server-%d.log", time.Now().UnixNano()))
+	cfgPath := x.writeConfigIn(data, extra)
+	logPath := filepath.Join(data, fmt.Sprintf("server-%d.log", time.Now().UnixNano()))
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -375,13 +393,12 @@ func (x *e2e) start() *server {
 		cmd.Process.Kill()
 		t.Fatal("gpufleet server did not serve within 60 s")
 	}
-	tok, err := os.ReadFile(filepath.Join(x.data, "admin-token"))
+	tok, err := os.ReadFile(filepath.Join(data, "admin-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.token = strings.TrimSpace(string(tok))
 	s.client = api.NewClient(s.addr, s.token)
-	x.srv = s
 	return s
 }
 

@@ -41,8 +41,7 @@ var (
 	once     sync.Once
 	baseURL  string // a database of the server, to create others from
 	startErr error
-	server   *exec.Cmd
-	dataDir  string
+	shared   *Instance // the server started for DB, if any
 )
 
 // DB returns the URL of a new, empty database, dropped when t ends; or skips
@@ -104,20 +103,12 @@ func Server() (string, error) {
 // Stop stops the server this package started, if any, and removes its
 // files. TestMain calls it after m.Run.
 func Stop() {
-	if server == nil {
+	if shared == nil {
 		return
 	}
-	server.Process.Signal(syscall.SIGINT) // fast shutdown
-	done := make(chan struct{})
-	go func() { server.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		server.Process.Kill()
-		<-done
-	}
-	os.RemoveAll(dataDir)
-	server = nil
+	shared.stop()
+	os.RemoveAll(shared.dir)
+	shared = nil
 }
 
 // Main runs m and stops the server afterwards; a test package's TestMain.
@@ -150,69 +141,145 @@ func Binaries() (string, error) {
 }
 
 func start() (string, error) {
-	bin, err := Binaries()
+	in, err := launch()
 	if err != nil {
 		return "", err
+	}
+	shared = in
+	return in.URL, nil
+}
+
+// Instance is a PostgreSQL server of one test's own, which it may restart.
+type Instance struct {
+	URL  string // its postgres database
+	dir  string
+	bin  string
+	port int
+	cred *syscall.Credential
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Private starts a server for t alone (stopped at its end): for tests that
+// restart the database under load. It skips or fails as DB does when no
+// binaries are found.
+func Private(t testing.TB) *Instance {
+	t.Helper()
+	in, err := launch()
+	if err != nil {
+		if os.Getenv("GPUFLEET_REQUIRE_POSTGRES") != "" {
+			t.Fatalf("PostgreSQL required (GPUFLEET_REQUIRE_POSTGRES): %v", err)
+		}
+		t.Skipf("no PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { in.stop(); os.RemoveAll(in.dir) })
+	return in
+}
+
+// Restart stops the server (fast shutdown: connections are cut) and starts
+// it again on the same files and port, waiting until it answers.
+func (in *Instance) Restart() error {
+	in.stop()
+	return in.run()
+}
+
+// Kill stops the server at once (SIGKILL of the postmaster and its
+// children); Start starts it again.
+func (in *Instance) Kill() {
+	if in.cmd != nil && in.cmd.Process != nil {
+		syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		<-in.done
+	}
+}
+
+// Start starts a stopped server again.
+func (in *Instance) Start() error { return in.run() }
+
+func (in *Instance) stop() {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-in.done:
+		return
+	default:
+	}
+	in.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-in.done:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		<-in.done
+	}
+}
+
+func launch() (*Instance, error) {
+	bin, err := Binaries()
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "gpufleet-pgtest-")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	dataDir = dir
-	var cred *syscall.Credential
+	in := &Instance{dir: dir, bin: bin}
 	if os.Getuid() == 0 {
 		u, err := user.Lookup("nobody")
 		if err != nil {
-			return "", fmt.Errorf("running as root and no user nobody to run PostgreSQL as: %w", err)
+			return nil, fmt.Errorf("running as root and no user nobody to run PostgreSQL as: %w", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		in.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 		if err := os.Chmod(dir, 0o755); err != nil {
-			return "", err
+			return nil, err
 		}
 		if err := os.Chown(dir, uid, gid); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: in.cred}
 	initdb.Dir = dir
 	if out, err := initdb.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("initdb: %v: %s", err, out)
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	port, err := freePort()
-	if err != nil {
-		return "", err
+	if in.port, err = freePort(); err != nil {
+		return nil, err
 	}
-	pg := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+	in.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", in.port)
+	return in, in.run()
+}
+
+func (in *Instance) run() error {
+	pg := exec.Command(filepath.Join(in.bin, "postgres"), "-D", filepath.Join(in.dir, "data"), "-p", strconv.Itoa(in.port), "-k", in.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
-	pg.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGINT, Setpgid: true}
-	pg.Dir = dir
-	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
+	pg.SysProcAttr = &syscall.SysProcAttr{Credential: in.cred, Pdeathsig: syscall.SIGINT, Setpgid: true}
+	pg.Dir = in.dir
+	logf, err := os.OpenFile(filepath.Join(in.dir, "postgres.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return "", err
+		return err
 	}
 	pg.Stdout, pg.Stderr = logf, logf
 	if err := pg.Start(); err != nil {
-		return "", fmt.Errorf("start postgres: %w", err)
+		logf.Close()
+		return fmt.Errorf("start postgres: %w", err)
 	}
-	server = pg
-	u := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	in.cmd, in.done = pg, make(chan struct{})
+	go func() { pg.Wait(); logf.Close(); close(in.done) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := pgx.Connect(ctx, u)
+		c, err := pgx.Connect(ctx, in.URL)
 		cancel()
 		if err == nil {
 			c.Close(context.Background())
-			return u, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
-			Stop()
-			return "", fmt.Errorf("postgres did not accept connections in 30 s: %v\n%s", err, strings.TrimSpace(string(log)))
+			log, _ := os.ReadFile(filepath.Join(in.dir, "postgres.log"))
+			in.stop()
+			return fmt.Errorf("postgres did not accept connections in 30 s: %v\n%s", err, strings.TrimSpace(string(log)))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
