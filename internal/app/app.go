@@ -117,7 +117,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	// it; its writes and pods carry the lease's fencing token. A SQLite
 	// store has one server (the data dir's lock), which leads from the
 	// start, unfenced, as it always has.
-	server := store.Server{Name: cmp.Or(cfg.ServerName, serverName(ln.Addr())), Addr: ln.Addr().String(), PID: os.Getpid(), StartedAt: time.Now().UTC()}
+	server := store.Server{Name: cmp.Or(cfg.ServerName, serverName(ln.Addr())), Addr: cmp.Or(cfg.AdvertiseAddr, ln.Addr().String()), PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	cfg.ServerName = server.Name
 	var elect *lead.Elector
 	var fence store.Fence

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,17 +14,29 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/store/pgtest"
 )
 
 // BenchmarkSubmit measures acknowledged submits through the real HTTP API
-// into the embedded store (WAL, synchronous=FULL, group commit) with 32
-// concurrent clients. It reports submits/s and the p50 and p99 latency.
+// with 32 concurrent clients, into the embedded store (SQLite: WAL,
+// synchronous=FULL, group commit) and, in the same run, into PostgreSQL
+// (pgtest's server; skipped without one). It reports submits/s and the p50
+// and p99 latency.
 //
 //	go test ./internal/app -run '^$' -bench Submit -benchtime 5000x
 func BenchmarkSubmit(b *testing.B) {
+	b.Run("store=sqlite", func(b *testing.B) { benchSubmit(b, "") })
+	b.Run("store=postgres", func(b *testing.B) { benchSubmit(b, pgtest.DB(b)) })
+}
+
+func benchSubmit(b *testing.B, storeURL string) {
 	// However many submits b.N asks for stay pending: the per-team and
 	// per-user bounds on pending work (10,000 by default) are raised.
 	cfg := testConfig(b, b.TempDir())
+	if storeURL != "" {
+		cfg.Store = storeURL
+		cfg.SecretsKeyFile = filepath.Join(cfg.DataDir, "secrets.key")
+	}
 	cfg.Limits.MaxPendingPerTeam, cfg.Limits.MaxPendingPerUser = max(b.N+1000, 10000), max(b.N+1000, 10000)
 	s := startWith(b, cfg, io.Discard)
 	ctx := context.Background()
@@ -118,3 +132,5 @@ func BenchmarkSubmitToRunning(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	_ = fmt.Sprint()
 }
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -315,8 +315,8 @@ func TestGetUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no kind", []string{"get"}, "error: get what? want workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage, clusters, pools or evidence --node NODE\n"},
-		{"unknown kind", []string{"get", "pods"}, "error: get \"pods\": want workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage, clusters, pools or evidence --node NODE\n"},
+		{"no kind", []string{"get"}, "error: get what? want workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage, clusters, pools, servers or evidence --node NODE\n"},
+		{"unknown kind", []string{"get", "pods"}, "error: get \"pods\": want workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage, clusters, pools, servers or evidence --node NODE\n"},
 		{"unknown output", []string{"get", "nodes", "-o", "xml"}, "error: -o \"xml\": want one of table, wide, json, yaml\n"},
 		{"workload filters on nodes", []string{"get", "nodes", "--team", "a"}, "error: --team, --phase and --limit apply to workloads only (and --team to secrets, volumes and storage)\n"},
 		{"unknown flag", []string{"get", "nodes", "--colour"}, "error: unknown flag: --colour\n"},

@@ -39,6 +39,7 @@ GPUFLEET_ADDR does not apply.`,
 					"data":             func() { fromFile.DataDir = cfg.DataDir },
 					"store":            func() { fromFile.Store = cfg.Store },
 					"server-name":      func() { fromFile.ServerName = cfg.ServerName },
+					"advertise-addr":   func() { fromFile.AdvertiseAddr = cfg.AdvertiseAddr },
 					"secrets-key-file": func() { fromFile.SecretsKeyFile = cfg.SecretsKeyFile },
 					"fake-gpus":        func() { fromFile.FakeGPUs = cfg.FakeGPUs },
 					"demo":             func() { fromFile.Demo = cfg.Demo },
@@ -70,6 +71,7 @@ GPUFLEET_ADDR does not apply.`,
 	f.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on, HOST:PORT")
 	f.StringVar(&cfg.DataDir, "data", cfg.DataDir, "directory for the store, the admin token and workload files")
 	f.StringVar(&cfg.Store, "store", cmp.Or(os.Getenv("GPUFLEET_STORE"), cfg.Store), "where the state lives: empty for DATA/gpufleet.db (SQLite), or postgres://USER@HOST:5432/DB, which several servers share (default $GPUFLEET_STORE: a URL with a password belongs there, not in the command line)")
+	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", cmp.Or(os.Getenv("GPUFLEET_ADVERTISE_ADDR"), cfg.AdvertiseAddr), "HOST:PORT the servers list shows for this server (default $GPUFLEET_ADVERTISE_ADDR, else the listen address)")
 	f.StringVar(&cfg.ServerName, "server-name", cfg.ServerName, "this server's name among those sharing a store (default HOSTNAME:PORT)")
 	f.StringVar(&cfg.SecretsKeyFile, "secrets-key-file", cfg.SecretsKeyFile, "file holding the key that seals team secrets (default DATA/secrets.key; servers sharing a PostgreSQL store need the same one)")
 	f.StringVar(&cfg.FakeGPUs, "fake-gpus", cfg.FakeGPUs, "simulate GPUs instead of detecting them, e.g. 4xH100-80GB or 2xH100-80GB,2xA10-24GB")

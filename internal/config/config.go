@@ -28,6 +28,9 @@ type Config struct {
 	// ServerName names this server among those sharing a store (the
 	// leader lease's holder); empty: HOSTNAME:PORT.
 	ServerName string
+	// AdvertiseAddr is the address the servers list shows for this server
+	// (HOST:PORT others reach it at); empty: the listen address.
+	AdvertiseAddr string
 	// LeaseTTL is the leader lease's length: a follower takes over
 	// within it when the leader dies.
 	LeaseTTL time.Duration

@@ -103,6 +103,7 @@ type file struct {
 	Data            *string         `json:"data"`
 	Store           *string         `json:"store"`
 	ServerName      *string         `json:"serverName"`
+	AdvertiseAddr   *string         `json:"advertiseAddr"`
 	LeaseTTL        *Duration       `json:"leaseTTL"`
 	FakeGPUs        *string         `json:"fakeGPUs"`
 	NodeName        *string         `json:"nodeName"`
@@ -166,6 +167,9 @@ func Load(path string) (Config, error) {
 	}
 	if f.ServerName != nil {
 		c.ServerName = *f.ServerName
+	}
+	if f.AdvertiseAddr != nil {
+		c.AdvertiseAddr = *f.AdvertiseAddr
 	}
 	if f.LeaseTTL != nil {
 		c.LeaseTTL = f.LeaseTTL.Duration

@@ -1,22 +1,3 @@
-// Package lead elects the one gpufleet server, of those sharing a store,
-// that runs the control loop, the executors' starts and the monitors: the
-// leader. The others serve the API and the portal.
-//
-// The lease is a row of the store (store.Campaign, Renew, Resign) with a
-// fencing token that grows at every acquisition. The elector campaigns
-// every TTL/5 while it follows; once it wins it runs the leader's work
-// under a context that carries the elector as the store's fence
-// (store.WithFence), so that every write of that work is checked in its own
-// transaction against the lease, and renews every TTL/3. It steps down, and
-// cancels that work and waits for it, when a renewal is refused or when its
-// own clock says the lease may have run out (TTL less a tenth for clock
-// drift, counted from before the request that took or renewed it): a leader
-// paused past its lease (SIGSTOP, a long GC, a frozen VM) finds on waking
-// that Token is 0, so that neither its writes nor its pod starts go out
-// even before the database refuses them. It then campaigns again, for a new
-// token: the work it runs as leader is always that of one term.
-//
-// lead imports store; store does not know lead (Fence is store's).
 package lead
 
 import (

@@ -1,6 +1,7 @@
 // Package store owns gpufleet's truth: teams, users and token hashes, nodes,
 // workloads with their status, events and allocation intervals, in one SQLite
-// file (modernc.org/sqlite, WAL, synchronous=FULL). OpenWith can turn fsync
+// file (modernc.org/sqlite, WAL, synchronous=FULL) or, for several servers,
+// one PostgreSQL database (below). OpenWith can turn fsync
 // off and choose the workload IDs, for throwaway stores such as the
 // simulator's.
 //
@@ -57,5 +58,50 @@
 // every request (a team, a user, a token, a workload) are prepared once on
 // the read pool in the same way.
 //
-// store imports core and the SQLite driver; never sched, control or the API.
+// # PostgreSQL
+//
+// Open with a postgres:// URL opens the same Store on PostgreSQL (pgx
+// through database/sql, postgres.go), which several servers may share. The
+// SQL is the same: the connection rebinds "?" to $1, $2, … and passes bools
+// as integers; what the dialects spell differently (RETURNING instead of
+// LastInsertId, ON CONFLICT instead of INSERT OR REPLACE, "end" quoted) is
+// written the way both accept. PostgreSQL has its own versioned migrations
+// (table gpufleet_schema; version 1 is SQLite's current schema with BIGINT
+// times, BYTEA documents and identity keys); a newer schema than the binary
+// is refused naming both versions, a database holding other tables is
+// refused, and an unreachable one fails Open: nothing falls back to SQLite.
+//
+// The writer works as on SQLite, one goroutine batching writes under
+// savepoints and acknowledging after COMMIT; each batch first takes a
+// transaction-scoped advisory lock (writeLock), so that the writes of all
+// servers are serialized as one SQLite writer serializes them: the checks a
+// write makes in its transaction (core.Fits, the lease) hold until it
+// commits. A lost connection fails the batch with core.ErrUnavailable
+// (nothing acknowledged) and database/sql reconnects for the next.
+//
+// The view of active workloads must also follow the other servers' writes.
+// A trigger stamps every inserted or updated workload row with rev, the
+// next value of a sequence; under the write lock revs grow in commit order.
+// After each of its own commits, and on every NOTIFY the trigger sends
+// (PostgreSQL delivers it at COMMIT) or at least every second, a server
+// reads the rows with rev above the last it applied, in rev order, and
+// applies them to its view (syncView): only committed rows, never its own
+// uncommitted state, and in one order for all servers. Two things stay per
+// server: the token cache (a revoke on another server takes effect here
+// within tokenCacheTTL) and the pending bounds (counted from this server's
+// view, which lags others' submits by at most one sync).
+//
+// # The leader lease
+//
+// lease.go keeps one row, the leader lease, with a fencing token that grows
+// at every acquisition (Campaign, Renew, Resign; times from the database's
+// clock), and the servers list (PutServer, Servers). A write made with
+// WithFence carries the caller's token; the writer checks it, once per
+// batch, inside the batch's transaction, and refuses it (ErrFenced, which
+// is core.ErrUnavailable) unless it is the lease's and the lease has not
+// expired: a deposed leader's writes never commit, however late they come.
+// A SQLite store has one server and no election: its writes carry no fence.
+//
+// store imports core, the SQLite driver and pgx; never sched, control or
+// the API.
 package store

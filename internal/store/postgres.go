@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,10 @@ func IsPostgres(target string) bool {
 // write makes in its transaction (a GPU still free, a lease still held) hold
 // until it commits, and rev (below) grows in commit order.
 const writeLock = 0x67707566 // "gpuf"
+
+// idleInTx bounds how long a write transaction may sit idle (see
+// openPostgres).
+const idleInTx = 5 * time.Second
 
 // notifyChannel is where the workloads trigger announces a committed change
 // (PostgreSQL delivers a NOTIFY at COMMIT, never before).
@@ -221,7 +226,16 @@ func openPostgres(ctx context.Context, target string, opts Options) (*Store, err
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
 	}
-	w := pgDB(cfg)
+	// A server stopped inside a write transaction (SIGSTOP, a frozen VM)
+	// would hold the write lock, and so every server's writes, for as long
+	// as its connection stays open: PostgreSQL ends such a session after
+	// idleInTx, rolling the transaction back (nothing of it acknowledged).
+	wcfg := cfg.Copy()
+	if wcfg.RuntimeParams == nil {
+		wcfg.RuntimeParams = map[string]string{}
+	}
+	wcfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(idleInTx.Milliseconds()))
+	w := pgDB(wcfg)
 	w.SetMaxOpenConns(1)
 	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	err = w.PingContext(pctx)
