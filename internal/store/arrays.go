@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -83,11 +84,13 @@ func (s *Store) CreateArray(ctx context.Context, w *core.Workload, r ArrayRange,
 		tasks, events []any
 	}
 	var batches []batch
+	// What every row shares is boxed once, not once a row.
+	var team, owner, at, st any = string(w.Team), w.Owner, t, status
 	off := 0
 	for _, size := range chunks(n) {
 		c := batch{size: size, tasks: make([]any, 0, size*6)}
 		for i := off; i < off+size; i++ {
-			c.tasks = append(c.tasks, string(tasks[i].ID), string(w.Team), w.Owner, t, specs[i], status)
+			c.tasks = append(c.tasks, string(tasks[i].ID), team, owner, at, specs[i], st)
 		}
 		batches = append(batches, c)
 		off += size
@@ -203,6 +206,7 @@ func arrayTasks(w *core.Workload, id core.WorkloadID, r ArrayRange, now time.Tim
 		parts = nil
 	}
 	n := r.Len()
+	var buf []byte
 	tasks := make([]*core.Workload, n)
 	specs := make([][]byte, n)
 	arrays := make([]core.ArrayTask, n)
@@ -212,22 +216,23 @@ func arrayTasks(w *core.Workload, id core.WorkloadID, r ArrayRange, now time.Tim
 		t.ID = core.ArrayTaskID(id, idx)
 		arrays[i] = core.ArrayTask{ID: id, Index: idx, Start: r.Start, End: r.End, MaxRunning: r.MaxRunning}
 		t.Array = &arrays[i]
-		e := make(map[string]string, len(env))
-		for k, v := range env {
-			e[k] = v
-		}
+		e := maps.Clone(env)
 		digits := strconv.Itoa(idx)
 		e[EnvArrayIndex] = digits
 		t.Env = e
 		tasks[i] = &t
 		if parts != nil {
-			sp := make([]byte, 0, len(tmpl))
+			if len(buf)+len(tmpl)+40 > cap(buf) { // the specs share large buffers
+				buf = make([]byte, 0, max(64<<10, 2*len(tmpl)+40))
+			}
+			sp := buf[len(buf):len(buf):cap(buf)]
 			sp = append(sp, parts[0]...)
 			sp = append(sp, digits...)
 			sp = append(sp, parts[1]...)
 			sp = append(sp, digits...)
 			sp = append(sp, parts[2]...)
-			specs[i] = sp
+			specs[i] = sp[:len(sp):len(sp)]
+			buf = buf[:len(buf)+len(sp)]
 		} else if specs[i], err = json.Marshal(&t.Spec); err != nil {
 			return nil, nil, err
 		}
