@@ -5,7 +5,7 @@
 // The lease is a row of the store (store.Campaign, Renew, Resign) with a
 // fencing token that grows at every acquisition. The elector campaigns
 // every TTL/5 while it follows; once it wins it runs the leader's work
-// under a context that carries the elector as the store's fence
+// under a context that carries that term's token as the store's fence
 // (store.WithFence), so that every write of that work is checked in its own
 // transaction against the lease, and renews every TTL/3. It steps down, and
 // cancels that work and waits for it, when a renewal is refused or when its

@@ -87,8 +87,8 @@ func (e *Elector) clear() {
 
 // Run campaigns until ctx ends, running lead(ctx) for each term this server
 // wins; lead must return once its ctx is cancelled. The work's ctx carries
-// the elector as the store's fence. At the end a lease still held is
-// resigned, so that another server takes over at once.
+// the term's token as the store's fence (termFence). At the end a lease
+// still held is resigned, so that another server takes over at once.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) {
 	go e.heartbeat(ctx)
 	log := e.opts.Logger
@@ -134,7 +134,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) {
 
 // term runs one term: the work, and the renewals until one fails.
 func (e *Elector) term(ctx context.Context, token int64, lead func(context.Context)) {
-	wctx, cancel := context.WithCancel(store.WithFence(ctx, e))
+	wctx, cancel := context.WithCancel(store.WithFence(ctx, termFence{e, token}))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -185,6 +185,22 @@ func (e *Elector) term(ctx context.Context, token int64, lead func(context.Conte
 			e.opts.Logger.Warn("renew the leader lease", "err", err)
 		}
 	}
+}
+
+// termFence is one term's fence: its token while the elector still holds
+// it, else 0. A write made with the context of an ended term (work that
+// outlived it) is refused even when this server leads again, under a newer
+// token.
+type termFence struct {
+	e     *Elector
+	token int64
+}
+
+func (f termFence) Token() int64 {
+	if f.e.Token() != f.token {
+		return 0
+	}
+	return f.token
 }
 
 // heartbeat says every TTL/5 that this server is there (the servers list).
