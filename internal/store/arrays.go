@@ -80,8 +80,8 @@ func (s *Store) CreateArray(ctx context.Context, w *core.Workload, r ArrayRange,
 	t := unixNano(now)
 	message := fmt.Sprintf("submitted by %s to team %s (array %s)", w.Owner, w.Team, id)
 	type batch struct {
-		size          int
-		tasks, events []any
+		size  int
+		tasks []any
 	}
 	var batches []batch
 	// What every row shares is boxed once, not once a row.
@@ -188,9 +188,7 @@ func arrayTasks(w *core.Workload, id core.WorkloadID, r ArrayRange, now time.Tim
 	base.CreatedAt = now
 	base.Status = core.Status{Phase: core.Pending, Reason: "Submitted"}
 	env := make(map[string]string, len(w.Env)+2)
-	for k, v := range w.Env {
-		env[k] = v
-	}
+	maps.Copy(env, w.Env)
 	env[EnvArrayID] = string(id)
 	env[EnvArrayIndex] = mark
 	base.Env = env
