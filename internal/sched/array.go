@@ -45,3 +45,23 @@ func (c *cycle) arrayStarted(w *core.Workload) {
 		c.arrays[a.ID]++
 	}
 }
+
+// arrayDemand reports whether pending w counts in its team's demand for
+// fair shares: a task of a capped array counts only while the array's
+// running tasks and the pending ones counted so far are below its cap
+// (the others could not start however large the share). It is called
+// once for each pending workload, before any is decided.
+func (c *cycle) arrayDemand(w *core.Workload) bool {
+	a := w.Array
+	if a == nil || a.MaxRunning <= 0 {
+		return true
+	}
+	if c.arrayWanted == nil {
+		c.arrayWanted = map[core.WorkloadID]int{}
+	}
+	if c.arrays[a.ID]+c.arrayWanted[a.ID] >= a.MaxRunning {
+		return false
+	}
+	c.arrayWanted[a.ID]++
+	return true
+}

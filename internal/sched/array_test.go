@@ -72,3 +72,27 @@ func TestArrayCap(t *testing.T) {
 		})
 	}
 }
+
+// TestArrayCapDemand: the tasks of a capped array beyond its cap are not
+// demand for fair shares: an array of 100 tasks capped at 2 asks for 2
+// GPUs of the team's share, and the other team's share takes the rest.
+func TestArrayCapDemand(t *testing.T) {
+	n := node("n1").gpus(8, h100).obj()
+	c := cluster{nodes: []*core.Node{n}, teams: []core.Team{team("a").obj(), team("b").obj()}}
+	for i := range 100 {
+		b := job(string(core.ArrayTaskID("wl-a", i))).team("a").class("training").gpus(1000).created(t0)
+		b.w.Array = &core.ArrayTask{ID: "wl-a", Index: i, End: 99, MaxRunning: 2}
+		c.pending = append(c.pending, b.obj())
+	}
+	for i := range 10 {
+		c.pending = append(c.pending, job(fmt.Sprintf("b%d", i)).team("b").class("training").gpus(1000).created(t0).obj())
+	}
+	plan := sched.Schedule(c.snapshot(), t0)
+	shares := map[core.TeamName]int64{}
+	for _, s := range plan.Shares {
+		shares[s.Team] = s.FairShare
+	}
+	if shares["a"] != 2000 || shares["b"] != 6000 {
+		t.Errorf("fair shares %v, want a 2000 (its cap) and b 6000", shares)
+	}
+}

@@ -30,10 +30,11 @@
 //
 //  0. a task of a job array whose array already runs as many tasks as its
 //     cap (core.ArrayTask.MaxRunning: running, or placed earlier in this
-//     cycle) waits (ArrayLimit, array.go) and holds no node; a team whose
-//     hard budget is spent (Snapshot.BudgetExceeded) starts none of its
-//     work of preemptible classes (BudgetExceeded), and such work holds no
-//     node; production still runs;
+//     cycle) waits (ArrayLimit, array.go) and holds no node (nor do the
+//     tasks beyond the cap count in its team's demand for fair shares); a
+//     team whose hard budget is spent (Snapshot.BudgetExceeded) starts
+//     none of its work of preemptible classes (BudgetExceeded), and such
+//     work holds no node; production still runs;
 //  1. a request no schedulable node could hold even empty says so
 //     (core.Feasible, which the API server also runs at submission), before
 //     any quota reason; with no schedulable node at all (every node

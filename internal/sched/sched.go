@@ -158,8 +158,9 @@ type cycle struct {
 	budgetSpent map[core.TeamName]string
 	reserved    bool // a starvation reservation was made this cycle
 	// arrays counts, by job array, its tasks running or placed in this
-	// cycle, for the arrays' caps (array.go).
-	arrays map[core.WorkloadID]int
+	// cycle, for the arrays' caps; arrayWanted its pending tasks counted
+	// in its team's demand (array.go).
+	arrays, arrayWanted map[core.WorkloadID]int
 	// pictured are the preemptors placed in a node's future at the start
 	// of the cycle, with where; a preemptor's own picture is taken out
 	// when it is decided again.
@@ -366,8 +367,9 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		ts.pending += c.askMilli(w)
 		// Fair shares weigh only demand that could be admitted: not batch
 		// (it borrows idle capacity and never reclaims), not work its
-		// team's limit or its class's quota rule keeps out.
-		if c.admissible(w) {
+		// team's limit or its class's quota rule keeps out, not the tasks
+		// of a job array beyond its cap.
+		if c.admissible(w) && c.arrayDemand(w) {
 			ts.demand += c.askMilli(w)
 		}
 		v := -1 << 30 // unknown classes go last and are explained
