@@ -357,6 +357,9 @@ type AcceptanceRun struct {
 	// Message says why the run failed (the first failing criterion) or
 	// could not run.
 	Message string `json:"message,omitempty"`
+	// Server names the gpufleet server that runs it (of several sharing a
+	// store): the run lives in that server's process.
+	Server string `json:"server,omitempty"`
 }
 
 // StageRun is what one stage of a run did.

@@ -53,6 +53,12 @@ type Runner struct {
 	Poll         time.Duration
 	StageTimeout time.Duration
 	Now          func() time.Time
+	// Server is this server's name; Alive, when set, lists the servers
+	// sharing the store that are alive (seen within their lease): a run
+	// another live server drives is its, and left alone by Open and
+	// Sweep.
+	Server string
+	Alive  func(ctx context.Context) (map[string]bool, error)
 
 	ctx  context.Context
 	stop context.CancelFunc
@@ -75,9 +81,23 @@ func (r *Runner) Open(ctx context.Context) error {
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
+	return r.Sweep(ctx, true)
+}
+
+// Sweep marks as Error the Running runs whose server is gone: this one's
+// own at its start (mine: a run of this server's name is a previous
+// process's), and those of servers no longer alive (Alive). A run another
+// live server drives is left alone.
+func (r *Runner) Sweep(ctx context.Context, mine bool) error {
 	runs, err := r.Store.AcceptanceRuns(ctx, nil, 1000)
 	if err != nil {
 		return err
+	}
+	var alive map[string]bool
+	if r.Alive != nil {
+		if alive, err = r.Alive(ctx); err != nil {
+			return err
+		}
 	}
 	for _, rec := range runs {
 		if rec.Status != api.RunRunning {
@@ -86,6 +106,14 @@ func (r *Runner) Open(ctx context.Context) error {
 		run, err := Decode(rec)
 		if err != nil {
 			return err
+		}
+		switch {
+		case run.Server == r.Server && !mine:
+			continue // this process's own, running
+		case run.Server != r.Server && run.Server != "" && alive[run.Server]:
+			continue // another live server's
+		case run.Server == "" && !mine:
+			continue
 		}
 		run.Status, run.Message = api.RunError, "the server stopped during the run"
 		now := r.now()
@@ -170,7 +198,7 @@ func (r *Runner) Start(ctx context.Context, u *core.User, card api.AcceptanceCar
 			return nil, api.FieldErrors{{Field: "stages." + st.Name + ".disrupt", Problem: "drain takes a node out of service: only an admin may run a card that drains"}}
 		}
 	}
-	run := &api.AcceptanceRun{ID: store.NewRunID(), Card: card, Team: card.Team, Status: api.RunRunning, StartedAt: r.now()}
+	run := &api.AcceptanceRun{ID: store.NewRunID(), Card: card, Team: card.Team, Status: api.RunRunning, StartedAt: r.now(), Server: r.Server}
 	for _, st := range card.Stages {
 		run.Stages = append(run.Stages, api.StageRun{Name: st.Name, Type: st.Type, Status: api.StagePending})
 	}

@@ -172,18 +172,29 @@ func (s *Server) routes() {
 	}
 	// Ready means the store can be read and written: a server whose disk
 	// is full answers 503 here (and 507 to writes) until space returns.
+	// Anyone may ask (no token): the answer says what is wrong in words of
+	// its own; the database's error, which may name its host and user,
+	// goes to the server's log.
 	readyz := func(w http.ResponseWriter, r *http.Request) {
+		notReady := func(what string, err error) {
+			s.log.Warn("not ready", "what", what, "err", err)
+			writeError(w, fmt.Errorf("not ready: %s: %w", what, core.ErrUnavailable))
+		}
 		if _, err := s.opts.Store.Teams(r.Context()); err != nil {
-			writeError(w, fmt.Errorf("store: %v: %w", err, core.ErrUnavailable))
+			notReady("the store cannot be read", err)
 			return
 		}
 		if err := s.opts.Store.Writable(r.Context()); err != nil {
-			writeError(w, fmt.Errorf("not ready: %v: %w", err, core.ErrUnavailable))
+			if errors.Is(err, core.ErrNoSpace) {
+				notReady(core.ErrNoSpace.Error()+"; free space in the data directory", err)
+			} else {
+				notReady("the store cannot write", err)
+			}
 			return
 		}
 		rd, err := s.readiness(r.Context())
 		if err != nil {
-			writeError(w, fmt.Errorf("store: %v: %w", err, core.ErrUnavailable))
+			notReady("the store cannot be read", err)
 			return
 		}
 		writeJSON(w, http.StatusOK, rd)

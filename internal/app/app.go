@@ -163,6 +163,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	// The leader's work, for one term: the nodes written again, running
 	// work re-adopted, orphan pods deleted, then the control loop and what
 	// writes beside it, until ctx (the term) ends.
+	var runner *acceptrun.Runner // set below; the term's work starts after
 	leaderWork := func(ctx context.Context) (run func() error, err error) {
 		for _, resync := range xs.resync {
 			resync(ctx)
@@ -190,7 +191,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 			}
 		}
 		return func() error {
-			return runLeader(ctx, loop, leaderParts{cfg: cfg, st: st, xs: xs, obs: obs, lifecycle: lifecycle, vr: vr, ex: ex, log: log})
+			return runLeader(ctx, loop, leaderParts{cfg: cfg, st: st, xs: xs, obs: obs, lifecycle: lifecycle, vr: vr, ex: ex, log: log, runs: runner})
 		}, nil
 	}
 	var runTerm func() error
@@ -203,11 +204,13 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	hosts, _ := cfg.Proxy.URL() // checked by Validate
 	// Acceptance cards submit their stages' workloads through the API's
 	// own checks (srv.SubmitAs, set below).
-	runner := &acceptrun.Runner{Store: st, Usage: obs.tracker, Logger: log.With("component", "acceptance"),
+	runner = &acceptrun.Runner{Store: st, Usage: obs.tracker, Logger: log.With("component", "acceptance"),
 		Drain: func(ctx context.Context, node core.NodeName, reason string) error {
 			_, err := lifecycle.Drain(ctx, node, 0, "acceptance: "+reason)
 			return err
 		}}
+	runner.Server = server.Name
+	runner.Alive = func(ctx context.Context) (map[string]bool, error) { return aliveServers(ctx, st, cfg.LeaseTTL) }
 	if err := runner.Open(ctx); err != nil {
 		return fmt.Errorf("acceptance runs: %w", err)
 	}

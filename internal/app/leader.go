@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpufleet/gpufleet/internal/acceptrun"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/executor"
@@ -26,6 +27,7 @@ type leaderParts struct {
 	vr        *control.VolumeReconciler
 	ex        executor.Executor
 	log       *slog.Logger
+	runs      *acceptrun.Runner
 }
 
 // runLeader runs the control loop and, beside it, what writes with it (the
@@ -70,7 +72,48 @@ func runLeader(ctx context.Context, loop *control.Loop, p leaderParts) error {
 			wg.Go(func() { p.lifecycle.WatchKernelLog(ctx, kmsg, reported.Name, reported.GPUs) })
 		}
 	}
+	if p.runs != nil && st.Postgres() {
+		// The acceptance runs of a server that died (and did not come
+		// back, whose start would end them) end as Error.
+		wg.Go(func() {
+			for sleepCtx(ctx, time.Minute) {
+				if err := p.runs.Sweep(ctx, false); err != nil && ctx.Err() == nil {
+					log.Warn("sweep the acceptance runs of stopped servers", "err", err)
+				}
+			}
+		})
+	}
 	return loop.Run(ctx)
+}
+
+// aliveServers are the servers sharing st seen within three leases.
+func aliveServers(ctx context.Context, st *store.Store, ttl time.Duration) (map[string]bool, error) {
+	list, err := st.Servers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l, err := st.LeaseNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, sv := range list {
+		if l.Now.Sub(sv.LastSeen) < 3*ttl {
+			out[sv.Name] = true
+		}
+	}
+	return out, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // serverName is this server's default name among those sharing a store:

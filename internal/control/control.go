@@ -107,6 +107,9 @@ type Loop struct {
 	// ledger is Options.Budgets; the loop's own Budgets records what the
 	// cycle reads of it in wake.
 	ledger Budgets
+	// starts is Run's launcher (launcher.go); nil under Step, whose
+	// cycles start their placements before they return.
+	starts *launcher
 }
 
 // unrecorded is an attempt's end waiting to be recorded.
@@ -237,6 +240,11 @@ func (l *Loop) Run(ctx context.Context) error {
 	changed := l.opts.Store.Changed()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	l.starts = newLauncher(l.opts.StartParallelism)
+	defer func() {
+		l.starts.wait()
+		l.starts = nil
+	}()
 	l.cycle(ctx)
 	for {
 		wall := time.Now()
@@ -251,6 +259,8 @@ func (l *Loop) Run(ctx context.Context) error {
 			return nil
 		case e := <-exits:
 			l.exit(ctx, e)
+		case u := <-l.starts.failed:
+			l.remember(u)
 		case <-changed:
 			// A change the schedule cannot see (a node's heartbeat)
 			// runs no cycle.
@@ -298,7 +308,9 @@ func (l *Loop) Step(ctx context.Context) (exits int, plan core.Plan) {
 //  2. snapshot the store;
 //  3. send the stops that were asked for (cancel, max runtime);
 //  4. schedule and apply the plan;
-//  5. launch every placement the store accepted.
+//  5. start every placement the store accepted: handed to the launcher
+//     under Run (the cycle does not wait), started before it returns under
+//     Step.
 func (l *Loop) cycle(ctx context.Context) core.Plan { return l.cycleOn(ctx, nil) }
 
 // cycleOn is cycle on a snapshot already taken (nil: it takes one), which
@@ -365,7 +377,11 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 				rep.WorkloadStarted(r.Workload, wait)
 			}
 		}
-		l.launchAll(ctx, accepted)
+		if l.starts != nil {
+			l.starts.launch(ctx, l, accepted)
+		} else {
+			l.launchAll(ctx, accepted)
+		}
 	}
 	if l.opts.OnCycle != nil {
 		l.opts.OnCycle(time.Since(start), plan)
@@ -411,6 +427,11 @@ func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 		if l.stopping[k] {
 			continue
 		}
+		if l.starts.starting(k) {
+			// Its Start is under way: stop it once it has returned.
+			l.wake.retry = true
+			continue
+		}
 		if a, ok := l.opts.Executor.(executor.StopAnnouncer); ok {
 			if err := a.AnnounceStop(w.ID, w.Status.Attempts, w.Status.StopRequested); err != nil {
 				l.log.Warn("announce a stop", "workload", w.ID, "err", err)
@@ -453,7 +474,8 @@ const (
 )
 
 // launchAll starts the workloads placed in a cycle, StartParallelism at a
-// time, and returns when every Start has returned. A start failure the
+// time, and returns when every Start has returned: Step's way (Run hands
+// them to its launcher instead). A start failure the
 // store could not record is kept, on the loop's goroutine, to be recorded
 // later.
 func (l *Loop) launchAll(ctx context.Context, ws []*core.Workload) {

@@ -6,6 +6,13 @@
 //
 // Everything happens on one goroutine, so the loop needs no locks: exits,
 // store changes and the loop's own timer are events handled one at a time.
+// The one exception is starting what a cycle placed: under Run a bounded
+// pool (launcher.go, StartParallelism at a time) starts the committed
+// placements while the next cycles plan, so that a burst of pod creations
+// never holds the scheduler; an attempt whose start is in flight is not
+// stopped until it has returned, and a start that fails unrecorded comes
+// back to the loop's goroutine. Step starts a cycle's placements before it
+// returns, so that a virtual clock sees them at once.
 //
 // Cycles are event-driven (wake.go): a cycle runs on a change of the store
 // (a submission, an exit recorded, a node, a quota), at the time the last

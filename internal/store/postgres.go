@@ -267,7 +267,7 @@ func openPostgres(ctx context.Context, target string, opts Options) (*Store, err
 	}
 	s.wg.Add(2)
 	go s.writer()
-	go s.listen(target)
+	go s.listen(cfg)
 	return s, nil
 }
 
@@ -394,13 +394,13 @@ func (s *Store) migratePG(ctx context.Context) error {
 // second (a notification lost while the connection was down is then made
 // up for: syncView reads by rev, not by notification), it reads what was
 // committed since the last rev it saw.
-func (s *Store) listen(target string) {
+func (s *Store) listen(cfg *pgx.ConnConfig) {
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-s.done; cancel() }()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		conn, err := pgx.Connect(ctx, target)
+		conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
 		if err == nil {
 			_, err = conn.Exec(ctx, "LISTEN "+notifyChannel)
 		}
@@ -538,6 +538,9 @@ func (w withRev) Scan(dest ...any) error { return w.r.Scan(append(dest, w.rev)..
 // shut down, a failover) is core.ErrUnavailable; a full disk on its side,
 // core.ErrNoSpace.
 func pgError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err // the caller's own end, not the database's
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {

@@ -19,7 +19,6 @@ import (
 // up with yet.
 func TestPendingBoundAcrossServers(t *testing.T) {
 	pgOnly(t)
-	t.Skip("defect: store.go commit() checks the pending bound against a view that may lag the other servers' commits; syncView must run after pg_advisory_xact_lock, before the batch's ops")
 	ctx := context.Background()
 	url := pgtest.DB(t)
 	const bound = 5

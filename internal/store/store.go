@@ -21,7 +21,8 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
-// Store is gpufleet's authoritative state in one SQLite file.
+// Store is gpufleet's authoritative state, in one SQLite file or in a
+// PostgreSQL database that several servers share.
 type Store struct {
 	write  *sql.DB // one connection, used only by the writer goroutine
 	read   *sql.DB // a pool of read-only connections
@@ -494,6 +495,14 @@ func (s *Store) commit(batch []*op) {
 		if _, err := tx.Exec("SELECT pg_advisory_xact_lock(?)", writeLock); err != nil {
 			tx.Rollback()
 			fail(fmt.Errorf("lock: %w", err))
+			return
+		}
+		// Under the lock no other server commits: the view, brought up
+		// to the last commit, is exact for the checks the batch makes
+		// with it (the pending bounds).
+		if err := s.syncView(ctx); err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("read the other servers' writes: %w", err))
 			return
 		}
 	}
