@@ -5,10 +5,8 @@
 package app
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -79,7 +78,14 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-	st, err := store.OpenWith(ctx, cmp.Or(cfg.Store, filepath.Join(cfg.DataDir, "gpufleet.db")), store.Options{
+	target := cmp.Or(cfg.Store, filepath.Join(cfg.DataDir, "gpufleet.db"))
+	st, err := store.OpenWith(ctx, target, store.Options{
+		// One server owns a SQLite store and writes every node through
+		// it: the decoded nodes can be kept between writes, which a cycle,
+		// a qualification step and a scrape would otherwise decode again
+		// each. Several servers share a PostgreSQL store, whose nodes
+		// another may change.
+		CacheNodes:        !store.IsPostgres(target),
 		MaxPendingPerTeam: cfg.Limits.MaxPendingPerTeam,
 		MaxPendingPerUser: cfg.Limits.MaxPendingPerUser,
 	})
@@ -252,6 +258,9 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
 	wg.Add(2)
+	if a := os.Getenv("GPUFLEET_PPROF_ADDR"); a != "" {
+		go servePprof(ctx, a, log)
+	}
 	if elect == nil {
 		go func() {
 			defer wg.Done()
@@ -657,12 +666,12 @@ func (s *nodeSync) logErr(node core.NodeName, err error) {
 	s.log.Error("put node", "node", node, "err", err)
 }
 
-// sameNode compares two nodes but for their update time.
+// sameNode compares two nodes but for their update time. It runs for
+// every node at each node event of the cluster (a heartbeat of one of
+// hundreds of nodes), so it compares values rather than encodings.
 func sameNode(a, b core.Node) bool {
 	a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return bytes.Equal(ja, jb)
+	return reflect.DeepEqual(a, b)
 }
 
 // localNode describes this machine: its real GPUs, or simulated ones when

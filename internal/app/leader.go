@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"sync"
@@ -128,4 +131,20 @@ func serverName(addr net.Addr) string {
 		return net.JoinHostPort(host, strconv.Itoa(ta.Port))
 	}
 	return host
+}
+
+// servePprof serves Go's profiles (net/http/pprof) on addr, from
+// $GPUFLEET_PPROF_ADDR: off unless set, and meant for 127.0.0.1 (the
+// profiles need no token). For measuring, as the throughput benchmark does.
+func servePprof(ctx context.Context, addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	context.AfterFunc(ctx, func() { hs.Close() })
+	log.Warn("serving Go profiles without authentication", "addr", addr)
+	if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("pprof", "err", err)
+	}
 }

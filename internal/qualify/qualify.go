@@ -155,9 +155,10 @@ func (q *Qualifier) Step(ctx context.Context) {
 	}
 	now := q.opts.Now().UTC()
 	scheduled := false
+	busyOn := runningByNode(snap)
 	for _, n := range snap.Nodes {
 		st, ok := statuses[n.Name]
-		busy := running(snap, n.Name)
+		busy := busyOn[n.Name]
 		if q.lost(ctx, n, st, busy, now) || !ok {
 			continue // lost, or a node without a lifecycle (not registered through one)
 		}
@@ -220,6 +221,18 @@ func running(snap *core.Snapshot, node core.NodeName) []*core.Workload {
 	for _, w := range snap.Running {
 		if slices.Contains(core.Nodes(w.Status.Placement), node) {
 			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// runningByNode is running for every node at once: one pass over the
+// running workloads, not one per node.
+func runningByNode(snap *core.Snapshot) map[core.NodeName][]*core.Workload {
+	out := map[core.NodeName][]*core.Workload{}
+	for _, w := range snap.Running {
+		for _, n := range core.Nodes(w.Status.Placement) {
+			out[n] = append(out[n], w)
 		}
 	}
 	return out

@@ -64,10 +64,17 @@ type PlacementResult struct {
 func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([]PlacementResult, error) {
 	results := make([]PlacementResult, len(plan.Placements))
 	err := s.do(ctx, func(tx *wtx) error {
+		// The devices in use on each node the plan places on, read once
+		// and then counted up as placements are applied: a plan packs
+		// many workloads on one node. A placement rolled back after its
+		// devices were counted leaves them counted, which can only
+		// reject a later one (the next cycle places it), never
+		// over-commit a device.
+		usage := map[core.NodeName]*core.NodeUsage{}
 		for i, p := range plan.Placements {
 			var w *core.Workload
 			fnErr, err := tx.savepoint("placement", func() (err error) {
-				w, err = applyPlacement(tx, p, now)
+				w, err = applyPlacement(tx, p, now, usage)
 				return err
 			})
 			if err != nil {
@@ -96,7 +103,7 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 	return results, nil
 }
 
-func applyPlacement(tx *wtx, p core.Placement, now time.Time) (*core.Workload, error) {
+func applyPlacement(tx *wtx, p core.Placement, now time.Time, usage map[core.NodeName]*core.NodeUsage) (*core.Workload, error) {
 	w, err := getForUpdate(tx, p.Workload)
 	if err != nil {
 		return nil, err
@@ -122,14 +129,18 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time) (*core.Workload, e
 			return nil, fmt.Errorf("place workload %s: %w", w.ID, err)
 		}
 		pools[name] = node.Pool
-		used, err := nodeUsage(tx, name)
-		if err != nil {
-			return nil, err
+		used := usage[name]
+		if used == nil {
+			if used, err = nodeUsage(tx, name); err != nil {
+				return nil, err
+			}
+			usage[name] = used
 		}
 		on, _ := core.OnNode(p.Assignments, name)
 		if err := core.Fits(node, used, w.Request, on); err != nil {
 			return nil, fmt.Errorf("place workload %s: %w: %w", w.ID, err, core.ErrConflict)
 		}
+		used.Add(name, w.Request, p.Assignments)
 		if _, err := tx.Exec("INSERT INTO workload_nodes (workload_id, node) VALUES (?, ?)", string(w.ID), string(name)); err != nil {
 			return nil, err
 		}

@@ -70,7 +70,7 @@ func TestMain(m *testing.M) {
 
 // gpufleetBinary builds cmd/gpufleet once per test binary, unless
 // GPUFLEET_E2E_BIN names one already built (to compare two builds).
-func gpufleetBinary(t *testing.T) string {
+func gpufleetBinary(t testing.TB) string {
 	t.Helper()
 	if bin := os.Getenv("GPUFLEET_E2E_BIN"); bin != "" {
 		return bin
@@ -96,7 +96,7 @@ func gpufleetBinary(t *testing.T) string {
 
 // e2e is one test's world: its nodes, its pool, its server's data dir.
 type e2e struct {
-	t          *testing.T
+	t          testing.TB
 	client     clientset.Interface
 	kubeconfig string
 	id         string // "e2e-1a2b3c", in node, pool and namespace names
@@ -111,7 +111,7 @@ type e2e struct {
 // newE2E skips the test without a cluster; with one, it makes nodes KWOK
 // GPU nodes of gpus devices each, waits until they are Ready, and makes
 // sure the PriorityClasses of deploy/kubernetes exist.
-func newE2E(t *testing.T, nodes, gpus int) *e2e {
+func newE2E(t testing.TB, nodes, gpus int) *e2e {
 	t.Helper()
 	path := os.Getenv(EnvKubeconfig)
 	if path == "" {
@@ -155,7 +155,7 @@ func newE2E(t *testing.T, nodes, gpus int) *e2e {
 	return x
 }
 
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		t.Fatal("no caller")
@@ -193,7 +193,7 @@ var pcOnce sync.Once
 
 // applyPriorityClasses creates the PriorityClasses of
 // deploy/kubernetes/priorityclasses.yaml that do not exist yet.
-func applyPriorityClasses(t *testing.T, client clientset.Interface) {
+func applyPriorityClasses(t testing.TB, client clientset.Interface) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "kubernetes", "priorityclasses.yaml"))
 	if err != nil {
@@ -403,7 +403,7 @@ func (x *e2e) startIn(data string, extra map[string]any) *server {
 }
 
 // stop sends SIGTERM and waits (SIGKILL after 10 s).
-func (s *server) stop(t *testing.T) {
+func (s *server) stop(t testing.TB) {
 	if s.cmd.ProcessState != nil {
 		return
 	}
@@ -418,7 +418,7 @@ func (s *server) stop(t *testing.T) {
 }
 
 // kill9 kills the server with SIGKILL, as a crash would.
-func (s *server) kill9(t *testing.T) {
+func (s *server) kill9(t testing.TB) {
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -137,6 +138,12 @@ type Executor struct {
 	podIx cache.Indexer
 	nodes corelisters.NodeLister
 
+	// nodesSynced is set once the node informer's first list is in:
+	// until then each added node is not reported with the whole fleet
+	// (hundreds of nodes would be reported hundreds of times), New
+	// reports them once.
+	nodesSynced atomic.Bool
+
 	mu       sync.Mutex
 	tasks    map[key]*attempt
 	nsReady  map[string]bool
@@ -247,8 +254,15 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 	nodeInf := nodeFactory.Core().V1().Nodes()
 	e.nodes = nodeInf.Lister()
 	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { e.onNode(obj, false) },
-		UpdateFunc: func(_, obj any) { e.onNode(obj, false) },
+		AddFunc: func(obj any) { e.onNode(obj, false) },
+		UpdateFunc: func(old, obj any) {
+			// Most updates are the kubelet's heartbeats, which change
+			// nothing gpufleet sees of the node: hundreds of nodes
+			// would otherwise report the whole fleet each.
+			if !sameGPUNode(old, obj, NodeLabels{opts.PoolLabel, opts.RegionLabel}) {
+				e.onNode(obj, false)
+			}
+		},
 		DeleteFunc: func(obj any) { e.onNode(obj, true) },
 	}); err != nil {
 		return nil, err
@@ -269,6 +283,8 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 	e.mu.Lock()
 	e.lastAnswer = time.Now() // the caches have just synced
 	e.mu.Unlock()
+	e.nodesSynced.Store(true)
+	e.reportNodes() // once for the initial list, which onNode did not report node by node
 	go e.watchReach(ctx)
 	return e, nil
 }

@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,6 +145,20 @@ func (e *Executor) Nodes() []core.Node {
 	return out
 }
 
+// sameGPUNode reports whether an update of a node changed nothing of what
+// GPUNode makes of it (its readiness included), so that it can be ignored.
+func sameGPUNode(old, obj any, keys NodeLabels) bool {
+	a, okA := old.(*corev1.Node)
+	b, okB := obj.(*corev1.Node)
+	if !okA || !okB {
+		return false
+	}
+	ga, hasA := GPUNode(a, keys)
+	gb, hasB := GPUNode(b, keys)
+	ga.UpdatedAt, gb.UpdatedAt = time.Time{}, time.Time{}
+	return hasA == hasB && reflect.DeepEqual(ga, gb)
+}
+
 // onNode handles an informer event about a node: attempts on a node that
 // is gone or NotReady are Lost, and OnNodes hears of the change.
 func (e *Executor) onNode(obj any, deleted bool) {
@@ -165,8 +180,11 @@ func (e *Executor) onNode(obj any, deleted bool) {
 	e.mu.Unlock()
 	// OnNodes first: the store must know that the node takes no work
 	// before its attempts are reported lost, or the control loop could
-	// requeue them onto the same node.
-	e.reportNodes()
+	// requeue them onto the same node. (The informer's first list is
+	// reported once, by New.)
+	if e.nodesSynced.Load() || down {
+		e.reportNodes()
+	}
 	if down && !was && !e.opts.DisableLostOnNotReady {
 		why := "NotReady"
 		if deleted {
