@@ -30,6 +30,8 @@ var fieldFlags = map[string][]string{
 	"ports":                                {"port"},
 	"readyPath":                            {"ready-path"},
 	"ports[":                               {"port"},
+	"array":                                {"array"},
+	"array.":                               {"array"},
 }
 
 // withFlags adds to each field problem of a refused submission the flags

@@ -19,10 +19,11 @@ func Mention(w *Workload) string {
 	return fmt.Sprintf("%s (team %s, %s)", w.ID, w.Team, w.Priority)
 }
 
-// mentionRE finds workload IDs ("wl-" and lowercase letters and digits),
+// mentionRE finds workload IDs ("wl-" and lowercase letters and digits,
+// and an array task's "-INDEX"),
 // each with the rest of its mention when it has one. The character before
 // an ID is checked by Redact (no look-behind in Go's regexp).
-var mentionRE = regexp.MustCompile(`wl-[a-z0-9]+( \(team [a-z0-9-]+, [a-z0-9-]+\))?`)
+var mentionRE = regexp.MustCompile(`wl-[a-z0-9]+(?:-[0-9]+)?( \(team [a-z0-9-]+, [a-z0-9-]+\))?`)
 
 // Redact rewrites msg for one reader: every workload ID in it that visible
 // refuses (another team's, or none at all) becomes ForeignWorkload, with
@@ -44,7 +45,12 @@ func Redact(msg string, visible func(WorkloadID) bool) string {
 		if m[2] >= 0 {
 			id = msg[start:m[2]]
 		}
+		// "wl-x-7" is task 7 of array wl-x, or attempt 7's pod of
+		// workload wl-x: visible when either is.
 		if visible(WorkloadID(id)) {
+			continue
+		}
+		if i := strings.LastIndexByte(id, '-'); i > len("wl") && visible(WorkloadID(id[:i])) {
 			continue
 		}
 		b.WriteString(msg[last:start])

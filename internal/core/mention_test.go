@@ -3,7 +3,7 @@ package core
 import "testing"
 
 func TestRedact(t *testing.T) {
-	ours := map[WorkloadID]bool{"wl-ours00000001": true}
+	ours := map[WorkloadID]bool{"wl-ours00000001": true, "wl-ours00000001-7": true}
 	visible := func(id WorkloadID) bool { return ours[id] }
 	theirs := &Workload{ID: "wl-theirs000001", Spec: Spec{Team: "pa", Priority: "training"}}
 	own := &Workload{ID: "wl-ours00000001", Spec: Spec{Team: "pb", Priority: "production"}}
@@ -20,6 +20,8 @@ func TestRedact(t *testing.T) {
 			"wl-ours00000001 and a workload of another team and a workload of another team"},
 		{"a word that merely ends in wl- is not an ID", "owl-1 and bowl-2 stay", "owl-1 and bowl-2 stay"},
 		{"no ID", "placed on gpu1 (gpu 0)", "placed on gpu1 (gpu 0)"},
+		{"another team's array task goes whole, index included", "waiting for wl-theirs000001-7 to end", "waiting for a workload of another team to end"},
+		{"a visible array task, or a visible workload's pod, stays", "wl-ours00000001-7 and pod wl-ours00000001-2", "wl-ours00000001-7 and pod wl-ours00000001-2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Redact(tc.msg, visible); got != tc.want {

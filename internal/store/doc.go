@@ -43,6 +43,9 @@
 //   - the team shares of the last scheduling cycle (SetShares), derived
 //     and memory only.
 //
+// A job array (CreateArray, arrays.go) is one write: all its tasks, their
+// events and the pending bounds checked for them together, or nothing.
+//
 // Writes that depend on the state (placing a workload, finishing an
 // attempt) read it inside their transaction and re-check it, never the
 // view: ApplyPlan calls core.Fits again, so a stale plan is rejected rather
