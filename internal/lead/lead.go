@@ -65,8 +65,15 @@ func (e *Elector) Token() int64 {
 // Leader reports whether this server leads now.
 func (e *Elector) Leader() bool { return e.Token() > 0 }
 
-// TTL is the lease's length.
+// TTL is the lease's length: the bound on a failover.
 func (e *Elector) TTL() time.Duration { return e.opts.TTL }
+
+// grant is what each acquisition or renewal writes into the lease row: two
+// thirds of TTL, renewed every quarter of it. A leader that dies leaves a
+// lease that runs out at most two thirds of TTL later, and a follower,
+// which campaigns again right when it runs out, leads within TTL of the
+// death; a live leader survives one failed renewal.
+func (e *Elector) grant() time.Duration { return e.opts.TTL * 2 / 3 }
 
 // Name is this server's name.
 func (e *Elector) Name() string { return e.opts.Name }
@@ -75,7 +82,7 @@ func (e *Elector) set(token int64, asked time.Time, l store.Lease) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.token = token
-	e.validUntil = asked.Add(e.opts.TTL - e.opts.TTL/10)
+	e.validUntil = asked.Add(e.grant() - e.grant()/10)
 	e.expiresAt = l.ExpiresAt
 }
 
@@ -94,7 +101,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) {
 	log := e.opts.Logger
 	for ctx.Err() == nil {
 		asked := time.Now()
-		l, won, err := e.opts.Store.Campaign(ctx, e.opts.Name, e.opts.TTL)
+		l, won, err := e.opts.Store.Campaign(ctx, e.opts.Name, e.grant())
 		if err != nil || !won {
 			wait := e.opts.TTL / 5
 			if err != nil {
@@ -144,7 +151,7 @@ func (e *Elector) term(ctx context.Context, token int64, lead func(context.Conte
 		cancel()
 		<-done
 	}()
-	tick := time.NewTicker(e.opts.TTL / 3)
+	tick := time.NewTicker(e.opts.TTL / 4)
 	defer tick.Stop()
 	for {
 		select {
@@ -169,8 +176,8 @@ func (e *Elector) term(ctx context.Context, token int64, lead func(context.Conte
 			return
 		}
 		asked := time.Now()
-		rctx, rcancel := context.WithTimeout(ctx, e.opts.TTL/3)
-		l, err := e.opts.Store.Renew(rctx, e.opts.Name, token, e.opts.TTL)
+		rctx, rcancel := context.WithTimeout(ctx, e.opts.TTL/4)
+		l, err := e.opts.Store.Renew(rctx, e.opts.Name, token, e.grant())
 		rcancel()
 		switch {
 		case err == nil:
