@@ -375,6 +375,15 @@ func (x *e2e) startIn(data string, extra map[string]any) *server {
 		logf.Close()
 	}()
 	t.Cleanup(func() {
+		// A server the test left running (or stopped, SIGSTOP) is
+		// stopped before what it uses goes (its database, its nodes).
+		select {
+		case err := <-s.done:
+			s.done <- err
+		default:
+			cmd.Process.Signal(syscall.SIGCONT)
+			s.stop(t)
+		}
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			if len(b) > 6000 {
