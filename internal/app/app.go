@@ -266,7 +266,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 			defer wg.Done()
 			errc <- runTerm()
 		}()
-		wg.Go(func() { lead.Heartbeat(ctx, st, server, 2*time.Second, log) })
+		wg.Go(func() { lead.Heartbeat(ctx, st, server, 10*time.Second, log) })
 	} else {
 		elect.SetOnChange(obs.metrics.Leader)
 		go func() {

@@ -212,10 +212,13 @@ type Server struct {
 // stays listed.
 const serverRetention = 24 * time.Hour
 
+type quietKey struct{}
+
 // PutServer records that srv is there now (by the database's clock), and
-// forgets servers silent for serverRetention.
+// forgets servers silent for serverRetention. It is a quiet write: the
+// control loop is not woken by heartbeats.
 func (s *Store) PutServer(ctx context.Context, srv Server) error {
-	return s.do(ctx, func(tx *wtx) error {
+	return s.do(context.WithValue(ctx, quietKey{}, true), func(tx *wtx) error {
 		now, err := tx.dbNow()
 		if err != nil {
 			return err

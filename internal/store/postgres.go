@@ -35,7 +35,8 @@ const writeLock = 0x67707566 // "gpuf"
 // openPostgres).
 const idleInTx = 5 * time.Second
 
-// notifyChannel is where the workloads trigger announces a committed change
+// notifyChannel is where a committed change is announced: by the workloads
+// trigger, and by the writer for every batch that changed something
 // (PostgreSQL delivers a NOTIFY at COMMIT, never before).
 const notifyChannel = "gpufleet_workloads"
 
@@ -425,6 +426,12 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 			_, err := conn.WaitForNotification(wctx)
 			wcancel()
 			s.syncView(ctx)
+			if err == nil {
+				// A commit of some server changed something: the
+				// control loop looks (syncView signals only for
+				// workloads).
+				s.signal()
+			}
 			if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 				break // the connection failed: connect again
 			}

@@ -155,3 +155,52 @@ func TestRebind(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesReachEveryServer: a change that is no workload's (a quota)
+// committed on one server signals Changed on another, so that a leader
+// hears of a quota or a node a follower wrote; a heartbeat signals nothing.
+func TestChangesReachEveryServer(t *testing.T) {
+	pgOnly(t)
+	ctx := context.Background()
+	url := pgtest.DB(t)
+	a, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.CreateTeam(ctx, core.NewTeam("q", t0)); err != nil {
+		t.Fatal(err)
+	}
+	drain := func() {
+		for {
+			select {
+			case <-a.Changed():
+			case <-time.After(1500 * time.Millisecond): // past a's 1 s poll
+				return
+			}
+		}
+	}
+	drain()
+	if _, err := b.UpdateTeam(ctx, "q", func(tm *core.Team) error { tm.Guaranteed = 4000; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Changed():
+	case <-time.After(3 * time.Second):
+		t.Fatal("a quota written on b did not signal a's Changed")
+	}
+	drain()
+	if err := b.PutServer(ctx, Server{Name: "b", Addr: "x", PID: 1, StartedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Changed():
+		t.Fatal("a heartbeat signalled Changed")
+	case <-time.After(1500 * time.Millisecond):
+	}
+}

@@ -221,6 +221,9 @@ type op struct {
 	fn    func(tx *wtx) error
 	err   chan error
 	fence Fence // the leadership it is made under (WithFence), or nil
+	// quiet: a write nobody needs to hear of (a server's heartbeat): it
+	// does not signal Changed.
+	quiet bool
 }
 
 // MaxBatch bounds how many writes share one transaction (and one fsync).
@@ -400,7 +403,7 @@ func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
 			return nil
 		}
 	}
-	o := &op{fn: fn, err: make(chan error, 1), fence: fenceOf(ctx)}
+	o := &op{fn: fn, err: make(chan error, 1), fence: fenceOf(ctx), quiet: ctx.Value(quietKey{}) != nil}
 	select {
 	case s.ops <- o:
 	case <-s.done:
@@ -506,7 +509,9 @@ func (s *Store) commit(batch []*op) {
 			return
 		}
 	}
-	changed := false
+	// wrote: some write of the batch took effect (the store writes);
+	// changed: one that others should hear of (not a heartbeat).
+	wrote, changed := false, false
 	var lease *leaseRow // read once, by the first fenced write
 	for i, o := range batch {
 		if o.fence != nil {
@@ -533,14 +538,24 @@ func (s *Store) commit(batch []*op) {
 			return
 		}
 		errs[i] = fnErr
-		changed = changed || fnErr == nil
+		wrote = wrote || fnErr == nil
+		changed = changed || (fnErr == nil && !o.quiet)
+	}
+	if s.pg != nil && changed {
+		// Every server's loop hears of the change (a quota, a node, a
+		// workload) at COMMIT, as this one's does through notify.
+		if _, err := tx.Exec("SELECT pg_notify(?, '')", notifyChannel); err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("notify: %w", err))
+			return
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		s.rollback()
 		fail(fmt.Errorf("commit: %w", err))
 		return
 	}
-	if changed {
+	if wrote {
 		s.noteWrite(nil)
 	}
 	if s.pg != nil {
@@ -552,6 +567,9 @@ func (s *Store) commit(batch []*op) {
 		}
 		for i, o := range batch {
 			o.err <- errs[i]
+		}
+		if changed {
+			s.signal()
 		}
 		return
 	}
@@ -576,10 +594,15 @@ func (s *Store) commit(batch []*op) {
 		o.err <- errs[i]
 	}
 	if changed {
-		select {
-		case s.notify <- struct{}{}:
-		default:
-		}
+		s.signal()
+	}
+}
+
+// signal wakes whoever waits on Changed, without blocking.
+func (s *Store) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
 	}
 }
 
