@@ -169,6 +169,12 @@ type Team struct {
 	// within quota when the team's use of that model stays within it; work
 	// on those devices beyond it runs over quota. Guaranteed is the total.
 	GuaranteedByModel map[string]int64 `json:"guaranteedByModelMilliGPU,omitempty"`
+	// GuaranteedByPool guarantees shares of pools (by Node.Pool, exactly).
+	// A workload bound to such a pool (NodeSelector gpufleet.io/pool) is
+	// within quota when the team's use of that pool stays within it; work
+	// on the pool's nodes beyond it runs over quota. A model guarantee
+	// covering a device takes precedence. Guaranteed is the total.
+	GuaranteedByPool map[string]int64 `json:"guaranteedByPoolMilliGPU,omitempty"`
 	// PriorityClasses are the classes the team's workloads may use; empty
 	// means every preemptible class. A class that is never preempted
 	// (production) must be granted by name, by an admin or the team's
@@ -213,6 +219,30 @@ func (t *Team) DeviceKey(model string) (string, bool) {
 		}
 	}
 	return best, found
+}
+
+// PoolKey returns the pool guarantee that covers a request bound to one
+// pool by its node selector (LabelPool), if the team has one.
+func (t *Team) PoolKey(req *Request) (string, bool) {
+	if len(t.GuaranteedByPool) == 0 {
+		return "", false
+	}
+	p, ok := req.NodeSelector[LabelPool]
+	if !ok {
+		return "", false
+	}
+	_, ok = t.GuaranteedByPool[p]
+	return p, ok
+}
+
+// NodePoolKey returns the pool guarantee that covers work on a node of pool
+// pool, if the team has one.
+func (t *Team) NodePoolKey(pool string) (string, bool) {
+	if pool == "" {
+		return "", false
+	}
+	_, ok := t.GuaranteedByPool[pool]
+	return pool, ok
 }
 
 // Unlimited marks a team limit that is not set.

@@ -14,7 +14,14 @@
 // runs over quota on borrowed capacity. A team may also
 // guarantee GPU models (GuaranteedByModel): a workload asking for exactly
 // one such model is within quota against that model's guarantee, and work
-// on those devices beyond it is over quota.
+// on those devices beyond it is over quota. It may guarantee pools too
+// (GuaranteedByPool): a running workload on a node of pool P counts against
+// the team's guarantee in P when it has one (a model guarantee covering the
+// device, when one does, takes precedence), and a pending workload bound to P
+// by its node selector (gpufleet.io/pool=P), asking for no guaranteed model,
+// is within quota when the team's use in P at its class and above plus its
+// ask stays within that guarantee. Other work counts against the total
+// guarantee, as does all the team's work when it checks against the total.
 //
 // Only a schedulable node (its state Ready, see core.Node.Apply) takes
 // work, and on it no device whose health is Failed or Validating

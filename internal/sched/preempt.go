@@ -23,6 +23,9 @@ type teamState struct {
 	// byModel is usage by model guarantee and class value (idle-only
 	// classes excluded), for teams with GuaranteedByModel.
 	byModel map[string]map[int]int64
+	// byPool is the same by pool guarantee, for teams with
+	// GuaranteedByPool (work a model guarantee covers excluded).
+	byPool map[string]map[int]int64
 }
 
 // classify marks which running workloads of a team are within its
@@ -39,15 +42,25 @@ func (c *cycle) classify(ts *teamState) {
 	})
 	var used int64
 	usedByModel := map[string]int64{}
+	usedByPool := map[string]int64{}
 	for _, r := range rs {
 		// Work on devices a model guarantee covers counts against it;
-		// other work against the team's total guarantee.
+		// other work on nodes of a pool a pool guarantee covers against
+		// that; the rest against the team's total guarantee.
 		if key, ok := c.deviceKey(ts, r.w.Status.Placement); ok {
 			if r.class.IdleOnly || usedByModel[key]+r.held > ts.team.GuaranteedByModel[key] {
 				r.over = true
 				continue
 			}
 			usedByModel[key] += r.held
+			continue
+		}
+		if key, ok := c.nodePoolKey(ts, r.w.Status.Placement); ok {
+			if r.class.IdleOnly || usedByPool[key]+r.held > ts.team.GuaranteedByPool[key] {
+				r.over = true
+				continue
+			}
+			usedByPool[key] += r.held
 			continue
 		}
 		if r.class.IdleOnly || used+r.held > ts.team.Guaranteed {
@@ -76,6 +89,30 @@ func (c *cycle) deviceKey(ts *teamState, as []core.Assignment) (string, bool) {
 	return "", false
 }
 
+// nodePoolKey returns the team's pool guarantee covering the node of a
+// placement (judged by its first assignment).
+func (c *cycle) nodePoolKey(ts *teamState, as []core.Assignment) (string, bool) {
+	if len(ts.team.GuaranteedByPool) == 0 || len(as) == 0 {
+		return "", false
+	}
+	ns := c.byName[as[0].Node]
+	if ns == nil {
+		return "", false
+	}
+	return ts.team.NodePoolKey(ns.node.Pool)
+}
+
+// usageOfPoolAtOrAbove is usageAtOrAbove for one pool guarantee.
+func (ts *teamState) usageOfPoolAtOrAbove(key string, value int) int64 {
+	var u int64
+	for v, m := range ts.byPool[key] {
+		if v >= value {
+			u += m
+		}
+	}
+	return u
+}
+
 // usageOfModelAtOrAbove is usageAtOrAbove for one model guarantee.
 func (ts *teamState) usageOfModelAtOrAbove(key string, value int) int64 {
 	var u int64
@@ -87,27 +124,43 @@ func (ts *teamState) usageOfModelAtOrAbove(key string, value int) int64 {
 	return u
 }
 
-// holdOn records a placement's usage, by model guarantee too.
+// holdOn records a placement's usage, by model guarantee, else by pool
+// guarantee, too.
 func (c *cycle) holdOn(ts *teamState, cl core.PriorityClass, as []core.Assignment, milli int64) {
 	ts.hold(cl, milli)
-	if key, ok := c.deviceKey(ts, as); ok && !cl.IdleOnly {
-		if ts.byModel == nil {
-			ts.byModel = map[string]map[int]int64{}
-		}
-		if ts.byModel[key] == nil {
-			ts.byModel[key] = map[int]int64{}
-		}
-		ts.byModel[key][cl.Value] += milli
+	if cl.IdleOnly {
+		return
 	}
+	if key, ok := c.deviceKey(ts, as); ok {
+		ts.byModel = addUsage(ts.byModel, key, cl.Value, milli)
+	} else if key, ok := c.nodePoolKey(ts, as); ok {
+		ts.byPool = addUsage(ts.byPool, key, cl.Value, milli)
+	}
+}
+
+func addUsage(m map[string]map[int]int64, key string, value int, milli int64) map[string]map[int]int64 {
+	if m == nil {
+		m = map[string]map[int]int64{}
+	}
+	if m[key] == nil {
+		m[key] = map[int]int64{}
+	}
+	m[key][value] += milli
+	return m
 }
 
 // withinGuarantee reports whether w (of class cl, asking ask) keeps its
 // team within its guarantee: the guarantee of the one model it asks for,
-// when the team has one, else the total; counting the team's work of its
-// class and above (its lower classes can be preempted for it).
+// when the team has one, else that of the pool its node selector binds it
+// to, when the team has one, else the total; counting the team's work of
+// its class and above (its lower classes can be preempted for it).
 func (c *cycle) withinGuarantee(w *core.Workload, ts *teamState, cl core.PriorityClass, ask int64) (ok bool, held, guaranteed int64, scope string) {
 	if key, found := ts.team.ModelKey(w.Request.GPUModels); found {
 		held, guaranteed = ts.usageOfModelAtOrAbove(key, cl.Value), ts.team.GuaranteedByModel[key]
+		return held+ask <= guaranteed, held, guaranteed, key + " "
+	}
+	if key, found := ts.team.PoolKey(&w.Request); found {
+		held, guaranteed = ts.usageOfPoolAtOrAbove(key, cl.Value), ts.team.GuaranteedByPool[key]
 		return held+ask <= guaranteed, held, guaranteed, key + " "
 	}
 	held, guaranteed = ts.usageAtOrAbove(cl.Value), ts.team.Guaranteed
