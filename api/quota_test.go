@@ -45,6 +45,16 @@ func TestTeamQuotaValidate(t *testing.T) {
 				{"guaranteedByModelMilliGPU.B", "must be from 0 to a million GPUs"},
 				{"guaranteedByModelMilliGPU", `model name "` + strings.Repeat("x", 65) + `" must be 1 to 64 characters`},
 			}},
+		{"pool guarantees within the guarantee", TeamQuota{GuaranteedMilliGPU: i(8000), GuaranteedByPoolMilliGPU: map[string]int64{"onprem": 8000}}, nil},
+		{"pool guarantees above the guarantee", TeamQuota{GuaranteedMilliGPU: i(4000), GuaranteedByPoolMilliGPU: map[string]int64{"onprem": 4000, "cloud": 1000}},
+			[]FieldError{{"guaranteedByPoolMilliGPU", "the pool guarantees add up to 5 GPUs, more than the team's guarantee of 4; raise the guarantee too"}}},
+		{"bad pool guarantees, sorted by pool", TeamQuota{GuaranteedMilliGPU: i(1000),
+			GuaranteedByPoolMilliGPU: map[string]int64{"b": MaxQuotaMilliGPU + 1, "a": -1, "x/y": 0}},
+			[]FieldError{
+				{"guaranteedByPoolMilliGPU.a", "must be from 0 to a million GPUs"},
+				{"guaranteedByPoolMilliGPU.b", "must be from 0 to a million GPUs"},
+				{"guaranteedByPoolMilliGPU", `pool name "x/y" must be 1 to 63 characters, without spaces, quotes or slashes`},
+			}},
 		{"every problem is listed", TeamQuota{GuaranteedMilliGPU: i(-1), Weight: i(0)},
 			[]FieldError{{"guaranteedMilliGPU", "must not be negative"}, {"weight", "must be from 1 to 1000"}}},
 	}

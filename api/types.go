@@ -322,6 +322,13 @@ type Team struct {
 	// while the team's use of it stays within this. Its sum is at most
 	// GuaranteedMilliGPU.
 	GuaranteedByModelMilliGPU map[string]int64 `json:"guaranteedByModelMilliGPU,omitempty"`
+	// GuaranteedByPoolMilliGPU guarantees shares of pools ("onprem":
+	// 8000); a workload bound to that pool (its node selector
+	// gpufleet.io/pool) is within quota while the team's use there stays
+	// within this. A model guarantee covering a device takes precedence.
+	// Its sum is at most GuaranteedMilliGPU; its size is bounded by
+	// MaxModelGuarantees too.
+	GuaranteedByPoolMilliGPU map[string]int64 `json:"guaranteedByPoolMilliGPU,omitempty"`
 	// PriorityClasses the team's workloads may use; empty means every
 	// preemptible class (production must be granted by name). An admin or
 	// the team's team-admin sets it.
@@ -347,6 +354,9 @@ type TeamQuota struct {
 	// GuaranteedByModelMilliGPU replaces the model guarantees when given
 	// ({} removes them all; null or absent leaves them).
 	GuaranteedByModelMilliGPU map[string]int64 `json:"guaranteedByModelMilliGPU,omitzero"`
+	// GuaranteedByPoolMilliGPU replaces the pool guarantees when given
+	// ({} removes them all; null or absent leaves them).
+	GuaranteedByPoolMilliGPU map[string]int64 `json:"guaranteedByPoolMilliGPU,omitzero"`
 	// PriorityClasses replaces the classes the team may use when given ([]
 	// restores the default, every preemptible class; null or absent leaves
 	// them). A team-admin of the team may change this field and no other.

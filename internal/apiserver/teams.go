@@ -36,15 +36,35 @@ func toAPITeam(t core.Team, sh core.TeamShare) api.Team {
 		limit = core.Unlimited
 	}
 	return api.Team{Name: string(t.Name), GuaranteedMilliGPU: t.Guaranteed, LimitMilliGPU: &limit, Weight: t.Weight, GuaranteedByModelMilliGPU: t.GuaranteedByModel,
-		PriorityClasses: t.PriorityClasses, Residency: t.Residency, UsageMilliGPU: sh.Usage, FairShareMilliGPU: sh.FairShare, PendingMilliGPU: sh.Pending, CreatedAt: t.CreatedAt}
+		GuaranteedByPoolMilliGPU: t.GuaranteedByPool, PriorityClasses: t.PriorityClasses, Residency: t.Residency, UsageMilliGPU: sh.Usage, FairShareMilliGPU: sh.FairShare, PendingMilliGPU: sh.Pending, CreatedAt: t.CreatedAt}
 }
 
 // quotaErrors checks the quota a team would be stored with, every field
 // set, with api.TeamQuota.Validate (the check the CLI runs too) and names
-// each bad field.
-func quotaErrors(t core.Team) []api.FieldError {
-	return api.TeamQuota{GuaranteedMilliGPU: &t.Guaranteed, LimitMilliGPU: &t.Limit, Weight: &t.Weight,
-		GuaranteedByModelMilliGPU: t.GuaranteedByModel}.Validate()
+// each bad field; a pool guarantee must name a configured pool when the
+// server is configured with pools (Options.Fleet).
+func (s *Server) quotaErrors(t core.Team) []api.FieldError {
+	errs := api.TeamQuota{GuaranteedMilliGPU: &t.Guaranteed, LimitMilliGPU: &t.Limit, Weight: &t.Weight,
+		GuaranteedByModelMilliGPU: t.GuaranteedByModel, GuaranteedByPoolMilliGPU: t.GuaranteedByPool}.Validate()
+	if len(s.opts.Fleet.Pools) == 0 {
+		return errs
+	}
+	known := make([]string, 0, len(s.opts.Fleet.Pools))
+	for _, p := range s.opts.Fleet.Pools {
+		known = append(known, p.Name)
+	}
+	slices.Sort(known)
+	pools := make([]string, 0, len(t.GuaranteedByPool))
+	for p := range t.GuaranteedByPool {
+		pools = append(pools, p)
+	}
+	slices.Sort(pools)
+	for _, p := range pools {
+		if _, found := slices.BinarySearch(known, p); !found {
+			errs = append(errs, api.FieldError{Field: "guaranteedByPoolMilliGPU." + p, Problem: fmt.Sprintf("unknown pool %q (known: %s)", p, strings.Join(known, ", "))})
+		}
+	}
+	return errs
 }
 
 // updateTeam handles PATCH /teams/{name}: an admin changes the quota and
@@ -86,6 +106,12 @@ func (s *Server) updateTeam(c *call) (reply, error) {
 				t.GuaranteedByModel = nil
 			}
 		}
+		if in.GuaranteedByPoolMilliGPU != nil {
+			t.GuaranteedByPool = in.GuaranteedByPoolMilliGPU
+			if len(t.GuaranteedByPool) == 0 {
+				t.GuaranteedByPool = nil
+			}
+		}
 		if in.Residency != nil {
 			if errs := api.ResidencyErrors(in.Residency); len(errs) > 0 {
 				return &fieldErrors{fields: errs}
@@ -101,7 +127,7 @@ func (s *Server) updateTeam(c *call) (reply, error) {
 				t.PriorityClasses = nil // the default: every preemptible class
 			}
 		}
-		if errs := quotaErrors(*t); len(errs) > 0 {
+		if errs := s.quotaErrors(*t); len(errs) > 0 {
 			return &fieldErrors{fields: errs}
 		}
 		return nil
@@ -132,6 +158,8 @@ func quotaField(in *api.TeamQuota) string {
 		return "weight"
 	case in.GuaranteedByModelMilliGPU != nil:
 		return "guaranteedByModelMilliGPU"
+	case in.GuaranteedByPoolMilliGPU != nil:
+		return "guaranteedByPoolMilliGPU"
 	case in.Residency != nil:
 		return "residency"
 	}
@@ -179,7 +207,10 @@ func (s *Server) createTeam(c *call) (reply, error) {
 	if len(in.GuaranteedByModelMilliGPU) > 0 {
 		t.GuaranteedByModel = in.GuaranteedByModelMilliGPU
 	}
-	errs := quotaErrors(t)
+	if len(in.GuaranteedByPoolMilliGPU) > 0 {
+		t.GuaranteedByPool = in.GuaranteedByPoolMilliGPU
+	}
+	errs := s.quotaErrors(t)
 	errs = append(errs, api.ResidencyErrors(in.Residency)...)
 	t.Residency = in.Residency
 	if len(in.PriorityClasses) > 0 {
