@@ -28,6 +28,8 @@ type fleetTeam struct {
 	Weight     json.RawMessage `json:"weight"`
 	// GuaranteedByModel guarantees GPUs of models, e.g. {H100: 4}.
 	GuaranteedByModel map[string]json.RawMessage `json:"guaranteedByModel"`
+	// GuaranteedByPool guarantees GPUs in pools, e.g. {onprem: 8}.
+	GuaranteedByPool map[string]json.RawMessage `json:"guaranteedByPool"`
 }
 
 // teamSpec is one team of the file, checked, in the API's units. The file
@@ -38,6 +40,7 @@ type teamSpec struct {
 	limit      int64 // unlimited (-1) when the file gives none
 	weight     int64
 	byModel    map[string]int64 // milli-GPU; empty when the file gives none
+	byPool     map[string]int64 // milli-GPU; empty when the file gives none
 }
 
 func newApplyCmd(e *env) *cobra.Command {
@@ -57,6 +60,8 @@ The file lists teams with their quota in GPUs (fractions allowed):
       weight: 2          # default 1
       guaranteedByModel: # GPUs of one model, within guaranteed (default none)
         H100: 4
+      guaranteedByPool:  # GPUs in one pool, within guaranteed (default none)
+        onprem: 8
 
 A team that does not exist is created; one that does gets the file's quota,
 and a field the file leaves out returns to its default. The whole file is
@@ -119,7 +124,8 @@ One line per team says "team/NAME created" or "team/NAME configured".`,
 }
 
 func createTeam(cmd *cobra.Command, c *api.Client, sp teamSpec) error {
-	t := &api.Team{Name: sp.name, GuaranteedMilliGPU: sp.guaranteed, Weight: sp.weight, GuaranteedByModelMilliGPU: sp.byModel}
+	t := &api.Team{Name: sp.name, GuaranteedMilliGPU: sp.guaranteed, Weight: sp.weight, GuaranteedByModelMilliGPU: sp.byModel,
+		GuaranteedByPoolMilliGPU: sp.byPool}
 	if sp.limit != unlimited {
 		t.LimitMilliGPU = &sp.limit
 	}
@@ -132,7 +138,7 @@ func createTeam(cmd *cobra.Command, c *api.Client, sp teamSpec) error {
 func setTeamQuota(cmd *cobra.Command, c *api.Client, sp teamSpec) error {
 	_, err := c.SetQuota(cmd.Context(), sp.name, &api.TeamQuota{
 		GuaranteedMilliGPU: &sp.guaranteed, LimitMilliGPU: &sp.limit, Weight: &sp.weight,
-		GuaranteedByModelMilliGPU: sp.byModel,
+		GuaranteedByModelMilliGPU: sp.byModel, GuaranteedByPoolMilliGPU: sp.byPool,
 	})
 	return err
 }
@@ -215,6 +221,17 @@ func readFleetFile(e *env, name string) ([]teamSpec, error) {
 			sp.byModel[model] = v
 		}
 		q.GuaranteedByModelMilliGPU = sp.byModel // bounds, names and sum: quotaProblems
+		sp.byPool = map[string]int64{}
+		for pool, raw := range ft.GuaranteedByPool {
+			s, ok := scalar(raw)
+			v, err := parseGPUs(s)
+			if !ok || err != nil {
+				bad("guaranteedByPool."+pool, "must be a number of GPUs for a named pool")
+				continue
+			}
+			sp.byPool[pool] = v
+		}
+		q.GuaranteedByPoolMilliGPU = sp.byPool // bounds, names and sum: quotaProblems
 		if q.GuaranteedMilliGPU == nil {
 			q.GuaranteedMilliGPU = &sp.guaranteed // 0, so that a limit is checked against it
 		}

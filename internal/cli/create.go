@@ -49,6 +49,7 @@ func newCreateTeamCmd(e *env) *cobra.Command {
 				team.Weight = *q.Weight
 			}
 			team.GuaranteedByModelMilliGPU = q.GuaranteedByModelMilliGPU
+			team.GuaranteedByPoolMilliGPU = q.GuaranteedByPoolMilliGPU
 			team.Residency = q.Residency
 			c, err := e.client()
 			if err != nil {

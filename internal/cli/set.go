@@ -30,7 +30,7 @@ func newSetQuotaCmd(e *env) *cobra.Command {
 	var qf quotaFlags
 	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:   "quota TEAM [--guaranteed GPUS] [--limit GPUS|unlimited] [--weight W]",
+		Use:   "quota TEAM [--guaranteed GPUS] [--limit GPUS|unlimited] [--weight W] [--guaranteed-model MODEL=GPUS] [--guaranteed-pool POOL=GPUS]",
 		Short: "Change a team's quota (admin only)",
 		Long: `Change a team's quota (admin only) and print the team.
 
@@ -38,7 +38,8 @@ Only the flags given change; the others keep their values. Quantities are in
 GPUs and may be fractions (2.5, 0.25). --limit unlimited (or -1) removes the
 limit.`,
 		Example: `  gpufleet set quota vision --guaranteed 8 --limit 16 --weight 2
-  gpufleet set quota vision --limit unlimited`,
+  gpufleet set quota vision --limit unlimited
+  gpufleet set quota vision --guaranteed 8 --guaranteed-pool onprem=8`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -48,8 +49,8 @@ limit.`,
 			if err != nil {
 				return err
 			}
-			if q.GuaranteedMilliGPU == nil && q.LimitMilliGPU == nil && q.Weight == nil && q.GuaranteedByModelMilliGPU == nil && q.Residency == nil {
-				return usagef("nothing to set: give --guaranteed, --limit, --weight, --guaranteed-model or --residency")
+			if q.GuaranteedMilliGPU == nil && q.LimitMilliGPU == nil && q.Weight == nil && q.GuaranteedByModelMilliGPU == nil && q.GuaranteedByPoolMilliGPU == nil && q.Residency == nil {
+				return usagef("nothing to set: give --guaranteed, --limit, --weight, --guaranteed-model, --guaranteed-pool or --residency")
 			}
 			c, err := e.client()
 			if err != nil {
@@ -134,7 +135,7 @@ func describeClasses(classes []string) string {
 // quotaFlags are the quota flags of `create team` and `set quota`, as typed.
 type quotaFlags struct {
 	guaranteed, limit, weight string
-	byModel                   []string
+	byModel, byPool           []string
 	residency                 string
 }
 
@@ -153,6 +154,7 @@ func (qf *quotaFlags) add(cmd *cobra.Command, defaults bool) {
 	fl.StringVar(&qf.weight, "weight", "", "the team's share of the capacity beyond the guarantees, a whole number from 1 to 1000"+unset("1"))
 	fl.StringVar(&qf.residency, "residency", "", "the regions the team's workloads run in when they name none, REGION[,REGION...] (\"\" for anywhere)"+unset("anywhere"))
 	fl.StringArrayVar(&qf.byModel, "guaranteed-model", nil, "guarantee GPUs of one model, MODEL=GPUS (repeatable, e.g. H100=4); they count within --guaranteed; MODEL= with no GPUs removes them all"+unset("none"))
+	fl.StringArrayVar(&qf.byPool, "guaranteed-pool", nil, "guarantee GPUs in one pool, POOL=GPUS (repeatable, e.g. onprem=8), for work bound to the pool (--selector gpufleet.io/pool=POOL); they count within --guaranteed; POOL= with no GPUs removes them all"+unset("none"))
 }
 
 // parse turns the quota flags that were given into a quota in milli-GPU;
@@ -205,6 +207,26 @@ func (qf *quotaFlags) parse(cmd *cobra.Command) (api.TeamQuota, error) {
 			}
 		}
 	}
+	if set("guaranteed-pool") {
+		q.GuaranteedByPoolMilliGPU = map[string]int64{}
+		for _, kv := range qf.byPool {
+			pool, n, ok := strings.Cut(kv, "=")
+			pool = strings.TrimSpace(pool)
+			switch {
+			case !ok || pool == "":
+				fail("guaranteed-pool", kv, fmt.Errorf("want POOL=GPUS, e.g. onprem=8"))
+			case strings.TrimSpace(n) == "":
+				// POOL= clears the pool guarantees.
+			default:
+				v, err := parseGPUs(n)
+				if err != nil || v < 0 {
+					fail("guaranteed-pool", kv, fmt.Errorf("want a number of GPUs"))
+					continue
+				}
+				q.GuaranteedByPoolMilliGPU[pool] = v
+			}
+		}
+	}
 	if set("residency") {
 		q.Residency = []string{}
 		for _, r := range strings.Split(qf.residency, ",") {
@@ -220,6 +242,10 @@ func (qf *quotaFlags) parse(cmd *cobra.Command) (api.TeamQuota, error) {
 	for _, p := range quotaProblems(q) {
 		if strings.HasPrefix(p.Field, "guaranteedByModel") {
 			fail("guaranteed-model", strings.Join(qf.byModel, ","), fmt.Errorf("%s", p.Problem))
+			continue
+		}
+		if strings.HasPrefix(p.Field, "guaranteedByPool") {
+			fail("guaranteed-pool", strings.Join(qf.byPool, ","), fmt.Errorf("%s", p.Problem))
 			continue
 		}
 		fail(p.Field, flagValue[p.Field], fmt.Errorf("%s", p.Problem))
@@ -271,12 +297,14 @@ func parseWeight(s string) (int64, error) {
 
 // quotaFields are the short names (flags and apply -f keys) of the quota's
 // wire fields.
-var quotaFields = map[string]string{"guaranteedMilliGPU": "guaranteed", "limitMilliGPU": "limit", "weight": "weight", "guaranteedByModelMilliGPU": "guaranteedByModel"}
+var quotaFields = map[string]string{"guaranteedMilliGPU": "guaranteed", "limitMilliGPU": "limit", "weight": "weight", "guaranteedByModelMilliGPU": "guaranteedByModel",
+	"guaranteedByPoolMilliGPU": "guaranteedByPool"}
 
 // quotaProblems checks the values of a quota that are set with the server's
 // own check (api.TeamQuota.Validate) and names each bad one by its short
-// name (guaranteed, limit, weight, guaranteedByModel[.MODEL]). A limit below
-// the guarantee, or model guarantees above it, are problems only when the
+// name (guaranteed, limit, weight, guaranteedByModel[.MODEL],
+// guaranteedByPool[.POOL]). A limit below the guarantee, or model or pool
+// guarantees above it, are problems only when the
 // guarantee is set; the server checks them against the stored values too.
 func quotaProblems(q api.TeamQuota) []api.FieldError {
 	errs := q.Validate()

@@ -131,7 +131,7 @@ func TestBadQuotaFlagsFailBeforeSending(t *testing.T) {
 		{"more than three decimals", []string{"set", "quota", "research", "--guaranteed", "0.0001"}, `--guaranteed "0.0001": "0.0001" has more than three decimals`},
 		{"a limit below the guarantee", []string{"create", "team", "nlp", "--guaranteed", "8", "--limit", "4"}, `--limit "4": 4 GPUs is below the guarantee of 8`},
 		{"every bad flag is named", []string{"set", "quota", "research", "--guaranteed", "-1", "--weight", "0"}, `--guaranteed "-1": must not be negative; --weight "0": must be from 1 to 1000`},
-		{"set quota without a flag", []string{"set", "quota", "research"}, `nothing to set: give --guaranteed, --limit, --weight, --guaranteed-model or --residency`},
+		{"set quota without a flag", []string{"set", "quota", "research"}, `nothing to set: give --guaranteed, --limit, --weight, --guaranteed-model, --guaranteed-pool or --residency`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,6 +187,20 @@ func TestSetQuota(t *testing.T) {
 		name:     "--guaranteed-model alone is enough, and MODEL= clears the model guarantees",
 		args:     []string{"set", "quota", "research", "--guaranteed-model", "H100="},
 		wantBody: `{"guaranteedByModelMilliGPU":{}}`,
+		wantOut: "" +
+			"NAME      GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
+			"research  8           16     2       2.5    2.75        0.25\n",
+	}, {
+		name:     "--guaranteed-pool sends pool guarantees in milli-GPU",
+		args:     []string{"set", "quota", "research", "--guaranteed", "8", "--guaranteed-pool", "onprem=8"},
+		wantBody: `{"guaranteedMilliGPU":8000,"guaranteedByPoolMilliGPU":{"onprem":8000}}`,
+		wantOut: "" +
+			"NAME      GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
+			"research  8           16     2       2.5    2.75        0.25\n",
+	}, {
+		name:     "--guaranteed-pool alone is enough, and POOL= clears the pool guarantees",
+		args:     []string{"set", "quota", "research", "--guaranteed-pool", "onprem="},
+		wantBody: `{"guaranteedByPoolMilliGPU":{}}`,
 		wantOut: "" +
 			"NAME      GUARANTEED  LIMIT  WEIGHT  USAGE  FAIR-SHARE  PENDING\n" +
 			"research  8           16     2       2.5    2.75        0.25\n",
@@ -276,7 +290,7 @@ teams:
 `,
 		wantOut: "team/vision configured\nteam/nlp created\n",
 		wantCalls: []string{
-			`PATCH vision {"guaranteedMilliGPU":8000,"limitMilliGPU":16000,"weight":2,"guaranteedByModelMilliGPU":{}}`,
+			`PATCH vision {"guaranteedMilliGPU":8000,"limitMilliGPU":16000,"weight":2,"guaranteedByModelMilliGPU":{},"guaranteedByPoolMilliGPU":{}}`,
 			`POST {"name":"nlp","guaranteedMilliGPU":2500,"weight":1,"usageMilliGPU":0,"fairShareMilliGPU":0,"pendingMilliGPU":0}`,
 		},
 		wantTeams: []api.Team{
@@ -287,14 +301,14 @@ teams:
 		name:      "a field left out returns to its default",
 		file:      "teams:\n  - name: research\n",
 		wantOut:   "team/research configured\n",
-		wantCalls: []string{`PATCH research {"guaranteedMilliGPU":0,"limitMilliGPU":-1,"weight":1,"guaranteedByModelMilliGPU":{}}`},
+		wantCalls: []string{`PATCH research {"guaranteedMilliGPU":0,"limitMilliGPU":-1,"weight":1,"guaranteedByModelMilliGPU":{},"guaranteedByPoolMilliGPU":{}}`},
 		wantTeams: []api.Team{{Name: "research", LimitMilliGPU: ptr(int64(-1)), Weight: 1}},
 	}, {
 		name:      "- reads standard input, and limit may say unlimited",
 		file:      "teams:\n  - {name: research, guaranteed: '0.5', limit: unlimited, weight: 3}\n",
 		stdin:     true,
 		wantOut:   "team/research configured\n",
-		wantCalls: []string{`PATCH research {"guaranteedMilliGPU":500,"limitMilliGPU":-1,"weight":3,"guaranteedByModelMilliGPU":{}}`},
+		wantCalls: []string{`PATCH research {"guaranteedMilliGPU":500,"limitMilliGPU":-1,"weight":3,"guaranteedByModelMilliGPU":{},"guaranteedByPoolMilliGPU":{}}`},
 		wantTeams: []api.Team{{Name: "research", GuaranteedMilliGPU: 500, LimitMilliGPU: ptr(int64(-1)), Weight: 3}},
 	}, {
 		name:      "a JSON file is read too, and limit -1 is unlimited",
