@@ -21,7 +21,8 @@
 // by its node selector (gpufleet.io/pool=P), asking for no guaranteed model,
 // is within quota when the team's use in P at its class and above plus its
 // ask stays within that guarantee. Other work counts against the total
-// guarantee, as does all the team's work when it checks against the total.
+// guarantee; a pending workload judged against the total counts all the
+// team's work there, the work its model and pool guarantees cover included.
 //
 // Only a schedulable node (its state Ready, see core.Node.Apply) takes
 // work, and on it no device whose health is Failed or Validating
