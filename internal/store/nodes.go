@@ -26,13 +26,10 @@ func (s *Store) PutNode(ctx context.Context, n core.Node) error {
 		return err
 	}
 	err = s.do(ctx, func(tx *wtx) error {
+		tx.nodes = true
 		_, err := tx.Exec("INSERT INTO nodes (name, spec) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET spec = excluded.spec", string(n.Name), b)
 		return err
 	})
-	s.nodeMu.Lock()
-	s.nodeCache = nil
-	s.nodeGen++
-	s.nodeMu.Unlock()
 	return err
 }
 

@@ -166,10 +166,7 @@ const (
 )
 
 func (s *Store) forgetNodes() {
-	s.nodeMu.Lock()
-	s.nodeCache = nil
-	s.nodeGen++
-	s.nodeMu.Unlock()
+	s.bumpNodes()
 	select {
 	case s.notify <- struct{}{}:
 	default:
@@ -177,6 +174,7 @@ func (s *Store) forgetNodes() {
 }
 
 func putNodeStatus(tx *wtx, name core.NodeName, st *core.NodeStatus) error {
+	tx.nodes = true
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err

@@ -55,8 +55,10 @@ type Store struct {
 	pendingOwner map[string]int
 
 	// nodeCache holds the decoded nodes when Options.CacheNodes is set;
-	// PutNode empties it and bumps nodeGen, so that a read that raced with
-	// the write does not fill it with what it read before.
+	// the writer empties it and bumps nodeGen for every batch that writes
+	// a node or its status, before the commit and again after it (before
+	// any acknowledgement or Changed), so that a read that raced with the
+	// write does not fill it with what it read before.
 	cacheNodes bool
 	nodeMu     sync.Mutex
 	nodeCache  []core.Node
@@ -113,7 +115,8 @@ type Options struct {
 	MaxPendingPerTeam, MaxPendingPerUser int
 	// CacheNodes keeps the decoded nodes in memory between writes, so that
 	// Snapshot decodes no node rows: with a thousand nodes that is most of
-	// a cycle's cost. The simulator sets it.
+	// a cycle's cost. The simulator sets it, and a server on SQLite (never
+	// on a store other servers write too).
 	CacheNodes bool
 }
 
@@ -124,6 +127,10 @@ type wtx struct {
 	s       *Store
 	changed []*core.Workload
 	stmts   map[string]*sql.Stmt // this transaction's handles on s.stmts
+	// nodes: a write of the batch changed a node or its status, so the
+	// decoded nodes kept (Options.CacheNodes) are forgotten by the writer,
+	// before the commit and again after it, before anyone is told.
+	nodes bool
 }
 
 // maxStmts bounds how many distinct queries the writer keeps prepared:
@@ -541,6 +548,11 @@ func (s *Store) commit(batch []*op) {
 		wrote = wrote || fnErr == nil
 		changed = changed || (fnErr == nil && !o.quiet)
 	}
+	if tx.nodes {
+		// Readers that fill the cache from here to the COMMIT read the
+		// old rows; the second bump, below, keeps them from storing it.
+		s.bumpNodes()
+	}
 	if s.pg != nil && changed {
 		// Every server's loop hears of the change (a quota, a node, a
 		// workload) at COMMIT, as this one's does through notify.
@@ -554,6 +566,9 @@ func (s *Store) commit(batch []*op) {
 		s.rollback()
 		fail(fmt.Errorf("commit: %w", err))
 		return
+	}
+	if tx.nodes {
+		s.bumpNodes()
 	}
 	if wrote {
 		s.noteWrite(nil)
@@ -596,6 +611,14 @@ func (s *Store) commit(batch []*op) {
 	if changed {
 		s.signal()
 	}
+}
+
+// bumpNodes forgets the decoded nodes kept for Snapshot.
+func (s *Store) bumpNodes() {
+	s.nodeMu.Lock()
+	s.nodeCache = nil
+	s.nodeGen++
+	s.nodeMu.Unlock()
 }
 
 // signal wakes whoever waits on Changed, without blocking.
