@@ -37,7 +37,6 @@ type Elector struct {
 	mu         sync.Mutex
 	token      int64     // of the lease held, 0 when none
 	validUntil time.Time // by this process's monotonic clock
-	expiresAt  time.Time // the lease's, by the database's clock
 }
 
 // New makes an elector; Run starts it.
@@ -65,9 +64,6 @@ func (e *Elector) Token() int64 {
 // Leader reports whether this server leads now.
 func (e *Elector) Leader() bool { return e.Token() > 0 }
 
-// TTL is the lease's length: the bound on a failover.
-func (e *Elector) TTL() time.Duration { return e.opts.TTL }
-
 // grant is what each acquisition or renewal writes into the lease row: two
 // thirds of TTL, renewed every quarter of it. A leader that dies leaves a
 // lease that runs out at most two thirds of TTL later, and a follower,
@@ -75,15 +71,11 @@ func (e *Elector) TTL() time.Duration { return e.opts.TTL }
 // death; a live leader survives one failed renewal.
 func (e *Elector) grant() time.Duration { return e.opts.TTL * 2 / 3 }
 
-// Name is this server's name.
-func (e *Elector) Name() string { return e.opts.Name }
-
-func (e *Elector) set(token int64, asked time.Time, l store.Lease) {
+func (e *Elector) set(token int64, asked time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.token = token
 	e.validUntil = asked.Add(e.grant() - e.grant()/10)
-	e.expiresAt = l.ExpiresAt
 }
 
 func (e *Elector) clear() {
@@ -117,7 +109,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) {
 			sleep(ctx, wait)
 			continue
 		}
-		e.set(l.Token, asked, l)
+		e.set(l.Token, asked)
 		log.Info("leading", "token", l.Token, "lease_expires", l.ExpiresAt)
 		if e.opts.OnChange != nil {
 			e.opts.OnChange(true, l.Token)
@@ -177,11 +169,11 @@ func (e *Elector) term(ctx context.Context, token int64, lead func(context.Conte
 		}
 		asked := time.Now()
 		rctx, rcancel := context.WithTimeout(ctx, e.opts.TTL/4)
-		l, err := e.opts.Store.Renew(rctx, e.opts.Name, token, e.grant())
+		_, err := e.opts.Store.Renew(rctx, e.opts.Name, token, e.grant())
 		rcancel()
 		switch {
 		case err == nil:
-			e.set(token, asked, l)
+			e.set(token, asked)
 		case errors.Is(err, store.ErrFenced):
 			e.opts.Logger.Warn("the leader lease was lost", "err", err)
 			e.clear()

@@ -276,20 +276,7 @@ func (s *Store) checkPendingN(tx *wtx, w *core.Workload, userBound, n int) error
 	if s.maxPendingTeam <= 0 && userBound <= 0 {
 		return nil
 	}
-	s.mu.Lock()
-	team, owner := s.pendingTeam[w.Team], s.pendingOwner[w.Owner]
-	for _, c := range tx.changed {
-		if _, committed := s.active[c.ID]; committed || c.Status.Phase != core.Pending {
-			continue
-		}
-		if c.Team == w.Team {
-			team++
-		}
-		if c.Owner == w.Owner {
-			owner++
-		}
-	}
-	s.mu.Unlock()
+	team, owner := s.pendingOf(tx, w)
 	switch {
 	case s.maxPendingTeam > 0 && team+n > s.maxPendingTeam:
 		return fmt.Errorf("team %s has %d pending workloads and the array adds %d, more than the %d allowed; wait until some start, cancel some, or submit a smaller array: %w", w.Team, team, n, s.maxPendingTeam, core.ErrLimit)

@@ -25,17 +25,7 @@ func pgOnly(t *testing.T) {
 func TestSharedViews(t *testing.T) {
 	pgOnly(t)
 	ctx := context.Background()
-	url := pgtest.DB(t)
-	a, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoServers(t)
 	if err := a.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +71,21 @@ func TestSharedViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, func() bool { snap, _ := b.Snapshot(ctx); return len(snap.Running) == 0 && len(snap.Pending) == 9 }, "b sees a's finish")
+}
+
+// twoServers opens two stores on one new database, as two servers would.
+func twoServers(t *testing.T) (a, b *Store) {
+	t.Helper()
+	url := pgtest.DB(t)
+	for _, s := range []**Store{&a, &b} {
+		st, err := Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		*s = st
+	}
+	return a, b
 }
 
 func ids2s(ids []core.WorkloadID) []string {
@@ -162,17 +167,7 @@ func TestRebind(t *testing.T) {
 func TestChangesReachEveryServer(t *testing.T) {
 	pgOnly(t)
 	ctx := context.Background()
-	url := pgtest.DB(t)
-	a, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoServers(t)
 	if err := b.CreateTeam(ctx, core.NewTeam("q", t0)); err != nil {
 		t.Fatal(err)
 	}

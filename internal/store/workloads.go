@@ -374,6 +374,26 @@ func nodeUsage(tx *wtx, node core.NodeName) (*core.NodeUsage, error) {
 	return u, rows.Err()
 }
 
+// pendingOf counts the Pending workloads of w's team and of its submitter:
+// the committed ones (the view) plus those this batch created so far.
+func (s *Store) pendingOf(tx *wtx, w *core.Workload) (team, owner int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	team, owner = s.pendingTeam[w.Team], s.pendingOwner[w.Owner]
+	for _, c := range tx.changed {
+		if _, committed := s.active[c.ID]; committed || c.Status.Phase != core.Pending {
+			continue
+		}
+		if c.Team == w.Team {
+			team++
+		}
+		if c.Owner == w.Owner {
+			owner++
+		}
+	}
+	return team, owner
+}
+
 type noUserBoundKey struct{}
 
 // WithoutUserBound exempts the submissions made with the returned context
@@ -393,20 +413,7 @@ func (s *Store) checkPending(tx *wtx, w *core.Workload, userBound int) error {
 	if s.maxPendingTeam <= 0 && userBound <= 0 {
 		return nil
 	}
-	s.mu.Lock()
-	team, owner := s.pendingTeam[w.Team], s.pendingOwner[w.Owner]
-	for _, c := range tx.changed {
-		if _, committed := s.active[c.ID]; committed || c.Status.Phase != core.Pending {
-			continue
-		}
-		if c.Team == w.Team {
-			team++
-		}
-		if c.Owner == w.Owner {
-			owner++
-		}
-	}
-	s.mu.Unlock()
+	team, owner := s.pendingOf(tx, w)
 	switch {
 	case s.maxPendingTeam > 0 && team >= s.maxPendingTeam:
 		return fmt.Errorf("team %s has %d pending workloads, the most allowed; wait until some start or cancel some: %w", w.Team, team, core.ErrLimit)
