@@ -935,9 +935,12 @@ func invCheckNoIdleFit(t propTB, c *invCycle) {
 // invCheckMinimalVictims: a preemptor's victims all run on the node it is
 // nominated for, and the preemptors of one node are served together:
 // taking them in the plan's order against the node's future (what it will
-// hold once the stops under way have happened and the preemptors already
-// waiting for it are placed), each fits once its victims and those chosen
-// before it are gone, and no one of its own victims could have been spared.
+// hold once the stops under way have happened), each fits once its victims
+// and those chosen before it are gone, together with the preemptors
+// already waiting for the node and those served before it (in some
+// arrangement: where the scheduler pictured a waiting preemptor depends on
+// what the node held when it was pictured, which this check does not
+// see), and no one of its own victims could have been spared.
 func invCheckMinimalVictims(t propTB, c *invCycle) {
 	t.Helper()
 	byPreemptor := map[core.WorkloadID][]*core.Workload{}
@@ -955,10 +958,17 @@ func invCheckMinimalVictims(t propTB, c *invCycle) {
 	remove := func(u *core.NodeUsage, node core.NodeName, v *core.Workload) {
 		u.Add(node, core.Request{MilliCPU: -v.Request.MilliCPU, MemoryMiB: -v.Request.MemoryMiB}, invNegate(v.Status.Placement))
 	}
-	future := map[core.NodeName]*core.NodeUsage{}
-	futureOf := func(node core.NodeName) *core.NodeUsage {
-		if u := future[node]; u != nil {
-			return u
+	// A node's future: what it holds at the end of the cycle less the
+	// stops under way (and, as preemptors are served, their victims), and
+	// the requests pictured in it.
+	type picture struct {
+		base *core.NodeUsage
+		reqs []core.Request
+	}
+	future := map[core.NodeName]*picture{}
+	futureOf := func(node core.NodeName) *picture {
+		if p := future[node]; p != nil {
+			return p
 		}
 		u := c.after[node].Clone()
 		for _, r := range c.snap.Running {
@@ -966,6 +976,7 @@ func invCheckMinimalVictims(t propTB, c *invCycle) {
 				remove(u, node, r)
 			}
 		}
+		p := &picture{base: u}
 		waiting := slices.Clone(c.snap.Pending)
 		slices.SortStableFunc(waiting, func(a, b *core.Workload) int {
 			return stdcmp.Or(stdcmp.Compare(c.class(b).Value, c.class(a).Value), stdcmp.Compare(a.Seq, b.Seq), stdcmp.Compare(a.ID, b.ID))
@@ -982,13 +993,19 @@ func invCheckMinimalVictims(t propTB, c *invCycle) {
 			if _, placed := c.placed[w.ID]; placed {
 				continue
 			}
-			// Pictured as the scheduler pictures them: best fit.
-			if as := invBestFitOn(c.nodes[node], u, w.Request); as != nil {
-				u.Add(node, w.Request, as)
+			// One that does not fit even alone is not counted on (the
+			// scheduler pictures it nowhere either).
+			if invBestFitOn(c.nodes[node], u, w.Request) != nil {
+				p.reqs = append(p.reqs, w.Request)
 			}
 		}
-		future[node] = u
-		return u
+		// Those that do not fit together are pictured as many as do, in
+		// order, as the scheduler pictures them one after the other.
+		for len(p.reqs) > 0 && !invPackOn(c.nodes[node], p.base, p.reqs) {
+			p.reqs = p.reqs[:len(p.reqs)-1]
+		}
+		future[node] = p
+		return p
 	}
 	for _, id := range order {
 		w, vs := c.pending[id], byPreemptor[id]
@@ -1004,9 +1021,9 @@ func invCheckMinimalVictims(t propTB, c *invCycle) {
 			}
 		}
 		firstOnNode := future[node] == nil
-		base := futureOf(node)
+		p := futureOf(node)
 		without := func(skip int) *core.NodeUsage {
-			u := base.Clone()
+			u := p.base.Clone()
 			for i, v := range vs {
 				if i != skip {
 					remove(u, node, v)
@@ -1014,15 +1031,13 @@ func invCheckMinimalVictims(t propTB, c *invCycle) {
 			}
 			return u
 		}
-		as := invFitOn(n, without(-1), w.Request)
-		if as == nil {
-			t.Errorf("preemptor %s (%d milli-GPU) does not fit on %s even with its %d victims (and those chosen before it) gone", id, w.Request.MilliGPU, node, len(vs))
+		if !invPackOn(n, without(-1), append(slices.Clone(p.reqs), w.Request)) {
+			t.Errorf("preemptor %s (%d milli-GPU) does not fit on %s even with its %d victims (and those chosen before it) gone, next to the %d preemptors pictured there", id, w.Request.MilliGPU, node, len(vs), len(p.reqs))
 			continue
 		}
 		// Minimality is checked where the node's future is only this
-		// preemptor's doing; where preemptors share a node, the devices
-		// the scheduler pictured for the earlier ones need not be the ones
-		// this check pictures, so only their joint fit is checked.
+		// preemptor's doing; where preemptors share a node, only their
+		// joint fit is checked.
 		clean := firstOnNode
 		if clean {
 			for _, r := range c.snap.Running {
@@ -1043,10 +1058,101 @@ func invCheckMinimalVictims(t propTB, c *invCycle) {
 				}
 			}
 		}
-		u := without(-1)
-		u.Add(node, w.Request, as)
-		future[node] = u
+		p.base = without(-1)
+		p.reqs = append(p.reqs, w.Request)
 	}
+}
+
+// invPackOn reports whether every request fits on n next to u at once, in
+// some arrangement: each share on some device, each set of whole GPUs on
+// some free devices (a search; the requests of one node are few).
+func invPackOn(n *core.Node, u *core.NodeUsage, reqs []core.Request) bool {
+	if len(reqs) == 0 {
+		return true
+	}
+	req, rest := reqs[0], reqs[1:]
+	try := func(as []core.Assignment) bool {
+		if core.Fits(n, u, req, as) != nil {
+			return false
+		}
+		next := u.Clone()
+		next.Add(n.Name, req, as)
+		return invPackOn(n, next, rest)
+	}
+	switch {
+	case req.Fractional():
+		// Devices alike, equally used, give the same outcome.
+		type kind struct {
+			use    core.GPUUse
+			model  string
+			mem    int64
+			domain int
+		}
+		tried := map[kind]bool{}
+		for _, g := range n.GPUs {
+			milli, mem, ok := req.ShareOn(g)
+			k := kind{u.GPUs[g.Index], g.Model, g.MemoryMiB, g.Domain}
+			if !ok || tried[k] {
+				continue
+			}
+			tried[k] = true
+			if try([]core.Assignment{{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: milli, MemoryMiB: mem}}) {
+				return true
+			}
+		}
+		return false
+	case req.WholeGPUs() > 0:
+		var free []core.Assignment
+		for _, g := range n.GPUs {
+			if use := u.GPUs[g.Index]; use.MilliGPU == 0 && use.MemoryMiB == 0 {
+				free = append(free, core.Assignment{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
+			}
+		}
+		// Free devices differ only where the node's models or domains do;
+		// every subset of the wanted size is tried where they might.
+		var pick func(from int, as []core.Assignment) bool
+		pick = func(from int, as []core.Assignment) bool {
+			if len(as) == req.WholeGPUs() {
+				return try(slices.Clone(as))
+			}
+			for i := from; i < len(free); i++ {
+				if pick(i+1, append(as, free[i])) {
+					return true
+				}
+				if invUniform(n) {
+					return false // any subset of free devices is as good as the first
+				}
+			}
+			return false
+		}
+		return pick(0, nil)
+	default:
+		return core.Fits(n, u, req, nil) == nil && invPackOn(n, addNoGPU(n, u, req), rest)
+	}
+}
+
+// addNoGPU is u with req (no GPU) added.
+func addNoGPU(n *core.Node, u *core.NodeUsage, req core.Request) *core.NodeUsage {
+	next := u.Clone()
+	next.Add(n.Name, req, nil)
+	return next
+}
+
+// invUniform reports whether every device of n is of one model, memory and
+// domain, so that which free ones a request takes does not matter.
+func invUniform(n *core.Node) bool {
+	for _, g := range n.GPUs {
+		if !invAlike(n, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// invAlike reports whether g is like n's first device.
+func invAlike(n *core.Node, g core.GPU) bool {
+	f := n.GPUs[0]
+	return g.Model == f.Model && g.MemoryMiB == f.MemoryMiB && g.Domain == f.Domain
 }
 
 // invWithinAtEnd reports whether w stays within its team's guarantee
@@ -1489,7 +1595,10 @@ func TestSimulationSettles(t *testing.T) {
 // kept idle for what is not waiting). Batch is the
 // exception by design: it runs on idle capacity only and gives it back
 // whenever anything else wants it; so is a preemption within a team (its
-// own higher class arriving), which no other team's decision undoes.
+// own higher class arriving), which no other team's decision undoes; and
+// so is a reclaim on a node where work ended by itself since the victim
+// started again: what the node can give changed, which no decision could
+// have foreseen.
 func TestNoWorkloadThrashes(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		stopped := map[core.WorkloadID]time.Time{}
@@ -1497,6 +1606,12 @@ func TestNoWorkloadThrashes(t *testing.T) {
 		// teams left waiting for room within their guarantee in the cycle
 		// that placed it.
 		waiters := map[core.WorkloadID]map[core.WorkloadID]bool{}
+		// neighbours are, for each workload placed, the work running on
+		// its nodes in the cycle that placed it; preempted, every
+		// workload the scheduler stopped (the others that leave end by
+		// themselves).
+		neighbours := map[core.WorkloadID][]core.WorkloadID{}
+		preempted := map[core.WorkloadID]bool{}
 		invSimulate(t, func(cycle int, s *invSim, plan core.Plan) bool {
 			c := newInvCycle(s.opts, s.snap, s.now, plan)
 			for _, p := range plan.Placements {
@@ -1508,6 +1623,19 @@ func TestNoWorkloadThrashes(t *testing.T) {
 					}
 				}
 				waiters[p.Workload] = ws
+				var ns []core.WorkloadID
+				for _, r := range s.snap.Running {
+					for _, n := range core.Nodes(p.Assignments) {
+						if slices.Contains(core.Nodes(r.Status.Placement), n) {
+							ns = append(ns, r.ID)
+							break
+						}
+					}
+				}
+				neighbours[p.Workload] = ns
+			}
+			for _, pr := range plan.Preemptions {
+				preempted[pr.Victim] = true
 			}
 			for _, pr := range plan.Preemptions {
 				v := invFind(s.snap.Running, pr.Victim)
@@ -1515,9 +1643,13 @@ func TestNoWorkloadThrashes(t *testing.T) {
 					continue
 				}
 				// Undone at once: its reclaimer already waited, within
-				// its guarantee, when it started again.
+				// its guarantee, when it started again, and nothing on
+				// its nodes ended by itself since.
 				waited := waiters[pr.Victim][pr.Preemptor]
-				if last, ok := stopped[pr.Victim]; ok && waited && s.opts.MinRuntime > 0 && s.now.Sub(last) < s.opts.MinRuntime {
+				ended := slices.ContainsFunc(neighbours[pr.Victim], func(id core.WorkloadID) bool {
+					return !preempted[id] && invFind(s.snap.Running, id) == nil
+				})
+				if last, ok := stopped[pr.Victim]; ok && waited && !ended && s.opts.MinRuntime > 0 && s.now.Sub(last) < s.opts.MinRuntime {
 					invCycleLog{t, cycle, s, plan}.Errorf("%s stopped by the scheduler at %s and again at %s, within MinRuntime %s",
 						pr.Victim, last.Format(time.TimeOnly), s.now.Format(time.TimeOnly), s.opts.MinRuntime)
 					return false

@@ -244,6 +244,12 @@ func TestE2EFailoverReach(t *testing.T) {
 	}
 	x.waitFor(30*time.Second, "the leftover pod deleted", gonePod(leftover.Name))
 	x.waitFor(30*time.Second, "the pod stopped while cut deleted", gonePod(stopped))
+	// OnOrphans hears of the deletion after it is made: wait for it.
+	x.waitFor(10*time.Second, "OnOrphans heard the leftover", func() (bool, string) {
+		omu.Lock()
+		defer omu.Unlock()
+		return len(orphans) > 0, fmt.Sprintf("OnOrphans heard %+v", orphans)
+	})
 	omu.Lock()
 	if len(orphans) != 1 || orphans[0].Name != leftover.Name || orphans[0].Err != nil {
 		t.Errorf("OnOrphans heard %+v, want the leftover %s", orphans, leftover.Name)
