@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/acceptrun"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/control"
+	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/qualify"
 	"github.com/gpufleet/gpufleet/internal/store"
@@ -35,9 +37,10 @@ type leaderParts struct {
 
 // runLeader runs the control loop and, beside it, what writes with it (the
 // monitor, the local node's heartbeat, the node lifecycle, readiness
-// probes, volumes, elastic pools, checkpoint sweeps, the kernel log's Xid
-// errors) until ctx ends or the loop fails; it returns once they have all
-// stopped, so that a deposed leader's term is over when it returns.
+// probes, volumes, elastic pools, the release of idle burst nodes,
+// checkpoint sweeps, the kernel log's Xid errors) until ctx ends or the
+// loop fails; it returns once they have all stopped, so that a deposed
+// leader's term is over when it returns.
 func runLeader(ctx context.Context, loop *control.Loop, p leaderParts) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -60,6 +63,11 @@ func runLeader(ctx context.Context, loop *control.Loop, p leaderParts) error {
 	}
 	if el := p.xs.elastic(cfg, st, log); el != nil {
 		wg.Go(func() { el.Run(ctx) })
+	}
+	if slices.ContainsFunc(cfg.Pools(), func(pl config.Pool) bool { return pl.Kind == core.PoolBurst }) {
+		rel := control.NewReleaser(st, control.ReleaseOptions{After: cfg.Burst.IdleRelease.Duration, Policy: burstPolicy(cfg),
+			User: SystemUser, Logger: log.With("component", "release")})
+		wg.Go(func() { rel.Run(ctx) })
 	}
 	if sw := p.xs.sweeper(); sw != nil && cfg.Local.Retention() > 0 {
 		wg.Go(func() {

@@ -99,12 +99,15 @@ type ElasticOptions struct {
 //
 //   - the scheduler left waiting for capacity (reason Unschedulable),
 //   - the burst policy lets onto a burst node now (Policy.Allows), and
-//   - some burst pool it may use (residency, node selector) has no room
-//     for now, every replica counted against the devices free on the
-//     pool's schedulable nodes (a pool with room needs no new node: the
-//     scheduler places there),
+//   - no burst pool it may use (residency, node selector) has room for
+//     it now, every replica counted against the devices free on the
+//     pool's schedulable nodes and then on its idle-released nodes still
+//     ready (a pool with room needs no new node: the scheduler places
+//     there, on released nodes once the Releaser has taken them back,
+//     release.go),
 //
-// it asks the cheapest such pool once and remembers the request. It
+// it asks the cheapest of those pools whose cluster has a Provisioner
+// once and remembers the request. It
 // watches it: Provisioned needs nothing more (the scheduler places the
 // workload on the new nodes once they register); Failed, or no answer
 // within Timeout, withdraws it, keeps that pool from being asked for the
@@ -112,7 +115,8 @@ type ElasticOptions struct {
 // pools backing off: it waits). The request is withdrawn as soon as the
 // workload is no longer pending (started, ended, deleted): the nodes then
 // belong to the cluster's autoscaler, which scales them down once their
-// pods are gone.
+// pods are gone; a node on which no work has run for burst.idleRelease
+// takes no more (the Releaser, release.go), so that it stays empty.
 //
 // What it remembers is in memory: after a restart it asks again, and a
 // Provisioner that finds the live request of the workload and pool (as
@@ -257,6 +261,7 @@ func (e *Elastic) Step(ctx context.Context) error {
 	}
 
 	// Waiting workloads: ask the cheapest pool that may help.
+	var released map[core.NodeName]bool // read once, when first needed
 	for _, w := range snap.Pending {
 		st := e.byWL[w.ID]
 		if st != nil && st.name != "" {
@@ -265,7 +270,14 @@ func (e *Elastic) Step(ctx context.Context) error {
 		if w.Status.Reason != sched.ReasonUnschedulable || !e.opts.Policy.Allows(className(w), w, now) {
 			continue
 		}
-		pools := e.candidates(snap, w, now, st)
+		if released == nil {
+			statuses, err := e.Store.NodeStatuses(ctx)
+			if err != nil {
+				return cmp.Or(first, fmt.Errorf("node statuses: %w", err))
+			}
+			released = releasedNodes(snap, statuses)
+		}
+		pools := e.candidates(snap, w, now, st, released)
 		if len(pools) == 0 {
 			continue
 		}
@@ -328,18 +340,23 @@ func (st *elasticWL) block(pool string, now time.Time, o ElasticOptions) {
 
 // candidates are the burst pools that may be asked for w now, cheapest
 // first: a Provisioner serves their cluster, w may use them (residency,
-// node selector), they are not backing off for w, and they have no room
-// for w now.
-func (e *Elastic) candidates(snap *core.Snapshot, w *core.Workload, now time.Time, st *elasticWL) []string {
+// node selector) and they are not backing off for w. There are none
+// when some burst pool w may use has room for it now, its released nodes
+// counted (poolRoom): the scheduler places it there, on released nodes
+// once the Releaser has taken them back.
+func (e *Elastic) candidates(snap *core.Snapshot, w *core.Workload, now time.Time, st *elasticWL, released map[core.NodeName]bool) []string {
 	var out []string
 	for name, pool := range e.opts.Pools {
-		if pool.Kind != core.PoolBurst || e.opts.Provisioners[pool.Cluster] == nil || !mayUsePool(name, pool, w.Request) {
+		if pool.Kind != core.PoolBurst || !mayUsePool(name, pool, w.Request) {
+			continue
+		}
+		if ok, _ := poolRoom(snap, name, w.Request, released); ok {
+			return nil
+		}
+		if e.opts.Provisioners[pool.Cluster] == nil {
 			continue
 		}
 		if st != nil && now.Before(st.blocked[name]) {
-			continue
-		}
-		if poolHasRoom(snap, name, w.Request) {
 			continue
 		}
 		out = append(out, name)
@@ -377,32 +394,52 @@ func mayUsePool(name string, pool ElasticPool, req core.Request) bool {
 	return true
 }
 
-// poolHasRoom reports whether the pool's schedulable nodes hold, free
-// now, every replica of req: each replica is put, greedily, on free
-// devices of one node, and checked with core.Fits.
-func poolHasRoom(snap *core.Snapshot, pool string, req core.Request) bool {
+// poolRoom reports whether the pool's nodes hold, free now, every
+// replica of req: each replica is put, greedily, on free devices of one
+// node, and checked with core.Fits. The schedulable nodes come first,
+// then the released ones (released: idle-released nodes still ready,
+// counted as in service, for the Releaser takes them back for such
+// work). It returns the released nodes the replicas need.
+func poolRoom(snap *core.Snapshot, pool string, req core.Request, released map[core.NodeName]bool) (bool, []core.NodeName) {
 	left := req.Count()
-	for _, n := range snap.Nodes {
-		if n.Pool != pool || !n.Schedulable {
-			continue
-		}
+	// fill puts what replicas it can on n and reports whether it put any.
+	fill := func(n *core.Node) bool {
 		used := cloneUsage(snap.Usage[n.Name])
+		took := false
 		for left > 0 {
 			as := freeDevices(n, used, req)
-			if as == nil {
-				break
-			}
-			if core.Fits(n, used, req, as) != nil {
+			if as == nil || core.Fits(n, used, req, as) != nil {
 				break
 			}
 			used.Add(n.Name, req, as)
 			left--
+			took = true
 		}
-		if left == 0 {
-			return true
+		return took
+	}
+	for _, n := range snap.Nodes {
+		if n.Pool == pool && n.Schedulable {
+			fill(n)
+			if left == 0 {
+				return true, nil
+			}
 		}
 	}
-	return false
+	var need []core.NodeName
+	for _, n := range snap.Nodes {
+		if n.Pool != pool || !released[n.Name] {
+			continue
+		}
+		c := n.Clone()
+		c.Schedulable, c.State = true, core.NodeReady
+		if fill(c) {
+			need = append(need, n.Name)
+		}
+		if left == 0 {
+			return true, need
+		}
+	}
+	return false, nil
 }
 
 // freeDevices picks devices of n for one replica of req: that many unused
