@@ -7,13 +7,17 @@ package kubernetes
 // cluster-autoscaler would: for each request it reads the PodTemplate,
 // makes Count KWOK GPU nodes of the template's pool and GPUs, and sets
 // Provisioned=True; for the pool it is told cannot grow it sets
-// Failed=True instead.
+// Failed=True instead. Told which nodes gpufleet released, it also
+// scales down as cluster-autoscaler does: a node it made that has no pod
+// and that gpufleet released (here standing for cluster-autoscaler's
+// "unneeded for scale-down-unneeded-time") is deleted.
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +33,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -68,10 +73,14 @@ type testAutoscaler struct {
 	dyn      dynamic.Interface
 	prefix   string
 	failPool string // requests for this pool fail
+	// released, when set, says whether gpufleet released a node: an
+	// empty released node of the autoscaler's is deleted.
+	released func(node string) bool
 
-	mu    sync.Mutex
-	nodes []string // made so far
-	seen  map[string]bool
+	mu      sync.Mutex
+	nodes   []string // made so far
+	removed []string // deleted by scale-down
+	seen    map[string]bool
 }
 
 func (a *testAutoscaler) run(ctx context.Context) {
@@ -91,10 +100,40 @@ func (a *testAutoscaler) run(ctx context.Context) {
 				a.seen[key] = true
 			}
 		}
+		if a.released != nil {
+			a.scaleDown(ctx)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// scaleDown deletes the nodes it made that have no pod and that gpufleet
+// released.
+func (a *testAutoscaler) scaleDown(ctx context.Context) {
+	a.mu.Lock()
+	made := slices.Clone(a.nodes)
+	a.mu.Unlock()
+	for _, name := range made {
+		a.mu.Lock()
+		gone := slices.Contains(a.removed, name)
+		a.mu.Unlock()
+		if gone || !a.released(name) {
+			continue
+		}
+		pods, err := a.x.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+		if err != nil || len(pods.Items) > 0 {
+			continue
+		}
+		if err := a.x.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			a.x.t.Logf("test autoscaler: delete node %s: %v", name, err)
+			continue
+		}
+		a.mu.Lock()
+		a.removed = append(a.removed, name)
+		a.mu.Unlock()
 	}
 }
 
@@ -368,5 +407,258 @@ func TestE2EProvisionElastic(t *testing.T) {
 	list, err := dyn.Resource(ProvisioningGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(list.Items) != 0 {
 		t.Errorf("requests left in %s: %v %v; want none (the failed one withdrawn too)", ns, list, err)
+	}
+}
+
+// nodeSync writes the executor's nodes to the store as the server's sync
+// does (internal/app's nodeSync): every node as burst, a node that left
+// the cluster written again not schedulable.
+type nodeSync struct {
+	t     *testing.T
+	e     *Executor
+	st    *store.Store
+	known map[core.NodeName]core.Node
+}
+
+func (s *nodeSync) sync() {
+	s.t.Helper()
+	ctx := s.t.Context()
+	seen := map[core.NodeName]bool{}
+	for _, n := range s.e.Nodes() {
+		n.PoolKind = core.PoolBurst
+		seen[n.Name] = true
+		if old, ok := s.known[n.Name]; ok && reflect.DeepEqual(old.Labels, n.Labels) && old.Schedulable == n.Schedulable && old.NotReady == n.NotReady {
+			continue
+		}
+		if err := s.st.PutNode(ctx, n); err != nil {
+			s.t.Fatal(err)
+		}
+		s.known[n.Name] = n
+	}
+	for name, old := range s.known {
+		if seen[name] || !old.Schedulable {
+			continue
+		}
+		old.Schedulable, old.UpdatedAt = false, time.Now().UTC()
+		if err := s.st.PutNode(ctx, old); err != nil {
+			s.t.Fatal(err)
+		}
+		s.known[name] = old
+	}
+}
+
+// TestE2EProvisionIdleRelease runs control's Elastic reconciler and
+// Releaser on the real Provisioner and API server: a workload's request
+// brings a node, the workload's pod runs there and ends, the node is
+// released once idle for idleRelease (not while the pod runs), the test
+// autoscaler removes the empty released node, and the next workload that
+// waits takes the gone node back once and then gets a new node asked for.
+func TestE2EProvisionIdleRelease(t *testing.T) {
+	x := newE2E(t, 0, 0)
+	dyn, err := Dynamic(x.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installProvisioningCRD(t, x, dyn)
+	ctx := t.Context()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "gpufleet.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CreateTeam(ctx, core.NewTeam("ml", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	state := func(node string) (core.NodeState, string) {
+		ns, _, err := st.NodeStatus(ctx, core.NodeName(node))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ns.State, ns.Reason
+	}
+	released := func(node string) bool {
+		s, r := state(node)
+		return s == core.NodeCordoned && r == control.ReasonIdleReleased
+	}
+
+	pool := x.id + "-burst"
+	a := &testAutoscaler{x: x, dyn: dyn, prefix: x.nsPrefix(), seen: map[string]bool{}, released: released}
+	actx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.run(actx) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		x.nodes = append(x.nodes, a.nodes...)
+	})
+	e, err := New(ctx, Options{Client: x.client, NamespaceTemplate: x.nsPrefix() + "{team}", NodeSelector: DefaultPoolLabel + "=" + pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := e.Provisioner(dyn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &nodeSync{t: t, e: e, st: st, known: map[core.NodeName]core.Node{}}
+	policy := sched.BurstPolicy{Classes: []string{"training"}}
+	el := control.NewElastic(st, control.ElasticOptions{
+		Policy:       policy,
+		Pools:        map[string]control.ElasticPool{pool: {Kind: core.PoolBurst, Price: 1}},
+		Provisioners: map[string]control.Provisioner{"": controlProvisioner{kp}},
+	})
+	const idle = 3 * time.Second
+	rel := control.NewReleaser(st, control.ReleaseOptions{After: idle, Policy: policy})
+	step := func() {
+		t.Helper()
+		ns.sync()
+		if err := el.Step(ctx); err != nil {
+			t.Fatalf("Elastic.Step: %v", err)
+		}
+		if err := rel.Step(ctx); err != nil {
+			t.Fatalf("Releaser.Step: %v", err)
+		}
+	}
+	waiting := func() *core.Workload {
+		t.Helper()
+		w, _, err := st.CreateWorkload(ctx, &core.Workload{Spec: core.Spec{Name: "train", Team: "ml", Owner: "alice", Kind: core.KindJob,
+			Priority: "training", Request: core.Request{MilliGPU: 4000}, Command: sleepCmd()}}, nil, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.ApplyPlan(ctx, core.Plan{Unplaced: []core.Decision{{Workload: w.ID, Reason: sched.ReasonUnschedulable, Message: "no capacity"}}}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	// schedulable lists the pool's nodes the scheduler may place on.
+	schedulable := func() []core.Node {
+		snap, err := st.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []core.Node
+		for _, n := range snap.Nodes {
+			if n.Pool == pool && n.Schedulable {
+				out = append(out, *n)
+			}
+		}
+		return out
+	}
+	requests := func() int {
+		list, err := dyn.Resource(ProvisioningGVR).Namespace(kp.Namespace("ml")).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+
+	// 1. A request brings a node; the workload's pod runs there.
+	w1 := waiting()
+	var node core.Node
+	x.waitFor(60*time.Second, "a node provisioned for the first workload", func() (bool, string) {
+		step()
+		got := schedulable()
+		if len(got) == 1 && len(got[0].GPUs) == 4 {
+			node = got[0]
+			return true, ""
+		}
+		return false, fmt.Sprintf("requests %+v, nodes %v", el.Requests(), got)
+	})
+	var as []core.Assignment
+	for _, g := range node.GPUs {
+		as = append(as, core.Assignment{Node: node.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
+	}
+	res, err := st.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: w1.ID, Assignments: as}}}, time.Now())
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("place: %v %v", err, res[0].Err)
+	}
+	tk := executor.Task{WorkloadID: w1.ID, Attempt: 1, Team: "ml", Priority: "training", Image: e2eImage, Command: sleepCmd(),
+		GracePeriod: time.Second, Request: w1.Request, Assignments: as}
+	if err := e.Start(ctx, tk); err != nil {
+		t.Fatal(err)
+	}
+	pod := PodName(w1.ID, 1, 0, 1)
+	x.waitFor(30*time.Second, "the pod Running", func() (bool, string) {
+		p, err := x.pod(kp.Namespace("ml"), pod)
+		return err == nil && p.Status.Phase == "Running", fmt.Sprint(err)
+	})
+	step()
+	if n := requests(); n != 0 {
+		t.Errorf("%d provisioning requests once the workload runs; want it withdrawn", n)
+	}
+
+	// 2. Not released while the pod runs, released once idle.
+	for range 2 * int(idle/time.Second) {
+		time.Sleep(time.Second)
+		step()
+	}
+	if s, r := state(string(node.Name)); s != core.NodeReady || released(string(node.Name)) {
+		t.Fatalf("node %s is %s (%s) while its pod runs", node.Name, s, r)
+	}
+	if err := e.Stop(ctx, w1.ID, 1, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	x.waitFor(30*time.Second, "the pod gone", func() (bool, string) {
+		_, err := x.pod(kp.Namespace("ml"), pod)
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if _, err := st.Finish(ctx, w1.ID, 1, core.Cancelled, "Cancelled", "stopped", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	x.waitFor(30*time.Second, "the node released", func() (bool, string) {
+		step()
+		s, r := state(string(node.Name))
+		return released(string(node.Name)), fmt.Sprintf("%s (%s)", s, r)
+	})
+	if d := time.Since(ended); d < idle {
+		t.Errorf("released %s after the work ended; want idleRelease %s at least", d, idle)
+	}
+
+	// 3. The autoscaler removes the empty released node.
+	x.waitFor(30*time.Second, "the released node deleted", func() (bool, string) {
+		_, err := x.client.CoreV1().Nodes().Get(ctx, string(node.Name), metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	x.waitFor(30*time.Second, "the executor sees it gone", func() (bool, string) {
+		for _, n := range e.Nodes() {
+			if n.Name == node.Name {
+				return false, "still listed"
+			}
+		}
+		return true, ""
+	})
+
+	// 4. The next workload takes the gone node back (its cluster no
+	// longer lists it: not schedulable), then gets a new node asked for.
+	waiting()
+	ns.sync()
+	if err := el.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests(); n != 0 {
+		t.Fatalf("%d provisioning requests while a released node may hold the work; want none yet", n)
+	}
+	if err := rel.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, r := state(string(node.Name)); s != core.NodeReady || r != control.ReasonTakenBack {
+		t.Fatalf("gone node %s is %s (%s); want it taken back", node.Name, s, r)
+	}
+	var fresh core.Node
+	x.waitFor(60*time.Second, "a new node provisioned for the second workload", func() (bool, string) {
+		step()
+		got := schedulable()
+		if len(got) == 1 && got[0].Name != node.Name {
+			fresh = got[0]
+			return true, ""
+		}
+		return false, fmt.Sprintf("requests %+v, nodes %v", el.Requests(), got)
+	})
+	t.Logf("released %s, removed; took it back, then got %s", node.Name, fresh.Name)
+	time.Sleep(idle + time.Second)
+	step()
+	if s, r := state(string(node.Name)); s != core.NodeReady || r != control.ReasonTakenBack {
+		t.Errorf("gone node %s is %s (%s) later; want it left taken back, not released again", node.Name, s, r)
 	}
 }
