@@ -76,10 +76,12 @@ type ReleaseOptions struct {
 // A released node is taken back (Ready again, reason TakenBack) when
 //
 //   - work waits for capacity (reason Unschedulable) that the burst policy
-//     lets burst now, and every replica fits on its pool's schedulable
-//     nodes and released nodes still ready in their cluster (the Elastic
+//     lets burst now, and every replica fits on a pool's schedulable nodes
+//     and released nodes still ready in their cluster (the Elastic
 //     reconciler counts the same room and asks no new node for it,
-//     poolRoom), the released ones it needs being taken back;
+//     poolRoom): in the cheapest such pool (Policy.Prices), the released
+//     nodes it needs are taken back, none when its nodes in service hold
+//     the work;
 //   - work runs on it (a placement that raced the release);
 //   - it is no longer a burst node (its pool's kind changed).
 //
@@ -167,7 +169,7 @@ func (r *Releaser) Step(ctx context.Context) error {
 			back[n.Name] = "work was placed on it"
 		}
 	}
-	pools := burstPools(snap)
+	pools := burstPools(snap, r.opts.Policy.Prices)
 	for _, w := range snap.Pending {
 		if len(released) == 0 {
 			break
@@ -177,9 +179,11 @@ func (r *Releaser) Step(ctx context.Context) error {
 		}
 		for _, pool := range pools {
 			ok, need := poolRoom(snap, pool, w.Request, released)
-			if !ok || len(need) == 0 {
+			if !ok {
 				continue
 			}
+			// The cheapest pool with room; none to take back when its
+			// nodes in service hold the work.
 			for _, n := range need {
 				back[n] = fmt.Sprintf("workload %s waits for capacity that it has", w.ID)
 				delete(released, n) // taken for this one
@@ -307,14 +311,25 @@ func releasedNodes(snap *core.Snapshot, statuses map[core.NodeName]core.NodeStat
 	return out
 }
 
-// burstPools are the pools of the burst nodes, sorted.
-func burstPools(snap *core.Snapshot) []string {
+// burstPools are the pools of the burst nodes, cheapest first (by
+// prices; an unpriced pool after every priced one; then by name).
+func burstPools(snap *core.Snapshot, prices map[string]int64) []string {
 	var out []string
 	for _, n := range snap.Nodes {
 		if n.Burst() && !slices.Contains(out, n.Pool) {
 			out = append(out, n.Pool)
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b string) int {
+		pa, okA := prices[a]
+		pb, okB := prices[b]
+		switch {
+		case okA != okB && okA:
+			return -1
+		case okA != okB:
+			return 1
+		}
+		return cmp.Or(cmp.Compare(pa, pb), cmp.Compare(a, b))
+	})
 	return out
 }

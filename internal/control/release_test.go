@@ -461,3 +461,33 @@ func TestReleaseOff(t *testing.T) {
 	x.releaseStep()
 	x.wantState("b0", core.NodeReady, "")
 }
+
+// Waiting work takes released nodes back from the cheapest pool with
+// room, and none when that pool's nodes in service hold it.
+func TestReleaseTakeBackCheapestPool(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prices map[string]int64
+		want   core.NodeState
+	}{
+		{name: "dear is cheaper and has room in service", prices: map[string]int64{"dear": 1, "cheap": 2}, want: core.NodeCordoned},
+		{name: "cheap is cheaper", prices: map[string]int64{"dear": 2, "cheap": 1}, want: core.NodeReady},
+		{name: "only dear is priced", prices: map[string]int64{"dear": 5}, want: core.NodeCordoned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newReleaseEnv(t)
+			x.burstNode("b0", "cheap", 2, nil)
+			x.advance(10 * time.Minute)
+			x.releaseStep()
+			x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
+			x.burstNode("d0", "dear", 2, nil)
+			x.rel = control.NewReleaser(x.store, control.ReleaseOptions{After: 10 * time.Minute,
+				Policy: sched.BurstPolicy{Classes: []string{"training"}, Prices: tc.prices}, Now: func() time.Time { return x.now }})
+			x.waiting(sched.ReasonUnschedulable, func(w *core.Workload) { w.Request = core.Request{MilliGPU: 2000} })
+			x.releaseStep()
+			if s, _ := x.state("b0"); s != tc.want {
+				t.Errorf("b0 is %s; want %s", s, tc.want)
+			}
+		})
+	}
+}
