@@ -185,7 +185,7 @@ func (r *Releaser) Step(ctx context.Context) error {
 			// The cheapest pool with room; none to take back when its
 			// nodes in service hold the work.
 			for _, n := range need {
-				back[n] = fmt.Sprintf("workload %s waits for capacity that it has", w.ID)
+				back[n] = fmt.Sprintf("workload %s, which may burst, waits for capacity, and this node can hold it", w.ID)
 				delete(released, n) // taken for this one
 			}
 			break
