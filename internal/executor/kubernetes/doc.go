@@ -204,7 +204,9 @@
 // or goes, OnNodes is called before its attempts are reported Lost, so that
 // the store knows the node takes no work before the control loop requeues
 // them. While the cluster cannot be reached, Nodes and OnNodes give every
-// node NotReady and unschedulable (below).
+// node NotReady and unschedulable (below); before the executor's start is
+// finished (a cluster unreachable at the server's start), Nodes gives
+// none, and Report and OnNodes give Options.KnownNodes so.
 //
 // # Elastic pools
 //
@@ -270,4 +272,31 @@
 // the server has called DeleteOrphans, that is once its adoption of the
 // running workloads is over, so that a return during the server's start
 // cannot delete a pod not yet adopted.
+//
+// # A cluster unreachable at the server's start
+//
+// New first checks the API server (GET /readyz within ReachEvery). When
+// it does not answer, New fails with an error naming it (the server of
+// one cluster, --executor kubernetes, then exits: it would have nowhere
+// to run work), unless Options.StartUnreachable is set, as the server
+// sets it for each Kubernetes cluster of several (config clusters:): New
+// then returns an executor that is unreachable from the start. It knows
+// nothing of the cluster yet, so Report and OnNodes give
+// Options.KnownNodes (the cluster's nodes in the server's store) NotReady
+// and unschedulable, and the node lifecycle goes its usual way with them;
+// Start, Stop, Logs and FollowLogs fail with ErrUnreachable as above.
+// Adopt cannot look for pods in caches not yet filled, and an attempt
+// taken for gone would be requeued and its pod, still running there,
+// deleted as an orphan: so Adopt remembers the attempt as expected and
+// answers true; DeleteOrphans marks the adoption over and deletes
+// nothing. At the first check the API server answers, the executor
+// finishes its start (finishStart: the PriorityClasses, then the
+// informers and their caches), is reachable, and settles the attempts it
+// remembered: their pods are adopted (a pod that ended meanwhile reports
+// its end; one on a node the informer finds NotReady is Lost), and an
+// attempt with no pod is reported Lost, which the control loop requeues.
+// Then it does what it does when a cluster answers again (above): the
+// nodes as the API server lists them, the pods of attempts stopped
+// meanwhile deleted, and the pods no tracked attempt owns, remembered
+// ones included, deleted as orphans and handed to Options.OnOrphans.
 package kubernetes

@@ -113,6 +113,19 @@ type Options struct {
 	// as DeleteOrphans returns them at the server's start: the server
 	// records them in its audit trail.
 	OnOrphans func([]Orphan)
+	// StartUnreachable lets New return while the cluster's API server
+	// does not answer (several clusters: the others are served
+	// meanwhile): the executor is then unreachable (Reachable false;
+	// Start, Stop, Logs fail with ErrUnreachable) and finishes its start
+	// by itself at the first check the API server answers (reach.go).
+	// Without it New fails, naming the API server, when its first check
+	// is not answered.
+	StartUnreachable bool
+	// KnownNodes are the cluster's nodes as the server knew them before
+	// (its store): until the executor's start is finished, Report and
+	// OnNodes give them, NotReady and unschedulable, so that the node
+	// lifecycle handles them as those of an unreachable cluster.
+	KnownNodes []core.Node
 	// Fence, when set, is the fencing token of the leader lease this
 	// server holds, 0 while it holds none (several servers share the
 	// store: only the leader starts pods). Start refuses to create a pod
@@ -138,6 +151,14 @@ type Executor struct {
 	podIx cache.Indexer
 	nodes corelisters.NodeLister
 
+	// started is set once New's work is done (PriorityClasses made,
+	// informers synced): at once, or, with Options.StartUnreachable, when
+	// the cluster first answers (finishStart). Until then Report gives
+	// Options.KnownNodes and Adopt only remembers the attempts.
+	started atomic.Bool
+	// startInformers starts the informers and waits for their caches.
+	startInformers func(ctx context.Context) error
+
 	// nodesSynced is set once the node informer's first list is in:
 	// until then each added node is not reported with the whole fleet
 	// (hundreds of nodes would be reported hundreds of times), New
@@ -154,6 +175,7 @@ type Executor struct {
 	// Reachability (reach.go), under mu.
 	unreachable bool
 	lastAnswer  time.Time  // of the API server's last answer to a check
+	answered    bool       // the API server has answered since New
 	reachErr    error      // of the last failed check
 	adopted     bool       // DeleteOrphans has run: adoption is over
 	reportMu    sync.Mutex // serialises OnNodes calls
@@ -181,13 +203,22 @@ type attempt struct {
 	grace     time.Duration
 	stopGrace time.Duration // Stop's grace, for a stop retried on return
 	secrets   []string      // the attempt's Secrets, deleted at its end
+	// pending: adopted before the executor's start was finished, its
+	// pods not yet looked for (settlePendingLocked does, once they can
+	// be).
+	pending bool
 }
 
 const byWorkload = "workload"
 
-// New makes sure the PriorityClasses of Options.PriorityClasses exist,
-// starts the pod and node informers, waits for their caches and returns the
-// executor. The informers stop when ctx ends.
+// New checks that the cluster's API server answers (GET /readyz within
+// Options.ReachEvery), makes sure the PriorityClasses of
+// Options.PriorityClasses exist, starts the pod and node informers, waits
+// for their caches and returns the executor. The informers stop when ctx
+// ends. When the API server does not answer, New fails, naming it; with
+// Options.StartUnreachable it returns the executor unreachable instead,
+// which finishes that work by itself once the API server answers
+// (finishStart).
 func New(ctx context.Context, opts Options) (*Executor, error) {
 	if opts.Client == nil {
 		return nil, errors.New("kubernetes executor: no client")
@@ -222,9 +253,6 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 		nsReady:    map[string]bool{},
 		notReady:   map[string]bool{},
 		lastAnswer: time.Now(),
-	}
-	if err := e.ensurePriorityClasses(ctx); err != nil {
-		return nil, err
 	}
 
 	// Pods: only gpufleet's, in every namespace (teams come and go).
@@ -268,22 +296,48 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 		return nil, err
 	}
 
-	podFactory.Start(ctx.Done())
-	nodeFactory.Start(ctx.Done())
-	for typ, ok := range podFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
+	e.startInformers = func(ctx context.Context) error {
+		podFactory.Start(ctx.Done())
+		nodeFactory.Start(ctx.Done())
+		for typ, ok := range podFactory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
+			}
 		}
+		for typ, ok := range nodeFactory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
+			}
+		}
+		return nil
 	}
-	for typ, ok := range nodeFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
+
+	// The first check: a cluster that does not answer would otherwise
+	// hold New in the informers' wait for as long as ctx lasts.
+	if err := e.probe(ctx); err != nil {
+		if !opts.StartUnreachable {
+			return nil, fmt.Errorf("kubernetes executor: the cluster's API server %s does not answer (GET /readyz within %v): %w", e.apiServer(), opts.ReachEvery, err)
 		}
+		e.mu.Lock()
+		e.unreachable, e.reachErr = true, err
+		e.mu.Unlock()
+		e.log.Error("cluster unreachable at start: its known nodes are reported NotReady; the executor starts when its API server answers",
+			"apiserver", e.apiServer(), "known_nodes", len(opts.KnownNodes), "err", err)
+		e.reportNodes()
+		go e.finishStart(ctx)
+		return e, nil
+	}
+	if err := e.ensurePriorityClasses(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.startInformers(ctx); err != nil {
+		return nil, err
 	}
 	e.mu.Lock()
-	e.lastAnswer = time.Now() // the caches have just synced
+	e.lastAnswer, e.answered = time.Now(), true // the caches have just synced
 	e.mu.Unlock()
 	e.nodesSynced.Store(true)
+	e.started.Store(true)
 	e.reportNodes() // once for the initial list, which onNode did not report node by node
 	go e.watchReach(ctx)
 	return e, nil
@@ -440,6 +494,7 @@ func (e *Executor) Stop(ctx context.Context, id core.WorkloadID, attempt int, gr
 	at := e.tasks[keyOf(id, attempt)]
 	var ns string
 	var names []string
+	pending := at != nil && at.pending
 	if at != nil {
 		at.stopping, at.stopGrace = true, grace
 		ns = at.ns
@@ -450,11 +505,14 @@ func (e *Executor) Stop(ctx context.Context, id core.WorkloadID, attempt int, gr
 		}
 	}
 	e.mu.Unlock()
-	if len(names) == 0 {
+	if len(names) == 0 && !pending {
 		return nil
 	}
 	if err := e.unreachableErr(); err != nil {
 		return fmt.Errorf("stop %s attempt %d: %w", id, attempt, err)
+	}
+	if len(names) == 0 {
+		return nil // its pods are not known yet: returned deletes them once they are
 	}
 	ctx, cancel := e.callContext(ctx)
 	defer cancel()
@@ -477,11 +535,23 @@ func (e *Executor) deletePod(ctx context.Context, ns, name string, grace time.Du
 // Adopt implements executor.Executor: it finds the attempt's pods by their
 // labels in the informer's cache. A pod that has already ended counts: its
 // end is reported on Exits at once.
+//
+// Before the executor's start is finished (Options.StartUnreachable, a
+// cluster that has not answered yet) the cache holds nothing: Adopt then
+// remembers the attempt as expected and answers true, so that its pods
+// are never taken for orphans; once the cluster answers, settlePendingLocked
+// adopts its pods or, when it has none, reports it Lost on Exits.
 func (e *Executor) Adopt(ctx context.Context, t executor.Task) (bool, error) {
 	k := keyOf(t.WorkloadID, t.Attempt)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.tasks[k] != nil {
+		return true, nil
+	}
+	if !e.started.Load() {
+		e.tasks[k] = &attempt{id: t.WorkloadID, attempt: t.Attempt, ns: namespaceFor(e.opts.NamespaceTemplate, t.Team),
+			pods: map[string]string{}, ends: map[string]executor.Exit{}, grace: t.GracePeriod, pending: true}
+		e.log.Info("attempt remembered until the cluster answers; its pods are adopted then", "workload", t.WorkloadID, "attempt", t.Attempt)
 		return true, nil
 	}
 	pods := e.attemptPods(t.WorkloadID, t.Attempt)
@@ -575,10 +645,22 @@ type Orphan struct {
 // that this executor's namespace template makes are considered: another
 // gpufleet server on the same cluster, with a template of its own, keeps
 // its pods. Once it has run, the executor runs it again by itself each
-// time the cluster answers after being unreachable (reach.go).
+// time the cluster answers after being unreachable (reach.go). Before the
+// executor's start is finished (Options.StartUnreachable) nothing of the
+// cluster is known: it deletes nothing then, and the orphans are deleted
+// when the cluster first answers, the attempts Adopt remembered kept.
 func (e *Executor) DeleteOrphans(ctx context.Context) ([]Orphan, error) {
 	if !e.leading() {
 		return nil, errNotLeader
+	}
+	if !e.started.Load() {
+		// Nothing of the cluster is known yet: its orphans are
+		// deleted when it answers (finishStart, returned).
+		e.mu.Lock()
+		e.adopted = true
+		e.mu.Unlock()
+		e.log.Info("orphan pods are looked for once the cluster answers")
+		return nil, nil
 	}
 	pods, err := e.pods.List(labelsManaged())
 	if err != nil {
@@ -677,7 +759,9 @@ func (e *Executor) onPod(obj any, deleted bool) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if at := e.tasks[key{p.Labels[LabelWorkload], n}]; at != nil && at.ns == p.Namespace {
+	if at := e.tasks[key{p.Labels[LabelWorkload], n}]; at != nil && at.pending {
+		return // expected: settlePendingLocked adopts its pods once the caches are in
+	} else if at != nil && at.ns == p.Namespace {
 		e.podLocked(at, p, deleted)
 		return
 	}

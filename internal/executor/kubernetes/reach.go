@@ -66,7 +66,144 @@ func (e *Executor) unreachableErr() error {
 	if !e.unreachable {
 		return nil
 	}
+	if !e.answered {
+		return fmt.Errorf("the executor's start has waited on %s since this server started at %s (%v): %w", e.apiServer(), e.lastAnswer.UTC().Format(time.RFC3339), e.reachErr, ErrUnreachable)
+	}
 	return fmt.Errorf("no answer since %s (%v): %w", e.lastAnswer.UTC().Format(time.RFC3339), e.reachErr, ErrUnreachable)
+}
+
+// apiServer names the cluster's API server (its URL) for errors and logs.
+func (e *Executor) apiServer() string {
+	if rc := e.opts.Client.Discovery().RESTClient(); rc != nil {
+		if u := rc.Get().URL(); u != nil {
+			u.Path, u.RawQuery = "", ""
+			return u.String()
+		}
+	}
+	return "the cluster's API server"
+}
+
+// finishStart does, for an executor that New returned before its cluster
+// answered (Options.StartUnreachable), what New would have: at the first
+// check the API server answers, the PriorityClasses are made (tried
+// again at each check while that fails), the informers are started and
+// their caches waited for; then the executor is started and reachable,
+// the attempts Adopt remembered meanwhile are settled, and the rest is
+// as for a cluster that answers again (returned: the nodes as the API
+// server lists them, the pods of attempts stopped meanwhile deleted, and,
+// once the server's adoption is over, the orphans). It then watches the
+// cluster as New's executor does (watchReach).
+func (e *Executor) finishStart(ctx context.Context) {
+	tick := time.NewTicker(e.opts.ReachEvery)
+	defer tick.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		err := e.probe(ctx)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
+			err = e.ensurePriorityClasses(cctx)
+			cancel()
+			if err == nil {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		e.mu.Lock()
+		e.reachErr = err
+		e.mu.Unlock()
+		if err.Error() != lastErr {
+			lastErr = err.Error()
+			e.log.Warn("cluster not started yet", "apiserver", e.apiServer(), "err", err)
+		}
+	}
+	began := time.Now()
+	if err := e.startInformers(ctx); err != nil {
+		return // ctx ended
+	}
+	now := time.Now()
+	e.mu.Lock()
+	waited := now.Sub(e.lastAnswer)
+	e.lastAnswer, e.answered, e.reachErr, e.unreachable = now, true, nil, false
+	e.nodesSynced.Store(true)
+	e.started.Store(true)
+	e.settlePendingLocked()
+	e.mu.Unlock()
+	e.log.Info("cluster answered: the executor's start is finished", "apiserver", e.apiServer(),
+		"unreachable_for", waited.Round(time.Second), "sync", now.Sub(began).Round(time.Millisecond))
+	e.returned(ctx)
+	e.watchReach(ctx)
+}
+
+// settlePendingLocked adopts the pods of the attempts that Adopt
+// remembered before the start was finished, from the caches now in: an
+// attempt with no pod is reported Lost (the control loop requeues it);
+// one asked to stop meanwhile has its pods deleted by returned; one whose
+// pod is on a node the informer found NotReady is Lost as onNode would
+// have made it. Callers hold mu.
+func (e *Executor) settlePendingLocked() {
+	for _, at := range e.tasks {
+		if !at.pending {
+			continue
+		}
+		at.pending = false
+		pods := e.attemptPods(at.id, at.attempt)
+		if len(pods) == 0 {
+			e.log.Warn("attempt remembered while the cluster could not be reached has no pod: lost", "workload", at.id, "attempt", at.attempt)
+			e.reportLocked(at, executor.Exit{Reason: ReasonLost, At: e.opts.Now(),
+				Message: "the attempt's pods were not found when its cluster answered after the server's start"})
+			continue
+		}
+		at.ns = pods[0].Namespace
+		for _, p := range pods {
+			at.pods[p.Name] = p.Spec.NodeName
+			for _, s := range podSecrets(p) {
+				if !slices.Contains(at.secrets, s) {
+					at.secrets = append(at.secrets, s)
+				}
+			}
+		}
+		e.log.Info("pods adopted", "workload", at.id, "attempt", at.attempt, "pods", len(pods))
+		for _, p := range pods {
+			if e.tasks[keyOf(at.id, at.attempt)] != at {
+				break // ended by an earlier pod
+			}
+			e.podLocked(at, p, false)
+		}
+		if e.tasks[keyOf(at.id, at.attempt)] != at || e.opts.DisableLostOnNotReady {
+			continue
+		}
+		for _, node := range at.pods {
+			if e.notReady[node] {
+				at.grace = 0
+				e.reportLocked(at, lostExit(node, "NotReady", e.opts.Now()))
+				break
+			}
+		}
+	}
+}
+
+// Report is what OnNodes hears now: Nodes once the executor's start is
+// finished; before (a cluster that has not answered since New),
+// Options.KnownNodes, every one NotReady and unschedulable.
+func (e *Executor) Report() []core.Node {
+	if e.started.Load() {
+		return e.Nodes()
+	}
+	out := make([]core.Node, 0, len(e.opts.KnownNodes))
+	for _, n := range e.opts.KnownNodes {
+		c := *n.Clone()
+		c.NotReady, c.Schedulable = true, false
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b core.Node) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out
 }
 
 // probe asks the API server whether it is ready (GET /readyz, which every
@@ -133,7 +270,7 @@ func (e *Executor) reportNodes() {
 	}
 	e.reportMu.Lock()
 	defer e.reportMu.Unlock()
-	e.opts.OnNodes(e.Nodes())
+	e.opts.OnNodes(e.Report())
 }
 
 // returned runs when the cluster answers again: the nodes are reported as
