@@ -56,8 +56,9 @@
 // reason IdleReleased (an event, an audit entry, a log line), so that
 // nothing more lands on it and the cluster's autoscaler can remove it
 // once empty; the idle time is read from the store (allocation
-// intervals, the node's status and record), so that it survives a
-// restart or a change of leader. A released node still ready is taken
+// intervals, the node's status and record), not memory, so that a
+// restart or a change of leader keeps it where the store allows (see
+// Releaser). A released node still ready is taken
 // back (Ready, reason TakenBack) for work the burst policy lets burst that
 // it can hold, before any new node is asked for: the Elastic reconciler
 // counts released nodes as room.

@@ -73,17 +73,18 @@ type ReleaseOptions struct {
 // node's heartbeat) and that runs no work is never released, which is
 // meant: releasing is for a cluster's autoscaled nodes.
 //
-// A released node is taken back (Ready again, reason TakenBack) when
+// A released node is taken back (Ready again, reason TakenBack), at the
+// first Step (every Every) that finds
 //
-//   - work waits for capacity (reason Unschedulable) that the burst policy
+//   - work waiting for capacity (reason Unschedulable) that the burst policy
 //     lets burst now, and every replica fits on a pool's schedulable nodes
 //     and released nodes still ready in their cluster (the Elastic
 //     reconciler counts the same room and asks no new node for it,
 //     poolRoom): in the cheapest such pool (Policy.Prices), the released
 //     nodes it needs are taken back, none when its nodes in service hold
 //     the work;
-//   - work runs on it (a placement that raced the release);
-//   - it is no longer a burst node (its pool's kind changed).
+//   - work running on it (a placement that raced the release);
+//   - that it is no longer a burst node (its pool's kind changed).
 //
 // A released node that its cluster removed stays in the store as it was;
 // taken back, it is Ready but not schedulable (its cluster no longer
