@@ -264,7 +264,9 @@
 // in DeleteOrphans (running or pending, in this template's namespaces),
 // read from the API server itself rather than the informer, which may not
 // have caught up, and handed to Options.OnOrphans, where the server records
-// them in its audit trail as at its start. These are the pods of
+// them in its audit trail as at its start (each pod once: one that the
+// informer, relisting, meanwhile found to be a deposed leader's late
+// start is not deleted and reported again). These are the pods of
 // attempts the store no longer expects: an attempt requeued elsewhere has
 // been stopped (so it is deleted as stopping) or reported ended (so it is
 // no longer tracked). The executor runs this clean-up itself, not the

@@ -169,6 +169,11 @@ type Executor struct {
 	tasks    map[key]*attempt
 	nsReady  map[string]bool
 	notReady map[string]bool // nodes seen NotReady
+	// orphaned holds the pods (namespace/name) being deleted as orphans
+	// or late starts, until the informer sees them go: each is deleted
+	// and handed to OnOrphans once, though both the return's clean-up
+	// and the informer's events find it.
+	orphaned map[string]bool
 
 	openLogs podLogs // nil: the API server's pod log
 
@@ -252,6 +257,7 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 		tasks:      map[key]*attempt{},
 		nsReady:    map[string]bool{},
 		notReady:   map[string]bool{},
+		orphaned:   map[string]bool{},
 		lastAnswer: time.Now(),
 	}
 
@@ -684,9 +690,10 @@ func (e *Executor) deleteOrphans(ctx context.Context, pods []*corev1.Pod) ([]Orp
 		if err != nil || p.Labels[LabelWorkload] == "" {
 			continue
 		}
-		if e.tasks[key{p.Labels[LabelWorkload], n}] != nil || !ownsNamespace(e.opts.NamespaceTemplate, p.Namespace) {
+		if e.tasks[key{p.Labels[LabelWorkload], n}] != nil || !ownsNamespace(e.opts.NamespaceTemplate, p.Namespace) || e.orphaned[p.Namespace+"/"+p.Name] {
 			continue
 		}
+		e.orphaned[p.Namespace+"/"+p.Name] = true
 		orphans = append(orphans, Orphan{Namespace: p.Namespace, Name: p.Name, Workload: core.WorkloadID(p.Labels[LabelWorkload]),
 			Attempt: n, Team: p.Labels[LabelTeam]})
 	}
@@ -696,8 +703,19 @@ func (e *Executor) deleteOrphans(ctx context.Context, pods []*corev1.Pod) ([]Orp
 		e.log.Warn("deleting orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt)
 		orphans[i].Err = e.deletePod(ctx, o.Namespace, o.Name, 0)
 		errs = append(errs, orphans[i].Err)
+		if orphans[i].Err != nil {
+			e.unmarkOrphan(o) // to be tried again
+		}
 	}
 	return orphans, errors.Join(errs...)
+}
+
+// unmarkOrphan forgets that an orphan is being deleted (its deletion
+// failed, or the informer saw it go).
+func (e *Executor) unmarkOrphan(o Orphan) {
+	e.mu.Lock()
+	delete(e.orphaned, o.Namespace+"/"+o.Name)
+	e.mu.Unlock()
 }
 
 // errNotLeader is Start's error while this server holds no leader lease.
@@ -759,19 +777,26 @@ func (e *Executor) onPod(obj any, deleted bool) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if deleted {
+		delete(e.orphaned, p.Namespace+"/"+p.Name)
+	}
 	if at := e.tasks[key{p.Labels[LabelWorkload], n}]; at != nil && at.pending {
 		return // expected: settlePendingLocked adopts its pods once the caches are in
 	} else if at != nil && at.ns == p.Namespace {
 		e.podLocked(at, p, deleted)
 		return
 	}
-	if !deleted && e.staleStart(p) {
+	if !deleted && !e.orphaned[p.Namespace+"/"+p.Name] && e.staleStart(p) {
+		e.orphaned[p.Namespace+"/"+p.Name] = true
 		o := Orphan{Namespace: p.Namespace, Name: p.Name, Workload: core.WorkloadID(p.Labels[LabelWorkload]), Attempt: n, Team: p.Labels[LabelTeam]}
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), e.opts.RequestTimeout)
 			defer cancel()
 			e.log.Warn("deleting a deposed leader's late pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "fence", p.Labels[LabelFence])
 			o.Err = e.deletePod(ctx, o.Namespace, o.Name, 0)
+			if o.Err != nil {
+				e.unmarkOrphan(o)
+			}
 			if e.opts.OnOrphans != nil {
 				e.opts.OnOrphans([]Orphan{o})
 			}
