@@ -228,30 +228,50 @@
 // Fit checks and victim searches allocate nothing per node (the victim
 // search works on one reused copy of the node).
 //
-// A victim search stops, as Kubernetes' default preemption does, once it
-// has found victim sets on max(100, 10%) of the nodes, starting at a node
-// that depends on the workload, and unlike it at most 250 (maxVictimNodes):
-// with thousands of preemptors in a cycle, 10% of a large cluster each
-// costs preemptors × nodes. Up to 2,500 nodes the bound changes nothing; on
-// larger clusters a preemptor weighs 250 nodes' victim sets, not a tenth
-// of the cluster, and may choose a costlier set than the wider search
-// would have. A node where even every candidate gone would not leave room
-// is skipped before its victims are sorted.
+// A victim search weighs the whole cluster and finds its cheapest set
+// (victim cost, then the smaller node, then the name) through the shape's
+// victim index (victimindex.go): the nodes ordered by a lower bound of
+// what a set there could cost, counting only what some preemptor could
+// take there (not non-preemptible or stopping work, nor this cycle's
+// placements, nor preemptors pictured in a node's future, nor victims
+// already chosen), by tier (work over its quota for a preemptor within
+// its guarantee; batch and what fair-share reclaim may take now for one
+// within its fair share; batch alone for the rest), plus, on the nodes
+// where the preemptor's team runs work, that work (its own lower classes
+// may be taken). The search visits nodes by bound and stops once the next
+// bound cannot beat the best set found, so it weighs the few nodes near
+// the top. Before issue 20 the search stopped, as Kubernetes' default
+// preemption does, once it had found sets on max(100, 10%) of the nodes
+// (at most 250) from a node that depended on the workload, and stopped at
+// once on a single victim no larger than the request: it could choose a
+// costlier set than one elsewhere, and on large clusters weighed 250
+// nodes per preemptor. The golden plans were written again for this
+// change: the same sets where the old search saw the cheapest, and where
+// it did not, a cheaper set, or one as cheap on a smaller node or one
+// earlier by name (over the golden cases' first cycles: 1.5% less
+// capacity evicted per preemptor, 4.5% more preemptors served). A node
+// where even every candidate gone would not leave room is skipped before
+// its victims are sorted.
+//
+// A node held for preemptors whose future has no room for a shape (the
+// check remembered with the score, which does not depend on who asks) is
+// parked out of the shape's placement index until its future or holds
+// change; a workload the node is held for weighs its own held nodes
+// itself. Without it, every placement after a wave of preemptions popped
+// the held nodes first (700 per placement at 12,500 nodes).
 //
 // BenchmarkCycle measures one cycle of 8-GPU nodes, 50 teams with
 // guarantees of half the cluster, 3/4 full, by size (nodes=N/pending=P);
-// TestPlansUnchanged holds the decisions of a fixed set of clusters to
-// those made before the index, the remembered held-node checks and the
-// struct keys. Measured side by side on this project's shared 2-core
-// machine (load 4-6, so wall times run high), one cycle before and after
-// issue 20: nodes=1000/pending=50000 1.30-1.44 s and 112 MB before,
-// 0.79-1.23 s and 58 MB after (2,871 preemptions planned);
-// nodes=12500/pending=50000 125-150 s and 6.0 GB before, 14.9-22.5 s and
-// 381 MB after (15,986 preemptions). Time now grows as nodes^0.9 over
-// 250-12,500 nodes (nodes^1.2 from 1,000; it was nodes^1.5 and
-// nodes^1.8) and as pending^0.5 from 10,000 to 50,000 at 1,000 nodes.
-// What remains is mostly the victim searches: each preemptor weighs up to
-// 250 nodes, and such a cycle plans one preemption per node or more.
+// TestPlansUnchanged holds the decisions of a fixed set of clusters.
+// Measured on this project's shared 2-core machine, one cycle:
+// nodes=12500/pending=50000 125-150 s and 6.0 GB before issue 20, 14.9-22.5
+// s and 381 MB after its first part, 3.2-3.8 s and 266-368 MB with the
+// victim index and parked nodes (16,176 preemptions planned);
+// nodes=1000/pending=50000 1.30-1.44 s, then 0.73-1.2 s, now 0.38-0.62 s
+// and 43-69 MB. What remains at 12,500 nodes is mostly the victim searches
+// (about 90 nodes weighed per preemptor); at 1,000 nodes, the work done
+// for every one of the 50,000 pending workloads (its decision, its
+// message, the queue) and the garbage collector.
 //
 // # Known limits
 //

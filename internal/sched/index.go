@@ -22,6 +22,14 @@ type shapeIndex struct {
 	heap   []indexEntry
 	cursor int      // into cycle.changed
 	pushed []uint64 // by position: the version last pushed
+	// parked holds, by position, the nodes taken out of the heap because
+	// what they are held for leaves the shape no room, with the state of
+	// their futures then: a node held for preemptors takes a placement
+	// only where it also fits their future (fitOn), which depends on the
+	// node and its futures alone (remembered with the score). A parked
+	// node returns when its future changes (cycle.changed); a workload
+	// the node is held for checks its own held nodes itself (search).
+	parked []futureVersion
 	req    core.Request
 	broken bool // a score is NaN: no order, the scan decides
 	buf    []indexEntry
@@ -38,7 +46,7 @@ func (a indexEntry) less(b indexEntry) bool {
 }
 
 func newShapeIndex(c *cycle, req core.Request, memo []scored) *shapeIndex {
-	x := &shapeIndex{pushed: make([]uint64, len(c.nodes)), req: req, cursor: len(c.changed)}
+	x := &shapeIndex{pushed: make([]uint64, len(c.nodes)), parked: make([]futureVersion, len(c.nodes)), req: req, cursor: len(c.changed)}
 	for _, ns := range c.nodes {
 		x.note(c, ns, memo)
 	}
@@ -53,6 +61,12 @@ func newShapeIndex(c *cycle, req core.Request, memo []scored) *shapeIndex {
 // there at this version.
 func (x *shapeIndex) note(c *cycle, ns *nodeState, memo []scored) {
 	m := &memo[ns.pos]
+	if p := x.parked[ns.pos]; p != (futureVersion{}) {
+		if p == ns.futureVersion(c) {
+			return
+		}
+		x.parked[ns.pos], x.pushed[ns.pos] = futureVersion{}, 0
+	}
 	if m.version != ns.version+1 {
 		ch, reason := onNodeWith(ns, x.req, c.scorer)
 		*m = scored{version: ns.version + 1, gpu: ch.gpu, score: ch.score, why: reason}
@@ -99,6 +113,15 @@ func (x *shapeIndex) search(c *cycle, w *core.Workload, memo []scored) (best cho
 			continue // the burst nodes are a pass of their own
 		}
 		ch, k, reason := c.fitOn(ns, w, w.Request, &memo[e.pos])
+		if reason == whyReserved {
+			// Held for others with no room in their future for the
+			// shape, whoever asks (see parked): out of the heap.
+			if m := &memo[e.pos]; m.heldAt == ns.futureVersion(c) && !m.heldOK {
+				x.parked[e.pos] = m.heldAt
+				buf = buf[:len(buf)-1]
+			}
+			continue
+		}
 		if reason != "" {
 			continue
 		}
@@ -117,6 +140,17 @@ func (x *shapeIndex) search(c *cycle, w *core.Workload, memo []scored) (best cho
 	x.buf = buf
 	if !found {
 		return choice{}, false, false
+	}
+	// A workload some nodes are held for may take them where others may
+	// not: its own held nodes are weighed here, parked or not.
+	for _, ns := range c.holders[w.ID] {
+		if x.parked[ns.pos] == (futureVersion{}) || (c.burst.any && ns.node.Burst()) {
+			continue
+		}
+		ch, k, reason := c.fitOn(ns, w, w.Request, &memo[ns.pos])
+		if reason == "" && (ch.score < best.score || (ch.score == best.score && ns.pos < best.ns.pos)) {
+			best, keep = ch, k
+		}
 	}
 	return best, keep, true
 }

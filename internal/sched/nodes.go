@@ -45,12 +45,25 @@ type nodeState struct {
 	stages []*nodeState
 	// pictures counts the preemptors placed in the future.
 	pictures int
+	// holdVersion counts changes to reservedFor and resv.
+	holdVersion uint64
 	// freeing is set when stops are under way or planned on the node.
 	freeing bool
 	// stoppingMilli is what workloads already stopping hold (at most) here.
 	stoppingMilli int64
 	// running lists the workloads running here, for preemption.
 	running []*runningWorkload
+	// tiers describe the running workloads preemptors might take here,
+	// for the victim search's bound (victimBound): tierOver those over
+	// their team's quota (batch included), tierFair batch and what
+	// fair-share reclaim may take now, tierIdle batch alone; teams lists
+	// the teams with preemptible work here (not stopping), and own (in
+	// the same order) describes it: what their own higher classes may
+	// take.
+	tiers       [tiers]eligTier
+	teams       []*teamState
+	own         []eligTier
+	tierVersion uint64 // counts changes to tiers
 	// placed lists this cycle's placements here, for a reservation.
 	placed []item
 }
@@ -84,6 +97,105 @@ func newNodeState(n *core.Node, u *core.NodeUsage) *nodeState {
 	return ns
 }
 
+// The tiers of eligTier: work over its team's quota; batch and the work
+// fair-share reclaim may take now; batch alone.
+const (
+	tierOver = iota
+	tierFair
+	tierIdle
+	tiers
+)
+
+// eligTier describes some of a node's running workloads: whether there
+// is one, whether one is a fraction, the least and most one holds, and
+// what they hold of each device (by position; nil when none).
+type eligTier struct {
+	any, frac bool
+	min, max  int64
+	use       []int64
+	// minOn is, by device, the least that one of them on it holds (0:
+	// none); like min, a bound: not raised when one is forgotten.
+	minOn []int64
+}
+
+// noteEligible counts r among the workloads a preemptor might take here.
+func (ns *nodeState) noteEligible(r *runningWorkload) {
+	if r.over {
+		ns.tiers[tierOver].note(ns, r)
+	}
+	if r.class.IdleOnly {
+		ns.tiers[tierIdle].note(ns, r)
+	}
+	if r.fair {
+		ns.tiers[tierFair].note(ns, r)
+	}
+	i := slices.Index(ns.teams, r.team)
+	if i < 0 {
+		ns.teams = append(ns.teams, r.team)
+		ns.own = append(ns.own, eligTier{})
+		i = len(ns.teams) - 1
+	}
+	ns.own[i].note(ns, r)
+}
+
+// forgetChosen takes r, chosen as a victim, out of what the tiers say its
+// devices hold: no other preemptor may take it. (The least and most held
+// stay as they were: bounds, not counts.)
+func (ns *nodeState) forgetChosen(r *runningWorkload) {
+	ns.tierVersion++
+	for t := range ns.tiers {
+		if (t == tierOver && r.over) || (t == tierIdle && r.class.IdleOnly) || (t == tierFair && r.fair) {
+			ns.tiers[t].forget(ns, r)
+		}
+	}
+	if i := slices.Index(ns.teams, r.team); i >= 0 {
+		ns.own[i].forget(ns, r)
+	}
+}
+
+// forget takes out what r holds of the node's devices.
+func (t *eligTier) forget(ns *nodeState, r *runningWorkload) {
+	if t.use == nil {
+		return
+	}
+	for _, a := range r.w.Status.Placement {
+		if a.Node != ns.node.Name {
+			continue
+		}
+		for i, g := range ns.node.GPUs {
+			if g.Index == a.GPUIndex {
+				t.use[i] -= a.MilliGPU
+			}
+		}
+	}
+}
+
+func (t *eligTier) note(ns *nodeState, r *runningWorkload) {
+	if !t.any || r.held < t.min {
+		t.min = r.held
+	}
+	t.max = max(t.max, r.held)
+	t.any = true
+	t.frac = t.frac || r.w.Request.Fractional()
+	if t.use == nil {
+		t.use = make([]int64, len(ns.node.GPUs))
+		t.minOn = make([]int64, len(ns.node.GPUs))
+	}
+	for _, a := range r.w.Status.Placement {
+		if a.Node != ns.node.Name {
+			continue
+		}
+		for i, g := range ns.node.GPUs {
+			if g.Index == a.GPUIndex {
+				t.use[i] += a.MilliGPU
+				if t.minOn[i] == 0 || r.held < t.minOn[i] {
+					t.minOn[i] = r.held
+				}
+			}
+		}
+	}
+}
+
 func (ns *nodeState) clone() *nodeState {
 	c := &nodeState{}
 	ns.cloneInto(c)
@@ -101,6 +213,8 @@ func (ns *nodeState) cloneInto(dst *nodeState) {
 	dst.future = nil
 	dst.stages = nil
 	dst.frag = nil
+	dst.tiers = [tiers]eligTier{}
+	dst.teams, dst.own = nil, nil
 }
 
 // heldForOther reports whether the node is held for a workload other than
@@ -120,6 +234,7 @@ func (ns *nodeState) heldForOther(id core.WorkloadID) bool {
 func (ns *nodeState) hold(id core.WorkloadID) {
 	if !slices.Contains(ns.reservedFor, id) {
 		ns.reservedFor = append(ns.reservedFor, id)
+		ns.holdVersion++
 	}
 }
 
@@ -409,6 +524,11 @@ type runningWorkload struct {
 	// eligible is false for workloads that can never be victims: unknown
 	// or non-preemptible class, or already stopping.
 	eligible bool
+	// fair is set once fair-share reclaim may take it (batch always):
+	// over its team's quota, run MinRuntime, and its team at or above its
+	// fair share without it (usage only grows within a cycle, so it stays
+	// set); counted in tierFair.
+	fair bool
 }
 
 // freeByDomain counts the free devices the request accepts, per NVLink

@@ -3,7 +3,6 @@ package sched
 import (
 	"cmp"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 
@@ -17,9 +16,14 @@ type teamState struct {
 	pending int64 // milli-GPU asked by pending workloads not yet placed
 	demand  int64 // the part of pending that could be admitted (for fair shares)
 	share   int64 // fair share
+	// unfair lists, smallest first, the team's running workloads over its
+	// quota that fair-share reclaim may take once its usage grows
+	// (promoteFair).
+	unfair  []*runningWorkload
 	running []*runningWorkload
-	// byClass is usage by class value (idle-only classes excluded).
-	byClass map[int]int64
+	// byClass is usage by class value (idle-only classes excluded), a few
+	// pairs: it is read for every workload decided.
+	byClass []classUsage
 	// byModel is usage by model guarantee and class value (idle-only
 	// classes excluded), for teams with GuaranteedByModel.
 	byModel map[string]map[int]int64
@@ -171,21 +175,29 @@ func (c *cycle) withinGuarantee(w *core.Workload, ts *teamState, cl core.Priorit
 // value: what a workload of that class competes with inside its team.
 func (ts *teamState) usageAtOrAbove(value int) int64 {
 	var u int64
-	for v, m := range ts.byClass {
-		if v >= value {
-			u += m
+	for _, c := range ts.byClass {
+		if c.value >= value {
+			u += c.milli
 		}
 	}
 	return u
 }
 
+// classUsage is what a team holds in one class.
+type classUsage struct {
+	value int
+	milli int64
+}
+
 func (ts *teamState) hold(cl core.PriorityClass, milli int64) {
 	ts.usage += milli
 	if !cl.IdleOnly {
-		if ts.byClass == nil {
-			ts.byClass = map[int]int64{}
+		i := slices.IndexFunc(ts.byClass, func(c classUsage) bool { return c.value == cl.Value })
+		if i < 0 {
+			ts.byClass = append(ts.byClass, classUsage{value: cl.Value})
+			i = len(ts.byClass) - 1
 		}
-		ts.byClass[cl.Value] += milli
+		ts.byClass[i].milli += milli
 	}
 }
 
@@ -446,56 +458,75 @@ func costOf(req core.Request, set []candidate) victimCost {
 }
 
 // findVictimsOf is findVictims with gangs allowed as victims or not;
-// sawGang reports whether a gang was left out.
+// sawGang reports whether a gang was left out on a node weighed.
+//
+// It weighs the nodes through the shape's victim index (victimindex.go):
+// first, for a workload within its guarantee or its fair share, the nodes
+// where stops already under way will leave it room (the first in name
+// order that its rules allow, with no victim of its own); then the nodes
+// by the bound on what their cheapest set costs, until no node left can
+// beat the best set found, so that the set chosen is the cheapest of the
+// whole cluster (then the smallest node, then the name).
 func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamState, ask int64, inQuota, gangs bool) (_ *nodeState, _ []candidate, bestMax int64, sawGang bool) {
+	x := c.victimIndexFor(w.Request)
+	// usable reports whether w may preempt on ns at all, with what
+	// reclaimOn says of it there.
+	usable := func(ns *nodeState) (askOn int64, inQuotaOn bool, maxShare int64, ok bool) {
+		if c.binds(ns, w, inQuota) || !c.mayUse(ns, w) {
+			return 0, false, 0, false
+		}
+		return c.reclaimOn(ns, w, cl, ts, ask, inQuota)
+	}
+	// A workload within its guarantee or its fair share may also wait
+	// for capacity that stops already under way will free, without a
+	// victim of its own (askOn is never below ask: none can when this
+	// does not hold).
+	if inQuota || ts.usage+ask <= ts.share {
+		var found *nodeState
+		x.walk([]*entryHeap{&x.freeing}, func(int, victimEntry) bool { return false }, func(victimEntry) bool { return false }, func(e victimEntry) bool {
+			ns := c.nodes[e.pos]
+			askOn, inQuotaOn, maxShare, ok := usable(ns)
+			if ok && (inQuotaOn || ts.usage+askOn <= ts.share) && ns.freeing && fitsWithinAt(ns.futureState(c), w.Request, maxShare) {
+				found, bestMax = ns, maxShare
+				return false
+			}
+			return true
+		})
+		if found != nil {
+			return found, []candidate{}, bestMax, false
+		}
+	}
+
 	var bestNode *nodeState
 	var best []candidate
 	var bestCost victimCost
 	var cands []candidate
-	// Like Kubernetes' default preemption, stop once victim sets were found
-	// on max(100, 10%) of the nodes, starting at a node that depends on the
-	// workload (deterministic, and spread over the cluster): on small
-	// clusters every node is weighed, on large ones the search stays short.
-	// Unlike it, at most maxVictimNodes: beyond 2,500 nodes a cycle with
-	// thousands of preemptors would otherwise cost preemptors × nodes/10.
-	n := len(c.nodes)
-	enough := min(max(100, n/10), maxVictimNodes)
-	found := 0
-	start := 0
-	if n > enough {
-		h := fnv.New32a()
-		h.Write([]byte(w.ID))
-		start = int(h.Sum32() % uint32(n))
+	// No node left can beat the best set found.
+	beaten := func(e victimEntry) bool {
+		return bestNode != nil && compareEntry(bestCost, len(bestNode.node.GPUs), bestNode.pos, e) <= 0
 	}
-	for i := range n {
-		if found >= enough {
-			break
-		}
-		ns := c.nodes[(start+i)%n]
-		// A node held by a starvation reservation is not shared (unless
-		// the reservation would borrow and w runs within its guarantee);
-		// one held for other preemptors is, against its future (their
-		// victims gone, they placed).
-		if c.binds(ns, w, inQuota) || !ns.node.Schedulable || !modelOK(ns, w.Request) || !ns.node.Matches(w.Request.NodeSelector) || !c.mayUse(ns, w) {
-			continue
-		}
-		askOn, inQuotaOn, maxShare, ok := c.reclaimOn(ns, w, cl, ts, ask, inQuota)
+	// The nodes where ts runs nothing it could take, by the bound of its
+	// tier; those where it does, by the bound that counts its own work too.
+	tier := tierIdle
+	switch {
+	case inQuota:
+		tier = tierOver
+	case c.opts.FairShareReclaim && ts.usage+ask <= ts.share:
+		tier = tierFair
+	}
+	qs := []*entryHeap{&x.bounds[tier], x.team(c, ts, tier)}
+	skip := func(q int, e victimEntry) bool { return q == 0 && slices.Contains(c.nodes[e.pos].teams, ts) }
+	x.walk(qs, skip, beaten, func(e victimEntry) bool {
+		ns := c.nodes[e.pos]
+		askOn, inQuotaOn, maxShare, ok := usable(ns)
 		if !ok {
-			continue
-		}
-		// A workload within its guarantee or its fair share may also wait
-		// for capacity that stops already under way will free, without a
-		// victim of its own.
-		if (inQuotaOn || ts.usage+askOn <= ts.share) && ns.freeing {
-			if fitsWithinAt(ns.futureState(c), w.Request, maxShare) {
-				return ns, []candidate{}, maxShare, false
-			}
+			return true
 		}
 		var gangLeft bool
 		cands, gangLeft = c.victimsFor(w, cl, ts, askOn, inQuotaOn, ns, gangs, cands)
 		sawGang = sawGang || gangLeft
 		if len(cands) == 0 {
-			continue
+			return true
 		}
 		// Even every candidate and every stop under way gone would not leave
 		// room enough: skip (an upper bound, so no future is built).
@@ -504,28 +535,21 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 			room += v.held
 		}
 		if room < w.Request.TotalMilliGPU() {
-			continue
+			return true
 		}
 		sortVictims(cands)
 		set := victimSet(ns.futureState(c), w.Request, cands, maxShare, &c.scratch)
 		if set == nil {
-			continue
+			return true
 		}
-		found++
 		k := costOf(w.Request, set)
-		if best == nil || cmp.Or(k.compare(bestCost), cmp.Compare(len(ns.node.GPUs), len(bestNode.node.GPUs)), cmp.Compare(ns.node.Name, bestNode.node.Name)) < 0 {
+		if bestNode == nil || cmp.Or(k.compare(bestCost), cmp.Compare(len(ns.node.GPUs), len(bestNode.node.GPUs)), cmp.Compare(ns.node.Name, bestNode.node.Name)) < 0 {
 			bestNode, best, bestCost, bestMax = ns, set, k, maxShare
-			if !k.gang && !k.whole && len(set) == 1 && k.milli <= ask {
-				break // one victim no larger than the request: nothing is better
-			}
 		}
-	}
+		return true
+	})
 	return bestNode, best, bestMax, sawGang
 }
-
-// maxVictimNodes bounds the nodes with a victim set that one victim search
-// weighs (see findVictimsOf).
-const maxVictimNodes = 250
 
 // maxExactVictims bounds the occupants of one device among which the
 // cheapest sufficient set for a share is found exactly (2^n subsets);

@@ -100,6 +100,25 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	return c.plan
 }
 
+// othersHold reports whether a team other than ts holds capacity. Usage
+// only grows within a cycle: two teams that hold some keep answering.
+func (c *cycle) othersHold(ts *teamState) bool {
+	if len(c.holding) < 2 {
+		c.holding = c.holding[:0]
+		for _, o := range c.teams {
+			if o.usage > 0 && len(c.holding) < 2 {
+				c.holding = append(c.holding, o)
+			}
+		}
+	}
+	for _, o := range c.holding {
+		if o != ts {
+			return true
+		}
+	}
+	return false
+}
+
 // othersWait reports whether work of a team other than ts, decided within
 // its guarantee in this cycle, was left waiting.
 func (c *cycle) othersWait(ts *teamState) bool {
@@ -198,6 +217,11 @@ type cycle struct {
 	burst burstState
 	// scratch is the node state victimSet works on, reused.
 	scratch nodeState
+	// holding caches up to two teams that hold capacity (othersHold).
+	holding []*teamState
+	// victimIdx holds the victim search's index of each preemptor shape
+	// (victimindex.go).
+	victimIdx map[shape]*victimIndex
 }
 
 // scored is a node's remembered score for a request shape, valid while the
@@ -219,12 +243,12 @@ type scored struct {
 // each only changes through add, which counts, and stages are only
 // appended, so a change to any of them changes it. Zero: none.
 type futureVersion struct {
-	node, future, stages uint64
-	n                    int
+	node, future, stages, holds uint64
+	n                           int
 }
 
 func (ns *nodeState) futureVersion(c *cycle) futureVersion {
-	v := futureVersion{node: ns.version + 1, future: ns.futureState(c).version, n: len(ns.stages)}
+	v := futureVersion{node: ns.version + 1, future: ns.futureState(c).version, n: len(ns.stages), holds: ns.holdVersion}
 	for _, st := range ns.stages {
 		v.stages += st.version
 	}
@@ -284,9 +308,11 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
 		noFit:       map[fitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[shape]string{},
-		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{},
+		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{}, victimIdx: map[shape]*victimIndex{},
 		budgetSpent: snap.BudgetExceeded,
 	}
+	// Most of a long queue waits: room for every decision at once.
+	c.plan.Unplaced = make([]core.Decision, 0, len(snap.Pending))
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()
 	}
@@ -360,6 +386,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, ts := range c.teams {
 		c.classify(ts)
 	}
+
 	// 3. pending demand and queues.
 	byValue := map[int]*level{}
 	for _, w := range snap.Pending {
@@ -418,11 +445,25 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, ts := range c.teams {
 		ts.share = shares[string(ts.team.Name)]
 	}
+	// What preemptors could take, by tier, for the victim search.
+	c.fairTiers()
+	for _, ns := range c.nodes {
+		for _, r := range ns.running {
+			if r.eligible {
+				ns.noteEligible(r)
+			}
+		}
+	}
 	// 5. Holds carried over from earlier cycles: a node nominated to a
 	// pending workload (a preemptor, or one that starved) stays held for
 	// it, so that the capacity its victims free, or its node's draining,
 	// goes to it and not to whoever comes first in this cycle's order.
-	nominated := slices.Clone(snap.Pending)
+	var nominated []*core.Workload
+	for _, w := range snap.Pending {
+		if w.Status.Nominated != "" {
+			nominated = append(nominated, w)
+		}
+	}
 	slices.SortStableFunc(nominated, func(a, b *core.Workload) int {
 		return cmp.Or(cmp.Compare(c.value(b), c.value(a)), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID))
 	})
@@ -701,6 +742,7 @@ func (c *cycle) decide(w *core.Workload) {
 		}
 		p.ns.pictures--
 		delete(c.pictured, w.ID)
+		c.changed = append(c.changed, p.ns.pos)
 	}
 
 	// A request no node could hold even empty says so first: no quota
@@ -772,6 +814,7 @@ func (c *cycle) decide(w *core.Workload) {
 			c.plan.Placements = append(c.plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
 			c.arrayStarted(w)
 			c.holdOn(ts, class, as, heldOf(as))
+			c.promoteFair(ts)
 			ts.pending -= ask
 			var end time.Time
 			if w.MaxRuntime > 0 {
@@ -810,6 +853,12 @@ func (c *cycle) decide(w *core.Workload) {
 			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
 				for _, v := range vs {
 					v.chosen = true
+					for _, n := range core.Nodes(v.victim.Status.Placement) {
+						if ns := c.byName[n]; ns != nil {
+							ns.forgetChosen(v.runningWorkload)
+							c.changed = append(c.changed, ns.pos)
+						}
+					}
 					c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
 						Preemptor: w.ID, Reason: v.reason(), Message: v.message(w, ts)})
 				}
@@ -829,6 +878,7 @@ func (c *cycle) decide(w *core.Workload) {
 				}
 				c.hold(node, w.ID)
 				node.freeing = true
+				c.changed = append(c.changed, node.pos)
 				n := len(vs)
 				if n == 0 {
 					n = c.stopping(node)
@@ -851,12 +901,8 @@ func (c *cycle) decide(w *core.Workload) {
 		msg = r + "; " + msg
 	}
 	// Say why no preemption helps: what makes the capacity out of reach.
-	othersHold := false
-	for _, o := range c.teams {
-		othersHold = othersHold || (o != ts && o.usage > 0)
-	}
 	switch {
-	case class.IdleOnly || w.Request.Count() > 1 || !othersHold:
+	case class.IdleOnly || w.Request.Count() > 1 || !c.othersHold(ts):
 	case inQuota:
 		msg += fmt.Sprintf("; team %s is within its guarantee, but what holds the capacity cannot be preempted for it (within quota, or a class that is never preempted)", ts.team.Name)
 	case ts.usage+ask > ts.share:
@@ -903,6 +949,7 @@ func (c *cycle) stopping(ns *nodeState) int {
 // hold keeps ns for workload id.
 func (c *cycle) hold(ns *nodeState, id core.WorkloadID) {
 	ns.hold(id)
+	c.changed = append(c.changed, ns.pos)
 	if !slices.Contains(c.holders[id], ns) {
 		c.holders[id] = append(c.holders[id], ns)
 	}
@@ -920,6 +967,8 @@ func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
 		if ns.resv != nil && ns.resv.w.ID == id {
 			ns.resv = nil
 		}
+		ns.holdVersion++
+		c.changed = append(c.changed, ns.pos)
 	}
 	c.holders[id] = kept
 }

@@ -1,0 +1,462 @@
+package sched
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// victimIndex orders, for one request shape, the nodes where a preemptor
+// of that shape might find victims by a lower bound of what the cheapest
+// set there would cost (victimBound), so that a victim search visits the
+// nodes cheapest bound first and stops once no node left can beat the
+// best set found: it finds the cheapest set of the whole cluster, visiting
+// the nodes near the top. The bound counts only what a preemptor could
+// take, which depends on its team and rules: the work of other teams over
+// their quota (and batch) where it runs within its guarantee, batch and
+// what fair-share reclaim may take where it runs within its fair share,
+// batch alone where it does neither (the tiers), and its own team's lower
+// classes anywhere. So the index keeps one order of every node per tier,
+// for the nodes where the preemptor's team runs nothing it could take,
+// and, per team and tier, one order of the nodes where it does (the tier
+// and the team's own work counted); a search walks its tier's order and
+// its team's together.
+//
+// Beside them, freeing lists (in name order) the nodes whose future
+// already has room for the shape, where a preemptor within its guarantee
+// or fair share waits for the stops under way without a victim of its
+// own. A node that a placement, a preemption, a picture or a change of
+// tier changed (cycle.changed) is bounded again and its entries replaced
+// in place. The bounds depend on the node, its future and the tiers, never
+// on the preemptor: what its rules leave it can only cost more.
+type victimIndex struct {
+	req     core.Request
+	bounds  [tiers]entryHeap // by bound, devices, name
+	teams   map[teamTier]*entryHeap
+	freeing entryHeap // by name
+	cursor  int       // into cycle.changed
+	stamps  []nodeStamp
+	aux     []walkItem // walk's frontier, reused
+	scratch eligTier   // victimBound's, reused
+}
+
+// teamTier keys a team's order of its nodes for one tier.
+type teamTier struct {
+	ts   *teamState
+	tier int
+}
+
+// nodeStamp is the state of a node, its future and its tiers its entries
+// were made at.
+type nodeStamp struct {
+	node, future, tiers uint64
+	set                 bool
+}
+
+func stampOf(ns *nodeState) nodeStamp {
+	s := nodeStamp{node: ns.version, tiers: ns.tierVersion, set: true}
+	if ns.future != nil {
+		s.future = ns.future.version
+	}
+	return s
+}
+
+type victimEntry struct {
+	bound victimCost
+	gpus  int
+	pos   int
+}
+
+// victimIndexFor returns the shape's index, made on first use, current
+// with every change made to the nodes since.
+func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
+	k := shapeKey(req)
+	x := c.victimIdx[k]
+	if x == nil {
+		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.nodes)), cursor: len(c.changed), teams: map[teamTier]*entryHeap{}}
+		for t := range x.bounds {
+			x.bounds[t] = newEntryHeap(len(c.nodes), boundLess)
+		}
+		x.freeing = newEntryHeap(len(c.nodes), posLess)
+		for _, ns := range c.nodes {
+			x.note(c, ns, false)
+		}
+		for t := range x.bounds {
+			x.bounds[t].init()
+		}
+		x.freeing.init()
+		c.victimIdx[k] = x
+	}
+	for ; x.cursor < len(c.changed); x.cursor++ {
+		x.note(c, c.nodes[c.changed[x.cursor]], true)
+	}
+	return x
+}
+
+// usable reports whether the shape's index weighs ns at all.
+func (x *victimIndex) usable(ns *nodeState) bool {
+	return ns.node.Schedulable && modelOK(ns, x.req) && ns.node.Matches(x.req.NodeSelector) && resides(ns.node, x.req)
+}
+
+// note bounds ns for the shape again, unless it is as it was last noted;
+// fix keeps the heaps in order (false while they are being built).
+func (x *victimIndex) note(c *cycle, ns *nodeState, fix bool) {
+	if !x.usable(ns) {
+		return
+	}
+	f := ns.futureState(c)
+	s := stampOf(ns)
+	if x.stamps[ns.pos] == s {
+		return
+	}
+	x.stamps[ns.pos] = s
+	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos}
+	x.freeing.set(e, ns.freeing && fitsWithinAt(f, x.req, -1), fix)
+	for t := range x.bounds {
+		var ok bool
+		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[t], nil, nil)
+		x.bounds[t].set(e, ok, fix)
+	}
+	for i, ts := range ns.teams {
+		for t := range x.bounds {
+			if q := x.teams[teamTier{ts, t}]; q != nil {
+				var ok bool
+				e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[t], &ns.own[i], &x.scratch)
+				q.set(e, ok, fix)
+			}
+		}
+	}
+}
+
+// team returns the order, for tier, of the nodes where ts runs work a
+// preemptor could take, made on first use.
+func (x *victimIndex) team(c *cycle, ts *teamState, tier int) *entryHeap {
+	q := x.teams[teamTier{ts, tier}]
+	if q == nil {
+		h := newEntryHeap(len(c.nodes), boundLess)
+		q = &h
+		x.teams[teamTier{ts, tier}] = q
+		for _, ns := range c.nodes {
+			i := slices.Index(ns.teams, ts)
+			if i < 0 || !x.usable(ns) {
+				continue
+			}
+			b, ok := victimBound(ns, ns.futureState(c), x.req, &ns.tiers[tier], &ns.own[i], &x.scratch)
+			q.set(victimEntry{bound: b, gpus: len(ns.node.GPUs), pos: ns.pos}, ok, false)
+		}
+		q.init()
+	}
+	return q
+}
+
+// with returns a tier that counts both t's work and o's (work in both is
+// counted twice, which only lowers the bound), made in scratch.
+func (t *eligTier) with(o, scratch *eligTier) *eligTier {
+	if !o.any {
+		return t
+	}
+	if !t.any {
+		return o
+	}
+	u := eligTier{any: true, frac: t.frac || o.frac, min: min(t.min, o.min), max: max(t.max, o.max),
+		use: append(scratch.use[:0], t.use...), minOn: append(scratch.minOn[:0], t.minOn...)}
+	for i := range u.use {
+		u.use[i] += o.use[i]
+		if m := o.minOn[i]; m > 0 && (u.minOn[i] == 0 || m < u.minOn[i]) {
+			u.minOn[i] = m
+		}
+	}
+	*scratch = u
+	return scratch
+}
+
+// fairTiers marks the running workloads fair-share reclaim may take at the
+// start of the cycle, and lists per team, smallest first, those it may
+// take once the team's usage grows (promoteFair).
+func (c *cycle) fairTiers() {
+	for _, ts := range c.teams {
+		ts.unfair = ts.unfair[:0]
+		for _, r := range ts.running {
+			switch {
+			case !r.eligible:
+			case r.class.IdleOnly:
+				r.fair = true
+			case r.over && r.w.Status.StartedAt != nil && c.now.Sub(*r.w.Status.StartedAt) >= c.opts.MinRuntime:
+				if ts.usage-r.held >= ts.share {
+					r.fair = true
+				} else {
+					ts.unfair = append(ts.unfair, r)
+				}
+			}
+		}
+		slices.SortStableFunc(ts.unfair, func(a, b *runningWorkload) int { return cmp.Compare(a.held, b.held) })
+	}
+}
+
+// promoteFair counts in tierFair the workloads of ts that fair-share
+// reclaim may take now that its usage grew, and notes their nodes changed.
+func (c *cycle) promoteFair(ts *teamState) {
+	for len(ts.unfair) > 0 && ts.usage-ts.unfair[0].held >= ts.share {
+		r := ts.unfair[0]
+		ts.unfair = ts.unfair[1:]
+		if r.chosen {
+			continue
+		}
+		r.fair = true
+		for _, n := range core.Nodes(r.w.Status.Placement) {
+			if ns := c.byName[n]; ns != nil {
+				ns.tiers[tierFair].note(ns, r)
+				ns.tierVersion++
+				c.changed = append(c.changed, ns.pos)
+			}
+		}
+	}
+}
+
+// victimBound is a lower bound, in victimCost's order, of what any victim
+// set that lets req fit on the node's future f costs, counting t's work
+// (and own's, combined in scratch) as what may be taken; false where no set can: the node has
+// nothing a preemptor could take, or not the devices req needs once what
+// no preemptor may take is counted (non-preemptible
+// or stopping work, this cycle's placements, the preemptors pictured in
+// the future: what a device holds beyond eligUse). A set is never empty
+// (victimSet), so it costs at least the smallest candidate and one
+// victim; it frees, on the devices req would take, at least what they
+// hold beyond what req leaves room for (for whole GPUs, all of what the
+// least used devices it must clear hold, and at least what the least of
+// their occupants holds), and no victim frees more than the largest
+// candidate holds. A fraction takes a whole victim where the
+// node has no fractional candidate.
+func victimBound(ns, f *nodeState, req core.Request, t, own, scratch *eligTier) (victimCost, bool) {
+	if own != nil {
+		t = t.with(own, scratch)
+	}
+	if !t.any {
+		return victimCost{}, false
+	}
+	var need int64
+	switch k := req.WholeGPUs(); {
+	case k > 0:
+		var held [16]int64
+		occ := held[:0]
+		free := 0
+		var least int64 // the least one victim on a device to clear holds
+		for i, g := range ns.node.GPUs {
+			if !req.ModelAllowed(g.Model) {
+				continue
+			}
+			switch u := f.used[i]; {
+			case u.MilliGPU == 0 && u.MemoryMiB == 0:
+				free++
+			case u.MilliGPU <= t.use[i]:
+				occ = append(occ, u.MilliGPU)
+				if m := t.minOn[i]; m > 0 && (least == 0 || m < least) {
+					least = m
+				}
+			}
+		}
+		missing := k - free
+		if missing > len(occ) {
+			return victimCost{}, false
+		}
+		if missing > 0 {
+			slices.Sort(occ)
+			for _, m := range occ[:missing] {
+				need += m
+			}
+			need = max(need, least)
+		}
+	case req.Fractional():
+		// Only a device with something to take yields a set (victimSet);
+		// elsewhere victims can only free host CPU or memory.
+		need = -1
+		for i, g := range ns.node.GPUs {
+			milli, _, ok := req.ShareOn(g)
+			if !ok || !req.ModelAllowed(g.Model) || t.use[i] <= 0 {
+				continue
+			}
+			u := f.used[i].MilliGPU
+			if fixed := u - min(u, t.use[i]); fixed+milli > 1000 {
+				continue // what stays there leaves no room
+			}
+			if over := max(0, u+milli-1000, t.minOn[i]); need < 0 || over < need {
+				need = over
+			}
+		}
+		if need < 0 {
+			if req.MilliCPU == 0 && req.MemoryMiB == 0 {
+				return victimCost{}, false
+			}
+			need = 0
+		}
+	}
+	b := victimCost{whole: req.Fractional() && !t.frac, milli: max(need, t.min), n: 1}
+	if t.max > 0 {
+		b.n = max(1, int((b.milli+t.max-1)/t.max))
+	}
+	return b, true
+}
+
+// compareEntry orders a node's bound against a set found: victim cost,
+// then the smaller node, then the name (pos), as findVictimsOf chooses.
+func compareEntry(k victimCost, gpus, pos int, e victimEntry) int {
+	return cmp.Or(k.compare(e.bound), cmp.Compare(gpus, e.gpus), cmp.Compare(pos, e.pos))
+}
+
+func boundLess(a, b victimEntry) bool { return compareEntry(a.bound, a.gpus, a.pos, b) < 0 }
+func posLess(a, b victimEntry) bool   { return a.pos < b.pos }
+
+// entryHeap is a binary heap of at most one entry per node, which knows
+// where each node's entry is, so that a node's entry is replaced or
+// removed in place.
+type entryHeap struct {
+	h     []victimEntry
+	where []int32 // by node position: index in h, or -1
+	less  func(a, b victimEntry) bool
+}
+
+func newEntryHeap(nodes int, less func(a, b victimEntry) bool) entryHeap {
+	w := make([]int32, nodes)
+	for i := range w {
+		w[i] = -1
+	}
+	return entryHeap{where: w, less: less}
+}
+
+// init orders the heap after entries were set without fixing.
+func (q *entryHeap) init() {
+	for i := len(q.h)/2 - 1; i >= 0; i-- {
+		q.down(i)
+	}
+}
+
+// set makes e its node's entry (in, true) or removes the node's entry.
+func (q *entryHeap) set(e victimEntry, in, fix bool) {
+	i := q.where[e.pos]
+	switch {
+	case in && i < 0:
+		q.h = append(q.h, e)
+		q.where[e.pos] = int32(len(q.h) - 1)
+		if fix {
+			q.up(len(q.h) - 1)
+		}
+	case in:
+		q.h[i] = e
+		if fix {
+			q.up(int(i))
+			q.down(int(q.where[e.pos]))
+		}
+	case i >= 0:
+		n := len(q.h) - 1
+		q.swap(int(i), n)
+		q.h = q.h[:n]
+		q.where[e.pos] = -1
+		if int(i) < n && fix {
+			q.up(int(i))
+			q.down(int(q.where[q.h[i].pos]))
+		}
+	}
+}
+
+func (q *entryHeap) swap(i, j int) {
+	q.h[i], q.h[j] = q.h[j], q.h[i]
+	q.where[q.h[i].pos] = int32(i)
+	q.where[q.h[j].pos] = int32(j)
+}
+
+func (q *entryHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(q.h[i], q.h[p]) {
+			return
+		}
+		q.swap(i, p)
+		i = p
+	}
+}
+
+func (q *entryHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(q.h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(q.h) && q.less(q.h[r], q.h[l]) {
+			m = r
+		}
+		if !q.less(q.h[m], q.h[i]) {
+			return
+		}
+		q.swap(i, m)
+		i = m
+	}
+}
+
+// walkItem is an entry of one of the heaps a walk merges.
+type walkItem struct {
+	q int8 // which heap
+	i int32
+}
+
+// walk visits the entries of the heaps qs together, in order, best first,
+// without changing them: visit is called with each entry that skip does
+// not refuse until it returns false, and the walk ends at the first entry
+// that done says is beyond what is wanted (all after it are too).
+func (x *victimIndex) walk(qs []*entryHeap, skip func(q int, e victimEntry) bool, done func(e victimEntry) bool, visit func(e victimEntry) bool) {
+	aux := x.aux[:0]
+	less := qs[0].less
+	at := func(it walkItem) victimEntry { return qs[it.q].h[it.i] }
+	lessAt := func(i, j int) bool { return less(at(aux[i]), at(aux[j])) }
+	push := func(it walkItem) {
+		aux = append(aux, it)
+		for k := len(aux) - 1; k > 0; {
+			p := (k - 1) / 2
+			if !lessAt(k, p) {
+				break
+			}
+			aux[k], aux[p] = aux[p], aux[k]
+			k = p
+		}
+	}
+	for q, h := range qs {
+		if len(h.h) > 0 {
+			push(walkItem{int8(q), 0})
+		}
+	}
+	for len(aux) > 0 {
+		it := aux[0]
+		n := len(aux) - 1
+		aux[0] = aux[n]
+		aux = aux[:n]
+		for k := 0; ; {
+			l := 2*k + 1
+			if l >= len(aux) {
+				break
+			}
+			m := l
+			if r := l + 1; r < len(aux) && lessAt(r, l) {
+				m = r
+			}
+			if !lessAt(m, k) {
+				break
+			}
+			aux[k], aux[m] = aux[m], aux[k]
+			k = m
+		}
+		e := at(it)
+		if done(e) {
+			break
+		}
+		for _, ch := range [2]int32{2*it.i + 1, 2*it.i + 2} {
+			if int(ch) < len(qs[it.q].h) {
+				push(walkItem{it.q, ch})
+			}
+		}
+		if !skip(int(it.q), e) && !visit(e) {
+			break
+		}
+	}
+	x.aux = aux
+}
