@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -57,12 +58,12 @@ type nodeState struct {
 	// for the victim search's bound (victimBound): tierOver those over
 	// their team's quota (batch included), tierFair batch and what
 	// fair-share reclaim may take now, tierIdle batch alone; teams lists
-	// the teams with preemptible work here (not stopping), and own (in
-	// the same order) describes it: what their own higher classes may
-	// take.
+	// the teams with preemptible work here other than batch (not
+	// stopping), and own (in the same order) describes it by class,
+	// lowest first: what their own higher classes may take.
 	tiers       [tiers]eligTier
 	teams       []*teamState
-	own         []eligTier
+	own         [][]classTier
 	tierVersion uint64 // counts changes to tiers
 	// placed lists this cycle's placements here, for a reservation.
 	placed []item
@@ -129,13 +130,42 @@ func (ns *nodeState) noteEligible(r *runningWorkload) {
 	if r.fair {
 		ns.tiers[tierFair].note(ns, r)
 	}
+	if r.class.IdleOnly {
+		return // counted in every tier
+	}
 	i := slices.Index(ns.teams, r.team)
 	if i < 0 {
 		ns.teams = append(ns.teams, r.team)
-		ns.own = append(ns.own, eligTier{})
+		ns.own = append(ns.own, nil)
 		i = len(ns.teams) - 1
+		r.team.nodes = append(r.team.nodes, ns)
 	}
-	ns.own[i].note(ns, r)
+	ns.ownTier(i, r).note(ns, r)
+}
+
+// ownBelow reports whether ts runs work here of a class below value
+// (batch aside, which every tier counts): what only ts's own higher
+// classes may take.
+func (ns *nodeState) ownBelow(ts *teamState, value int) bool {
+	i := slices.Index(ns.teams, ts)
+	return i >= 0 && len(ns.own[i]) > 0 && ns.own[i][0].value < value
+}
+
+// classTier is a team's work of one class on a node.
+type classTier struct {
+	value int
+	t     eligTier
+}
+
+// ownTier returns the tier of r's class among the node's work of team i.
+func (ns *nodeState) ownTier(i int, r *runningWorkload) *eligTier {
+	own := ns.own[i]
+	j, found := slices.BinarySearchFunc(own, r.class.Value, func(c classTier, v int) int { return cmp.Compare(c.value, v) })
+	if !found {
+		own = slices.Insert(own, j, classTier{value: r.class.Value})
+		ns.own[i] = own
+	}
+	return &own[j].t
 }
 
 // forgetChosen takes r, chosen as a victim, out of what the tiers say its
@@ -148,8 +178,8 @@ func (ns *nodeState) forgetChosen(r *runningWorkload) {
 			ns.tiers[t].forget(ns, r)
 		}
 	}
-	if i := slices.Index(ns.teams, r.team); i >= 0 {
-		ns.own[i].forget(ns, r)
+	if i := slices.Index(ns.teams, r.team); i >= 0 && !r.class.IdleOnly {
+		ns.ownTier(i, r).forget(ns, r)
 	}
 }
 

@@ -3,6 +3,7 @@ package sched
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -21,6 +22,9 @@ type teamState struct {
 	// (promoteFair).
 	unfair  []*runningWorkload
 	running []*runningWorkload
+	// nodes lists the nodes where the team runs preemptible work (not
+	// stopping), in name order.
+	nodes []*nodeState
 	// byClass is usage by class value (idle-only classes excluded), a few
 	// pairs: it is read for every workload decided.
 	byClass []classUsage
@@ -505,8 +509,9 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 	beaten := func(e victimEntry) bool {
 		return bestNode != nil && compareEntry(bestCost, len(bestNode.node.GPUs), bestNode.pos, e) <= 0
 	}
-	// The nodes where ts runs nothing it could take, by the bound of its
-	// tier; those where it does, by the bound that counts its own work too.
+	// The nodes where ts runs nothing of a lower class (batch aside), by
+	// the bound of its tier; those where it does, by the bound that
+	// counts that work too.
 	tier := tierIdle
 	switch {
 	case inQuota:
@@ -514,8 +519,8 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 	case c.opts.FairShareReclaim && ts.usage+ask <= ts.share:
 		tier = tierFair
 	}
-	qs := []*entryHeap{&x.bounds[tier], x.team(c, ts, tier)}
-	skip := func(q int, e victimEntry) bool { return q == 0 && slices.Contains(c.nodes[e.pos].teams, ts) }
+	qs := []*entryHeap{&x.bounds[tier], x.team(c, ts, tier, cl.Value)}
+	skip := func(q int, e victimEntry) bool { return q == 0 && c.nodes[e.pos].ownBelow(ts, cl.Value) }
 	x.walk(qs, skip, beaten, func(e victimEntry) bool {
 		ns := c.nodes[e.pos]
 		askOn, inQuotaOn, maxShare, ok := usable(ns)
@@ -631,7 +636,18 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			best, found := []int(nil), false
 			var bestCost victimCost
 			mark := make([]int, len(cands))
+			// A set that clears fewer devices than are missing cannot fit.
+			free := 0
+			for i, g := range scratch.node.GPUs {
+				if u := scratch.used[i]; req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+					free++
+				}
+			}
+			missing := req.WholeGPUs() - free
 			for mask := 1; mask < 1<<len(devs); mask++ {
+				if bits.OnesCount(uint(mask)) < missing {
+					continue
+				}
 				vs = vs[:0]
 				var k victimCost
 				for b := range devs {

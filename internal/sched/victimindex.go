@@ -33,18 +33,12 @@ import (
 type victimIndex struct {
 	req     core.Request
 	bounds  [tiers]entryHeap // by bound, devices, name
-	teams   map[teamTier]*entryHeap
+	teams   map[*teamState][]*teamHeap
 	freeing entryHeap // by name
 	cursor  int       // into cycle.changed
 	stamps  []nodeStamp
 	aux     []walkItem // walk's frontier, reused
 	scratch eligTier   // victimBound's, reused
-}
-
-// teamTier keys a team's order of its nodes for one tier.
-type teamTier struct {
-	ts   *teamState
-	tier int
 }
 
 // nodeStamp is the state of a node, its future and its tiers its entries
@@ -74,7 +68,7 @@ func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
 	k := shapeKey(req)
 	x := c.victimIdx[k]
 	if x == nil {
-		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.nodes)), cursor: len(c.changed), teams: map[teamTier]*entryHeap{}}
+		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.nodes)), cursor: len(c.changed), teams: map[*teamState][]*teamHeap{}}
 		for t := range x.bounds {
 			x.bounds[t] = newEntryHeap(len(c.nodes), boundLess)
 		}
@@ -102,73 +96,95 @@ func (x *victimIndex) usable(ns *nodeState) bool {
 // note bounds ns for the shape again, unless it is as it was last noted;
 // fix keeps the heaps in order (false while they are being built).
 func (x *victimIndex) note(c *cycle, ns *nodeState, fix bool) {
-	if !x.usable(ns) {
-		return
-	}
 	f := ns.futureState(c)
 	s := stampOf(ns)
 	if x.stamps[ns.pos] == s {
 		return
 	}
 	x.stamps[ns.pos] = s
+	if !x.usable(ns) {
+		return
+	}
 	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos}
 	x.freeing.set(e, ns.freeing && fitsWithinAt(f, x.req, -1), fix)
 	for t := range x.bounds {
 		var ok bool
-		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[t], nil, nil)
+		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[t], nil, 0, nil)
 		x.bounds[t].set(e, ok, fix)
 	}
 	for i, ts := range ns.teams {
-		for t := range x.bounds {
-			if q := x.teams[teamTier{ts, t}]; q != nil {
-				var ok bool
-				e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[t], &ns.own[i], &x.scratch)
-				q.set(e, ok, fix)
+		for _, th := range x.teams[ts] {
+			ok := ns.ownBelow(ts, th.below)
+			if ok {
+				e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[i], th.below, &x.scratch)
 			}
+			th.q.set(e, ok, fix)
 		}
 	}
 }
 
-// team returns the order, for tier, of the nodes where ts runs work a
-// preemptor could take, made on first use.
-func (x *victimIndex) team(c *cycle, ts *teamState, tier int) *entryHeap {
-	q := x.teams[teamTier{ts, tier}]
-	if q == nil {
-		h := newEntryHeap(len(c.nodes), boundLess)
-		q = &h
-		x.teams[teamTier{ts, tier}] = q
-		for _, ns := range c.nodes {
-			i := slices.Index(ns.teams, ts)
-			if i < 0 || !x.usable(ns) {
-				continue
-			}
-			b, ok := victimBound(ns, ns.futureState(c), x.req, &ns.tiers[tier], &ns.own[i], &x.scratch)
-			q.set(victimEntry{bound: b, gpus: len(ns.node.GPUs), pos: ns.pos}, ok, false)
-		}
-		q.init()
-	}
-	return q
+// teamHeap orders the nodes where a team runs work of a class below one
+// class value (batch aside), for preemptors of the team of that value in
+// one tier: the tier's work and the team's own below that value counted.
+type teamHeap struct {
+	tier, below int
+	q           entryHeap
 }
 
-// with returns a tier that counts both t's work and o's (work in both is
-// counted twice, which only lowers the bound), made in scratch.
-func (t *eligTier) with(o, scratch *eligTier) *eligTier {
-	if !o.any {
-		return t
-	}
-	if !t.any {
-		return o
-	}
-	u := eligTier{any: true, frac: t.frac || o.frac, min: min(t.min, o.min), max: max(t.max, o.max),
-		use: append(scratch.use[:0], t.use...), minOn: append(scratch.minOn[:0], t.minOn...)}
-	for i := range u.use {
-		u.use[i] += o.use[i]
-		if m := o.minOn[i]; m > 0 && (u.minOn[i] == 0 || m < u.minOn[i]) {
-			u.minOn[i] = m
+// team returns the order, for tier and preemptors of class value below, of
+// the nodes where ts runs work below that value, made on first use.
+func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap {
+	for _, th := range x.teams[ts] {
+		if th.tier == tier && th.below == below {
+			return &th.q
 		}
 	}
-	*scratch = u
-	return scratch
+	th := &teamHeap{tier: tier, below: below, q: newEntryHeap(len(c.nodes), boundLess)}
+	x.teams[ts] = append(x.teams[ts], th)
+	for _, ns := range ts.nodes {
+		if !x.usable(ns) || !ns.ownBelow(ts, below) {
+			continue
+		}
+		i := slices.Index(ns.teams, ts)
+		b, ok := victimBound(ns, ns.futureState(c), x.req, &ns.tiers[tier], ns.own[i], below, &x.scratch)
+		th.q.set(victimEntry{bound: b, gpus: len(ns.node.GPUs), pos: ns.pos}, ok, false)
+	}
+	th.q.init()
+	return &th.q
+}
+
+// merged returns t, or, where own holds work of classes below below, a
+// tier (made in scratch) that counts it too (work in both is counted
+// twice, which only lowers the bound).
+func merged(t *eligTier, own []classTier, below int, scratch *eligTier) *eligTier {
+	out := t
+	for k := range own {
+		o := &own[k].t
+		if own[k].value >= below {
+			break // lowest first
+		}
+		if !o.any {
+			continue
+		}
+		if !out.any {
+			out = o
+			continue
+		}
+		if out != scratch {
+			*scratch = eligTier{any: true, frac: out.frac, min: out.min, max: out.max,
+				use: append(scratch.use[:0], out.use...), minOn: append(scratch.minOn[:0], out.minOn...)}
+			out = scratch
+		}
+		out.frac = out.frac || o.frac
+		out.min, out.max = min(out.min, o.min), max(out.max, o.max)
+		for i := range out.use {
+			out.use[i] += o.use[i]
+			if m := o.minOn[i]; m > 0 && (out.minOn[i] == 0 || m < out.minOn[i]) {
+				out.minOn[i] = m
+			}
+		}
+	}
+	return out
 }
 
 // fairTiers marks the running workloads fair-share reclaim may take at the
@@ -216,7 +232,8 @@ func (c *cycle) promoteFair(ts *teamState) {
 
 // victimBound is a lower bound, in victimCost's order, of what any victim
 // set that lets req fit on the node's future f costs, counting t's work
-// (and own's, combined in scratch) as what may be taken; false where no set can: the node has
+// (and own's below class value below, combined in scratch) as what may be
+// taken; false where no set can: the node has
 // nothing a preemptor could take, or not the devices req needs once what
 // no preemptor may take is counted (non-preemptible
 // or stopping work, this cycle's placements, the preemptors pictured in
@@ -228,10 +245,8 @@ func (c *cycle) promoteFair(ts *teamState) {
 // their occupants holds), and no victim frees more than the largest
 // candidate holds. A fraction takes a whole victim where the
 // node has no fractional candidate.
-func victimBound(ns, f *nodeState, req core.Request, t, own, scratch *eligTier) (victimCost, bool) {
-	if own != nil {
-		t = t.with(own, scratch)
-	}
+func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTier, below int, scratch *eligTier) (victimCost, bool) {
+	t = merged(t, own, below, scratch)
 	if !t.any {
 		return victimCost{}, false
 	}
@@ -259,6 +274,9 @@ func victimBound(ns, f *nodeState, req core.Request, t, own, scratch *eligTier) 
 		missing := k - free
 		if missing > len(occ) {
 			return victimCost{}, false
+		}
+		if missing <= 0 && fitsSomewhere(f, req) {
+			return victimCost{}, false // it fits there already: victimSet takes no one
 		}
 		if missing > 0 {
 			slices.Sort(occ)
