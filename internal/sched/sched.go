@@ -100,6 +100,43 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	return c.plan
 }
 
+// decisionKey is what the decision of a plain workload (cycle.plain)
+// depends on besides its team's usage: its team, class and shape. Nodes
+// only fill within a cycle, so a shape that fitted nowhere, or found no
+// victims, for one such workload does not for the next (noFit,
+// noVictims); its quota rules read its team's usage; its message, the
+// same, and whether other teams hold capacity (which, once true, stays).
+type decisionKey struct {
+	ts    *teamState
+	class string
+	shape shape
+}
+
+// cachedDecision is the last decision made for a decisionKey, with what
+// its team held then.
+type cachedDecision struct {
+	reason, message string
+	usage           int64
+	others          bool
+}
+
+// plain reports whether w's decision depends only on its decisionKey and
+// its team's usage: it holds no node, has no victims stopping or picture
+// in a node's future, was not preempted lately, is no array task, may not
+// be reserved a node against starvation, asks for no region (the message
+// names regions with room), and the cluster has no burst pool (whether it
+// may burst depends on how long it waited).
+func (c *cycle) plain(w *core.Workload) bool {
+	if c.burst.any || w.Status.PreemptedAt != nil || w.Array != nil || w == c.starver || len(w.Request.Regions) > 0 {
+		return false
+	}
+	if len(c.holders[w.ID]) > 0 || len(c.terminating[w.ID]) > 0 {
+		return false
+	}
+	_, pictured := c.pictured[w.ID]
+	return !pictured
+}
+
 // othersHold reports whether a team other than ts holds capacity. Usage
 // only grows within a cycle: two teams that hold some keep answering.
 func (c *cycle) othersHold(ts *teamState) bool {
@@ -219,6 +256,11 @@ type cycle struct {
 	scratch nodeState
 	// holding caches up to two teams that hold capacity (othersHold).
 	holding []*teamState
+	// decided remembers the last decision of each decisionKey; uncacheable
+	// is set while a decision is made that the next one alike might not
+	// share.
+	decided     map[decisionKey]cachedDecision
+	uncacheable bool
 	// victimIdx holds the victim search's index of each preemptor shape
 	// (victimindex.go).
 	victimIdx map[shape]*victimIndex
@@ -308,7 +350,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
 		noFit:       map[fitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[shape]string{},
-		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{}, victimIdx: map[shape]*victimIndex{},
+		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{}, victimIdx: map[shape]*victimIndex{}, decided: map[decisionKey]cachedDecision{},
 		budgetSpent: snap.BudgetExceeded,
 	}
 	// Most of a long queue waits: room for every decision at once.
@@ -693,6 +735,7 @@ func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.No
 // Nodes held for it from earlier cycles that its decision does not keep are
 // given back, so that the rest of the cycle may use them.
 func (c *cycle) decide(w *core.Workload) {
+	plain := c.plain(w)
 	if len(c.holders[w.ID]) > 0 {
 		defer func() {
 			var keep *nodeState
@@ -748,6 +791,26 @@ func (c *cycle) decide(w *core.Workload) {
 	// A request no node could hold even empty says so first: no quota
 	// and no preemption would help it.
 	key := shapeKey(w.Request)
+	// A workload decided as one of its team, class and shape was a moment
+	// ago, with its team holding what it held then, is decided alike
+	// (decisionKey).
+	if plain {
+		dk := decisionKey{ts, class.Name, key}
+		if d, ok := c.decided[dk]; ok && d.usage == ts.usage && d.others == c.othersHold(ts) {
+			c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: w.ID, Reason: d.reason, Message: d.message})
+			return
+		}
+		n, placed, preempted := len(c.plan.Unplaced), len(c.plan.Placements), len(c.plan.Preemptions)
+		c.uncacheable = false
+		defer func() {
+			if c.uncacheable || len(c.plan.Placements) != placed || len(c.plan.Preemptions) != preempted || len(c.plan.Unplaced) != n+1 {
+				return
+			}
+			if d := c.plan.Unplaced[n]; d.Nominated == "" && d.Reason != ReasonPreempting {
+				c.decided[dk] = cachedDecision{reason: d.Reason, message: d.Message, usage: ts.usage, others: c.othersHold(ts)}
+			}
+		}()
+	}
 	never, known := c.never[key]
 	if !known {
 		never = c.neverMessage(w.Request)
@@ -830,6 +893,8 @@ func (c *cycle) decide(w *core.Workload) {
 		noFit = why
 		if !holder && !c.soft {
 			c.noFit[fk] = why
+		} else {
+			c.uncacheable = true // the next one may fit
 		}
 		// Where it fits, what it would take there is more than its team
 		// may still take: that is the limit (or, for a class that may not
