@@ -12,6 +12,12 @@ type Cluster struct {
 	GPUs       int `json:"gpus"`
 	// Pools names its pools.
 	Pools []string `json:"pools"`
+	// Reachable says whether the server reaches the cluster now: a local
+	// one always; a Kubernetes one while its API server answers (false
+	// once it has answered no check for a while, or since the server's
+	// start for a cluster of several, until it answers one). Absent when
+	// the server cannot say.
+	Reachable *bool `json:"reachable,omitempty"`
 }
 
 // Pool is a named set of a cluster's nodes (GET /pools) with its region,

@@ -12,10 +12,15 @@ import (
 
 // Fleet is the server's static view of where work runs: the configured
 // clusters and pools (config clusters:, pools:, or the one of each the
-// flags make). What they hold is read from the store at each request.
+// flags make). What they hold is read from the store at each request,
+// whether each cluster is reachable from Reachable.
 type Fleet struct {
 	Clusters []api.Cluster // name and executor
 	Pools    []api.Pool    // name, cluster, region, zone, kind
+	// Reachable, when set, says whether the server reaches a cluster
+	// now (api.Cluster.Reachable); ok is false for one it cannot say of.
+	// It is asked at each GET /clusters and must not block.
+	Reachable func(cluster string) (reachable, ok bool)
 }
 
 // fleetNodes reads the nodes, the GPUs running work holds on each, and
@@ -105,7 +110,7 @@ func (s *Server) pools(c *call) (reply, error) {
 }
 
 // clusters answers GET /clusters (any caller): each cluster with its nodes
-// and pools.
+// and pools, and whether it is reachable now (Fleet.Reachable).
 func (s *Server) clusters(c *call) (reply, error) {
 	nodes, _, err := s.fleetNodes(c)
 	if err != nil {
@@ -118,6 +123,11 @@ func (s *Server) clusters(c *call) (reply, error) {
 	for i := range out {
 		cl := &out[i]
 		cl.Pools = []string{}
+		if s.opts.Fleet.Reachable != nil {
+			if r, ok := s.opts.Fleet.Reachable(cl.Name); ok {
+				cl.Reachable = &r
+			}
+		}
 		for _, p := range s.opts.Fleet.Pools {
 			if p.Cluster == cl.Name {
 				cl.Pools = append(cl.Pools, p.Name)

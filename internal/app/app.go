@@ -239,7 +239,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Endpoints:       endpoints(cfg, ex),
 		Secrets:         sealer,
 		WorkloadHosts:   hosts,
-		Fleet:           fleetOf(cfg),
+		Fleet:           fleetOf(cfg, xs),
 		Acceptance:      runner,
 		Storage:         apiserver.Storage{Limit: func(t core.TeamName) int64 { return cfg.Storage.Limit(string(t)) }, Datasets: datasetNames(cfg.Storage.Datasets)},
 	})
@@ -535,25 +535,40 @@ func checkIsolation(ctx context.Context, cfg config.Config, st *store.Store, iso
 // executor. The cluster's GPU nodes become the store's nodes, and stay in
 // step with it: a node added is put, a node changed is updated, a node
 // removed is kept (its allocations still name it) but unschedulable.
+//
+// A named cluster is one of several (config clusters:): its API server
+// not answering does not fail the server's start. Its executor starts
+// unreachable then (kubernetes.Options.StartUnreachable): the cluster's
+// nodes the store knew from before are written NotReady, so that the
+// node lifecycle makes them Lost and requeues their work past its grace;
+// its running workloads are adopted as expected (their pods are never
+// orphans); and the executor finishes its start by itself when the API
+// server answers, with no restart (its nodes reported as the cluster
+// lists them, the expected pods adopted, the others deleted as orphans
+// and audited). The server's only cluster (cluster "") that does not
+// answer fails the start, naming its API server: the server would have
+// nowhere to run work.
 func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger, cluster string, place func(*core.Node), fence store.Fence) (*kubernetes.Executor, *nodeSync, error) {
 	client, err := kubernetes.NewClientset(clientOptions(cfg))
 	if err != nil {
 		return nil, nil, err
 	}
-	ns := &nodeSync{st: st, log: log.With("component", "nodes"), place: place, fence: fence}
+	several := cluster != ""
+	ns := &nodeSync{st: st, log: log.With("component", "nodes"), place: place, fence: fence, cluster: cluster}
 	var fenceToken func() int64
 	if fence != nil {
 		fenceToken = fence.Token
 	}
-	if known, err := st.Nodes(ctx); err == nil {
-		ns.known = map[core.NodeName]core.Node{}
-		for _, n := range known {
-			// Of several clusters, this one's nodes only: another's are
-			// not gone because this one does not list them.
-			if cluster == "" || n.Cluster == cluster {
-				ns.known[n.Name] = n
-			}
-		}
+	// The cluster's nodes from before: the executor of a cluster of
+	// several reports them NotReady until it answers (an error then
+	// fails the start); the server's only cluster writes its nodes as it
+	// lists them, so without them it only writes more.
+	if err := ns.load(ctx); err != nil && several {
+		return nil, nil, fmt.Errorf("the cluster's nodes from before: %w", err)
+	}
+	var knownNodes []core.Node
+	if several {
+		knownNodes = ns.records()
 	}
 	kex, err := kubernetes.New(ctx, kubernetes.Options{
 		Client:            client,
@@ -568,10 +583,13 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 		CheckpointBytes:   cfg.Kubernetes.CheckpointBytes(),
 		PortHosts:         cfg.Proxy.BaseURL != "",
 		PriorityClasses:   podClasses(cfg),
+		StartUnreachable:  several,
+		KnownNodes:        knownNodes,
 		OnNodes:           func(nodes []core.Node) { ns.put(ctx, nodes) },
-		// The pods its cluster kept while it could not be reached, of
-		// attempts requeued meanwhile, deleted on its return: audited as
-		// the start's are.
+		// The pods its cluster kept while it could not be reached (at
+		// the server's start too, for a cluster of several), of attempts
+		// no longer expected, deleted on its return: audited as the
+		// start's are.
 		OnOrphans: func(orphans []kubernetes.Orphan) {
 			for _, o := range orphans {
 				log.Warn("deleted an orphan pod after the cluster's return", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "err", o.Err)
@@ -601,18 +619,91 @@ func podClasses(cfg config.Config) []core.PriorityClass {
 }
 
 // nodeSync writes the cluster's GPU nodes to the store.
+//
+// A node is written only when it changed: its record (what PutNode
+// keeps: the node as its cluster reports it, placed) differs from the
+// one known to be in the store apart from updatedAt, which thus says
+// when the node came or last changed. The Releaser reads a burst node's
+// idle time from it (control.Releaser), so a restart, which compares
+// the nodes its cluster lists with the records the store holds (load),
+// leaves an unchanged node's updatedAt as it was.
 type nodeSync struct {
 	st  *store.Store
 	log *slog.Logger
 	// place, when set, puts each node in its cluster and pool (several
 	// clusters: config pools).
 	place func(*core.Node)
+	// cluster names the cluster of several whose nodes these are; empty
+	// for the server's only one (every stored node is its).
+	cluster string
 	// fence, when set (several servers), makes the writes the leader's
 	// only: a follower's are refused, quietly, and the leader writes
-	// every node again at the start of its term (executors.resync).
+	// every node that differs from the store again at the start of its
+	// term (resync).
 	fence store.Fence
 	mu    sync.Mutex
+	// known is each node's record as it is in the store: as read by
+	// load, or as last written.
 	known map[core.NodeName]core.Node
+	// unsure are the nodes whose record load could not tell whole: the
+	// store gives a node merged with its status, and a status whose
+	// state takes no work hides the record's Schedulable. They are
+	// written at their next report.
+	unsure map[core.NodeName]bool
+}
+
+// load reads the cluster's node records from the store into known: a
+// node the store gives merged with its status (core.Node.Apply) is
+// unmerged (no state, no drain grace, no device health, which PutNode
+// never writes), and marked unsure when its state takes no work. On an
+// error known is empty, so that every node is written.
+func (s *nodeSync) load(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known, s.unsure = map[core.NodeName]core.Node{}, map[core.NodeName]bool{}
+	stored, err := s.st.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range stored {
+		// Of several clusters, this one's nodes only: another's are
+		// not gone because this one does not list them.
+		if s.cluster != "" && n.Cluster != s.cluster {
+			continue
+		}
+		if !n.State.Takes() {
+			s.unsure[n.Name] = true
+		}
+		n.State, n.DrainGrace = "", 0
+		n.GPUs = slices.Clone(n.GPUs)
+		for i := range n.GPUs {
+			n.GPUs[i].Health = ""
+		}
+		s.known[n.Name] = n
+	}
+	return nil
+}
+
+// records are the known records, by name.
+func (s *nodeSync) records() []core.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]core.Node, 0, len(s.known))
+	for _, n := range s.known {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b core.Node) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out
+}
+
+// resync writes the nodes that differ from the store's records, read
+// again: the leader's first act in a term, after a time as a follower
+// whose writes were refused while another leader wrote.
+func (s *nodeSync) resync(ctx context.Context, nodes []core.Node) {
+	if err := s.load(ctx); err != nil {
+		s.log.Warn("read the nodes before writing them again: every node is written", "err", err)
+	}
+	s.put(ctx, nodes)
 }
 
 func (s *nodeSync) put(ctx context.Context, nodes []core.Node) {
@@ -627,7 +718,7 @@ func (s *nodeSync) put(ctx context.Context, nodes []core.Node) {
 			s.place(&n)
 		}
 		seen[n.Name] = true
-		if old, ok := s.known[n.Name]; ok && sameNode(old, n) {
+		if old, ok := s.known[n.Name]; ok && !s.unsure[n.Name] && sameNode(old, n) {
 			continue
 		}
 		if err := s.st.PutNode(s.fenced(ctx), n); err != nil {
@@ -635,6 +726,7 @@ func (s *nodeSync) put(ctx context.Context, nodes []core.Node) {
 			continue
 		}
 		s.known[n.Name] = n
+		delete(s.unsure, n.Name)
 	}
 	for name, old := range s.known {
 		if seen[name] || !old.Schedulable {
@@ -647,6 +739,7 @@ func (s *nodeSync) put(ctx context.Context, nodes []core.Node) {
 			continue
 		}
 		s.known[name] = old
+		delete(s.unsure, name)
 		s.log.Warn("node left the cluster; no new work goes there", "node", name)
 	}
 }

@@ -35,9 +35,13 @@ type executors struct {
 	provisioners map[string]control.Provisioner
 	// reported is the local node, whose record the heartbeat refreshes.
 	reported *core.Node
-	// resync writes each Kubernetes cluster's nodes again: the leader's
-	// first act in a term (a follower's node writes are refused).
-	resync     []func(ctx context.Context)
+	// resync writes each Kubernetes cluster's nodes that differ from the
+	// store's records again: the leader's first act in a term (a
+	// follower's node writes are refused).
+	resync []func(ctx context.Context)
+	// reach says whether each Kubernetes cluster's API server answers
+	// now, by cluster name (GET /clusters' reachable).
+	reach      map[string]func() bool
 	where, try string
 }
 
@@ -47,16 +51,17 @@ type executors struct {
 // naming it: the server would have nowhere to run work); with them, each
 // node is put in its cluster and pool (cfg.PoolOf) and a multi executor
 // routes each task to its node's cluster, and a Kubernetes cluster that
-// does not answer does not hold the others back (startCluster).
+// does not answer does not hold the others back (startKubernetes).
 func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger, fence store.Fence) (*executors, error) {
-	xs := &executors{try: "nvidia-smi"}
+	xs := &executors{try: "nvidia-smi", reach: map[string]func() bool{}}
 	if len(cfg.ClusterList) == 0 {
 		if cfg.Executor == "kubernetes" {
 			kex, ns, err := startKubernetes(ctx, cfg, st, log, "", nil, fence)
 			if err != nil {
 				return nil, err
 			}
-			xs.resync = append(xs.resync, func(ctx context.Context) { ns.put(ctx, kex.Nodes()) })
+			xs.reach[cfg.Clusters()[0].Name] = kex.Reachable
+			xs.resync = append(xs.resync, func(ctx context.Context) { ns.resync(ctx, kex.Nodes()) })
 			xs.ex, xs.kubes = kex, []*kubernetes.Executor{kex}
 			xs.where = fmt.Sprintf("Kubernetes executor, %d GPU nodes", len(kex.Nodes()))
 			return xs, nil
@@ -77,19 +82,20 @@ func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log
 		switch cl.Executor {
 		case "kubernetes":
 			c.Kubernetes.Kubeconfig, c.Kubernetes.Context = cl.Kubeconfig, cl.Context
-			kex, ns, err := startCluster(ctx, c, st, log.With("cluster", cl.Name), cl.Name, place, fence)
+			kex, ns, err := startKubernetes(ctx, c, st, log.With("cluster", cl.Name), cl.Name, place, fence)
 			if err != nil {
 				return nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
 			}
-			xs.resync = append(xs.resync, func(ctx context.Context) { ns.put(ctx, kex.Report()) })
+			xs.resync = append(xs.resync, func(ctx context.Context) { ns.resync(ctx, kex.Nodes()) })
 			xs.kubes = append(xs.kubes, kex)
+			xs.reach[cl.Name] = kex.Reachable
 			xs.addProvisioner(cl.Name, clientOptions(c), kex, log)
 			clusters = append(clusters, multi.Cluster{Name: cl.Name, Executor: kex, NoEndpoints: !cfg.Kubernetes.ReachesPods()})
 			if kex.Reachable() {
 				wheres = append(wheres, fmt.Sprintf("cluster %s: Kubernetes, %d GPU nodes", cl.Name, len(kex.Nodes())))
 			} else {
 				wheres = append(wheres, fmt.Sprintf("cluster %s: Kubernetes, UNREACHABLE (its %d known nodes NotReady; it starts when its API server answers)",
-					cl.Name, len(kex.Report())))
+					cl.Name, len(kex.Nodes())))
 			}
 		default:
 			c.FakeGPUs = cl.FakeGPUs
@@ -242,14 +248,28 @@ func burstPolicy(cfg config.Config) sched.BurstPolicy {
 }
 
 // fleetOf is the configured clusters and pools, for GET /clusters and
-// /pools.
-func fleetOf(cfg config.Config) apiserver.Fleet {
+// /pools, and whether each cluster is reachable now: a local one always,
+// a Kubernetes one as its executor says (xs.reach).
+func fleetOf(cfg config.Config, xs *executors) apiserver.Fleet {
 	var f apiserver.Fleet
 	for _, c := range cfg.Clusters() {
 		f.Clusters = append(f.Clusters, api.Cluster{Name: c.Name, Executor: c.Executor})
 	}
 	for _, p := range cfg.Pools() {
 		f.Pools = append(f.Pools, api.Pool{Name: p.Name, Cluster: p.Cluster, Region: p.Region, Zone: p.Zone, Kind: p.Kind})
+	}
+	kinds := map[string]string{}
+	for _, c := range cfg.Clusters() {
+		kinds[c.Name] = c.Executor
+	}
+	f.Reachable = func(cluster string) (bool, bool) {
+		if r := xs.reach[cluster]; r != nil {
+			return r(), true
+		}
+		if kinds[cluster] == "local" {
+			return true, true // this machine
+		}
+		return false, false
 	}
 	return f
 }
@@ -321,74 +341,4 @@ func (xs *executors) elastic(cfg config.Config, st *store.Store, log *slog.Logge
 func clientOptions(cfg config.Config) kubernetes.ClientOptions {
 	k := cfg.Kubernetes
 	return kubernetes.ClientOptions{Kubeconfig: k.Kubeconfig, Context: k.Context, QPS: k.QPS, Burst: k.Burst}
-}
-
-// startCluster is startKubernetes for one Kubernetes cluster of several:
-// a cluster whose API server does not answer does not fail the server's
-// start. Its executor starts unreachable (kubernetes.Options.
-// StartUnreachable): the cluster's nodes the store knew from before are
-// written NotReady, so that the node lifecycle makes them Lost and
-// requeues their work past its grace; its running workloads are adopted
-// as expected (their pods are never orphans); and the executor finishes
-// its start by itself when the API server answers, with no restart (its
-// nodes reported as the cluster lists them, the expected pods adopted,
-// the others deleted as orphans and audited).
-func startCluster(ctx context.Context, cfg config.Config, st *store.Store, log *slog.Logger, cluster string, place func(*core.Node), fence store.Fence) (*kubernetes.Executor, *nodeSync, error) {
-	client, err := kubernetes.NewClientset(clientOptions(cfg))
-	if err != nil {
-		return nil, nil, err
-	}
-	ns := &nodeSync{st: st, log: log.With("component", "nodes"), place: place, fence: fence, known: map[core.NodeName]core.Node{}}
-	var fenceToken func() int64
-	if fence != nil {
-		fenceToken = fence.Token
-	}
-	known, err := st.Nodes(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the cluster's nodes from before: %w", err)
-	}
-	var knownNodes []core.Node
-	for _, n := range known {
-		// This cluster's nodes only: another's are not gone because
-		// this one does not list them.
-		if n.Cluster == cluster {
-			ns.known[n.Name] = n
-			knownNodes = append(knownNodes, n)
-		}
-	}
-	kex, err := kubernetes.New(ctx, kubernetes.Options{
-		Client:            client,
-		NamespaceTemplate: cfg.Kubernetes.NamespaceTemplate,
-		DefaultImage:      cfg.Kubernetes.DefaultImage,
-		Fractions:         kubernetes.FractionMode(cfg.Kubernetes.Fractions),
-		PoolLabel:         cfg.Kubernetes.PoolLabel,
-		RegionLabel:       cfg.Kubernetes.RegionLabel,
-		NodeSelector:      cfg.Kubernetes.NodeSelector,
-		StorageClass:      cfg.Kubernetes.StorageClass,
-		VolumeAccessMode:  cfg.Kubernetes.VolumeAccessMode,
-		CheckpointBytes:   cfg.Kubernetes.CheckpointBytes(),
-		PortHosts:         cfg.Proxy.BaseURL != "",
-		PriorityClasses:   podClasses(cfg),
-		StartUnreachable:  true,
-		KnownNodes:        knownNodes,
-		OnNodes:           func(nodes []core.Node) { ns.put(ctx, nodes) },
-		// The pods its cluster kept while it could not be reached (at
-		// the server's start too), of attempts no longer expected,
-		// deleted when it answers: audited as the start's are.
-		OnOrphans: func(orphans []kubernetes.Orphan) {
-			for _, o := range orphans {
-				log.Warn("deleted an orphan pod after the cluster's return", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "err", o.Err)
-				if err := st.AppendAudit(context.WithoutCancel(ctx), orphanAudit(o, "its cluster was unreachable")); err != nil {
-					log.Error("audit an orphan pod", "pod", o.Name, "err", err)
-				}
-			}
-		},
-		Fence:  fenceToken,
-		Logger: log.With("component", "executor"),
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	ns.put(ctx, kex.Report())
-	return kex, ns, nil
 }

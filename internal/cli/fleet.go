@@ -8,10 +8,16 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 )
 
+// printClusters writes the clusters as a table; REACHABLE is yes or no,
+// - when the server does not say.
 func printClusters(e *env, cs []api.Cluster) error {
-	t := newTable(e.stdout, "NAME", "EXECUTOR", "NODES", "READY", "GPUS", "POOLS")
+	t := newTable(e.stdout, "NAME", "EXECUTOR", "REACHABLE", "NODES", "READY", "GPUS", "POOLS")
 	for _, c := range cs {
-		t.row(c.Name, c.Executor, strconv.Itoa(c.Nodes), strconv.Itoa(c.ReadyNodes), strconv.Itoa(c.GPUs), strings.Join(c.Pools, ","))
+		reachable := "-"
+		if c.Reachable != nil {
+			reachable = yesNo(*c.Reachable)
+		}
+		t.row(c.Name, c.Executor, reachable, strconv.Itoa(c.Nodes), strconv.Itoa(c.ReadyNodes), strconv.Itoa(c.GPUs), strings.Join(c.Pools, ","))
 	}
 	return t.flush()
 }

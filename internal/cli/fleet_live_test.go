@@ -8,7 +8,8 @@ import (
 )
 
 // A server of one machine is one cluster and one pool: get clusters and
-// get pools say what it has and what running work holds of it.
+// get pools say what it has and what running work holds of it (the
+// cluster, this machine, reachable).
 func TestLiveClustersAndPools(t *testing.T) {
 	s := startLiveServer(t)
 	id := strings.TrimSpace(s.must(t, "submit", "--gpus", "0.5", "--", "sleep", "30"))
@@ -22,8 +23,12 @@ func TestLiveClustersAndPools(t *testing.T) {
 	})
 	var cs api.List[api.Cluster]
 	mustJSON(t, s.must(t, "get", "clusters", "-o", "json"), &cs)
-	if len(cs.Items) != 1 || cs.Items[0].Name != "local" || cs.Items[0].Executor != "local" || cs.Items[0].Nodes != 1 || cs.Items[0].GPUs != 4 {
-		t.Errorf("clusters: %+v", cs.Items)
+	if len(cs.Items) != 1 || cs.Items[0].Name != "local" || cs.Items[0].Executor != "local" || cs.Items[0].Nodes != 1 || cs.Items[0].GPUs != 4 ||
+		cs.Items[0].Reachable == nil || !*cs.Items[0].Reachable {
+		t.Errorf("clusters: %+v, want local, reachable, 1 node, 4 GPUs", cs.Items)
+	}
+	if table := s.must(t, "get", "clusters"); !strings.Contains(table, "REACHABLE") || !strings.Contains(table, "yes") {
+		t.Errorf("get clusters:\n%s", table)
 	}
 	var ps api.List[api.Pool]
 	mustJSON(t, s.must(t, "get", "pools", "-o", "json"), &ps)

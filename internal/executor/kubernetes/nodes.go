@@ -124,8 +124,15 @@ func DiscoverNodes(ctx context.Context, c clientset.Interface, keys NodeLabels) 
 
 // Nodes returns the cluster's GPU nodes from the informer's cache, sorted
 // by name; while the cluster is unreachable (Reachable), every one is
-// NotReady and unschedulable, whatever the cache last heard.
+// NotReady and unschedulable, whatever the cache last heard. Before the
+// executor's start is finished (Options.StartUnreachable, a cluster that
+// has not answered since New) the cache holds nothing: Nodes then gives
+// Options.KnownNodes, every one NotReady and unschedulable. It is what
+// OnNodes hears.
 func (e *Executor) Nodes() []core.Node {
+	if !e.started.Load() {
+		return e.knownNodes()
+	}
 	down := !e.Reachable()
 	list, err := e.nodes.List(labels.Everything())
 	if err != nil {
@@ -140,6 +147,19 @@ func (e *Executor) Nodes() []core.Node {
 			}
 			out = append(out, gn)
 		}
+	}
+	slices.SortFunc(out, func(a, b core.Node) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out
+}
+
+// knownNodes is Options.KnownNodes, sorted by name, every one NotReady
+// and unschedulable: the nodes of a cluster not heard from yet.
+func (e *Executor) knownNodes() []core.Node {
+	out := make([]core.Node, 0, len(e.opts.KnownNodes))
+	for _, n := range e.opts.KnownNodes {
+		c := *n.Clone()
+		c.NotReady, c.Schedulable = true, false
+		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b core.Node) int { return strings.Compare(string(a.Name), string(b.Name)) })
 	return out
