@@ -136,6 +136,7 @@ func (ts *teamState) usageOfModelAtOrAbove(key string, value int) int64 {
 // guarantee, too.
 func (c *cycle) holdOn(ts *teamState, cl core.PriorityClass, as []core.Assignment, milli int64) {
 	ts.hold(cl, milli)
+	c.usageGen++
 	if cl.IdleOnly {
 		return
 	}

@@ -130,7 +130,15 @@ func (c *cycle) plain(w *core.Workload) bool {
 	if c.burst.any || w.Status.PreemptedAt != nil || w.Array != nil || w == c.starver || len(w.Request.Regions) > 0 {
 		return false
 	}
-	if len(c.holders[w.ID]) > 0 || len(c.terminating[w.ID]) > 0 {
+	// Nodes are held, and pictures made, at the start of a cycle for the
+	// nominated workloads only (a workload's own decision holds the rest).
+	if len(c.terminating) > 0 && len(c.terminating[w.ID]) > 0 {
+		return false
+	}
+	if w.Status.Nominated == "" {
+		return true
+	}
+	if len(c.holders[w.ID]) > 0 {
 		return false
 	}
 	_, pictured := c.pictured[w.ID]
@@ -254,6 +262,8 @@ type cycle struct {
 	burst burstState
 	// scratch is the node state victimSet works on, reused.
 	scratch nodeState
+	// usageGen counts changes to the teams' usage (holdOn).
+	usageGen uint64
 	// holding caches up to two teams that hold capacity (othersHold).
 	holding []*teamState
 	// decided remembers the last decision of each decisionKey; uncacheable
@@ -337,6 +347,9 @@ type memoEntry struct {
 type level struct {
 	value int
 	teams []*teamQueue
+	// best is the team next chose last, when the usages were at gen.
+	best *teamQueue
+	gen  uint64
 }
 
 type teamQueue struct {
@@ -621,6 +634,13 @@ func (c *cycle) team(name core.TeamName) *teamState {
 func (c *cycle) next() *core.Workload {
 	for len(c.levels) > 0 {
 		l := c.levels[0]
+		// The team chosen last stays the one to choose while no team's
+		// usage changed and it has work left.
+		if b := l.best; b != nil && l.gen == c.usageGen && len(b.ws) > 0 {
+			w := b.ws[0]
+			b.ws = b.ws[1:]
+			return w
+		}
 		var best *teamQueue
 		for _, q := range l.teams {
 			if len(q.ws) == 0 {
@@ -640,6 +660,7 @@ func (c *cycle) next() *core.Workload {
 			c.levels = c.levels[1:]
 			continue
 		}
+		l.best, l.gen = best, c.usageGen
 		w := best.ws[0]
 		best.ws = best.ws[1:]
 		return w
