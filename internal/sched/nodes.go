@@ -64,6 +64,7 @@ type nodeState struct {
 	tiers       [tiers]eligTier
 	teams       []*teamState
 	own         [][]classTier
+	teamAt      []int  // in the same order: the node's place in the team's nodes
 	tierVersion uint64 // counts changes to tiers
 	// placed lists this cycle's placements here, for a reservation.
 	placed []item
@@ -137,6 +138,7 @@ func (ns *nodeState) noteEligible(r *runningWorkload) {
 	if i < 0 {
 		ns.teams = append(ns.teams, r.team)
 		ns.own = append(ns.own, nil)
+		ns.teamAt = append(ns.teamAt, len(r.team.nodes))
 		i = len(ns.teams) - 1
 		r.team.nodes = append(r.team.nodes, ns)
 	}
@@ -244,7 +246,7 @@ func (ns *nodeState) cloneInto(dst *nodeState) {
 	dst.stages = nil
 	dst.frag = nil
 	dst.tiers = [tiers]eligTier{}
-	dst.teams, dst.own = nil, nil
+	dst.teams, dst.own, dst.teamAt = nil, nil, nil
 }
 
 // heldForOther reports whether the node is held for a workload other than

@@ -23,8 +23,10 @@ type teamState struct {
 	unfair  []*runningWorkload
 	running []*runningWorkload
 	// nodes lists the nodes where the team runs preemptible work (not
-	// stopping), in name order.
-	nodes []*nodeState
+	// stopping, not batch), in name order; changed, by position, those of
+	// them changed in this cycle, in order (cycle.touch).
+	nodes   []*nodeState
+	changed []int
 	// byClass is usage by class value (idle-only classes excluded), a few
 	// pairs: it is read for every workload decided.
 	byClass []classUsage

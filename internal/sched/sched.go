@@ -806,7 +806,7 @@ func (c *cycle) decide(w *core.Workload) {
 		}
 		p.ns.pictures--
 		delete(c.pictured, w.ID)
-		c.changed = append(c.changed, p.ns.pos)
+		c.touch(p.ns)
 	}
 
 	// A request no node could hold even empty says so first: no quota
@@ -942,7 +942,7 @@ func (c *cycle) decide(w *core.Workload) {
 					for _, n := range core.Nodes(v.victim.Status.Placement) {
 						if ns := c.byName[n]; ns != nil {
 							ns.forgetChosen(v.runningWorkload)
-							c.changed = append(c.changed, ns.pos)
+							c.touch(ns)
 						}
 					}
 					c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
@@ -964,7 +964,7 @@ func (c *cycle) decide(w *core.Workload) {
 				}
 				c.hold(node, w.ID)
 				node.freeing = true
-				c.changed = append(c.changed, node.pos)
+				c.touch(node)
 				n := len(vs)
 				if n == 0 {
 					n = c.stopping(node)
@@ -1035,7 +1035,7 @@ func (c *cycle) stopping(ns *nodeState) int {
 // hold keeps ns for workload id.
 func (c *cycle) hold(ns *nodeState, id core.WorkloadID) {
 	ns.hold(id)
-	c.changed = append(c.changed, ns.pos)
+	c.touch(ns)
 	if !slices.Contains(c.holders[id], ns) {
 		c.holders[id] = append(c.holders[id], ns)
 	}
@@ -1054,7 +1054,7 @@ func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
 			ns.resv = nil
 		}
 		ns.holdVersion++
-		c.changed = append(c.changed, ns.pos)
+		c.touch(ns)
 	}
 	c.holders[id] = kept
 }
@@ -1221,11 +1221,20 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	return as, ""
 }
 
+// touch notes that ns changed, for the shape and victim indexes, and for
+// the victim orders of the teams that run work there.
+func (c *cycle) touch(ns *nodeState) {
+	c.changed = append(c.changed, ns.pos)
+	for _, ts := range ns.teams {
+		ts.changed = append(ts.changed, ns.pos)
+	}
+}
+
 // commit is nodeState.commit on a node of the cycle, noted for the shape
 // indexes.
 func (c *cycle) commit(ns *nodeState, req core.Request, as []core.Assignment, sign int64) {
 	ns.commit(req, as, sign)
-	c.changed = append(c.changed, ns.pos)
+	c.touch(ns)
 }
 
 // fitOn says whether w (one replica, req) may be placed on ns now, and how

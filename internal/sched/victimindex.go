@@ -60,6 +60,7 @@ type victimEntry struct {
 	bound victimCost
 	gpus  int
 	pos   int
+	slot  int // the entry's place in its heap's where: pos, or the node's place in a team's nodes
 }
 
 // victimIndexFor returns the shape's index, made on first use, current
@@ -105,22 +106,31 @@ func (x *victimIndex) note(c *cycle, ns *nodeState, fix bool) {
 	if !x.usable(ns) {
 		return
 	}
-	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos}
+	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: ns.pos}
 	x.freeing.set(e, ns.freeing && fitsWithinAt(f, x.req, -1), fix)
 	for t := range x.bounds {
 		var ok bool
 		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[t], nil, 0, nil)
 		x.bounds[t].set(e, ok, fix)
 	}
-	for i, ts := range ns.teams {
-		for _, th := range x.teams[ts] {
-			ok := ns.ownBelow(ts, th.below)
-			if ok {
-				e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[i], th.below, &x.scratch)
-			}
-			th.q.set(e, ok, fix)
-		}
+}
+
+// noteTeam bounds ns again in th, an order of ts's nodes.
+func (x *victimIndex) noteTeam(c *cycle, th *teamHeap, ts *teamState, ns *nodeState, fix bool) {
+	f := ns.futureState(c)
+	s := stampOf(ns)
+	i := slices.Index(ns.teams, ts)
+	at := ns.teamAt[i]
+	if th.stamps[at] == s {
+		return
 	}
+	th.stamps[at] = s
+	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: at}
+	ok := x.usable(ns) && ns.ownBelow(ts, th.below)
+	if ok {
+		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[i], th.below, &x.scratch)
+	}
+	th.q.set(e, ok, fix)
 }
 
 // teamHeap orders the nodes where a team runs work of a class below one
@@ -129,6 +139,10 @@ func (x *victimIndex) note(c *cycle, ns *nodeState, fix bool) {
 type teamHeap struct {
 	tier, below int
 	q           entryHeap
+	// cursor is how far into the team's changed nodes (teamState.changed)
+	// the order is current: it catches up when a search uses it.
+	cursor int
+	stamps []nodeStamp // by place in the team's nodes
 }
 
 // team returns the order, for tier and preemptors of class value below, of
@@ -136,18 +150,16 @@ type teamHeap struct {
 func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap {
 	for _, th := range x.teams[ts] {
 		if th.tier == tier && th.below == below {
+			for ; th.cursor < len(ts.changed); th.cursor++ {
+				x.noteTeam(c, th, ts, c.nodes[ts.changed[th.cursor]], true)
+			}
 			return &th.q
 		}
 	}
-	th := &teamHeap{tier: tier, below: below, q: newEntryHeap(len(c.nodes), boundLess)}
+	th := &teamHeap{tier: tier, below: below, q: newEntryHeap(len(ts.nodes), boundLess), cursor: len(ts.changed), stamps: make([]nodeStamp, len(ts.nodes))}
 	x.teams[ts] = append(x.teams[ts], th)
 	for _, ns := range ts.nodes {
-		if !x.usable(ns) || !ns.ownBelow(ts, below) {
-			continue
-		}
-		i := slices.Index(ns.teams, ts)
-		b, ok := victimBound(ns, ns.futureState(c), x.req, &ns.tiers[tier], ns.own[i], below, &x.scratch)
-		th.q.set(victimEntry{bound: b, gpus: len(ns.node.GPUs), pos: ns.pos}, ok, false)
+		x.noteTeam(c, th, ts, ns, false)
 	}
 	th.q.init()
 	return &th.q
@@ -224,7 +236,7 @@ func (c *cycle) promoteFair(ts *teamState) {
 			if ns := c.byName[n]; ns != nil {
 				ns.tiers[tierFair].note(ns, r)
 				ns.tierVersion++
-				c.changed = append(c.changed, ns.pos)
+				c.touch(ns)
 			}
 		}
 	}
@@ -330,7 +342,7 @@ func posLess(a, b victimEntry) bool   { return a.pos < b.pos }
 // removed in place.
 type entryHeap struct {
 	h     []victimEntry
-	where []int32 // by node position: index in h, or -1
+	where []int32 // by slot (victimEntry): index in h, or -1
 	less  func(a, b victimEntry) bool
 }
 
@@ -351,11 +363,11 @@ func (q *entryHeap) init() {
 
 // set makes e its node's entry (in, true) or removes the node's entry.
 func (q *entryHeap) set(e victimEntry, in, fix bool) {
-	i := q.where[e.pos]
+	i := q.where[e.slot]
 	switch {
 	case in && i < 0:
 		q.h = append(q.h, e)
-		q.where[e.pos] = int32(len(q.h) - 1)
+		q.where[e.slot] = int32(len(q.h) - 1)
 		if fix {
 			q.up(len(q.h) - 1)
 		}
@@ -363,24 +375,24 @@ func (q *entryHeap) set(e victimEntry, in, fix bool) {
 		q.h[i] = e
 		if fix {
 			q.up(int(i))
-			q.down(int(q.where[e.pos]))
+			q.down(int(q.where[e.slot]))
 		}
 	case i >= 0:
 		n := len(q.h) - 1
 		q.swap(int(i), n)
 		q.h = q.h[:n]
-		q.where[e.pos] = -1
+		q.where[e.slot] = -1
 		if int(i) < n && fix {
 			q.up(int(i))
-			q.down(int(q.where[q.h[i].pos]))
+			q.down(int(q.where[q.h[i].slot]))
 		}
 	}
 }
 
 func (q *entryHeap) swap(i, j int) {
 	q.h[i], q.h[j] = q.h[j], q.h[i]
-	q.where[q.h[i].pos] = int32(i)
-	q.where[q.h[j].pos] = int32(j)
+	q.where[q.h[i].slot] = int32(i)
+	q.where[q.h[j].slot] = int32(j)
 }
 
 func (q *entryHeap) up(i int) {
