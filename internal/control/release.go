@@ -67,9 +67,9 @@ type ReleaseOptions struct {
 // qualification passed, an uncordon, a take-back). A node whose last work
 // ended within After before a restart is thus released when it would
 // have been; a node without work in that time waits After from its
-// record's last write, which the sync of a Kubernetes cluster makes for
-// every node when a server starts (it waits a full After again then,
-// never less). A node whose record is rewritten all the time (a local
+// record's last write, when it came or last changed (a server's start
+// writes again only the nodes of a Kubernetes cluster that changed, and
+// those whose state takes no work). A node whose record is rewritten all the time (a local
 // node's heartbeat) and that runs no work is never released, which is
 // meant: releasing is for a cluster's autoscaled nodes.
 //

@@ -205,8 +205,8 @@
 // the store knows the node takes no work before the control loop requeues
 // them. While the cluster cannot be reached, Nodes and OnNodes give every
 // node NotReady and unschedulable (below); before the executor's start is
-// finished (a cluster unreachable at the server's start), Nodes gives
-// none, and Report and OnNodes give Options.KnownNodes so.
+// finished (a cluster unreachable at the server's start), Nodes and
+// OnNodes give Options.KnownNodes so.
 //
 // # Elastic pools
 //
@@ -283,7 +283,7 @@
 // to run work), unless Options.StartUnreachable is set, as the server
 // sets it for each Kubernetes cluster of several (config clusters:): New
 // then returns an executor that is unreachable from the start. It knows
-// nothing of the cluster yet, so Report and OnNodes give
+// nothing of the cluster yet, so Nodes and OnNodes give
 // Options.KnownNodes (the cluster's nodes in the server's store) NotReady
 // and unschedulable, and the node lifecycle goes its usual way with them;
 // Start, Stop, Logs and FollowLogs fail with ErrUnreachable as above.

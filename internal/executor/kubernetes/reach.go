@@ -189,23 +189,6 @@ func (e *Executor) settlePendingLocked() {
 	}
 }
 
-// Report is what OnNodes hears now: Nodes once the executor's start is
-// finished; before (a cluster that has not answered since New),
-// Options.KnownNodes, every one NotReady and unschedulable.
-func (e *Executor) Report() []core.Node {
-	if e.started.Load() {
-		return e.Nodes()
-	}
-	out := make([]core.Node, 0, len(e.opts.KnownNodes))
-	for _, n := range e.opts.KnownNodes {
-		c := *n.Clone()
-		c.NotReady, c.Schedulable = true, false
-		out = append(out, c)
-	}
-	slices.SortFunc(out, func(a, b core.Node) int { return strings.Compare(string(a.Name), string(b.Name)) })
-	return out
-}
-
 // probe asks the API server whether it is ready (GET /readyz, which every
 // client may read), within one check's time. A clientset without a REST
 // client (client-go's fake) is asked its version instead.
@@ -270,7 +253,7 @@ func (e *Executor) reportNodes() {
 	}
 	e.reportMu.Lock()
 	defer e.reportMu.Unlock()
-	e.opts.OnNodes(e.Report())
+	e.opts.OnNodes(e.Nodes())
 }
 
 // returned runs when the cluster answers again: the nodes are reported as

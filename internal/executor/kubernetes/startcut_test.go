@@ -65,7 +65,7 @@ func TestStartUnreachableFenced(t *testing.T) {
 	if ok, why := reports.all([]string{"n1"}, true); !ok {
 		t.Errorf("OnNodes before the cluster answered: %s", why)
 	}
-	if r := e.Report(); len(r) != 1 || !r[0].NotReady || r[0].Schedulable {
+	if r := e.Nodes(); len(r) != 1 || !r[0].NotReady || r[0].Schedulable {
 		t.Errorf("Report before the cluster answered: %+v, want n1 NotReady", r)
 	}
 	for _, id := range []core.WorkloadID{"wl-keep", "wl-stop", "wl-nopod"} {
