@@ -298,15 +298,24 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 			need = max(need, least)
 		}
 	case req.Fractional():
-		// Only a device with something to take yields a set (victimSet);
-		// elsewhere victims can only free host CPU or memory.
+		// Where a device has room already, a set may be anyone on the
+		// node (victimSet takes candidates for host CPU or memory, or for
+		// a device the request's share bound allows); elsewhere only a
+		// device with something to take yields a set.
 		need = -1
 		for i, g := range ns.node.GPUs {
 			milli, _, ok := req.ShareOn(g)
-			if !ok || !req.ModelAllowed(g.Model) || t.use[i] <= 0 {
+			if !ok || !req.ModelAllowed(g.Model) {
 				continue
 			}
 			u := f.used[i].MilliGPU
+			if u+milli <= 1000 {
+				need = 0
+				break
+			}
+			if t.use[i] <= 0 {
+				continue
+			}
 			if fixed := u - min(u, t.use[i]); fixed+milli > 1000 {
 				continue // what stays there leaves no room
 			}
