@@ -113,6 +113,7 @@ const (
 // what they hold of each device (by position; nil when none).
 type eligTier struct {
 	any, frac bool
+	n         int // how many, less those forgotten (any: n > 0)
 	min, max  int64
 	use       []int64
 	// minOn is, by device, the least that one of them on it holds (0:
@@ -190,6 +191,8 @@ func (t *eligTier) forget(ns *nodeState, r *runningWorkload) {
 	if t.use == nil {
 		return
 	}
+	t.n--
+	t.any = t.n > 0
 	for _, a := range r.w.Status.Placement {
 		if a.Node != ns.node.Name {
 			continue
@@ -208,6 +211,7 @@ func (t *eligTier) note(ns *nodeState, r *runningWorkload) {
 	}
 	t.max = max(t.max, r.held)
 	t.any = true
+	t.n++
 	t.frac = t.frac || r.w.Request.Fractional()
 	if t.use == nil {
 		t.use = make([]int64, len(ns.node.GPUs))
