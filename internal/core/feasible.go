@@ -44,7 +44,7 @@ func Feasible(nodes []*Node, req Request) error {
 		}
 		nodes = in
 	}
-	var ns []*Node
+	ns := make([]*Node, 0, len(nodes))
 	for _, n := range nodes {
 		if n.Matches(req.NodeSelector) {
 			ns = append(ns, n)
@@ -57,11 +57,13 @@ func Feasible(nodes []*Node, req Request) error {
 	asksGPU := req.MilliGPU > 0 || req.GPUMemoryMiB > 0 || len(req.GPUModels) > 0
 	if asksGPU {
 		var models []string
-		var of []*Node
+		of := make([]*Node, 0, len(ns))
 		for _, n := range ns {
 			ok := false
 			for _, g := range n.GPUs {
-				models = append(models, g.Model)
+				if !slices.Contains(models, g.Model) {
+					models = append(models, g.Model)
+				}
 				ok = ok || req.ModelAllowed(g.Model)
 			}
 			if ok {
@@ -112,7 +114,9 @@ func Feasible(nodes []*Node, req Request) error {
 	}
 	fit := 0
 	for _, n := range ns {
-		fit += replicasOn(n, req, req.Count())
+		if fit += replicasOn(n, req, req.Count()); fit >= req.Count() {
+			break // enough: the count is all that is said
+		}
 	}
 	switch {
 	case fit == 0:
