@@ -120,6 +120,7 @@ func (c *cycle) reserveOn(ns *nodeState, w *core.Workload) {
 		inQuota, _, _, _ = c.withinGuarantee(w, ts, cl, c.askMilli(w))
 	}
 	ns.resv = &reservation{w: w, kept: kept, wants: wants, start: start, waits: waits, inQuota: inQuota}
+	c.resvOf = w.ID
 }
 
 // replicasFit counts how many replicas of req fit on ns, up to limit.

@@ -221,6 +221,9 @@ type cycle struct {
 	// message their waiting work shows (core.Snapshot.BudgetExceeded).
 	budgetSpent map[core.TeamName]string
 	reserved    bool // a starvation reservation was made this cycle
+	// resvOf is the workload a node is reserved for now, if any (there
+	// is one at a time).
+	resvOf core.WorkloadID
 	// arrays counts, by job array, its tasks running or placed in this
 	// cycle, for the arrays' caps; arrayWanted its pending tasks counted
 	// in its team's demand (array.go).
@@ -271,6 +274,9 @@ type cycle struct {
 	// share.
 	decided     map[decisionKey]cachedDecision
 	uncacheable bool
+	// scans remembers the explanations of placements that found nothing
+	// (placeOne).
+	scans map[scanKey]scanMemo
 	// victimIdx holds the victim search's index of each preemptor shape
 	// (victimindex.go).
 	victimIdx map[shape]*victimIndex
@@ -363,7 +369,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
 		noFit:       map[fitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[shape]string{},
-		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{}, victimIdx: map[shape]*victimIndex{}, decided: map[decisionKey]cachedDecision{},
+		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{}, victimIdx: map[shape]*victimIndex{}, decided: map[decisionKey]cachedDecision{}, scans: map[scanKey]scanMemo{},
 		budgetSpent: snap.BudgetExceeded,
 	}
 	// Most of a long queue waits: room for every decision at once.
@@ -1052,6 +1058,7 @@ func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
 		ns.reservedFor = slices.DeleteFunc(ns.reservedFor, func(x core.WorkloadID) bool { return x == id })
 		if ns.resv != nil && ns.resv.w.ID == id {
 			ns.resv = nil
+			c.resvOf = ""
 		}
 		ns.holdVersion++
 		c.touch(ns)
@@ -1159,10 +1166,25 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	bestKeep := false
 	memo, idx := c.memoFor(req)
 	found := false
+	// When the index finds no place, the scan below only explains why:
+	// the same explanation holds for the next workload that the nodes
+	// would refuse alike, while no node changed (scanKey).
+	var sk scanKey
+	memoScan := false
 	if idx != nil && !c.burst.pass && req.Count() == 1 {
 		best, bestKeep, found = idx.search(c, w, memo)
+		if !found && !idx.broken && len(c.holders[w.ID]) == 0 && !c.reservedFor(w) {
+			sk, memoScan = scanKey{shapeKey(req), c.inQuota, w.MaxRuntime, c.budget}, true
+			if m, ok := c.scans[sk]; ok && m.stamp == len(c.changed) {
+				c.soft, c.budgetHit = c.soft || m.soft, c.budgetHit || m.budgetHit
+				return nil, m.why
+			}
+		}
 	}
 	if !found {
+		soft, budgetHit := c.soft, c.budgetHit
+		c.soft, c.budgetHit = false, false
+		defer func() { c.soft, c.budgetHit = c.soft || soft, c.budgetHit || budgetHit }()
 		var why tally
 		considered := len(c.nodes)
 		for _, ns := range c.nodes {
@@ -1203,7 +1225,11 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 			}
 		}
 		if best.ns == nil {
-			return nil, why.message(considered, req)
+			msg := why.message(considered, req)
+			if memoScan {
+				c.scans[sk] = scanMemo{stamp: len(c.changed), why: msg, soft: c.soft, budgetHit: c.budgetHit}
+			}
+			return nil, msg
 		}
 	}
 	as := assignments(best, req)
@@ -1228,6 +1254,30 @@ func (c *cycle) touch(ns *nodeState) {
 	for _, ts := range ns.teams {
 		ts.changed = append(ts.changed, ns.pos)
 	}
+}
+
+// scanKey is what a placement's explanation depends on besides the nodes
+// (for a workload that holds no node and is reserved none): its shape,
+// whether it runs within its team's guarantee and its max runtime (a
+// reservation's backfill reads them), and what its team may still take.
+type scanKey struct {
+	shape      shape
+	inQuota    bool
+	maxRuntime time.Duration
+	budget     int64
+}
+
+// scanMemo is an explanation made while the nodes were at stamp (the
+// length of cycle.changed), with the soft reasons it met.
+type scanMemo struct {
+	stamp           int
+	why             string
+	soft, budgetHit bool
+}
+
+// reservedFor reports whether a node is reserved for w.
+func (c *cycle) reservedFor(w *core.Workload) bool {
+	return c.resvOf == w.ID && w.ID != ""
 }
 
 // commit is nodeState.commit on a node of the cycle, noted for the shape
