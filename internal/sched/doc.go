@@ -260,18 +260,33 @@
 // itself. Without it, every placement after a wave of preemptions popped
 // the held nodes first (700 per placement at 12,500 nodes).
 //
+// The victim index keeps, per team, its orders lazily: a team's orders
+// catch up, from the team's own list of changed nodes, when a search of
+// the team uses them. A plain pending workload (it holds no node, has no
+// victims stopping, was not preempted lately, is no array task, asks for
+// no region, the cluster has no burst pool) that is decided like the last
+// one of its team, class and shape while its team holds what it held then
+// reuses that decision (decisionKey), and a placement the index finds no
+// place for reuses the last scan's explanation while no node changed
+// (scanKey): the scan of every node only explains.
+//
 // BenchmarkCycle measures one cycle of 8-GPU nodes, 50 teams with
 // guarantees of half the cluster, 3/4 full, by size (nodes=N/pending=P);
 // TestPlansUnchanged holds the decisions of a fixed set of clusters.
-// Measured on this project's shared 2-core machine, one cycle:
-// nodes=12500/pending=50000 125-150 s and 6.0 GB before issue 20, 14.9-22.5
-// s and 381 MB after its first part, 3.2-3.8 s and 266-368 MB with the
-// victim index and parked nodes (16,176 preemptions planned);
-// nodes=1000/pending=50000 1.30-1.44 s, then 0.73-1.2 s, now 0.38-0.62 s
-// and 43-69 MB. What remains at 12,500 nodes is mostly the victim searches
-// (about 90 nodes weighed per preemptor); at 1,000 nodes, the work done
-// for every one of the 50,000 pending workloads (its decision, its
-// message, the queue) and the garbage collector.
+// Measured on this project's shared 2-core machine (whose speed varies by
+// a third from one minute to the next with the load of others), one
+// cycle: nodes=12500/pending=50000 125-150 s and 6.0 GB before issue 20,
+// 14.9-22.5 s and 381 MB after its first part, 1.31-2.0 s and 195 MB
+// now (16,176 preemptions planned); nodes=1000/pending=50000 1.30-1.44 s,
+// then 0.73-1.2 s, now 0.14-0.24 s and 25 MB. Time grows as nodes^0.7
+// over 250-12,500 nodes (nodes^0.84 from 1,000) and as pending^0.44 from
+// 10,000 to 50,000 at 1,000 nodes (5,000 pending cost more than 10,000:
+// the starving workload's reservation then refuses shapes that do not fit
+// elsewhere either, softly, so that each is tried again). What remains at
+// 12,500 nodes: the victim searches (4 nodes weighed per preemptor, 13,000
+// searches) and the upkeep of their orders, the garbage collector, the
+// cycle's setup; at 1,000 nodes, the cycle's setup and the work done for
+// each of the 50,000 pending workloads.
 //
 // # Known limits
 //
