@@ -297,10 +297,12 @@
 // placement is checked with core.Fits, here and again in the store.
 //
 // Fair shares are computed over every schedulable GPU, burst nodes
-// included, and a gang is kept within or outside the burst pools but not
-// within one cluster: the replicas of a gang may land in two pools of
-// different clusters. Residency is not part of core.Fits, so the store's
-// check at commit does not see it yet.
+// included. A gang is kept within or outside the burst pools, and within
+// one cluster (node.Cluster): where the nodes span several, each cluster
+// is tried in turn, by name, and the first that holds every replica wins
+// (not the one where the gang would pack best). Residency and clusters
+// are not part of core.Fits, so the store's check at commit does not see
+// them.
 //
 // sched imports core and sched/fairshare only.
 package sched

@@ -44,7 +44,7 @@ type tally struct {
 }
 
 // whyReasons are the reasons a node is not used, in a fixed order.
-var whyReasons = [...]string{whyUnschedulable, whyNoGPU, whySelector, whyResidency, whyBurst, whyModel, whyCPU, whyMemory, whyWhole, whyShare, whyReserved, whyStarving, whyLimit}
+var whyReasons = [...]string{whyUnschedulable, whyNoGPU, whySelector, whyResidency, whyBurst, whyCluster, whyModel, whyCPU, whyMemory, whyWhole, whyShare, whyReserved, whyStarving, whyLimit}
 
 func (t *tally) add(reason string) {
 	for i, r := range whyReasons {

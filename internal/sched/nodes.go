@@ -390,6 +390,7 @@ const (
 	whySelector      = "labels do not match the node selector"
 	whyResidency     = "outside its residency"
 	whyBurst         = "in a burst pool (a last resort)"
+	whyCluster       = "in another cluster than the gang's other replicas"
 )
 
 // onNode finds where req fits on one node, scored best-fit; reason is

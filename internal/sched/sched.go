@@ -277,6 +277,10 @@ type cycle struct {
 	// scans remembers the explanations of placements that found nothing
 	// (placeOne).
 	scans map[scanKey]scanMemo
+	// clusters are the distinct clusters of the nodes, by name; a gang
+	// being placed in one of them names it in gangCluster.
+	clusters    []string
+	gangCluster *string
 	// victimIdx holds the victim search's index of each preemptor shape
 	// (victimindex.go).
 	victimIdx map[shape]*victimIndex
@@ -390,6 +394,12 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		}
 	}
 	slices.SortFunc(c.nodes, func(a, b *nodeState) int { return cmp.Compare(a.node.Name, b.node.Name) })
+	for _, ns := range c.nodes {
+		if !slices.Contains(c.clusters, ns.node.Cluster) {
+			c.clusters = append(c.clusters, ns.node.Cluster)
+		}
+	}
+	slices.Sort(c.clusters)
 	for i, ns := range c.nodes {
 		ns.pos = i
 	}
@@ -1128,9 +1138,33 @@ func (c *cycle) placeIn(w *core.Workload) ([]core.Assignment, string) {
 	if w.Request.Count() == 1 {
 		return c.placeOne(w, 0)
 	}
-	// A gang: place the replicas one by one, each where it fits best
-	// given the replicas already placed, and undo them all if one does not
-	// fit (all or nothing).
+	// A gang runs within one cluster (its replicas talk to each other):
+	// where the nodes span several, each is tried in turn, by name, and
+	// the first that holds every replica wins.
+	if len(c.clusters) < 2 {
+		return c.placeGang(w)
+	}
+	var whys []string
+	for _, cl := range c.clusters {
+		c.gangCluster = &cl
+		as, why := c.placeGang(w)
+		c.gangCluster = nil
+		if as != nil {
+			return as, ""
+		}
+		name := cl
+		if name == "" {
+			name = "(none)"
+		}
+		whys = append(whys, "cluster "+name+": "+why)
+	}
+	return nil, strings.Join(whys, "; ")
+}
+
+// placeGang places the replicas of a gang one by one, each where it fits
+// best given the replicas already placed, and undoes them all if one does
+// not fit (all or nothing).
+func (c *cycle) placeGang(w *core.Workload) ([]core.Assignment, string) {
 	var all []core.Assignment
 	budget, kept := c.budget, len(c.kept)
 	for r := range w.Request.Count() {
@@ -1194,6 +1228,10 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 				} else {
 					why.add(whyBurst)
 				}
+				continue
+			}
+			if c.gangCluster != nil && ns.node.Cluster != *c.gangCluster {
+				why.add(whyCluster)
 				continue
 			}
 			ch, keep, reason := c.fitOn(ns, w, req, &memo[ns.pos])
