@@ -300,9 +300,8 @@
 // included. A gang is kept within or outside the burst pools, and within
 // one cluster (node.Cluster): where the nodes span several, each cluster
 // is tried in turn, by name, and the first that holds every replica wins
-// (not the one where the gang would pack best). Residency and clusters
-// are not part of core.Fits, so the store's check at commit does not see
-// them.
+// (not the one where the gang would pack best). Residency is checked
+// again at commit (core.Fits); a gang's one cluster is not.
 //
 // sched imports core and sched/fairshare only.
 package sched
