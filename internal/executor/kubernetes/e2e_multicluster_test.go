@@ -14,6 +14,7 @@ package kubernetes
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,34 @@ func TestE2EMultiCluster(t *testing.T) {
 	cloudNode := x.nodes[0]
 	x.startMulti()
 	ctx := t.Context()
+	// The local cluster's processes outlive a server that stops (they
+	// are adopted when it starts again): cancel what is left, and wait for
+	// it to end, before the server stops.
+	// (The test's context is done by then: the cleanup has its own.)
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ws, err := x.srv.client.AllWorkloads(cctx, api.ListOptions{})
+		if err != nil {
+			t.Errorf("list the workloads left: %v", err)
+			return
+		}
+		for _, w := range ws {
+			if w.Status.Phase == api.PhasePending || w.Status.Phase == api.PhaseRunning {
+				if _, err := x.srv.client.CancelWorkload(cctx, w.ID); err != nil {
+					t.Errorf("cancel %s: %v", w.ID, err)
+				}
+			}
+		}
+		for cctx.Err() == nil {
+			ws, err := x.srv.client.AllWorkloads(cctx, api.ListOptions{})
+			if err == nil && !slices.ContainsFunc(ws, func(w api.Workload) bool { return w.Status.Phase == api.PhaseRunning }) {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Errorf("workloads still running 30 s after their cancel")
+	})
 
 	// 1. Nodes: their cluster, pool, region and kind, as `get nodes -o
 	// json` prints them (decoded loosely: every field the server sends).
