@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -348,7 +349,33 @@ func startLiveServerWith(t *testing.T, configure func(*config.Config)) *liveServ
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &liveServer{addr: addr, admin: strings.TrimSpace(string(tok)), dir: dir}
+	s := &liveServer{addr: addr, admin: strings.TrimSpace(string(tok)), dir: dir}
+	// The workloads' processes outlive a server that stops (they are
+	// adopted when it starts again): cancel what is left, and wait for it
+	// to end, before the server stops.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		c := api.NewClient(addr, s.admin)
+		ws, err := c.AllWorkloads(ctx, api.ListOptions{})
+		if err != nil {
+			return // a test that stopped the server itself
+		}
+		for _, w := range ws {
+			if w.Status.Phase == api.PhasePending || w.Status.Phase == api.PhaseRunning {
+				c.CancelWorkload(ctx, w.ID)
+			}
+		}
+		for ctx.Err() == nil {
+			ws, err := c.AllWorkloads(ctx, api.ListOptions{})
+			if err != nil || !slices.ContainsFunc(ws, func(w api.Workload) bool { return w.Status.Phase == api.PhaseRunning }) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("workloads still running 20 s after their cancel")
+	})
+	return s
 }
 
 // run runs the CLI against the server with token.
