@@ -16,17 +16,18 @@ import (
 
 // clusterSeen is what the Pools page shows of one cluster.
 type clusterSeen struct {
-	Name     string `json:"name"`
-	Executor string `json:"executor"`
-	Nodes    string `json:"nodes"`
-	Ready    string `json:"ready"`
-	GPUs     string `json:"gpus"`
-	Pools    string `json:"pools"`
+	Name      string `json:"name"`
+	Executor  string `json:"executor"`
+	Reachable string `json:"reachable"`
+	Nodes     string `json:"nodes"`
+	Ready     string `json:"ready"`
+	GPUs      string `json:"gpus"`
+	Pools     string `json:"pools"`
 }
 
 const clustersJS = `[...document.querySelectorAll('#clusters tr[data-cluster]')].map(tr => {
 	const t = (c) => { const e = tr.querySelector(c); return e ? e.textContent : ''; };
-	return {name: tr.dataset.cluster, executor: t('.executor'), nodes: t('.nodes'), ready: t('.ready'), gpus: t('.gpus'), pools: t('.pools')};
+	return {name: tr.dataset.cluster, executor: t('.executor'), reachable: t('.reachable'), nodes: t('.nodes'), ready: t('.ready'), gpus: t('.gpus'), pools: t('.pools')};
 })`
 
 // poolSeen is what the Pools page shows of one pool.
@@ -54,7 +55,7 @@ const poolsJS = `[...document.querySelectorAll('#pools tr[data-pool]')].map(tr =
 
 // The Pools page against a real server (this machine: cluster "local",
 // pool "local", four simulated H100s): opened from the menu with the
-// keyboard, it shows the cluster (local executor, 1 node, 1 ready, 4 GPUs,
+// keyboard, it shows the cluster (local executor, reachable, 1 node, 1 ready, 4 GPUs,
 // pool local) and the pool (cluster local, 4 GPUs, nothing allocated, an
 // empty bar, the price set through the API per GPU-hour in the server's
 // currency, Healthy with the ok badge); a 0.5-GPU workload submitted
@@ -94,7 +95,7 @@ func TestPoolsPageInBrowser(t *testing.T) {
 		t.Errorf("the menu marks %q as the current page, want pools", cur)
 	}
 
-	wantClusters := []clusterSeen{{Name: "local", Executor: "local", Nodes: "1", Ready: "1", GPUs: "4", Pools: "local"}}
+	wantClusters := []clusterSeen{{Name: "local", Executor: "local", Reachable: "yes", Nodes: "1", Ready: "1", GPUs: "4", Pools: "local"}}
 	if d := cmp.Diff(wantClusters, get(t, b, "the clusters", chromedp.Evaluate[[]clusterSeen](clustersJS))); d != "" {
 		t.Errorf("the clusters on the page (-want +got):\n%s", d)
 	}

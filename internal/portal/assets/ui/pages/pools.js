@@ -59,10 +59,14 @@ export function render(main) {
 }
 
 function clustersTable(cs) {
-  return table('Clusters', ['Name', 'Executor', 'Nodes', 'Ready', 'GPUs', 'Pools'],
+  // reachable: whether the server reaches the cluster now (absent: it
+  // does not say), as get clusters' REACHABLE column.
+  const reach = (r) => r === true ? 'yes' : r === false ? 'no' : '—';
+  return table('Clusters', ['Name', 'Executor', 'Reachable', 'Nodes', 'Ready', 'GPUs', 'Pools'],
     cs.map((c) => ({ attrs: { 'data-cluster': c.name }, cells: [
       h('span', { class: 'name' }, c.name),
       h('span', { class: 'executor' }, c.executor),
+      h('span', { class: c.reachable === false ? 'reachable bad-text' : 'reachable' }, reach(c.reachable)),
       h('span', { class: 'nodes' }, String(c.nodes)),
       h('span', { class: 'ready' }, String(c.readyNodes)),
       h('span', { class: 'gpus' }, String(c.gpus)),
