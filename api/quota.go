@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -50,33 +51,14 @@ func (q TeamQuota) Validate() []FieldError {
 	if w := q.Weight; w != nil && (*w < 1 || *w > MaxTeamWeight) {
 		add("weight", "must be from 1 to %d", MaxTeamWeight)
 	}
-	byModel := q.GuaranteedByModelMilliGPU
-	if len(byModel) > MaxModelGuarantees {
-		add("guaranteedByModelMilliGPU", "at most %d models", MaxModelGuarantees)
-	}
-	models := make([]string, 0, len(byModel))
-	for m := range byModel {
-		models = append(models, m)
-	}
-	slices.Sort(models)
-	var sum int64
-	bad := false
-	for _, model := range models {
-		if strings.TrimSpace(model) == "" || len(model) > MaxModelNameLen {
-			add("guaranteedByModelMilliGPU", "model name %q must be 1 to %d characters", model, MaxModelNameLen)
-		}
-		v := byModel[model]
-		if v < 0 || v > MaxQuotaMilliGPU {
-			add("guaranteedByModelMilliGPU."+model, "must be from 0 to %s", million)
-			bad = true
-			continue
-		}
-		sum += v
-	}
-	if !bad && g != nil && *g >= 0 && sum > *g {
-		add("guaranteedByModelMilliGPU", "the model guarantees add up to %s GPUs, more than the team's guarantee of %s; raise the guarantee too", Milli(sum), Milli(*g))
-	}
-	errs = append(errs, poolProblems(q.GuaranteedByPoolMilliGPU, g)...)
+	errs = append(errs, guaranteeProblems("guaranteedByModelMilliGPU", "model", q.GuaranteedByModelMilliGPU, g,
+		func(m string) bool { return strings.TrimSpace(m) != "" && len(m) <= MaxModelNameLen },
+		fmt.Sprintf("must be 1 to %d characters", MaxModelNameLen))...)
+	errs = append(errs, guaranteeProblems("guaranteedByPoolMilliGPU", "pool", q.GuaranteedByPoolMilliGPU, g,
+		func(p string) bool {
+			return p != "" && len(p) <= MaxPoolNameLen && !strings.ContainsAny(p, " \t\r\n/\\\"'")
+		},
+		fmt.Sprintf("must be 1 to %d characters, without spaces, quotes or slashes", MaxPoolNameLen))...)
 	return errs
 }
 
@@ -84,40 +66,35 @@ func (q TeamQuota) Validate() []FieldError {
 // value).
 const MaxPoolNameLen = 63
 
-// poolProblems checks the pool guarantees as Validate does the model ones:
-// each from 0 to MaxQuotaMilliGPU, at most MaxModelGuarantees of them,
-// names 1 to MaxPoolNameLen characters without spaces or slashes, and their
-// sum at most the guarantee g when it is set. Whether a pool exists is the
+// guaranteeProblems checks a team's guarantees by model or by pool (field,
+// noun): each from 0 to MaxQuotaMilliGPU, at most MaxModelGuarantees of
+// them, each name as nameOK says (nameRule says it), and their sum at most
+// the guarantee g when it is set. Whether a model or pool exists is the
 // server's check (it knows the fleet).
-func poolProblems(byPool map[string]int64, g *int64) []FieldError {
+func guaranteeProblems(field, noun string, by map[string]int64, g *int64, nameOK func(string) bool, nameRule string) []FieldError {
 	var errs []FieldError
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
 	}
-	if len(byPool) > MaxModelGuarantees {
-		add("guaranteedByPoolMilliGPU", "at most %d pools", MaxModelGuarantees)
+	if len(by) > MaxModelGuarantees {
+		add(field, "at most %d %ss", MaxModelGuarantees, noun)
 	}
-	pools := make([]string, 0, len(byPool))
-	for p := range byPool {
-		pools = append(pools, p)
-	}
-	slices.Sort(pools)
 	var sum int64
 	bad := false
-	for _, pool := range pools {
-		if pool == "" || len(pool) > MaxPoolNameLen || strings.ContainsAny(pool, " \t\r\n/\\\"'") {
-			add("guaranteedByPoolMilliGPU", "pool name %q must be 1 to %d characters, without spaces, quotes or slashes", pool, MaxPoolNameLen)
+	for _, name := range slices.Sorted(maps.Keys(by)) {
+		if !nameOK(name) {
+			add(field, "%s name %q %s", noun, name, nameRule)
 		}
-		v := byPool[pool]
+		v := by[name]
 		if v < 0 || v > MaxQuotaMilliGPU {
-			add("guaranteedByPoolMilliGPU."+pool, "must be from 0 to a million GPUs")
+			add(field+"."+name, "must be from 0 to a million GPUs")
 			bad = true
 			continue
 		}
 		sum += v
 	}
 	if !bad && g != nil && *g >= 0 && sum > *g {
-		add("guaranteedByPoolMilliGPU", "the pool guarantees add up to %s GPUs, more than the team's guarantee of %s; raise the guarantee too", Milli(sum), Milli(*g))
+		add(field, "the %s guarantees add up to %s GPUs, more than the team's guarantee of %s; raise the guarantee too", noun, Milli(sum), Milli(*g))
 	}
 	return errs
 }

@@ -114,19 +114,18 @@ func (c *cycle) nodePoolKey(ts *teamState, as []core.Assignment) (string, bool) 
 
 // usageOfPoolAtOrAbove is usageAtOrAbove for one pool guarantee.
 func (ts *teamState) usageOfPoolAtOrAbove(key string, value int) int64 {
-	var u int64
-	for v, m := range ts.byPool[key] {
-		if v >= value {
-			u += m
-		}
-	}
-	return u
+	return atOrAbove(ts.byPool[key], value)
 }
 
 // usageOfModelAtOrAbove is usageAtOrAbove for one model guarantee.
 func (ts *teamState) usageOfModelAtOrAbove(key string, value int) int64 {
+	return atOrAbove(ts.byModel[key], value)
+}
+
+// atOrAbove sums the usage of byClass (by class value) at value and above.
+func atOrAbove(byClass map[int]int64, value int) int64 {
 	var u int64
-	for v, m := range ts.byModel[key] {
+	for v, m := range byClass {
 		if v >= value {
 			u += m
 		}

@@ -457,7 +457,6 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, ts := range c.teams {
 		c.classify(ts)
 	}
-
 	// 3. pending demand and queues.
 	byValue := map[int]*level{}
 	for _, w := range snap.Pending {

@@ -18,18 +18,21 @@ import (
 // what fair-share reclaim may take where it runs within its fair share,
 // batch alone where it does neither (the tiers), and its own team's lower
 // classes anywhere. So the index keeps one order of every node per tier,
-// for the nodes where the preemptor's team runs nothing it could take,
-// and, per team and tier, one order of the nodes where it does (the tier
-// and the team's own work counted); a search walks its tier's order and
-// its team's together.
+// for the nodes where the preemptor's team runs nothing of a lower class
+// (batch aside, which every tier counts), and, per team, tier and class
+// value, one order of the nodes where it does (the tier and the team's
+// own work below that value counted: teamHeap); a search walks its tier's
+// order and its team's together.
 //
 // Beside them, freeing lists (in name order) the nodes whose future
 // already has room for the shape, where a preemptor within its guarantee
 // or fair share waits for the stops under way without a victim of its
-// own. A node that a placement, a preemption, a picture or a change of
-// tier changed (cycle.changed) is bounded again and its entries replaced
-// in place. The bounds depend on the node, its future and the tiers, never
-// on the preemptor: what its rules leave it can only cost more.
+// own. A node that a placement, a preemption, a picture, a hold or a
+// change of tier changed (cycle.touch) is bounded again, and its entries
+// replaced in place, when the index is next used (a team's orders catch
+// up from the team's own list of changed nodes, when a search of the team
+// uses them). The bounds depend on the node, its future and the tiers,
+// never on the preemptor: what its rules leave it can only cost more.
 type victimIndex struct {
 	req     core.Request
 	bounds  [tiers]entryHeap // by bound, devices, name
@@ -200,8 +203,9 @@ func merged(t *eligTier, own []classTier, below int, scratch *eligTier) *eligTie
 }
 
 // fairTiers marks the running workloads fair-share reclaim may take at the
-// start of the cycle, and lists per team, smallest first, those it may
-// take once the team's usage grows (promoteFair).
+// start of the cycle (rule 4 of victimsFor, whose test it mirrors), and
+// lists per team, smallest first, those it may take once the team's usage
+// grows (promoteFair).
 func (c *cycle) fairTiers() {
 	for _, ts := range c.teams {
 		ts.unfair = ts.unfair[:0]
