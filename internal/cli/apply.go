@@ -210,28 +210,25 @@ func readFleetFile(e *env, name string) ([]teamSpec, error) {
 				q.Weight, sp.weight = &v, v
 			}
 		}
-		sp.byModel = map[string]int64{}
-		for model, raw := range ft.GuaranteedByModel {
-			s, ok := scalar(raw)
-			v, err := parseGPUs(s)
-			if !ok || err != nil {
-				bad("guaranteedByModel."+model, "must be a number of GPUs for a named model")
-				continue
+		// Guarantees by model or pool: GPUs each (bounds, names and sum:
+		// quotaProblems).
+		byName := func(field, noun string, raws map[string]json.RawMessage) map[string]int64 {
+			out := map[string]int64{}
+			for name, raw := range raws {
+				s, ok := scalar(raw)
+				v, err := parseGPUs(s)
+				if !ok || err != nil {
+					bad(field+"."+name, "must be a number of GPUs for a named "+noun)
+					continue
+				}
+				out[name] = v
 			}
-			sp.byModel[model] = v
+			return out
 		}
-		q.GuaranteedByModelMilliGPU = sp.byModel // bounds, names and sum: quotaProblems
-		sp.byPool = map[string]int64{}
-		for pool, raw := range ft.GuaranteedByPool {
-			s, ok := scalar(raw)
-			v, err := parseGPUs(s)
-			if !ok || err != nil {
-				bad("guaranteedByPool."+pool, "must be a number of GPUs for a named pool")
-				continue
-			}
-			sp.byPool[pool] = v
-		}
-		q.GuaranteedByPoolMilliGPU = sp.byPool // bounds, names and sum: quotaProblems
+		sp.byModel = byName("guaranteedByModel", "model", ft.GuaranteedByModel)
+		q.GuaranteedByModelMilliGPU = sp.byModel
+		sp.byPool = byName("guaranteedByPool", "pool", ft.GuaranteedByPool)
+		q.GuaranteedByPoolMilliGPU = sp.byPool
 		if q.GuaranteedMilliGPU == nil {
 			q.GuaranteedMilliGPU = &sp.guaranteed // 0, so that a limit is checked against it
 		}

@@ -187,45 +187,33 @@ func (qf *quotaFlags) parse(cmd *cobra.Command) (api.TeamQuota, error) {
 			q.Weight = &v
 		}
 	}
-	if set("guaranteed-model") {
-		q.GuaranteedByModelMilliGPU = map[string]int64{}
-		for _, kv := range qf.byModel {
-			model, n, ok := strings.Cut(kv, "=")
-			model = strings.TrimSpace(model)
+	// NAME=GPUS for each model or pool guarantee; NAME= clears them.
+	byName := func(flag, example string, kvs []string) map[string]int64 {
+		out := map[string]int64{}
+		for _, kv := range kvs {
+			name, n, ok := strings.Cut(kv, "=")
+			name = strings.TrimSpace(name)
 			switch {
-			case !ok || model == "":
-				fail("guaranteed-model", kv, fmt.Errorf("want MODEL=GPUS, e.g. H100=4"))
+			case !ok || name == "":
+				fail(flag, kv, fmt.Errorf("want %s", example))
 			case strings.TrimSpace(n) == "":
-				// MODEL= clears the model guarantees.
+				// NAME= clears the guarantees.
 			default:
 				v, err := parseGPUs(n)
 				if err != nil || v < 0 {
-					fail("guaranteed-model", kv, fmt.Errorf("want a number of GPUs"))
+					fail(flag, kv, fmt.Errorf("want a number of GPUs"))
 					continue
 				}
-				q.GuaranteedByModelMilliGPU[model] = v
+				out[name] = v
 			}
 		}
+		return out
+	}
+	if set("guaranteed-model") {
+		q.GuaranteedByModelMilliGPU = byName("guaranteed-model", "MODEL=GPUS, e.g. H100=4", qf.byModel)
 	}
 	if set("guaranteed-pool") {
-		q.GuaranteedByPoolMilliGPU = map[string]int64{}
-		for _, kv := range qf.byPool {
-			pool, n, ok := strings.Cut(kv, "=")
-			pool = strings.TrimSpace(pool)
-			switch {
-			case !ok || pool == "":
-				fail("guaranteed-pool", kv, fmt.Errorf("want POOL=GPUS, e.g. onprem=8"))
-			case strings.TrimSpace(n) == "":
-				// POOL= clears the pool guarantees.
-			default:
-				v, err := parseGPUs(n)
-				if err != nil || v < 0 {
-					fail("guaranteed-pool", kv, fmt.Errorf("want a number of GPUs"))
-					continue
-				}
-				q.GuaranteedByPoolMilliGPU[pool] = v
-			}
-		}
+		q.GuaranteedByPoolMilliGPU = byName("guaranteed-pool", "POOL=GPUS, e.g. onprem=8", qf.byPool)
 	}
 	if set("residency") {
 		q.Residency = []string{}
