@@ -64,7 +64,7 @@ func runLeader(ctx context.Context, loop *control.Loop, p leaderParts) error {
 	if el := p.xs.elastic(cfg, st, log); el != nil {
 		wg.Go(func() { el.Run(ctx) })
 	}
-	if slices.ContainsFunc(cfg.Pools(), func(pl config.Pool) bool { return pl.Kind == core.PoolBurst }) {
+	if slices.ContainsFunc(cfg.Pools(), func(pl config.Pool) bool { return pl.Kind == core.PoolBurst }) || releasedBefore(ctx, st) {
 		rel := control.NewReleaser(st, control.ReleaseOptions{After: cfg.Burst.IdleRelease.Duration, Policy: burstPolicy(cfg),
 			User: SystemUser, Logger: log.With("component", "release")})
 		wg.Go(func() { rel.Run(ctx) })
@@ -155,4 +155,22 @@ func servePprof(ctx context.Context, addr string, log *slog.Logger) {
 	if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("pprof", "err", err)
 	}
+}
+
+// releasedBefore reports whether the store holds nodes the Releaser
+// released: with no burst pool configured any more, it still runs, to take
+// them back (their pool is no longer a burst pool). Only the Releaser
+// releases, so a term that starts without such nodes and without burst
+// pools never needs it.
+func releasedBefore(ctx context.Context, st *store.Store) bool {
+	statuses, err := st.NodeStatuses(ctx)
+	if err != nil {
+		return true // let the Releaser read them again, and say what fails
+	}
+	for _, s := range statuses {
+		if s.Reason == control.ReasonIdleReleased {
+			return true
+		}
+	}
+	return false
 }

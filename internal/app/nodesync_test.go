@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -187,5 +188,36 @@ func TestStartExecutorsUnreachableReported(t *testing.T) {
 	nodes := xs.kubes[0].Nodes()
 	if len(nodes) != 1 || nodes[0].Name != "k1" || !nodes[0].NotReady || nodes[0].Schedulable {
 		t.Errorf("Nodes of the cluster not started: %+v, want k1 NotReady and unschedulable", nodes)
+	}
+}
+
+// TestReleasedBefore: a leader runs the Releaser without burst pools when
+// the store holds nodes it released (to take them back), and not
+// otherwise.
+func TestReleasedBefore(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.OpenWith(ctx, filepath.Join(t.TempDir(), "gpufleet.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Now().UTC().Truncate(time.Second)
+	for _, name := range []core.NodeName{"a", "b"} {
+		if err := st.PutNode(ctx, burstNode(string(name), at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setState(t, st, "a", core.NodeCordoned, at)
+	if releasedBefore(ctx, st) {
+		t.Error("releasedBefore with no node released: true")
+	}
+	if _, err := st.UpdateNodeStatus(ctx, "b", at, func(n *core.Node, s *core.NodeStatus) ([]core.NodeEvent, error) {
+		s.State, s.Reason, s.Since = core.NodeCordoned, control.ReasonIdleReleased, at
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !releasedBefore(ctx, st) {
+		t.Error("releasedBefore with b released: false")
 	}
 }

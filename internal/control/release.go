@@ -160,14 +160,17 @@ func (r *Releaser) Step(ctx context.Context) error {
 
 	// Take back.
 	released := releasedNodes(snap, statuses)
-	back := map[core.NodeName]string{} // node → why
+	// node → why, in words every caller may read (node events and
+	// status name no workload), and what only the audit and the log say.
+	type reason struct{ why, detail string }
+	back := map[core.NodeName]reason{}
 	for _, n := range snap.Nodes {
 		switch st, ok := statuses[n.Name]; {
 		case !ok || st.State != core.NodeCordoned || st.Reason != ReasonIdleReleased:
 		case !n.Burst():
-			back[n.Name] = "its pool is no longer a burst pool"
+			back[n.Name] = reason{why: "its pool is no longer a burst pool"}
 		case busy[n.Name]:
-			back[n.Name] = "work was placed on it"
+			back[n.Name] = reason{why: "work was placed on it"}
 		}
 	}
 	pools := burstPools(snap, r.opts.Policy.Prices)
@@ -186,14 +189,14 @@ func (r *Releaser) Step(ctx context.Context) error {
 			// The cheapest pool with room; none to take back when its
 			// nodes in service hold the work.
 			for _, n := range need {
-				back[n] = fmt.Sprintf("workload %s, which may burst, waits for capacity, and this node can hold it", w.ID)
+				back[n] = reason{why: "work that may burst waits for capacity, and this node can hold it", detail: "workload " + string(w.ID)}
 				delete(released, n) // taken for this one
 			}
 			break
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(back)) {
-		if err := r.takeBack(ctx, name, back[name], now); err != nil {
+		if err := r.takeBack(ctx, name, back[name].why, back[name].detail, now); err != nil {
 			keep(err)
 		}
 	}
@@ -250,7 +253,7 @@ func (r *Releaser) Step(ctx context.Context) error {
 // release cordons an idle burst node with reason IdleReleased.
 func (r *Releaser) release(ctx context.Context, name core.NodeName, now time.Time) error {
 	msg := fmt.Sprintf("no gpufleet work has run here for %s (burst.idleRelease): released, it takes no new work, so that its cluster's autoscaler can remove it", r.opts.After)
-	err := r.update(ctx, name, now, "released", "release idle burst node", "/cordon", msg, func(n *core.Node, st *core.NodeStatus) bool {
+	err := r.update(ctx, name, now, "released", "release idle burst node", "/cordon", msg, "", func(n *core.Node, st *core.NodeStatus) bool {
 		return n.Burst() && n.Schedulable && !n.NotReady && st.State.Takes() && st.Validate == nil
 	}, core.NodeCordoned, ReasonIdleReleased)
 	if err != nil {
@@ -259,10 +262,11 @@ func (r *Releaser) release(ctx context.Context, name core.NodeName, now time.Tim
 	return nil
 }
 
-// takeBack returns a released node to service with reason TakenBack.
-func (r *Releaser) takeBack(ctx context.Context, name core.NodeName, why string, now time.Time) error {
+// takeBack returns a released node to service with reason TakenBack;
+// detail, when set, is said in the audit entry and the log only.
+func (r *Releaser) takeBack(ctx context.Context, name core.NodeName, why, detail string, now time.Time) error {
 	msg := "taken back after its release: " + why
-	err := r.update(ctx, name, now, "taken back", "take back released burst node", "/uncordon", msg, func(_ *core.Node, st *core.NodeStatus) bool {
+	err := r.update(ctx, name, now, "taken back", "take back released burst node", "/uncordon", msg, detail, func(_ *core.Node, st *core.NodeStatus) bool {
 		return st.State == core.NodeCordoned && st.Reason == ReasonIdleReleased
 	}, core.NodeReady, ReasonTakenBack)
 	if err != nil {
@@ -274,12 +278,18 @@ func (r *Releaser) takeBack(ctx context.Context, name core.NodeName, why string,
 // update moves the node to state with reason and msg when may still holds
 // of it in the store's transaction, recording a node event and an audit
 // entry (action, and the API call it amounts to, verb) with it, and logs
-// that the node was done so. A node that no longer qualifies, or is gone,
+// that the node was done so. The node's status and event are served to
+// every caller: msg names no workload; detail (a workload's ID), when
+// set, goes to the audit entry (admins only) and the log. A node that no longer qualifies, or is gone,
 // is left as it is, quietly.
-func (r *Releaser) update(ctx context.Context, name core.NodeName, now time.Time, done, action, verb, msg string,
+func (r *Releaser) update(ctx context.Context, name core.NodeName, now time.Time, done, action, verb, msg, detail string,
 	may func(*core.Node, *core.NodeStatus) bool, to core.NodeState, reason string) error {
+	audited := msg
+	if detail != "" {
+		audited += " (" + detail + ")"
+	}
 	entry := &core.AuditEntry{Time: now, User: r.opts.User, Action: action, Method: http.MethodPost,
-		Path: "/api/v1/nodes/" + string(name) + verb, Object: string(name), Status: http.StatusOK, Message: msg}
+		Path: "/api/v1/nodes/" + string(name) + verb, Object: string(name), Status: http.StatusOK, Message: audited}
 	var from core.NodeState
 	_, err := r.Store.UpdateNodeStatus(store.WithAudit(ctx, entry), name, now, func(n *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
 		if !may(n, st) {
@@ -295,7 +305,7 @@ func (r *Releaser) update(ctx context.Context, name core.NodeName, now time.Time
 	case err != nil:
 		return err
 	}
-	r.log.Info("burst node "+done, "node", name, "from", from, "to", to, "reason", reason, "message", msg)
+	r.log.Info("burst node "+done, "node", name, "from", from, "to", to, "reason", reason, "message", audited)
 	return nil
 }
 

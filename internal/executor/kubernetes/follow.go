@@ -43,13 +43,15 @@ func (e *Executor) FollowLogs(ctx context.Context, id core.WorkloadID, currentOn
 // each after a header line: whole, or with follow the latest attempt's pods
 // as they grow. currentOnly leaves out the earlier attempts.
 func (e *Executor) streamLogs(ctx context.Context, id core.WorkloadID, follow, currentOnly bool) (io.ReadCloser, error) {
+	// A log stream through a partition would wait without end, and the
+	// pods of a cluster not heard from are not known yet: first, whether
+	// the cluster answers.
+	if err := e.unreachableErr(); err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", id, err)
+	}
 	pods := e.workloadPods(id)
 	if len(pods) == 0 {
 		return nil, fmt.Errorf("logs of %s: %w", id, fs.ErrNotExist)
-	}
-	if err := e.unreachableErr(); err != nil {
-		// A log stream through a partition would wait without end.
-		return nil, fmt.Errorf("logs of %s: %w", id, err)
 	}
 	last := pods[len(pods)-1].Labels[LabelAttempt]
 	ctx, cancel := context.WithCancel(ctx)

@@ -122,8 +122,8 @@ type Options struct {
 	// is not answered.
 	StartUnreachable bool
 	// KnownNodes are the cluster's nodes as the server knew them before
-	// (its store): until the executor's start is finished, Report and
-	// OnNodes give them, NotReady and unschedulable, so that the node
+	// (its store): until the executor's start is finished, Nodes (so
+	// OnNodes) gives them, NotReady and unschedulable, so that the node
 	// lifecycle handles them as those of an unreachable cluster.
 	KnownNodes []core.Node
 	// Fence, when set, is the fencing token of the leader lease this
@@ -153,7 +153,7 @@ type Executor struct {
 
 	// started is set once New's work is done (PriorityClasses made,
 	// informers synced): at once, or, with Options.StartUnreachable, when
-	// the cluster first answers (finishStart). Until then Report gives
+	// the cluster first answers (finishStart). Until then Nodes gives
 	// Options.KnownNodes and Adopt only remembers the attempts.
 	started atomic.Bool
 	// startInformers starts the informers and waits for their caches.

@@ -66,7 +66,7 @@ func TestStartUnreachableFenced(t *testing.T) {
 		t.Errorf("OnNodes before the cluster answered: %s", why)
 	}
 	if r := e.Nodes(); len(r) != 1 || !r[0].NotReady || r[0].Schedulable {
-		t.Errorf("Report before the cluster answered: %+v, want n1 NotReady", r)
+		t.Errorf("Nodes before the cluster answered: %+v, want n1 NotReady", r)
 	}
 	for _, id := range []core.WorkloadID{"wl-keep", "wl-stop", "wl-nopod"} {
 		if ok, err := e.Adopt(ctx, gpuTask(id, "n1", 1)); !ok || err != nil {
@@ -81,6 +81,13 @@ func TestStartUnreachableFenced(t *testing.T) {
 	}
 	if err := e.Start(ctx, gpuTask("wl-new", "n1", 1)); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("Start before the cluster answered: %v, want ErrUnreachable", err)
+	}
+	// Its pods are not known yet: the logs say why, not that there are none.
+	if rc, err := e.Logs("wl-keep"); !errors.Is(err, ErrUnreachable) {
+		if rc != nil {
+			rc.Close()
+		}
+		t.Errorf("Logs before the cluster answered: %v, want ErrUnreachable", err)
 	}
 	noExit(t, e, 100*time.Millisecond)
 
