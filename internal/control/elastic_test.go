@@ -346,6 +346,11 @@ func TestElasticAsksNothing(t *testing.T) {
 			x.node("d0", "dear", 2)
 			x.node("d1", "dear", 2)
 		}},
+		// The scheduler places there: no pool is asked, not even the
+		// cheaper one without nodes.
+		{name: "one burst pool has room", reason: sched.ReasonUnschedulable, env: func(x *elasticEnv) {
+			x.node("d0", "dear", 4)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newElasticEnv(t, func(o *control.ElasticOptions) {
