@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
@@ -113,21 +110,7 @@ func (p *cutProxy) setCut(cut bool) {
 // OnOrphans, and the pod of the attempt still expected keeps running.
 func TestE2EFailoverReach(t *testing.T) {
 	x := newE2E(t, 3, 4)
-	cfg, err := clientcmd.BuildConfigFromFlags("", x.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newCutProxy(t, u.Host)
-	cfg.Host = "https://" + proxy.addr()
-	cfg.QPS, cfg.Burst = 100, 200
-	client, err := clientset.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, proxy := x.cutClient(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
