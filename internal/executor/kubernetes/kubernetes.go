@@ -155,15 +155,12 @@ type Executor struct {
 	// informers synced): at once, or, with Options.StartUnreachable, when
 	// the cluster first answers (finishStart). Until then Nodes gives
 	// Options.KnownNodes and Adopt only remembers the attempts.
+	// Until then, too, the node informer's first list is not reported
+	// node by node (hundreds of nodes would each report the whole fleet):
+	// it is reported once, when started is set.
 	started atomic.Bool
 	// startInformers starts the informers and waits for their caches.
 	startInformers func(ctx context.Context) error
-
-	// nodesSynced is set once the node informer's first list is in:
-	// until then each added node is not reported with the whole fleet
-	// (hundreds of nodes would be reported hundreds of times), New
-	// reports them once.
-	nodesSynced atomic.Bool
 
 	mu       sync.Mutex
 	tasks    map[key]*attempt
@@ -180,7 +177,6 @@ type Executor struct {
 	// Reachability (reach.go), under mu.
 	unreachable bool
 	lastAnswer  time.Time  // of the API server's last answer to a check
-	answered    bool       // the API server has answered since New
 	reachErr    error      // of the last failed check
 	adopted     bool       // DeleteOrphans has run: adoption is over
 	reportMu    sync.Mutex // serialises OnNodes calls
@@ -340,9 +336,8 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	e.lastAnswer, e.answered = time.Now(), true // the caches have just synced
+	e.lastAnswer = time.Now() // the caches have just synced
 	e.mu.Unlock()
-	e.nodesSynced.Store(true)
 	e.started.Store(true)
 	e.reportNodes() // once for the initial list, which onNode did not report node by node
 	go e.watchReach(ctx)

@@ -202,7 +202,7 @@ func (e *Executor) onNode(obj any, deleted bool) {
 	// before its attempts are reported lost, or the control loop could
 	// requeue them onto the same node. (The informer's first list is
 	// reported once, by New.)
-	if e.nodesSynced.Load() || down {
+	if e.started.Load() || down {
 		e.reportNodes()
 	}
 	if down && !was && !e.opts.DisableLostOnNotReady {

@@ -66,7 +66,7 @@ func (e *Executor) unreachableErr() error {
 	if !e.unreachable {
 		return nil
 	}
-	if !e.answered {
+	if !e.started.Load() {
 		return fmt.Errorf("the executor's start has waited on %s since this server started at %s (%v): %w", e.apiServer(), e.lastAnswer.UTC().Format(time.RFC3339), e.reachErr, ErrUnreachable)
 	}
 	return fmt.Errorf("no answer since %s (%v): %w", e.lastAnswer.UTC().Format(time.RFC3339), e.reachErr, ErrUnreachable)
@@ -130,8 +130,7 @@ func (e *Executor) finishStart(ctx context.Context) {
 	now := time.Now()
 	e.mu.Lock()
 	waited := now.Sub(e.lastAnswer)
-	e.lastAnswer, e.answered, e.reachErr, e.unreachable = now, true, nil, false
-	e.nodesSynced.Store(true)
+	e.lastAnswer, e.reachErr, e.unreachable = now, nil, false
 	e.started.Store(true)
 	e.settlePendingLocked()
 	e.mu.Unlock()
