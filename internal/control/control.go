@@ -262,14 +262,16 @@ func (l *Loop) Run(ctx context.Context) error {
 		case u := <-l.starts.failed:
 			l.remember(u)
 		case <-changed:
-			// A change the schedule cannot see (a node's heartbeat)
-			// runs no cycle.
-			snap, same := l.unchanged(ctx)
-			if same {
+			if time.Now().Before(l.paced()) {
+				l.wake.changed = true // run when paced (see deadlines)
 				continue
 			}
-			l.cycleOn(ctx, snap)
+			l.onChange(ctx)
 		case <-timer.C:
+			if l.wake.changed && !time.Now().Before(l.paced()) && time.Now().Before(next) {
+				l.onChange(ctx)
+				continue
+			}
 			// A budget read alone runs a cycle only when a gate changed.
 			if time.Now().Before(next) && !l.gatesChanged(ctx) {
 				continue
@@ -277,6 +279,17 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.cycle(ctx)
 		}
 	}
+}
+
+// onChange runs a cycle for a change, unless the schedule cannot see it (a
+// node's heartbeat).
+func (l *Loop) onChange(ctx context.Context) {
+	l.wake.changed = false
+	snap, same := l.unchanged(ctx)
+	if same {
+		return
+	}
+	l.cycleOn(ctx, snap)
 }
 
 // Step handles the exits the executor has already delivered, without
@@ -318,7 +331,7 @@ func (l *Loop) cycle(ctx context.Context) core.Plan { return l.cycleOn(ctx, nil)
 func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 	start := time.Now()
 	l.wake = wake{}
-	defer func() { l.wake.ran = time.Now() }()
+	defer func() { l.wake.ran = time.Now(); l.wake.took = l.wake.ran.Sub(start) }()
 	l.retryUnrecorded(ctx)
 	now := l.opts.Now()
 	if snap == nil {

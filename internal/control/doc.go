@@ -21,6 +21,9 @@
 // max runtime, when a budget gate changed (read every Resync), Resync after
 // a cycle that left something to retry, and otherwise every 60 × Resync
 // (the safety resync), so that an idle server does not re-run its queue.
+// Changes are paced: one that comes less than twice the last cycle's length
+// after it ended waits until then, with the others that come meanwhile, so
+// that a flood of submits leaves the CPU to the API and the writer.
 // With a clock of the caller's (a virtual one), the loop runs every Resync,
 // as it cannot wait on that clock. Step, for callers that drive the loop
 // themselves, runs one cycle whenever called.

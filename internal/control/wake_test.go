@@ -3,6 +3,7 @@ package control_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -217,5 +218,87 @@ func TestHeartbeatRunsNoCycle(t *testing.T) {
 			t.Fatalf("a node's new labels ran no cycle in %s", deadline)
 		}
 		time.Sleep(poll)
+	}
+}
+
+func TestChangesArePacedUnderAFlood(t *testing.T) {
+	// Cycles made to last cycleLen (OnCycle runs inside the cycle): under a
+	// stream of submits, a cycle starts no sooner than paceFactor (2)
+	// lengths after the last one ended, so the loop runs about one cycle
+	// per 3 × cycleLen, not one per cycleLen back to back; and a change
+	// after a quiet spell still runs its cycle at once.
+	const cycleLen = 40 * time.Millisecond
+	h := newHarness(t)
+	var started []time.Time
+	var mu sync.Mutex
+	h.realLoop(time.Hour, nil, func(o *control.Options) {
+		next := o.OnCycle
+		o.OnCycle = func(d time.Duration, p core.Plan) {
+			mu.Lock()
+			started = append(started, time.Now().Add(-d))
+			mu.Unlock()
+			time.Sleep(cycleLen)
+			next(d, p)
+		}
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(started) }
+	// quiet waits until no cycle has started for 4 × cycleLen: past the
+	// last one's pace.
+	quiet := func() {
+		for {
+			n := count()
+			time.Sleep(4 * cycleLen)
+			if count() == n {
+				return
+			}
+		}
+	}
+	quiet()
+
+	// After a quiet spell a submit runs a cycle at once.
+	before := count()
+	h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 }) // never fits: stays pending
+	sent := time.Now()                                                // committed (the cycle may have begun)
+	end := time.Now().Add(deadline)
+	for count() == before {
+		if time.Now().After(end) {
+			t.Fatalf("no cycle in %s after a submit", deadline)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	wait := started[before].Sub(sent)
+	mu.Unlock()
+	if wait > cycleLen {
+		t.Errorf("after a quiet spell a submit waited %s for its cycle, want it at once (under %s)", wait, cycleLen)
+	}
+
+	// A flood: a submit every 5 ms for 1.2 s.
+	quiet()
+	const flood = 1200 * time.Millisecond
+	before = count()
+	began := time.Now()
+	for time.Since(began) < flood {
+		h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
+		time.Sleep(5 * time.Millisecond)
+	}
+	n := count() - before
+	// Back to back: flood/cycleLen = 30; paced: about flood/(3 × cycleLen)
+	// = 10. Allow for the store's commits and a slow machine.
+	if most := int(flood/(3*cycleLen)) + 3; n > most {
+		t.Errorf("a flood of submits over %s ran %d cycles, want at most %d (one per %s)", flood, n, most, 3*cycleLen)
+	}
+	if n < 3 {
+		t.Errorf("a flood of submits over %s ran %d cycles, want them scheduled all along", flood, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := before + 1; i < len(started); i++ {
+		// The cycle before started[i] lasted at least cycleLen, so
+		// started[i] comes at least 3 × cycleLen after started[i-1] (the
+		// first of the flood may follow a cycle of the quiet spell).
+		if gap := started[i].Sub(started[i-1]); gap < 3*cycleLen-5*time.Millisecond {
+			t.Errorf("cycle %d started %s after the one before, want at least %s", i, gap, 3*cycleLen)
+		}
 	}
 }
