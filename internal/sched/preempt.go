@@ -437,14 +437,29 @@ type victimCost struct {
 	n           int
 }
 
+// compare stops at the first difference (victim searches and their
+// indexes compare costs many times a search): false before true.
 func (a victimCost) compare(b victimCost) int {
-	bit := func(x bool) int {
-		if x {
-			return 1
-		}
-		return 0
+	switch {
+	case a.gang != b.gang:
+		return boolCompare(a.gang, b.gang)
+	case a.whole != b.whole:
+		return boolCompare(a.whole, b.whole)
+	case a.milli != b.milli:
+		return cmp.Compare(a.milli, b.milli)
 	}
-	return cmp.Or(cmp.Compare(bit(a.gang), bit(b.gang)), cmp.Compare(bit(a.whole), bit(b.whole)), cmp.Compare(a.milli, b.milli), cmp.Compare(a.n, b.n))
+	return cmp.Compare(a.n, b.n)
+}
+
+// boolCompare orders false before true.
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // add counts victim v, for a preemptor asking req, in k.
@@ -581,63 +596,69 @@ const maxExactDevices = 10
 // dropped, largest first. Requests without GPUs take candidates in victim
 // order. The request may take at most maxShare of a device (-1: any; see
 // reclaimOn).
-func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare int64, scratch *nodeState) []candidate {
+func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare int64, sc *victimScratch) []candidate {
+	scratch := &sc.ns
 	future.cloneInto(scratch)
-	taken := make([]bool, len(cands))
-	var set []candidate
+	sc.prepare(cands)
+	taken := sc.taken
+	set := sc.set[:0]
 	take := func(j int) {
 		taken[j] = true
 		set = append(set, cands[j])
 		scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
 	}
 	fits := func() bool { return fitsWithinAt(scratch, req, maxShare) }
-	// freed is what candidate j holds on device gpu of this node.
-	freed := func(j, gpu int) (core.GPUUse, bool) {
-		var u core.GPUUse
-		on := false
-		for _, a := range cands[j].victim.Status.Placement {
-			if a.Node == scratch.node.Name && a.GPUIndex == gpu {
-				u.MilliGPU += a.MilliGPU
-				u.MemoryMiB += a.MemoryMiB
-				on = true
-			}
-		}
-		return u, on
+	// freed is what candidate j holds on the device at position i of this
+	// node.
+	freed := func(j, i int) (core.GPUUse, bool) {
+		k := j*len(scratch.node.GPUs) + i
+		return sc.freed[k], sc.on[k]
 	}
-	var vs []int
+	vs := sc.vs[:0]
 	switch {
 	case req.WholeGPUs() > 0:
 		if fits() {
 			break
 		}
 		// The devices that can be cleared: every occupant a candidate.
-		var devs []int
-		var occ [][]int
+		// The occupants of devs[b] are occ[ends[b-1]:ends[b]].
+		devs, occ, ends := sc.devs[:0], sc.occ[:0], sc.ends[:0]
 		for i, g := range scratch.node.GPUs {
 			u := scratch.used[i]
 			if !req.ModelAllowed(g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
 				continue
 			}
-			var on []int
+			start := len(occ)
 			var sum core.GPUUse
 			for j := range cands {
-				if f, ok := freed(j, g.Index); ok {
-					on = append(on, j)
+				if f, ok := freed(j, i); ok {
+					occ = append(occ, j)
 					sum.MilliGPU += f.MilliGPU
 					sum.MemoryMiB += f.MemoryMiB
 				}
 			}
-			if len(on) > 0 && sum.MilliGPU >= u.MilliGPU && sum.MemoryMiB >= u.MemoryMiB {
-				devs, occ = append(devs, i), append(occ, on)
+			if len(occ) > start && sum.MilliGPU >= u.MilliGPU && sum.MemoryMiB >= u.MemoryMiB {
+				devs, ends = append(devs, i), append(ends, len(occ))
+			} else {
+				occ = occ[:start]
 			}
+		}
+		sc.devs, sc.occ, sc.ends = devs, occ, ends
+		occupants := func(b int) []int {
+			if b == 0 {
+				return occ[:ends[0]]
+			}
+			return occ[ends[b-1]:ends[b]]
 		}
 		if len(devs) <= maxExactDevices {
 			// A sufficient set that frees no device in vain is all the
 			// occupants of some set of devices: the cheapest such set,
 			// exactly (2^n sets of devices).
-			best, found := []int(nil), false
+			best, found := sc.best[:0], false
 			var bestCost victimCost
-			mark := make([]int, len(cands))
+			mark := resize(sc.mark, len(cands))
+			clear(mark)
+			sc.mark = mark
 			// A set that clears fewer devices than are missing cannot fit.
 			free := 0
 			for i, g := range scratch.node.GPUs {
@@ -656,7 +677,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 					if mask&(1<<b) == 0 {
 						continue
 					}
-					for _, j := range occ[b] {
+					for _, j := range occupants(b) {
 						if mark[j] != mask {
 							mark[j] = mask
 							vs = append(vs, j)
@@ -666,8 +687,10 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 				}
 				// Ties go to the set first in victim order.
 				slices.Sort(vs)
-				if found && cmp.Or(k.compare(bestCost), slices.Compare(vs, best)) >= 0 {
-					continue
+				if found {
+					if d := k.compare(bestCost); d > 0 || (d == 0 && slices.Compare(vs, best) >= 0) {
+						continue
+					}
 				}
 				for _, j := range vs {
 					scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
@@ -680,6 +703,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 					best, bestCost, found = append(best[:0], vs...), k, true
 				}
 			}
+			sc.best = best
 			if !found {
 				return nil
 			}
@@ -702,7 +726,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 				var k victimCost
 				var sum core.GPUUse
 				for j := range cands {
-					if f, on := freed(j, g.Index); on && !taken[j] {
+					if f, on := freed(j, i); on && !taken[j] {
 						vs = append(vs, j)
 						sum.MilliGPU += f.MilliGPU
 						sum.MemoryMiB += f.MemoryMiB
@@ -726,8 +750,9 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			}
 		}
 	case req.Fractional():
-		var bestVs []int
+		bestVs, have := sc.bestVs[:0], false
 		var bestCost victimCost
+		set := sc.fset[:0]
 		for i, g := range scratch.node.GPUs {
 			milli, mem, ok := req.ShareOn(g)
 			if !ok || !req.ModelAllowed(g.Model) || (maxShare >= 0 && milli > maxShare) {
@@ -735,7 +760,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			}
 			vs = vs[:0]
 			for j := range cands {
-				if _, on := freed(j, g.Index); on {
+				if _, on := freed(j, i); on {
 					vs = append(vs, j)
 				}
 			}
@@ -749,7 +774,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			})
 			u0 := scratch.used[i]
 			room := func(u core.GPUUse) bool { return u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB }
-			var set []int
+			set = set[:0]
 			var k victimCost
 			if len(vs) <= maxExactVictims {
 				// Few occupants: the cheapest sufficient subset, exactly.
@@ -759,7 +784,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 					var km victimCost
 					for b, j := range vs {
 						if mask&(1<<b) != 0 {
-							f, _ := freed(j, g.Index)
+							f, _ := freed(j, i)
 							u.MilliGPU -= f.MilliGPU
 							u.MemoryMiB -= f.MemoryMiB
 							km.add(req, cands[j])
@@ -783,7 +808,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 					if room(u) {
 						break
 					}
-					f, _ := freed(j, g.Index)
+					f, _ := freed(j, i)
 					u.MilliGPU -= f.MilliGPU
 					u.MemoryMiB -= f.MemoryMiB
 					k.add(req, cands[j])
@@ -793,10 +818,11 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 					continue
 				}
 			}
-			if bestVs == nil || cmp.Or(k.compare(bestCost), cmp.Compare(slices.Min(set), slices.Min(bestVs))) < 0 {
-				bestVs, bestCost = append(bestVs[:0:0], set...), k
+			if !have || cmp.Or(k.compare(bestCost), cmp.Compare(slices.Min(set), slices.Min(bestVs))) < 0 {
+				bestVs, bestCost, have = append(bestVs[:0], set...), k, true
 			}
 		}
+		sc.bestVs, sc.fset = bestVs, set
 		for _, j := range bestVs {
 			take(j)
 		}
@@ -811,11 +837,13 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			take(j)
 		}
 	}
+	sc.set, sc.vs = set, vs
 	if !fits() {
 		return nil
 	}
 	// Drop victims that are not needed, largest first (then first chosen).
-	order := slices.Clone(set)
+	order := append(sc.order[:0], set...)
+	sc.order = order
 	slices.SortStableFunc(order, func(a, b candidate) int { return cmp.Compare(b.held, a.held) })
 	for _, v := range order {
 		if len(set) == 1 {
@@ -828,5 +856,53 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		}
 		scratch.add(v.victim.Request, v.victim.Status.Placement, -1)
 	}
-	return set
+	if len(set) == 0 {
+		return nil // it fits without victims: no set
+	}
+	return slices.Clone(set) // set is scratch's
+}
+
+// victimScratch is what victimSet works in, kept from one call to the next
+// so that a victim search allocates only the set it returns.
+type victimScratch struct {
+	ns nodeState // the node's future, as victims are taken from it
+	// freed and on, by candidate and device position (j*devices+i): what
+	// candidate j holds on the device, and whether it holds anything.
+	freed []core.GPUUse
+	on    []bool
+	taken []bool
+	mark  []int
+	set   []candidate
+	order []candidate
+	// vs, devs, occ, ends, best, bestVs and fset are victimSet's lists of
+	// candidate and device positions.
+	vs, devs, occ, ends, best, bestVs, fset []int
+}
+
+// prepare sizes the scratch for cands on the node sc.ns, and tabulates
+// what each candidate holds on each device.
+func (sc *victimScratch) prepare(cands []candidate) {
+	n := len(sc.ns.node.GPUs)
+	sc.taken = resize(sc.taken, len(cands))
+	clear(sc.taken)
+	sc.freed = resize(sc.freed, len(cands)*n)
+	clear(sc.freed)
+	sc.on = resize(sc.on, len(cands)*n)
+	clear(sc.on)
+	name := sc.ns.node.Name
+	for j, v := range cands {
+		for _, a := range v.victim.Status.Placement {
+			if a.Node != name {
+				continue
+			}
+			for i, g := range sc.ns.node.GPUs {
+				if g.Index == a.GPUIndex {
+					k := j*n + i
+					sc.freed[k].MilliGPU += a.MilliGPU
+					sc.freed[k].MemoryMiB += a.MemoryMiB
+					sc.on[k] = true
+				}
+			}
+		}
+	}
 }

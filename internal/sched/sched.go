@@ -263,8 +263,8 @@ type cycle struct {
 	// burst: whether any node is in a burst pool, and whether the pass
 	// under way places on burst nodes only.
 	burst burstState
-	// scratch is the node state victimSet works on, reused.
-	scratch nodeState
+	// scratch is what victimSet works in, reused.
+	scratch victimScratch
 	// usageGen counts changes to the teams' usage (holdOn).
 	usageGen uint64
 	// holding caches up to two teams that hold capacity (othersHold).

@@ -74,9 +74,9 @@ func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
 	if x == nil {
 		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.nodes)), cursor: len(c.changed), teams: map[*teamState][]*teamHeap{}}
 		for t := range x.bounds {
-			x.bounds[t] = newEntryHeap(len(c.nodes), boundLess)
+			x.bounds[t] = newEntryHeap(len(c.nodes), false)
 		}
-		x.freeing = newEntryHeap(len(c.nodes), posLess)
+		x.freeing = newEntryHeap(len(c.nodes), true)
 		for _, ns := range c.nodes {
 			x.note(c, ns, false)
 		}
@@ -159,7 +159,7 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 			return &th.q
 		}
 	}
-	th := &teamHeap{tier: tier, below: below, q: newEntryHeap(len(ts.nodes), boundLess), cursor: len(ts.changed), stamps: make([]nodeStamp, len(ts.nodes))}
+	th := &teamHeap{tier: tier, below: below, q: newEntryHeap(len(ts.nodes), false), cursor: len(ts.changed), stamps: make([]nodeStamp, len(ts.nodes))}
 	x.teams[ts] = append(x.teams[ts], th)
 	for _, ns := range ts.nodes {
 		x.noteTeam(c, th, ts, ns, false)
@@ -343,12 +343,18 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 
 // compareEntry orders a node's bound against a set found: victim cost,
 // then the smaller node, then the name (pos), as findVictimsOf chooses.
+// It is called for every heap step, so it stops at the first difference.
 func compareEntry(k victimCost, gpus, pos int, e victimEntry) int {
-	return cmp.Or(k.compare(e.bound), cmp.Compare(gpus, e.gpus), cmp.Compare(pos, e.pos))
+	if d := k.compare(e.bound); d != 0 {
+		return d
+	}
+	if gpus != e.gpus {
+		return cmp.Compare(gpus, e.gpus)
+	}
+	return cmp.Compare(pos, e.pos)
 }
 
 func boundLess(a, b victimEntry) bool { return compareEntry(a.bound, a.gpus, a.pos, b) < 0 }
-func posLess(a, b victimEntry) bool   { return a.pos < b.pos }
 
 // entryHeap is a binary heap of at most one entry per node, which knows
 // where each node's entry is, so that a node's entry is replaced or
@@ -356,15 +362,26 @@ func posLess(a, b victimEntry) bool   { return a.pos < b.pos }
 type entryHeap struct {
 	h     []victimEntry
 	where []int32 // by slot (victimEntry): index in h, or -1
-	less  func(a, b victimEntry) bool
+	byPos bool    // ordered by name (pos) alone, not by bound (boundLess)
 }
 
-func newEntryHeap(nodes int, less func(a, b victimEntry) bool) entryHeap {
+// newEntryHeap makes a heap of at most nodes entries, ordered by bound
+// (boundLess) or, with byPos, by name alone.
+func newEntryHeap(nodes int, byPos bool) entryHeap {
 	w := make([]int32, nodes)
 	for i := range w {
 		w[i] = -1
 	}
-	return entryHeap{where: w, less: less}
+	return entryHeap{where: w, byPos: byPos}
+}
+
+// less orders the heap's entries (a method, not a function value, so that
+// the comparison is inlined where the heap moves entries).
+func (q *entryHeap) less(a, b victimEntry) bool {
+	if q.byPos {
+		return a.pos < b.pos
+	}
+	return boundLess(a, b)
 }
 
 // init orders the heap after entries were set without fixing.
@@ -449,9 +466,9 @@ type walkItem struct {
 // that done says is beyond what is wanted (all after it are too).
 func (x *victimIndex) walk(qs []*entryHeap, skip func(q int, e victimEntry) bool, done func(e victimEntry) bool, visit func(e victimEntry) bool) {
 	aux := x.aux[:0]
-	less := qs[0].less
+	q0 := qs[0] // every heap a walk merges has the same order
 	at := func(it walkItem) victimEntry { return qs[it.q].h[it.i] }
-	lessAt := func(i, j int) bool { return less(at(aux[i]), at(aux[j])) }
+	lessAt := func(i, j int) bool { return q0.less(at(aux[i]), at(aux[j])) }
 	push := func(it walkItem) {
 		aux = append(aux, it)
 		for k := len(aux) - 1; k > 0; {
