@@ -53,7 +53,8 @@ func (s *Server) submit(c *call) (reply, error) {
 	var given struct {
 		Replicas *int `json:"replicas"`
 	}
-	if json.Unmarshal(body, &given) == nil && given.Replicas != nil && *given.Replicas == 0 {
+	// (Decoded again only when it may be there: absent and 0 read alike.)
+	if in.Replicas == 0 && bytes.Contains(body, []byte(`"replicas"`)) && json.Unmarshal(body, &given) == nil && given.Replicas != nil && *given.Replicas == 0 {
 		return reply{}, invalid("replicas", "must be from 1 to %d (omit it for one)", api.MaxReplicas)
 	}
 	w, err := s.toCore(c, &in)

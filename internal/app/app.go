@@ -85,7 +85,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		// a qualification step and a scrape would otherwise decode again
 		// each. Several servers share a PostgreSQL store, whose nodes
 		// another may change.
-		CacheNodes:        !store.IsPostgres(target),
+		Cache:             !store.IsPostgres(target),
 		MaxPendingPerTeam: cfg.Limits.MaxPendingPerTeam,
 		MaxPendingPerUser: cfg.Limits.MaxPendingPerUser,
 	})

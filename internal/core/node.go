@@ -1,6 +1,7 @@
 package core
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -185,6 +186,16 @@ type Team struct {
 	// anywhere.
 	Residency []string  `json:"residency,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Clone returns a deep copy of t.
+func (t *Team) Clone() *Team {
+	c := *t
+	c.GuaranteedByModel = maps.Clone(t.GuaranteedByModel)
+	c.GuaranteedByPool = maps.Clone(t.GuaranteedByPool)
+	c.PriorityClasses = slices.Clone(t.PriorityClasses)
+	c.Residency = slices.Clone(t.Residency)
+	return &c
 }
 
 // AllowsClass reports whether the team may submit workloads of class pc.

@@ -218,7 +218,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 	}
 	defer os.RemoveAll(dir)
 	ids := 0
-	st, err := store.OpenWith(ctx, filepath.Join(dir, "replay.db"), store.Options{NoSync: true, CacheNodes: true, NewID: func() core.WorkloadID {
+	st, err := store.OpenWith(ctx, filepath.Join(dir, "replay.db"), store.Options{NoSync: true, Cache: true, NewID: func() core.WorkloadID {
 		ids++
 		return core.WorkloadID(fmt.Sprintf("wl-%07d", ids))
 	}})

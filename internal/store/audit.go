@@ -52,8 +52,13 @@ func setAuditObject(ctx context.Context, object, team string) {
 }
 
 func insertAudit(tx *wtx, e *core.AuditEntry) error {
-	return tx.QueryRow(`INSERT INTO audit (time, user_name, role, action, method, path, object, team, status, message)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, unixNano(e.Time), e.User, e.Role, e.Action, e.Method, e.Path, e.Object, e.Team, e.Status, e.Message).Scan(&e.ID)
+	id, err := tx.insert(`INSERT INTO audit (time, user_name, role, action, method, path, object, team, status, message)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, "id", unixNano(e.Time), e.User, e.Role, e.Action, e.Method, e.Path, e.Object, e.Team, e.Status, e.Message)
+	if err != nil {
+		return err
+	}
+	e.ID = id
+	return nil
 }
 
 // AppendAudit records an entry on its own: for requests that changed

@@ -38,9 +38,10 @@
 //   - the users found by token hash (UserByTokenHash: every request
 //     authenticates), each for at most tokenCacheTTL (5 s), all forgotten
 //     by every write that changes users or tokens;
-//   - the decoded nodes, only with Options.CacheNodes (the simulator's,
-//     and a SQLite server's, which writes every node through this store),
-//     forgotten by the writer for every write of a node or its status;
+//   - the decoded nodes and teams, only with Options.Cache (the
+//     simulator's, and a SQLite server's, which writes every node and team
+//     through this store), forgotten by the writer for every batch that
+//     writes a node (or its status), a team (cache.go);
 //   - the team shares of the last scheduling cycle (SetShares), derived
 //     and memory only.
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/jackc/pgx/v5/pgconn"
 	sqlite "modernc.org/sqlite"
 )
 
@@ -18,6 +19,7 @@ const (
 	sqliteIOErr      = 10   // SQLITE_IOERR and its extended codes
 	sqliteFull       = 13   // SQLITE_FULL: "database or disk is full"
 	sqliteIOErrShmSz = 4874 // SQLITE_IOERR_SHMSIZE: the WAL index could not grow
+	sqliteForeignKey = 787  // SQLITE_CONSTRAINT_FOREIGNKEY
 )
 
 // diskError is a write that failed because the disk did: kind is
@@ -48,6 +50,14 @@ func storageError(err error) error {
 		return &diskError{kind: core.ErrUnavailable, err: err, what: "I/O error on its disk"}
 	}
 	return pgError(err)
+}
+
+// isForeignKey reports whether err refused a row that names one that does
+// not exist (a foreign key), on SQLite or PostgreSQL (23503).
+func isForeignKey(err error) bool {
+	var se *sqlite.Error
+	var pe *pgconn.PgError
+	return errors.As(err, &se) && se.Code() == sqliteForeignKey || errors.As(err, &pe) && pe.Code == "23503"
 }
 
 // isStorage reports whether err is a diskError: the disk, not the request,

@@ -33,27 +33,16 @@ func (s *Store) PutNode(ctx context.Context, n core.Node) error {
 	return err
 }
 
-// snapshotNodes reads the nodes, from the cache when Options.CacheNodes is
-// set and no node was written since it was filled. The caller gets its own
+// snapshotNodes reads the nodes, from the cache when Options.Cache is set
+// and no node was written since it was filled. The caller gets its own
 // copies.
 func (s *Store) snapshotNodes(ctx context.Context) ([]core.Node, error) {
-	if !s.cacheNodes {
+	if !s.nodes.on {
 		return queryNodes(ctx, s.read)
 	}
-	s.nodeMu.Lock()
-	cached, gen := s.nodeCache, s.nodeGen
-	s.nodeMu.Unlock()
-	if cached == nil {
-		nodes, err := queryNodes(ctx, s.read)
-		if err != nil {
-			return nil, err
-		}
-		s.nodeMu.Lock()
-		if s.nodeGen == gen {
-			s.nodeCache = nodes
-		}
-		s.nodeMu.Unlock()
-		cached = nodes
+	cached, err := s.nodes.get(func() ([]core.Node, error) { return queryNodes(ctx, s.read) })
+	if err != nil {
+		return nil, err
 	}
 	out := make([]core.Node, len(cached))
 	for i := range cached {

@@ -166,7 +166,7 @@ const (
 )
 
 func (s *Store) forgetNodes() {
-	s.bumpNodes()
+	s.nodes.forget()
 	select {
 	case s.notify <- struct{}{}:
 	default:

@@ -54,15 +54,11 @@ type Store struct {
 	pendingTeam  map[core.TeamName]int
 	pendingOwner map[string]int
 
-	// nodeCache holds the decoded nodes when Options.CacheNodes is set;
-	// the writer empties it and bumps nodeGen for every batch that writes
-	// a node or its status, before the commit and again after it (before
-	// any acknowledgement or Changed), so that a read that raced with the
-	// write does not fill it with what it read before.
-	cacheNodes bool
-	nodeMu     sync.Mutex
-	nodeCache  []core.Node
-	nodeGen    uint64
+	// nodes and teams hold the decoded nodes (with their status) and
+	// teams when Options.Cache is set; the writer forgets them for every
+	// batch that writes one (see cache).
+	nodes cache[core.Node]
+	teams cache[core.Team]
 
 	// healthMu guards writeErr, the storage error of the last commit when
 	// it failed for one (nil once a commit writes), and probedAt, when
@@ -113,11 +109,12 @@ type Options struct {
 	// of one team and of one submitter (0: no bound). A submission beyond
 	// either fails with core.ErrLimit and changes nothing.
 	MaxPendingPerTeam, MaxPendingPerUser int
-	// CacheNodes keeps the decoded nodes in memory between writes, so that
-	// Snapshot decodes no node rows: with a thousand nodes that is most of
-	// a cycle's cost. The simulator sets it, and a server on SQLite (never
-	// on a store other servers write too).
-	CacheNodes bool
+	// Cache keeps the decoded nodes and teams in memory between the
+	// writes that change them, so that Snapshot decodes no node rows (with
+	// a thousand nodes that is most of a cycle's cost) and a submit reads
+	// its team from memory. The simulator sets it, and a server on SQLite
+	// (never on a store other servers write too).
+	Cache bool
 }
 
 // wtx is a write transaction. It records the workloads each write changes so
@@ -127,10 +124,11 @@ type wtx struct {
 	s       *Store
 	changed []*core.Workload
 	stmts   map[string]*sql.Stmt // this transaction's handles on s.stmts
-	// nodes: a write of the batch changed a node or its status, so the
-	// decoded nodes kept (Options.CacheNodes) are forgotten by the writer,
-	// before the commit and again after it, before anyone is told.
-	nodes bool
+	// nodes, teams: a write of the batch changed a node (or its status),
+	// a team, so the decoded ones kept (Options.Cache) are forgotten by
+	// the writer, before the commit and again after it, before anyone is
+	// told.
+	nodes, teams bool
 }
 
 // maxStmts bounds how many distinct queries the writer keeps prepared:
@@ -183,6 +181,22 @@ func (tx *wtx) QueryRow(query string, args ...any) *sql.Row {
 		return st.QueryRow(args...)
 	}
 	return tx.Tx.QueryRow(query, args...)
+}
+
+// insert runs an INSERT of one row and returns the key (column col) the
+// database gave it: by LastInsertId on SQLite, where RETURNING costs a
+// result set, and by RETURNING on PostgreSQL, which has no LastInsertId.
+func (tx *wtx) insert(query, col string, args ...any) (int64, error) {
+	if tx.s.pg != nil {
+		var id int64
+		err := tx.QueryRow(query+" RETURNING "+col, args...).Scan(&id)
+		return id, err
+	}
+	res, err := tx.Exec(query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // prepare prepares the queries the last transaction ran unprepared, while
@@ -305,9 +319,10 @@ func newStore(w *sql.DB, opts Options) *Store {
 	if opts.NewID == nil {
 		opts.NewID = NewWorkloadID
 	}
-	return &Store{newID: opts.NewID, cacheNodes: opts.CacheNodes, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser,
+	return &Store{newID: opts.NewID, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser,
 		tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, readStmts: map[string]*sql.Stmt{}, write: w,
-		ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{})}
+		ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{}),
+		nodes: cache[core.Node]{on: opts.Cache}, teams: cache[core.Team]{on: opts.Cache}}
 }
 
 // loadActive fills the view of active workloads from the database.
@@ -548,11 +563,9 @@ func (s *Store) commit(batch []*op) {
 		wrote = wrote || fnErr == nil
 		changed = changed || (fnErr == nil && !o.quiet)
 	}
-	if tx.nodes {
-		// Readers that fill the cache from here to the COMMIT read the
-		// old rows; the second bump, below, keeps them from storing it.
-		s.bumpNodes()
-	}
+	// Readers that fill a cache from here to the COMMIT read the old
+	// rows; the second forget, below, keeps them from storing them.
+	s.forgetCached(tx)
 	if s.pg != nil && changed {
 		// Every server's loop hears of the change (a quota, a node, a
 		// workload) at COMMIT, as this one's does through notify.
@@ -567,9 +580,7 @@ func (s *Store) commit(batch []*op) {
 		fail(fmt.Errorf("commit: %w", err))
 		return
 	}
-	if tx.nodes {
-		s.bumpNodes()
-	}
+	s.forgetCached(tx)
 	if wrote {
 		s.noteWrite(nil)
 	}
@@ -613,12 +624,14 @@ func (s *Store) commit(batch []*op) {
 	}
 }
 
-// bumpNodes forgets the decoded nodes kept for Snapshot.
-func (s *Store) bumpNodes() {
-	s.nodeMu.Lock()
-	s.nodeCache = nil
-	s.nodeGen++
-	s.nodeMu.Unlock()
+// forgetCached forgets the decoded rows kept of the kinds tx wrote.
+func (s *Store) forgetCached(tx *wtx) {
+	if tx.nodes {
+		s.nodes.forget()
+	}
+	if tx.teams {
+		s.teams.forget()
+	}
 }
 
 // signal wakes whoever waits on Changed, without blocking.

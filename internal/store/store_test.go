@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -730,7 +731,7 @@ func TestOpenWithOptions(t *testing.T) {
 
 func TestCachedNodesFollowWrites(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenWith(ctx, target(t, filepath.Join(t.TempDir(), "sim.db")), Options{CacheNodes: true})
+	s, err := OpenWith(ctx, target(t, filepath.Join(t.TempDir(), "sim.db")), Options{Cache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -765,6 +766,74 @@ func TestCachedNodesFollowWrites(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[core.NodeName]int{"n1": 4, "n2": 1}, gpus()); diff != "" {
 		t.Errorf("after replacing n1 and adding n2 (-want +got):\n%s", diff)
+	}
+}
+
+func TestCachedTeamsFollowWrites(t *testing.T) {
+	// With Options.Cache, Team and Teams (and Snapshot's teams) read the
+	// decoded teams from memory: each read after an acknowledged create,
+	// update or delete sees it, and a caller that changes its copy changes
+	// nothing else.
+	ctx := context.Background()
+	s, err := OpenWith(ctx, target(t, filepath.Join(t.TempDir(), "cache.db")), Options{Cache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	names := func() []core.TeamName {
+		t.Helper()
+		ts, err := s.Teams(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []core.TeamName
+		for i, tm := range ts {
+			out = append(out, tm.Name)
+			if snap.Teams[i].Name != tm.Name {
+				t.Errorf("Snapshot's team %d is %s, Teams says %s", i, snap.Teams[i].Name, tm.Name)
+			}
+			ts[i].Residency = append(ts[i].Residency, "mars")
+			snap.Teams[i].Residency = append(snap.Teams[i].Residency, "mars")
+		}
+		return out
+	}
+	if got := names(); len(got) != 0 {
+		t.Errorf("teams of a new store: %v, want none", got)
+	}
+	for _, n := range []core.TeamName{"vision", "audio"} {
+		if err := s.CreateTeam(ctx, core.Team{Name: n, Limit: core.Unlimited, Residency: []string{"eu"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]core.TeamName{"audio", "vision"}, names()); diff != "" {
+		t.Errorf("after two creates (-want +got):\n%s", diff)
+	}
+	if _, err := s.UpdateTeam(ctx, "vision", func(tm *core.Team) error { tm.Limit = 3000; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Team(ctx, "vision")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Limit != 3000 || !slices.Equal(got.Residency, []string{"eu"}) {
+		t.Errorf("vision after the update: limit %d, residency %v; want 3000, [eu] (a caller's append changed the cache?)", got.Limit, got.Residency)
+	}
+	got.Residency[0] = "us"
+	if again, _ := s.Team(ctx, "vision"); again == nil || again.Residency[0] != "eu" {
+		t.Errorf("a caller's change of its copy reached the cache: %+v", again)
+	}
+	if err := s.DeleteTeam(ctx, "audio"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Team(ctx, "audio"); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("Team(audio) after its delete: %v, want ErrNotFound", err)
+	}
+	if diff := cmp.Diff([]core.TeamName{"vision"}, names()); diff != "" {
+		t.Errorf("after the delete (-want +got):\n%s", diff)
 	}
 }
 

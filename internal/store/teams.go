@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -26,6 +27,7 @@ func (s *Store) CreateTeam(ctx context.Context, t core.Team) error {
 		if n > 0 {
 			return fmt.Errorf("team %s exists: %w", t.Name, core.ErrConflict)
 		}
+		tx.teams = true
 		_, err := tx.Exec("INSERT INTO teams (name, created_at, spec) VALUES (?, ?, ?)", string(t.Name), unixNano(t.CreatedAt), b)
 		return err
 	})
@@ -33,7 +35,19 @@ func (s *Store) CreateTeam(ctx context.Context, t core.Team) error {
 
 // Teams lists the teams by name.
 func (s *Store) Teams(ctx context.Context) ([]core.Team, error) {
-	rows, err := s.read.QueryContext(ctx, "SELECT spec FROM teams ORDER BY name")
+	teams, err := s.teams.get(func() ([]core.Team, error) { return queryTeams(ctx, s.read) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]core.Team, len(teams))
+	for i := range teams {
+		out[i] = *teams[i].Clone()
+	}
+	return out, nil
+}
+
+func queryTeams(ctx context.Context, q querier) ([]core.Team, error) {
+	rows, err := q.QueryContext(ctx, "SELECT spec FROM teams ORDER BY name")
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +91,7 @@ func (s *Store) UpdateTeam(ctx context.Context, name core.TeamName, fn func(*cor
 		if err != nil {
 			return err
 		}
+		tx.teams = true
 		if _, err := tx.Exec("UPDATE teams SET spec = ? WHERE name = ?", nb, string(name)); err != nil {
 			return err
 		}
@@ -103,6 +118,17 @@ func (s *Store) Shares() []core.TeamShare {
 
 // Team reads one team.
 func (s *Store) Team(ctx context.Context, name core.TeamName) (*core.Team, error) {
+	if s.teams.on {
+		teams, err := s.teams.get(func() ([]core.Team, error) { return queryTeams(ctx, s.read) })
+		if err != nil {
+			return nil, err
+		}
+		i, ok := slices.BinarySearchFunc(teams, name, func(t core.Team, name core.TeamName) int { return cmp.Compare(t.Name, name) })
+		if !ok {
+			return nil, fmt.Errorf("team %s: %w", name, core.ErrNotFound)
+		}
+		return teams[i].Clone(), nil
+	}
 	var b []byte
 	if err := s.readRow(ctx, "SELECT spec FROM teams WHERE name = ?", string(name)).Scan(&b); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -199,6 +225,7 @@ func (s *Store) DeleteTeam(ctx context.Context, name core.TeamName) error {
 				return err
 			}
 		}
+		tx.teams = true
 		_, err = tx.Exec("DELETE FROM teams WHERE name = ?", string(name))
 		return err
 	})

@@ -84,23 +84,21 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 				return err
 			}
 		}
-		var team string
-		if err := tx.QueryRow("SELECT name FROM teams WHERE name = ?", string(w.Team)).Scan(&team); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("team %q: %w", w.Team, core.ErrNotFound)
-			}
-			return err
-		}
 		if err := s.checkPending(tx, w, userBound); err != nil {
 			return err
 		}
 		setAuditObject(ctx, string(w.ID), string(w.Team))
-		err := tx.QueryRow(`INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
-			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status).Scan(&w.Seq)
+		// The team's foreign key refuses a team that does not exist.
+		seq, err := tx.insert(`INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, "seq",
+			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status)
+		if isForeignKey(err) {
+			return fmt.Errorf("team %q: %w", w.Team, core.ErrNotFound)
+		}
 		if err != nil {
 			return err
 		}
+		w.Seq = seq
 		tx.changed = append(tx.changed, w)
 		if err := addEvent(tx, submitted); err != nil {
 			return err
