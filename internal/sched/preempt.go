@@ -27,6 +27,10 @@ type teamState struct {
 	// them changed in this cycle, in order (cycle.touch).
 	nodes   []*nodeState
 	changed []int
+	// lowest is, by place in nodes, the lowest class value of the team's
+	// work there (the classes a node's own work has are known once the
+	// cycle starts: ownBelow's answer never changes within it).
+	lowest []int
 	// byClass is usage by class value (idle-only classes excluded), a few
 	// pairs: it is read for every workload decided.
 	byClass []classUsage

@@ -524,6 +524,14 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 			}
 		}
 	}
+	for _, ts := range c.teams {
+		ts.lowest = make([]int, len(ts.nodes))
+	}
+	for _, ns := range c.nodes {
+		for i, ts := range ns.teams {
+			ts.lowest[ns.teamAt[i]] = ns.own[i][0].value
+		}
+	}
 	// 5. Holds carried over from earlier cycles: a node nominated to a
 	// pending workload (a preemptor, or one that starved) stays held for
 	// it, so that the capacity its victims free, or its node's draining,

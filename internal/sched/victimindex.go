@@ -75,6 +75,7 @@ func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
 		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.nodes)), cursor: len(c.changed), teams: map[*teamState][]*teamHeap{}}
 		for t := range x.bounds {
 			x.bounds[t] = newEntryHeap(len(c.nodes), false)
+			x.bounds[t].h = make([]victimEntry, 0, len(c.nodes)) // most nodes run batch, which every tier counts
 		}
 		x.freeing = newEntryHeap(len(c.nodes), true)
 		for _, ns := range c.nodes {
@@ -120,10 +121,13 @@ func (x *victimIndex) note(c *cycle, ns *nodeState, fix bool) {
 
 // noteTeam bounds ns again in th, an order of ts's nodes.
 func (x *victimIndex) noteTeam(c *cycle, th *teamHeap, ts *teamState, ns *nodeState, fix bool) {
-	f := ns.futureState(c)
-	s := stampOf(ns)
 	i := slices.Index(ns.teams, ts)
 	at := ns.teamAt[i]
+	if ts.lowest[at] >= th.below {
+		return // never in th (ownBelow)
+	}
+	f := ns.futureState(c)
+	s := stampOf(ns)
 	if th.stamps[at] == s {
 		return
 	}
@@ -161,8 +165,17 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 	}
 	th := &teamHeap{tier: tier, below: below, q: newEntryHeap(len(ts.nodes), false), cursor: len(ts.changed), stamps: make([]nodeStamp, len(ts.nodes))}
 	x.teams[ts] = append(x.teams[ts], th)
-	for _, ns := range ts.nodes {
-		x.noteTeam(c, th, ts, ns, false)
+	n := 0
+	for _, v := range ts.lowest {
+		if v < below {
+			n++
+		}
+	}
+	th.q.h = make([]victimEntry, 0, n)
+	for k, ns := range ts.nodes {
+		if ts.lowest[k] < below { // the others are never in th (ownBelow)
+			x.noteTeam(c, th, ts, ns, false)
+		}
 	}
 	th.q.init()
 	return &th.q
