@@ -218,18 +218,23 @@ func NewMix(group bool) *Mix { return &Mix{index: map[mixKey]int{}, nextAt: 1, g
 // of one GPU shape are grouped with those that fit the same node sizes, so
 // that a group's mean CPU and memory fit where its members fit.
 func (m *Mix) SetHosts(nodes []core.Node) {
-	for _, n := range nodes {
-		cpu, mem := n.MilliCPU, n.MemoryMiB
-		if cpu == 0 {
-			cpu = 1 << 62
-		}
-		if mem == 0 {
-			mem = 1 << 62
-		}
-		h := [2]int64{cpu, mem}
-		if len(n.GPUs) > 0 && !slices.Contains(m.hosts, h) {
-			m.hosts = append(m.hosts, h)
-		}
+	for i := range nodes {
+		m.addHost(&nodes[i])
+	}
+}
+
+// addHost is SetHosts for one node.
+func (m *Mix) addHost(n *core.Node) {
+	cpu, mem := n.MilliCPU, n.MemoryMiB
+	if cpu == 0 {
+		cpu = 1 << 62
+	}
+	if mem == 0 {
+		mem = 1 << 62
+	}
+	h := [2]int64{cpu, mem}
+	if len(n.GPUs) > 0 && !slices.Contains(m.hosts, h) {
+		m.hosts = append(m.hosts, h)
 	}
 }
 

@@ -71,30 +71,29 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	// Workloads holding a node from an earlier cycle go first: the
 	// capacity was promised to them, and deciding them first frees at once
 	// what they no longer need.
-	decided := map[core.WorkloadID]bool{}
-	for _, w := range c.first {
-		c.decide(w)
-		decided[w.ID] = true
+	for _, p := range c.first {
+		c.decide(p)
+		p.decided = true
 	}
 	// Then the workloads that run within their team's guarantee, and
 	// only then the ones that would borrow, in the order they came: work
 	// placed on borrowed capacity is never placed where guaranteed work
 	// of this cycle would reclaim it in the next.
-	var borrowing []*core.Workload
-	for w := c.next(); w != nil; w = c.next() {
+	var borrowing []*pendingWork
+	for p := c.next(); p != nil; p = c.next() {
 		switch {
-		case decided[w.ID]:
-		case !c.guaranteed(w):
-			borrowing = append(borrowing, w)
+		case p.decided:
+		case !c.guaranteedNow(p):
+			borrowing = append(borrowing, p)
 		default:
-			c.decide(w)
-			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == w.ID {
-				c.guaranteedWaiting[c.team(w.Team)]++
+			c.decide(p)
+			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == p.id {
+				c.guaranteedWaiting[p.ts]++
 			}
 		}
 	}
-	for _, w := range borrowing {
-		c.decide(w)
+	for _, p := range borrowing {
+		c.decide(p)
 	}
 	c.plan.Shares = c.shares()
 	return c.plan
@@ -108,8 +107,8 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 // same, and whether other teams hold capacity (which, once true, stays).
 type decisionKey struct {
 	ts    *teamState
-	class string
-	shape shape
+	class *core.PriorityClass // in cycle.classes
+	shape int32               // in cycle.shapes
 }
 
 // cachedDecision is the last decision made for a decisionKey, with what
@@ -175,6 +174,15 @@ func (c *cycle) othersWait(ts *teamState) bool {
 	return false
 }
 
+// guaranteedNow is guaranteed for a pending workload of the cycle.
+func (c *cycle) guaranteedNow(p *pendingWork) bool {
+	if p.class == nil || p.class.IdleOnly {
+		return false
+	}
+	in, _, _, _ := c.withinGuaranteeOf(p)
+	return in
+}
+
 // guaranteed reports whether w would run within its team's guarantee now.
 func (c *cycle) guaranteed(w *core.Workload) bool {
 	class, ok := c.classOf(w)
@@ -210,7 +218,7 @@ type cycle struct {
 	starver *core.Workload
 	// first are the workloads holding a node from an earlier cycle, in the
 	// order they are decided, before all others.
-	first []*core.Workload
+	first []*pendingWork
 	// holders are the workloads some nodes are held for, with the nodes.
 	holders map[core.WorkloadID][]*nodeState
 	// never remembers, by request shape, why no node could hold it even
@@ -281,6 +289,9 @@ type cycle struct {
 	// being placed in one of them names it in gangCluster.
 	clusters    []string
 	gangCluster *string
+	// shapes are the pending workloads' shapes, numbered (shapeID).
+	shapes   []shape
+	shapeIDs map[shape]int32
 	// victimIdx holds the victim search's index of each preemptor shape
 	// (victimindex.go).
 	victimIdx map[shape]*victimIndex
@@ -364,7 +375,70 @@ type level struct {
 
 type teamQueue struct {
 	team *teamState
-	ws   []*core.Workload // by submission
+	ws   []pendingWork // by submission
+	n    int           // its size, while the queues are made
+}
+
+// pendingWork is a pending workload with what its decision reads of it
+// that does not change within a cycle, found once when the cycle starts
+// rather than at every step that reads it (and kept side by side in its
+// queue, not spread over the snapshot): its team, class, ask (askMilli),
+// shape (cycle.shapes), which guarantee it is judged against, and whether
+// it is plain (cycle.plain) unless it is the starving workload.
+type pendingWork struct {
+	w     *core.Workload
+	id    core.WorkloadID
+	ts    *teamState
+	class *core.PriorityClass // nil: not defined (classOf)
+	ask   int64
+	seq   int64
+	at    int32 // its place in the snapshot
+	shape int32
+	// totalGuarantee: it is judged against its team's total guarantee
+	// (no model or pool guarantee covers it: withinGuarantee).
+	totalGuarantee bool
+	plainBase      bool
+	nominated      bool // it holds a node from an earlier cycle
+	decided        bool // among the first, decided already
+}
+
+// value is the workload's class value (0 for a class not defined, as
+// cycle.value).
+func (p *pendingWork) value() int {
+	if p.class == nil {
+		return 0
+	}
+	return p.class.Value
+}
+
+// plainOf is plain for a pending workload of the cycle.
+func (c *cycle) plainOf(p *pendingWork) bool {
+	if !p.plainBase {
+		return c.plain(p.w)
+	}
+	return p.w != c.starver
+}
+
+// withinGuaranteeOf is withinGuarantee for a pending workload of the
+// cycle, its class defined.
+func (c *cycle) withinGuaranteeOf(p *pendingWork) (ok bool, held, guaranteed int64, scope string) {
+	if !p.totalGuarantee {
+		return c.withinGuarantee(p.w, p.ts, *p.class, p.ask)
+	}
+	held, guaranteed = p.ts.usageAtOrAbove(p.class.Value), p.ts.team.Guaranteed
+	return held+p.ask <= guaranteed, held, guaranteed, ""
+}
+
+// shapeID returns the number of a shape in cycle.shapes, adding it there
+// when it is new.
+func (c *cycle) shapeID(k shape) int32 {
+	id, ok := c.shapeIDs[k]
+	if !ok {
+		id = int32(len(c.shapes))
+		c.shapes = append(c.shapes, k)
+		c.shapeIDs[k] = id
+	}
+	return id
 }
 
 func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
@@ -403,19 +477,48 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for i, ns := range c.nodes {
 		ns.pos = i
 	}
+	for _, t := range snap.Teams {
+		c.teams[t.Name] = &teamState{team: t}
+	}
 	// The mix the packing policy weighs placements against: what runs and
 	// what waits.
 	mix := NewMix(o.Packing != PackFGD)
-	nodes := make([]core.Node, len(snap.Nodes))
-	for i, n := range snap.Nodes {
-		nodes[i] = *n
+	for _, n := range snap.Nodes {
+		mix.addHost(n)
 	}
-	mix.SetHosts(nodes)
 	for _, w := range snap.Running {
 		mix.Add(w.Request, float64(w.Request.Count()))
 	}
-	for _, w := range snap.Pending {
+	// The pending workloads' queues are found in the same pass, so that
+	// each queue is made at its size, holding its workloads side by side.
+	byValue := map[int]*level{}
+	type placeOf struct {
+		q     *teamQueue
+		class *core.PriorityClass
+	}
+	places := make([]placeOf, len(snap.Pending))
+	for k, w := range snap.Pending {
 		mix.Add(w.Request, float64(w.Request.Count()))
+		ts := c.team(w.Team)
+		v := -1 << 30 // unknown classes go last and are explained
+		var class *core.PriorityClass
+		if i := c.classIndex(w); i >= 0 {
+			class = &c.classes[i]
+			v = class.Value
+		}
+		l := byValue[v]
+		if l == nil {
+			l = &level{value: v}
+			byValue[v] = l
+			c.levels = append(c.levels, l)
+		}
+		i := slices.IndexFunc(l.teams, func(q *teamQueue) bool { return q.team == ts })
+		if i < 0 {
+			l.teams = append(l.teams, &teamQueue{team: ts})
+			i = len(l.teams) - 1
+		}
+		places[k] = placeOf{l.teams[i], class}
+		l.teams[i].n++
 	}
 	mix.reweigh()
 	sc, err := newScorer(o.Packing, mix, 1)
@@ -428,9 +531,6 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	}
 	c.scorer = sc
 	c.memo = map[memoShape]*memoEntry{}
-	for _, t := range snap.Teams {
-		c.teams[t.Name] = &teamState{team: t}
-	}
 	// 1. usage of running workloads.
 	for _, w := range snap.Running {
 		ts := c.team(w.Team)
@@ -457,42 +557,59 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, ts := range c.teams {
 		c.classify(ts)
 	}
-	// 3. pending demand and queues.
-	byValue := map[int]*level{}
-	for _, w := range snap.Pending {
-		ts := c.team(w.Team)
-		ts.pending += c.askMilli(w)
+	// 3. pending demand and queues (their places were found with the
+	// mix).
+	for _, l := range c.levels {
+		for _, q := range l.teams {
+			q.ws = make([]pendingWork, 0, q.n)
+		}
+	}
+	c.shapeIDs = map[shape]int32{}
+	var starverValue int
+	for k, w := range snap.Pending {
+		q, class := places[k].q, places[k].class
+		ts := q.team
+		p := pendingWork{w: w, id: w.ID, ts: ts, class: class, ask: c.askMilli(w), seq: w.Seq, at: int32(k), nominated: w.Status.Nominated != ""}
+		_, byKey := ts.team.ModelKey(w.Request.GPUModels)
+		if !byKey {
+			_, byKey = ts.team.PoolKey(&w.Request)
+		}
+		p.totalGuarantee = !byKey
+		ts.pending += p.ask
 		// Fair shares weigh only demand that could be admitted: not batch
 		// (it borrows idle capacity and never reclaims), not work its
 		// team's limit or its class's quota rule keeps out, not the tasks
 		// of a job array beyond its cap.
-		if c.admissible(w) && c.arrayDemand(w) {
-			ts.demand += c.askMilli(w)
+		admitted := c.admissibleOf(&p)
+		if admitted && c.arrayDemand(w) {
+			ts.demand += p.ask
 		}
-		v := -1 << 30 // unknown classes go last and are explained
-		if cl, ok := c.classOf(w); ok {
-			v = cl.Value
+		// The one workload that may hold a node against starvation: the
+		// highest class, then the longest waiting, among those that
+		// waited StarvationAfter and pass their quota rules.
+		if o.StarvationAfter > 0 && !w.CreatedAt.IsZero() && now.Sub(w.CreatedAt) >= o.StarvationAfter && admitted {
+			if c.starver == nil || cmp.Or(cmp.Compare(starverValue, class.Value), w.CreatedAt.Compare(c.starver.CreatedAt), cmp.Compare(w.Seq, c.starver.Seq)) < 0 {
+				c.starver, starverValue = w, class.Value
+			}
 		}
-		l := byValue[v]
-		if l == nil {
-			l = &level{value: v}
-			byValue[v] = l
-			c.levels = append(c.levels, l)
-		}
-		i := slices.IndexFunc(l.teams, func(q *teamQueue) bool { return q.team == ts })
-		if i < 0 {
-			l.teams = append(l.teams, &teamQueue{team: ts})
-			i = len(l.teams) - 1
-		}
-		l.teams[i].ws = append(l.teams[i].ws, w)
+		p.shape = c.shapeID(shapeKey(w.Request))
+		p.plainBase = !c.burst.any && w.Status.PreemptedAt == nil && w.Array == nil && len(w.Request.Regions) == 0 &&
+			!p.nominated && (len(c.terminating) == 0 || len(c.terminating[w.ID]) == 0)
+		q.ws = append(q.ws, p)
 	}
 	slices.SortFunc(c.levels, func(a, b *level) int { return cmp.Compare(b.value, a.value) })
+	var nominated []*pendingWork
 	for _, l := range c.levels {
 		slices.SortFunc(l.teams, func(a, b *teamQueue) int { return cmp.Compare(a.team.team.Name, b.team.team.Name) })
 		for _, q := range l.teams {
-			slices.SortStableFunc(q.ws, func(a, b *core.Workload) int {
-				return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID))
+			slices.SortStableFunc(q.ws, func(a, b pendingWork) int {
+				return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.id, b.id))
 			})
+			for i := range q.ws {
+				if q.ws[i].nominated {
+					nominated = append(nominated, &q.ws[i])
+				}
+			}
 		}
 	}
 	// 4. fair shares of the schedulable capacity.
@@ -536,31 +653,19 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	// pending workload (a preemptor, or one that starved) stays held for
 	// it, so that the capacity its victims free, or its node's draining,
 	// goes to it and not to whoever comes first in this cycle's order.
-	var nominated []*core.Workload
-	for _, w := range snap.Pending {
-		if w.Status.Nominated != "" {
-			nominated = append(nominated, w)
-		}
-	}
-	slices.SortStableFunc(nominated, func(a, b *core.Workload) int {
-		return cmp.Or(cmp.Compare(c.value(b), c.value(a)), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID))
+	// In the snapshot's order, then by class, submission and ID.
+	slices.SortFunc(nominated, func(a, b *pendingWork) int { return cmp.Compare(a.at, b.at) })
+	slices.SortStableFunc(nominated, func(a, b *pendingWork) int {
+		return cmp.Or(cmp.Compare(b.value(), a.value()), cmp.Compare(a.seq, b.seq), cmp.Compare(a.id, b.id))
 	})
 	// First the one starvation reservation (the longest waiting workload of
 	// the highest class keeps its node), then the preemptors: those waiting
 	// on the starving node keep their claim too, but no new preemptor will
 	// join them there.
-	// The one workload that may hold a node against starvation: the
-	// highest class, then the longest waiting, among those that waited
-	// StarvationAfter and pass their quota rules.
-	for _, w := range snap.Pending {
-		if o.StarvationAfter <= 0 || w.CreatedAt.IsZero() || now.Sub(w.CreatedAt) < o.StarvationAfter || !c.admissible(w) {
-			continue
-		}
-		if c.starver == nil || cmp.Or(cmp.Compare(c.value(c.starver), c.value(w)), w.CreatedAt.Compare(c.starver.CreatedAt), cmp.Compare(w.Seq, c.starver.Seq)) < 0 {
-			c.starver = w
-		}
-	}
-	for _, w := range nominated {
+	// (The workload that may hold a node against starvation, c.starver,
+	// was chosen with the queues.)
+	for _, p := range nominated {
+		w := p.w
 		ns := c.byName[w.Status.Nominated]
 		if ns == nil || c.reserved || w != c.starver || w.Status.Reason == ReasonPreempting || !c.mayUse(ns, w) {
 			continue
@@ -571,15 +676,16 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		// A reserved workload that would borrow is decided in its turn,
 		// after the work within its teams' guarantees.
 		if ns.resv.inQuota {
-			c.first = append(c.first, w)
+			c.first = append(c.first, p)
 		}
 	}
-	for _, w := range nominated {
+	for _, p := range nominated {
+		w := p.w
 		ns := c.byName[w.Status.Nominated]
 		if ns == nil || w.Status.Reason != ReasonPreempting || !c.admissible(w) || !c.mayUse(ns, w) {
 			continue
 		}
-		c.first = append(c.first, w)
+		c.first = append(c.first, p)
 		c.hold(ns, w.ID)
 		f := ns.futureState(c)
 		if ch, why := onNode(f, w.Request); why == "" {
@@ -592,6 +698,18 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	return c
 }
 
+// unpicture takes w's picture out of its node's future.
+func (c *cycle) unpicture(w *core.Workload, pic picture) {
+	// Pictured before any stage was taken, so in every one of them.
+	pic.ns.future.add(w.Request, pic.as, -1)
+	for _, st := range pic.ns.stages {
+		st.add(w.Request, pic.as, -1)
+	}
+	pic.ns.pictures--
+	delete(c.pictured, w.ID)
+	c.touch(pic.ns)
+}
+
 // keptReplica is a replica placed next to what a reservation holds.
 type keptReplica struct {
 	r  *reservation
@@ -602,6 +720,23 @@ type keptReplica struct {
 type picture struct {
 	ns *nodeState
 	as []core.Assignment
+}
+
+// admissibleOf is admissible for a pending workload of the cycle.
+func (c *cycle) admissibleOf(p *pendingWork) bool {
+	if p.class == nil || p.class.IdleOnly {
+		return false
+	}
+	if len(c.budgetSpent) > 0 {
+		if _, spent := c.budgetSpent[p.w.Team]; spent && p.class.Preemptible {
+			return false
+		}
+	}
+	if !p.ts.team.LimitAllows(p.ts.usage + p.ask) {
+		return false
+	}
+	in, _, _, _ := c.withinGuaranteeOf(p)
+	return p.class.MayBorrow || in
 }
 
 // admissible reports whether w passes its class and quota rules now: only
@@ -654,15 +789,15 @@ func (c *cycle) team(name core.TeamName) *teamState {
 // class, the team furthest below its fair share (usage/share, recomputed
 // as placements are made), then the team with the larger share, then by
 // team name; within a team, the earliest submitted.
-func (c *cycle) next() *core.Workload {
+func (c *cycle) next() *pendingWork {
 	for len(c.levels) > 0 {
 		l := c.levels[0]
 		// The team chosen last stays the one to choose while no team's
 		// usage changed and it has work left.
 		if b := l.best; b != nil && l.gen == c.usageGen && len(b.ws) > 0 {
-			w := b.ws[0]
+			p := &b.ws[0]
 			b.ws = b.ws[1:]
-			return w
+			return p
 		}
 		var best *teamQueue
 		for _, q := range l.teams {
@@ -684,9 +819,9 @@ func (c *cycle) next() *core.Workload {
 			continue
 		}
 		l.best, l.gen = best, c.usageGen
-		w := best.ws[0]
+		p := &best.ws[0]
 		best.ws = best.ws[1:]
-		return w
+		return p
 	}
 	return nil
 }
@@ -778,9 +913,12 @@ func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.No
 // decide places one workload, preempts for it, or explains why it waits.
 // Nodes held for it from earlier cycles that its decision does not keep are
 // given back, so that the rest of the cycle may use them.
-func (c *cycle) decide(w *core.Workload) {
-	plain := c.plain(w)
-	if len(c.holders[w.ID]) > 0 {
+func (c *cycle) decide(p *pendingWork) {
+	w := p.w
+	plain := c.plainOf(p)
+	// Nodes are held for a workload before its decision only from an
+	// earlier cycle, through its nomination (newCycle).
+	if p.nominated && len(c.holders[w.ID]) > 0 {
 		defer func() {
 			var keep *nodeState
 			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == w.ID {
@@ -789,29 +927,32 @@ func (c *cycle) decide(w *core.Workload) {
 			c.release(w.ID, keep)
 		}()
 	}
-	class, ok := c.classOf(w)
-	if !ok {
+	if p.class == nil {
 		c.unplaced(w, ReasonUnknownClass, fmt.Sprintf("priority class %q is not defined", w.Priority), "")
 		return
 	}
-	if c.arrayFull(w) {
+	class := *p.class
+	// (A plain workload is no array task, has no victims stopping and
+	// was pictured in no node's future.)
+	if !p.plainBase && c.arrayFull(w) {
 		return
 	}
-	ts := c.team(w.Team)
-	ask := c.askMilli(w)
+	ts, ask := p.ts, p.ask
 
 	// A team whose hard budget is spent starts no more work that could be
 	// preempted; production still runs.
-	if msg, spent := c.budgetSpent[w.Team]; spent && class.Preemptible {
-		c.unplaced(w, ReasonBudgetExceeded, msg, "")
-		return
+	if len(c.budgetSpent) > 0 {
+		if msg, spent := c.budgetSpent[w.Team]; spent && class.Preemptible {
+			c.unplaced(w, ReasonBudgetExceeded, msg, "")
+			return
+		}
 	}
 
 	// A preemptor whose victims are still stopping waits for them; its node
 	// is held for it (see newCycle). One that its quota rules no longer
 	// admit (its team took the room meanwhile) holds nothing: it is
 	// decided afresh, and says which rule keeps it waiting.
-	if vs := c.liveVictims(w); len(vs) > 0 && c.admissible(w) {
+	if vs := c.liveVictimsOf(p); len(vs) > 0 && c.admissible(w) {
 		node := vs[0].Status.Placement[0].Node
 		if w.Status.Nominated != "" {
 			node = w.Status.Nominated
@@ -821,27 +962,20 @@ func (c *cycle) decide(w *core.Workload) {
 	}
 	// Otherwise its picture in its node's future is taken out: what it is
 	// decided now is recorded anew (a placement, or a new preemption).
-	if p, ok := c.pictured[w.ID]; ok {
-		// Pictured before any stage was taken, so in every one of them.
-		p.ns.future.add(w.Request, p.as, -1)
-		for _, st := range p.ns.stages {
-			st.add(w.Request, p.as, -1)
+	// (Only the nominated are pictured: newCycle.)
+	if p.nominated {
+		if pic, ok := c.pictured[w.ID]; ok {
+			c.unpicture(w, pic)
 		}
-		p.ns.pictures--
-		delete(c.pictured, w.ID)
-		c.touch(p.ns)
 	}
 
-	// A request no node could hold even empty says so first: no quota
-	// and no preemption would help it.
-	key := shapeKey(w.Request)
 	// A workload decided as one of its team, class and shape was a moment
 	// ago, with its team holding what it held then, is decided alike
 	// (decisionKey).
 	if plain {
-		dk := decisionKey{ts, class.Name, key}
+		dk := decisionKey{ts, p.class, p.shape}
 		if d, ok := c.decided[dk]; ok && d.usage == ts.usage && d.others == c.othersHold(ts) {
-			c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: w.ID, Reason: d.reason, Message: d.message})
+			c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: p.id, Reason: d.reason, Message: d.message})
 			return
 		}
 		n, placed, preempted := len(c.plan.Unplaced), len(c.plan.Placements), len(c.plan.Preemptions)
@@ -855,6 +989,9 @@ func (c *cycle) decide(w *core.Workload) {
 			}
 		}()
 	}
+	// A request no node could hold even empty says so first: no quota
+	// and no preemption would help it.
+	key := c.shapes[p.shape]
 	never, known := c.never[key]
 	if !known {
 		never = c.neverMessage(w.Request)
@@ -873,7 +1010,7 @@ func (c *cycle) decide(w *core.Workload) {
 	// Within quota: what the team holds in this class and above, plus this
 	// workload, stays within its guarantee (lower classes of the team can be
 	// preempted for it).
-	within, held, guaranteed, scope := c.withinGuarantee(w, ts, class, ask)
+	within, held, guaranteed, scope := c.withinGuaranteeOf(p)
 	inQuota := !class.IdleOnly && within
 	if !class.MayBorrow && !inQuota {
 		c.unplaced(w, ReasonOverQuota, fmt.Sprintf("%s runs only within the team's guarantee: team %s holds %s of %s guaranteed %sGPUs in %s and above, and this workload needs %s",
@@ -1107,6 +1244,15 @@ func heldOf(as []core.Assignment) int64 {
 		m += a.MilliGPU
 	}
 	return m
+}
+
+// liveVictimsOf is liveVictims for a pending workload of the cycle: a
+// plain one has none.
+func (c *cycle) liveVictimsOf(p *pendingWork) []*core.Workload {
+	if p.plainBase {
+		return nil
+	}
+	return c.liveVictims(p.w)
 }
 
 // liveVictims lists the running workloads still stopping for w.
@@ -1542,6 +1688,21 @@ func (c *cycle) shares() []core.TeamShare {
 
 // classOf returns a workload's priority class; a workload that names none
 // has its kind's default.
+// classIndex is where w's class is in c.classes (the first of its name, as
+// core.Class finds it), or -1.
+func (c *cycle) classIndex(w *core.Workload) int {
+	name := w.Priority
+	if name == "" {
+		name = core.DefaultPriority(w.Kind)
+	}
+	for i := range c.classes {
+		if c.classes[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
 func (c *cycle) classOf(w *core.Workload) (core.PriorityClass, bool) {
 	name := w.Priority
 	if name == "" {

@@ -457,31 +457,32 @@ func vrCheckPlacement(t *rapid.T, c *cycle, w *core.Workload) {
 // vrDrive runs one cycle as Schedule does, checking before each decision.
 func vrDrive(t *rapid.T, opts Options, snap *core.Snapshot) core.Plan {
 	c := newCycle(opts, snap, vrNow)
-	step := func(w *core.Workload) {
-		vrCheckVictims(t, c, w)
-		vrCheckPlacement(t, c, w)
-		c.decide(w)
+	step := func(p *pendingWork) {
+		vrCheckVictims(t, c, p.w)
+		vrCheckPlacement(t, c, p.w)
+		c.decide(p)
 	}
 	decided := map[core.WorkloadID]bool{}
-	for _, w := range c.first {
-		step(w)
-		decided[w.ID] = true
+	for _, p := range c.first {
+		step(p)
+		decided[p.w.ID] = true
 	}
-	var borrowing []*core.Workload
-	for w := c.next(); w != nil; w = c.next() {
+	var borrowing []*pendingWork
+	for p := c.next(); p != nil; p = c.next() {
+		w := p.w
 		switch {
 		case decided[w.ID]:
 		case !c.guaranteed(w):
-			borrowing = append(borrowing, w)
+			borrowing = append(borrowing, p)
 		default:
-			step(w)
+			step(p)
 			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == w.ID {
 				c.guaranteedWaiting[c.team(w.Team)]++
 			}
 		}
 	}
-	for _, w := range borrowing {
-		step(w)
+	for _, p := range borrowing {
+		step(p)
 	}
 	c.plan.Shares = c.shares()
 	return c.plan
