@@ -50,15 +50,59 @@ func benchSubmit(b *testing.B, storeURL string) {
 		b.Fatal(err)
 	}
 	w := &api.Workload{Team: "research", Command: []string{"true"}, Resources: api.Resources{GPUs: 1000}}
+	b.ResetTimer()
+	rate, p50, p99 := concurrently(b, clients, func(cl *api.Client) error {
+		_, err := cl.SubmitWorkload(ctx, w, "")
+		return err
+	}, s.addr, s.admin.Token)
+	b.StopTimer()
+	b.ReportMetric(rate, "submits/s")
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
+}
+
+// BenchmarkRequestFloor measures, with the 32 clients of BenchmarkSubmit,
+// what a request costs with no write: an authenticated read of one pending
+// workload (HTTP, the token looked up, authorization, JSON out), the floor
+// under a submit's rate on the same machine.
+//
+//	go test ./internal/app -run '^$' -bench RequestFloor -benchtime 20000x
+func BenchmarkRequestFloor(b *testing.B) {
+	s := start(b, b.TempDir())
+	ctx := context.Background()
+	zero := int64(0) // pending for good, as BenchmarkSubmit's
+	if _, err := s.admin.SetQuota(ctx, "research", &api.TeamQuota{GuaranteedMilliGPU: &zero, LimitMilliGPU: &zero}); err != nil {
+		b.Fatal(err)
+	}
+	w, err := s.admin.SubmitWorkload(ctx, &api.Workload{Team: "research", Command: []string{"true"}, Resources: api.Resources{GPUs: 1000}}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	rate, p50, p99 := concurrently(b, 32, func(cl *api.Client) error {
+		got, err := cl.GetWorkload(ctx, w.ID)
+		if err == nil && got.ID != w.ID {
+			err = fmt.Errorf("got workload %s, want %s", got.ID, w.ID)
+		}
+		return err
+	}, s.addr, s.admin.Token)
+	b.StopTimer()
+	b.ReportMetric(rate, "requests/s")
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
+}
+
+// concurrently runs b.N calls of do over clients clients, each with its own
+// API client, and returns the rate and the p50 and p99 latency (ms).
+func concurrently(b *testing.B, clients int, do func(*api.Client) error, addr, token string) (rate, p50, p99 float64) {
 	lat := make([][]time.Duration, clients)
 	var next sync.Mutex
 	n := 0
-	b.ResetTimer()
 	begin := time.Now()
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
-			cl := api.NewClient(s.addr, s.admin.Token)
+			cl := api.NewClient(addr, token)
 			for {
 				next.Lock()
 				if n >= b.N {
@@ -68,7 +112,7 @@ func benchSubmit(b *testing.B, storeURL string) {
 				n++
 				next.Unlock()
 				t := time.Now()
-				if _, err := cl.SubmitWorkload(ctx, w, ""); err != nil {
+				if err := do(cl); err != nil {
 					b.Error(err)
 					return
 				}
@@ -78,12 +122,9 @@ func benchSubmit(b *testing.B, storeURL string) {
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
-	b.StopTimer()
 	all := slices.Concat(lat...)
 	slices.Sort(all)
-	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "submits/s")
-	b.ReportMetric(float64(pct(all, 50).Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(pct(all, 99).Microseconds())/1000, "p99-ms")
+	return float64(len(all)) / elapsed.Seconds(), float64(pct(all, 50).Microseconds()) / 1000, float64(pct(all, 99).Microseconds()) / 1000
 }
 
 func pct(d []time.Duration, p int) time.Duration {

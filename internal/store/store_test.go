@@ -73,6 +73,58 @@ func assign(node string, gpu int, milli int64) core.Assignment {
 	return core.Assignment{Node: core.NodeName(node), GPUIndex: gpu, GPUUUID: fmt.Sprintf("GPU-%s-%d", node, gpu), MilliGPU: milli, MemoryMiB: 81920 * milli / 1000}
 }
 
+func TestWorkloadReadFromTheViewIsTheRow(t *testing.T) {
+	// On SQLite, Workload serves an active workload from the view; what
+	// it serves is what the row holds (decoded from the database by
+	// Workloads), pending, placed with a reason written, and once more
+	// after the store is opened again (the view loaded from the rows).
+	path := filepath.Join(t.TempDir(), "view.db")
+	s := open(t, path)
+	ctx := context.Background()
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutNode(ctx, node("n1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	placed, waiting := submit(t, s, 1000), submit(t, s, 2000)
+	plan := core.Plan{
+		Placements: []core.Placement{{Workload: placed.ID, Assignments: []core.Assignment{assign("n1", 0, 1000)}}},
+		Unplaced:   []core.Decision{{Workload: waiting.ID, Reason: "Unschedulable", Message: "no room", Nominated: "n1"}},
+	}
+	if res, err := s.ApplyPlan(ctx, plan, t0.Add(time.Second)); err != nil || res[0].Err != nil {
+		t.Fatalf("apply: %v %v", err, res)
+	}
+	same := func(s *Store, when string) {
+		t.Helper()
+		rows, err := s.Workloads(ctx, WorkloadFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 {
+			t.Fatalf("%s: %d workloads stored, want 2", when, len(rows))
+		}
+		for _, row := range rows {
+			got, err := s.Workload(ctx, row.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(row, got); diff != "" {
+				t.Errorf("%s: Workload(%s) against its row (-row +got):\n%s", when, row.ID, diff)
+			}
+			got.Status.Reason = "changed by a caller" // a copy: changes nothing else
+		}
+		if got, _ := s.Workload(ctx, waiting.ID); got == nil || got.Status.Reason != "Unschedulable" {
+			t.Errorf("%s: a caller's change of its copy reached the view: %+v", when, got)
+		}
+	}
+	same(s, "after the plan")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	same(open(t, path), "opened again")
+}
+
 func TestCreateAndReadWorkload(t *testing.T) {
 	s := fixture(t)
 	ctx := context.Background()

@@ -144,8 +144,18 @@ func scanWorkload(r rowScanner) (*scanned, error) {
 	return &scanned{w: w, hash: hash.String}, nil
 }
 
-// Workload reads one workload.
+// Workload reads one workload. On SQLite an active one comes from the view
+// of active workloads, which this store's writer brings up to each commit
+// before acknowledging it: what the row holds, without decoding it.
 func (s *Store) Workload(ctx context.Context, id core.WorkloadID) (*core.Workload, error) {
+	if s.pg == nil {
+		s.mu.RLock()
+		w := s.active[id]
+		s.mu.RUnlock()
+		if w != nil {
+			return w.Clone(), nil
+		}
+	}
 	sc, err := scanWorkload(s.readRow(ctx, selectWorkload+" WHERE id = ?", string(id)))
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", id, err)
