@@ -41,6 +41,11 @@ func TestSubmitRefusesWhatCanNeverRun(t *testing.T) {
 		{"8 GPUs on 4-GPU nodes", `"resources":{"gpus":8}`, "resources.gpus", "the biggest node has 4"},
 		{"more whole A10s than there are", `"resources":{"gpuMemoryMiB":24576,"gpuModels":["A10"]},"replicas":5`, "replicas", "at most 4"},
 		{"no replicas", `"resources":{"gpus":1},"replicas":0`, "replicas", "must be from 1"},
+		// encoding/json matches keys case-insensitively and through
+		// escapes: these are "replicas" too.
+		{"no Replicas", `"resources":{"gpus":1},"Replicas":0`, "replicas", "must be from 1"},
+		{"no replicas, escaped", `"resources":{"gpus":1},"\u0072eplicas":0`, "replicas", "must be from 1"},
+		{"no replicas, long s", `"resources":{"gpus":1},"replicaſ":0`, "replicas", "must be from 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

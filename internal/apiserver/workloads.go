@@ -54,7 +54,7 @@ func (s *Server) submit(c *call) (reply, error) {
 		Replicas *int `json:"replicas"`
 	}
 	// (Decoded again only when it may be there: absent and 0 read alike.)
-	if in.Replicas == 0 && bytes.Contains(body, []byte(`"replicas"`)) && json.Unmarshal(body, &given) == nil && given.Replicas != nil && *given.Replicas == 0 {
+	if in.Replicas == 0 && mayHoldKey(body, "replica") && json.Unmarshal(body, &given) == nil && given.Replicas != nil && *given.Replicas == 0 {
 		return reply{}, invalid("replicas", "must be from 1 to %d (omit it for one)", api.MaxReplicas)
 	}
 	w, err := s.toCore(c, &in)
@@ -91,6 +91,22 @@ func (s *Server) submit(c *call) (reply, error) {
 		}
 	}
 	return rep, nil
+}
+
+// mayHoldKey is the cheap test before a second decode: whether body may
+// hold a key that starts with prefix (ASCII letters with no special case
+// folding, such as "replica") as encoding/json matches keys: in any case,
+// or written with escapes (any backslash).
+func mayHoldKey(body []byte, prefix string) bool {
+	if bytes.IndexByte(body, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+len(prefix) <= len(body); i++ {
+		if bytes.EqualFold(body[i:i+len(prefix)], []byte(prefix)) {
+			return true
+		}
+	}
+	return false
 }
 
 // residency is a workload's residency: its own, or its team's default.
