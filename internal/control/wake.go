@@ -30,7 +30,8 @@ import (
 //     that nothing waits for ever on a change that was missed.
 //
 // A change does not start a cycle at once when the last one ended less
-// than paceFactor times its own length ago: it waits for that, and the
+// than paceFactor times its own length ago (at most maxPace): it waits for
+// that, and the
 // changes that arrive meanwhile share the one cycle. Under a flood of
 // changes (a thousand submits a second) the loop then spends at most
 // 1/(1+paceFactor) of its time in cycles, leaving the rest of the CPU to
@@ -46,8 +47,13 @@ import (
 // resync is Resync itself, as before the loop was event-driven.
 
 // paceFactor is how many times the last cycle's length a change waits,
-// after that cycle, before it starts another.
-const paceFactor = 2
+// after that cycle, before it starts another; never more than maxPace, so
+// that on a cluster whose cycles last a second or more a change still runs
+// within about a second of the last cycle.
+const (
+	paceFactor = 2
+	maxPace    = time.Second
+)
 
 // safetyFactor is how many Resync periods the safety resync waits with the
 // loop's own clock.
@@ -123,9 +129,9 @@ func (l *Loop) unchanged(ctx context.Context) (*core.Snapshot, bool) {
 }
 
 // paced is when a change may start a cycle: paceFactor times the last
-// cycle's length after it ended.
+// cycle's length after it ended, at most maxPace.
 func (l *Loop) paced() time.Time {
-	return l.wake.ran.Add(paceFactor * l.wake.took)
+	return l.wake.ran.Add(min(paceFactor*l.wake.took, maxPace))
 }
 
 // safety is the period of the safety resync.

@@ -1,0 +1,24 @@
+package control
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPacedIsBoundedByMaxPace(t *testing.T) {
+	ran := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		took, want time.Duration // want: after ran
+	}{
+		{0, 0},
+		{time.Millisecond, 2 * time.Millisecond},
+		{200 * time.Millisecond, 400 * time.Millisecond},
+		{500 * time.Millisecond, maxPace},
+		{10 * time.Second, maxPace}, // a 10 s cycle: a change waits 1 s, not 20
+	} {
+		l := &Loop{wake: wake{ran: ran, took: tt.took}}
+		if got := l.paced().Sub(ran); got != tt.want {
+			t.Errorf("after a cycle of %s, a change waits %s, want %s", tt.took, got, tt.want)
+		}
+	}
+}
