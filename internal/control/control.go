@@ -366,7 +366,13 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 	// Only the explanations that changed are written, and no attempt whose
 	// end waits to be recorded is preempted: that would requeue, and run
 	// again, an attempt that has ended.
-	apply := core.Plan{Placements: plan.Placements, Unplaced: changedDecisions(snap, plan.Unplaced), Preemptions: l.preemptable(plan.Preemptions)}
+	//
+	// The explanations go reasonChunk to a write: the first with the
+	// placements and preemptions, the others once the placements are
+	// handed to the launcher.
+	reasons := changedDecisions(snap, plan.Unplaced)
+	first := reasons[:min(len(reasons), reasonChunk)]
+	apply := core.Plan{Placements: plan.Placements, Unplaced: first, Preemptions: l.preemptable(plan.Preemptions)}
 	if len(apply.Placements) > 0 || len(apply.Unplaced) > 0 || len(apply.Preemptions) > 0 {
 		results, err := l.opts.Store.ApplyPlan(ctx, apply, now)
 		if err != nil {
@@ -394,6 +400,15 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 			l.starts.launch(ctx, l, accepted)
 		} else {
 			l.launchAll(ctx, accepted)
+		}
+	}
+	for rest := reasons[len(first):]; len(rest) > 0; {
+		chunk := rest[:min(len(rest), reasonChunk)]
+		rest = rest[len(chunk):]
+		if _, err := l.opts.Store.ApplyPlan(ctx, core.Plan{Unplaced: chunk}, now); err != nil {
+			l.log.Error("apply plan: explain pending workloads", "err", err)
+			l.wake.retry = true
+			break
 		}
 	}
 	if l.opts.OnCycle != nil {
@@ -793,6 +808,12 @@ func TaskFor(w *core.Workload) executor.Task {
 		Volumes:     w.Volumes,
 	}
 }
+
+// reasonChunk bounds how many pending workloads' explanations one write
+// carries: a plan that explains thousands (a flood of submits, a cluster
+// that filled) writes them in several writes, so that a submit queued
+// meanwhile waits for one of them (a few milliseconds), not for all.
+const reasonChunk = 128
 
 // changedDecisions keeps the decisions that would change a pending
 // workload's reason or message.

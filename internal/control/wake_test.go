@@ -302,3 +302,27 @@ func TestChangesArePacedUnderAFlood(t *testing.T) {
 		}
 	}
 }
+
+func TestManyExplanationsAreAllWritten(t *testing.T) {
+	// 300 workloads that can never fit (8 GPUs on a 4-GPU node), and one
+	// that runs: one cycle places the one and explains all 300, in
+	// several writes of at most 128 explanations each.
+	h := newHarness(t)
+	var waiting []core.WorkloadID
+	for range 300 {
+		waiting = append(waiting, h.submit(func(w *core.Workload) { w.Request.MilliGPU = 8000 }).ID)
+	}
+	runs := h.submit(nil)
+	loop := control.New(h.options(h.exec))
+	if _, plan := loop.Step(context.Background()); len(plan.Unplaced) != 300 || len(plan.Placements) != 1 {
+		t.Fatalf("plan: %d placed, %d unplaced; want 1 and 300", len(plan.Placements), len(plan.Unplaced))
+	}
+	if got := h.get(runs.ID); got.Status.Phase != core.Running {
+		t.Errorf("the one that fits: %s, want Running", got.Status.Phase)
+	}
+	for _, id := range waiting {
+		if got := h.get(id); got.Status.Reason != "Unschedulable" {
+			t.Fatalf("%s after the cycle: reason %q, want Unschedulable (each of the 300 explained)", id, got.Status.Reason)
+		}
+	}
+}
