@@ -79,7 +79,7 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	// only then the ones that would borrow, in the order they came: work
 	// placed on borrowed capacity is never placed where guaranteed work
 	// of this cycle would reclaim it in the next.
-	var borrowing []*pendingWork
+	borrowing := make([]*pendingWork, 0, len(snap.Pending)) // most, in a long queue
 	for p := c.next(); p != nil; p = c.next() {
 		switch {
 		case p.decided:
@@ -375,14 +375,14 @@ type level struct {
 
 type teamQueue struct {
 	team *teamState
-	ws   []pendingWork // by submission
-	n    int           // its size, while the queues are made
+	ws   []*pendingWork // by submission
+	n    int            // its size, while the queues are made
 }
 
 // pendingWork is a pending workload with what its decision reads of it
 // that does not change within a cycle, found once when the cycle starts
-// rather than at every step that reads it (and kept side by side in its
-// queue, not spread over the snapshot): its team, class, ask (askMilli),
+// rather than at every step that reads it (side by side, not spread over
+// the snapshot): its team, class, ask (askMilli),
 // shape (cycle.shapes), which guarantee it is judged against, and whether
 // it is plain (cycle.plain) unless it is the starving workload.
 type pendingWork struct {
@@ -481,58 +481,14 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		c.teams[t.Name] = &teamState{team: t}
 	}
 	// The mix the packing policy weighs placements against: what runs and
-	// what waits.
+	// what waits (counted in the passes below, running work first).
 	mix := NewMix(o.Packing != PackFGD)
 	for _, n := range snap.Nodes {
 		mix.addHost(n)
 	}
-	for _, w := range snap.Running {
-		mix.Add(w.Request, float64(w.Request.Count()))
-	}
-	// The pending workloads' queues are found in the same pass, so that
-	// each queue is made at its size, holding its workloads side by side.
-	byValue := map[int]*level{}
-	type placeOf struct {
-		q     *teamQueue
-		class *core.PriorityClass
-	}
-	places := make([]placeOf, len(snap.Pending))
-	for k, w := range snap.Pending {
-		mix.Add(w.Request, float64(w.Request.Count()))
-		ts := c.team(w.Team)
-		v := -1 << 30 // unknown classes go last and are explained
-		var class *core.PriorityClass
-		if i := c.classIndex(w); i >= 0 {
-			class = &c.classes[i]
-			v = class.Value
-		}
-		l := byValue[v]
-		if l == nil {
-			l = &level{value: v}
-			byValue[v] = l
-			c.levels = append(c.levels, l)
-		}
-		i := slices.IndexFunc(l.teams, func(q *teamQueue) bool { return q.team == ts })
-		if i < 0 {
-			l.teams = append(l.teams, &teamQueue{team: ts})
-			i = len(l.teams) - 1
-		}
-		places[k] = placeOf{l.teams[i], class}
-		l.teams[i].n++
-	}
-	mix.reweigh()
-	sc, err := newScorer(o.Packing, mix, 1)
-	if err != nil {
-		sc, _ = newScorer(PackGPUFleet, mix, 1)
-	}
-	setNodes(sc, c.nodes)
-	if pr, ok := sc.(preparer); ok {
-		pr.prepare() // the weights hold for the whole cycle
-	}
-	c.scorer = sc
-	c.memo = map[memoShape]*memoEntry{}
 	// 1. usage of running workloads.
 	for _, w := range snap.Running {
+		mix.Add(w.Request, float64(w.Request.Count()))
 		ts := c.team(w.Team)
 		cl, known := c.classOf(w)
 		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w), gang: w.Request.Count() > 1,
@@ -557,19 +513,38 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, ts := range c.teams {
 		c.classify(ts)
 	}
-	// 3. pending demand and queues (their places were found with the
-	// mix).
-	for _, l := range c.levels {
-		for _, q := range l.teams {
-			q.ws = make([]pendingWork, 0, q.n)
-		}
-	}
+	// 3. pending demand and queues, in one pass over the pending
+	// workloads (pendingWork: what their decisions read of them).
+	byValue := map[int]*level{}
+	pws := make([]pendingWork, len(snap.Pending))
+	queueOf := make([]*teamQueue, len(snap.Pending))
 	c.shapeIDs = map[shape]int32{}
 	var starverValue int
 	for k, w := range snap.Pending {
-		q, class := places[k].q, places[k].class
-		ts := q.team
-		p := pendingWork{w: w, id: w.ID, ts: ts, class: class, ask: c.askMilli(w), seq: w.Seq, at: int32(k), nominated: w.Status.Nominated != ""}
+		mix.Add(w.Request, float64(w.Request.Count()))
+		ts := c.team(w.Team)
+		v := -1 << 30 // unknown classes go last and are explained
+		var class *core.PriorityClass
+		if i := c.classIndex(w); i >= 0 {
+			class = &c.classes[i]
+			v = class.Value
+		}
+		l := byValue[v]
+		if l == nil {
+			l = &level{value: v}
+			byValue[v] = l
+			c.levels = append(c.levels, l)
+		}
+		i := slices.IndexFunc(l.teams, func(q *teamQueue) bool { return q.team == ts })
+		if i < 0 {
+			l.teams = append(l.teams, &teamQueue{team: ts})
+			i = len(l.teams) - 1
+		}
+		queueOf[k] = l.teams[i]
+		l.teams[i].n++
+
+		p := &pws[k]
+		*p = pendingWork{w: w, id: w.ID, ts: ts, class: class, ask: c.askMilli(w), seq: w.Seq, at: int32(k), nominated: w.Status.Nominated != ""}
 		_, byKey := ts.team.ModelKey(w.Request.GPUModels)
 		if !byKey {
 			_, byKey = ts.team.PoolKey(&w.Request)
@@ -580,7 +555,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		// (it borrows idle capacity and never reclaims), not work its
 		// team's limit or its class's quota rule keeps out, not the tasks
 		// of a job array beyond its cap.
-		admitted := c.admissibleOf(&p)
+		admitted := c.admissibleOf(p)
 		if admitted && c.arrayDemand(w) {
 			ts.demand += p.ask
 		}
@@ -595,19 +570,37 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		p.shape = c.shapeID(shapeKey(w.Request))
 		p.plainBase = !c.burst.any && w.Status.PreemptedAt == nil && w.Array == nil && len(w.Request.Regions) == 0 &&
 			!p.nominated && (len(c.terminating) == 0 || len(c.terminating[w.ID]) == 0)
-		q.ws = append(q.ws, p)
+	}
+	mix.reweigh()
+	sc, err := newScorer(o.Packing, mix, 1)
+	if err != nil {
+		sc, _ = newScorer(PackGPUFleet, mix, 1)
+	}
+	setNodes(sc, c.nodes)
+	if pr, ok := sc.(preparer); ok {
+		pr.prepare() // the weights hold for the whole cycle
+	}
+	c.scorer = sc
+	c.memo = map[memoShape]*memoEntry{}
+	for _, l := range c.levels {
+		for _, q := range l.teams {
+			q.ws = make([]*pendingWork, 0, q.n)
+		}
+	}
+	for k, q := range queueOf {
+		q.ws = append(q.ws, &pws[k])
 	}
 	slices.SortFunc(c.levels, func(a, b *level) int { return cmp.Compare(b.value, a.value) })
 	var nominated []*pendingWork
 	for _, l := range c.levels {
 		slices.SortFunc(l.teams, func(a, b *teamQueue) int { return cmp.Compare(a.team.team.Name, b.team.team.Name) })
 		for _, q := range l.teams {
-			slices.SortStableFunc(q.ws, func(a, b pendingWork) int {
+			slices.SortStableFunc(q.ws, func(a, b *pendingWork) int {
 				return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.id, b.id))
 			})
-			for i := range q.ws {
-				if q.ws[i].nominated {
-					nominated = append(nominated, &q.ws[i])
+			for _, p := range q.ws {
+				if p.nominated {
+					nominated = append(nominated, p)
 				}
 			}
 		}
@@ -795,7 +788,7 @@ func (c *cycle) next() *pendingWork {
 		// The team chosen last stays the one to choose while no team's
 		// usage changed and it has work left.
 		if b := l.best; b != nil && l.gen == c.usageGen && len(b.ws) > 0 {
-			p := &b.ws[0]
+			p := b.ws[0]
 			b.ws = b.ws[1:]
 			return p
 		}
@@ -819,7 +812,7 @@ func (c *cycle) next() *pendingWork {
 			continue
 		}
 		l.best, l.gen = best, c.usageGen
-		p := &best.ws[0]
+		p := best.ws[0]
 		best.ws = best.ws[1:]
 		return p
 	}

@@ -163,15 +163,18 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 			return &th.q
 		}
 	}
-	th := &teamHeap{tier: tier, below: below, q: newEntryHeap(len(ts.nodes), false), cursor: len(ts.changed), stamps: make([]nodeStamp, len(ts.nodes))}
-	x.teams[ts] = append(x.teams[ts], th)
 	n := 0
 	for _, v := range ts.lowest {
 		if v < below {
 			n++
 		}
 	}
-	th.q.h = make([]victimEntry, 0, n)
+	th := &teamHeap{tier: tier, below: below, cursor: len(ts.changed)}
+	if n > 0 { // else no node is ever noted in it (noteTeam)
+		th.q, th.stamps = newEntryHeap(len(ts.nodes), false), make([]nodeStamp, len(ts.nodes))
+		th.q.h = make([]victimEntry, 0, n)
+	}
+	x.teams[ts] = append(x.teams[ts], th)
 	for k, ns := range ts.nodes {
 		if ts.lowest[k] < below { // the others are never in th (ownBelow)
 			x.noteTeam(c, th, ts, ns, false)
