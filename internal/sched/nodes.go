@@ -117,8 +117,38 @@ type eligTier struct {
 	min, max  int64
 	use       []int64
 	// minOn is, by device, the least that one of them on it holds (0:
-	// none); like min, a bound: not raised when one is forgotten.
+	// none).
 	minOn []int64
+	// top is the most the largest four of them hold, largest first (0:
+	// none), for the fewest victims that can free a given capacity.
+	top [4]int64
+}
+
+// addTop counts a workload holding held among the largest.
+func (t *eligTier) addTop(held int64) {
+	for i := range t.top {
+		if held > t.top[i] {
+			copy(t.top[i+1:], t.top[i:len(t.top)-1])
+			t.top[i] = held
+			return
+		}
+	}
+}
+
+// fewest is a lower bound of how many of the tier's workloads it takes to
+// hold milli together: the fewest of the largest, each beyond the fourth
+// counted as the fourth.
+func (t *eligTier) fewest(milli int64) int {
+	n, sum := 0, int64(0)
+	for n < len(t.top) && t.top[n] > 0 && sum < milli {
+		sum += t.top[n]
+		n++
+	}
+	if sum < milli && n > 0 {
+		last := t.top[n-1]
+		n += int((milli - sum + last - 1) / last)
+	}
+	return max(1, n)
 }
 
 // noteEligible counts r among the workloads a preemptor might take here.
@@ -171,38 +201,48 @@ func (ns *nodeState) ownTier(i int, r *runningWorkload) *eligTier {
 	return &own[j].t
 }
 
-// forgetChosen takes r, chosen as a victim, out of what the tiers say its
-// devices hold: no other preemptor may take it. (The least and most held
-// stay as they were: bounds, not counts.)
+// forgetChosen takes r, chosen as a victim (r.chosen), out of what the
+// tiers say: no other preemptor may take it. The node's tiers are made
+// again from the workloads left, so that the least and most one holds,
+// and whether one is a fraction, stay exact (taking r's share out alone
+// left them as they were: still bounds, but loose ones, that let victim
+// searches weigh nodes in vain). The classes the node's own tiers list
+// stay (ownBelow does not change within a cycle).
 func (ns *nodeState) forgetChosen(r *runningWorkload) {
 	ns.tierVersion++
 	for t := range ns.tiers {
-		if (t == tierOver && r.over) || (t == tierIdle && r.class.IdleOnly) || (t == tierFair && r.fair) {
-			ns.tiers[t].forget(ns, r)
+		ns.tiers[t].reset()
+	}
+	for i := range ns.own {
+		for k := range ns.own[i] {
+			ns.own[i][k].t.reset()
 		}
 	}
-	if i := slices.Index(ns.teams, r.team); i >= 0 && !r.class.IdleOnly {
-		ns.ownTier(i, r).forget(ns, r)
+	// As newCycle and promoteFair noted them.
+	for _, o := range ns.running {
+		if !o.eligible || o.chosen {
+			continue
+		}
+		if o.over {
+			ns.tiers[tierOver].note(ns, o)
+		}
+		if o.class.IdleOnly {
+			ns.tiers[tierIdle].note(ns, o)
+		}
+		if o.fair {
+			ns.tiers[tierFair].note(ns, o)
+		}
+		if i := slices.Index(ns.teams, o.team); i >= 0 && !o.class.IdleOnly {
+			ns.ownTier(i, o).note(ns, o)
+		}
 	}
 }
 
-// forget takes out what r holds of the node's devices.
-func (t *eligTier) forget(ns *nodeState, r *runningWorkload) {
-	if t.use == nil {
-		return
-	}
-	t.n--
-	t.any = t.n > 0
-	for _, a := range r.w.Status.Placement {
-		if a.Node != ns.node.Name {
-			continue
-		}
-		for i, g := range ns.node.GPUs {
-			if g.Index == a.GPUIndex {
-				t.use[i] -= a.MilliGPU
-			}
-		}
-	}
+// reset empties the tier, keeping its device slices.
+func (t *eligTier) reset() {
+	t.any, t.frac, t.n, t.min, t.max, t.top = false, false, 0, 0, 0, [4]int64{}
+	clear(t.use)
+	clear(t.minOn)
 }
 
 func (t *eligTier) note(ns *nodeState, r *runningWorkload) {
@@ -210,6 +250,7 @@ func (t *eligTier) note(ns *nodeState, r *runningWorkload) {
 		t.min = r.held
 	}
 	t.max = max(t.max, r.held)
+	t.addTop(r.held)
 	t.any = true
 	t.n++
 	t.frac = t.frac || r.w.Request.Fractional()

@@ -202,12 +202,15 @@ func merged(t *eligTier, own []classTier, below int, scratch *eligTier) *eligTie
 			continue
 		}
 		if out != scratch {
-			*scratch = eligTier{any: true, frac: out.frac, min: out.min, max: out.max,
+			*scratch = eligTier{any: true, frac: out.frac, min: out.min, max: out.max, top: out.top,
 				use: append(scratch.use[:0], out.use...), minOn: append(scratch.minOn[:0], out.minOn...)}
 			out = scratch
 		}
 		out.frac = out.frac || o.frac
 		out.min, out.max = min(out.min, o.min), max(out.max, o.max)
+		for _, h := range o.top {
+			out.addTop(h)
+		}
 		for i := range out.use {
 			out.use[i] += o.use[i]
 			if m := o.minOn[i]; m > 0 && (out.minOn[i] == 0 || m < out.minOn[i]) {
@@ -352,7 +355,7 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 	}
 	b := victimCost{whole: req.Fractional() && !t.frac, milli: max(need, t.min), n: 1}
 	if t.max > 0 {
-		b.n = max(1, int((b.milli+t.max-1)/t.max))
+		b.n = t.fewest(b.milli)
 	}
 	return b, true
 }
