@@ -268,9 +268,16 @@ func (l *Loop) Run(ctx context.Context) error {
 			}
 			l.onChange(ctx)
 		case <-timer.C:
-			if l.wake.changed && !time.Now().Before(l.paced()) && time.Now().Before(next) {
-				l.onChange(ctx)
-				continue
+			if l.wake.changed && !time.Now().Before(l.paced()) {
+				// The change's pace is over. Unless something else is
+				// due too (then the full cycle below), run it as a
+				// change: a heartbeat runs no cycle.
+				l.wake.changed = false
+				wall := time.Now()
+				if other, _ := l.deadlines(wall, l.opts.Now()); wall.Before(other) {
+					l.onChange(ctx)
+					continue
+				}
 			}
 			// A budget read alone runs a cycle only when a gate changed.
 			if time.Now().Before(next) && !l.gatesChanged(ctx) {

@@ -326,3 +326,43 @@ func TestManyExplanationsAreAllWritten(t *testing.T) {
 		}
 	}
 }
+
+func TestHeartbeatsWithinThePaceRunNoCycle(t *testing.T) {
+	// A heartbeat that comes while a change waits for its pace (here
+	// right after a cycle of 40 ms) still runs no cycle once the pace is
+	// over. (A review found every such wait ending in a full cycle, which
+	// opened a new pace for the next heartbeat: 6-8 cycles in 1 s of
+	// heartbeats.)
+	const cycleLen = 40 * time.Millisecond
+	h := newHarness(t)
+	h.realLoop(time.Hour, nil, func(o *control.Options) {
+		next := o.OnCycle
+		o.OnCycle = func(d time.Duration, p core.Plan) {
+			time.Sleep(cycleLen)
+			next(d, p)
+		}
+	})
+	w := h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 }) // never fits: stays pending
+	h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+	time.Sleep(500 * time.Millisecond)
+	ns, err := h.store.Nodes(context.Background())
+	if err != nil || len(ns) != 1 {
+		t.Fatalf("nodes: %v %v", ns, err)
+	}
+	n := ns[0]
+	// One real change, then a heartbeat every 10 ms for 1 s.
+	before := h.cycles.Load()
+	h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
+	for began := time.Now(); time.Since(began) < time.Second; {
+		n.UpdatedAt = time.Now().UTC()
+		if err := h.store.PutNode(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(3 * cycleLen)
+	// The submit's cycle, and the one its explanation's commit runs.
+	if got := h.cycles.Load() - before; got > 2 {
+		t.Errorf("a submit and 1 s of heartbeats ran %d cycles, want at most 2", got)
+	}
+}
