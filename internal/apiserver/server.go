@@ -180,7 +180,7 @@ func (s *Server) routes() {
 			s.log.Warn("not ready", "what", what, "err", err)
 			writeError(w, fmt.Errorf("not ready: %s: %w", what, core.ErrUnavailable))
 		}
-		if _, err := s.opts.Store.Teams(r.Context()); err != nil {
+		if err := s.opts.Store.Readable(r.Context()); err != nil {
 			notReady("the store cannot be read", err)
 			return
 		}

@@ -79,6 +79,14 @@ func (s *Store) noteWrite(err error) {
 	s.healthMu.Unlock()
 }
 
+// Readable reports whether the store can read its database: a query of
+// the database itself, never answered from what is kept in memory
+// (Options.Cache). Readiness probes call it.
+func (s *Store) Readable(ctx context.Context) error {
+	var n int
+	return s.readRow(ctx, "SELECT count(*) FROM teams").Scan(&n)
+}
+
 // Writable reports whether the store can write: nil, or the error of the
 // last write, when it failed because the disk is full (core.ErrNoSpace) or
 // failing (core.ErrUnavailable). The condition holds until a write

@@ -889,6 +889,32 @@ func TestCachedTeamsFollowWrites(t *testing.T) {
 	}
 }
 
+func TestReadableAsksTheDatabase(t *testing.T) {
+	// Readiness asks Readable whether the database can be read: with the
+	// teams answered from memory (Options.Cache), it must still ask the
+	// database (a review found /readyz answering ready from the cache
+	// after the database was closed).
+	ctx := context.Background()
+	s, err := OpenWith(ctx, target(t, filepath.Join(t.TempDir(), "ready.db")), Options{Cache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Readable(ctx); err != nil {
+		t.Fatalf("Readable on an open store: %v", err)
+	}
+	if _, err := s.Teams(ctx); err != nil { // fills the cache
+		t.Fatal(err)
+	}
+	s.read.Close()
+	if _, err := s.Teams(ctx); err != nil {
+		t.Logf("Teams: %v", err) // the cache may answer; Readable may not
+	}
+	if err := s.Readable(ctx); err == nil {
+		t.Error("Readable with the database closed: nil, want the error")
+	}
+}
+
 // TestApplyPlanSkipsPreemptionsForAGonePreemptor: a preemptor cancelled
 // between the snapshot and the commit no longer needs the capacity, so its
 // victims keep running (issue 13).
