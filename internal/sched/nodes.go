@@ -593,6 +593,8 @@ type runningWorkload struct {
 	known bool // its class exists
 	team  *teamState
 	held  int64
+	// start is when it started (startOf), for the orders that compare it.
+	start int64
 	// gang is true for a workload of several replicas.
 	gang bool
 	// over is true when it runs beyond its team's guarantee.

@@ -52,7 +52,18 @@ type teamState struct {
 func (c *cycle) classify(ts *teamState) {
 	rs := slices.Clone(ts.running)
 	slices.SortFunc(rs, func(a, b *runningWorkload) int {
-		return cmp.Or(cmp.Compare(b.class.Value, a.class.Value), compareStart(a.w, b.w), cmp.Compare(a.w.Seq, b.w.Seq), cmp.Compare(a.w.ID, b.w.ID))
+		// Each key only where the ones before tie (cmp.Or would read
+		// them all).
+		if d := cmp.Compare(b.class.Value, a.class.Value); d != 0 {
+			return d
+		}
+		if d := cmp.Compare(a.start, b.start); d != 0 {
+			return d
+		}
+		if d := cmp.Compare(a.w.Seq, b.w.Seq); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.w.ID, b.w.ID)
 	})
 	var used int64
 	usedByModel := map[string]int64{}
@@ -308,11 +319,16 @@ func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamStat
 // sortVictims puts candidates in victim order.
 func sortVictims(cs []candidate) {
 	slices.SortFunc(cs, func(a, b candidate) int {
-		return cmp.Or(
-			cmp.Compare(b.team.usage-b.team.share, a.team.usage-a.team.share),
-			cmp.Compare(a.class.Value, b.class.Value),
-			compareStart(b.victim, a.victim),
-			cmp.Compare(a.victim.ID, b.victim.ID))
+		if d := cmp.Compare(b.team.usage-b.team.share, a.team.usage-a.team.share); d != 0 {
+			return d
+		}
+		if d := cmp.Compare(a.class.Value, b.class.Value); d != 0 {
+			return d
+		}
+		if d := cmp.Compare(b.start, a.start); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.victim.ID, b.victim.ID)
 	})
 }
 
@@ -325,15 +341,12 @@ func (ns *nodeState) freeMilli() int64 {
 	return f
 }
 
-func compareStart(a, b *core.Workload) int {
-	var at, bt int64
-	if a.Status.StartedAt != nil {
-		at = a.Status.StartedAt.UnixNano()
+// startOf is when w started, in Unix nanoseconds (0: not started).
+func startOf(w *core.Workload) int64 {
+	if w.Status.StartedAt != nil {
+		return w.Status.StartedAt.UnixNano()
 	}
-	if b.Status.StartedAt != nil {
-		bt = b.Status.StartedAt.UnixNano()
-	}
-	return cmp.Compare(at, bt)
+	return 0
 }
 
 // findVictims looks for the victims whose removal lets w fit at the least

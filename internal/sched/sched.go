@@ -290,8 +290,9 @@ type cycle struct {
 	clusters    []string
 	gangCluster *string
 	// shapes are the pending workloads' shapes, numbered (shapeID).
-	shapes   []shape
-	shapeIDs map[shape]int32
+	shapes         []shape
+	shapeIDs       map[shape]int32
+	numberShapeIDs map[[5]int64]int32
 	// victimIdx holds the victim search's index of each preemptor shape
 	// (victimindex.go).
 	victimIdx map[shape]*victimIndex
@@ -431,14 +432,30 @@ func (c *cycle) withinGuaranteeOf(p *pendingWork) (ok bool, held, guaranteed int
 
 // shapeID returns the number of a shape in cycle.shapes, adding it there
 // when it is new.
+//
+// Most shapes name no model, selector or residency: they are found by
+// their numbers alone (a key with no strings to hash).
 func (c *cycle) shapeID(k shape) int32 {
+	if k.models == "" && k.selector == "" && k.regions == "" {
+		n := [5]int64{k.milli, k.gpuMem, k.cpu, k.mem, int64(k.replicas)}
+		id, ok := c.numberShapeIDs[n]
+		if !ok {
+			id = c.addShape(k)
+			c.numberShapeIDs[n] = id
+		}
+		return id
+	}
 	id, ok := c.shapeIDs[k]
 	if !ok {
-		id = int32(len(c.shapes))
-		c.shapes = append(c.shapes, k)
+		id = c.addShape(k)
 		c.shapeIDs[k] = id
 	}
 	return id
+}
+
+func (c *cycle) addShape(k shape) int32 {
+	c.shapes = append(c.shapes, k)
+	return int32(len(c.shapes) - 1)
 }
 
 func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
@@ -491,7 +508,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		mix.Add(w.Request, float64(w.Request.Count()))
 		ts := c.team(w.Team)
 		cl, known := c.classOf(w)
-		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w), gang: w.Request.Count() > 1,
+		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w), start: startOf(w), gang: w.Request.Count() > 1,
 			eligible: known && cl.Preemptible && w.Status.StopRequested == ""}
 		c.holdOn(ts, cl, w.Status.Placement, r.held)
 		ts.running = append(ts.running, r)
@@ -518,7 +535,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	byValue := map[int]*level{}
 	pws := make([]pendingWork, len(snap.Pending))
 	queueOf := make([]*teamQueue, len(snap.Pending))
-	c.shapeIDs = map[shape]int32{}
+	c.shapeIDs, c.numberShapeIDs = map[shape]int32{}, map[[5]int64]int32{}
 	var starverValue int
 	for k, w := range snap.Pending {
 		mix.Add(w.Request, float64(w.Request.Count()))
@@ -596,7 +613,10 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		slices.SortFunc(l.teams, func(a, b *teamQueue) int { return cmp.Compare(a.team.team.Name, b.team.team.Name) })
 		for _, q := range l.teams {
 			slices.SortStableFunc(q.ws, func(a, b *pendingWork) int {
-				return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.id, b.id))
+				if a.seq != b.seq {
+					return cmp.Compare(a.seq, b.seq)
+				}
+				return cmp.Compare(a.id, b.id)
 			})
 			for _, p := range q.ws {
 				if p.nominated {
