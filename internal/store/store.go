@@ -42,6 +42,10 @@ type Store struct {
 	// writer, so that Snapshot copies the queue instead of sorting it.
 	order  []*core.Workload
 	shares []core.TeamShare
+	// committing holds, on SQLite, the workloads the writer's batch
+	// changes, from just before its COMMIT until the view has them:
+	// their rows may be newer than the view, so Workload reads them.
+	committing map[core.WorkloadID]bool
 
 	tokMu  sync.Mutex
 	tokens map[string]cachedUser // token hash → user, see UserByTokenHash
@@ -320,7 +324,7 @@ func newStore(w *sql.DB, opts Options) *Store {
 		opts.NewID = NewWorkloadID
 	}
 	return &Store{newID: opts.NewID, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser,
-		tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, readStmts: map[string]*sql.Stmt{}, write: w,
+		committing: map[core.WorkloadID]bool{}, tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, readStmts: map[string]*sql.Stmt{}, write: w,
 		ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{}),
 		nodes: cache[core.Node]{on: opts.Cache}, teams: cache[core.Team]{on: opts.Cache}}
 }
@@ -575,7 +579,17 @@ func (s *Store) commit(batch []*op) {
 			return
 		}
 	}
+	if s.pg == nil && len(tx.changed) > 0 {
+		s.mu.Lock()
+		for _, w := range tx.changed {
+			s.committing[w.ID] = true
+		}
+		s.mu.Unlock()
+	}
 	if err := tx.Commit(); err != nil {
+		s.mu.Lock()
+		clear(s.committing)
+		s.mu.Unlock()
 		s.rollback()
 		fail(fmt.Errorf("commit: %w", err))
 		return
@@ -600,6 +614,7 @@ func (s *Store) commit(batch []*op) {
 		return
 	}
 	s.mu.Lock()
+	clear(s.committing)
 	for _, w := range tx.changed {
 		old := s.active[w.ID]
 		if old != nil {

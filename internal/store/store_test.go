@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,6 +124,44 @@ func TestWorkloadReadFromTheViewIsTheRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	same(open(t, path), "opened again")
+}
+
+func TestWorkloadNeverOlderThanItsRow(t *testing.T) {
+	// A reader that has seen a workload's row Cancelled must never read
+	// it Pending from Workload afterwards, even while the writer is
+	// between the COMMIT and bringing the view up to it. (A review caught
+	// it within 300 rounds before the writer marked what it commits.)
+	sqliteOnly(t)
+	s := fixture(t)
+	ctx := context.Background()
+	var older, seen atomic.Int64
+	for range 300 {
+		w := submit(t, s, 1000)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				sc, err := scanWorkload(s.readRow(ctx, selectWorkload+" WHERE id = ?", string(w.ID)))
+				if err != nil {
+					return
+				}
+				if sc.w.Status.Phase == core.Cancelled {
+					seen.Add(1)
+					if got, _ := s.Workload(ctx, w.ID); got != nil && got.Status.Phase == core.Pending {
+						older.Add(1)
+					}
+					return
+				}
+			}
+		}()
+		if _, err := s.RequestStop(ctx, w.ID, "Cancelled", "", t0); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+	if older.Load() > 0 {
+		t.Errorf("Workload read Pending after the row was seen Cancelled: %d times of %d", older.Load(), seen.Load())
+	}
 }
 
 func TestCreateAndReadWorkload(t *testing.T) {

@@ -146,11 +146,16 @@ func scanWorkload(r rowScanner) (*scanned, error) {
 
 // Workload reads one workload. On SQLite an active one comes from the view
 // of active workloads, which this store's writer brings up to each commit
-// before acknowledging it: what the row holds, without decoding it.
+// before acknowledging it: what the row holds, without decoding it; but
+// for one whose change is being committed (the row may already be newer
+// than the view), which is read.
 func (s *Store) Workload(ctx context.Context, id core.WorkloadID) (*core.Workload, error) {
 	if s.pg == nil {
 		s.mu.RLock()
-		w := s.active[id]
+		var w *core.Workload
+		if !s.committing[id] {
+			w = s.active[id]
+		}
 		s.mu.RUnlock()
 		if w != nil {
 			return w.Clone(), nil
