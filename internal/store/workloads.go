@@ -84,11 +84,9 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 				return err
 			}
 		}
-		if err := s.checkPending(tx, w, userBound); err != nil {
-			return err
-		}
-		setAuditObject(ctx, string(w.ID), string(w.Team))
-		// The team's foreign key refuses a team that does not exist.
+		// The team's foreign key refuses a team that does not exist,
+		// first; a submit beyond the pending bounds is refused next, and
+		// its row goes with the write's savepoint.
 		seq, err := tx.insert(`INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, "seq",
 			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status)
@@ -98,6 +96,10 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 		if err != nil {
 			return err
 		}
+		if err := s.checkPending(tx, w, userBound); err != nil {
+			return err
+		}
+		setAuditObject(ctx, string(w.ID), string(w.Team))
 		w.Seq = seq
 		tx.changed = append(tx.changed, w)
 		if err := addEvent(tx, submitted); err != nil {
