@@ -34,7 +34,10 @@
 //     writer after each commit, kept in submission order (Snapshot copies
 //     them, so that a scheduling cycle decodes no rows and sorts nothing),
 //     and with them the counts of Pending workloads by team and by
-//     submitter for the pending bounds (core.ErrLimit);
+//     submitter for the pending bounds (core.ErrLimit); on SQLite, Workload
+//     answers an active workload from it, but for one whose change the
+//     writer is committing (marked just before the COMMIT), whose row is
+//     read, so that no read is older than a row already seen;
 //   - the users found by token hash (UserByTokenHash: every request
 //     authenticates), each for at most tokenCacheTTL (5 s), all forgotten
 //     by every write that changes users or tokens;
