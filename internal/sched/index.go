@@ -143,7 +143,7 @@ func (x *shapeIndex) search(c *cycle, w *core.Workload, memo []scored) (best cho
 	}
 	// A workload some nodes are held for may take them where others may
 	// not: its own held nodes are weighed here, parked or not.
-	for _, ns := range c.holders[w.ID] {
+	for _, ns := range c.heldBefore(w) {
 		if x.parked[ns.pos] == (futureVersion{}) || (c.burst.any && ns.node.Burst()) {
 			continue
 		}

@@ -1058,7 +1058,7 @@ func (c *cycle) decide(p *pendingWork) {
 			c.budget = room
 		}
 	}
-	holder := len(c.holders[w.ID]) > 0
+	holder := len(c.heldBefore(w)) > 0
 	// A workload that may burst tries more nodes than one of its shape
 	// that may not: their failures are remembered apart.
 	burst := c.burst.any && c.mayBurst(w)
@@ -1203,6 +1203,16 @@ func (c *cycle) stopping(ns *nodeState) int {
 		}
 	}
 	return n
+}
+
+// heldBefore returns the nodes held for w while it is placed, before its
+// own decision holds any: only a nominated workload holds nodes then
+// (newCycle), so the others skip the lookup.
+func (c *cycle) heldBefore(w *core.Workload) []*nodeState {
+	if w.Status.Nominated == "" {
+		return nil
+	}
+	return c.holders[w.ID]
 }
 
 // hold keeps ns for workload id.
@@ -1373,7 +1383,7 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	memoScan := false
 	if idx != nil && !c.burst.pass && req.Count() == 1 {
 		best, bestKeep, found = idx.search(c, w, memo)
-		if !found && !idx.broken && len(c.holders[w.ID]) == 0 && !c.reservedFor(w) {
+		if !found && !idx.broken && len(c.heldBefore(w)) == 0 && !c.reservedFor(w) {
 			sk, memoScan = scanKey{shapeKey(req), c.inQuota, w.MaxRuntime, c.budget}, true
 			if m, ok := c.scans[sk]; ok && m.stamp == len(c.changed) {
 				c.soft, c.budgetHit = c.soft || m.soft, c.budgetHit || m.budgetHit
