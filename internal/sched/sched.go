@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -1142,7 +1143,7 @@ func (c *cycle) decide(p *pendingWork) {
 				if n == 0 {
 					n = c.stopping(node)
 				}
-				c.unplaced(w, ReasonPreempting, fmt.Sprintf("waiting for %d preempted %s to stop on %s", n, plural(n, "workload", "workloads"), node.node.Name), node.node.Name)
+				c.unplaced(w, ReasonPreempting, "waiting for "+strconv.Itoa(n)+" preempted "+plural(n, "workload", "workloads")+" to stop on "+string(node.node.Name), node.node.Name)
 				return
 			}
 			c.noVictims[vkey] = true
