@@ -202,38 +202,34 @@ func (ns *nodeState) ownTier(i int, r *runningWorkload) *eligTier {
 }
 
 // forgetChosen takes r, chosen as a victim (r.chosen), out of what the
-// tiers say: no other preemptor may take it. The node's tiers are made
-// again from the workloads left, so that the least and most one holds,
-// and whether one is a fraction, stay exact (taking r's share out alone
-// left them as they were: still bounds, but loose ones, that let victim
-// searches weigh nodes in vain). The classes the node's own tiers list
-// stay (ownBelow does not change within a cycle).
+// tiers say: no other preemptor may take it. The tiers r was counted in
+// are made again from the workloads left, so that the least and most one
+// holds, and whether one is a fraction, stay exact (taking r's share out
+// alone left them as they were: still bounds, but loose ones, that let
+// victim searches weigh nodes in vain). The classes the node's own tiers
+// list stay (ownBelow does not change within a cycle).
 func (ns *nodeState) forgetChosen(r *runningWorkload) {
 	ns.tierVersion++
+	// The tiers as newCycle and promoteFair noted them.
+	in := [tiers]bool{tierOver: r.over, tierIdle: r.class.IdleOnly, tierFair: r.fair}
 	for t := range ns.tiers {
-		ns.tiers[t].reset()
-	}
-	for i := range ns.own {
-		for k := range ns.own[i] {
-			ns.own[i][k].t.reset()
-		}
-	}
-	// As newCycle and promoteFair noted them.
-	for _, o := range ns.running {
-		if !o.eligible || o.chosen {
+		if !in[t] {
 			continue
 		}
-		if o.over {
-			ns.tiers[tierOver].note(ns, o)
+		ns.tiers[t].reset()
+		for _, o := range ns.running {
+			if o.eligible && !o.chosen && ((t == tierOver && o.over) || (t == tierIdle && o.class.IdleOnly) || (t == tierFair && o.fair)) {
+				ns.tiers[t].note(ns, o)
+			}
 		}
-		if o.class.IdleOnly {
-			ns.tiers[tierIdle].note(ns, o)
-		}
-		if o.fair {
-			ns.tiers[tierFair].note(ns, o)
-		}
-		if i := slices.Index(ns.teams, o.team); i >= 0 && !o.class.IdleOnly {
-			ns.ownTier(i, o).note(ns, o)
+	}
+	if i := slices.Index(ns.teams, r.team); i >= 0 && !r.class.IdleOnly {
+		own := ns.ownTier(i, r)
+		own.reset()
+		for _, o := range ns.running {
+			if o.eligible && !o.chosen && o.team == r.team && !o.class.IdleOnly && o.class.Value == r.class.Value {
+				own.note(ns, o)
+			}
 		}
 	}
 }
