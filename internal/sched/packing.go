@@ -242,8 +242,14 @@ func (m *Mix) addHost(n *core.Node) {
 // those given as GPU memory alone, are not counted: they leave no GPU
 // fragments of their own.
 func (m *Mix) Add(req core.Request, n float64) {
+	m.add(req, n)
+}
+
+// add is Add, returning the place of req's shape in m.types (-1: not
+// counted), for addAt.
+func (m *Mix) add(req core.Request, n float64) int {
 	if req.MilliGPU <= 0 || n <= 0 {
-		return
+		return -1
 	}
 	k := mixKey{milli: req.MilliGPU, cpu: req.MilliCPU, mem: req.MemoryMiB, models: strings.Join(req.GPUModels, "|")}
 	if m.group {
@@ -267,6 +273,13 @@ func (m *Mix) Add(req core.Request, n float64) {
 		m.index[k] = i
 		m.types = append(m.types, t)
 	}
+	m.addAt(i, req, n)
+	return i
+}
+
+// addAt is add for a request whose shape is known to be at m.types[i]
+// (add returned i for a request of the same shape and count).
+func (m *Mix) addAt(i int, req core.Request, n float64) {
 	m.types[i].count += n
 	m.types[i].cpuMax = max(m.types[i].cpuMax, req.MilliCPU)
 	m.types[i].memMax = max(m.types[i].memMax, req.MemoryMiB)

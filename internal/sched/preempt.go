@@ -26,6 +26,8 @@ type teamState struct {
 	// them changed in this cycle, in order (cycle.touch).
 	nodes   []*nodeState
 	changed []int
+	// queues are the team's queues of pending work, by level (level.ord).
+	queues []*teamQueue
 	// lowest is, by place in nodes, the lowest class value of the team's
 	// work there (the classes a node's own work has are known once the
 	// cycle starts: ownBelow's answer never changes within it).

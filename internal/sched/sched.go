@@ -369,6 +369,7 @@ type memoEntry struct {
 
 type level struct {
 	value int
+	ord   int // its place among the levels as they were found (teamState.queues)
 	teams []*teamQueue
 	// best is the team next chose last, when the usages were at gen.
 	best *teamQueue
@@ -534,12 +535,18 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	// 3. pending demand and queues, in one pass over the pending
 	// workloads (pendingWork: what their decisions read of them).
 	byValue := map[int]*level{}
+	c.shapeIDs, c.numberShapeIDs = map[shape]int32{}, map[[5]int64]int32{}
 	pws := make([]pendingWork, len(snap.Pending))
 	queueOf := make([]*teamQueue, len(snap.Pending))
-	c.shapeIDs, c.numberShapeIDs = map[shape]int32{}, map[[5]int64]int32{}
 	var starverValue int
+	var mixAt []int // by shape number: its place in the mix (Mix.add)
 	for k, w := range snap.Pending {
-		mix.Add(w.Request, float64(w.Request.Count()))
+		shapeID := c.shapeID(shapeKey(w.Request))
+		if n := float64(w.Request.Count()); int(shapeID) == len(mixAt) {
+			mixAt = append(mixAt, mix.add(w.Request, n))
+		} else if i := mixAt[shapeID]; i >= 0 {
+			mix.addAt(i, w.Request, n)
+		}
 		ts := c.team(w.Team)
 		v := -1 << 30 // unknown classes go last and are explained
 		var class *core.PriorityClass
@@ -549,17 +556,21 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		}
 		l := byValue[v]
 		if l == nil {
-			l = &level{value: v}
+			l = &level{value: v, ord: len(c.levels)}
 			byValue[v] = l
 			c.levels = append(c.levels, l)
 		}
-		i := slices.IndexFunc(l.teams, func(q *teamQueue) bool { return q.team == ts })
-		if i < 0 {
-			l.teams = append(l.teams, &teamQueue{team: ts})
-			i = len(l.teams) - 1
+		for len(ts.queues) <= l.ord {
+			ts.queues = append(ts.queues, nil)
 		}
-		queueOf[k] = l.teams[i]
-		l.teams[i].n++
+		q := ts.queues[l.ord]
+		if q == nil {
+			q = &teamQueue{team: ts}
+			l.teams = append(l.teams, q)
+			ts.queues[l.ord] = q
+		}
+		queueOf[k] = q
+		q.n++
 
 		p := &pws[k]
 		*p = pendingWork{w: w, id: w.ID, ts: ts, class: class, ask: c.askMilli(w), seq: w.Seq, at: int32(k), nominated: w.Status.Nominated != ""}
@@ -585,7 +596,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 				c.starver, starverValue = w, class.Value
 			}
 		}
-		p.shape = c.shapeID(shapeKey(w.Request))
+		p.shape = shapeID
 		p.plainBase = !c.burst.any && w.Status.PreemptedAt == nil && w.Array == nil && len(w.Request.Regions) == 0 &&
 			!p.nominated && (len(c.terminating) == 0 || len(c.terminating[w.ID]) == 0)
 	}
@@ -613,12 +624,16 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, l := range c.levels {
 		slices.SortFunc(l.teams, func(a, b *teamQueue) int { return cmp.Compare(a.team.team.Name, b.team.team.Name) })
 		for _, q := range l.teams {
-			slices.SortStableFunc(q.ws, func(a, b *pendingWork) int {
+			bySubmission := func(a, b *pendingWork) int {
 				if a.seq != b.seq {
 					return cmp.Compare(a.seq, b.seq)
 				}
 				return cmp.Compare(a.id, b.id)
-			})
+			}
+			// Often in order already (the snapshot's).
+			if !slices.IsSortedFunc(q.ws, bySubmission) {
+				slices.SortStableFunc(q.ws, bySubmission)
+			}
 			for _, p := range q.ws {
 				if p.nominated {
 					nominated = append(nominated, p)
