@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -134,7 +135,7 @@ func describe(r core.Request) string {
 
 // gpus renders milli-GPU as GPUs: 8000 → "8", 2500 → "2.5", 250 → "0.25".
 func gpus(m int64) string {
-	s := fmt.Sprintf("%d", m/1000)
+	s := strconv.FormatInt(m/1000, 10)
 	if f := m % 1000; f != 0 {
 		s += strings.TrimRight(fmt.Sprintf(".%03d", f), "0")
 	}

@@ -1179,13 +1179,13 @@ func (c *cycle) decide(p *pendingWork) {
 	switch {
 	case class.IdleOnly || w.Request.Count() > 1 || !c.othersHold(ts):
 	case inQuota:
-		msg += fmt.Sprintf("; team %s is within its guarantee, but what holds the capacity cannot be preempted for it (within quota, or a class that is never preempted)", ts.team.Name)
+		msg += "; team " + string(ts.team.Name) + " is within its guarantee, but what holds the capacity cannot be preempted for it (within quota, or a class that is never preempted)"
 	case ts.usage+ask > ts.share:
-		msg += fmt.Sprintf("; team %s holds %s GPUs and its fair share is %s, so it cannot reclaim more", ts.team.Name, gpus(ts.usage), gpus(ts.share))
+		msg += "; team " + string(ts.team.Name) + " holds " + gpus(ts.usage) + " GPUs and its fair share is " + gpus(ts.share) + ", so it cannot reclaim more"
 	case !c.opts.FairShareReclaim:
-		msg += fmt.Sprintf("; team %s is below its fair share, but fair-share reclaim is off", ts.team.Name)
+		msg += "; team " + string(ts.team.Name) + " is below its fair share, but fair-share reclaim is off"
 	default:
-		msg += fmt.Sprintf("; team %s is below its fair share, but what holds the capacity is within its teams' quotas, has run less than %s, or is never preempted", ts.team.Name, c.opts.MinRuntime)
+		msg += "; team " + string(ts.team.Name) + " is below its fair share, but what holds the capacity is within its teams' quotas, has run less than " + c.opts.MinRuntime.String() + ", or is never preempted"
 	}
 	var nominated core.NodeName
 	if w == c.starver {
