@@ -387,7 +387,8 @@ type teamQueue struct {
 // rather than at every step that reads it (side by side, not spread over
 // the snapshot): its team, class, ask (askMilli),
 // shape (cycle.shapes), which guarantee it is judged against, and whether
-// it is plain (cycle.plain) unless it is the starving workload.
+// it is plain (cycle.plain) unless it is the starving workload. It fills
+// one cache line (64 bytes), read for every workload decided.
 type pendingWork struct {
 	w     *core.Workload
 	id    core.WorkloadID
@@ -395,7 +396,6 @@ type pendingWork struct {
 	class *core.PriorityClass // nil: not defined (classOf)
 	ask   int64
 	seq   int64
-	at    int32 // its place in the snapshot
 	shape int32
 	// totalGuarantee: it is judged against its team's total guarantee
 	// (no model or pool guarantee covers it: withinGuarantee).
@@ -573,7 +573,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		q.n++
 
 		p := &pws[k]
-		*p = pendingWork{w: w, id: w.ID, ts: ts, class: class, ask: c.askMilli(w), seq: w.Seq, at: int32(k), nominated: w.Status.Nominated != ""}
+		*p = pendingWork{w: w, id: w.ID, ts: ts, class: class, ask: c.askMilli(w), seq: w.Seq, nominated: w.Status.Nominated != ""}
 		_, byKey := ts.team.ModelKey(w.Request.GPUModels)
 		if !byKey {
 			_, byKey = ts.team.PoolKey(&w.Request)
@@ -634,11 +634,11 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 			if !slices.IsSortedFunc(q.ws, bySubmission) {
 				slices.SortStableFunc(q.ws, bySubmission)
 			}
-			for _, p := range q.ws {
-				if p.nominated {
-					nominated = append(nominated, p)
-				}
-			}
+		}
+	}
+	for i := range pws { // in the snapshot's order
+		if pws[i].nominated {
+			nominated = append(nominated, &pws[i])
 		}
 	}
 	// 4. fair shares of the schedulable capacity.
@@ -682,8 +682,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	// pending workload (a preemptor, or one that starved) stays held for
 	// it, so that the capacity its victims free, or its node's draining,
 	// goes to it and not to whoever comes first in this cycle's order.
-	// In the snapshot's order, then by class, submission and ID.
-	slices.SortFunc(nominated, func(a, b *pendingWork) int { return cmp.Compare(a.at, b.at) })
+	// By class, submission and ID (stable: then in the snapshot's order).
 	slices.SortStableFunc(nominated, func(a, b *pendingWork) int {
 		return cmp.Or(cmp.Compare(b.value(), a.value()), cmp.Compare(a.seq, b.seq), cmp.Compare(a.id, b.id))
 	})
