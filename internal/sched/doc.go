@@ -226,7 +226,9 @@
 // for preemptors, whether a placement also fits its future is remembered
 // with the score, by the versions of the node, its future and its stages.
 // Fit checks and victim searches allocate nothing per node (the victim
-// search works on one reused copy of the node).
+// search works on one reused copy of the node, with reused tables of what
+// each candidate holds on each device, and allocates only the set it
+// returns).
 //
 // A victim search weighs the whole cluster and finds its cheapest set
 // (victim cost, then the smaller node, then the name) through the shape's
@@ -240,7 +242,12 @@
 // where the preemptor's team runs work, that work (its own lower classes
 // may be taken). The search visits nodes by bound and stops once the next
 // bound cannot beat the best set found, so it weighs the few nodes near
-// the top. Before issue 20 the search stopped, as Kubernetes' default
+// the top. The bounds stay tight as victims are chosen: a node's tiers are
+// made again from the workloads left when one is chosen (the least and
+// most one holds, whether one is a fraction), and the fewest victims a set
+// needs is counted from the four largest holdings, not the largest alone;
+// at 12,500 nodes this cut the nodes weighed from 8 to about 1 per search.
+// Before issue 20 the search stopped, as Kubernetes' default
 // preemption does, once it had found sets on max(100, 10%) of the nodes
 // (at most 250) from a node that depended on the workload, and stopped at
 // once on a single victim no larger than the request: it could choose a
@@ -262,13 +269,21 @@
 //
 // The victim index keeps, per team, its orders lazily: a team's orders
 // catch up, from the team's own list of changed nodes, when a search of
-// the team uses them. A plain pending workload (it holds no node, has no
-// victims stopping, was not preempted lately, is no array task, asks for
-// no region, the cluster has no burst pool) that is decided like the last
-// one of its team, class and shape while its team holds what it held then
-// reuses that decision (decisionKey), and a placement the index finds no
-// place for reuses the last scan's explanation while no node changed
-// (scanKey): the scan of every node only explains.
+// the team uses them, and skip, without reading them, the nodes where the
+// team runs nothing below the preemptor's class (known once the cycle
+// starts: teamState.lowest). A plain pending workload (it holds no node,
+// has no victims stopping, was not preempted lately, is no array task,
+// asks for no region, the cluster has no burst pool) that is decided like
+// the last one of its team, class and shape while its team holds what it
+// held then reuses that decision (decisionKey), and a placement the index
+// finds no place for reuses the last scan's explanation while no node
+// changed (scanKey): the scan of every node only explains. What a
+// decision reads of a pending workload that cannot change within the
+// cycle (its team, class, ask, shape by number, the guarantee it is
+// judged against, whether it is plain) is found once, in the one pass
+// newCycle makes over the pending workloads (pendingWork), so that a
+// reused decision reads nothing of the workload itself and hashes no
+// string.
 //
 // BenchmarkCycle measures one cycle of 8-GPU nodes, 50 teams with
 // guarantees of half the cluster, 3/4 full, by size (nodes=N/pending=P);
@@ -277,16 +292,23 @@
 // a third from one minute to the next with the load of others), one
 // cycle: nodes=12500/pending=50000 125-150 s and 6.0 GB before issue 20,
 // 14.9-22.5 s and 381 MB after its first part, 1.31-2.0 s and 195 MB
-// now (16,176 preemptions planned); nodes=1000/pending=50000 1.30-1.44 s,
-// then 0.73-1.2 s, now 0.14-0.24 s and 25 MB. Time grows as nodes^0.7
-// over 250-12,500 nodes (nodes^0.84 from 1,000) and as pending^0.44 from
-// 10,000 to 50,000 at 1,000 nodes (5,000 pending cost more than 10,000:
-// the starving workload's reservation then refuses shapes that do not fit
-// elsewhere either, softly, so that each is tried again). What remains at
-// 12,500 nodes: the victim searches (4 nodes weighed per preemptor, 13,000
-// searches) and the upkeep of their orders, the garbage collector, the
-// cycle's setup; at 1,000 nodes, the cycle's setup and the work done for
-// each of the 50,000 pending workloads.
+// after its second, now 0.79/0.85/0.99 s (min/median/max of 3 runs) and
+// 151 MB (16,176 preemptions planned; 13,084 victim searches weigh 13,517
+// nodes); nodes=1000/pending=50000 1.30-1.44 s, then 0.73-1.2 s, then
+// 0.14-0.24 s and 25 MB, now 105/114/123 ms and 25 MB (in the same
+// session the second part's code took 1.23-1.32 s and 177-199 ms). Time
+// grows as nodes^0.67 over 250-12,500 nodes (nodes^0.76 from 1,000) and
+// as pending^0.46 from 10,000 to 50,000 at 1,000 nodes (5,000 pending,
+// 139-170 ms, cost more than 10,000: the starving workload's reservation
+// then refuses shapes that do not fit elsewhere either, softly, so that
+// each is tried again, and the scan of every node explains each anew).
+// What remains at 12,500 nodes: the upkeep of the victim index (the
+// bounds of the nodes each placement or preemption changed, in each
+// shape's index, and a team's orders made on first use: about 30% of the
+// cycle), the cycle's setup, the garbage collector; at 1,000 nodes,
+// the cycle's setup (one pass over the 50,000 pending workloads, bound by
+// reading them from memory), the victim searches, and the decisions that
+// the cache cannot reuse (about 6,000).
 //
 // # Known limits
 //

@@ -277,9 +277,10 @@ func (c *cycle) promoteFair(ts *teamState) {
 // victim; it frees, on the devices req would take, at least what they
 // hold beyond what req leaves room for (for whole GPUs, all of what the
 // least used devices it must clear hold, and at least what the least of
-// their occupants holds), and no victim frees more than the largest
-// candidate holds. A fraction takes a whole victim where the
-// node has no fractional candidate.
+// their occupants holds), and no victim frees more than it holds, so
+// that it takes at least as many victims as the largest candidates need
+// to hold that much together (eligTier.fewest). A fraction takes a whole
+// victim where the node has no fractional candidate.
 func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTier, below int, scratch *eligTier) (victimCost, bool) {
 	t = merged(t, own, below, scratch)
 	if !t.any {
