@@ -290,10 +290,9 @@ type cycle struct {
 	// being placed in one of them names it in gangCluster.
 	clusters    []string
 	gangCluster *string
-	// shapes are the pending workloads' shapes, numbered (shapeID).
-	shapes         []shape
-	shapeIDs       map[shape]int32
-	numberShapeIDs map[[5]int64]int32
+	// shapes are the pending workloads' shapes, numbered in the order
+	// first seen (shapeNumbers.number).
+	shapeNumbers
 	// victimIdx holds the victim search's index of each preemptor shape
 	// (victimindex.go).
 	victimIdx map[shape]*victimIndex
@@ -432,32 +431,38 @@ func (c *cycle) withinGuaranteeOf(p *pendingWork) (ok bool, held, guaranteed int
 	return held+p.ask <= guaranteed, held, guaranteed, ""
 }
 
-// shapeID returns the number of a shape in cycle.shapes, adding it there
-// when it is new.
-//
-// Most shapes name no model, selector or residency: they are found by
-// their numbers alone (a key with no strings to hash).
-func (c *cycle) shapeID(k shape) int32 {
+// shapeNumbers numbers shapes in the order they are first seen.
+type shapeNumbers struct {
+	shapes []shape
+	byKey  map[shape]int32
+	// byNumber: most shapes name no model, selector or residency: they
+	// are found by their numbers alone (a key with no strings to hash).
+	byNumber map[[5]int64]int32
+}
+
+// number returns the number of a shape in t.shapes, adding it there when
+// it is new.
+func (t *shapeNumbers) number(k shape) int32 {
 	if k.models == "" && k.selector == "" && k.regions == "" {
 		n := [5]int64{k.milli, k.gpuMem, k.cpu, k.mem, int64(k.replicas)}
-		id, ok := c.numberShapeIDs[n]
+		id, ok := t.byNumber[n]
 		if !ok {
-			id = c.addShape(k)
-			c.numberShapeIDs[n] = id
+			id = t.add(k)
+			t.byNumber[n] = id
 		}
 		return id
 	}
-	id, ok := c.shapeIDs[k]
+	id, ok := t.byKey[k]
 	if !ok {
-		id = c.addShape(k)
-		c.shapeIDs[k] = id
+		id = t.add(k)
+		t.byKey[k] = id
 	}
 	return id
 }
 
-func (c *cycle) addShape(k shape) int32 {
-	c.shapes = append(c.shapes, k)
-	return int32(len(c.shapes) - 1)
+func (t *shapeNumbers) add(k shape) int32 {
+	t.shapes = append(t.shapes, k)
+	return int32(len(t.shapes) - 1)
 }
 
 func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
@@ -532,74 +537,10 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, ts := range c.teams {
 		c.classify(ts)
 	}
-	// 3. pending demand and queues, in one pass over the pending
-	// workloads (pendingWork: what their decisions read of them).
-	byValue := map[int]*level{}
-	c.shapeIDs, c.numberShapeIDs = map[shape]int32{}, map[[5]int64]int32{}
-	pws := make([]pendingWork, len(snap.Pending))
-	queueOf := make([]*teamQueue, len(snap.Pending))
-	var starverValue int
-	var mixAt []int // by shape number: its place in the mix (Mix.add)
-	for k, w := range snap.Pending {
-		shapeID := c.shapeID(shapeKey(w.Request))
-		if n := float64(w.Request.Count()); int(shapeID) == len(mixAt) {
-			mixAt = append(mixAt, mix.add(w.Request, n))
-		} else if i := mixAt[shapeID]; i >= 0 {
-			mix.addAt(i, w.Request, n)
-		}
-		ts := c.team(w.Team)
-		v := -1 << 30 // unknown classes go last and are explained
-		var class *core.PriorityClass
-		if i := c.classIndex(w); i >= 0 {
-			class = &c.classes[i]
-			v = class.Value
-		}
-		l := byValue[v]
-		if l == nil {
-			l = &level{value: v, ord: len(c.levels)}
-			byValue[v] = l
-			c.levels = append(c.levels, l)
-		}
-		for len(ts.queues) <= l.ord {
-			ts.queues = append(ts.queues, nil)
-		}
-		q := ts.queues[l.ord]
-		if q == nil {
-			q = &teamQueue{team: ts}
-			l.teams = append(l.teams, q)
-			ts.queues[l.ord] = q
-		}
-		queueOf[k] = q
-		q.n++
-
-		p := &pws[k]
-		*p = pendingWork{w: w, id: w.ID, ts: ts, class: class, ask: c.askMilli(w), seq: w.Seq, nominated: w.Status.Nominated != ""}
-		_, byKey := ts.team.ModelKey(w.Request.GPUModels)
-		if !byKey {
-			_, byKey = ts.team.PoolKey(&w.Request)
-		}
-		p.totalGuarantee = !byKey
-		ts.pending += p.ask
-		// Fair shares weigh only demand that could be admitted: not batch
-		// (it borrows idle capacity and never reclaims), not work its
-		// team's limit or its class's quota rule keeps out, not the tasks
-		// of a job array beyond its cap.
-		admitted := c.admissibleOf(p)
-		if admitted && c.arrayDemand(w) {
-			ts.demand += p.ask
-		}
-		// The one workload that may hold a node against starvation: the
-		// highest class, then the longest waiting, among those that
-		// waited StarvationAfter and pass their quota rules.
-		if o.StarvationAfter > 0 && !w.CreatedAt.IsZero() && now.Sub(w.CreatedAt) >= o.StarvationAfter && admitted {
-			if c.starver == nil || cmp.Or(cmp.Compare(starverValue, class.Value), w.CreatedAt.Compare(c.starver.CreatedAt), cmp.Compare(w.Seq, c.starver.Seq)) < 0 {
-				c.starver, starverValue = w, class.Value
-			}
-		}
-		p.shape = shapeID
-		p.plainBase = !c.burst.any && w.Status.PreemptedAt == nil && w.Array == nil && len(w.Request.Regions) == 0 &&
-			!p.nominated && (len(c.terminating) == 0 || len(c.terminating[w.ID]) == 0)
-	}
+	// 3. pending demand and queues, from one reading of each pending
+	// workload (pendingWork: what their decisions read of them; on a
+	// long queue read on several goroutines: readPending).
+	pws, queueOf := c.readPending(snap.Pending, mix)
 	mix.reweigh()
 	sc, err := newScorer(o.Packing, mix, 1)
 	if err != nil {

@@ -1,0 +1,216 @@
+package sched
+
+import (
+	"cmp"
+	"runtime"
+	"sync"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+)
+
+// parallelPendingAt is the fewest pending workloads that newCycle reads on
+// several goroutines (GOMAXPROCS): below it the goroutines would cost more
+// than they save.
+const parallelPendingAt = 4096
+
+// Flags of a pending workload found by readOne.
+const (
+	pendingAdmitted  uint8 = 1 << iota // admissibleOf
+	pendingStarvable                   // waited StarvationAfter, admitted
+	pendingCapped                      // a task of an array with a cap (arrayDemand)
+)
+
+// readPending makes the cycle's record of each pending workload
+// (pendingWork, in the snapshot's order) and finds the queue each joins
+// (by class level and team, made here with its size), while counting the
+// workloads in the packing mix, their teams' pending work and demand, and
+// choosing the starving workload.
+//
+// What a workload's record reads of the cycle does not change during the
+// pass (the teams' usage, the classes, the kinds of device, the stops
+// under way), so on a long queue (parallelPendingAt) the records are made
+// on GOMAXPROCS goroutines, each over one contiguous part of the queue,
+// writing only that part of the array, numbering the shapes it sees in
+// its own table and finding its part's starving workload; they only read
+// the cycle (readOne). A workload of a team the snapshot does not list is
+// left to the pass after, which makes the team. That pass, one goroutine
+// in the snapshot's order, does what depends on the order as the reading
+// one by one did: the shapes are numbered again in the order first seen
+// (each part's new shapes after those of the parts before it, in its own
+// order: the order of first appearance in the whole queue), the mix
+// counts each workload (and reweighs as the counts grow; what it reads of
+// a request is in its shape, kept from the shape's first workload), the
+// levels and queues are made in the order first seen, and capped arrays
+// count their tasks. The starving workload is the least of the parts'
+// by class, wait, submission and then place in the queue (starvesBefore:
+// the first of equals, as the reading in order chose). So the cycle
+// starts the same however the queue was split (TestPendingReadInPartsAsInOrder).
+func (c *cycle) readPending(pending []*core.Workload, mix *Mix) ([]pendingWork, []*teamQueue) {
+	c.shapeNumbers = shapeNumbers{byKey: map[shape]int32{}, byNumber: map[[5]int64]int32{}}
+	pws := make([]pendingWork, len(pending))
+	flags := make([]uint8, len(pending))
+	parts := 1
+	if len(pending) >= parallelPendingAt {
+		parts = max(1, runtime.GOMAXPROCS(0))
+	}
+	// Part i reads pending[bound(i):bound(i+1)], numbers its shapes in
+	// tables[i] (part 0 in the cycle's) and finds its starving workload.
+	bound := func(i int) int { return i * len(pending) / parts }
+	tables := make([]shapeNumbers, parts)
+	starvers := make([]int, parts)
+	read := func(i int) {
+		t := &tables[i]
+		if i == 0 {
+			t = &c.shapeNumbers
+		} else {
+			*t = shapeNumbers{byKey: map[shape]int32{}, byNumber: map[[5]int64]int32{}}
+		}
+		starver := -1
+		for k := bound(i); k < bound(i+1); k++ {
+			w := pending[k]
+			p := &pws[k]
+			p.shape = t.number(shapeKey(w.Request))
+			if ts := c.teams[w.Team]; ts != nil { // read only here
+				flags[k] = c.readOne(p, w, ts)
+				if flags[k]&pendingStarvable != 0 && (starver < 0 || c.starvesBefore(pws, k, starver)) {
+					starver = k
+				}
+			}
+		}
+		starvers[i] = starver
+	}
+	if parts == 1 {
+		read(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range parts {
+			wg.Go(func() { read(i) })
+		}
+		wg.Wait()
+		var ids []int32
+		for i := 1; i < parts; i++ {
+			ids = ids[:0]
+			for _, k := range tables[i].shapes {
+				ids = append(ids, c.number(k))
+			}
+			for k := bound(i); k < bound(i+1); k++ {
+				pws[k].shape = ids[pws[k].shape]
+			}
+		}
+	}
+	starver := -1
+	for _, k := range starvers {
+		if k >= 0 && (starver < 0 || c.starvesBefore(pws, k, starver)) {
+			starver = k
+		}
+	}
+
+	byValue := map[int]*level{}
+	queueOf := make([]*teamQueue, len(pending))
+	// By shape number: its place in the mix (Mix.add), and a request of
+	// it with its count (the shape holds what the mix reads of it).
+	type mixShape struct {
+		at  int
+		req *core.Request
+		n   float64
+	}
+	var mixAt []mixShape
+	var last *level
+	for k := range pws {
+		p := &pws[k]
+		if int(p.shape) == len(mixAt) {
+			req := &pending[k].Request
+			n := float64(req.Count())
+			mixAt = append(mixAt, mixShape{mix.add(*req, n), req, n})
+		} else if m := mixAt[p.shape]; m.at >= 0 {
+			mix.addAt(m.at, *m.req, m.n)
+		}
+		if p.ts == nil { // a team the snapshot does not list
+			w := pending[k]
+			flags[k] = c.readOne(p, w, c.team(w.Team))
+			if flags[k]&pendingStarvable != 0 && (starver < 0 || c.starvesBefore(pws, k, starver)) {
+				starver = k
+			}
+		}
+		ts := p.ts
+		v := -1 << 30 // unknown classes go last and are explained
+		if p.class != nil {
+			v = p.class.Value
+		}
+		l := last
+		if l == nil || l.value != v {
+			l = byValue[v]
+			if l == nil {
+				l = &level{value: v, ord: len(c.levels)}
+				byValue[v] = l
+				c.levels = append(c.levels, l)
+			}
+			last = l
+		}
+		for len(ts.queues) <= l.ord {
+			ts.queues = append(ts.queues, nil)
+		}
+		q := ts.queues[l.ord]
+		if q == nil {
+			q = &teamQueue{team: ts}
+			l.teams = append(l.teams, q)
+			ts.queues[l.ord] = q
+		}
+		queueOf[k] = q
+		q.n++
+		ts.pending += p.ask
+		// Fair shares weigh only demand that could be admitted: not batch
+		// (it borrows idle capacity and never reclaims), not work its
+		// team's limit or its class's quota rule keeps out, not the tasks
+		// of a job array beyond its cap.
+		if f := flags[k]; f&pendingAdmitted != 0 && (f&pendingCapped == 0 || c.arrayDemand(p.w)) {
+			ts.demand += p.ask
+		}
+	}
+	// The one workload that may hold a node against starvation: the
+	// highest class, then the longest waiting, among those that waited
+	// StarvationAfter and pass their quota rules.
+	if starver >= 0 {
+		c.starver = pending[starver]
+	}
+	return pws, queueOf
+}
+
+// readOne fills p, the record of pending w of team ts, but for its shape,
+// and returns its flags. It reads the cycle and changes nothing there:
+// readPending calls it on several goroutines at once.
+func (c *cycle) readOne(p *pendingWork, w *core.Workload, ts *teamState) uint8 {
+	var class *core.PriorityClass
+	if i := c.classIndex(w); i >= 0 {
+		class = &c.classes[i]
+	}
+	*p = pendingWork{w: w, id: w.ID, ts: ts, class: class, ask: c.askMilli(w), seq: w.Seq, shape: p.shape, nominated: w.Status.Nominated != ""}
+	_, byKey := ts.team.ModelKey(w.Request.GPUModels)
+	if !byKey {
+		_, byKey = ts.team.PoolKey(&w.Request)
+	}
+	p.totalGuarantee = !byKey
+	p.plainBase = !c.burst.any && w.Status.PreemptedAt == nil && w.Array == nil && len(w.Request.Regions) == 0 &&
+		!p.nominated && (len(c.terminating) == 0 || len(c.terminating[w.ID]) == 0)
+	var f uint8
+	if a := w.Array; a != nil && a.MaxRunning > 0 {
+		f = pendingCapped
+	}
+	if c.admissibleOf(p) {
+		f |= pendingAdmitted
+		if c.opts.StarvationAfter > 0 && !w.CreatedAt.IsZero() && c.now.Sub(w.CreatedAt) >= c.opts.StarvationAfter {
+			f |= pendingStarvable
+		}
+	}
+	return f
+}
+
+// starvesBefore reports whether pending workload j comes before k for the
+// starvation reservation: the higher class, then the longer waiting, then
+// the earlier submitted, then the earlier in the snapshot (the first of
+// equals, as when they are compared in the snapshot's order). Both are
+// starvable (their classes defined).
+func (c *cycle) starvesBefore(pws []pendingWork, j, k int) bool {
+	a, b := &pws[j], &pws[k]
+	return cmp.Or(cmp.Compare(b.class.Value, a.class.Value), a.w.CreatedAt.Compare(b.w.CreatedAt), cmp.Compare(a.seq, b.seq), cmp.Compare(j, k)) < 0
+}
