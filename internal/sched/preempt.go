@@ -15,6 +15,9 @@ type teamState struct {
 	usage   int64 // milli-GPU held by running workloads, plus placements made this cycle
 	pending int64 // milli-GPU asked by pending workloads not yet placed
 	demand  int64 // the part of pending that could be admitted (for fair shares)
+	// decided is the team's table of decisions (cycle.decisionTable), by
+	// class and shape; nil until one is remembered.
+	decided []cachedDecision
 	share   int64 // fair share
 	// unfair lists, smallest first, the team's running workloads over its
 	// quota that fair-share reclaim may take once its usage grows

@@ -118,6 +118,49 @@ type cachedDecision struct {
 	reason, message string
 	usage           int64
 	others          bool
+	set             bool // in a team's table (teamState.decided): one is there
+}
+
+// decisionTableAt is the most classes times shapes for which each team
+// keeps its decisions in a table (teamState.decided, by class and shape
+// number) rather than in the cycle's map: a table read costs no hashing,
+// and is small where the shapes are few.
+const decisionTableAt = 256
+
+// decisionOf returns the decision remembered for k, if any.
+func (c *cycle) decisionOf(k decisionKey) (cachedDecision, bool) {
+	if c.decisionTable {
+		if t := k.ts.decided; t != nil {
+			d := t[c.decisionSlot(k)]
+			return d, d.set
+		}
+		return cachedDecision{}, false
+	}
+	d, ok := c.decided[k]
+	return d, ok
+}
+
+// rememberDecision remembers d for k.
+func (c *cycle) rememberDecision(k decisionKey, d cachedDecision) {
+	if !c.decisionTable {
+		c.decided[k] = d
+		return
+	}
+	if k.ts.decided == nil {
+		k.ts.decided = make([]cachedDecision, len(c.classes)*len(c.shapes))
+	}
+	d.set = true
+	k.ts.decided[c.decisionSlot(k)] = d
+}
+
+// decisionSlot is k's place in its team's table: by class (its place in
+// cycle.classes), then shape.
+func (c *cycle) decisionSlot(k decisionKey) int {
+	i := 0
+	for &c.classes[i] != k.class {
+		i++
+	}
+	return i*len(c.shapes) + int(k.shape)
 }
 
 // plain reports whether w's decision depends only on its decisionKey and
@@ -281,8 +324,11 @@ type cycle struct {
 	// decided remembers the last decision of each decisionKey; uncacheable
 	// is set while a decision is made that the next one alike might not
 	// share.
-	decided     map[decisionKey]cachedDecision
-	uncacheable bool
+	// decisionTable: the decisions are kept in the teams' tables, not in
+	// decided (decisionTableAt).
+	decided       map[decisionKey]cachedDecision
+	decisionTable bool
+	uncacheable   bool
 	// scans remembers the explanations of placements that found nothing
 	// (placeOne).
 	scans map[scanKey]scanMemo
@@ -541,6 +587,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	// workload (pendingWork: what their decisions read of them; on a
 	// long queue read on several goroutines: readPending).
 	pws, queueOf := c.readPending(snap.Pending, mix)
+	c.decisionTable = len(c.classes)*len(c.shapes) <= decisionTableAt
 	mix.reweigh()
 	sc, err := newScorer(o.Packing, mix, 1)
 	if err != nil {
@@ -943,7 +990,7 @@ func (c *cycle) decide(p *pendingWork) {
 	// (decisionKey).
 	if plain {
 		dk := decisionKey{ts, p.class, p.shape}
-		if d, ok := c.decided[dk]; ok && d.usage == ts.usage && d.others == c.othersHold(ts) {
+		if d, ok := c.decisionOf(dk); ok && d.usage == ts.usage && d.others == c.othersHold(ts) {
 			c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: p.id, Reason: d.reason, Message: d.message})
 			return
 		}
@@ -954,7 +1001,7 @@ func (c *cycle) decide(p *pendingWork) {
 				return
 			}
 			if d := c.plan.Unplaced[n]; d.Nominated == "" && d.Reason != ReasonPreempting {
-				c.decided[dk] = cachedDecision{reason: d.Reason, message: d.Message, usage: ts.usage, others: c.othersHold(ts)}
+				c.rememberDecision(dk, cachedDecision{reason: d.Reason, message: d.Message, usage: ts.usage, others: c.othersHold(ts)})
 			}
 		}()
 	}
