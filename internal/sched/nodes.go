@@ -169,11 +169,22 @@ func (ns *nodeState) noteEligible(r *runningWorkload) {
 	if i < 0 {
 		ns.teams = append(ns.teams, r.team)
 		ns.own = append(ns.own, nil)
-		ns.teamAt = append(ns.teamAt, len(r.team.nodes))
 		i = len(ns.teams) - 1
-		r.team.nodes = append(r.team.nodes, ns)
 	}
 	ns.ownTier(i, r).note(ns, r)
+}
+
+// joinTeams adds ns to the nodes of each team it runs work of (ns.teams,
+// in the order noteEligible found them), noting its place there
+// (ns.teamAt). Called for every node in the cycle's order once their
+// eligible work is noted: noteEligible changes nothing but its own node,
+// so that the nodes may be noted on several goroutines.
+func (ns *nodeState) joinTeams() {
+	ns.teamAt = make([]int, len(ns.teams))
+	for i, ts := range ns.teams {
+		ns.teamAt[i] = len(ts.nodes)
+		ts.nodes = append(ts.nodes, ns)
+	}
 }
 
 // ownBelow reports whether ts runs work here of a class below value

@@ -12,15 +12,16 @@ import (
 	"github.com/gpufleet/gpufleet/internal/sched"
 )
 
-// TestParallelSetupDecidesAsSequential: on a queue long enough for newCycle
-// to read it on several goroutines, the plan is the one made reading it on
-// one (GOMAXPROCS 1), whatever the number of parts. The queue mixes shapes
+// TestParallelSetupDecidesAsSequential: on a queue long enough, and nodes
+// enough, for newCycle to read them on several goroutines, the plan is the
+// one made reading them on one (GOMAXPROCS 1), whatever the number of
+// parts. The queue mixes shapes
 // first seen late in it, shapes naming models and selectors, teams the
 // snapshot does not list, and unknown classes, so that the numbering of
 // shapes, the making of teams and levels and the packing mix are exercised
 // across the parts' seams.
 func TestParallelSetupDecidesAsSequential(t *testing.T) {
-	snap := benchCluster(200, 6000)
+	snap := benchCluster(300, 6000) // 256 nodes or more: their states are made in parts too
 	r := rand.New(rand.NewPCG(3, 9))
 	for i, w := range snap.Pending {
 		switch r.IntN(12) {

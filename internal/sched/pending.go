@@ -13,6 +13,27 @@ import (
 // than they save.
 const parallelPendingAt = 4096
 
+// parallelNodesAt is the fewest nodes whose states newCycle makes, and
+// whose eligible work it notes, on several goroutines (inParts).
+const parallelNodesAt = 256
+
+// inParts calls f over [0, n) in GOMAXPROCS contiguous parts at once, each
+// on its own goroutine, when n is at least least; otherwise once, here.
+// Each call must write only what belongs to its part.
+func inParts(n, least int, f func(lo, hi int)) {
+	parts := runtime.GOMAXPROCS(0)
+	if n < least || parts < 2 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range parts {
+		lo, hi := i*n/parts, (i+1)*n/parts
+		wg.Go(func() { f(lo, hi) })
+	}
+	wg.Wait()
+}
+
 // Flags of a pending workload found by readOne.
 const (
 	pendingAdmitted  uint8 = 1 << iota // admissibleOf

@@ -525,9 +525,14 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()
 	}
-	for _, n := range snap.Nodes {
-		ns := newNodeState(n, snap.Usage[n.Name])
-		c.nodes = append(c.nodes, ns)
+	c.nodes = make([]*nodeState, len(snap.Nodes))
+	inParts(len(snap.Nodes), parallelNodesAt, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			c.nodes[i] = newNodeState(snap.Nodes[i], snap.Usage[snap.Nodes[i].Name])
+		}
+	})
+	for i, n := range snap.Nodes {
+		ns := c.nodes[i]
 		c.burst.any = c.burst.any || n.Burst()
 		c.byName[n.Name] = ns
 		for _, g := range n.GPUs {
@@ -651,12 +656,17 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	}
 	// What preemptors could take, by tier, for the victim search.
 	c.fairTiers()
-	for _, ns := range c.nodes {
-		for _, r := range ns.running {
-			if r.eligible {
-				ns.noteEligible(r)
+	inParts(len(c.nodes), parallelNodesAt, func(lo, hi int) {
+		for _, ns := range c.nodes[lo:hi] {
+			for _, r := range ns.running {
+				if r.eligible {
+					ns.noteEligible(r)
+				}
 			}
 		}
+	})
+	for _, ns := range c.nodes {
+		ns.joinTeams()
 	}
 	for _, ts := range c.teams {
 		ts.lowest = make([]int, len(ts.nodes))
