@@ -13,15 +13,19 @@ import (
 )
 
 // TestParallelSetupDecidesAsSequential: on a queue long enough, and nodes
-// enough, for newCycle to read them on several goroutines, the plan is the
-// one made reading them on one (GOMAXPROCS 1), whatever the number of
-// parts. The queue mixes shapes
+// enough, for newCycle to read them on several goroutines, and for the
+// victim indexes to be built on several, the plan is the one made on one
+// (GOMAXPROCS 1, where the indexes are built node by node as they are
+// caught up), whatever the number of parts. The queue mixes shapes
 // first seen late in it, shapes naming models and selectors, teams the
 // snapshot does not list, and unknown classes, so that the numbering of
 // shapes, the making of teams and levels and the packing mix are exercised
 // across the parts' seams.
 func TestParallelSetupDecidesAsSequential(t *testing.T) {
-	snap := benchCluster(300, 6000) // 256 nodes or more: their states are made in parts too
+	// 256 nodes or more: their states, and the victim indexes, are made in
+	// parts too; each team runs work on about 90 of them (victimIndex.team
+	// bounds 64 or more in parts).
+	snap := benchCluster(1000, 6000)
 	r := rand.New(rand.NewPCG(3, 9))
 	for i, w := range snap.Pending {
 		switch r.IntN(12) {

@@ -21,17 +21,26 @@ const parallelNodesAt = 256
 // on its own goroutine, when n is at least least; otherwise once, here.
 // Each call must write only what belongs to its part.
 func inParts(n, least int, f func(lo, hi int)) {
-	parts := runtime.GOMAXPROCS(0)
-	if n < least || parts < 2 {
+	if !inParallel(n, least) {
 		f(0, n)
 		return
 	}
+	parts := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
 	for i := range parts {
 		lo, hi := i*n/parts, (i+1)*n/parts
 		wg.Go(func() { f(lo, hi) })
 	}
 	wg.Wait()
+}
+
+// inParallel reports whether work over n items, least or more, is worth
+// splitting: there are that many, and several goroutines run at once.
+// (With one, the victim indexes are built by the code that catches them
+// up, so that a test at GOMAXPROCS 1 checks the parallel builds against
+// it.)
+func inParallel(n, least int) bool {
+	return n >= least && runtime.GOMAXPROCS(0) >= 2
 }
 
 // Flags of a pending workload found by readOne.

@@ -78,8 +78,24 @@ func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
 			x.bounds[t].h = make([]victimEntry, 0, len(c.nodes)) // most nodes run batch, which every tier counts
 		}
 		x.freeing = newEntryHeap(len(c.nodes), true)
-		for _, ns := range c.nodes {
-			x.note(c, ns, false)
+		if !inParallel(len(c.nodes), parallelNodesAt) {
+			for _, ns := range c.nodes {
+				x.note(c, ns, false)
+			}
+		} else {
+			// Each node's bounds found on several goroutines (noteOf
+			// reads the node alone, and makes its future), set in the
+			// heaps here in the nodes' order: the heaps are as made one
+			// node after the other.
+			notes := make([]nodeNote, len(c.nodes))
+			inParts(len(c.nodes), parallelNodesAt, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					notes[i] = x.noteOf(c, c.nodes[i])
+				}
+			})
+			for i, ns := range c.nodes {
+				x.apply(ns, &notes[i], false)
+			}
 		}
 		for t := range x.bounds {
 			x.bounds[t].init()
@@ -100,6 +116,8 @@ func (x *victimIndex) usable(ns *nodeState) bool {
 
 // note bounds ns for the shape again, unless it is as it was last noted;
 // fix keeps the heaps in order (false while they are being built).
+// (A new index of many nodes is built by noteOf and apply instead, which
+// together do what this does.)
 func (x *victimIndex) note(c *cycle, ns *nodeState, fix bool) {
 	f := ns.futureState(c)
 	s := stampOf(ns)
@@ -116,6 +134,45 @@ func (x *victimIndex) note(c *cycle, ns *nodeState, fix bool) {
 		var ok bool
 		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[t], nil, 0, nil)
 		x.bounds[t].set(e, ok, fix)
+	}
+}
+
+// nodeNote is what a shape's index notes of a node (noteOf).
+type nodeNote struct {
+	stamp           nodeStamp
+	usable, freeing bool
+	bounds          [tiers]victimCost
+	ok              [tiers]bool
+}
+
+// noteOf bounds ns for the shape. It reads the cycle and changes nothing
+// but ns (its future, made if not yet): the nodes of a new index are
+// bounded on several goroutines.
+func (x *victimIndex) noteOf(c *cycle, ns *nodeState) nodeNote {
+	f := ns.futureState(c)
+	n := nodeNote{stamp: stampOf(ns)}
+	if !x.usable(ns) {
+		return n
+	}
+	n.usable = true
+	n.freeing = ns.freeing && fitsWithinAt(f, x.req, -1)
+	for t := range n.bounds {
+		n.bounds[t], n.ok[t] = victimBound(ns, f, x.req, &ns.tiers[t], nil, 0, nil)
+	}
+	return n
+}
+
+// apply sets ns's entries as n says.
+func (x *victimIndex) apply(ns *nodeState, n *nodeNote, fix bool) {
+	x.stamps[ns.pos] = n.stamp
+	if !n.usable {
+		return
+	}
+	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: ns.pos}
+	x.freeing.set(e, n.freeing, fix)
+	for t := range x.bounds {
+		e.bound = n.bounds[t]
+		x.bounds[t].set(e, n.ok[t], fix)
 	}
 }
 
@@ -138,6 +195,31 @@ func (x *victimIndex) noteTeam(c *cycle, th *teamHeap, ts *teamState, ns *nodeSt
 		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[i], th.below, &x.scratch)
 	}
 	th.q.set(e, ok, fix)
+}
+
+// parallelTeamAt is the fewest nodes a team's new order bounds on several
+// goroutines (victimIndex.team).
+const parallelTeamAt = 64
+
+// teamNote is what a team's order notes of a node (noteTeamOf).
+type teamNote struct {
+	stamp nodeStamp
+	e     victimEntry
+	ok    bool
+}
+
+// noteTeamOf is noteTeam's bound of ns, one of ts's nodes where it runs
+// work below th's class, for a new order: it reads the cycle and changes
+// nothing but ns (its future, made if not yet) and scratch.
+func (x *victimIndex) noteTeamOf(c *cycle, th *teamHeap, ts *teamState, ns *nodeState, scratch *eligTier) teamNote {
+	i := slices.Index(ns.teams, ts)
+	f := ns.futureState(c)
+	n := teamNote{stamp: stampOf(ns), e: victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: ns.teamAt[i]}}
+	n.ok = x.usable(ns) && ns.ownBelow(ts, th.below)
+	if n.ok {
+		n.e.bound, n.ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[i], th.below, scratch)
+	}
+	return n
 }
 
 // teamHeap orders the nodes where a team runs work of a class below one
@@ -175,9 +257,29 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 		th.q.h = make([]victimEntry, 0, n)
 	}
 	x.teams[ts] = append(x.teams[ts], th)
-	for k, ns := range ts.nodes {
-		if ts.lowest[k] < below { // the others are never in th (ownBelow)
-			x.noteTeam(c, th, ts, ns, false)
+	if !inParallel(n, parallelTeamAt) {
+		for k, ns := range ts.nodes {
+			if ts.lowest[k] < below { // the others are never in th (ownBelow)
+				x.noteTeam(c, th, ts, ns, false)
+			}
+		}
+	} else {
+		// As the index's own heaps (victimIndexFor): the nodes bounded on
+		// several goroutines, each with its own scratch, set in order.
+		notes := make([]teamNote, len(ts.nodes))
+		inParts(len(ts.nodes), 0, func(lo, hi int) {
+			var scratch eligTier
+			for k := lo; k < hi; k++ {
+				if ts.lowest[k] < below {
+					notes[k] = x.noteTeamOf(c, th, ts, ts.nodes[k], &scratch)
+				}
+			}
+		})
+		for k := range ts.nodes {
+			if ts.lowest[k] < below {
+				th.stamps[k] = notes[k].stamp
+				th.q.set(notes[k].e, notes[k].ok, false)
+			}
 		}
 	}
 	th.q.init()
