@@ -87,7 +87,10 @@ func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
 			// reads the node alone, and makes its future), set in the
 			// heaps here in the nodes' order: the heaps are as made one
 			// node after the other.
-			notes := make([]nodeNote, len(c.nodes))
+			if cap(c.nodeNotes) < len(c.nodes) {
+				c.nodeNotes = make([]nodeNote, len(c.nodes))
+			}
+			notes := c.nodeNotes[:len(c.nodes)]
 			inParts(len(c.nodes), parallelNodesAt, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					notes[i] = x.noteOf(c, c.nodes[i])
@@ -266,7 +269,10 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 	} else {
 		// As the index's own heaps (victimIndexFor): the nodes bounded on
 		// several goroutines, each with its own scratch, set in order.
-		notes := make([]teamNote, len(ts.nodes))
+		if cap(c.teamNotes) < len(ts.nodes) {
+			c.teamNotes = make([]teamNote, len(ts.nodes), len(c.nodes))
+		}
+		notes := c.teamNotes[:len(ts.nodes)]
 		inParts(len(ts.nodes), 0, func(lo, hi int) {
 			var scratch eligTier
 			for k := lo; k < hi; k++ {
