@@ -285,30 +285,65 @@
 // reused decision reads nothing of the workload itself and hashes no
 // string.
 //
+// A decision reused from the cache is found in its team's table by class
+// and shape number (teamState.decided) where the classes times the shapes
+// are few (decisionTableAt), in a map otherwise.
+//
+// Parts of the cycle's setup run on GOMAXPROCS goroutines, over
+// contiguous parts of their input, where the input is large: the records
+// of a pending queue of 4,096 or more (readPending), the node states and
+// each node's eligible work in its tiers at 256 nodes or more (inParts),
+// the bounds of a new victim index's nodes (256 or more) and of a team's
+// new victim order (64 or more). Each goroutine only reads what the
+// cycle holds and writes its own part (the records of its part of the
+// queue, its own nodes, its own table of shapes and its own scratch);
+// what depends on an order is done afterwards on one goroutine in the
+// order the sequential code used: the shapes are numbered in the order
+// first seen (each part's new shapes after those of the parts before it),
+// the packing mix counts the workloads in the snapshot's order, teams the
+// snapshot does not list, levels and queues are made as first seen, the
+// nodes join their teams' lists in the nodes' order, the index entries
+// are set in the heaps in the nodes' order, and the starving workload is
+// the least of the parts' by class, wait, submission and place in the
+// queue (the first of equals). So a cycle's plan is the same at any
+// GOMAXPROCS (TestParallelSetupDecidesAsSequential compares plans at 1
+// with 2, 3 and 5, where at 1 the victim indexes are built by the code
+// that catches them up; TestPendingReadInPartsAsInOrder the cycle's
+// start), and the scheduler stays a function of its snapshot. The
+// decisions themselves are made one after the other: each depends on
+// those before it.
+//
 // BenchmarkCycle measures one cycle of 8-GPU nodes, 50 teams with
 // guarantees of half the cluster, 3/4 full, by size (nodes=N/pending=P);
 // TestPlansUnchanged holds the decisions of a fixed set of clusters.
 // Measured on this project's shared 2-core machine (whose speed varies by
-// a third from one minute to the next with the load of others), one
-// cycle: nodes=12500/pending=50000 125-150 s and 6.0 GB before issue 20,
-// 14.9-22.5 s and 381 MB after its first part, 1.31-2.0 s and 195 MB
-// after its second, now 0.79/0.85/0.99 s (min/median/max of 3 runs) and
-// 151 MB (16,176 preemptions planned; 13,084 victim searches weigh 13,517
-// nodes); nodes=1000/pending=50000 1.30-1.44 s, then 0.73-1.2 s, then
-// 0.14-0.24 s and 25 MB, now 105/114/123 ms and 25 MB (in the same
-// session the second part's code took 1.23-1.32 s and 177-199 ms). Time
-// grows as nodes^0.67 over 250-12,500 nodes (nodes^0.76 from 1,000) and
-// as pending^0.46 from 10,000 to 50,000 at 1,000 nodes (5,000 pending,
-// 139-170 ms, cost more than 10,000: the starving workload's reservation
-// then refuses shapes that do not fit elsewhere either, softly, so that
-// each is tried again, and the scan of every node explains each anew).
-// What remains at 12,500 nodes: the upkeep of the victim index (the
-// bounds of the nodes each placement or preemption changed, in each
-// shape's index, and a team's orders made on first use: about 30% of the
-// cycle), the cycle's setup, the garbage collector; at 1,000 nodes,
-// the cycle's setup (one pass over the 50,000 pending workloads, bound by
-// reading them from memory), the victim searches, and the decisions that
-// the cache cannot reuse (about 6,000).
+// a fifth to a third from one minute to the next with the load of others
+// and of the host), one cycle: nodes=12500/pending=50000 125-150 s and
+// 6.0 GB before issue 20, 14.9-22.5 s and 381 MB after its first part,
+// 1.31-2.0 s and 195 MB after its second, 0.79/0.85/0.99 s (min/median/
+// max of 3 runs) and 151 MB before the parallel setup, now 0.70/0.83/0.91
+// s and 153 MB (16,176 preemptions planned; 13,084 victim searches weigh
+// 13,517 nodes); nodes=1000/pending=50000 1.30-1.44 s, then 0.73-1.2 s,
+// then 0.14-0.24 s and 25 MB, then 105/114/123 ms, now 112/117/129 ms
+// (min/median/max of 5 runs) and 25 MB, in a session where the code
+// before the parallel setup took 113/132/137 ms (and 0.86/0.89/0.93 s at
+// 12,500 nodes); nodes=1000/pending=10000 74/79/83 ms and 15 MB (the
+// code before: 70/76/80 ms, within the noise). Time grows as nodes^0.67
+// over 250-12,500 nodes (nodes^0.76 from 1,000) and as pending^0.46 from
+// 10,000 to 50,000 at 1,000 nodes (5,000 pending, 139-170 ms, cost more
+// than 10,000: the starving workload's reservation then refuses shapes
+// that do not fit elsewhere either, softly, so that each is tried again,
+// and the scan of every node explains each anew). What remains at 12,500
+// nodes: the upkeep of the victim index (the bounds of the nodes each
+// placement or preemption changed, in each shape's index, caught up on
+// one goroutine: about 30% of the cycle), the garbage collector (which
+// now shares the second core with the parallel setup); at 1,000 nodes,
+// the victim searches and the catching up of the victim indexes (about
+// 35 ms by CPU profile), the decisions that the cache cannot reuse
+// (about 6,000), and reading the 50,000 records once each as they are
+// decided (a cache miss each: they lie in the snapshot's order, taken
+// queue by queue; laying them out queue by queue saved nothing
+// measurable).
 //
 // # Known limits
 //
