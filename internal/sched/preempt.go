@@ -259,22 +259,66 @@ func (v candidate) reason() string {
 	return "Reclaimed"
 }
 
-// (Built by concatenation: one is made for every victim.)
-func (v candidate) message(preemptor *core.Workload, ts *teamState) string {
-	var why string
+// message is the victim's preemption message; mention is
+// core.Mention(preemptor), made once for all of a preemptor's victims.
+// (Built in one buffer of its size: one is made for every victim, and a
+// preemptor's victims of the same team, class and rule share it:
+// preemptionMessages.)
+func (v candidate) message(preemptor *core.Workload, mention string) string {
+	var a, b, c string
 	switch v.rule {
 	case ruleOwnTeam:
-		why = "a " + preemptor.Priority + " workload of its own team needs the capacity"
+		a, b, c = "a ", preemptor.Priority, " workload of its own team needs the capacity"
 	case ruleIdleOnly:
-		why = v.class.Name + " runs only on idle capacity"
+		b, c = v.class.Name, " runs only on idle capacity"
 	case ruleGuarantee:
-		why = "team " + string(v.victim.Team) + " runs over its quota, and the preempting team reclaims its guarantee"
+		a, b, c = "team ", string(v.victim.Team), " runs over its quota, and the preempting team reclaims its guarantee"
 	case ruleFairShare:
-		why = "team " + string(v.victim.Team) + " is above its fair share, and the preempting team below"
+		a, b, c = "team ", string(v.victim.Team), " is above its fair share, and the preempting team below"
 	}
 	// The preemptor and its team are named only in its mention, which the
 	// API server takes out for readers outside that team (core.Redact).
-	return strings.ToLower(v.reason()) + " by " + core.Mention(preemptor) + ": " + why
+	verb := "reclaimed"
+	if v.reason() == "Preempted" {
+		verb = "preempted"
+	}
+	var sb strings.Builder
+	sb.Grow(len(verb) + len(" by ") + len(mention) + len(": ") + len(a) + len(b) + len(c))
+	sb.WriteString(verb)
+	sb.WriteString(" by ")
+	sb.WriteString(mention)
+	sb.WriteString(": ")
+	sb.WriteString(a)
+	sb.WriteString(b)
+	sb.WriteString(c)
+	return sb.String()
+}
+
+// preemptionMessages makes the messages of one preemptor's victims: the
+// preemptor's mention once, and one message per victim team, class and
+// rule (the words depend on nothing else).
+type preemptionMessages struct {
+	preemptor *core.Workload
+	mention   string
+	last      struct {
+		team     core.TeamName
+		class    string
+		rule     rule
+		sameTeam bool
+		msg      string
+	}
+}
+
+func (m *preemptionMessages) of(v candidate) string {
+	if m.mention == "" {
+		m.mention = core.Mention(m.preemptor)
+	}
+	l := &m.last
+	if l.msg == "" || l.team != v.victim.Team || l.class != v.class.Name || l.rule != v.rule || l.sameTeam != v.sameTeam {
+		l.team, l.class, l.rule, l.sameTeam = v.victim.Team, v.class.Name, v.rule, v.sameTeam
+		l.msg = v.message(m.preemptor, m.mention)
+	}
+	return l.msg
 }
 
 // victimsFor lists the running workloads on ns that w (of class cl and team

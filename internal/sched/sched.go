@@ -1126,6 +1126,7 @@ func (c *cycle) decide(p *pendingWork) {
 		vkey := victimKey{ts.team.Name, class.Name, inQuota, burst, key}
 		if !c.noVictims[vkey] {
 			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
+				msgs := preemptionMessages{preemptor: w}
 				for _, v := range vs {
 					v.chosen = true
 					for _, n := range core.Nodes(v.victim.Status.Placement) {
@@ -1135,7 +1136,7 @@ func (c *cycle) decide(p *pendingWork) {
 						}
 					}
 					c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
-						Preemptor: w.ID, Reason: v.reason(), Message: v.message(w, ts)})
+						Preemptor: w.ID, Reason: v.reason(), Message: msgs.of(v)})
 				}
 				// The node's future: the victims gone, this workload in.
 				// Where earlier preemptors are placed in it, it is kept as
