@@ -49,8 +49,18 @@ func (b *fragBase) cache(ns *nodeState) *fragCache {
 	fc.version, fc.epoch = ns.version, m.epoch
 	fc.sum = ns.freeMilli()
 	n := len(m.active)
-	fc.allowed, fc.feasible, fc.below = resize(fc.allowed, n), resize(fc.feasible, n), resize(fc.below, n)
-	fc.slots, fc.fill, fc.holds, fc.allowedIdx = resize(fc.slots, n), resize(fc.fill, n), fc.holds[:0], fc.allowedIdx[:0]
+	if cap(fc.allowed) < n || cap(fc.holds) < n || cap(fc.allowedIdx) < n {
+		// The per-shape tables in three arrays, not seven grown apart
+		// (every node's cache is made once a cycle); each part capped so
+		// that holds and allowedIdx, at most n long, never run into the
+		// next.
+		bs, ns64, is := make([]bool, 2*n), make([]int64, 3*n), make([]int, 2*n)
+		fc.allowed, fc.feasible = bs[:n:n], bs[n:]
+		fc.below, fc.slots, fc.fill = ns64[:n:n], ns64[n:2*n:2*n], ns64[2*n:]
+		fc.holds, fc.allowedIdx = is[:0:n], is[n:n]
+	}
+	fc.allowed, fc.feasible, fc.below = fc.allowed[:n], fc.feasible[:n], fc.below[:n]
+	fc.slots, fc.fill, fc.holds, fc.allowedIdx = fc.slots[:n], fc.fill[:n], fc.holds[:0], fc.allowedIdx[:0]
 	cpuFree, memFree := ns.hostFree()
 	for j, ti := range m.active {
 		t := &m.types[ti]
