@@ -262,8 +262,9 @@ func (t *eligTier) note(ns *nodeState, r *runningWorkload) {
 	t.n++
 	t.frac = t.frac || r.w.Request.Fractional()
 	if t.use == nil {
-		t.use = make([]int64, len(ns.node.GPUs))
-		t.minOn = make([]int64, len(ns.node.GPUs))
+		n := len(ns.node.GPUs)
+		b := make([]int64, 2*n) // one array for both
+		t.use, t.minOn = b[:n:n], b[n:]
 	}
 	for _, a := range r.w.Status.Placement {
 		if a.Node != ns.node.Name {
