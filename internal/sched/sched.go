@@ -564,17 +564,22 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, n := range snap.Nodes {
 		mix.addHost(n)
 	}
-	// 1. usage of running workloads.
-	for _, w := range snap.Running {
+	// 1. usage of running workloads (their records in one array).
+	rws := make([]runningWorkload, len(snap.Running))
+	for k, w := range snap.Running {
 		mix.Add(w.Request, float64(w.Request.Count()))
 		ts := c.team(w.Team)
 		cl, known := c.classOf(w)
-		r := &runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w), start: startOf(w), gang: w.Request.Count() > 1,
+		r := &rws[k]
+		*r = runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w), start: startOf(w), gang: w.Request.Count() > 1,
 			eligible: known && cl.Preemptible && w.Status.StopRequested == ""}
 		c.holdOn(ts, cl, w.Status.Placement, r.held)
 		ts.running = append(ts.running, r)
-		for _, n := range core.Nodes(w.Status.Placement) {
-			if ns := c.byName[n]; ns != nil {
+		for i, a := range w.Status.Placement {
+			if placedBefore(w.Status.Placement, i) {
+				continue // core.Nodes: each node once, as first named
+			}
+			if ns := c.byName[a.Node]; ns != nil {
 				ns.running = append(ns.running, r)
 				if w.Status.StopRequested != "" {
 					ns.freeing = true
@@ -1129,8 +1134,11 @@ func (c *cycle) decide(p *pendingWork) {
 				msgs := preemptionMessages{preemptor: w}
 				for _, v := range vs {
 					v.chosen = true
-					for _, n := range core.Nodes(v.victim.Status.Placement) {
-						if ns := c.byName[n]; ns != nil {
+					for i, a := range v.victim.Status.Placement {
+						if placedBefore(v.victim.Status.Placement, i) {
+							continue // core.Nodes: each node once, as first named
+						}
+						if ns := c.byName[a.Node]; ns != nil {
 							ns.forgetChosen(v.runningWorkload)
 							c.touch(ns)
 						}
@@ -1220,6 +1228,18 @@ func (c *cycle) stopping(ns *nodeState) int {
 		}
 	}
 	return n
+}
+
+// placedBefore reports whether an assignment before as[i] is on its node:
+// a loop over as that skips those visits the nodes of core.Nodes(as), in
+// its order, without making the list.
+func placedBefore(as []core.Assignment, i int) bool {
+	for _, a := range as[:i] {
+		if a.Node == as[i].Node {
+			return true
+		}
+	}
+	return false
 }
 
 // heldBefore returns the nodes held for w while it is placed, before its
