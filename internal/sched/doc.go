@@ -228,7 +228,11 @@
 // Fit checks and victim searches allocate nothing per node (the victim
 // search works on one reused copy of the node, with reused tables of what
 // each candidate holds on each device, and allocates only the set it
-// returns).
+// returns). What a cycle makes per workload or per node is made in few
+// allocations: the running workloads' records in one array, a node's
+// packing cache in three arrays, a tier's tables by device in one; a
+// victim's message in one buffer, with its preemptor's mention made once
+// and shared by the preemptor's victims of the same team, class and rule.
 //
 // A victim search weighs the whole cluster and finds its cheapest set
 // (victim cost, then the smaller node, then the name) through the shape's
@@ -318,32 +322,41 @@
 // TestPlansUnchanged holds the decisions of a fixed set of clusters.
 // Measured on this project's shared 2-core machine (whose speed varies by
 // a fifth to a third from one minute to the next with the load of others
-// and of the host), one cycle: nodes=12500/pending=50000 125-150 s and
-// 6.0 GB before issue 20, 14.9-22.5 s and 381 MB after its first part,
+// and of the host), one cycle: nodes=12500/pending=50000 125-150 s and 6.0
+// GB before issue 20, 14.9-22.5 s and 381 MB after its first part,
 // 1.31-2.0 s and 195 MB after its second, 0.79/0.85/0.99 s (min/median/
-// max of 3 runs) and 151 MB before the parallel setup, now 0.70/0.83/0.91
+// max of 3 runs) and 151 MB before the parallel setup, then 0.70/0.83/0.91
 // s and 153 MB (16,176 preemptions planned; 13,084 victim searches weigh
 // 13,517 nodes); nodes=1000/pending=50000 1.30-1.44 s, then 0.73-1.2 s,
-// then 0.14-0.24 s and 25 MB, then 105/114/123 ms, now 112/117/129 ms
-// (min/median/max of 5 runs) and 25 MB, in a session where the code
-// before the parallel setup took 113/132/137 ms (and 0.86/0.89/0.93 s at
-// 12,500 nodes); nodes=1000/pending=10000 74/79/83 ms and 15 MB (the
-// code before: 70/76/80 ms, within the noise). Time grows as nodes^0.67
-// over 250-12,500 nodes (nodes^0.76 from 1,000) and as pending^0.46 from
-// 10,000 to 50,000 at 1,000 nodes (5,000 pending, 139-170 ms, cost more
-// than 10,000: the starving workload's reservation then refuses shapes
-// that do not fit elsewhere either, softly, so that each is tried again,
-// and the scan of every node explains each anew). What remains at 12,500
-// nodes: the upkeep of the victim index (the bounds of the nodes each
-// placement or preemption changed, in each shape's index, caught up on
-// one goroutine: about 30% of the cycle), the garbage collector (which
-// now shares the second core with the parallel setup); at 1,000 nodes,
-// the victim searches and the catching up of the victim indexes (about
-// 35 ms by CPU profile), the decisions that the cache cannot reuse
-// (about 6,000), and reading the 50,000 records once each as they are
-// decided (a cache miss each: they lie in the snapshot's order, taken
-// queue by queue; laying them out queue by queue saved nothing
-// measurable).
+// then 0.14-0.24 s and 25 MB, then 105/114/123 ms, then 112/117/129 ms
+// (min/median/max of 5 runs) and 25 MB, in a session where the code before
+// the parallel setup took 113/132/137 ms (and 0.86/0.89/0.93 s at 12,500
+// nodes); nodes=1000/pending=10000 74/79/83 ms and 15 MB (the code before:
+// 70/76/80 ms, within the noise). With fewer allocations (the first
+// paragraph of this section), in a slower session:
+// nodes=1000/pending=50000 117/123/130 ms, 24.6 MB and 75k allocations a
+// cycle, against 120/124/143 ms, 25.1 MB and 112k for the code before,
+// alternating; nodes=12500/pending=50000 0.88/0.90/0.95 s, 149 MB and 539k
+// allocations, against 0.78/0.96/0.97 s, 153 MB and 892k. Time grows as
+// nodes^0.67 over 250-12,500 nodes (nodes^0.76 from 1,000) and as
+// pending^0.46 from 10,000 to 50,000 at 1,000 nodes (5,000 pending,
+// 139-170 ms, cost more than 10,000: the starving workload's reservation
+// then refuses shapes that do not fit elsewhere either, softly, so that
+// each is tried again, and the scan of every node explains each anew).
+// What remains at 12,500 nodes: the upkeep of the victim index (the bounds
+// of the nodes each placement or preemption changed, in each shape's
+// index, caught up on one goroutine: about 30% of the cycle), the garbage
+// collector (which now shares the second core with the parallel setup; at
+// 1,000 nodes a cycle with the collector off takes about 6 ms less); at
+// 1,000 nodes, the victim searches and the catching up of the victim
+// indexes (about 37 ms by CPU profile: a third each the catching up of the
+// shapes' indexes, the teams' orders, made about 870 times a cycle and
+// caught up, and the walks with their victim sets; the teams' orders of
+// fewer than 64 nodes built on several goroutines cost more than they
+// saved), the decisions that the cache cannot reuse (about 6,000), and
+// reading the 50,000 records once each as they are decided (a cache miss
+// each: they lie in the snapshot's order, taken queue by queue; laying
+// them out queue by queue saved nothing measurable).
 //
 // # Known limits
 //
