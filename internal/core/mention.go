@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 )
@@ -15,8 +14,9 @@ const ForeignWorkload = "a workload of another team"
 // names another workload only through a mention (and names that
 // workload's team nowhere else), so that Redact can take out, for a reader
 // who may not see that team, the whole reference and nothing more.
+// (Joined, not formatted: the scheduler writes one for every victim.)
 func Mention(w *Workload) string {
-	return fmt.Sprintf("%s (team %s, %s)", w.ID, w.Team, w.Priority)
+	return string(w.ID) + " (team " + string(w.Team) + ", " + w.Priority + ")"
 }
 
 // mentionRE finds workload IDs ("wl-" and lowercase letters and digits,

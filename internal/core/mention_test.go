@@ -1,6 +1,9 @@
 package core
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestRedact(t *testing.T) {
 	ours := map[WorkloadID]bool{"wl-ours00000001": true, "wl-ours00000001-7": true}
@@ -28,5 +31,16 @@ func TestRedact(t *testing.T) {
 				t.Errorf("Redact(%q)\n got %q\nwant %q", tc.msg, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestMentionWords(t *testing.T) {
+	// Redact finds mentions by this form (mentionRE).
+	w := &Workload{ID: "wl-7kq2m9x4c1ab", Spec: Spec{Team: "research", Priority: "training"}}
+	if got, want := Mention(w), "wl-7kq2m9x4c1ab (team research, training)"; got != want {
+		t.Errorf("Mention = %q, want %q", got, want)
+	}
+	if got := Redact("preempted by "+Mention(w), func(WorkloadID) bool { return false }); strings.Contains(got, "research") || !strings.Contains(got, ForeignWorkload) {
+		t.Errorf("Redact of a mention the reader may not see: %q", got)
 	}
 }

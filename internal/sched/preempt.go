@@ -294,13 +294,6 @@ func (v candidate) message(preemptor *core.Workload, mention string) string {
 	return sb.String()
 }
 
-// mention is core.Mention(w), joined rather than formatted (the IDs,
-// team names and classes are plain strings, which %s prints as they are:
-// TestMentionAsCore holds the two the same).
-func mention(w *core.Workload) string {
-	return string(w.ID) + " (team " + string(w.Team) + ", " + w.Priority + ")"
-}
-
 // preemptionMessages makes the messages of one preemptor's victims: the
 // preemptor's mention once, and one message per victim team, class and
 // rule (the words depend on nothing else).
@@ -318,7 +311,7 @@ type preemptionMessages struct {
 
 func (m *preemptionMessages) of(v candidate) string {
 	if m.mention == "" {
-		m.mention = mention(m.preemptor)
+		m.mention = core.Mention(m.preemptor)
 	}
 	l := &m.last
 	if l.msg == "" || l.team != v.victim.Team || l.class != v.class.Name || l.rule != v.rule || l.sameTeam != v.sameTeam {
