@@ -31,8 +31,9 @@ import (
 //
 // A change does not start a cycle at once when the last one ended less
 // than paceFactor times its own length ago (at most maxPace): it waits for
-// that, and the
-// changes that arrive meanwhile share the one cycle. Under a flood of
+// that, and the changes that arrive meanwhile share the one cycle. A
+// change whose wait is over runs as any change does (a heartbeat runs no
+// cycle), unless something else is due too. Under a flood of
 // changes (a thousand submits a second) the loop then spends at most
 // 1/(1+paceFactor) of its time in cycles, leaving the rest of the CPU to
 // the API and the store's writer, instead of re-deciding the whole queue

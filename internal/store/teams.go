@@ -35,7 +35,7 @@ func (s *Store) CreateTeam(ctx context.Context, t core.Team) error {
 
 // Teams lists the teams by name.
 func (s *Store) Teams(ctx context.Context) ([]core.Team, error) {
-	teams, err := s.teams.get(func() ([]core.Team, error) { return queryTeams(ctx, s.read) })
+	teams, err := s.decodedTeams(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +44,12 @@ func (s *Store) Teams(ctx context.Context) ([]core.Team, error) {
 		out[i] = *teams[i].Clone()
 	}
 	return out, nil
+}
+
+// decodedTeams is every team, by name, from the cache when Options.Cache
+// is set: shared rows, which callers copy.
+func (s *Store) decodedTeams(ctx context.Context) ([]core.Team, error) {
+	return s.teams.get(func() ([]core.Team, error) { return queryTeams(ctx, s.read) })
 }
 
 func queryTeams(ctx context.Context, q querier) ([]core.Team, error) {
@@ -119,7 +125,7 @@ func (s *Store) Shares() []core.TeamShare {
 // Team reads one team.
 func (s *Store) Team(ctx context.Context, name core.TeamName) (*core.Team, error) {
 	if s.teams.on {
-		teams, err := s.teams.get(func() ([]core.Team, error) { return queryTeams(ctx, s.read) })
+		teams, err := s.decodedTeams(ctx)
 		if err != nil {
 			return nil, err
 		}
