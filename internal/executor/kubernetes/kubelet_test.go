@@ -2,8 +2,10 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,19 @@ type fakeKubelet struct {
 	// watches do not replay from a resource version, so an executor is
 	// ready only once its pod and node watches are open.
 	watching chan string
+}
+
+// cut makes the API server's version request, the executor's reach
+// probe, fail with msg while the switch it returns is on.
+func (k *fakeKubelet) cut(msg string) *atomic.Bool {
+	var down atomic.Bool
+	k.client.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if down.Load() {
+			return true, nil, errors.New(msg)
+		}
+		return false, nil, nil
+	})
+	return &down
 }
 
 func newFakeKubelet(t *testing.T, objects ...runtime.Object) *fakeKubelet {

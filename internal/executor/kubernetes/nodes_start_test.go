@@ -1,13 +1,8 @@
 package kubernetes
 
 import (
-	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/runtime"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
@@ -19,14 +14,8 @@ import (
 func TestNodesBeforeStart(t *testing.T) {
 	node := gpuNode("n1", 8, true, false)
 	k := newFakeKubelet(t, node)
-	var down atomic.Bool
+	down := k.cut("dial tcp 127.0.0.1:6443: i/o timeout")
 	down.Store(true)
-	k.client.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if down.Load() {
-			return true, nil, errors.New("dial tcp 127.0.0.1:6443: i/o timeout")
-		}
-		return false, nil, nil
-	})
 	n1, _ := GPUNode(node, NodeLabels{})
 	gone := n1
 	gone.Name = "n0" // known to the store, gone from the cluster

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -95,13 +93,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, s
 func TestReachUnreachableAndBack(t *testing.T) {
 	node := gpuNode("n1", 8, true, false)
 	k := newFakeKubelet(t, node)
-	var down atomic.Bool
-	k.client.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if down.Load() {
-			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
-		}
-		return false, nil, nil
-	})
+	down := k.cut("dial tcp 127.0.0.1:6443: connect: connection refused")
 	var reports nodeReports
 	var omu sync.Mutex
 	var orphans []Orphan
@@ -218,13 +210,7 @@ func describeOrphans(os []Orphan) string {
 // DeleteOrphans (its adoption is not over) deletes no pod.
 func TestReachNoCleanUpBeforeAdoption(t *testing.T) {
 	k := newFakeKubelet(t, gpuNode("n1", 8, true, false))
-	var down atomic.Bool
-	k.client.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if down.Load() {
-			return true, nil, errors.New("connection refused")
-		}
-		return false, nil, nil
-	})
+	down := k.cut("connection refused")
 	var reports nodeReports
 	e := k.newExecutor(t, Options{ReachEvery: 10 * time.Millisecond, UnreachableAfter: 50 * time.Millisecond, OnNodes: reports.put})
 	tk := gpuTask("wl-prev", "n1", 1)

@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
@@ -40,14 +37,8 @@ func TestStartUnreachableFenced(t *testing.T) {
 	}
 	keep, stop, orphan := pod("wl-keep"), pod("wl-stop"), pod("wl-orphan")
 	k := newFakeKubelet(t, node, keep, stop, orphan)
-	var down atomic.Bool
+	down := k.cut("dial tcp 127.0.0.1:6443: i/o timeout")
 	down.Store(true)
-	k.client.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if down.Load() {
-			return true, nil, errors.New("dial tcp 127.0.0.1:6443: i/o timeout")
-		}
-		return false, nil, nil
-	})
 	known, _ := GPUNode(node, NodeLabels{})
 	var reports nodeReports
 	var omu sync.Mutex
