@@ -50,15 +50,10 @@ func benchSubmit(b *testing.B, storeURL string) {
 		b.Fatal(err)
 	}
 	w := &api.Workload{Team: "research", Command: []string{"true"}, Resources: api.Resources{GPUs: 1000}}
-	b.ResetTimer()
-	rate, p50, p99 := concurrently(b, clients, func(cl *api.Client) error {
+	concurrently(b, clients, "submits/s", s.addr, s.admin.Token, func(cl *api.Client) error {
 		_, err := cl.SubmitWorkload(ctx, w, "")
 		return err
-	}, s.addr, s.admin.Token)
-	b.StopTimer()
-	b.ReportMetric(rate, "submits/s")
-	b.ReportMetric(p50, "p50-ms")
-	b.ReportMetric(p99, "p99-ms")
+	})
 }
 
 // BenchmarkRequestFloor measures, with the 32 clients of BenchmarkSubmit,
@@ -78,23 +73,20 @@ func BenchmarkRequestFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	rate, p50, p99 := concurrently(b, 32, func(cl *api.Client) error {
+	concurrently(b, 32, "requests/s", s.addr, s.admin.Token, func(cl *api.Client) error {
 		got, err := cl.GetWorkload(ctx, w.ID)
 		if err == nil && got.ID != w.ID {
 			err = fmt.Errorf("got workload %s, want %s", got.ID, w.ID)
 		}
 		return err
-	}, s.addr, s.admin.Token)
-	b.StopTimer()
-	b.ReportMetric(rate, "requests/s")
-	b.ReportMetric(p50, "p50-ms")
-	b.ReportMetric(p99, "p99-ms")
+	})
 }
 
-// concurrently runs b.N calls of do over clients clients, each with its own
-// API client, and returns the rate and the p50 and p99 latency (ms).
-func concurrently(b *testing.B, clients int, do func(*api.Client) error, addr, token string) (rate, p50, p99 float64) {
+// concurrently times b.N calls of do over clients clients, each with its
+// own API client on addr with token, and reports their rate (as unit) and
+// their p50 and p99 latency.
+func concurrently(b *testing.B, clients int, unit, addr, token string, do func(*api.Client) error) {
+	b.ResetTimer()
 	lat := make([][]time.Duration, clients)
 	var next sync.Mutex
 	n := 0
@@ -122,9 +114,12 @@ func concurrently(b *testing.B, clients int, do func(*api.Client) error, addr, t
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
+	b.StopTimer()
 	all := slices.Concat(lat...)
 	slices.Sort(all)
-	return float64(len(all)) / elapsed.Seconds(), float64(pct(all, 50).Microseconds()) / 1000, float64(pct(all, 99).Microseconds()) / 1000
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), unit)
+	b.ReportMetric(float64(pct(all, 50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(pct(all, 99).Microseconds())/1000, "p99-ms")
 }
 
 func pct(d []time.Duration, p int) time.Duration {
