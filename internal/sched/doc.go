@@ -231,8 +231,9 @@
 // returns). What a cycle makes per workload or per node is made in few
 // allocations: the running workloads' records in one array, a node's
 // packing cache in three arrays, a tier's tables by device in one; a
-// victim's message in one buffer, with its preemptor's mention made once
-// and shared by the preemptor's victims of the same team, class and rule.
+// victim's message in one buffer, with its preemptor's mention made once,
+// and one message shared by consecutive victims alike in team, class, rule
+// and whether they are of the preemptor's team.
 //
 // A victim search weighs the whole cluster and finds its cheapest set
 // (victim cost, then the smaller node, then the name) through the shape's
@@ -284,8 +285,8 @@
 // changed (scanKey): the scan of every node only explains. What a
 // decision reads of a pending workload that cannot change within the
 // cycle (its team, class, ask, shape by number, the guarantee it is
-// judged against, whether it is plain) is found once, in the one pass
-// newCycle makes over the pending workloads (pendingWork), so that a
+// judged against, whether it is plain) is found once, when the cycle
+// starts (readPending, pendingWork), so that a
 // reused decision reads nothing of the workload itself and hashes no
 // string.
 //
@@ -337,7 +338,10 @@
 // nodes=1000/pending=50000 117/123/130 ms, 24.6 MB and 75k allocations a
 // cycle, against 120/124/143 ms, 25.1 MB and 112k for the code before,
 // alternating; nodes=12500/pending=50000 0.88/0.90/0.95 s, 149 MB and 539k
-// allocations, against 0.78/0.96/0.97 s, 153 MB and 892k. Time grows as
+// allocations, against 0.78/0.96/0.97 s, 153 MB and 892k (the same code
+// in a quieter spell afterwards, as in the README: nodes=1000/pending=
+// 50000 106/115/128 ms over 5 runs, nodes=12500 0.79/0.83/0.88 s,
+// nodes=1000/pending=10000 70/73/74 ms). Time grows as
 // nodes^0.67 over 250-12,500 nodes (nodes^0.76 from 1,000) and as
 // pending^0.46 from 10,000 to 50,000 at 1,000 nodes (5,000 pending,
 // 139-170 ms, cost more than 10,000: the starving workload's reservation

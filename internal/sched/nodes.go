@@ -113,7 +113,6 @@ const (
 // what they hold of each device (by position; nil when none).
 type eligTier struct {
 	any, frac bool
-	n         int // how many, less those forgotten (any: n > 0)
 	min, max  int64
 	use       []int64
 	// minOn is, by device, the least that one of them on it holds (0:
@@ -247,7 +246,7 @@ func (ns *nodeState) forgetChosen(r *runningWorkload) {
 
 // reset empties the tier, keeping its device slices.
 func (t *eligTier) reset() {
-	t.any, t.frac, t.n, t.min, t.max, t.top = false, false, 0, 0, 0, [4]int64{}
+	t.any, t.frac, t.min, t.max, t.top = false, false, 0, 0, [4]int64{}
 	clear(t.use)
 	clear(t.minOn)
 }
@@ -259,7 +258,6 @@ func (t *eligTier) note(ns *nodeState, r *runningWorkload) {
 	t.max = max(t.max, r.held)
 	t.addTop(r.held)
 	t.any = true
-	t.n++
 	t.frac = t.frac || r.w.Request.Fractional()
 	if t.use == nil {
 		n := len(ns.node.GPUs)

@@ -226,11 +226,6 @@ func (ts *teamState) hold(cl core.PriorityClass, milli int64) {
 	}
 }
 
-func (c *cycle) value(w *core.Workload) int {
-	cl, _ := c.classOf(w)
-	return cl.Value
-}
-
 // candidate is a running workload that a preemptor may stop, and by which
 // rule.
 type candidate struct {
@@ -260,10 +255,10 @@ func (v candidate) reason() string {
 }
 
 // message is the victim's preemption message; mention is
-// core.Mention(preemptor) (mention), made once for all of a preemptor's victims.
-// (Built in one buffer of its size: one is made for every victim, and a
-// preemptor's victims of the same team, class and rule share it:
-// preemptionMessages.)
+// core.Mention(preemptor), made once for all of a preemptor's victims.
+// (Built in one buffer of its size: one is made for every victim, and
+// consecutive victims of a preemptor alike in what the words depend on
+// share it: preemptionMessages.)
 func (v candidate) message(preemptor *core.Workload, mention string) string {
 	var a, b, c string
 	switch v.rule {
@@ -295,8 +290,9 @@ func (v candidate) message(preemptor *core.Workload, mention string) string {
 }
 
 // preemptionMessages makes the messages of one preemptor's victims: the
-// preemptor's mention once, and one message per victim team, class and
-// rule (the words depend on nothing else).
+// preemptor's mention once, and the last message made again only when a
+// victim differs from the one before in team, class, rule or whether it is
+// of the preemptor's team (the words depend on nothing else).
 type preemptionMessages struct {
 	preemptor *core.Workload
 	mention   string

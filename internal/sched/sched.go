@@ -309,8 +309,10 @@ type cycle struct {
 	// does: memo keeps them, per shape, by node position.
 	scorer scorer
 	memo   map[memoShape]*memoEntry
-	// changed lists the nodes a placement (or its undo) changed, in
-	// order, for the shape indexes to catch up with.
+	// changed lists every node changed (cycle.touch: a placement or its
+	// undo, a hold or its release, a preemption), in order: the shape and
+	// victim indexes catch up from it, and the scan memo stamps by its
+	// length.
 	changed []int
 	// burst: whether any node is in a burst pool, and whether the pass
 	// under way places on burst nodes only.
@@ -434,8 +436,9 @@ type teamQueue struct {
 // that does not change within a cycle, found once when the cycle starts
 // rather than at every step that reads it (side by side, not spread over
 // the snapshot): its team, class, ask (askMilli),
-// shape (cycle.shapes), which guarantee it is judged against, and whether
-// it is plain (cycle.plain) unless it is the starving workload. It fills
+// shape (cycle.shapes), which guarantee it is judged against, and
+// plainBase, a sufficient condition for plain but for the starving
+// workload (a nominated one is checked in full: plainOf). It fills
 // one cache line (64 bytes), read for every workload decided.
 type pendingWork struct {
 	w     *core.Workload
@@ -716,7 +719,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	for _, p := range nominated {
 		w := p.w
 		ns := c.byName[w.Status.Nominated]
-		if ns == nil || w.Status.Reason != ReasonPreempting || !c.admissible(w) || !c.mayUse(ns, w) {
+		if ns == nil || w.Status.Reason != ReasonPreempting || !c.admissibleOf(p) || !c.mayUse(ns, w) {
 			continue
 		}
 		c.first = append(c.first, p)
@@ -756,7 +759,8 @@ type picture struct {
 	as []core.Assignment
 }
 
-// admissibleOf is admissible for a pending workload of the cycle.
+// admissibleOf reports whether p passes its class and quota rules now:
+// only such a workload keeps a node held for it from an earlier cycle.
 func (c *cycle) admissibleOf(p *pendingWork) bool {
 	if p.class == nil || p.class.IdleOnly {
 		return false
@@ -771,25 +775,6 @@ func (c *cycle) admissibleOf(p *pendingWork) bool {
 	}
 	in, _, _, _ := c.withinGuaranteeOf(p)
 	return p.class.MayBorrow || in
-}
-
-// admissible reports whether w passes its class and quota rules now: only
-// such a workload keeps a node held for it from an earlier cycle.
-func (c *cycle) admissible(w *core.Workload) bool {
-	class, ok := c.classOf(w)
-	if !ok || class.IdleOnly {
-		return false
-	}
-	if _, spent := c.budgetSpent[w.Team]; spent && class.Preemptible {
-		return false
-	}
-	ts := c.team(w.Team)
-	ask := c.askMilli(w)
-	if !ts.team.LimitAllows(ts.usage + ask) {
-		return false
-	}
-	in, _, _, _ := c.withinGuarantee(w, ts, class, ask)
-	return class.MayBorrow || in
 }
 
 // futureState returns the node as it will be once the stops under way have
@@ -986,7 +971,7 @@ func (c *cycle) decide(p *pendingWork) {
 	// is held for it (see newCycle). One that its quota rules no longer
 	// admit (its team took the room meanwhile) holds nothing: it is
 	// decided afresh, and says which rule keeps it waiting.
-	if vs := c.liveVictimsOf(p); len(vs) > 0 && c.admissible(w) {
+	if vs := c.liveVictimsOf(p); len(vs) > 0 && c.admissibleOf(p) {
 		node := vs[0].Status.Placement[0].Node
 		if w.Status.Nominated != "" {
 			node = w.Status.Nominated
@@ -1746,10 +1731,9 @@ func (c *cycle) shares() []core.TeamShare {
 	return out
 }
 
-// classOf returns a workload's priority class; a workload that names none
-// has its kind's default.
 // classIndex is where w's class is in c.classes (the first of its name, as
-// core.Class finds it), or -1.
+// core.Class finds it), or -1; a workload that names none has its kind's
+// default.
 func (c *cycle) classIndex(w *core.Workload) int {
 	name := w.Priority
 	if name == "" {
@@ -1763,12 +1747,13 @@ func (c *cycle) classIndex(w *core.Workload) int {
 	return -1
 }
 
+// classOf returns a workload's priority class (see classIndex).
 func (c *cycle) classOf(w *core.Workload) (core.PriorityClass, bool) {
-	name := w.Priority
-	if name == "" {
-		name = core.DefaultPriority(w.Kind)
+	i := c.classIndex(w)
+	if i < 0 {
+		return core.PriorityClass{}, false
 	}
-	return core.Class(c.classes, name)
+	return c.classes[i], true
 }
 
 // neverMessage says why no schedulable node could hold req even empty
