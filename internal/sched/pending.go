@@ -220,8 +220,7 @@ func (c *cycle) readOne(p *pendingWork, w *core.Workload, ts *teamState) uint8 {
 		_, byKey = ts.team.PoolKey(&w.Request)
 	}
 	p.totalGuarantee = !byKey
-	p.plainBase = !c.burst.any && w.Status.PreemptedAt == nil && w.Array == nil && len(w.Request.Regions) == 0 &&
-		!p.nominated && (len(c.terminating) == 0 || len(c.terminating[w.ID]) == 0)
+	p.plainBase = !p.nominated && c.plainStatic(w)
 	var f uint8
 	if a := w.Array; a != nil && a.MaxRunning > 0 {
 		f = pendingCapped

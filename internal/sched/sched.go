@@ -170,14 +170,11 @@ func (c *cycle) decisionSlot(k decisionKey) int {
 // names regions with room), and the cluster has no burst pool (whether it
 // may burst depends on how long it waited).
 func (c *cycle) plain(w *core.Workload) bool {
-	if c.burst.any || w.Status.PreemptedAt != nil || w.Array != nil || w == c.starver || len(w.Request.Regions) > 0 {
+	if !c.plainStatic(w) || w == c.starver {
 		return false
 	}
 	// Nodes are held, and pictures made, at the start of a cycle for the
 	// nominated workloads only (a workload's own decision holds the rest).
-	if len(c.terminating) > 0 && len(c.terminating[w.ID]) > 0 {
-		return false
-	}
 	if w.Status.Nominated == "" {
 		return true
 	}
@@ -186,6 +183,13 @@ func (c *cycle) plain(w *core.Workload) bool {
 	}
 	_, pictured := c.pictured[w.ID]
 	return !pictured
+}
+
+// plainStatic is what plain asks of w that cannot change within the
+// cycle (pendingWork.plainBase keeps it, for a workload not nominated).
+func (c *cycle) plainStatic(w *core.Workload) bool {
+	return !c.burst.any && w.Status.PreemptedAt == nil && w.Array == nil && len(w.Request.Regions) == 0 &&
+		(len(c.terminating) == 0 || len(c.terminating[w.ID]) == 0)
 }
 
 // othersHold reports whether a team other than ts holds capacity. Usage
@@ -937,7 +941,7 @@ func (c *cycle) decide(p *pendingWork) {
 	plain := c.plainOf(p)
 	// Nodes are held for a workload before its decision only from an
 	// earlier cycle, through its nomination (newCycle).
-	if p.nominated && len(c.holders[w.ID]) > 0 {
+	if len(c.heldBefore(w)) > 0 {
 		defer func() {
 			var keep *nodeState
 			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == w.ID {
