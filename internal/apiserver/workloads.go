@@ -1,11 +1,13 @@
 package apiserver
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -31,30 +33,29 @@ import (
 //     answer is sent only once the workload is on disk.
 func (s *Server) submit(c *call) (reply, error) {
 	r := c.r
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return reply{}, decodeError(err)
+	}
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > 255 {
 		return reply{}, invalid("Idempotency-Key", "at most 255 characters")
 	}
-	// "replicas": 0 asks for no replica at all; absent means one. The
-	// outer field takes the key from the embedded one (encoding/json's
-	// rule for a name at two depths), so that the two read apart in one
-	// decode.
-	var given struct {
-		api.Workload
-		Replicas *int `json:"replicas,omitempty"`
-	}
-	if err := decode(r, &given); err != nil {
+	var in api.Workload
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := decode(r, &in); err != nil {
 		return reply{}, err
 	}
-	in := given.Workload
 	if in.Array != nil {
 		return reply{}, invalid("array", "a job array is submitted to POST /api/v1/arrays (gpufleet submit --array), not /workloads")
 	}
-	if given.Replicas != nil {
-		if *given.Replicas == 0 {
-			return reply{}, invalid("replicas", "must be from 1 to %d (omit it for one)", api.MaxReplicas)
-		}
-		in.Replicas = *given.Replicas
+	// "replicas": 0 asks for no replica at all; absent means one.
+	var given struct {
+		Replicas *int `json:"replicas"`
+	}
+	// (Decoded again only when it may be there: absent and 0 read alike.)
+	if in.Replicas == 0 && mayHoldKey(body, "replica") && json.Unmarshal(body, &given) == nil && given.Replicas != nil && *given.Replicas == 0 {
+		return reply{}, invalid("replicas", "must be from 1 to %d (omit it for one)", api.MaxReplicas)
 	}
 	w, err := s.toCore(c, &in)
 	if err != nil {
@@ -90,6 +91,22 @@ func (s *Server) submit(c *call) (reply, error) {
 		}
 	}
 	return rep, nil
+}
+
+// mayHoldKey is the cheap test before a second decode: whether body may
+// hold a key that starts with prefix (ASCII letters with no special case
+// folding, such as "replica") as encoding/json matches keys: in any case,
+// or written with escapes (any backslash).
+func mayHoldKey(body []byte, prefix string) bool {
+	if bytes.IndexByte(body, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+len(prefix) <= len(body); i++ {
+		if bytes.EqualFold(body[i:i+len(prefix)], []byte(prefix)) {
+			return true
+		}
+	}
+	return false
 }
 
 // residency is a workload's residency: its own, or its team's default.
