@@ -940,8 +940,10 @@ func (c *cycle) decide(p *pendingWork) {
 	w := p.w
 	plain := c.plainOf(p)
 	// Nodes are held for a workload before its decision only from an
-	// earlier cycle, through its nomination (newCycle).
-	if len(c.heldBefore(w)) > 0 {
+	// earlier cycle, through its nomination (newCycle). (Its record says
+	// so: a workload decided as one a moment ago is decided without
+	// reading the workload itself.)
+	if p.nominated && len(c.holders[p.id]) > 0 {
 		defer func() {
 			var keep *nodeState
 			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == w.ID {
