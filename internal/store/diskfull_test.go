@@ -191,7 +191,9 @@ func TestFullDiskFailsWritesAndRecovers(t *testing.T) {
 
 // TestStoreErrorsAreNotTakenForGone: a workload the store cannot read (here
 // its status does not decode) fails the plan that touches it, rather than
-// being skipped as if it did not exist.
+// being skipped as if it did not exist. Pending and running workloads are
+// served to the writer from the view (getForUpdate), so the rows garbled
+// are of finished ones, which a late plan may still name.
 func TestStoreErrorsAreNotTakenForGone(t *testing.T) {
 	sqliteOnly(t)
 	path := filepath.Join(t.TempDir(), "gpufleet.db")
@@ -203,8 +205,20 @@ func TestStoreErrorsAreNotTakenForGone(t *testing.T) {
 	if err := s.PutNode(ctx, node("n1", 2)); err != nil {
 		t.Fatal(err)
 	}
-	pending, preemptor, preemptor2 := submit(t, s, 1000), submit(t, s, 1000), submit(t, s, 1000)
-	victim, victim2 := running(t, s, 0), running(t, s, 1)
+	finish := func(id core.WorkloadID) {
+		t.Helper()
+		if _, err := s.Finish(ctx, id, 1, core.Succeeded, "Completed", "", nil, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	preemptor, finished := submit(t, s, 1000), submit(t, s, 1000)
+	done, victim := running(t, s, 0), running(t, s, 1)
+	finish(done)
+	finish(victim)
+	victim2 := running(t, s, 0)
+	if _, err := s.RequestStop(ctx, finished.ID, "Cancelled", "", t0); err != nil {
+		t.Fatal(err)
+	}
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -216,16 +230,16 @@ func TestStoreErrorsAreNotTakenForGone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	garble(pending.ID)
+	garble(done)
 	garble(victim)
-	garble(preemptor.ID)
+	garble(finished.ID)
 	tests := []struct {
 		name string
 		plan core.Plan
 	}{
-		{"decision on a pending workload", core.Plan{Unplaced: []core.Decision{{Workload: pending.ID, Reason: "Unschedulable", Message: "no room"}}}},
-		{"preemption of a running workload", core.Plan{Preemptions: []core.Preemption{{Victim: victim, Attempt: 1, Preemptor: preemptor2.ID, Reason: "Preempted"}}}},
-		{"preemption for a pending workload", core.Plan{Preemptions: []core.Preemption{{Victim: victim2, Attempt: 1, Preemptor: preemptor.ID, Reason: "Preempted"}}}},
+		{"decision on a finished workload", core.Plan{Unplaced: []core.Decision{{Workload: done, Reason: "Unschedulable", Message: "no room"}}}},
+		{"preemption of a finished workload", core.Plan{Preemptions: []core.Preemption{{Victim: victim, Attempt: 1, Preemptor: preemptor.ID, Reason: "Preempted"}}}},
+		{"preemption for a finished workload", core.Plan{Preemptions: []core.Preemption{{Victim: victim2, Attempt: 1, Preemptor: finished.ID, Reason: "Preempted"}}}},
 		{"decision on a workload that is gone", core.Plan{Unplaced: []core.Decision{{Workload: "wl-gone", Reason: "Unschedulable"}}}},
 	}
 	for _, tt := range tests {

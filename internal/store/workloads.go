@@ -70,7 +70,10 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 	// Made here, not in the writer, which runs one write at a time.
 	submitted := core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: "Submitted",
 		Message: fmt.Sprintf("submitted by %s to team %s", w.Owner, w.Team), To: core.Pending}
-	err = s.do(ctx, func(tx *wtx) error {
+	// Every check comes before the first change, so the write needs no
+	// savepoint (doBare): the idempotency key, the pending bounds, and the
+	// team's foreign key on the one INSERT, which takes back only itself.
+	err = s.doBare(ctx, func(tx *wtx) error {
 		if idem != nil {
 			prev, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE owner = ? AND idem_key = ?", w.Owner, idem.Key))
 			if err == nil {
@@ -84,9 +87,13 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 				return err
 			}
 		}
-		// The team's foreign key refuses a team that does not exist,
-		// first; a submit beyond the pending bounds is refused next, and
-		// its row goes with the write's savepoint.
+		if err := s.checkPending(tx, w, userBound); err != nil {
+			// A team that does not exist is refused as such, first.
+			if terr := teamExists(tx, w.Team); terr != nil {
+				return terr
+			}
+			return err
+		}
 		seq, err := tx.insert(`INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, "seq",
 			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status)
@@ -94,9 +101,6 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 			return fmt.Errorf("team %q: %w", w.Team, core.ErrNotFound)
 		}
 		if err != nil {
-			return err
-		}
-		if err := s.checkPending(tx, w, userBound); err != nil {
 			return err
 		}
 		setAuditObject(ctx, string(w.ID), string(w.Team))
@@ -312,26 +316,16 @@ func addEvent(tx *wtx, e core.Event) error {
 	return err
 }
 
-// getForUpdate reads a workload inside a write. Its status is always read
-// in the transaction; the rest (ID, Seq, CreatedAt and Spec, which never
-// change once stored) is taken from this transaction's own changes or the
-// view of committed active workloads when the workload is there, so that
-// the spec is not decoded again by every write that touches a workload.
+// getForUpdate reads a workload inside a write. A pending or running one is
+// taken, with no read of its row, from this transaction's own changes or
+// from the view of committed active workloads, which is exact inside the
+// writer: every status is written through putStatus (so the transaction's
+// changes hold it), the view is brought up to each commit before the next
+// batch begins, and on PostgreSQL up to the other servers' commits under
+// the write lock (syncView). Any other is read from its row.
 func getForUpdate(tx *wtx, id core.WorkloadID) (*core.Workload, error) {
 	if known := tx.known(id); known != nil {
-		var status []byte
-		if err := tx.QueryRow("SELECT status FROM workloads WHERE id = ?", string(id)).Scan(&status); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				err = core.ErrNotFound
-			}
-			return nil, fmt.Errorf("workload %s: %w", id, err)
-		}
-		w := known.Clone()
-		w.Status = core.Status{}
-		if err := json.Unmarshal(status, &w.Status); err != nil {
-			return nil, fmt.Errorf("workload %s: decode status: %w", id, err)
-		}
-		return w, nil
+		return known.Clone(), nil
 	}
 	sc, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE id = ?", string(id)))
 	if err != nil {
@@ -341,8 +335,9 @@ func getForUpdate(tx *wtx, id core.WorkloadID) (*core.Workload, error) {
 }
 
 // known returns the workload id as this transaction last changed it, or
-// as committed in the view of active workloads, or nil. Only its immutable
-// part may be trusted: its status may be older than the row's.
+// as committed in the view of active workloads, or nil (see getForUpdate:
+// inside the writer it is the row). It is shared: callers copy it before
+// changing it.
 func (tx *wtx) known(id core.WorkloadID) *core.Workload {
 	for i := len(tx.changed) - 1; i >= 0; i-- {
 		if tx.changed[i].ID == id {
@@ -368,6 +363,19 @@ func putStatus(tx *wtx, w *core.Workload) error {
 		return err
 	}
 	tx.changed = append(tx.changed, w)
+	return nil
+}
+
+// teamExists fails with core.ErrNotFound when team is not stored, inside a
+// write.
+func teamExists(tx *wtx, team core.TeamName) error {
+	var n int
+	if err := tx.QueryRow("SELECT count(*) FROM teams WHERE name = ?", string(team)).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("team %q: %w", team, core.ErrNotFound)
+	}
 	return nil
 }
 
