@@ -72,7 +72,8 @@ type nodeState struct {
 
 func newNodeState(n *core.Node, u *core.NodeUsage) *nodeState {
 	ns := &nodeState{node: n, used: make([]core.GPUUse, len(n.GPUs))}
-	for i, g := range n.GPUs {
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
 		if u != nil {
 			ns.used[i] = u.GPUs[g.Index]
 		}
@@ -268,7 +269,8 @@ func (t *eligTier) note(ns *nodeState, r *runningWorkload) {
 		if a.Node != ns.node.Name {
 			continue
 		}
-		for i, g := range ns.node.GPUs {
+		for i := range ns.node.GPUs {
+			g := &ns.node.GPUs[i]
 			if g.Index == a.GPUIndex {
 				t.use[i] += a.MilliGPU
 				if t.minOn[i] == 0 || r.held < t.minOn[i] {
@@ -355,7 +357,8 @@ func (ns *nodeState) add(req core.Request, as []core.Assignment, sign int64) {
 			more[a.Replica] = true
 			replicas++
 		}
-		for i, g := range ns.node.GPUs {
+		for i := range ns.node.GPUs {
+			g := &ns.node.GPUs[i]
 			if g.Index == a.GPUIndex {
 				ns.used[i].MilliGPU += sign * a.MilliGPU
 				ns.used[i].MemoryMiB += sign * a.MemoryMiB
@@ -467,11 +470,12 @@ func onNodeWith(ns *nodeState, req core.Request, sc scorer) (choice, string) {
 	best := choice{ns: ns, gpu: -1}
 	var tried [8]int64 // free shares already scored: equal devices score alike
 	nTried := 0
-	for i, g := range ns.node.GPUs {
+	for i := range ns.node.GPUs {
+		g := &ns.node.GPUs[i]
 		if !req.ModelAllowed(g.Model) {
 			continue
 		}
-		milli, mem, ok := req.ShareOn(g)
+		milli, mem, ok := req.ShareOn(*g)
 		if !ok {
 			continue
 		}
@@ -508,11 +512,12 @@ func fitsSomewhere(ns *nodeState, req core.Request) bool {
 	if req.MilliGPU == 0 && req.GPUMemoryMiB == 0 {
 		return true
 	}
-	for i, g := range ns.node.GPUs {
+	for i := range ns.node.GPUs {
+		g := &ns.node.GPUs[i]
 		if !req.ModelAllowed(g.Model) {
 			continue
 		}
-		milli, mem, ok := req.ShareOn(g)
+		milli, mem, ok := req.ShareOn(*g)
 		if u := ns.used[i]; ok && u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB {
 			return true
 		}
@@ -558,7 +563,8 @@ func (ns *nodeState) freeOf(req core.Request) int {
 		return ns.freeWhole
 	}
 	free := 0
-	for i, g := range ns.node.GPUs {
+	for i := range ns.node.GPUs {
+		g := &ns.node.GPUs[i]
 		if u := ns.used[i]; req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 			free++
 		}
@@ -575,7 +581,8 @@ func assignments(c choice, req core.Request) []core.Assignment {
 	if want := req.WholeGPUs(); want > 0 {
 		as := make([]core.Assignment, 0, want)
 		for _, d := range c.ns.domainOrder(req, want) {
-			for i, g := range n.GPUs {
+			for i := range n.GPUs {
+				g := &n.GPUs[i]
 				if u := c.ns.used[i]; len(as) < want && g.Domain == d && req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 					as = append(as, core.Assignment{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
 				}
@@ -621,7 +628,8 @@ type runningWorkload struct {
 // domain.
 func (ns *nodeState) freeByDomain(req core.Request) map[int]int {
 	free := map[int]int{}
-	for i, g := range ns.node.GPUs {
+	for i := range ns.node.GPUs {
+		g := &ns.node.GPUs[i]
 		if u := ns.used[i]; req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 			free[g.Domain]++
 		}

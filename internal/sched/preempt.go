@@ -110,7 +110,8 @@ func (c *cycle) deviceKey(ts *teamState, as []core.Assignment) (string, bool) {
 	if ns == nil {
 		return "", false
 	}
-	for _, g := range ns.node.GPUs {
+	for gi := range ns.node.GPUs {
+		g := &ns.node.GPUs[gi]
 		if g.Index == as[0].GPUIndex {
 			return ts.team.DeviceKey(g.Model)
 		}
@@ -442,8 +443,9 @@ func (c *cycle) reclaimOn(ns *nodeState, w *core.Workload, cl core.PriorityClass
 		maxShare = bound(maxShare, guaranteed-held)
 	}
 	askOn = -1
-	for _, g := range ns.node.GPUs {
-		if m, _, fits := r.ShareOn(g); fits && r.ModelAllowed(g.Model) && (maxShare < 0 || m <= maxShare) && (askOn < 0 || m < askOn) {
+	for gi := range ns.node.GPUs {
+		g := &ns.node.GPUs[gi]
+		if m, _, fits := r.ShareOn(*g); fits && r.ModelAllowed(g.Model) && (maxShare < 0 || m <= maxShare) && (askOn < 0 || m < askOn) {
 			askOn = m
 		}
 	}
@@ -469,8 +471,9 @@ func fitsWithin(f *nodeState, req core.Request, maxShare int64) (choice, bool) {
 	}
 	best, found := choice{}, false
 	var bestLeft int64
-	for i, g := range f.node.GPUs {
-		milli, _, ok := req.ShareOn(g)
+	for i := range f.node.GPUs {
+		g := &f.node.GPUs[i]
+		milli, _, ok := req.ShareOn(*g)
 		if !ok || !req.ModelAllowed(g.Model) || milli > maxShare {
 			continue
 		}
@@ -685,7 +688,8 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		// The devices that can be cleared: every occupant a candidate.
 		// The occupants of devs[b] are occ[ends[b-1]:ends[b]].
 		devs, occ, ends := sc.devs[:0], sc.occ[:0], sc.ends[:0]
-		for i, g := range scratch.node.GPUs {
+		for i := range scratch.node.GPUs {
+			g := &scratch.node.GPUs[i]
 			u := scratch.used[i]
 			if !req.ModelAllowed(g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
 				continue
@@ -723,7 +727,8 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			sc.mark = mark
 			// A set that clears fewer devices than are missing cannot fit.
 			free := 0
-			for i, g := range scratch.node.GPUs {
+			for i := range scratch.node.GPUs {
+				g := &scratch.node.GPUs[i]
 				if u := scratch.used[i]; req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 					free++
 				}
@@ -779,7 +784,8 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		for !fits() {
 			bestDev, bestCost := -1, victimCost{}
 			var bestVs []int
-			for i, g := range scratch.node.GPUs {
+			for i := range scratch.node.GPUs {
+				g := &scratch.node.GPUs[i]
 				u := scratch.used[i]
 				if !req.ModelAllowed(g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
 					continue
@@ -815,8 +821,9 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		bestVs, have := sc.bestVs[:0], false
 		var bestCost victimCost
 		set := sc.fset[:0]
-		for i, g := range scratch.node.GPUs {
-			milli, mem, ok := req.ShareOn(g)
+		for i := range scratch.node.GPUs {
+			g := &scratch.node.GPUs[i]
+			milli, mem, ok := req.ShareOn(*g)
 			if !ok || !req.ModelAllowed(g.Model) || (maxShare >= 0 && milli > maxShare) {
 				continue
 			}
@@ -957,7 +964,8 @@ func (sc *victimScratch) prepare(cands []candidate) {
 			if a.Node != name {
 				continue
 			}
-			for i, g := range sc.ns.node.GPUs {
+			for i := range sc.ns.node.GPUs {
+				g := &sc.ns.node.GPUs[i]
 				if g.Index == a.GPUIndex {
 					k := j*n + i
 					sc.freed[k].MilliGPU += a.MilliGPU

@@ -192,8 +192,9 @@ func (c *cycle) backfillOn(ns *nodeState, w *core.Workload, req core.Request, ch
 		return choice{}, false, false
 	}
 	best, bestKeep, found := choice{}, false, false
-	for i, g := range ns.node.GPUs {
-		milli, mem, ok := req.ShareOn(g)
+	for i := range ns.node.GPUs {
+		g := &ns.node.GPUs[i]
+		milli, mem, ok := req.ShareOn(*g)
 		if i == ch.gpu || !ok || !req.ModelAllowed(g.Model) || ns.used[i].MilliGPU+milli > 1000 || ns.used[i].MemoryMiB+mem > g.MemoryMiB {
 			continue
 		}

@@ -545,7 +545,8 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		ns := c.nodes[i]
 		c.burst.any = c.burst.any || n.Burst()
 		c.byName[n.Name] = ns
-		for _, g := range n.GPUs {
+		for gi := range n.GPUs {
+			g := &n.GPUs[gi]
 			c.maxGPUMem = max(c.maxGPUMem, g.MemoryMiB)
 			if n.Schedulable && !slices.ContainsFunc(c.kinds, func(k core.GPU) bool { return k.Model == g.Model && k.MemoryMiB == g.MemoryMiB }) {
 				c.kinds = append(c.kinds, core.GPU{Model: g.Model, MemoryMiB: g.MemoryMiB})
@@ -653,7 +654,8 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	var capacity int64
 	for _, ns := range c.nodes {
 		if ns.node.Schedulable {
-			for _, g := range ns.node.GPUs {
+			for gi := range ns.node.GPUs {
+				g := &ns.node.GPUs[gi]
 				if g.Usable() {
 					capacity += 1000
 				}
@@ -1596,7 +1598,8 @@ func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice
 	ns.futureState(c)
 	if want := req.WholeGPUs(); want > 0 {
 		var as []core.Assignment
-		for i, g := range ns.node.GPUs {
+		for i := range ns.node.GPUs {
+			g := &ns.node.GPUs[i]
 			if len(as) < want && req.ModelAllowed(g.Model) && ns.freeIn(i) {
 				as = append(as, core.Assignment{Node: ns.node.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
 			}
@@ -1615,8 +1618,9 @@ func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice
 		return choice{}, false
 	}
 	best, found := choice{}, false
-	for i, g := range ns.node.GPUs {
-		milli, mem, ok := req.ShareOn(g)
+	for i := range ns.node.GPUs {
+		g := &ns.node.GPUs[i]
+		milli, mem, ok := req.ShareOn(*g)
 		if !ok || !req.ModelAllowed(g.Model) || ns.used[i].MilliGPU+milli > 1000 || ns.used[i].MemoryMiB+mem > g.MemoryMiB {
 			continue
 		}
@@ -1668,7 +1672,8 @@ func fitsChoice(f *nodeState, req core.Request, ch choice) bool {
 		// domain: the first free ones it accepts), checked without
 		// building them.
 		n, taken := ch.ns.node, 0
-		for i, g := range n.GPUs {
+		for i := range n.GPUs {
+			g := &n.GPUs[i]
 			if u := ch.ns.used[i]; taken < want && g.Domain == ch.ns.firstDomain && req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 				taken++
 				j := i

@@ -401,7 +401,8 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 		occ := held[:0]
 		free := 0
 		var least int64 // the least one victim on a device to clear holds
-		for i, g := range ns.node.GPUs {
+		for i := range ns.node.GPUs {
+			g := &ns.node.GPUs[i]
 			if !req.ModelAllowed(g.Model) {
 				continue
 			}
@@ -435,8 +436,9 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 		// a device the request's share bound allows); elsewhere only a
 		// device with something to take yields a set.
 		need = -1
-		for i, g := range ns.node.GPUs {
-			milli, _, ok := req.ShareOn(g)
+		for i := range ns.node.GPUs {
+			g := &ns.node.GPUs[i]
+			milli, _, ok := req.ShareOn(*g)
 			if !ok || !req.ModelAllowed(g.Model) {
 				continue
 			}
