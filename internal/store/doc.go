@@ -6,8 +6,10 @@
 // simulator's.
 //
 // Every write goes through one writer goroutine that gathers the writes
-// queued at that moment into one transaction, each under its own savepoint,
-// and acknowledges them only after the COMMIT has reached the disk (group
+// queued at that moment into one transaction, each under its own savepoint
+// (but a submit, which fails, if at all, before its first change: on
+// SQLite a failed statement takes back only itself), and acknowledges
+// them only after the COMMIT has reached the disk (group
 // commit). A 2xx on submit therefore means the workload is on disk, and the
 // cost of an fsync is shared by everything that arrived while the previous
 // one was in flight; before committing, the writer yields once to take the

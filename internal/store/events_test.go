@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/gpufleet/gpufleet/internal/core"
 )
 
@@ -47,5 +50,52 @@ func TestWarn(t *testing.T) {
 	}
 	if _, err := s.Warn(ctx, "wl-missing", 1, "IdleWarning", "idle", t0); err == nil {
 		t.Error("Warn on a missing workload: no error")
+	}
+}
+
+// TestSubmittedEventIsTheRow: a workload's creation is listed first, from
+// its row (ID 0, its creation time, who submitted it to which team), and
+// an earlier version's stored creation event is listed instead, once.
+func TestSubmittedEventIsTheRow(t *testing.T) {
+	s := fixture(t)
+	ctx := t.Context()
+	w := submit(t, s, 1000)
+	later := t0.Add(time.Second)
+	if _, err := s.ApplyPlan(ctx, core.Plan{Unplaced: []core.Decision{{Workload: w.ID, Reason: "QuotaLimit", Message: "team a is at its limit"}}}, later); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Events(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []core.Event{
+		{WorkloadID: w.ID, Time: t0, Type: core.EventNormal, Reason: "Submitted", Message: "submitted by alice to team a", To: core.Pending},
+		{WorkloadID: w.ID, Time: later, Type: core.EventNormal, Reason: "QuotaLimit", Message: "team a is at its limit"},
+	}
+	if len(evs) == 2 {
+		want[1].ID = evs[1].ID // given by the store
+	}
+	if diff := cmp.Diff(want, evs, cmpopts.EquateApproxTime(0)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if evs[len(evs)-1].ID == 0 {
+		t.Errorf("a stored event has ID 0")
+	}
+
+	old := submit(t, s, 1000) // as an earlier version stored it: with its event
+	if err := s.do(ctx, func(tx *wtx) error {
+		return addEvent(tx, core.Event{WorkloadID: old.ID, Time: t0, Reason: "Submitted", Message: "submitted by alice to team a", To: core.Pending})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = s.Events(ctx, old.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Reason != "Submitted" || evs[0].ID == 0 {
+		t.Errorf("events of a workload whose creation was stored = %+v, want that one event", evs)
+	}
+	if evs, err := s.Events(ctx, "wl-gone"); err != nil || len(evs) != 0 {
+		t.Errorf("events of no workload = %+v, %v; want none", evs, err)
 	}
 }

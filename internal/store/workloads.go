@@ -42,7 +42,8 @@ type Idempotency struct {
 	Hash string
 }
 
-// CreateWorkload stores a new Pending workload and its "Submitted" event.
+// CreateWorkload stores a new Pending workload (its "Submitted" event is
+// the row itself: see Events).
 // w.ID, Seq and Status are set by the store; the stored workload is
 // returned. created is false when an earlier submission with the same
 // idempotency key is returned instead.
@@ -67,9 +68,6 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 	if ctx.Value(noUserBoundKey{}) != nil {
 		userBound = 0
 	}
-	// Made here, not in the writer, which runs one write at a time.
-	submitted := core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: "Submitted",
-		Message: fmt.Sprintf("submitted by %s to team %s", w.Owner, w.Team), To: core.Pending}
 	// Every check comes before the first change, so the write needs no
 	// savepoint (doBare): the idempotency key, the pending bounds, and the
 	// team's foreign key on the one INSERT, which takes back only itself.
@@ -106,9 +104,6 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 		setAuditObject(ctx, string(w.ID), string(w.Team))
 		w.Seq = seq
 		tx.changed = append(tx.changed, w)
-		if err := addEvent(tx, submitted); err != nil {
-			return err
-		}
 		out, created = w, true
 		return nil
 	})
@@ -247,14 +242,28 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
-// Events lists a workload's events, oldest first.
+// Events lists a workload's events, oldest first. A workload's creation,
+// its "Submitted" event, is its row (created_at, owner and team), not a
+// stored event, so that a submit writes one row less: it is listed first,
+// with ID 0, unless an event stored it (workloads submitted by earlier
+// versions, and array tasks, whose events one statement stores).
 func (s *Store) Events(ctx context.Context, id core.WorkloadID) ([]core.Event, error) {
+	var created int64
+	var owner, team string
+	err := s.readRow(ctx, "SELECT created_at, owner, team FROM workloads WHERE id = ?", string(id)).Scan(&created, &owner, &team)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.read.QueryContext(ctx, "SELECT id, time, type, reason, message, from_phase, to_phase FROM events WHERE workload_id = ? ORDER BY id", string(id))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []core.Event
+	out := []core.Event{submittedEvent(id, fromNano(created), owner, team)}
+	stored := false // the creation is among the stored events
 	for rows.Next() {
 		var e core.Event
 		var t int64
@@ -263,9 +272,25 @@ func (s *Store) Events(ctx context.Context, id core.WorkloadID) ([]core.Event, e
 			return nil, err
 		}
 		e.WorkloadID, e.Time, e.From, e.To = id, fromNano(t), core.Phase(from), core.Phase(to)
+		stored = stored || (e.Reason == submittedReason && e.From == "")
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if stored {
+		out = out[1:]
+	}
+	return out, nil
+}
+
+// submittedReason is the reason of a workload's first event, its creation.
+const submittedReason = "Submitted"
+
+// submittedEvent is the creation of workload id, read from its row.
+func submittedEvent(id core.WorkloadID, at time.Time, owner, team string) core.Event {
+	return core.Event{WorkloadID: id, Time: at, Type: core.EventNormal, Reason: submittedReason,
+		Message: "submitted by " + owner + " to team " + team, To: core.Pending}
 }
 
 // Allocations lists a workload's allocation intervals, or every one when id
