@@ -25,10 +25,12 @@ type teamState struct {
 	unfair  []*runningWorkload
 	running []*runningWorkload
 	// nodes lists the nodes where the team runs preemptible work (not
-	// stopping, not batch), in name order; changed, by position, those of
-	// them changed in this cycle, in order (cycle.touch).
+	// stopping, not batch), in name order; changed, by place in nodes,
+	// those of them changed in this cycle, in order (cycle.touch); in, by
+	// place in nodes, the team's place in the node's teams (ns.teams).
 	nodes   []*nodeState
 	changed []int
+	in      []int
 	// queues are the team's queues of pending work, by level (level.ord).
 	queues []*teamQueue
 	// lowest is, by place in nodes, the lowest class value of the team's

@@ -686,11 +686,12 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		ns.joinTeams()
 	}
 	for _, ts := range c.teams {
-		ts.lowest = make([]int, len(ts.nodes))
+		ts.lowest, ts.in = make([]int, len(ts.nodes)), make([]int, len(ts.nodes))
 	}
 	for _, ns := range c.nodes {
 		for i, ts := range ns.teams {
 			ts.lowest[ns.teamAt[i]] = ns.own[i][0].value
+			ts.in[ns.teamAt[i]] = i
 		}
 	}
 	// 5. Holds carried over from earlier cycles: a node nominated to a
@@ -1495,8 +1496,8 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 // the victim orders of the teams that run work there.
 func (c *cycle) touch(ns *nodeState) {
 	c.changed = append(c.changed, ns.pos)
-	for _, ts := range ns.teams {
-		ts.changed = append(ts.changed, ns.pos)
+	for i, ts := range ns.teams {
+		ts.changed = append(ts.changed, ns.teamAt[i])
 	}
 }
 

@@ -40,23 +40,23 @@ type victimIndex struct {
 	freeing entryHeap // by name
 	cursor  int       // into cycle.changed
 	stamps  []nodeStamp
+	use     []uint8    // by position: usable's answer, 0 until asked, then 1 (no) or 2 (yes)
 	aux     []walkItem // walk's frontier, reused
 	scratch eligTier   // victimBound's, reused
 }
 
 // nodeStamp is the state of a node, its future and its tiers its entries
-// were made at.
-type nodeStamp struct {
-	node, future, tiers uint64
-	set                 bool
-}
+// were made at (0: none made yet): the sum of their versions, plus one.
+// Each version only grows (the future, once made, stays the node's), so
+// two stamps of a node are equal only where none of the three changed.
+type nodeStamp uint64
 
 func stampOf(ns *nodeState) nodeStamp {
-	s := nodeStamp{node: ns.version, tiers: ns.tierVersion, set: true}
+	s := ns.version + ns.tierVersion + 1
 	if ns.future != nil {
-		s.future = ns.future.version
+		s += ns.future.version
 	}
-	return s
+	return nodeStamp(s)
 }
 
 type victimEntry struct {
@@ -72,7 +72,7 @@ func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
 	k := shapeKey(req)
 	x := c.victimIdx[k]
 	if x == nil {
-		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.nodes)), cursor: len(c.changed), teams: map[*teamState][]*teamHeap{}}
+		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.nodes)), use: make([]uint8, len(c.nodes)), cursor: len(c.changed), teams: map[*teamState][]*teamHeap{}}
 		for t := range x.bounds {
 			x.bounds[t] = newEntryHeap(len(c.nodes), false)
 			x.bounds[t].h = make([]victimEntry, 0, len(c.nodes)) // most nodes run batch, which every tier counts
@@ -112,9 +112,20 @@ func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
 	return x
 }
 
-// usable reports whether the shape's index weighs ns at all.
+// usable reports whether the shape's index weighs ns at all, which
+// depends on the node alone and not its state: it is found once. (The
+// nodes of a new order are bounded on several goroutines, each node by
+// one: each writes its own node's answer.)
 func (x *victimIndex) usable(ns *nodeState) bool {
-	return ns.node.Schedulable && modelOK(ns, x.req) && ns.node.Matches(x.req.NodeSelector) && resides(ns.node, x.req)
+	if u := x.use[ns.pos]; u != 0 {
+		return u == 2
+	}
+	ok := ns.node.Schedulable && modelOK(ns, x.req) && ns.node.Matches(x.req.NodeSelector) && resides(ns.node, x.req)
+	x.use[ns.pos] = 1
+	if ok {
+		x.use[ns.pos] = 2
+	}
+	return ok
 }
 
 // note bounds ns for the shape again, unless it is as it was last noted;
@@ -179,13 +190,13 @@ func (x *victimIndex) apply(ns *nodeState, n *nodeNote, fix bool) {
 	}
 }
 
-// noteTeam bounds ns again in th, an order of ts's nodes.
-func (x *victimIndex) noteTeam(c *cycle, th *teamHeap, ts *teamState, ns *nodeState, fix bool) {
-	i := slices.Index(ns.teams, ts)
-	at := ns.teamAt[i]
+// noteTeam bounds again in th, an order of ts's nodes, the node at place
+// at in ts.nodes.
+func (x *victimIndex) noteTeam(c *cycle, th *teamHeap, ts *teamState, at int, fix bool) {
 	if ts.lowest[at] >= th.below {
-		return // never in th (ownBelow)
+		return // never in th (ownBelow, which holds for the others)
 	}
+	ns := ts.nodes[at]
 	f := ns.futureState(c)
 	s := stampOf(ns)
 	if th.stamps[at] == s {
@@ -193,9 +204,9 @@ func (x *victimIndex) noteTeam(c *cycle, th *teamHeap, ts *teamState, ns *nodeSt
 	}
 	th.stamps[at] = s
 	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: at}
-	ok := x.usable(ns) && ns.ownBelow(ts, th.below)
+	ok := x.usable(ns)
 	if ok {
-		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[i], th.below, &x.scratch)
+		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[ts.in[at]], th.below, &x.scratch)
 	}
 	th.q.set(e, ok, fix)
 }
@@ -211,16 +222,17 @@ type teamNote struct {
 	ok    bool
 }
 
-// noteTeamOf is noteTeam's bound of ns, one of ts's nodes where it runs
-// work below th's class, for a new order: it reads the cycle and changes
-// nothing but ns (its future, made if not yet) and scratch.
-func (x *victimIndex) noteTeamOf(c *cycle, th *teamHeap, ts *teamState, ns *nodeState, scratch *eligTier) teamNote {
-	i := slices.Index(ns.teams, ts)
+// noteTeamOf is noteTeam's bound of the node at place at in ts.nodes,
+// one where ts runs work below th's class, for a new order: it reads the
+// cycle and changes nothing but the node (its future, made if not yet),
+// its usable answer and scratch.
+func (x *victimIndex) noteTeamOf(c *cycle, th *teamHeap, ts *teamState, at int, scratch *eligTier) teamNote {
+	ns := ts.nodes[at]
 	f := ns.futureState(c)
-	n := teamNote{stamp: stampOf(ns), e: victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: ns.teamAt[i]}}
-	n.ok = x.usable(ns) && ns.ownBelow(ts, th.below)
+	n := teamNote{stamp: stampOf(ns), e: victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: at}}
+	n.ok = x.usable(ns)
 	if n.ok {
-		n.e.bound, n.ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[i], th.below, scratch)
+		n.e.bound, n.ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[ts.in[at]], th.below, scratch)
 	}
 	return n
 }
@@ -243,7 +255,7 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 	for _, th := range x.teams[ts] {
 		if th.tier == tier && th.below == below {
 			for ; th.cursor < len(ts.changed); th.cursor++ {
-				x.noteTeam(c, th, ts, c.nodes[ts.changed[th.cursor]], true)
+				x.noteTeam(c, th, ts, ts.changed[th.cursor], true)
 			}
 			return &th.q
 		}
@@ -261,10 +273,8 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 	}
 	x.teams[ts] = append(x.teams[ts], th)
 	if !inParallel(n, parallelTeamAt) {
-		for k, ns := range ts.nodes {
-			if ts.lowest[k] < below { // the others are never in th (ownBelow)
-				x.noteTeam(c, th, ts, ns, false)
-			}
+		for k := range ts.nodes {
+			x.noteTeam(c, th, ts, k, false) // (it skips those never in th)
 		}
 	} else {
 		// As the index's own heaps (victimIndexFor): the nodes bounded on
@@ -277,7 +287,7 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 			var scratch eligTier
 			for k := lo; k < hi; k++ {
 				if ts.lowest[k] < below {
-					notes[k] = x.noteTeamOf(c, th, ts, ts.nodes[k], &scratch)
+					notes[k] = x.noteTeamOf(c, th, ts, k, &scratch)
 				}
 			}
 		})
@@ -539,14 +549,49 @@ func (q *entryHeap) set(e victimEntry, in, fix bool) {
 		}
 	case i >= 0:
 		n := len(q.h) - 1
-		q.swap(int(i), n)
+		last := q.h[n]
 		q.h = q.h[:n]
 		q.where[e.slot] = -1
-		if int(i) < n && fix {
-			q.up(int(i))
-			q.down(int(q.where[q.h[i].slot]))
+		switch {
+		case int(i) == n:
+		case !fix:
+			q.h[i] = last
+			q.where[last.slot] = i
+		default:
+			q.fill(int(i), last)
 		}
 	}
+}
+
+// fill puts e, the heap's last entry taken off, in the hole left at i by
+// an entry removed: the hole goes down to a leaf by the lesser child, and
+// e up from there (Floyd's way: the last entry mostly belongs low, and
+// each level down costs one comparison where sifting it down costs two).
+func (q *entryHeap) fill(i int, e victimEntry) {
+	for {
+		l := 2*i + 1
+		if l >= len(q.h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(q.h) && q.less(q.h[r], q.h[l]) {
+			m = r
+		}
+		q.h[i] = q.h[m]
+		q.where[q.h[i].slot] = int32(i)
+		i = m
+	}
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(e, q.h[p]) {
+			break
+		}
+		q.h[i] = q.h[p]
+		q.where[q.h[i].slot] = int32(i)
+		i = p
+	}
+	q.h[i] = e
+	q.where[e.slot] = int32(i)
 }
 
 func (q *entryHeap) swap(i, j int) {
