@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -97,5 +98,45 @@ func TestSubmittedEventIsTheRow(t *testing.T) {
 	}
 	if evs, err := s.Events(ctx, "wl-gone"); err != nil || len(evs) != 0 {
 		t.Errorf("events of no workload = %+v, %v; want none", evs, err)
+	}
+}
+
+// TestExplanationEventsInPlanOrder: a plan's explanations are written in
+// chunks of several rows (addEvents); each workload gets its own event,
+// with its own reason and message, in the plan's order, across chunks of
+// every size.
+func TestExplanationEventsInPlanOrder(t *testing.T) {
+	s := fixture(t)
+	ctx := t.Context()
+	const n = 256 + 32 + 8 + 4 + 1
+	var plan core.Plan
+	for i := range n {
+		w := submit(t, s, 1000)
+		reason := "QuotaLimit"
+		if i%3 == 0 {
+			reason = "Unschedulable"
+		}
+		plan.Unplaced = append(plan.Unplaced, core.Decision{Workload: w.ID, Reason: reason, Message: fmt.Sprintf("decision %d", i)})
+	}
+	if _, err := s.ApplyPlan(ctx, plan, t0); err != nil {
+		t.Fatal(err)
+	}
+	last := int64(0)
+	for i, d := range plan.Unplaced {
+		evs, err := s.Events(ctx, d.Workload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 2 || evs[1].Reason != d.Reason || evs[1].Message != d.Message || evs[1].WorkloadID != d.Workload {
+			t.Fatalf("decision %d: events %+v, want Submitted then %s %q", i, evs, d.Reason, d.Message)
+		}
+		if evs[1].ID <= last {
+			t.Errorf("decision %d: event ID %d after %d: not in plan order", i, evs[1].ID, last)
+		}
+		last = evs[1].ID
+		w, err := s.Workload(ctx, d.Workload)
+		if err != nil || w.Status.Reason != d.Reason || w.Status.Message != d.Message {
+			t.Errorf("decision %d: status %+v, %v", i, w.Status, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -85,10 +86,14 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 				results[i].Workload = nil
 			}
 		}
+		var events []core.Event // the explanations' events, written together
 		for _, d := range plan.Unplaced {
-			if err := setPendingReason(tx, d, now); err != nil {
+			if err := setPendingReason(tx, d, now, &events); err != nil {
 				return err
 			}
+		}
+		if err := addEvents(tx, events); err != nil {
+			return err
 		}
 		for _, p := range plan.Preemptions {
 			if err := preempt(tx, p, now); err != nil {
@@ -185,7 +190,9 @@ func describe(as []core.Assignment) string {
 	return s
 }
 
-func setPendingReason(tx *wtx, d core.Decision, now time.Time) error {
+// setPendingReason writes d's explanation into its pending workload's
+// status, and appends to events the event it adds, if any.
+func setPendingReason(tx *wtx, d core.Decision, now time.Time, events *[]core.Event) error {
 	w, err := getForUpdate(tx, d.Workload)
 	if errors.Is(err, core.ErrNotFound) {
 		return nil // gone; nothing to explain
@@ -205,13 +212,20 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time) error {
 	// event every cycle.
 	newEvent := w.Status.Reason != d.Reason || w.Status.Nominated != d.Nominated
 	w.Status.Reason, w.Status.Message, w.Status.Nominated = d.Reason, d.Message, d.Nominated
-	if err := putStatus(tx, w); err != nil {
+	// Still Pending, on no node: only the status column changes, and no
+	// index with it.
+	b, err := json.Marshal(&w.Status)
+	if err != nil {
 		return err
 	}
-	if !newEvent {
-		return nil
+	if _, err := tx.Exec("UPDATE workloads SET status = ? WHERE id = ?", b, string(w.ID)); err != nil {
+		return err
 	}
-	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
+	tx.changed = append(tx.changed, w)
+	if newEvent {
+		*events = append(*events, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
+	}
+	return nil
 }
 
 // closeAllocations ends the open allocation intervals of a workload with

@@ -341,6 +341,27 @@ func addEvent(tx *wtx, e core.Event) error {
 	return err
 }
 
+// addEvents records events in multi-row INSERTs, in order, in chunks whose
+// sizes are powers of two (see chunks): few distinct statements, each
+// prepared once.
+func addEvents(tx *wtx, events []core.Event) error {
+	off := 0
+	for _, size := range chunks(len(events)) {
+		args := make([]any, 0, 7*size)
+		for _, e := range events[off : off+size] {
+			if e.Type == "" {
+				e.Type = core.EventNormal
+			}
+			args = append(args, string(e.WorkloadID), unixNano(e.Time), e.Type, e.Reason, e.Message, string(e.From), string(e.To))
+		}
+		if _, err := tx.Exec("INSERT INTO events (workload_id, time, type, reason, message, from_phase, to_phase) VALUES "+rowsOf(size, "(?, ?, ?, ?, ?, ?, ?)"), args...); err != nil {
+			return err
+		}
+		off += size
+	}
+	return nil
+}
+
 // getForUpdate reads a workload inside a write. A pending or running one is
 // taken, with no read of its row, from this transaction's own changes or
 // from the view of committed active workloads, which is exact inside the

@@ -36,7 +36,11 @@ func TestWritesReadLikeTheFile(t *testing.T) {
 		}
 		tx.changed = append(tx.changed, c)
 		cid = c.ID
-		return setPendingReason(tx, core.Decision{Workload: c.ID, Reason: "QuotaLimit", Message: "at the limit"}, t0)
+		var events []core.Event
+		if err := setPendingReason(tx, core.Decision{Workload: c.ID, Reason: "QuotaLimit", Message: "at the limit"}, t0, &events); err != nil {
+			return err
+		}
+		return addEvents(tx, events)
 	})
 	if err != nil {
 		t.Fatal(err)
