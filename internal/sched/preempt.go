@@ -571,7 +571,7 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 	// does not hold).
 	if inQuota || ts.usage+ask <= ts.share {
 		var found *nodeState
-		x.walk([]*entryHeap{&x.freeing}, func(int, victimEntry) bool { return false }, func(victimEntry) bool { return false }, func(e victimEntry) bool {
+		x.walk([]*entryHeap{x.order(c, orderFreeing)}, func(int, victimEntry) bool { return false }, func(victimEntry) bool { return false }, func(e victimEntry) bool {
 			ns := c.nodes[e.pos]
 			askOn, inQuotaOn, maxShare, ok := usable(ns)
 			if ok && (inQuotaOn || ts.usage+askOn <= ts.share) && ns.freeing && fitsWithinAt(ns.futureState(c), w.Request, maxShare) {
@@ -603,7 +603,7 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 	case c.opts.FairShareReclaim && ts.usage+ask <= ts.share:
 		tier = tierFair
 	}
-	qs := []*entryHeap{&x.bounds[tier], x.team(c, ts, tier, cl.Value)}
+	qs := []*entryHeap{x.order(c, tier), x.team(c, ts, tier, cl.Value)}
 	skip := func(q int, e victimEntry) bool { return q == 0 && c.nodes[e.pos].ownBelow(ts, cl.Value) }
 	x.walk(qs, skip, beaten, func(e victimEntry) bool {
 		ns := c.nodes[e.pos]

@@ -346,11 +346,11 @@ type cycle struct {
 	// first seen (shapeNumbers.number).
 	shapeNumbers
 	// victimIdx holds the victim search's index of each preemptor shape
-	// (victimindex.go); nodeNotes and teamNotes are the buffers its
+	// (victimindex.go); orderNotes and teamNotes are the buffers its
 	// builds on several goroutines write in, one build at a time.
-	victimIdx map[shape]*victimIndex
-	nodeNotes []nodeNote
-	teamNotes []teamNote
+	victimIdx  map[shape]*victimIndex
+	orderNotes []orderNote
+	teamNotes  []teamNote
 }
 
 // scored is a node's remembered score for a request shape, valid while the

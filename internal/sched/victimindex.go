@@ -27,22 +27,44 @@ import (
 // Beside them, freeing lists (in name order) the nodes whose future
 // already has room for the shape, where a preemptor within its guarantee
 // or fair share waits for the stops under way without a victim of its
-// own. A node that a placement, a preemption, a picture, a hold or a
-// change of tier changed (cycle.touch) is bounded again, and its entries
-// replaced in place, when the index is next used (a team's orders catch
-// up from the team's own list of changed nodes, when a search of the team
-// uses them). The bounds depend on the node, its future and the tiers,
-// never on the preemptor: what its rules leave it can only cost more.
+// own. Each of these orders (the tiers' and freeing) is made when a search
+// first uses it. A node that a placement, a preemption, a picture, a hold
+// or a change of tier changed (cycle.touch) is noted when the index is
+// next used, and bounded again, its entries replaced in place, in each
+// order when a search next uses that order (so that a node changed
+// several times between two uses of an order is bounded there once; a
+// team's orders catch up from the team's own list of changed nodes, when
+// a search of the team uses them). The bounds depend on the node, its
+// future and the tiers, never on the preemptor: what its rules leave it
+// can only cost more.
 type victimIndex struct {
-	req     core.Request
-	bounds  [tiers]entryHeap // by bound, devices, name
+	req core.Request
+	// orders are the tiers' orders (by bound, devices, name), then
+	// freeing's (by name: orderFreeing).
+	orders  [orders]shapeOrder
 	teams   map[*teamState][]*teamHeap
-	freeing entryHeap // by name
-	cursor  int       // into cycle.changed
+	cursor  int // into cycle.changed
 	stamps  []nodeStamp
 	use     []uint8    // by position: usable's answer, 0 until asked, then 1 (no) or 2 (yes)
 	aux     []walkItem // walk's frontier, reused
 	scratch eligTier   // victimBound's, reused
+}
+
+// The orders of a shape's index: one per tier, then freeing.
+const (
+	orderFreeing = tiers
+	orders       = tiers + 1
+)
+
+// shapeOrder is one order of a shape's index, with the nodes changed
+// since a search last used it.
+type shapeOrder struct {
+	q    entryHeap
+	made bool
+	// dirty lists, each once, the usable nodes (by position) whose
+	// stamp changed since the order was last current; marked says which.
+	dirty  []int32
+	marked []bool
 }
 
 // nodeStamp is the state of a node, its future and its tiers its entries
@@ -66,56 +88,36 @@ type victimEntry struct {
 	slot  int // the entry's place in its heap's where: pos, or the node's place in a team's nodes
 }
 
-// victimIndexFor returns the shape's index, made on first use, current
-// with every change made to the nodes since.
+// victimIndexFor returns the shape's index, made on first use, with every
+// change made to the nodes since noted (the orders catch up when used:
+// order).
 func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
 	k := shapeKey(req)
 	x := c.victimIdx[k]
 	if x == nil {
 		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.nodes)), use: make([]uint8, len(c.nodes)), cursor: len(c.changed), teams: map[*teamState][]*teamHeap{}}
-		for t := range x.bounds {
-			x.bounds[t] = newEntryHeap(len(c.nodes), false)
-			x.bounds[t].h = make([]victimEntry, 0, len(c.nodes)) // most nodes run batch, which every tier counts
-		}
-		x.freeing = newEntryHeap(len(c.nodes), true)
-		if !inParallel(len(c.nodes), parallelNodesAt) {
-			for _, ns := range c.nodes {
-				x.note(c, ns, false)
+		// Every node's future made and its stamp taken (on several
+		// goroutines for many nodes: each reads and changes its own
+		// node alone), for the orders made from them.
+		inParts(len(c.nodes), parallelNodesAt, func(lo, hi int) {
+			for _, ns := range c.nodes[lo:hi] {
+				ns.futureState(c)
+				x.stamps[ns.pos] = stampOf(ns)
+				x.usable(ns)
 			}
-		} else {
-			// Each node's bounds found on several goroutines (noteOf
-			// reads the node alone, and makes its future), set in the
-			// heaps here in the nodes' order: the heaps are as made one
-			// node after the other.
-			if cap(c.nodeNotes) < len(c.nodes) {
-				c.nodeNotes = make([]nodeNote, len(c.nodes))
-			}
-			notes := c.nodeNotes[:len(c.nodes)]
-			inParts(len(c.nodes), parallelNodesAt, func(lo, hi int) {
-				for i := lo; i < hi; i++ {
-					notes[i] = x.noteOf(c, c.nodes[i])
-				}
-			})
-			for i, ns := range c.nodes {
-				x.apply(ns, &notes[i], false)
-			}
-		}
-		for t := range x.bounds {
-			x.bounds[t].init()
-		}
-		x.freeing.init()
+		})
 		c.victimIdx[k] = x
 	}
 	for ; x.cursor < len(c.changed); x.cursor++ {
-		x.note(c, c.nodes[c.changed[x.cursor]], true)
+		x.note(c, c.nodes[c.changed[x.cursor]])
 	}
 	return x
 }
 
 // usable reports whether the shape's index weighs ns at all, which
 // depends on the node alone and not its state: it is found once. (The
-// nodes of a new order are bounded on several goroutines, each node by
-// one: each writes its own node's answer.)
+// nodes of a new index and of a new team order are bounded on several
+// goroutines, each node by one: each writes its own node's answer.)
 func (x *victimIndex) usable(ns *nodeState) bool {
 	if u := x.use[ns.pos]; u != 0 {
 		return u == 2
@@ -128,66 +130,95 @@ func (x *victimIndex) usable(ns *nodeState) bool {
 	return ok
 }
 
-// note bounds ns for the shape again, unless it is as it was last noted;
-// fix keeps the heaps in order (false while they are being built).
-// (A new index of many nodes is built by noteOf and apply instead, which
-// together do what this does.)
-func (x *victimIndex) note(c *cycle, ns *nodeState, fix bool) {
-	f := ns.futureState(c)
+// note notes that ns changed, for each order made, unless it is as it
+// was last noted.
+func (x *victimIndex) note(c *cycle, ns *nodeState) {
+	ns.futureState(c)
 	s := stampOf(ns)
 	if x.stamps[ns.pos] == s {
 		return
 	}
 	x.stamps[ns.pos] = s
 	if !x.usable(ns) {
-		return
+		return // in no order
 	}
+	for o := range x.orders {
+		if so := &x.orders[o]; so.made && !so.marked[ns.pos] {
+			so.marked[ns.pos] = true
+			so.dirty = append(so.dirty, int32(ns.pos))
+		}
+	}
+}
+
+// entryOf is ns's entry in order o of the shape's index, and whether it
+// has one. It reads the cycle and changes nothing: a new order's nodes
+// are bounded on several goroutines.
+func (x *victimIndex) entryOf(ns *nodeState, o int) (victimEntry, bool) {
 	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: ns.pos}
-	x.freeing.set(e, ns.freeing && fitsWithinAt(f, x.req, -1), fix)
-	for t := range x.bounds {
-		var ok bool
-		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[t], nil, 0, nil)
-		x.bounds[t].set(e, ok, fix)
-	}
-}
-
-// nodeNote is what a shape's index notes of a node (noteOf).
-type nodeNote struct {
-	stamp           nodeStamp
-	usable, freeing bool
-	bounds          [tiers]victimCost
-	ok              [tiers]bool
-}
-
-// noteOf bounds ns for the shape. It reads the cycle and changes nothing
-// but ns (its future, made if not yet): the nodes of a new index are
-// bounded on several goroutines.
-func (x *victimIndex) noteOf(c *cycle, ns *nodeState) nodeNote {
-	f := ns.futureState(c)
-	n := nodeNote{stamp: stampOf(ns)}
 	if !x.usable(ns) {
-		return n
+		return e, false
 	}
-	n.usable = true
-	n.freeing = ns.freeing && fitsWithinAt(f, x.req, -1)
-	for t := range n.bounds {
-		n.bounds[t], n.ok[t] = victimBound(ns, f, x.req, &ns.tiers[t], nil, 0, nil)
+	f := ns.future // made when the index noted the node
+	if o == orderFreeing {
+		return e, ns.freeing && fitsWithinAt(f, x.req, -1)
 	}
-	return n
+	var ok bool
+	e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[o], nil, 0, nil)
+	return e, ok
 }
 
-// apply sets ns's entries as n says.
-func (x *victimIndex) apply(ns *nodeState, n *nodeNote, fix bool) {
-	x.stamps[ns.pos] = n.stamp
-	if !n.usable {
-		return
+// orderNote is a node's entry in a new order (entryOf).
+type orderNote struct {
+	e  victimEntry
+	ok bool
+}
+
+// order returns order o of the shape's index (a tier, or orderFreeing),
+// made on first use, its changed nodes bounded again.
+func (x *victimIndex) order(c *cycle, o int) *entryHeap {
+	so := &x.orders[o]
+	if !so.made {
+		so.made = true
+		so.q = newEntryHeap(len(c.nodes), o == orderFreeing)
+		so.marked, so.dirty = make([]bool, len(c.nodes)), make([]int32, 0, min(len(c.nodes), 256))
+		if o != orderFreeing {
+			so.q.h = make([]victimEntry, 0, len(c.nodes)) // most nodes run batch, which every tier counts
+		}
+		if !inParallel(len(c.nodes), parallelNodesAt) {
+			for _, ns := range c.nodes {
+				if e, ok := x.entryOf(ns, o); ok {
+					so.q.set(e, true, false)
+				}
+			}
+		} else {
+			// Each node's entry found on several goroutines, set in the
+			// heap here in the nodes' order: the heap is as made one node
+			// after the other.
+			if cap(c.orderNotes) < len(c.nodes) {
+				c.orderNotes = make([]orderNote, len(c.nodes))
+			}
+			notes := c.orderNotes[:len(c.nodes)]
+			inParts(len(c.nodes), parallelNodesAt, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					notes[i].e, notes[i].ok = x.entryOf(c.nodes[i], o)
+				}
+			})
+			for i := range notes {
+				if notes[i].ok {
+					so.q.set(notes[i].e, true, false)
+				}
+			}
+		}
+		so.q.init()
+		return &so.q
 	}
-	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: ns.pos}
-	x.freeing.set(e, n.freeing, fix)
-	for t := range x.bounds {
-		e.bound = n.bounds[t]
-		x.bounds[t].set(e, n.ok[t], fix)
+	for _, pos := range so.dirty {
+		e, ok := x.entryOf(c.nodes[pos], o)
+		so.q.set(e, ok, true)
+		so.marked[pos] = false
 	}
+	so.dirty = so.dirty[:0]
+	return &so.q
 }
 
 // noteTeam bounds again in th, an order of ts's nodes, the node at place
