@@ -257,8 +257,8 @@ type cycle struct {
 	// noFit remembers request shapes that fitted nowhere this cycle;
 	// usage only grows within a cycle, so they fit nowhere later either.
 	noFit map[fitKey]string
-	// noVictims remembers (team, class, shape) for which no victim set
-	// was found.
+	// noVictims remembers (team, class, shape, and whether within quota
+	// and may burst) for which no victim set was found.
 	noVictims map[victimKey]bool
 	maxGPUMem int64
 	// starver is the workload a node may be reserved for against
@@ -269,9 +269,9 @@ type cycle struct {
 	first []*pendingWork
 	// holders are the workloads some nodes are held for, with the nodes.
 	holders map[core.WorkloadID][]*nodeState
-	// never remembers, by request shape, why no node could hold it even
-	// empty ("" when some could).
-	never map[shape]string
+	// never remembers, by request shape (its number), why no node could
+	// hold it even empty ("" when some could).
+	never map[int32]string
 	plan  core.Plan
 	// budgetSpent names the teams whose hard budget is spent, with the
 	// message their waiting work shows (core.Snapshot.BudgetExceeded).
@@ -526,7 +526,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		opts: o, now: now, classes: snap.Classes,
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
-		noFit:       map[fitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[shape]string{},
+		noFit:       map[fitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[int32]string{},
 		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{}, victimIdx: map[shape]*victimIndex{}, decided: map[decisionKey]cachedDecision{}, scans: map[scanKey]scanMemo{},
 		budgetSpent: snap.BudgetExceeded,
 	}
@@ -892,8 +892,9 @@ func (c *cycle) perReplica(r core.Request) int64 {
 	return 1000
 }
 
-// shape is a request's shape, the key of what a cycle remembers by shape
-// (never, noFit, noVictims). It is built without formatting: a request
+// shape is a request's shape; what a cycle remembers by shape (never,
+// noFit, noVictims) it keys by the shape's number (shapeNumbers). It is
+// built without formatting: a request
 // with no model list, selector or residency allocates nothing.
 type shape struct {
 	milli, gpuMem, cpu, mem   int64
@@ -917,19 +918,22 @@ func shapeKey(r core.Request) shape {
 	return k
 }
 
-// fitKey is noFit's key: a shape, and whether the workload may burst (it
-// then tries more nodes than one of its shape that may not).
+// fitKey is noFit's key: a shape (its number), and whether the workload
+// may burst (it then tries more nodes than one of its shape that may
+// not).
 type fitKey struct {
-	shape
+	shape int32
 	burst bool
 }
 
-// victimKey is noVictims's key.
+// victimKey is noVictims's key: the team, the class (one of the cycle's),
+// the shape's number, whether within quota and whether it may burst. It
+// holds no string, so that it hashes at once.
 type victimKey struct {
-	team           core.TeamName
-	class          string
+	team           *teamState
+	class          *core.PriorityClass
+	shape          int32
 	inQuota, burst bool
-	shape
 }
 
 func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.NodeName) {
@@ -1019,11 +1023,10 @@ func (c *cycle) decide(p *pendingWork) {
 	}
 	// A request no node could hold even empty says so first: no quota
 	// and no preemption would help it.
-	key := c.shapes[p.shape]
-	never, known := c.never[key]
+	never, known := c.never[p.shape]
 	if !known {
 		never = c.neverMessage(w.Request)
-		c.never[key] = never
+		c.never[p.shape] = never
 	}
 	if never != "" {
 		c.unplaced(w, ReasonUnschedulable, never, "")
@@ -1077,7 +1080,7 @@ func (c *cycle) decide(p *pendingWork) {
 	// A workload that may burst tries more nodes than one of its shape
 	// that may not: their failures are remembered apart.
 	burst := c.burst.any && c.mayBurst(w)
-	fk := fitKey{key, burst}
+	fk := fitKey{p.shape, burst}
 	noFit, failed := c.noFit[fk]
 	if !failed || holder {
 		c.soft, c.budgetHit = false, false
@@ -1122,7 +1125,7 @@ func (c *cycle) decide(p *pendingWork) {
 	// this version: their victims would have to be found on several nodes
 	// at once.
 	if !class.IdleOnly && w.Request.Count() == 1 {
-		vkey := victimKey{ts.team.Name, class.Name, inQuota, burst, key}
+		vkey := victimKey{ts, p.class, p.shape, inQuota, burst}
 		if !c.noVictims[vkey] {
 			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
 				msgs := preemptionMessages{preemptor: w}
