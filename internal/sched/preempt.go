@@ -447,7 +447,7 @@ func (c *cycle) reclaimOn(ns *nodeState, w *core.Workload, cl core.PriorityClass
 	askOn = -1
 	for gi := range ns.node.GPUs {
 		g := &ns.node.GPUs[gi]
-		if m, _, fits := r.ShareOn(*g); fits && r.ModelAllowed(g.Model) && (maxShare < 0 || m <= maxShare) && (askOn < 0 || m < askOn) {
+		if m, _, fits := r.ShareOn(*g); fits && allows(&r, g.Model) && (maxShare < 0 || m <= maxShare) && (askOn < 0 || m < askOn) {
 			askOn = m
 		}
 	}
@@ -476,7 +476,7 @@ func fitsWithin(f *nodeState, req core.Request, maxShare int64) (choice, bool) {
 	for i := range f.node.GPUs {
 		g := &f.node.GPUs[i]
 		milli, _, ok := req.ShareOn(*g)
-		if !ok || !req.ModelAllowed(g.Model) || milli > maxShare {
+		if !ok || !allows(&req, g.Model) || milli > maxShare {
 			continue
 		}
 		ch := choice{ns: f, gpu: i}
@@ -693,7 +693,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		for i := range scratch.node.GPUs {
 			g := &scratch.node.GPUs[i]
 			u := scratch.used[i]
-			if !req.ModelAllowed(g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
+			if !allows(&req, g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
 				continue
 			}
 			start := len(occ)
@@ -731,7 +731,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			free := 0
 			for i := range scratch.node.GPUs {
 				g := &scratch.node.GPUs[i]
-				if u := scratch.used[i]; req.ModelAllowed(g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+				if u := scratch.used[i]; allows(&req, g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 					free++
 				}
 			}
@@ -789,7 +789,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			for i := range scratch.node.GPUs {
 				g := &scratch.node.GPUs[i]
 				u := scratch.used[i]
-				if !req.ModelAllowed(g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
+				if !allows(&req, g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
 					continue
 				}
 				vs = vs[:0]
@@ -826,7 +826,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		for i := range scratch.node.GPUs {
 			g := &scratch.node.GPUs[i]
 			milli, mem, ok := req.ShareOn(*g)
-			if !ok || !req.ModelAllowed(g.Model) || (maxShare >= 0 && milli > maxShare) {
+			if !ok || !allows(&req, g.Model) || (maxShare >= 0 && milli > maxShare) {
 				continue
 			}
 			vs = vs[:0]

@@ -444,7 +444,7 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 		var least int64 // the least one victim on a device to clear holds
 		for i := range ns.node.GPUs {
 			g := &ns.node.GPUs[i]
-			if !req.ModelAllowed(g.Model) {
+			if !allows(&req, g.Model) {
 				continue
 			}
 			switch u := f.used[i]; {
@@ -480,7 +480,7 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 		for i := range ns.node.GPUs {
 			g := &ns.node.GPUs[i]
 			milli, _, ok := req.ShareOn(*g)
-			if !ok || !req.ModelAllowed(g.Model) {
+			if !ok || !allows(&req, g.Model) {
 				continue
 			}
 			u := f.used[i].MilliGPU
