@@ -13,7 +13,8 @@ import (
 
 // Snapshot reads the nodes, the usage of running workloads and the pending
 // queue. The workloads come from the in-memory view of committed active
-// workloads, so a cycle decodes no rows; they must not be modified.
+// workloads, so a cycle decodes no rows; they must not be modified: the
+// writer takes the view for the rows (getForUpdate).
 func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
 	nodes, err := s.snapshotNodes(ctx)
 	if err != nil {
@@ -218,7 +219,8 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time, events *[]core.Ev
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec("UPDATE workloads SET status = ? WHERE id = ?", b, string(w.ID)); err != nil {
+	res, err := tx.Exec("UPDATE workloads SET status = ? WHERE id = ? AND phase = ?", b, string(w.ID), string(core.Pending))
+	if err := wroteOne(res, err, w.ID); err != nil {
 		return err
 	}
 	tx.changed = append(tx.changed, w)

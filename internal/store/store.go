@@ -243,16 +243,34 @@ func (tx *wtx) savepoint(name string, fn func() error) (fnErr error, err error) 
 // bare runs fn as savepoint does, with no savepoint: for a write whose fn
 // fails, if at all, before its first change or with a storage error (which
 // fails the whole batch). On SQLite a statement that fails takes back only
-// itself, so such a write leaves nothing behind when it fails.
+// itself, so such a write leaves nothing behind when it fails. A failure
+// that is not one of the write's own refusals (not found, a bound, a
+// conflict, bad input), or that comes after it changed a workload, fails
+// the batch instead: the write may have left a change behind, or SQLite
+// may have rolled the whole transaction back (out of memory, say), and
+// without a savepoint nothing would notice.
 func (tx *wtx) bare(fn func() error) (fnErr error, err error) {
 	n := len(tx.changed)
-	if fnErr = fn(); fnErr != nil {
-		if de := storageError(fnErr); isStorage(de) {
-			return nil, de
-		}
-		tx.changed = tx.changed[:n]
+	if fnErr = fn(); fnErr == nil {
+		return nil, nil
+	}
+	if de := storageError(fnErr); isStorage(de) {
+		return nil, de
+	}
+	if len(tx.changed) > n || !isRefusal(fnErr) {
+		return nil, fmt.Errorf("a write with no savepoint failed: %w", fnErr)
 	}
 	return fnErr, nil
+}
+
+// isRefusal reports whether err is a write's refusal of its own request.
+func isRefusal(err error) bool {
+	for _, kind := range []error{core.ErrNotFound, core.ErrLimit, core.ErrConflict, core.ErrInvalid, core.ErrIdempotency, core.ErrForbidden} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // op is one write: fn runs inside the batch's transaction, under its own
@@ -311,10 +329,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 		return "file:" + path + "?" + q.Encode()
 	}
-	// The writer keeps its statement journal in memory: each write runs
-	// under a savepoint, and a journal spilled to a temporary file costs
-	// a write call for every page a batch's writes first change.
-	w, err := sql.Open("sqlite", dsn("temp_store(MEMORY)"))
+	w, err := sql.Open("sqlite", dsn(""))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}

@@ -272,7 +272,9 @@ func (s *Store) Events(ctx context.Context, id core.WorkloadID) ([]core.Event, e
 			return nil, err
 		}
 		e.WorkloadID, e.Time, e.From, e.To = id, fromNano(t), core.Phase(from), core.Phase(to)
-		stored = stored || (e.Reason == submittedReason && e.From == "")
+		if len(out) == 1 { // the first stored event: the creation, if an earlier version stored it
+			stored = e.Reason == submittedReason && e.From == "" && e.To == core.Pending
+		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -365,13 +367,32 @@ func addEvents(tx *wtx, events []core.Event) error {
 // getForUpdate reads a workload inside a write. A pending or running one is
 // taken, with no read of its row, from this transaction's own changes or
 // from the view of committed active workloads, which is exact inside the
-// writer: every status is written through putStatus (so the transaction's
-// changes hold it), the view is brought up to each commit before the next
-// batch begins, and on PostgreSQL up to the other servers' commits under
-// the write lock (syncView). Any other is read from its row.
+// writer: every status is written through putStatus or setPendingReason
+// (so the transaction's changes hold it), the view is brought up to each
+// commit before the next batch begins, and on PostgreSQL up to the other
+// servers' commits under the write lock (syncView). Of any other, the
+// status is read from its row (which may be gone: a team's deletion), and
+// the rest, which never changes once stored, is taken from what the
+// transaction changed when it is there.
 func getForUpdate(tx *wtx, id core.WorkloadID) (*core.Workload, error) {
-	if known := tx.known(id); known != nil {
+	known := tx.known(id)
+	if known != nil && (known.Status.Phase == core.Pending || known.Status.Phase == core.Running) {
 		return known.Clone(), nil
+	}
+	if known != nil {
+		var status []byte
+		if err := tx.QueryRow("SELECT status FROM workloads WHERE id = ?", string(id)).Scan(&status); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				err = core.ErrNotFound
+			}
+			return nil, fmt.Errorf("workload %s: %w", id, err)
+		}
+		w := known.Clone()
+		w.Status = core.Status{}
+		if err := json.Unmarshal(status, &w.Status); err != nil {
+			return nil, fmt.Errorf("workload %s: decode status: %w", id, err)
+		}
+		return w, nil
 	}
 	sc, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE id = ?", string(id)))
 	if err != nil {
@@ -405,10 +426,28 @@ func putStatus(tx *wtx, w *core.Workload) error {
 	if w.Status.Phase == core.Running && len(w.Status.Placement) > 0 {
 		node = string(w.Status.Placement[0].Node)
 	}
-	if _, err = tx.Exec("UPDATE workloads SET phase = ?, node = ?, status = ? WHERE id = ?", string(w.Status.Phase), node, b, string(w.ID)); err != nil {
+	res, err := tx.Exec("UPDATE workloads SET phase = ?, node = ?, status = ? WHERE id = ?", string(w.Status.Phase), node, b, string(w.ID))
+	if err := wroteOne(res, err, w.ID); err != nil {
 		return err
 	}
 	tx.changed = append(tx.changed, w)
+	return nil
+}
+
+// wroteOne checks that an UPDATE of workload id changed its row: a write
+// that found the workload (in the view) but not its row is out of step
+// with the file, and fails rather than report a change it did not make.
+func wroteOne(res sql.Result, err error, id core.WorkloadID) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return fmt.Errorf("workload %s: its row was not updated (%d rows): the store's view is out of step with it", id, n)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -168,4 +169,78 @@ func TestSnapshotKeepsSubmissionOrder(t *testing.T) {
 	check(s)
 	s.Close()
 	check(open(t, path))
+}
+
+// TestBareWriteFailingAfterItsChangeFailsTheBatch: a submit runs with no
+// savepoint (doBare), so a failure after its row is written (here its
+// audit entry, refused by a trigger) must not leave the row behind: the
+// whole batch fails and nothing is stored, rather than a workload the
+// caller was told failed and the view never saw.
+func TestBareWriteFailingAfterItsChangeFailsTheBatch(t *testing.T) {
+	sqliteOnly(t)
+	path := filepath.Join(t.TempDir(), "gpufleet.db")
+	s := open(t, path)
+	ctx := context.Background()
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.write.ExecContext(ctx, "CREATE TRIGGER boom BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'boom'); END"); err != nil {
+		t.Fatal(err)
+	}
+	actx := WithAudit(ctx, &core.AuditEntry{Time: t0, User: "alice", Role: "member", Action: "submit", Method: "POST", Path: "/api/v1/workloads"})
+	if _, _, err := s.CreateWorkload(actx, workload(1000), nil, t0); err == nil {
+		t.Fatal("submit whose audit entry failed was acknowledged")
+	}
+	var n int
+	if err := s.read.QueryRow("SELECT count(*) FROM workloads").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d workloads stored after the failed submit, want 0 (%v)", n, err)
+	}
+	if snap, err := s.Snapshot(ctx); err != nil || len(snap.Pending) != 0 {
+		t.Errorf("view: %v pending (%v), want none", snap, err)
+	}
+	// A refusal (a missing team) fails the write alone, with its own error.
+	if _, err := s.write.ExecContext(ctx, "DROP TRIGGER boom"); err != nil {
+		t.Fatal(err)
+	}
+	w := workload(1000)
+	w.Team = "nope"
+	if _, _, err := s.CreateWorkload(ctx, w, nil, t0); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("submit to a missing team: %v, want not found", err)
+	}
+	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
+		t.Errorf("submit after: %v", err)
+	}
+}
+
+// TestWriteAfterDeleteInOneBatchFindsNothing: a finished workload whose row
+// a team's deletion removed earlier in the same batch is not found by a
+// later write of the batch (it is read from its row, not from what the
+// batch changed).
+func TestWriteAfterDeleteInOneBatchFindsNothing(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	w := submit(t, s, 1000)
+	if _, err := s.RequestStop(ctx, w.ID, "Cancelled", "", t0); err != nil {
+		t.Fatal(err)
+	}
+	err := s.do(ctx, func(tx *wtx) error {
+		c, err := getForUpdate(tx, w.ID)
+		if err != nil {
+			return err
+		}
+		c.Status.Message = "touched"
+		if err := putStatus(tx, c); err != nil { // the batch changed it: it is in tx.changed
+			return err
+		}
+		if _, err := tx.Exec("DELETE FROM workloads WHERE id = ?", string(w.ID)); err != nil {
+			return err
+		}
+		if _, err := getForUpdate(tx, w.ID); !errors.Is(err, core.ErrNotFound) {
+			t.Errorf("getForUpdate after the row's deletion: %v, want not found", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
