@@ -497,11 +497,12 @@ func fitsWithinAt(f *nodeState, req core.Request, maxShare int64) bool {
 	return fitsSomewhere(f, req)
 }
 
-// victimCost orders victim sets: lower is better.
+// victimCost orders victim sets: lower is better. (16 bytes: the victim
+// index's entries hold one.)
 type victimCost struct {
-	gang, whole bool // it evicts a gang; a fraction evicts more than fractions
 	milli       int64
-	n           int
+	n           int32
+	gang, whole bool // it evicts a gang; a fraction evicts more than fractions
 }
 
 // compare stops at the first difference (victim searches and their

@@ -81,11 +81,18 @@ func stampOf(ns *nodeState) nodeStamp {
 	return nodeStamp(s)
 }
 
+// victimEntry is a node's entry in an order: 32 bytes, so that two fit in
+// a cache line (the orders' heaps move them about at every change).
 type victimEntry struct {
 	bound victimCost
-	gpus  int
-	pos   int
-	slot  int // the entry's place in its heap's where: pos, or the node's place in a team's nodes
+	gpus  int32
+	pos   int32
+	slot  int32 // the entry's place in its heap's where: pos, or the node's place in a team's nodes
+}
+
+// entryFor is ns's entry, without its bound, at slot.
+func entryFor(ns *nodeState, slot int) victimEntry {
+	return victimEntry{gpus: int32(len(ns.node.GPUs)), pos: int32(ns.pos), slot: int32(slot)}
 }
 
 // victimIndexFor returns the shape's index, made on first use, with every
@@ -154,7 +161,7 @@ func (x *victimIndex) note(c *cycle, ns *nodeState) {
 // has one. It reads the cycle and changes nothing: a new order's nodes
 // are bounded on several goroutines.
 func (x *victimIndex) entryOf(ns *nodeState, o int) (victimEntry, bool) {
-	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: ns.pos}
+	e := entryFor(ns, ns.pos)
 	if !x.usable(ns) {
 		return e, false
 	}
@@ -234,7 +241,7 @@ func (x *victimIndex) noteTeam(c *cycle, th *teamHeap, ts *teamState, at int, fi
 		return
 	}
 	th.stamps[at] = s
-	e := victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: at}
+	e := entryFor(ns, at)
 	ok := x.usable(ns)
 	if ok {
 		e.bound, ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[ts.in[at]], th.below, &x.scratch)
@@ -260,7 +267,7 @@ type teamNote struct {
 func (x *victimIndex) noteTeamOf(c *cycle, th *teamHeap, ts *teamState, at int, scratch *eligTier) teamNote {
 	ns := ts.nodes[at]
 	f := ns.futureState(c)
-	n := teamNote{stamp: stampOf(ns), e: victimEntry{gpus: len(ns.node.GPUs), pos: ns.pos, slot: at}}
+	n := teamNote{stamp: stampOf(ns), e: entryFor(ns, at)}
 	n.ok = x.usable(ns)
 	if n.ok {
 		n.e.bound, n.ok = victimBound(ns, f, x.req, &ns.tiers[th.tier], ns.own[ts.in[at]], th.below, scratch)
@@ -507,7 +514,7 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 	}
 	b := victimCost{whole: req.Fractional() && !t.frac, milli: max(need, t.min), n: 1}
 	if t.max > 0 {
-		b.n = t.fewest(b.milli)
+		b.n = int32(t.fewest(b.milli))
 	}
 	return b, true
 }
@@ -519,13 +526,13 @@ func compareEntry(k victimCost, gpus, pos int, e victimEntry) int {
 	if d := k.compare(e.bound); d != 0 {
 		return d
 	}
-	if gpus != e.gpus {
-		return cmp.Compare(gpus, e.gpus)
+	if gpus != int(e.gpus) {
+		return cmp.Compare(gpus, int(e.gpus))
 	}
-	return cmp.Compare(pos, e.pos)
+	return cmp.Compare(pos, int(e.pos))
 }
 
-func boundLess(a, b victimEntry) bool { return compareEntry(a.bound, a.gpus, a.pos, b) < 0 }
+func boundLess(a, b victimEntry) bool { return compareEntry(a.bound, int(a.gpus), int(a.pos), b) < 0 }
 
 // entryHeap is a binary heap of at most one entry per node, which knows
 // where each node's entry is, so that a node's entry is replaced or
