@@ -472,7 +472,7 @@ func onNodeWith(ns *nodeState, req core.Request, sc scorer) (choice, string) {
 	nTried := 0
 	for i := range ns.node.GPUs {
 		g := &ns.node.GPUs[i]
-		if !allows(&req, g.Model) {
+		if !allows(&req, g) {
 			continue
 		}
 		milli, mem, ok := req.ShareOn(*g)
@@ -514,7 +514,7 @@ func fitsSomewhere(ns *nodeState, req core.Request) bool {
 	}
 	for i := range ns.node.GPUs {
 		g := &ns.node.GPUs[i]
-		if !allows(&req, g.Model) {
+		if !allows(&req, g) {
 			continue
 		}
 		milli, mem, ok := req.ShareOn(*g)
@@ -565,7 +565,7 @@ func (ns *nodeState) freeOf(req core.Request) int {
 	free := 0
 	for i := range ns.node.GPUs {
 		g := &ns.node.GPUs[i]
-		if u := ns.used[i]; allows(&req, g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+		if u := ns.used[i]; allows(&req, g) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 			free++
 		}
 	}
@@ -583,7 +583,7 @@ func assignments(c choice, req core.Request) []core.Assignment {
 		for _, d := range c.ns.domainOrder(req, want) {
 			for i := range n.GPUs {
 				g := &n.GPUs[i]
-				if u := c.ns.used[i]; len(as) < want && g.Domain == d && allows(&req, g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+				if u := c.ns.used[i]; len(as) < want && g.Domain == d && allows(&req, g) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 					as = append(as, core.Assignment{Node: n.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
 				}
 			}
@@ -630,7 +630,7 @@ func (ns *nodeState) freeByDomain(req core.Request) map[int]int {
 	free := map[int]int{}
 	for i := range ns.node.GPUs {
 		g := &ns.node.GPUs[i]
-		if u := ns.used[i]; allows(&req, g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+		if u := ns.used[i]; allows(&req, g) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 			free[g.Domain]++
 		}
 	}
@@ -681,9 +681,21 @@ func (ns *nodeState) domainsNeeded(req core.Request, want int) int {
 	return n
 }
 
-// allows is req.ModelAllowed(model), answered without the call (which
-// copies the request) where req names no model, as most do: the loops
-// over a node's devices ask it of every device.
-func allows(req *core.Request, model string) bool {
-	return len(req.GPUModels) == 0 || req.ModelAllowed(model)
+// shareMilli is the share of g that req takes (core.Request.ShareOn's
+// milli-GPU, and whether it fits there at all), answered without the call
+// (which copies the request and the device) nor reading the device where
+// req asks for its share in milli-GPU, as ShareOn's first two cases do.
+func shareMilli(req *core.Request, g *core.GPU) (int64, bool) {
+	if req.MilliGPU > 0 {
+		return min(req.MilliGPU, 1000), true
+	}
+	milli, _, ok := req.ShareOn(*g)
+	return milli, ok
+}
+
+// allows is req.ModelAllowed(g.Model), answered without the call (which
+// copies the request) nor reading the device where req names no model, as
+// most do: the loops over a node's devices ask it of every device.
+func allows(req *core.Request, g *core.GPU) bool {
+	return len(req.GPUModels) == 0 || req.ModelAllowed(g.Model)
 }

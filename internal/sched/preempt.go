@@ -447,7 +447,7 @@ func (c *cycle) reclaimOn(ns *nodeState, w *core.Workload, cl core.PriorityClass
 	askOn = -1
 	for gi := range ns.node.GPUs {
 		g := &ns.node.GPUs[gi]
-		if m, _, fits := r.ShareOn(*g); fits && allows(&r, g.Model) && (maxShare < 0 || m <= maxShare) && (askOn < 0 || m < askOn) {
+		if m, fits := shareMilli(&r, g); fits && allows(&r, g) && (maxShare < 0 || m <= maxShare) && (askOn < 0 || m < askOn) {
 			askOn = m
 		}
 	}
@@ -475,8 +475,8 @@ func fitsWithin(f *nodeState, req core.Request, maxShare int64) (choice, bool) {
 	var bestLeft int64
 	for i := range f.node.GPUs {
 		g := &f.node.GPUs[i]
-		milli, _, ok := req.ShareOn(*g)
-		if !ok || !allows(&req, g.Model) || milli > maxShare {
+		milli, ok := shareMilli(&req, g)
+		if !ok || !allows(&req, g) || milli > maxShare {
 			continue
 		}
 		ch := choice{ns: f, gpu: i}
@@ -694,7 +694,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		for i := range scratch.node.GPUs {
 			g := &scratch.node.GPUs[i]
 			u := scratch.used[i]
-			if !allows(&req, g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
+			if !allows(&req, g) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
 				continue
 			}
 			start := len(occ)
@@ -732,7 +732,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			free := 0
 			for i := range scratch.node.GPUs {
 				g := &scratch.node.GPUs[i]
-				if u := scratch.used[i]; allows(&req, g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+				if u := scratch.used[i]; allows(&req, g) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 					free++
 				}
 			}
@@ -790,7 +790,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 			for i := range scratch.node.GPUs {
 				g := &scratch.node.GPUs[i]
 				u := scratch.used[i]
-				if !allows(&req, g.Model) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
+				if !allows(&req, g) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
 					continue
 				}
 				vs = vs[:0]
@@ -827,7 +827,7 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		for i := range scratch.node.GPUs {
 			g := &scratch.node.GPUs[i]
 			milli, mem, ok := req.ShareOn(*g)
-			if !ok || !allows(&req, g.Model) || (maxShare >= 0 && milli > maxShare) {
+			if !ok || !allows(&req, g) || (maxShare >= 0 && milli > maxShare) {
 				continue
 			}
 			vs = vs[:0]

@@ -195,7 +195,7 @@ func (c *cycle) backfillOn(ns *nodeState, w *core.Workload, req core.Request, ch
 	for i := range ns.node.GPUs {
 		g := &ns.node.GPUs[i]
 		milli, mem, ok := req.ShareOn(*g)
-		if i == ch.gpu || !ok || !allows(&req, g.Model) || ns.used[i].MilliGPU+milli > 1000 || ns.used[i].MemoryMiB+mem > g.MemoryMiB {
+		if i == ch.gpu || !ok || !allows(&req, g) || ns.used[i].MilliGPU+milli > 1000 || ns.used[i].MemoryMiB+mem > g.MemoryMiB {
 			continue
 		}
 		alt := choice{ns: ns, gpu: i, score: c.scorer.score(ns, req, i)}

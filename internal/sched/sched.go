@@ -879,7 +879,7 @@ func (c *cycle) perReplica(r core.Request) int64 {
 	}
 	per := int64(-1)
 	for _, g := range c.kinds {
-		if milli, _, ok := r.ShareOn(g); ok && allows(&r, g.Model) && (per < 0 || milli < per) {
+		if milli, _, ok := r.ShareOn(g); ok && allows(&r, &g) && (per < 0 || milli < per) {
 			per = milli
 		}
 	}
@@ -1604,7 +1604,7 @@ func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice
 		var as []core.Assignment
 		for i := range ns.node.GPUs {
 			g := &ns.node.GPUs[i]
-			if len(as) < want && allows(&req, g.Model) && ns.freeIn(i) {
+			if len(as) < want && allows(&req, g) && ns.freeIn(i) {
 				as = append(as, core.Assignment{Node: ns.node.Name, GPUIndex: g.Index, GPUUUID: g.UUID, MilliGPU: 1000, MemoryMiB: g.MemoryMiB})
 			}
 		}
@@ -1625,7 +1625,7 @@ func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice
 	for i := range ns.node.GPUs {
 		g := &ns.node.GPUs[i]
 		milli, mem, ok := req.ShareOn(*g)
-		if !ok || !allows(&req, g.Model) || ns.used[i].MilliGPU+milli > 1000 || ns.used[i].MemoryMiB+mem > g.MemoryMiB {
+		if !ok || !allows(&req, g) || ns.used[i].MilliGPU+milli > 1000 || ns.used[i].MemoryMiB+mem > g.MemoryMiB {
 			continue
 		}
 		alt := choice{ns: ns, gpu: i}
@@ -1678,7 +1678,7 @@ func fitsChoice(f *nodeState, req core.Request, ch choice) bool {
 		n, taken := ch.ns.node, 0
 		for i := range n.GPUs {
 			g := &n.GPUs[i]
-			if u := ch.ns.used[i]; taken < want && g.Domain == ch.ns.firstDomain && allows(&req, g.Model) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+			if u := ch.ns.used[i]; taken < want && g.Domain == ch.ns.firstDomain && allows(&req, g) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
 				taken++
 				j := i
 				if f.node.GPUs[i].Index != g.Index || slices.IndexFunc(f.node.GPUs, func(x core.GPU) bool { return x.Index == g.Index }) != i {

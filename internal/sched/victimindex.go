@@ -451,7 +451,7 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 		var least int64 // the least one victim on a device to clear holds
 		for i := range ns.node.GPUs {
 			g := &ns.node.GPUs[i]
-			if !allows(&req, g.Model) {
+			if !allows(&req, g) {
 				continue
 			}
 			switch u := f.used[i]; {
@@ -486,8 +486,8 @@ func victimBound(ns, f *nodeState, req core.Request, t *eligTier, own []classTie
 		need = -1
 		for i := range ns.node.GPUs {
 			g := &ns.node.GPUs[i]
-			milli, _, ok := req.ShareOn(*g)
-			if !ok || !allows(&req, g.Model) {
+			milli, ok := shareMilli(&req, g)
+			if !ok || !allows(&req, g) {
 				continue
 			}
 			u := f.used[i].MilliGPU
