@@ -267,7 +267,8 @@ type cycle struct {
 	// first are the workloads holding a node from an earlier cycle, in the
 	// order they are decided, before all others.
 	first []*pendingWork
-	// holders are the workloads some nodes are held for, with the nodes.
+	// holders are the nominated workloads some nodes are held for, with
+	// the nodes (hold: the others' held nodes are never looked up).
 	holders map[core.WorkloadID][]*nodeState
 	// never remembers, by request shape (its number), why no node could
 	// hold it even empty ("" when some could).
@@ -714,7 +715,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		if ns == nil || c.reserved || w != c.starver || w.Status.Reason == ReasonPreempting || !c.mayUse(ns, w) {
 			continue
 		}
-		c.hold(ns, w.ID)
+		c.hold(ns, w)
 		c.reserveOn(ns, w)
 		c.reserved = true
 		// A reserved workload that would borrow is decided in its turn,
@@ -730,7 +731,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 			continue
 		}
 		c.first = append(c.first, p)
-		c.hold(ns, w.ID)
+		c.hold(ns, w)
 		f := ns.futureState(c)
 		if ch, why := onNode(f, w.Request); why == "" {
 			as := assignments(ch, w.Request)
@@ -1157,7 +1158,7 @@ func (c *cycle) decide(p *pendingWork) {
 					f.add(w.Request, assignments(ch, w.Request), +1)
 					node.pictures++
 				}
-				c.hold(node, w.ID)
+				c.hold(node, w)
 				node.freeing = true
 				c.touch(node)
 				n := len(vs)
@@ -1249,12 +1250,15 @@ func (c *cycle) heldBefore(w *core.Workload) []*nodeState {
 	return c.holders[w.ID]
 }
 
-// hold keeps ns for workload id.
-func (c *cycle) hold(ns *nodeState, id core.WorkloadID) {
-	ns.hold(id)
+// hold keeps ns for w. Only a nominated workload's held nodes are looked
+// up again (heldBefore, plain, and release when its decision is made), so
+// only those are listed in holders: a cycle holds nodes for thousands of
+// preemptors, each decided once.
+func (c *cycle) hold(ns *nodeState, w *core.Workload) {
+	ns.hold(w.ID)
 	c.touch(ns)
-	if !slices.Contains(c.holders[id], ns) {
-		c.holders[id] = append(c.holders[id], ns)
+	if w.Status.Nominated != "" && !slices.Contains(c.holders[w.ID], ns) {
+		c.holders[w.ID] = append(c.holders[w.ID], ns)
 	}
 }
 
@@ -1723,7 +1727,7 @@ func (c *cycle) reserve(w *core.Workload) *nodeState {
 		}
 	}
 	if best != nil {
-		c.hold(best, w.ID)
+		c.hold(best, w)
 		c.reserveOn(best, w)
 	}
 	return best
