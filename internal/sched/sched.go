@@ -1777,6 +1777,9 @@ func (c *cycle) classOf(w *core.Workload) (core.PriorityClass, bool) {
 
 // neverMessage says why no schedulable node could hold req even empty
 // (core.Feasible, its replicas across nodes), or "" when one could.
+// Nodes that could hold req, any more nodes could too: where the first
+// schedulable node alone could (as on a fleet of one kind of node), the
+// fleet is not weighed node by node.
 func (c *cycle) neverMessage(req core.Request) string {
 	if len(c.nodes) == 0 {
 		return "no nodes are registered"
@@ -1784,6 +1787,9 @@ func (c *cycle) neverMessage(req core.Request) string {
 	var nodes []*core.Node
 	for _, ns := range c.nodes {
 		if ns.node.Schedulable {
+			if len(nodes) == 0 && core.Feasible([]*core.Node{ns.node}, req) == nil {
+				return ""
+			}
 			nodes = append(nodes, ns.node)
 		}
 	}
