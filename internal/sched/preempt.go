@@ -29,7 +29,7 @@ type teamState struct {
 	// those of them changed in this cycle, in order (cycle.touch); in, by
 	// place in nodes, the team's place in the node's teams (ns.teams).
 	nodes   []*nodeState
-	changed []int
+	changed []int32
 	in      []int
 	// queues are the team's queues of pending work, by level (level.ord).
 	queues []*teamQueue

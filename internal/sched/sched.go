@@ -318,7 +318,7 @@ type cycle struct {
 	// undo, a hold or its release, a preemption), in order: the shape and
 	// victim indexes catch up from it, and the scan memo stamps by its
 	// length.
-	changed []int
+	changed []int32 // by position
 	// burst: whether any node is in a burst pool, and whether the pass
 	// under way places on burst nodes only.
 	burst burstState
@@ -1502,9 +1502,9 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 // touch notes that ns changed, for the shape and victim indexes, and for
 // the victim orders of the teams that run work there.
 func (c *cycle) touch(ns *nodeState) {
-	c.changed = append(c.changed, ns.pos)
+	c.changed = append(c.changed, int32(ns.pos))
 	for i, ts := range ns.teams {
-		ts.changed = append(ts.changed, ns.teamAt[i])
+		ts.changed = append(ts.changed, int32(ns.teamAt[i]))
 	}
 }
 

@@ -293,7 +293,7 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 	for _, th := range x.teams[ts] {
 		if th.tier == tier && th.below == below {
 			for ; th.cursor < len(ts.changed); th.cursor++ {
-				x.noteTeam(c, th, ts, ts.changed[th.cursor], true)
+				x.noteTeam(c, th, ts, int(ts.changed[th.cursor]), true)
 			}
 			return &th.q
 		}
