@@ -177,7 +177,6 @@ type Executor struct {
 	// Reachability (reach.go), under mu.
 	unreachable bool
 	lastAnswer  time.Time  // of the API server's last answer to a check
-	reachErr    error      // of the last failed check
 	adopted     bool       // DeleteOrphans has run: adoption is over
 	reportMu    sync.Mutex // serialises OnNodes calls
 }
@@ -321,7 +320,7 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 			return nil, fmt.Errorf("kubernetes executor: the cluster's API server %s does not answer (GET /readyz within %v): %w", e.apiServer(), opts.ReachEvery, err)
 		}
 		e.mu.Lock()
-		e.unreachable, e.reachErr = true, err
+		e.unreachable = true
 		e.mu.Unlock()
 		e.log.Error("cluster unreachable at start: its known nodes are reported NotReady; the executor starts when its API server answers",
 			"apiserver", e.apiServer(), "known_nodes", len(opts.KnownNodes), "err", err)

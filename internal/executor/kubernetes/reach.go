@@ -59,7 +59,11 @@ func (e *Executor) Reachable() bool {
 }
 
 // unreachableErr is the error of a call refused while the cluster cannot
-// be reached; nil while it can.
+// be reached; nil while it can. It reaches tenants (a workload's logs, the
+// status of a workload whose start was refused), so it names neither the
+// API server nor the transport's error, which name the platform's
+// addresses: the server's log has them (at start and when the cluster
+// stops answering).
 func (e *Executor) unreachableErr() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -67,9 +71,9 @@ func (e *Executor) unreachableErr() error {
 		return nil
 	}
 	if !e.started.Load() {
-		return fmt.Errorf("the executor's start has waited on %s since this server started at %s (%v): %w", e.apiServer(), e.lastAnswer.UTC().Format(time.RFC3339), e.reachErr, ErrUnreachable)
+		return fmt.Errorf("the executor's start has waited on the cluster since this server started at %s: %w", e.lastAnswer.UTC().Format(time.RFC3339), ErrUnreachable)
 	}
-	return fmt.Errorf("no answer since %s (%v): %w", e.lastAnswer.UTC().Format(time.RFC3339), e.reachErr, ErrUnreachable)
+	return fmt.Errorf("no answer since %s: %w", e.lastAnswer.UTC().Format(time.RFC3339), ErrUnreachable)
 }
 
 // apiServer names the cluster's API server (its URL) for errors and logs.
@@ -115,9 +119,6 @@ func (e *Executor) finishStart(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		e.mu.Lock()
-		e.reachErr = err
-		e.mu.Unlock()
 		if err.Error() != lastErr {
 			lastErr = err.Error()
 			e.log.Warn("cluster not started yet", "apiserver", e.apiServer(), "err", err)
@@ -130,7 +131,7 @@ func (e *Executor) finishStart(ctx context.Context) {
 	now := time.Now()
 	e.mu.Lock()
 	waited := now.Sub(e.lastAnswer)
-	e.lastAnswer, e.reachErr, e.unreachable = now, nil, false
+	e.lastAnswer, e.unreachable = now, false
 	e.started.Store(true)
 	e.settlePendingLocked()
 	e.mu.Unlock()
@@ -223,12 +224,9 @@ func (e *Executor) watchReach(ctx context.Context) {
 		e.mu.Lock()
 		was := e.unreachable
 		if err == nil {
-			e.lastAnswer, e.reachErr, e.unreachable = now, nil, false
-		} else {
-			e.reachErr = err
-			if now.Sub(e.lastAnswer) >= e.opts.UnreachableAfter {
-				e.unreachable = true
-			}
+			e.lastAnswer, e.unreachable = now, false
+		} else if now.Sub(e.lastAnswer) >= e.opts.UnreachableAfter {
+			e.unreachable = true
 		}
 		down, since := e.unreachable, e.lastAnswer
 		e.mu.Unlock()

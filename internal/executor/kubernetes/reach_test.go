@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,6 +157,8 @@ func TestReachUnreachableAndBack(t *testing.T) {
 	}
 	if _, err := e.Logs("wl-run"); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("Logs while unreachable: %v, want ErrUnreachable", err)
+	} else if msg := err.Error(); strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "dial tcp") {
+		t.Errorf("Logs while unreachable: %q names the platform's addresses to a tenant", msg)
 	}
 	if d := time.Since(t0); d > time.Second {
 		t.Errorf("Start, Stop and Logs took %v while unreachable", d)
