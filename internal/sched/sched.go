@@ -493,19 +493,34 @@ type shapeNumbers struct {
 	shapes []shape
 	byKey  map[shape]int32
 	// byNumber: most shapes name no model, selector or residency: they
-	// are found by their numbers alone (a key with no strings to hash).
+	// are found by their numbers alone (a key with no strings to hash);
+	// the first few of them (plainAt) by a scan of plain, which costs
+	// less than the hash, with their numbers in plainIDs.
 	byNumber map[[5]int64]int32
+	plain    [][5]int64
+	plainIDs []int32
 }
+
+// plainAt is how many shapes shapeNumbers finds by a scan.
+const plainAt = 16
 
 // number returns the number of a shape in t.shapes, adding it there when
 // it is new.
 func (t *shapeNumbers) number(k shape) int32 {
 	if k.models == "" && k.selector == "" && k.regions == "" {
 		n := [5]int64{k.milli, k.gpuMem, k.cpu, k.mem, int64(k.replicas)}
+		for i := range t.plain {
+			if t.plain[i] == n {
+				return t.plainIDs[i]
+			}
+		}
 		id, ok := t.byNumber[n]
 		if !ok {
 			id = t.add(k)
 			t.byNumber[n] = id
+			if len(t.plain) < plainAt {
+				t.plain, t.plainIDs = append(t.plain, n), append(t.plainIDs, id)
+			}
 		}
 		return id
 	}
