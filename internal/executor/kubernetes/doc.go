@@ -277,8 +277,12 @@
 //
 // # A cluster unreachable at the server's start
 //
-// New first checks the API server (GET /readyz within ReachEvery). When
-// it does not answer, New fails with an error naming it (the server of
+// New first checks the API server (GET /readyz within ReachEvery), and,
+// once it answers, lists one pod and one node as the informers will: a
+// service account without the right fails at once with the Forbidden
+// answer and the rights it needs, not in a wait for the informers' first
+// list without end. When the API server does not answer, New fails with
+// an error naming it (the server of
 // one cluster, --executor kubernetes, then exits: it would have nowhere
 // to run work), unless Options.StartUnreachable is set, as the server
 // sets it for each Kubernetes cluster of several (config clusters:): New

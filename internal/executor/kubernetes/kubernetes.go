@@ -331,6 +331,9 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 	if err := e.ensurePriorityClasses(ctx); err != nil {
 		return nil, err
 	}
+	if err := e.mayList(ctx); err != nil {
+		return nil, err
+	}
 	if err := e.startInformers(ctx); err != nil {
 		return nil, err
 	}
@@ -341,6 +344,23 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 	e.reportNodes() // once for the initial list, which onNode did not report node by node
 	go e.watchReach(ctx)
 	return e, nil
+}
+
+// mayList lists one of the pods and one of the nodes the informers will
+// watch, so that a service account not allowed to (a Forbidden answer)
+// fails the start at once with the permission it lacks: the informers'
+// wait for their first list would otherwise retry it for as long as ctx
+// lasts, with the reason only in client-go's log.
+func (e *Executor) mayList(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
+	defer cancel()
+	if _, err := e.opts.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: LabelManaged + "=true", Limit: 1}); err != nil {
+		return fmt.Errorf("kubernetes executor: list pods in every namespace: %w (the executor needs list, watch, create and delete on pods: deploy/kubernetes/rbac.yaml)", err)
+	}
+	if _, err := e.opts.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: e.opts.NodeSelector, Limit: 1}); err != nil {
+		return fmt.Errorf("kubernetes executor: list nodes: %w (the executor needs list and watch on nodes: deploy/kubernetes/rbac.yaml)", err)
+	}
+	return nil
 }
 
 // Start implements executor.Executor: it makes sure the team's namespace

@@ -113,6 +113,9 @@ func (e *Executor) finishStart(ctx context.Context) {
 			err = e.ensurePriorityClasses(cctx)
 			cancel()
 			if err == nil {
+				err = e.mayList(ctx)
+			}
+			if err == nil {
 				break
 			}
 		}

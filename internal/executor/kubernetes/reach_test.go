@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,7 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -244,5 +248,25 @@ func TestReachOptions(t *testing.T) {
 	o := Options{}
 	if err := reachDefaults(&o); err != nil || o.ReachEvery != DefaultReachEvery || o.UnreachableAfter != DefaultUnreachableAfter || o.RequestTimeout != DefaultRequestTimeout {
 		t.Errorf("defaults: %+v, %v", o, err)
+	}
+}
+
+// TestStartWithoutListRightsFailsAtOnce: a service account that may not
+// list pods (or nodes) fails New at once, naming what it lacks, rather
+// than waiting for ever for the informers' first list.
+func TestStartWithoutListRightsFailsAtOnce(t *testing.T) {
+	for _, resource := range []string{"pods", "nodes"} {
+		t.Run(resource, func(t *testing.T) {
+			k := newFakeKubelet(t, gpuNode("n1", 8, true, false))
+			k.client.PrependReactor("list", resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "", errors.New("system:serviceaccount:gpufleet:gpufleet cannot list "+resource))
+			})
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			_, err := New(ctx, Options{Client: k.client})
+			if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "list "+resource) || ctx.Err() != nil {
+				t.Errorf("New without the right to list %s: %v (ctx %v); want a Forbidden error naming it, at once", resource, err, ctx.Err())
+			}
+		})
 	}
 }
