@@ -259,6 +259,9 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	errc := make(chan error, 3)
 	wg.Add(2)
 	if a := os.Getenv("GPUFLEET_PPROF_ADDR"); a != "" {
+		if err := loopbackOnly(a); err != nil {
+			return fmt.Errorf("GPUFLEET_PPROF_ADDR: %w", err)
+		}
 		go servePprof(ctx, a, log)
 	}
 	if elect == nil {

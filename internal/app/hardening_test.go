@@ -222,3 +222,20 @@ func TestFollowedLogOutlivesTimeouts(t *testing.T) {
 		t.Errorf("the log ended after %v, before the timeouts it should outlast", d)
 	}
 }
+
+// TestPprofOnLoopbackOnly: Go's profiles, which need no token, are served
+// on a loopback address only; any other address is refused, naming it.
+func TestPprofOnLoopbackOnly(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:6061": true, "[::1]:6061": true, "localhost:6061": true, "127.0.0.2:6061": true,
+		":6061": false, "0.0.0.0:6061": false, "[::]:6061": false, "10.0.0.5:6061": false, "example.com:6061": false, "6061": false,
+	} {
+		err := loopbackOnly(addr)
+		if (err == nil) != ok {
+			t.Errorf("loopbackOnly(%q) = %v, want allowed %v", addr, err, ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), addr) {
+			t.Errorf("loopbackOnly(%q) = %v: does not name the address", addr, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -141,9 +142,27 @@ func serverName(addr net.Addr) string {
 	return host
 }
 
+// loopbackOnly refuses an address to listen on that is not a loopback
+// one (127.0.0.1:6060, [::1]:6060, localhost:6060): ":6060" or a public
+// address would serve what needs no token to the whole network.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%q is not a loopback address: Go's profiles need no token, so they are served on 127.0.0.1, [::1] or localhost only", addr)
+}
+
 // servePprof serves Go's profiles (net/http/pprof) on addr, from
-// $GPUFLEET_PPROF_ADDR: off unless set, and meant for 127.0.0.1 (the
-// profiles need no token). For measuring, as the throughput benchmark does.
+// $GPUFLEET_PPROF_ADDR: off unless set, and on a loopback address only
+// (loopbackOnly: the profiles need no token). For measuring, as the
+// throughput benchmark does.
 func servePprof(ctx context.Context, addr string, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
