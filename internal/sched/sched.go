@@ -959,7 +959,27 @@ func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.No
 // decide places one workload, preempts for it, or explains why it waits.
 // Nodes held for it from earlier cycles that its decision does not keep are
 // given back, so that the rest of the cycle may use them.
+//
+// Most workloads of a long queue are plain and decided as the last one of
+// their team, class and shape was: that decision is reused here, before
+// decideAll (whose frame is large, with its deferred work) is entered. For
+// a plain workload of a defined class, with no team's budget spent, what
+// decideAll checks before the reuse holds nothing against it (it holds no
+// node, is no array task, has no victims stopping and is pictured
+// nowhere), so the reuse is the same.
 func (c *cycle) decide(p *pendingWork) {
+	if p.plainBase && p.class != nil && len(c.budgetSpent) == 0 && p.w != c.starver {
+		ts := p.ts
+		if d, ok := c.decisionOf(decisionKey{ts, p.class, p.shape}); ok && d.usage == ts.usage && d.others == c.othersHold(ts) {
+			c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: p.id, Reason: d.reason, Message: d.message})
+			return
+		}
+	}
+	c.decideAll(p)
+}
+
+// decideAll is decide in full.
+func (c *cycle) decideAll(p *pendingWork) {
 	w := p.w
 	plain := c.plainOf(p)
 	// Nodes are held for a workload before its decision only from an
