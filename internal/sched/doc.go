@@ -212,7 +212,8 @@
 // a full node is skipped at once; a request shape that fitted nowhere is not
 // tried again in the cycle (usage only grows within a cycle), nor is a
 // victim search that failed for the same team, class and shape (the keys
-// are plain structs of the request's fields, not formatted strings). The
+// are the shape's number, given when the pending records are read, and
+// the team's and class's records: no string to hash). The
 // packing policy's weights are set once a cycle, so a node's score for a
 // request shape changes only when the node does; scores are remembered per
 // shape and node version, and a placement rescores only the node it
@@ -233,7 +234,15 @@
 // packing cache in three arrays, a tier's tables by device in one; a
 // victim's message in one buffer, with its preemptor's mention made once,
 // and one message shared by consecutive victims alike in team, class, rule
-// and whether they are of the preemptor's team.
+// and whether they are of the preemptor's team. The loops over a node's
+// devices read each device in place, not a copy of its 96-byte core.GPU,
+// and ask allows and shareMilli, which answer without calling
+// core.Request's methods (not inlined: they copy the request) where the
+// request names no model and asks its share in milli-GPU. Holds are
+// listed by workload (holders) only for the nominated, whose held nodes
+// are looked up again. Whether a shape could never run (neverMessage)
+// asks core.Feasible of the first schedulable node alone before the whole
+// fleet: nodes that could hold it, any more nodes could too.
 //
 // A victim search weighs the whole cluster and finds its cheapest set
 // (victim cost, then the smaller node, then the name) through the shape's
@@ -281,9 +290,19 @@
 // it, and the nodes changed since it was last used are bounded again there
 // when one next does (a node changed several times between two uses is
 // bounded once: about a third fewer bounds at 1,000 nodes than bounding
-// every order at every change). A plain pending workload (it holds no node,
-// has no victims stopping, was not preempted lately, is no array task,
-// asks for no region, the cluster has no burst pool) that is decided like
+// every order at every change). The upkeep is kept small besides: a
+// node's stamp (the state its entries were made at) is one number, the
+// sum of its versions, which only grow; an entry is 32 bytes; an entry
+// taken out of a heap leaves its hole to go down by the lesser child and
+// the heap's last entry to go up from the leaf (a comparison a level, not
+// two); a team's changed nodes are listed by their place in its nodes,
+// with the team's place among each node's teams (teamState.in), so that
+// its orders find its work there without a search; whether a shape may
+// use a node at all is found once.
+//
+// A plain pending workload (it holds no node, has no victims stopping,
+// was not preempted lately, is no array task, asks for no region, the
+// cluster has no burst pool) that is decided like
 // the last one of its team, class and shape while its team holds what it
 // held then reuses that decision (decisionKey), and a placement the index
 // finds no place for reuses the last scan's explanation while no node
@@ -291,9 +310,9 @@
 // decision reads of a pending workload that cannot change within the
 // cycle (its team, class, ask, shape by number, the guarantee it is
 // judged against, whether it is plain) is found once, when the cycle
-// starts (readPending, pendingWork), so that a
-// reused decision reads nothing of the workload itself and hashes no
-// string.
+// starts (readPending, pendingWork), so that a reused decision reads
+// nothing of the workload itself (not even whether it is nominated, which
+// its record says) and hashes no string.
 //
 // A decision reused from the cache is found in its team's table by class
 // and shape number (teamState.decided) where the classes times the shapes
@@ -303,9 +322,10 @@
 // contiguous parts of their input, where the input is large: the records
 // of a pending queue of 4,096 or more (readPending), the node states and
 // each node's eligible work in its tiers at 256 nodes or more (inParts),
-// the bounds of the nodes in a new order of a shape's victim index (256
-// nodes or more) and in a team's new victim order (64 or more). Each goroutine only reads what the
-// cycle holds and writes its own part (the records of its part of the
+// the futures and stamps of a new victim index's nodes and the bounds of
+// the nodes in a new order of it (256 nodes or more), and those in a
+// team's new victim order (64 or more). Each goroutine only reads what
+// the cycle holds and writes its own part (the records of its part of the
 // queue, its own nodes, its own table of shapes and its own scratch);
 // what depends on an order is done afterwards on one goroutine in the
 // order the sequential code used: the shapes are numbered in the order
@@ -346,26 +366,42 @@
 // allocations, against 0.78/0.96/0.97 s, 153 MB and 892k (the same code
 // in a quieter spell afterwards, as in the README: nodes=1000/pending=
 // 50000 106/115/128 ms over 5 runs, nodes=12500 0.79/0.83/0.88 s,
-// nodes=1000/pending=10000 70/73/74 ms). Time grows as
-// nodes^0.67 over 250-12,500 nodes (nodes^0.76 from 1,000) and as
-// pending^0.46 from 10,000 to 50,000 at 1,000 nodes (5,000 pending,
-// 139-170 ms, cost more than 10,000: the starving workload's reservation
-// then refuses shapes that do not fit elsewhere either, softly, so that
-// each is tried again, and the scan of every node explains each anew).
-// What remains at 12,500 nodes: the upkeep of the victim index (the bounds
-// of the nodes each placement or preemption changed, in each shape's
-// index, caught up on one goroutine: about 30% of the cycle), the garbage
-// collector (which now shares the second core with the parallel setup; at
-// 1,000 nodes a cycle with the collector off takes about 6 ms less); at
-// 1,000 nodes, the victim searches and the catching up of the victim
-// indexes (about 37 ms by CPU profile: a third each the catching up of the
-// shapes' indexes, the teams' orders, made about 870 times a cycle and
-// caught up, and the walks with their victim sets; the teams' orders of
-// fewer than 64 nodes built on several goroutines cost more than they
-// saved), the decisions that the cache cannot reuse (about 6,000), and
-// reading the 50,000 records once each as they are decided (a cache miss
-// each: they lie in the snapshot's order, taken queue by queue; laying
-// them out queue by queue saved nothing measurable).
+// nodes=1000/pending=10000 70/73/74 ms). With the victim index's lazy
+// shape orders and leaner upkeep, the devices read in place, the cached
+// decisions reused before the full decision and the rest of this
+// section's last changes, alternating with the code before in a loaded
+// spell (where that code took 121/144/160 ms, against the 106/115/128 of
+// the quiet spell above): nodes=1000/pending=50000 88/107/195 ms over 24
+// runs (5 runs as the README's command: 86/97/102 ms; in one more, 89/105/
+// 117), 21.3 MB and 71k allocations a cycle, against 121/144/160 ms, 24.6
+// MB and 75k; nodes=12500/pending=50000 0.60/0.62/0.68 s, 124 MB and 523k
+// allocations, against 0.80/0.81/0.88 s, 149 MB and 539k;
+// nodes=1000/pending=10000 51/60/64 ms and 12.3 MB, against 73/78/80 ms
+// and 14.7 MB. Before these, time grew as nodes^0.67 over 250-12,500
+// nodes (nodes^0.76 from 1,000) and as pending^0.46 from 10,000 to 50,000
+// at 1,000 nodes (5,000 pending, 139-170 ms, cost more than 10,000: the
+// starving workload's reservation then refuses shapes that do not fit
+// elsewhere either, softly, so that each is tried again, and the scan of
+// every node explains each anew). What remains at 12,500 nodes (by CPU
+// profile): the placements (about 27% of the cycle's own work), the
+// victim searches (about 31%: the victim index's upkeep about 19, the
+// walks 12), the garbage collector (which shares the second core with the
+// parallel setup; at 1,000 nodes a cycle with the collector off took
+// about 6 ms less); at 1,000 nodes, the victim searches (about 22 ms, from
+// 37: the teams' orders about 8, made about 870 times a cycle, bounding
+// about 17,500 nodes, and caught up; the walks with their victim sets
+// about 9; the shapes' orders about 5), the collector (a collection every
+// second cycle, about 15 ms of CPU a cycle, marking about 55 MB, most of
+// it the snapshot), the decisions that the cache cannot reuse (about
+// 6,000), and reading the 50,000 records once each as they are decided
+// (a cache miss each: they lie in the snapshot's order, taken queue by
+// queue; laying them out queue by queue saved nothing measurable). Tried
+// and not kept: the teams' orders built on several goroutines (fewer than
+// 64 nodes, and again from 16: they cost more than they saved); and, by
+// count, a lower bound of a team's nodes that would spare making its
+// order while the walk stops before it: counting every eligible workload
+// of a node it would spare about half the orders, but keeping such bounds
+// current costs about what those orders cost.
 //
 // # Known limits
 //
