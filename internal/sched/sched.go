@@ -80,7 +80,7 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	// only then the ones that would borrow, in the order they came: work
 	// placed on borrowed capacity is never placed where guaranteed work
 	// of this cycle would reclaim it in the next.
-	borrowing := make([]*pendingWork, 0, len(snap.Pending)) // most, in a long queue
+	borrowing := c.bufs.borrowing // room for all: most, in a long queue
 	for p := c.next(); p != nil; p = c.next() {
 		switch {
 		case p.decided:
@@ -97,6 +97,7 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 		c.decide(p)
 	}
 	c.plan.Shares = c.shares()
+	c.bufs.give(borrowing)
 	return c.plan
 }
 
@@ -243,6 +244,7 @@ func (c *cycle) guaranteed(w *core.Workload) bool {
 
 // cycle is the scratch state of one Schedule call.
 type cycle struct {
+	bufs    *pendingBuffers // arrays by pending workload (readPending)
 	opts    Options
 	now     time.Time
 	classes []core.PriorityClass
@@ -636,9 +638,10 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	}
 	c.scorer = sc
 	c.memo = map[memoShape]*memoEntry{}
+	ws := c.bufs.ws[:len(pws)]
 	for _, l := range c.levels {
 		for _, q := range l.teams {
-			q.ws = make([]*pendingWork, 0, q.n)
+			q.ws, ws = ws[:0:q.n], ws[q.n:]
 		}
 	}
 	for k, q := range queueOf {
