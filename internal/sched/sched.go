@@ -1187,7 +1187,7 @@ func (c *cycle) decideAll(p *pendingWork) {
 				// a stage first: what they count on must stay theirs.
 				f := node.futureState(c)
 				if node.pictures > 0 {
-					node.stages = append(node.stages, f.clone())
+					node.stages = append(node.stages, c.stage(f))
 				}
 				for _, v := range vs {
 					f.add(v.victim.Request, v.victim.Status.Placement, -1)

@@ -1,0 +1,71 @@
+package sched
+
+import (
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestBuffersReusedDecideAsNew: a cycle that reuses the buffers an earlier
+// cycle gave back (pendingBuffers: of the same cluster, or of another)
+// plans what a cycle with buffers of its own plans, and the buffers given
+// back hold nothing of the cycle (all zero, the stages' device slices
+// aside).
+func TestBuffersReusedDecideAsNew(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		opts, snap := vrDraw(t, rapid.Bool().Draw(t, "hostCPU"))
+		other, otherSnap := vrDraw(t, false)
+		pendingPool.Swap(nil)
+		want := vrPlanText(opts.Schedule(snap, vrNow))
+		checkGivenBack(t)
+		for _, before := range []string{"the same cluster", "another cluster"} {
+			if before == "another cluster" {
+				other.Schedule(otherSnap, vrNow)
+				checkGivenBack(t)
+			}
+			if got := vrPlanText(opts.Schedule(snap, vrNow)); got != want {
+				t.Fatalf("after %s, with its buffers, the plan:\n%s\ndiffers from the one with new buffers:\n%s", before, got, want)
+			}
+			checkGivenBack(t)
+		}
+	})
+}
+
+// checkGivenBack fails unless the pool's buffers are all zero but for the
+// stages' device slices.
+func checkGivenBack(t *rapid.T) {
+	b := pendingPool.Load()
+	if b == nil {
+		t.Fatalf("no buffers were given back")
+	}
+	for i := range b.pws[:cap(b.pws)] {
+		if b.pws[:cap(b.pws)][i] != (pendingWork{}) {
+			t.Fatalf("pending record %d given back holds %+v", i, b.pws[:cap(b.pws)][i])
+		}
+	}
+	for i, q := range b.queueOf[:cap(b.queueOf)] {
+		if q != nil {
+			t.Fatalf("queue %d given back is not nil", i)
+		}
+	}
+	for i, f := range b.flags[:cap(b.flags)] {
+		if f != 0 {
+			t.Fatalf("flags %d given back are %d", i, f)
+		}
+	}
+	for _, l := range [][]*pendingWork{b.ws[:cap(b.ws)], b.borrowing[:cap(b.borrowing)]} {
+		for i, p := range l {
+			if p != nil {
+				t.Fatalf("list entry %d given back is not nil", i)
+			}
+		}
+	}
+	if b.nStages != 0 {
+		t.Fatalf("%d stages in use given back", b.nStages)
+	}
+	for i, st := range b.stages {
+		if st.node != nil || st.future != nil || st.running != nil || st.models != nil || st.frag != nil || st.version != 0 {
+			t.Fatalf("stage %d given back holds a node state", i)
+		}
+	}
+}
