@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"reflect"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -62,6 +63,16 @@ func checkGivenBack(t *rapid.T) {
 	}
 	if b.nStages != 0 {
 		t.Fatalf("%d stages in use given back", b.nStages)
+	}
+	if b.nScores != 0 {
+		t.Fatalf("%d arrays of scores in use given back", b.nScores)
+	}
+	for i, s := range b.scores {
+		for j := range s {
+			if !reflect.ValueOf(s[j]).IsZero() {
+				t.Fatalf("score %d of array %d given back holds %+v", j, i, s[j])
+			}
+		}
 	}
 	for i, st := range b.stages {
 		if st.node != nil || st.future != nil || st.running != nil || st.models != nil || st.frag != nil || st.version != 0 {

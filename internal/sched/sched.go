@@ -409,7 +409,7 @@ func (c *cycle) memoFor(req core.Request) ([]scored, *shapeIndex) {
 	}
 	m, ok := c.memo[k]
 	if !ok {
-		m = &memoEntry{scores: make([]scored, len(c.nodes))}
+		m = &memoEntry{scores: c.newScores(len(c.nodes))}
 		c.memo[k] = m
 	}
 	if m.index == nil {
