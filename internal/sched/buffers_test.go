@@ -74,6 +74,14 @@ func checkGivenBack(t *rapid.T) {
 			}
 		}
 	}
+	if b.nNodes != 0 {
+		t.Fatalf("%d node states in use given back", b.nNodes)
+	}
+	for i, ns := range b.nodes {
+		if !reflect.DeepEqual(nodeState{used: ns.used}, *ns) {
+			t.Fatalf("node state %d given back holds %+v", i, *ns)
+		}
+	}
 	for i, st := range b.stages {
 		if st.node != nil || st.future != nil || st.running != nil || st.models != nil || st.frag != nil || st.version != 0 {
 			t.Fatalf("stage %d given back holds a node state", i)

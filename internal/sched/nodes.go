@@ -71,7 +71,15 @@ type nodeState struct {
 }
 
 func newNodeState(n *core.Node, u *core.NodeUsage) *nodeState {
-	ns := &nodeState{node: n, used: make([]core.GPUUse, len(n.GPUs))}
+	return newNodeStateIn(&nodeState{}, n, u)
+}
+
+// newNodeStateIn is newNodeState made in ns, a node state given back
+// (pendingBuffers: zero but for its device slice, which it reuses).
+func newNodeStateIn(ns *nodeState, n *core.Node, u *core.NodeUsage) *nodeState {
+	used := slices.Grow(ns.used[:0], len(n.GPUs))[:len(n.GPUs)]
+	clear(used)
+	*ns = nodeState{node: n, used: used}
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
 		if u != nil {

@@ -46,9 +46,9 @@ func inParallel(n, least int) bool {
 
 // pendingBuffers are a cycle's arrays by pending workload (its records,
 // their flags and queues, the queues' lists, the list of those that
-// borrow), its nodes' stages and its memo's scores by node, kept from
-// one cycle for the next (pendingPool) instead of made anew: at 1,000
-// nodes and 50,000 pending they are 7.2 MB a cycle, and what a cycle allocates sets how often the
+// borrow), its node states, its nodes' stages and its memo's scores by
+// node, kept from one cycle for the next (pendingPool) instead of made
+// anew: at 1,000 nodes and 50,000 pending they are 8 MB a cycle, and what a cycle allocates sets how often the
 // collector marks the whole snapshot. Each array by pending workload is
 // zero over all its capacity while pooled, as make would give it.
 type pendingBuffers struct {
@@ -67,6 +67,11 @@ type pendingBuffers struct {
 	// its length while pooled.
 	scores  [][]scored
 	nScores int
+	// nodes are the cycle's node states (cycle.nodes, newNodeStateIn),
+	// the first nNodes in use; given back, each holds nothing but its
+	// device slice.
+	nodes  []*nodeState
+	nNodes int
 }
 
 // pendingPool holds the buffers the last cycle gave back, for the next
@@ -107,6 +112,16 @@ func (c *cycle) stage(f *nodeState) *nodeState {
 	return st
 }
 
+// nodeStates gives n node states to make the cycle's nodes in
+// (newNodeStateIn), those an earlier cycle's nodes used first.
+func (b *pendingBuffers) nodeStates(n int) []*nodeState {
+	for len(b.nodes) < n {
+		b.nodes = append(b.nodes, &nodeState{})
+	}
+	b.nNodes = n
+	return b.nodes[:n]
+}
+
 // newScores gives a zeroed array of n scores, one that an earlier cycle's
 // memo used where the buffers keep one long enough.
 func (c *cycle) newScores(n int) []scored {
@@ -139,6 +154,10 @@ func (b *pendingBuffers) give(borrowing []*pendingWork) {
 		clear(s)
 	}
 	b.nScores = 0
+	for _, ns := range b.nodes[:b.nNodes] {
+		*ns = nodeState{used: ns.used[:0]}
+	}
+	b.nNodes = 0
 	pendingPool.Store(b)
 }
 
@@ -176,7 +195,6 @@ const (
 // starts the same however the queue was split (TestPendingReadInPartsAsInOrder).
 func (c *cycle) readPending(pending []*core.Workload, mix *Mix) ([]pendingWork, []*teamQueue) {
 	c.shapeNumbers = shapeNumbers{byKey: map[shape]int32{}, byNumber: map[[5]int64]int32{}}
-	c.bufs = takePendingBuffers(len(pending))
 	pws, flags := c.bufs.pws, c.bufs.flags
 	parts := 1
 	if len(pending) >= parallelPendingAt {

@@ -553,10 +553,12 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()
 	}
+	c.bufs = takePendingBuffers(len(snap.Pending))
 	c.nodes = make([]*nodeState, len(snap.Nodes))
+	states := c.bufs.nodeStates(len(snap.Nodes))
 	inParts(len(snap.Nodes), parallelNodesAt, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			c.nodes[i] = newNodeState(snap.Nodes[i], snap.Usage[snap.Nodes[i].Name])
+			c.nodes[i] = newNodeStateIn(states[i], snap.Nodes[i], snap.Usage[snap.Nodes[i].Name])
 		}
 	})
 	for i, n := range snap.Nodes {
