@@ -234,9 +234,15 @@
 // packing cache in three arrays, a tier's tables by device in one; a
 // victim's message in one buffer, with its preemptor's mention made once,
 // and one message shared by consecutive victims alike in team, class, rule
-// and whether they are of the preemptor's team. The loops over a node's
-// devices read each device in place, not a copy of its 96-byte core.GPU,
-// and ask allows and shareMilli, which answer without calling
+// and whether they are of the preemptor's team. What a cycle makes by
+// pending workload (the records, their flags, queues and lists, the list
+// of those that borrow), its node states, its nodes' stages and its
+// memo's scores by node are kept for the next cycle (pendingBuffers, in
+// one slot, zeroed when given back: so the buffers for the longest queue
+// scheduled stay allocated between cycles), since what a cycle allocates
+// sets how often the collector marks the whole snapshot. The loops over a
+// node's devices read each device in place, not a copy of its 96-byte
+// core.GPU, and ask allows and shareMilli, which answer without calling
 // core.Request's methods (not inlined: they copy the request) where the
 // request names no model and asks its share in milli-GPU. Holds are
 // listed by workload (holders) only for the nominated, whose held nodes
@@ -377,9 +383,19 @@
 // MB and 75k; nodes=12500/pending=50000 0.60/0.62/0.68 s, 124 MB and 523k
 // allocations, against 0.80/0.81/0.88 s, 149 MB and 539k;
 // nodes=1000/pending=10000 51/60/64 ms and 12.3 MB, against 73/78/80 ms
-// and 14.7 MB. Before these, time grew as nodes^0.67 over 250-12,500
-// nodes (nodes^0.76 from 1,000) and as pending^0.46 from 10,000 to 50,000
-// at 1,000 nodes (5,000 pending, 139-170 ms, cost more than 10,000: the
+// and 14.7 MB. With the buffers kept for the next cycle
+// (pendingBuffers): nodes=1000/pending=50000 12.9 MB and 63.5k
+// allocations a cycle, against 21.3 MB and 71k, so that the benchmark's
+// three timed cycles after the snapshot is built usually see no
+// collection (the code before, one); alternating with the code before in
+// a loaded spell, 88/103/160 ms (min/median/max of 30 runs as the
+// README's command) against 100/112/133 ms; at -benchtime 30x, where
+// collections fall in every run alike, within the noise (68-91 ms
+// against 83-92 over 7 runs each); nodes=12500/pending=50000
+// 0.59/0.79/0.87 s and 104 MB over 9 runs, against 0.64/0.80/1.00 s and
+// 124 MB. Before these, time grew as nodes^0.67 over 250-12,500 nodes
+// (nodes^0.76 from 1,000) and as pending^0.46 from 10,000 to 50,000 at
+// 1,000 nodes (5,000 pending, 139-170 ms, cost more than 10,000: the
 // starving workload's reservation then refuses shapes that do not fit
 // elsewhere either, softly, so that each is tried again, and the scan of
 // every node explains each anew). What remains at 12,500 nodes (by CPU
@@ -390,9 +406,10 @@
 // about 6 ms less); at 1,000 nodes, the victim searches (about 22 ms, from
 // 37: the teams' orders about 8, made about 870 times a cycle, bounding
 // about 17,500 nodes, and caught up; the walks with their victim sets
-// about 9; the shapes' orders about 5), the collector (a collection every
-// second cycle, about 15 ms of CPU a cycle, marking about 55 MB, most of
-// it the snapshot), the decisions that the cache cannot reuse (about
+// about 9; the shapes' orders about 5), the collector (before the buffers were
+// kept, a collection every second or third cycle, about 15 ms of CPU a
+// cycle, marking about 55 MB, most of it the snapshot; now one every
+// four or five), the decisions that the cache cannot reuse (about
 // 6,000), and reading the 50,000 records once each as they are decided
 // (a cache miss each: they lie in the snapshot's order, taken queue by
 // queue; laying them out queue by queue saved nothing measurable). Tried
