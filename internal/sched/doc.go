@@ -393,7 +393,14 @@
 // collections fall in every run alike, within the noise (68-91 ms
 // against 83-92 over 7 runs each); nodes=12500/pending=50000
 // 0.59/0.79/0.87 s and 104 MB over 9 runs, against 0.64/0.80/1.00 s and
-// 124 MB. Before these, time grew as nodes^0.67 over 250-12,500 nodes
+// 124 MB. In a quiet spell at the end of that session, as in the
+// README: nodes=1000/pending=50000 71/88/110 ms over 8 runs (the first of
+// each series, which makes the buffers, 103 and 110), nodes=1000/pending=
+// 10000 47/53/55 ms, nodes=12500/pending=50000 0.60/0.63/0.65 s and
+// 94-102 MB; time then grows as nodes^0.73 over 250-12,500 nodes at
+// 50,000 pending (medians 36, 88, 239 and 631 ms at 250, 1,000, 4,000 and
+// 12,500; nodes^0.78 from 1,000) and as pending^0.31 from 10,000 to
+// 50,000 at 1,000 nodes. Before these, time grew as nodes^0.67 over 250-12,500 nodes
 // (nodes^0.76 from 1,000) and as pending^0.46 from 10,000 to 50,000 at
 // 1,000 nodes (5,000 pending, 139-170 ms, cost more than 10,000: the
 // starving workload's reservation then refuses shapes that do not fit

@@ -1,5 +1,6 @@
 // Package store owns gpufleet's truth: teams, users and token hashes, nodes,
-// workloads with their status, events and allocation intervals, in one SQLite
+// workloads with their status, events (a workload's first, Submitted, is
+// read from its row) and allocation intervals, in one SQLite
 // file (modernc.org/sqlite, WAL, synchronous=FULL) or, for several servers,
 // one PostgreSQL database (below). OpenWith can turn fsync
 // off and choose the workload IDs, for throwaway stores such as the
@@ -36,7 +37,9 @@
 //     writer after each commit, kept in submission order (Snapshot copies
 //     them, so that a scheduling cycle decodes no rows and sorts nothing),
 //     and with them the counts of Pending workloads by team and by
-//     submitter for the pending bounds (core.ErrLimit); on SQLite, Workload
+//     submitter for the pending bounds (core.ErrLimit); the writer takes a
+//     pending or running workload from it, not from its row (getForUpdate:
+//     inside the writer it is the row); on SQLite, Workload
 //     answers an active workload from it, but for one whose change the
 //     writer is committing (marked just before the COMMIT), whose row is
 //     read, so that no read is older than a row already seen;
