@@ -3,6 +3,7 @@ package sched
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"pgregory.net/rapid"
 )
@@ -86,5 +87,37 @@ func checkGivenBack(t *rapid.T) {
 		if st.node != nil || st.future != nil || st.running != nil || st.models != nil || st.frag != nil || st.version != 0 {
 			t.Fatalf("stage %d given back holds a node state", i)
 		}
+	}
+}
+
+// TestGivenBackScoresBounded: the buffers given back keep at most
+// maxKeptScores bytes of score arrays (the first ones, zeroed); those
+// beyond are dropped, so that a queue of many shapes on a large cluster
+// does not hold its arrays for ever.
+func TestGivenBackScoresBounded(t *testing.T) {
+	defer pendingPool.Store(nil)
+	const nodes = 12500
+	size := nodes * int(unsafe.Sizeof(scored{}))
+	b := takePendingBuffers(0)
+	b.scores = nil
+	for range 3*maxKeptScores/size + 1 {
+		s := make([]scored, nodes)
+		s[nodes-1].score = 1
+		b.scores = append(b.scores, s)
+	}
+	b.nScores = len(b.scores)
+	b.give(nil)
+	got := pendingPool.Swap(nil)
+	kept := 0
+	for i, s := range got.scores {
+		kept += len(s) * int(unsafe.Sizeof(scored{}))
+		for j := range s {
+			if !reflect.DeepEqual(s[j], scored{}) {
+				t.Fatalf("kept score array %d not zeroed at %d", i, j)
+			}
+		}
+	}
+	if kept > maxKeptScores || kept == 0 {
+		t.Errorf("kept %d bytes of score arrays, want some and at most %d", kept, maxKeptScores)
 	}
 }

@@ -239,7 +239,8 @@
 // of those that borrow), its node states, its nodes' stages and its
 // memo's scores by node are kept for the next cycle (pendingBuffers, in
 // one slot, zeroed when given back: so the buffers for the longest queue
-// scheduled stay allocated between cycles), since what a cycle allocates
+// scheduled stay allocated between cycles, but for the scores beyond 32
+// MB, one array a request shape), since what a cycle allocates
 // sets how often the collector marks the whole snapshot. The loops over a
 // node's devices read each device in place, not a copy of its 96-byte
 // core.GPU, and ask allows and shareMilli, which answer without calling

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
@@ -64,7 +65,8 @@ type pendingBuffers struct {
 	nStages int
 	// scores are the arrays of scores by node the cycle's memo used
 	// (cycle.newScores), the first nScores in use; each is zero over all
-	// its length while pooled.
+	// its length while pooled, and those beyond maxKeptScores bytes are
+	// not kept (nil).
 	scores  [][]scored
 	nScores int
 	// nodes are the cycle's node states (cycle.nodes, newNodeStateIn),
@@ -73,6 +75,13 @@ type pendingBuffers struct {
 	nodes  []*nodeState
 	nNodes int
 }
+
+// maxKeptScores bounds the bytes of the memo's score arrays the buffers
+// keep: there is one a request shape the memo saw, each as long as the
+// cluster has nodes (1.7 MB at 12,500 nodes), and the shapes of a real
+// queue are many. Those beyond it are made anew by the cycle that needs
+// them.
+const maxKeptScores = 32 << 20
 
 // pendingPool holds the buffers the last cycle gave back, for the next
 // (one at a time: a cycle that finds none makes its own). It is one slot,
@@ -150,7 +159,12 @@ func (b *pendingBuffers) give(borrowing []*pendingWork) {
 		*st = nodeState{used: st.used[:0]}
 	}
 	b.nStages = 0
-	for _, s := range b.scores[:b.nScores] {
+	kept := 0 // bytes of score arrays kept, at most maxKeptScores
+	for i, s := range b.scores[:b.nScores] {
+		if kept += len(s) * int(unsafe.Sizeof(scored{})); kept > maxKeptScores {
+			b.scores[i] = nil
+			continue
+		}
 		clear(s)
 	}
 	b.nScores = 0

@@ -98,6 +98,7 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	}
 	c.plan.Shares = c.shares()
 	c.bufs.give(borrowing)
+	c.bufs = nil // the pool's now: a use after this panics, never races
 	return c.plan
 }
 
