@@ -195,16 +195,8 @@ func TestFullDiskFailsWritesAndRecovers(t *testing.T) {
 // served to the writer from the view (getForUpdate), so the rows garbled
 // are of finished ones, which a late plan may still name.
 func TestStoreErrorsAreNotTakenForGone(t *testing.T) {
-	sqliteOnly(t)
-	path := filepath.Join(t.TempDir(), "gpufleet.db")
-	s := open(t, path)
+	s, path := fileFixture(t)
 	ctx := context.Background()
-	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutNode(ctx, node("n1", 2)); err != nil {
-		t.Fatal(err)
-	}
 	finish := func(id core.WorkloadID) {
 		t.Helper()
 		if _, err := s.Finish(ctx, id, 1, core.Succeeded, "Completed", "", nil, t0); err != nil {

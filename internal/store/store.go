@@ -455,7 +455,8 @@ func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
 
 // doBare is do for a write whose fn fails, if at all, before its first
 // change or with a storage error: it needs no savepoint of its own (see
-// op.bare), which is a fifth of what a submit costs the writer.
+// op.bare), whose two statements and journalled pages a submit then does
+// not pay.
 func (s *Store) doBare(ctx context.Context, fn func(tx *wtx) error) error {
 	return s.queue(ctx, fn, true)
 }
@@ -602,15 +603,13 @@ func (s *Store) commit(batch []*op) {
 				continue
 			}
 		}
-		run := tx.savepoint
+		var fnErr, err error
 		if o.bare {
-			run = func(_ string, fn func() error) (error, error) { return tx.bare(fn) }
+			fnErr, err = tx.bare(func() error { return o.fn(tx) })
+		} else if fnErr, err = tx.savepoint("op", func() error { return o.fn(tx) }); err != nil && !isStorage(err) {
+			err = fmt.Errorf("savepoint: %w", err)
 		}
-		fnErr, err := run("op", func() error { return o.fn(tx) })
 		if err != nil {
-			if !isStorage(err) {
-				err = fmt.Errorf("savepoint: %w", err)
-			}
 			tx.Rollback()
 			s.rollback()
 			fail(err)

@@ -48,6 +48,23 @@ func fixture(t *testing.T) *Store {
 	return s
 }
 
+// fileFixture is fixture on a SQLite file whose path it returns, for
+// tests that change the file behind the store's back.
+func fileFixture(t *testing.T) (*Store, string) {
+	t.Helper()
+	sqliteOnly(t)
+	path := filepath.Join(t.TempDir(), "gpufleet.db")
+	s := open(t, path)
+	ctx := context.Background()
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutNode(ctx, node("n1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	return s, path
+}
+
 func node(name string, gpus int) core.Node {
 	n := core.Node{Name: core.NodeName(name), Schedulable: true}
 	for i := range gpus {

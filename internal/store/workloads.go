@@ -334,18 +334,12 @@ func (s *Store) queryAllocations(ctx context.Context, q string, args ...any) ([]
 	return out, rows.Err()
 }
 
-func addEvent(tx *wtx, e core.Event) error {
-	if e.Type == "" {
-		e.Type = core.EventNormal
-	}
-	_, err := tx.Exec("INSERT INTO events (workload_id, time, type, reason, message, from_phase, to_phase) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		string(e.WorkloadID), unixNano(e.Time), e.Type, e.Reason, e.Message, string(e.From), string(e.To))
-	return err
-}
+// addEvent records one event (Normal unless its type says otherwise).
+func addEvent(tx *wtx, e core.Event) error { return addEvents(tx, []core.Event{e}) }
 
-// addEvents records events in multi-row INSERTs, in order, in chunks whose
-// sizes are powers of two (see chunks): few distinct statements, each
-// prepared once.
+// addEvents records events (Normal unless their type says otherwise) in
+// multi-row INSERTs, in order, in chunks whose sizes are powers of two
+// (see chunks): few distinct statements, each prepared once.
 func addEvents(tx *wtx, events []core.Event) error {
 	off := 0
 	for _, size := range chunks(len(events)) {

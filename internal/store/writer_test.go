@@ -179,13 +179,8 @@ func TestSnapshotKeepsSubmissionOrder(t *testing.T) {
 // whole batch fails and nothing is stored, rather than a workload the
 // caller was told failed and the view never saw.
 func TestBareWriteFailingAfterItsChangeFailsTheBatch(t *testing.T) {
-	sqliteOnly(t)
-	path := filepath.Join(t.TempDir(), "gpufleet.db")
-	s := open(t, path)
+	s, _ := fileFixture(t)
 	ctx := context.Background()
-	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.write.ExecContext(ctx, "CREATE TRIGGER boom BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'boom'); END"); err != nil {
 		t.Fatal(err)
 	}
@@ -252,13 +247,8 @@ func TestWriteAfterDeleteInOneBatchFindsNothing(t *testing.T) {
 // otherwise (changed behind the store's back here) fails the plan rather
 // than write a pending status over it.
 func TestExplanationOutOfStepFails(t *testing.T) {
-	sqliteOnly(t)
-	path := filepath.Join(t.TempDir(), "gpufleet.db")
-	s := open(t, path)
+	s, path := fileFixture(t)
 	ctx := context.Background()
-	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
-		t.Fatal(err)
-	}
 	w := submit(t, s, 1000)
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
