@@ -248,7 +248,9 @@
 //
 // While unreachable, Start, Stop, Logs and FollowLogs fail at once with
 // an error wrapping ErrUnreachable (naming when the API server last
-// answered and why the last check failed) rather than wait on a
+// answered; not the API server nor why the last check failed, which name
+// the platform's addresses and reach only the server's log: the error
+// reaches tenants) rather than wait on a
 // connection that may never answer; Stop still marks the attempt
 // stopping. Each Stop, and each Start
 // whose context has no deadline, is also bounded by Options.RequestTimeout

@@ -72,7 +72,8 @@ func (x *e2e) makePod(t *testing.T, o *Options, ns string, tk executor.Task) *co
 // TestE2EStartCut starts the executor (Options.StartUnreachable) while
 // the proxy to the real API server is cut from the start: New returns
 // within a check, the executor is unreachable, OnNodes hears the known
-// nodes NotReady, Start fails with ErrUnreachable naming the API server,
+// nodes NotReady, Start fails with ErrUnreachable (not naming the API
+// server: the error reaches the tenant),
 // Adopt remembers the expected attempts and DeleteOrphans deletes nothing.
 // Once the proxy is restored, with no new executor, the nodes are
 // reported Ready, the expected attempt's pod is adopted and keeps running
