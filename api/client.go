@@ -30,8 +30,14 @@ func NewClient(addr, token string) *Client {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
-	return &Client{Addr: strings.TrimRight(addr, "/"), Token: token, HTTP: &http.Client{}}
+	return &Client{Addr: strings.TrimRight(addr, "/"), Token: token, HTTP: &http.Client{Transport: transport}}
 }
+
+var transport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}()
 
 // ListOptions selects and pages a list.
 type ListOptions struct {

@@ -6,10 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,10 +20,11 @@ import (
 )
 
 // BenchmarkSubmit measures acknowledged submits through the real HTTP API
-// with 32 concurrent clients, into the embedded store (SQLite: WAL,
-// synchronous=FULL, group commit) and, in the same run, into PostgreSQL
-// (pgtest's server; skipped without one). It reports submits/s and the p50
-// and p99 latency.
+// with 32 concurrent clients, into the embedded store (SQLite: WAL, group
+// commit, each acknowledged after its fsync) and, in the same run, into
+// PostgreSQL (pgtest's server; skipped without one). It reports submits/s,
+// the p50 and p99 latency, the CPU time the process spent per submit and
+// the share of the cores it kept busy.
 //
 //	go test ./internal/app -run '^$' -bench Submit -benchtime 5000x
 func BenchmarkSubmit(b *testing.B) {
@@ -90,6 +93,7 @@ func concurrently(b *testing.B, clients int, unit, addr, token string, do func(*
 	lat := make([][]time.Duration, clients)
 	var next sync.Mutex
 	n := 0
+	cpu0 := cpuTime(b)
 	begin := time.Now()
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -114,12 +118,27 @@ func concurrently(b *testing.B, clients int, unit, addr, token string, do func(*
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
+	cpu := cpuTime(b) - cpu0
 	b.StopTimer()
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), unit)
 	b.ReportMetric(float64(pct(all, 50).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(pct(all, 99).Microseconds())/1000, "p99-ms")
+	// What a call costs the whole process (server and clients), apart
+	// from how busy the machine's cores were kept: CPU time (user and
+	// system) per call, and the share of the cores used.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(max(len(all), 1)), "cpu-µs/op")
+	b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds()/float64(runtime.GOMAXPROCS(0)), "cpu-%")
+}
+
+// cpuTime is the CPU time, user and system, the process has used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func pct(d []time.Duration, p int) time.Duration {

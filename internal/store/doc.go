@@ -1,7 +1,8 @@
 // Package store owns gpufleet's truth: teams, users and token hashes, nodes,
 // workloads with their status, events (a workload's first, Submitted, is
 // read from its row) and allocation intervals, in one SQLite
-// file (modernc.org/sqlite, WAL, synchronous=FULL) or, for several servers,
+// file (modernc.org/sqlite, WAL, each commit fsynced before it is
+// acknowledged) or, for several servers,
 // one PostgreSQL database (below). OpenWith can turn fsync
 // off and choose the workload IDs, for throwaway stores such as the
 // simulator's.
@@ -15,8 +16,15 @@
 // cost of an fsync is shared by everything that arrived while the previous
 // one was in flight; before committing, the writer yields once to take the
 // writes that were about to be queued, so that a burst shares one commit
-// (and one copy of its pages in the WAL) instead of paying one each. Reads use a separate pool of read-only connections and
-// see only committed data.
+// (and one copy of its pages in the WAL) instead of paying one each. On
+// SQLite the fsync is pipelined (durable.go): the COMMIT writes the WAL
+// (synchronous=NORMAL) and a second goroutine, the syncer, runs fdatasync
+// on it and then acknowledges the batches it covers, while the writer
+// already commits the next batch; the writer runs at most one batch ahead.
+// Reads use a separate pool of read-only connections and see only committed
+// data, which on SQLite includes a batch whose fsync is still running
+// (never acknowledged before it returns: as InnoDB shows a transaction
+// before its log flush).
 //
 // A full or failing disk fails writes, never acknowledges them: when the
 // batch's COMMIT fails, or one of its writes fails with SQLITE_FULL, ENOSPC

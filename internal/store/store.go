@@ -95,6 +95,10 @@ type Store struct {
 
 	// fenced counts the fenced writes refused (FencedWrites).
 	fenced atomic.Int64
+
+	// wal, on a durable SQLite store, syncs the WAL apart from the
+	// COMMIT (durable.go); nil on PostgreSQL and with NoSync.
+	wal *walSync
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -339,6 +343,19 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used (is it a gpufleet store, and readable?): %w", path, err)
 	}
+	if !opts.NoSync {
+		// The writer's COMMIT leaves the fsync to the syncer (durable.go).
+		// A write connection database/sql opened again would have the
+		// DSN's synchronous=FULL: slower, as durable.
+		if _, err := w.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+		if s.wal, err = openWALSync(path); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+	}
 	r, err := sql.Open("sqlite", dsn("query_only(1)"))
 	if err != nil {
 		w.Close()
@@ -353,6 +370,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s.wg.Add(1)
 	go s.writer()
+	if s.wal != nil {
+		s.wg.Add(1)
+		go s.syncer()
+	}
 	return s, nil
 }
 
@@ -415,6 +436,9 @@ func (s *Store) Close() error {
 			st.Close()
 		}
 		err = errors.Join(s.read.Close(), s.write.Close())
+		if s.wal != nil {
+			err = errors.Join(err, s.wal.f.Close())
+		}
 	})
 	return err
 }
@@ -500,10 +524,15 @@ func (s *Store) queue(ctx context.Context, fn func(tx *wtx) error, bare bool) er
 
 // writer is the only goroutine that writes. It gathers queued writes into one
 // transaction (group commit): each runs under its own savepoint, so a failing
-// write is rolled back alone, and all are acknowledged after one COMMIT, with
-// synchronous=FULL, has reached the disk.
+// write is rolled back alone, and all are acknowledged once the COMMIT has
+// reached the disk: after the syncer's fsync on a durable SQLite store
+// (durable.go), at once on PostgreSQL (whose COMMIT waits for its own
+// flush) and with NoSync.
 func (s *Store) writer() {
 	defer s.wg.Done()
+	if s.wal != nil {
+		defer close(s.wal.batches) // after the last batch: the syncer stops
+	}
 	for {
 		var batch []*op
 		select {
@@ -647,10 +676,10 @@ func (s *Store) commit(batch []*op) {
 		return
 	}
 	s.forgetCached(tx)
-	if wrote {
-		s.noteWrite(nil)
-	}
 	if s.pg != nil {
+		if wrote {
+			s.noteWrite(nil)
+		}
 		// The view follows the database, in commit order, with the other
 		// servers' writes; this batch is in it before it is acknowledged.
 		if err := s.syncView(ctx); err != nil {
@@ -683,6 +712,14 @@ func (s *Store) commit(batch []*op) {
 		}
 	}
 	s.mu.Unlock()
+	if s.wal != nil {
+		// Acknowledged once the syncer's fsync has made it durable.
+		s.wal.batches <- committed{batch: batch, errs: errs, wrote: wrote, changed: changed}
+		return
+	}
+	if wrote {
+		s.noteWrite(nil)
+	}
 	for i, o := range batch {
 		o.err <- errs[i]
 	}

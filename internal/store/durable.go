@@ -1,0 +1,139 @@
+package store
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/gpufleet/gpufleet/internal/core"
+	"golang.org/x/sys/unix"
+)
+
+// committed is a batch the writer has committed on SQLite, waiting for the
+// fsync that makes it durable before its writes are acknowledged.
+type committed struct {
+	batch []*op
+	errs  []error // each write's own outcome, delivered once durable
+	// wrote: some write took effect (health); changed: one that others
+	// should hear of (Changed).
+	wrote, changed bool
+}
+
+// walSync makes the WAL durable apart from the COMMIT (pipelined group
+// commit). The write connection runs with synchronous=NORMAL, under which
+// SQLite's COMMIT writes its frames into the WAL without an fsync (it still
+// syncs the WAL before each checkpoint, the database after it, and the WAL's
+// header when the WAL starts over, https://sqlite.org/pragma.html#pragma_synchronous).
+// The writer hands each committed batch to the syncer goroutine and goes on
+// with the next batch while the syncer runs fdatasync on the WAL file and
+// then acknowledges the batches it covers. A batch is acknowledged only
+// once an fsync that started after its COMMIT returned has returned: the
+// same guarantee as synchronous=FULL, whose fsync runs inside the COMMIT and
+// holds the only writer for its whole length.
+//
+// What changes is when a commit is seen: readers (the read pool, the view)
+// see a batch from its COMMIT, up to one fsync before its writes are
+// acknowledged, as InnoDB makes a transaction visible before its redo log is
+// flushed. A crash of the process (kill -9) loses nothing the operating
+// system was given; only a power failure could take back a commit that a
+// reader saw, and never one that was acknowledged. Every write acknowledged
+// after another read its effect was in a batch synced no later than its own.
+type walSync struct {
+	path string
+	f    *os.File
+	// batches carries the committed batches to the syncer; unbuffered, so
+	// that the writer runs at most one batch ahead of the fsync in flight
+	// (the writes arriving meanwhile gather into its next batch).
+	batches chan committed
+	// fdatasync is unix.Fdatasync; tests replace it to hold or fail the
+	// fsync.
+	fdatasync func(fd int) error
+}
+
+// openWALSync opens the WAL file of the database at path for fdatasync. The
+// store's first writes (migrate) have made it.
+func openWALSync(path string) (*walSync, error) {
+	f, err := os.OpenFile(path+"-wal", os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the WAL to sync it: %w", err)
+	}
+	return &walSync{path: path + "-wal", f: f, batches: make(chan committed), fdatasync: unix.Fdatasync}, nil
+}
+
+// sync makes durable everything written into the WAL so far. fdatasync
+// flushes the file, whichever descriptor wrote it; a WAL that was removed
+// and made again (SQLite does so only when every connection closes, and the
+// writer's stays open) is opened again first, so that the file synced is
+// the one SQLite writes.
+func (w *walSync) sync() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(w.f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Nlink == 0 {
+		f, err := os.OpenFile(w.path, os.O_RDONLY|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		w.f.Close()
+		w.f = f
+	}
+	for {
+		err := w.fdatasync(int(w.f.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// syncer acknowledges the batches the writer committed once an fsync has
+// made them durable, taking together every batch committed while the last
+// fsync ran. It stops when the writer closes batches, after the last one.
+func (s *Store) syncer() {
+	defer s.wg.Done()
+	var group []committed
+	for c := range s.wal.batches {
+		group = append(group[:0], c)
+	more:
+		for {
+			select {
+			case c, ok := <-s.wal.batches:
+				if !ok {
+					break more
+				}
+				group = append(group, c)
+			default:
+				break more
+			}
+		}
+		err := s.wal.sync()
+		if err != nil {
+			// Committed and seen, but not known to be on disk: no write
+			// of the group is acknowledged (a client retries, under its
+			// idempotency key), and the store reports the disk.
+			err = storageError(fmt.Errorf("fsync the WAL: %w", err))
+			if !isStorage(err) {
+				err = &diskError{kind: core.ErrUnavailable, err: err, what: "fsync failed"}
+			}
+			s.noteWrite(err)
+		}
+		wrote, changed := false, false
+		for _, c := range group {
+			for i, o := range c.batch {
+				if err != nil {
+					o.err <- err
+				} else {
+					o.err <- c.errs[i]
+				}
+			}
+			wrote = wrote || c.wrote
+			changed = changed || c.changed
+		}
+		if err == nil && wrote {
+			s.noteWrite(nil)
+		}
+		if changed {
+			s.signal()
+		}
+		clear(group)
+	}
+}
