@@ -194,12 +194,22 @@ func describe(as []core.Assignment) string {
 // setPendingReason writes d's explanation into its pending workload's
 // status, and appends to events the event it adds, if any.
 func setPendingReason(tx *wtx, d core.Decision, now time.Time, events *[]core.Event) error {
-	w, err := getForUpdate(tx, d.Workload)
-	if errors.Is(err, core.ErrNotFound) {
-		return nil // gone; nothing to explain
-	}
-	if err != nil {
-		return err
+	var w *core.Workload
+	if known := tx.known(d.Workload); known != nil && known.Status.Phase == core.Pending {
+		// Only the status's strings change: a shallow copy shares the
+		// rest with the view, whose values are never changed in place
+		// (getForUpdate's deep copy, for writes that change more).
+		c := *known
+		w = &c
+	} else {
+		var err error
+		w, err = getForUpdate(tx, d.Workload)
+		if errors.Is(err, core.ErrNotFound) {
+			return nil // gone; nothing to explain
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if w.Status.Phase != core.Pending {
 		return nil // moved on; nothing to explain
@@ -227,7 +237,7 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time, events *[]core.Ev
 	if err := wroteOne(res, err, w.ID); err != nil {
 		return err
 	}
-	tx.changed = append(tx.changed, w)
+	tx.keep(w) // the writer's own copy: the view takes it as it is
 	if newEvent {
 		*events = append(*events, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
 	}

@@ -131,6 +131,9 @@ type wtx struct {
 	*sql.Tx
 	s       *Store
 	changed []*core.Workload
+	// kept: the values of changed that no one outside the writer holds,
+	// which the view takes as they are instead of a copy (keep).
+	kept    map[*core.Workload]bool
 	stmts   map[string]*sql.Stmt // this transaction's handles on s.stmts
 	// nodes, teams: a write of the batch changed a node (or its status),
 	// a team, so the decoded ones kept (Options.Cache) are forgotten by
@@ -166,6 +169,17 @@ func (tx *wtx) stmt(query string) *sql.Stmt {
 	}
 	tx.stmts[query] = st
 	return st
+}
+
+// keep records w as changed, as changed does, for a value of the writer's
+// own that no caller is given: the view keeps w itself once committed, and
+// nothing may change it after.
+func (tx *wtx) keep(w *core.Workload) {
+	if tx.kept == nil {
+		tx.kept = map[*core.Workload]bool{}
+	}
+	tx.kept[w] = true
+	tx.changed = append(tx.changed, w)
 }
 
 // Exec, Query and QueryRow are those of sql.Tx, through the prepared
@@ -702,7 +716,10 @@ func (s *Store) commit(batch []*op) {
 			s.countPending(old, -1)
 		}
 		if w.Status.Phase == core.Pending || w.Status.Phase == core.Running {
-			c := w.Clone()
+			c := w
+			if !tx.kept[w] {
+				c = w.Clone()
+			}
 			s.active[w.ID] = c
 			s.countPending(c, +1)
 			s.putOrder(c)
