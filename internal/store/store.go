@@ -133,8 +133,8 @@ type wtx struct {
 	changed []*core.Workload
 	// kept: the values of changed that no one outside the writer holds,
 	// which the view takes as they are instead of a copy (keep).
-	kept    map[*core.Workload]bool
-	stmts   map[string]*sql.Stmt // this transaction's handles on s.stmts
+	kept  map[*core.Workload]bool
+	stmts map[string]*sql.Stmt // this transaction's handles on s.stmts
 	// nodes, teams: a write of the batch changed a node (or its status),
 	// a team, so the decoded ones kept (Options.Cache) are forgotten by
 	// the writer, before the commit and again after it, before anyone is
