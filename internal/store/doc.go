@@ -19,8 +19,10 @@
 // (and one copy of its pages in the WAL) instead of paying one each. On
 // SQLite the fsync is pipelined (durable.go): the COMMIT writes the WAL
 // (synchronous=NORMAL) and a second goroutine, the syncer, runs fdatasync
-// on it and then acknowledges the batches it covers, while the writer
-// already commits the next batch; the writer runs at most one batch ahead.
+// on it and then acknowledges the batch, while the writer runs the writes
+// that arrive in its next transaction and commits it as soon as the syncer
+// is free: one COMMIT for each fsync, each holding what arrived during the
+// last fsync, at most one batch in fsync and one open.
 // Reads use a separate pool of read-only connections and see only committed
 // data, which on SQLite includes a batch whose fsync is still running
 // (never acknowledged before it returns: as InnoDB shows a transaction

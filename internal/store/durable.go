@@ -8,27 +8,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// committed is a batch the writer has committed on SQLite, waiting for the
-// fsync that makes it durable before its writes are acknowledged.
-type committed struct {
-	batch []*op
-	errs  []error // each write's own outcome, delivered once durable
-	// wrote: some write took effect (health); changed: one that others
-	// should hear of (Changed).
-	wrote, changed bool
-}
-
 // walSync makes the WAL durable apart from the COMMIT (pipelined group
 // commit). The write connection runs with synchronous=NORMAL, under which
 // SQLite's COMMIT writes its frames into the WAL without an fsync (it still
 // syncs the WAL before each checkpoint, the database after it, and the WAL's
 // header when the WAL starts over, https://sqlite.org/pragma.html#pragma_synchronous).
-// The writer hands each committed batch to the syncer goroutine and goes on
-// with the next batch while the syncer runs fdatasync on the WAL file and
-// then acknowledges the batches it covers. A batch is acknowledged only
-// once an fsync that started after its COMMIT returned has returned: the
-// same guarantee as synchronous=FULL, whose fsync runs inside the COMMIT and
-// holds the only writer for its whole length.
+// The writer hands each committed batch to the syncer goroutine, which runs
+// fdatasync on the WAL file and then acknowledges the batch's writes;
+// meanwhile the writer runs the writes that arrive in its next transaction,
+// and commits it as soon as the syncer is free (Store.pipeline): one COMMIT
+// for each fsync, holding everything that arrived during the last one. A
+// batch is acknowledged only once an fsync that started after its COMMIT
+// returned has returned: the same guarantee as synchronous=FULL, whose
+// fsync runs inside the COMMIT and holds the only writer for its whole
+// length.
 //
 // What changes is when a commit is seen: readers (the read pool, the view)
 // see a batch from its COMMIT, up to one fsync before its writes are
@@ -40,10 +33,12 @@ type committed struct {
 type walSync struct {
 	path string
 	f    *os.File
-	// batches carries the committed batches to the syncer; unbuffered, so
-	// that the writer runs at most one batch ahead of the fsync in flight
-	// (the writes arriving meanwhile gather into its next batch).
-	batches chan committed
+	// batches carries the committed batches to the syncer, each after
+	// the writer took the syncer's token from idle, which the syncer puts
+	// there each time it is ready for the next: at most one batch is in
+	// fsync while the writer fills the next.
+	batches chan *batch
+	idle    chan struct{}
 	// fdatasync is unix.Fdatasync; tests replace it to hold or fail the
 	// fsync.
 	fdatasync func(fd int) error
@@ -56,7 +51,7 @@ func openWALSync(path string) (*walSync, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the WAL to sync it: %w", err)
 	}
-	return &walSync{path: path + "-wal", f: f, batches: make(chan committed), fdatasync: unix.Fdatasync}, nil
+	return &walSync{path: path + "-wal", f: f, batches: make(chan *batch), idle: make(chan struct{}, 1), fdatasync: unix.Fdatasync}, nil
 }
 
 // sync makes durable everything written into the WAL so far. fdatasync
@@ -85,55 +80,32 @@ func (w *walSync) sync() error {
 	}
 }
 
-// syncer acknowledges the batches the writer committed once an fsync has
-// made them durable, taking together every batch committed while the last
-// fsync ran. It stops when the writer closes batches, after the last one.
+// syncer acknowledges each batch the writer committed once an fsync has
+// made it durable. It stops when the writer closes batches, after the last
+// one.
 func (s *Store) syncer() {
 	defer s.wg.Done()
-	var group []committed
-	for c := range s.wal.batches {
-		group = append(group[:0], c)
-	more:
-		for {
-			select {
-			case c, ok := <-s.wal.batches:
-				if !ok {
-					break more
-				}
-				group = append(group, c)
-			default:
-				break more
-			}
+	for {
+		s.wal.idle <- struct{}{} // ready for the next batch (see walSync)
+		b, ok := <-s.wal.batches
+		if !ok {
+			return
 		}
-		err := s.wal.sync()
-		if err != nil {
+		if err := s.wal.sync(); err != nil {
 			// Committed and seen, but not known to be on disk: no write
-			// of the group is acknowledged (a client retries, under its
+			// of the batch is acknowledged (a client retries, under its
 			// idempotency key), and the store reports the disk.
 			err = storageError(fmt.Errorf("fsync the WAL: %w", err))
 			if !isStorage(err) {
 				err = &diskError{kind: core.ErrUnavailable, err: err, what: "fsync failed"}
 			}
 			s.noteWrite(err)
-		}
-		wrote, changed := false, false
-		for _, c := range group {
-			for i, o := range c.batch {
-				if err != nil {
-					o.err <- err
-				} else {
-					o.err <- c.errs[i]
-				}
+			for i := range b.errs {
+				b.errs[i] = err
 			}
-			wrote = wrote || c.wrote
-			changed = changed || c.changed
-		}
-		if err == nil && wrote {
+		} else if b.wrote {
 			s.noteWrite(nil)
 		}
-		if changed {
-			s.signal()
-		}
-		clear(group)
+		b.acknowledge()
 	}
 }

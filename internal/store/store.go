@@ -548,10 +548,9 @@ func (s *Store) writer() {
 		defer close(s.wal.batches) // after the last batch: the syncer stops
 	}
 	for {
-		var batch []*op
+		var first *op
 		select {
-		case o := <-s.ops:
-			batch = append(batch, o)
+		case first = <-s.ops:
 		case <-s.done:
 			// Drain what is queued, then stop.
 			for {
@@ -563,114 +562,205 @@ func (s *Store) writer() {
 				}
 			}
 		}
-		// Take what is queued; then yield once and take what the
-		// writers that were about to queue have added, so that writes
-		// arriving together share a transaction rather than each
-		// paying its own commit (and its own pages in the WAL).
-		for yielded := false; len(batch) < MaxBatch; {
-			select {
-			case o := <-s.ops:
-				batch = append(batch, o)
-				continue
-			default:
-			}
-			if yielded {
-				break
-			}
-			runtime.Gosched()
-			yielded = true
+		if s.wal != nil {
+			s.pipeline(first)
+		} else {
+			s.commit(s.gather([]*op{first}))
 		}
-		s.commit(batch)
 		s.prepare()
 	}
 }
 
-// commit runs one batch in one transaction. When the transaction cannot be
-// committed, or a write in it failed because the disk is full or failing,
-// every write of the batch fails with that error and none is acknowledged:
-// after SQLITE_FULL or an I/O error SQLite may already have rolled the whole
-// transaction back (https://sqlite.org/lang_transaction.html), so the others
-// cannot be trusted to commit. The transaction is then rolled back
-// explicitly, so that the connection is never left inside it and the next
-// batch starts clean once space returns.
-func (s *Store) commit(batch []*op) {
+// gather adds to batch what is queued; then yields once and takes what the
+// writers that were about to queue have added, so that writes arriving
+// together share a transaction rather than each paying its own commit (and
+// its own pages in the WAL).
+func (s *Store) gather(batch []*op) []*op {
+	for yielded := false; len(batch) < MaxBatch; {
+		select {
+		case o := <-s.ops:
+			batch = append(batch, o)
+			continue
+		default:
+		}
+		if yielded {
+			break
+		}
+		runtime.Gosched()
+		yielded = true
+	}
+	return batch
+}
+
+// pipeline is the writer's round on a durable SQLite store: it opens a
+// transaction with first and the writes gathered with it, and then, while
+// the syncer is still making the previous batch durable, runs in it each
+// write that arrives (which would wait for that fsync anyway), and commits
+// as soon as the syncer is free (or the batch full): one COMMIT for each
+// fsync, holding everything that arrived while the last one ran.
+func (s *Store) pipeline(first *op) {
+	b := s.begin(s.gather([]*op{first}))
+	if b == nil {
+		return
+	}
+	for b.live() && len(b.ops) < MaxBatch {
+		select {
+		case <-s.wal.idle:
+			s.end(b, true)
+			return
+		case o := <-s.ops:
+			b.run(o)
+		}
+	}
+	if b.live() {
+		s.end(b, false)
+	}
+}
+
+// batch is the writer's open transaction and the writes run in it.
+type batch struct {
+	s    *Store
+	tx   *wtx
+	ops  []*op
+	errs []error // each write's own outcome
+	// wrote: some write of the batch took effect (the store writes);
+	// changed: one that others should hear of (not a heartbeat).
+	wrote, changed bool
+	lease          *leaseRow // read once, by the first fenced write
+	err            error     // set by abort: every write fails with it
+}
+
+// commit runs ops in one transaction and commits it. When the transaction
+// cannot be committed, or a write in it failed because the disk is full or
+// failing, every write of the batch fails with that error and none is
+// acknowledged: after SQLITE_FULL or an I/O error SQLite may already have
+// rolled the whole transaction back (https://sqlite.org/lang_transaction.html),
+// so the others cannot be trusted to commit. The transaction is then rolled
+// back explicitly, so that the connection is never left inside it and the
+// next batch starts clean once space returns.
+func (s *Store) commit(ops []*op) {
+	if b := s.begin(ops); b != nil && b.live() {
+		s.end(b, false)
+	}
+}
+
+// begin opens a transaction and runs ops in it; nil when it could not be
+// opened (every op has failed).
+func (s *Store) begin(ops []*op) *batch {
 	ctx := context.Background()
-	errs := make([]error, len(batch))
-	fail := func(err error) {
-		err = storageError(err)
-		if isStorage(err) {
-			s.noteWrite(err)
-		}
-		for _, o := range batch {
-			o.err <- err
-		}
+	b := &batch{s: s}
+	fail := func(err error) *batch {
+		b.ops = ops // none has run
+		b.abort(err)
+		return nil
 	}
 	sqltx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		s.rollback()
-		fail(fmt.Errorf("begin: %w", err))
-		return
+		return fail(fmt.Errorf("begin: %w", err))
 	}
-	tx := &wtx{Tx: sqltx, s: s}
+	b.tx = &wtx{Tx: sqltx, s: s}
 	if s.pg != nil {
 		// One writer at a time over every server (see writeLock).
-		if _, err := tx.Exec("SELECT pg_advisory_xact_lock(?)", writeLock); err != nil {
-			tx.Rollback()
-			fail(fmt.Errorf("lock: %w", err))
-			return
+		if _, err := b.tx.Exec("SELECT pg_advisory_xact_lock(?)", writeLock); err != nil {
+			b.tx.Rollback()
+			return fail(fmt.Errorf("lock: %w", err))
 		}
 		// Under the lock no other server commits: the view, brought up
 		// to the last commit, is exact for the checks the batch makes
 		// with it (the pending bounds).
 		if err := s.syncView(ctx); err != nil {
-			tx.Rollback()
-			fail(fmt.Errorf("read the other servers' writes: %w", err))
+			b.tx.Rollback()
+			return fail(fmt.Errorf("read the other servers' writes: %w", err))
+		}
+	}
+	for _, o := range ops {
+		b.run(o)
+	}
+	return b
+}
+
+// live reports whether the batch can take more writes: no write in it has
+// failed it.
+func (b *batch) live() bool { return b.err == nil }
+
+// run runs o in the batch's transaction. A storage error fails the whole
+// batch (abort), o with it.
+func (b *batch) run(o *op) {
+	if b.err != nil {
+		o.err <- b.err
+		return
+	}
+	tx := b.tx
+	b.ops = append(b.ops, o)
+	b.errs = append(b.errs, nil)
+	i := len(b.ops) - 1
+	if o.fence != nil {
+		if err := tx.checkFence(o.fence, &b.lease); err != nil {
+			if de := storageError(err); isStorage(de) {
+				tx.Rollback()
+				b.s.rollback()
+				b.abort(de)
+				return
+			}
+			b.s.fenced.Add(1)
+			b.errs[i] = err
 			return
 		}
 	}
-	// wrote: some write of the batch took effect (the store writes);
-	// changed: one that others should hear of (not a heartbeat).
-	wrote, changed := false, false
-	var lease *leaseRow // read once, by the first fenced write
-	for i, o := range batch {
-		if o.fence != nil {
-			if err := tx.checkFence(o.fence, &lease); err != nil {
-				if de := storageError(err); isStorage(de) {
-					tx.Rollback()
-					s.rollback()
-					fail(de)
-					return
-				}
-				s.fenced.Add(1)
-				errs[i] = err
-				continue
+	var fnErr, err error
+	if o.bare {
+		fnErr, err = tx.bare(func() error { return o.fn(tx) })
+	} else if fnErr, err = tx.savepoint("op", func() error { return o.fn(tx) }); err != nil && !isStorage(err) {
+		err = fmt.Errorf("savepoint: %w", err)
+	}
+	if err != nil {
+		tx.Rollback()
+		b.s.rollback()
+		b.abort(err)
+		return
+	}
+	b.errs[i] = fnErr
+	b.wrote = b.wrote || fnErr == nil
+	b.changed = b.changed || (fnErr == nil && !o.quiet)
+}
+
+// abort fails every write of the batch with err (the transaction is
+// already rolled back, or was never opened).
+func (b *batch) abort(err error) {
+	err = storageError(err)
+	if isStorage(err) {
+		b.s.noteWrite(err)
+	}
+	b.err = err
+	for _, o := range b.ops {
+		o.err <- err
+	}
+}
+
+// end commits the batch and brings the view up to it, then acknowledges
+// its writes: on a durable SQLite store by handing it to the syncer (idle:
+// the caller took the syncer's token, which a batch that fails gives back),
+// otherwise at once.
+func (s *Store) end(b *batch, idle bool) {
+	ctx := context.Background()
+	tx := b.tx
+	if idle {
+		defer func() {
+			if b.err != nil {
+				s.wal.idle <- struct{}{} // no batch for the syncer: its token back
 			}
-		}
-		var fnErr, err error
-		if o.bare {
-			fnErr, err = tx.bare(func() error { return o.fn(tx) })
-		} else if fnErr, err = tx.savepoint("op", func() error { return o.fn(tx) }); err != nil && !isStorage(err) {
-			err = fmt.Errorf("savepoint: %w", err)
-		}
-		if err != nil {
-			tx.Rollback()
-			s.rollback()
-			fail(err)
-			return
-		}
-		errs[i] = fnErr
-		wrote = wrote || fnErr == nil
-		changed = changed || (fnErr == nil && !o.quiet)
+		}()
 	}
 	// Readers that fill a cache from here to the COMMIT read the old
 	// rows; the second forget, below, keeps them from storing them.
 	s.forgetCached(tx)
-	if s.pg != nil && changed {
+	if s.pg != nil && b.changed {
 		// Every server's loop hears of the change (a quota, a node, a
 		// workload) at COMMIT, as this one's does through notify.
 		if _, err := tx.Exec("SELECT pg_notify(?, '')", notifyChannel); err != nil {
 			tx.Rollback()
-			fail(fmt.Errorf("notify: %w", err))
+			b.abort(fmt.Errorf("notify: %w", err))
 			return
 		}
 	}
@@ -686,12 +776,12 @@ func (s *Store) commit(batch []*op) {
 		clear(s.committing)
 		s.mu.Unlock()
 		s.rollback()
-		fail(fmt.Errorf("commit: %w", err))
+		b.abort(fmt.Errorf("commit: %w", err))
 		return
 	}
 	s.forgetCached(tx)
 	if s.pg != nil {
-		if wrote {
+		if b.wrote {
 			s.noteWrite(nil)
 		}
 		// The view follows the database, in commit order, with the other
@@ -700,12 +790,7 @@ func (s *Store) commit(batch []*op) {
 			// Committed: acknowledged; the listener catches up.
 			_ = err
 		}
-		for i, o := range batch {
-			o.err <- errs[i]
-		}
-		if changed {
-			s.signal()
-		}
+		b.acknowledge()
 		return
 	}
 	s.mu.Lock()
@@ -731,17 +816,26 @@ func (s *Store) commit(batch []*op) {
 	s.mu.Unlock()
 	if s.wal != nil {
 		// Acknowledged once the syncer's fsync has made it durable.
-		s.wal.batches <- committed{batch: batch, errs: errs, wrote: wrote, changed: changed}
+		if !idle {
+			<-s.wal.idle // the syncer's token: it waits for this batch
+		}
+		s.wal.batches <- b
 		return
 	}
-	if wrote {
+	if b.wrote {
 		s.noteWrite(nil)
 	}
-	for i, o := range batch {
-		o.err <- errs[i]
+	b.acknowledge()
+}
+
+// acknowledge delivers each write's outcome and tells whoever waits on
+// Changed.
+func (b *batch) acknowledge() {
+	for i, o := range b.ops {
+		o.err <- b.errs[i]
 	}
-	if changed {
-		s.signal()
+	if b.changed {
+		b.s.signal()
 	}
 }
 
