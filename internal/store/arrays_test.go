@@ -193,7 +193,8 @@ func TestCreateArrayIdempotentAndCancel(t *testing.T) {
 }
 
 // BenchmarkCreateArray measures durable array submissions into the store
-// (WAL, synchronous=FULL) from GOMAXPROCS concurrent submitters (two with
+// (WAL, each acknowledged after its fsync) from GOMAXPROCS concurrent
+// submitters (two with
 // -cpu 2, as two users sweeping at once): each op is one array of size
 // tasks in one write. It reports tasks/s.
 //

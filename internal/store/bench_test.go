@@ -12,10 +12,10 @@ import (
 )
 
 // BenchmarkCreateWorkload measures durable submits into the store alone
-// (WAL, synchronous=FULL, group commit) from 32 concurrent submitters,
-// while another goroutine does what the control loop does for a team at
-// its limit: on every change, one ApplyPlan that gives each new workload
-// its pending reason. It reports submits/s and the p50 and p99 latency.
+// (WAL, group commit, each acknowledged after its fsync) from 32
+// concurrent submitters, while another goroutine does what the control loop
+// does for a team at its limit: on every change, one ApplyPlan that gives
+// each new workload its pending reason. It reports submits/s and the p50 and p99 latency.
 //
 //	go test ./internal/store -run '^$' -bench CreateWorkload -benchtime 20000x
 func BenchmarkCreateWorkload(b *testing.B) {

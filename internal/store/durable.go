@@ -54,29 +54,50 @@ func openWALSync(path string) (*walSync, error) {
 	return &walSync{path: path + "-wal", f: f, batches: make(chan *batch), idle: make(chan struct{}, 1), fdatasync: unix.Fdatasync}, nil
 }
 
-// sync makes durable everything written into the WAL so far. fdatasync
-// flushes the file, whichever descriptor wrote it; a WAL that was removed
-// and made again (SQLite does so only when every connection closes, and the
-// writer's stays open) is opened again first, so that the file synced is
-// the one SQLite writes.
+// sync makes durable everything written into the WAL so far: fdatasync
+// flushes the file, whichever descriptor wrote it. A WAL removed while the
+// store has it open fails the sync: SQLite, which removes it only when its
+// last connection closes, and the writer's stays open, may still be writing
+// into the removed file, which no recovery would read.
 func (w *walSync) sync() error {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(w.f.Fd()), &st); err != nil {
 		return err
 	}
 	if st.Nlink == 0 {
-		f, err := os.OpenFile(w.path, os.O_RDONLY|os.O_CREATE, 0o600)
-		if err != nil {
-			return err
-		}
-		w.f.Close()
-		w.f = f
+		return fmt.Errorf("%s was removed while the store had it open", w.path)
 	}
 	for {
 		err := w.fdatasync(int(w.f.Fd()))
 		if err != unix.EINTR {
 			return err
 		}
+	}
+}
+
+// stopWrites fails batch b, whose fsync failed, and every write after it,
+// until the server restarts (as PostgreSQL stops on a failed fsync): the
+// batch is committed and seen but not known to be on disk, and Linux
+// reports a failed writeback once and may drop the pages, so the frames
+// might never reach the disk even if a later fsync succeeds; since the WAL's
+// checksums chain its frames, recovery would then also drop every later
+// commit. Nothing after it may be acknowledged (an idempotent replay of the
+// failed submit included). Writable reports the failure from then on; a
+// restart recovers the WAL from the file.
+func (s *Store) stopWrites(b *batch, err error) {
+	err = fmt.Errorf("fsync the WAL (writes are refused until the server restarts): %w", err)
+	if de := storageError(err); isStorage(de) {
+		err = de
+	} else {
+		err = &diskError{kind: core.ErrUnavailable, err: err, what: "fsync failed"}
+	}
+	s.healthMu.Lock()
+	if s.syncErr == nil {
+		s.syncErr = err
+	}
+	s.healthMu.Unlock()
+	for i := range b.errs {
+		b.errs[i] = err
 	}
 }
 
@@ -92,19 +113,9 @@ func (s *Store) syncer() {
 			return
 		}
 		if err := s.wal.sync(); err != nil {
-			// Committed and seen, but not known to be on disk: no write
-			// of the batch is acknowledged (a client retries, under its
-			// idempotency key), and the store reports the disk.
-			err = storageError(fmt.Errorf("fsync the WAL: %w", err))
-			if !isStorage(err) {
-				err = &diskError{kind: core.ErrUnavailable, err: err, what: "fsync failed"}
-			}
-			s.noteWrite(err)
-			for i := range b.errs {
-				b.errs[i] = err
-			}
+			s.stopWrites(b, err)
 		} else if b.wrote {
-			s.noteWrite(nil)
+			s.noteWrite(nil, b.seq)
 		}
 		b.acknowledge()
 	}

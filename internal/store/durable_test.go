@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
+	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,16 +17,27 @@ import (
 // TestAcknowledgedOnlyAfterTheFsync holds the syncer's fsync and checks that
 // a write committed meanwhile is not acknowledged (its caller still waits),
 // though readers already see it (durable.go says why that is allowed), and
-// that it is acknowledged once the fsync returns; and that a write arriving
+// that it is acknowledged once the fsync returns; that a write arriving
 // meanwhile waits in the writer's open transaction, committed only once the
-// syncer is free, with an fsync of its own (one COMMIT for each fsync).
+// syncer is free, with an fsync of its own (one COMMIT for each fsync); and
+// that each fsync starts after the COMMIT of the writes it acknowledges.
 func TestAcknowledgedOnlyAfterTheFsync(t *testing.T) {
 	s, _ := fileFixture(t)
 	ctx := context.Background()
+	committed := func() int {
+		list, err := s.Workloads(ctx, WorkloadFilter{})
+		if err != nil {
+			t.Error(err)
+		}
+		return len(list)
+	}
+	// seen: the workloads committed as each fsync starts.
 	entered := make(chan int, 16)
 	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // never left hanging
 	s.wal.fdatasync = func(fd int) error {
-		entered <- fd
+		entered <- committed()
 		<-release
 		return unix.Fdatasync(fd)
 	}
@@ -33,13 +45,19 @@ func TestAcknowledgedOnlyAfterTheFsync(t *testing.T) {
 		w   *core.Workload
 		err error
 	}
-	first := make(chan result, 1)
-	go func() {
-		w, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0)
-		first <- result{w, err}
-	}()
+	submitAsync := func(milli int64) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			w, _, err := s.CreateWorkload(ctx, workload(milli), nil, t0)
+			ch <- result{w, err}
+		}()
+		return ch
+	}
+	first := submitAsync(1000)
+	var seen []int
 	select {
-	case <-entered: // committed; the fsync is held
+	case n := <-entered: // committed; the fsync is held
+		seen = append(seen, n)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the write's fsync never started")
 	}
@@ -48,29 +66,20 @@ func TestAcknowledgedOnlyAfterTheFsync(t *testing.T) {
 		t.Fatalf("write acknowledged (err %v) while its fsync was held", r.err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	// Committed: readers see the first.
-	list, err := s.Workloads(ctx, WorkloadFilter{Phases: []core.Phase{core.Pending}})
-	if err != nil {
-		t.Fatal(err)
+	if n := committed(); n != 1 {
+		t.Errorf("readers see %d workloads while the fsync is held, want the 1 committed", n)
 	}
-	if len(list) != 1 {
-		t.Errorf("readers see %d pending workloads while the fsync is held, want the 1 committed", len(list))
-	}
-	second := make(chan result, 1)
-	go func() {
-		w, _, err := s.CreateWorkload(ctx, workload(500), nil, t0)
-		second <- result{w, err}
-	}()
+	second := submitAsync(500)
 	time.Sleep(100 * time.Millisecond)
 	select {
 	case r := <-second:
 		t.Fatalf("second write acknowledged (err %v) while the first's fsync was held", r.err)
 	default:
 	}
-	if list, err := s.Workloads(ctx, WorkloadFilter{}); err != nil || len(list) != 1 {
-		t.Errorf("readers see %d workloads (err %v) while the first's fsync is held, want 1: the second waits uncommitted", len(list), err)
+	if n := committed(); n != 1 {
+		t.Errorf("readers see %d workloads while the first's fsync is held, want 1: the second waits uncommitted", n)
 	}
-	close(release)
+	once.Do(func() { close(release) })
 	for _, ch := range []chan result{first, second} {
 		select {
 		case r := <-ch:
@@ -81,76 +90,88 @@ func TestAcknowledgedOnlyAfterTheFsync(t *testing.T) {
 			t.Fatal("write not acknowledged after its fsync returned")
 		}
 	}
-	if n := len(entered); n != 1 {
-		t.Errorf("%d more fsyncs after the first, want 1: the second write's own", n)
+	for len(entered) > 0 {
+		seen = append(seen, <-entered)
+	}
+	if want := []int{1, 2}; !slices.Equal(seen, want) {
+		t.Errorf("workloads committed as each fsync started: %v, want %v (each write's own fsync, after its COMMIT)", seen, want)
 	}
 }
 
-// TestFailedFsyncFailsTheBatch fails the WAL's fsync: the writes it was to
-// make durable fail with core.ErrUnavailable, never succeed, Writable reports
-// the disk, and the next write whose fsync works is acknowledged and clears
-// it.
-func TestFailedFsyncFailsTheBatch(t *testing.T) {
-	s, _ := fileFixture(t)
+// TestFailedFsyncStopsWrites fails the WAL's fsync: the writes it was to
+// make durable fail with core.ErrUnavailable, never succeed; and so does
+// every write after it, an idempotent replay of the failed submit too, even
+// once fsync works again, with Writable reporting it, until the store is
+// opened again (a restart), which writes again.
+func TestFailedFsyncStopsWrites(t *testing.T) {
+	s, path := fileFixture(t)
 	ctx := context.Background()
 	s.wal.fdatasync = func(int) error { return unix.EIO }
-	_, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0)
+	idem := &Idempotency{Key: "k1", Hash: "h1"}
+	_, _, err := s.CreateWorkload(ctx, workload(1000), idem, t0)
 	if !errors.Is(err, core.ErrUnavailable) {
 		t.Fatalf("submit with a failing fsync: err %v, want core.ErrUnavailable", err)
 	}
-	if err := s.Writable(ctx); !errors.Is(err, core.ErrUnavailable) {
-		t.Errorf("Writable after a failed fsync: %v, want core.ErrUnavailable", err)
+	s.wal.fdatasync = unix.Fdatasync
+	for _, w := range []struct {
+		name string
+		idem *Idempotency
+	}{{"the failed submit replayed", idem}, {"another submit", nil}} {
+		if _, _, err := s.CreateWorkload(ctx, workload(1000), w.idem, t0); !errors.Is(err, core.ErrUnavailable) {
+			t.Errorf("%s after a failed fsync: err %v, want core.ErrUnavailable until a restart", w.name, err)
+		}
 	}
 	s.healthMu.Lock()
-	s.probedAt = time.Now() // no probe of its own: the next write clears it
+	s.probedAt = time.Time{} // Writable may probe: it must still fail
 	s.healthMu.Unlock()
-	s.wal.fdatasync = unix.Fdatasync
-	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
+	if err := s.Writable(ctx); !errors.Is(err, core.ErrUnavailable) {
+		t.Errorf("Writable after a failed fsync: %v, want core.ErrUnavailable until a restart", err)
+	}
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	s = open(t, path)
+	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
+		t.Errorf("submit after a restart: %v", err)
+	}
 	if err := s.Writable(ctx); err != nil {
-		t.Errorf("Writable after a write that was synced: %v", err)
+		t.Errorf("Writable after a restart: %v", err)
 	}
 }
 
-// TestSyncFollowsARemadeWAL removes the WAL file behind the syncer's back
-// (as SQLite does when the last connection closes) and makes it again: the
-// syncer must sync the file SQLite now writes, not the removed one.
-func TestSyncFollowsARemadeWAL(t *testing.T) {
+// TestRemovedWALStopsWrites removes the WAL file behind the store's back:
+// SQLite goes on writing into the removed file, which no recovery would
+// read, so the write fails rather than being acknowledged, and so do those
+// after it.
+func TestRemovedWALStopsWrites(t *testing.T) {
 	s, path := fileFixture(t)
 	ctx := context.Background()
-	var synced []uint64
-	s.wal.fdatasync = func(fd int) error {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return err
+	if err := os.Remove(path + "-wal"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); !errors.Is(err, core.ErrUnavailable) {
+			t.Errorf("submit %d after the WAL was removed: err %v, want core.ErrUnavailable", i, err)
 		}
-		synced = append(synced, st.Ino)
-		return unix.Fdatasync(fd)
 	}
-	wal := path + "-wal"
-	if err := os.Rename(wal, filepath.Join(filepath.Dir(path), "old-wal")); err != nil {
-		t.Fatal(err)
+}
+
+// TestHealthInWriteOrder notes a batch's success after a later batch's
+// failure, as the syncer can (it acknowledges a batch while the writer has
+// failed the next): Writable keeps the later failure.
+func TestHealthInWriteOrder(t *testing.T) {
+	s, _ := fileFixture(t)
+	full := &diskError{kind: core.ErrNoSpace, err: syscall.ENOSPC, what: "full"}
+	s.noteWrite(full, 11)
+	s.noteWrite(nil, 10)
+	s.healthMu.Lock()
+	s.probedAt = time.Now() // no probe: the noted outcome is reported
+	s.healthMu.Unlock()
+	if err := s.Writable(context.Background()); !errors.Is(err, core.ErrNoSpace) {
+		t.Errorf("Writable after batch 11 failed and batch 10 succeeded: %v, want core.ErrNoSpace", err)
 	}
-	if err := os.Remove(filepath.Join(filepath.Dir(path), "old-wal")); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(wal, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	fi, err := os.Stat(wal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The write itself goes to the removed file (SQLite's descriptor);
-	// what is checked is the file synced.
-	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
-		t.Fatal(err)
-	}
-	want := fi.Sys().(*syscall.Stat_t).Ino
-	if len(synced) == 0 || synced[len(synced)-1] != want {
-		t.Errorf("synced inodes %v, want the last to be the WAL now at its path (%d)", synced, want)
+	s.noteWrite(nil, 12)
+	if err := s.Writable(context.Background()); err != nil {
+		t.Errorf("Writable after batch 12 succeeded: %v", err)
 	}
 }

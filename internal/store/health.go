@@ -71,12 +71,24 @@ func isStorage(err error) bool {
 // write.
 const probeEvery = time.Second
 
-// noteWrite records the outcome of a commit for Writable: the storage error
-// of a failed one, or nil after one that wrote.
-func (s *Store) noteWrite(err error) {
+// noteWrite records the outcome of the batch seq (its place in the writer's
+// order) for Writable: the storage error of a failed one, or nil after one
+// that wrote. An outcome older than the last noted is dropped: the syncer
+// acknowledges a batch after the writer may have failed the next one.
+func (s *Store) noteWrite(err error, seq int64) {
 	s.healthMu.Lock()
-	s.writeErr = err
+	if seq >= s.notedSeq {
+		s.notedSeq, s.writeErr = seq, err
+	}
 	s.healthMu.Unlock()
+}
+
+// brokenSync is the failed fsync that stopped a SQLite store's writes
+// (durable.go), or nil.
+func (s *Store) brokenSync() error {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	return s.syncErr
 }
 
 // Readable reports whether the store can read its database: a query of
@@ -92,8 +104,12 @@ func (s *Store) Readable(ctx context.Context) error {
 // failing (core.ErrUnavailable). The condition holds until a write
 // succeeds; while it holds, Writable tries a small write of its own (at most
 // once every probeEvery) so that it clears once space returns even when
-// nothing else writes. Readiness probes call it.
+// nothing else writes. Readiness probes call it. After a failed fsync of the
+// WAL it reports that failure until the server restarts (durable.go).
 func (s *Store) Writable(ctx context.Context) error {
+	if err := s.brokenSync(); err != nil {
+		return err
+	}
 	s.healthMu.Lock()
 	err := s.writeErr
 	probe := err != nil && time.Since(s.probedAt) >= probeEvery

@@ -70,6 +70,12 @@ type Store struct {
 	healthMu sync.Mutex
 	writeErr error
 	probedAt time.Time
+	// notedSeq is the batch whose outcome writeErr is (noteWrite);
+	// syncErr, the failed fsync that stopped every write (durable.go).
+	notedSeq int64
+	syncErr  error
+	// batches counts the writer's transactions (batch.seq).
+	batches int64
 
 	// stmts holds the writer's statements, prepared once on the write
 	// connection, by query text; toPrepare the queries a transaction ran
@@ -373,6 +379,9 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	r, err := sql.Open("sqlite", dsn("query_only(1)"))
 	if err != nil {
 		w.Close()
+		if s.wal != nil {
+			s.wal.f.Close()
+		}
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
@@ -628,6 +637,7 @@ type batch struct {
 	wrote, changed bool
 	lease          *leaseRow // read once, by the first fenced write
 	err            error     // set by abort: every write fails with it
+	seq            int64     // its place in the writer's order (noteWrite)
 }
 
 // commit runs ops in one transaction and commits it. When the transaction
@@ -648,11 +658,15 @@ func (s *Store) commit(ops []*op) {
 // opened (every op has failed).
 func (s *Store) begin(ops []*op) *batch {
 	ctx := context.Background()
-	b := &batch{s: s}
+	s.batches++
+	b := &batch{s: s, seq: s.batches}
 	fail := func(err error) *batch {
 		b.ops = ops // none has run
 		b.abort(err)
 		return nil
+	}
+	if err := s.brokenSync(); err != nil {
+		return fail(err) // stopped for good (durable.go)
 	}
 	sqltx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -730,7 +744,7 @@ func (b *batch) run(o *op) {
 func (b *batch) abort(err error) {
 	err = storageError(err)
 	if isStorage(err) {
-		b.s.noteWrite(err)
+		b.s.noteWrite(err, b.seq)
 	}
 	b.err = err
 	for _, o := range b.ops {
@@ -782,7 +796,7 @@ func (s *Store) end(b *batch, idle bool) {
 	s.forgetCached(tx)
 	if s.pg != nil {
 		if b.wrote {
-			s.noteWrite(nil)
+			s.noteWrite(nil, b.seq)
 		}
 		// The view follows the database, in commit order, with the other
 		// servers' writes; this batch is in it before it is acknowledged.
@@ -823,7 +837,7 @@ func (s *Store) end(b *batch, idle bool) {
 		return
 	}
 	if b.wrote {
-		s.noteWrite(nil)
+		s.noteWrite(nil, b.seq)
 	}
 	b.acknowledge()
 }
