@@ -194,9 +194,8 @@ func TestCreateArrayIdempotentAndCancel(t *testing.T) {
 
 // BenchmarkCreateArray measures durable array submissions into the store
 // (WAL, each acknowledged after its fsync) from GOMAXPROCS concurrent
-// submitters (two with
-// -cpu 2, as two users sweeping at once): each op is one array of size
-// tasks in one write. It reports tasks/s.
+// submitters (two with -cpu 2, as two users sweeping at once): each op is
+// one array of size tasks in one write. It reports tasks/s.
 //
 //	go test ./internal/store -run '^$' -bench CreateArray -benchtime 20x -cpu 2
 func BenchmarkCreateArray(b *testing.B) {
