@@ -34,7 +34,10 @@
 // core.ErrNoSpace (full) or core.ErrUnavailable (I/O), and the transaction is
 // rolled back. Reads go on; Writable reports the condition (for readiness)
 // until a write succeeds, probing with a small write of its own, and writes
-// work again once space returns, without a restart. Errors other than "not
+// work again once space returns, without a restart. A failed fsync of the
+// WAL is different: the batch it was to make durable is committed but may
+// never reach the disk, so it and every write after it fail, and Writable
+// reports it, until the server restarts (durable.go). Errors other than "not
 // found" from a read inside a write fail that write: nothing is taken for
 // gone because it could not be read.
 //
@@ -69,10 +72,13 @@
 // Writes that depend on the state (placing a workload, finishing an
 // attempt) read it inside their transaction and re-check it, never the
 // view: ApplyPlan calls core.Fits again, so a stale plan is rejected rather
-// than over-committing a GPU. A workload's status is always read from the
-// transaction; only what never changes once stored (ID, sequence, creation
-// time, spec) is taken from the view, or from the batch's own earlier
-// writes, so that the spec is not decoded again by every write.
+// than over-committing a GPU. A pending or running workload is taken from
+// the view or from the batch's own earlier writes (inside the writer they
+// are the row: only the writer changes it, and it brings the view up to
+// each commit before it runs the next batch); any other workload's status
+// is read from the transaction, and only what never changes once stored
+// (ID, sequence, creation time, spec) is taken from the view, so that the
+// spec is not decoded again by every write.
 //
 // The writer prepares each query once on its connection (between
 // transactions, the first time a transaction runs it; at most maxStmts of
