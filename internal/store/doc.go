@@ -14,8 +14,9 @@
 // them only after the COMMIT has reached the disk (group
 // commit). A 2xx on submit therefore means the workload is on disk, and the
 // cost of an fsync is shared by everything that arrived while the previous
-// one was in flight; before committing, the writer yields once to take the
-// writes that were about to be queued, so that a burst shares one commit
+// one was in flight; before it opens a transaction, the writer yields once
+// to take the writes that were about to be queued, so that a burst shares
+// one commit
 // (and one copy of its pages in the WAL) instead of paying one each. On
 // SQLite the fsync is pipelined (durable.go): the COMMIT writes the WAL
 // (synchronous=NORMAL) and a second goroutine, the syncer, runs fdatasync
@@ -41,8 +42,9 @@
 // found" from a read inside a write fail that write: nothing is taken for
 // gone because it could not be read.
 //
-// SQLite is the state, so a restart (even after kill -9) finds exactly what
-// was acknowledged. The store keeps in memory only views of what is
+// SQLite is the state, so a restart (even after kill -9) finds everything
+// that was acknowledged (and possibly a batch whose fsync was running or
+// failed, never acknowledged). The store keeps in memory only views of what is
 // committed, which it rebuilds or refills from the file, and derived data
 // that is not persisted:
 //

@@ -85,11 +85,13 @@ func (w *walSync) sync() error {
 // failed submit included). Writable reports the failure from then on; a
 // restart recovers the WAL from the file.
 func (s *Store) stopWrites(b *batch, err error) {
-	err = fmt.Errorf("fsync the WAL (writes are refused until the server restarts): %w", err)
-	if de := storageError(err); isStorage(de) {
-		err = de
-	} else {
-		err = &diskError{kind: core.ErrUnavailable, err: err, what: "fsync failed"}
+	if !isStorage(err) {
+		err = fmt.Errorf("fsync the WAL (writes are refused until the server restarts): %w", err)
+		if de := storageError(err); isStorage(de) {
+			err = de
+		} else {
+			err = &diskError{kind: core.ErrUnavailable, err: err, what: "fsync failed"}
+		}
 	}
 	s.healthMu.Lock()
 	if s.syncErr == nil {
@@ -112,7 +114,11 @@ func (s *Store) syncer() {
 		if !ok {
 			return
 		}
-		if err := s.wal.sync(); err != nil {
+		if err := s.brokenSync(); err != nil {
+			// Committed while an earlier batch's fsync failed: it may
+			// not survive that batch's loss (stopWrites).
+			s.stopWrites(b, err)
+		} else if err := s.wal.sync(); err != nil {
 			s.stopWrites(b, err)
 		} else if b.wrote {
 			s.noteWrite(nil, b.seq)

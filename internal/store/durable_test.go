@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -136,6 +137,47 @@ func TestFailedFsyncStopsWrites(t *testing.T) {
 	}
 	if err := s.Writable(ctx); err != nil {
 		t.Errorf("Writable after a restart: %v", err)
+	}
+}
+
+// TestWriteDuringFailingFsyncFails runs a write in the writer's open
+// transaction while the previous batch's fsync fails: it must fail too,
+// never be acknowledged, since recovery would drop it with the failed batch.
+func TestWriteDuringFailingFsyncFails(t *testing.T) {
+	s, _ := fileFixture(t)
+	ctx := context.Background()
+	entered := make(chan struct{}, 4)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	var calls atomic.Int32
+	s.wal.fdatasync = func(fd int) error {
+		if calls.Add(1) == 1 {
+			entered <- struct{}{}
+			<-release
+			return unix.EIO
+		}
+		return unix.Fdatasync(fd)
+	}
+	submitAsync := func(milli int64) chan error {
+		ch := make(chan error, 1)
+		go func() { _, _, err := s.CreateWorkload(ctx, workload(milli), nil, t0); ch <- err }()
+		return ch
+	}
+	first := submitAsync(1000)
+	<-entered
+	second := submitAsync(500)
+	time.Sleep(100 * time.Millisecond) // the second runs in the open transaction
+	once.Do(func() { close(release) })
+	for i, ch := range []chan error{first, second} {
+		select {
+		case err := <-ch:
+			if !errors.Is(err, core.ErrUnavailable) {
+				t.Errorf("write %d, with or after the failed fsync: err %v, want core.ErrUnavailable", i+1, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("write %d never answered", i+1)
+		}
 	}
 }
 

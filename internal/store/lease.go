@@ -92,8 +92,11 @@ func (tx *wtx) readLease() (*leaseRow, error) {
 }
 
 // checkFence refuses a write under f unless f's token is the lease's and the
-// lease is unexpired. The lease is read once per batch (*cached): the write
-// lock keeps it from changing under the batch.
+// lease is unexpired. The lease is read once and kept in *cached for the
+// fenced writes that follow in the batch: the write lock keeps other servers
+// from changing it; the batch forgets it after any write that is not fenced
+// (a Campaign may have changed it) and before each write that arrives into
+// an open batch (Store.pipeline: an fsync may have passed since).
 func (tx *wtx) checkFence(f Fence, cached **leaseRow) error {
 	tok := f.Token()
 	if tok == 0 {

@@ -198,7 +198,13 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time, events *[]core.Ev
 	if known := tx.known(d.Workload); known != nil && known.Status.Phase == core.Pending {
 		// Only the status's strings change: a shallow copy shares the
 		// rest with the view, whose values are never changed in place
-		// (getForUpdate's deep copy, for writes that change more).
+		// (getForUpdate's deep copy, for writes that change more). A
+		// value a write of this batch changed and handed to its caller
+		// (a submit's) is copied whole: the view must share nothing
+		// with it.
+		if tx.handedOut(known) {
+			known = known.Clone()
+		}
 		c := *known
 		w = &c
 	} else {

@@ -188,6 +188,12 @@ func (tx *wtx) keep(w *core.Workload) {
 	tx.changed = append(tx.changed, w)
 }
 
+// handedOut reports whether w is a value a write of this transaction
+// changed and did not keep: its caller may hold it.
+func (tx *wtx) handedOut(w *core.Workload) bool {
+	return slices.Contains(tx.changed, w) && !tx.kept[w]
+}
+
 // Exec, Query and QueryRow are those of sql.Tx, through the prepared
 // statement of query when there is one.
 func (tx *wtx) Exec(query string, args ...any) (sql.Result, error) {
@@ -546,11 +552,13 @@ func (s *Store) queue(ctx context.Context, fn func(tx *wtx) error, bare bool) er
 }
 
 // writer is the only goroutine that writes. It gathers queued writes into one
-// transaction (group commit): each runs under its own savepoint, so a failing
-// write is rolled back alone, and all are acknowledged once the COMMIT has
-// reached the disk: after the syncer's fsync on a durable SQLite store
-// (durable.go), at once on PostgreSQL (whose COMMIT waits for its own
-// flush) and with NoSync.
+// transaction (group commit), and on a durable SQLite store goes on running
+// the writes that arrive in it until the syncer is free (pipeline); each
+// runs under its own savepoint (or none, a bare one, which fails before it
+// changes anything), so a failing write is rolled back alone, and all are
+// acknowledged once the COMMIT has reached the disk: after the syncer's
+// fsync on a durable SQLite store (durable.go), at once on PostgreSQL
+// (whose COMMIT waits for its own flush) and with NoSync.
 func (s *Store) writer() {
 	defer s.wg.Done()
 	if s.wal != nil {
@@ -565,7 +573,7 @@ func (s *Store) writer() {
 			for {
 				select {
 				case o := <-s.ops:
-					s.commit([]*op{o})
+					s.commit(s.gather([]*op{o}))
 				default:
 					return
 				}
@@ -618,6 +626,10 @@ func (s *Store) pipeline(first *op) {
 			s.end(b, true)
 			return
 		case o := <-s.ops:
+			// The lease a fenced write is checked against is read
+			// again for a write that arrives into the open batch:
+			// an fsync may have passed since it was read.
+			b.lease = nil
 			b.run(o)
 		}
 	}
@@ -737,6 +749,9 @@ func (b *batch) run(o *op) {
 	b.errs[i] = fnErr
 	b.wrote = b.wrote || fnErr == nil
 	b.changed = b.changed || (fnErr == nil && !o.quiet)
+	if fnErr == nil && o.fence == nil {
+		b.lease = nil // it may have changed the lease (Campaign)
+	}
 }
 
 // abort fails every write of the batch with err (the transaction is
@@ -777,6 +792,14 @@ func (s *Store) end(b *batch, idle bool) {
 			b.abort(fmt.Errorf("notify: %w", err))
 			return
 		}
+	}
+	if err := s.brokenSync(); err != nil {
+		// An fsync failed while this batch was open: nothing after it
+		// may commit (durable.go).
+		tx.Rollback()
+		s.rollback()
+		b.abort(err)
+		return
 	}
 	if s.pg == nil && len(tx.changed) > 0 {
 		s.mu.Lock()
