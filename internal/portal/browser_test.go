@@ -527,7 +527,9 @@ func TestPortalInBrowser(t *testing.T) {
 	if h, err := s.admin.WorkloadUsage(context.Background(), id, time.Hour); err != nil || len(h.Points) == 0 || h.Points[len(h.Points)-1].GPUUtilization != 0.8 {
 		t.Errorf("GET /workloads/%s/usage: %+v, %v; want its samples, the latest at 0.8", id, h, err)
 	}
-	get(t, b, "scroll to the chart", chromedp.Evaluate[bool](`document.getElementById('usage-card').scrollIntoView({block: 'center'}) || true`))
+	// (jsDo: scrollIntoView answers a promise in newer Chromium, which an
+	// "|| true" passed on.)
+	b.run(t, "scroll to the chart", jsDo(`document.getElementById('usage-card').scrollIntoView({block: 'center'})`))
 	b.shot(t, "workload-usage")
 
 	b.run(t, "nodes",
