@@ -33,6 +33,11 @@ func NewClient(addr, token string) *Client {
 	return &Client{Addr: strings.TrimRight(addr, "/"), Token: token, HTTP: &http.Client{Transport: transport}}
 }
 
+// transport is the clients' shared connection pool: the default one's, but
+// keeping up to 64 idle connections to a server rather than 2, so that
+// concurrent callers in one process (a script submitting a sweep, the
+// benchmarks) reuse their connections instead of dialling anew for most
+// requests.
 var transport = func() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64

@@ -26,7 +26,10 @@ import (
 // the p50 and p99 latency, the CPU time the process spent per submit and
 // the share of the cores it kept busy.
 //
-//	go test ./internal/app -run '^$' -bench Submit -benchtime 5000x
+// ("-bench Submit" would also run BenchmarkSubmitToRunning, which starts a
+// process for each of its b.N submits.)
+//
+//	go test ./internal/app -run '^$' -bench '^BenchmarkSubmit$' -benchtime 5000x
 func BenchmarkSubmit(b *testing.B) {
 	b.Run("store=sqlite", func(b *testing.B) { benchSubmit(b, "") })
 	b.Run("store=postgres", func(b *testing.B) { benchSubmit(b, pgtest.DB(b)) })

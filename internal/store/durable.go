@@ -75,8 +75,8 @@ func (w *walSync) sync() error {
 	}
 }
 
-// stopWrites fails batch b, whose fsync failed, and every write after it,
-// until the server restarts (as PostgreSQL stops on a failed fsync): the
+// stopWrites fails batch b, whose fsync failed (or came after one that
+// did), and every write after it, until the server restarts (as PostgreSQL stops on a failed fsync): the
 // batch is committed and seen but not known to be on disk, and Linux
 // reports a failed writeback once and may drop the pages, so the frames
 // might never reach the disk even if a later fsync succeeds; since the WAL's

@@ -74,8 +74,8 @@ type Store struct {
 	// syncErr, the failed fsync that stopped every write (durable.go).
 	notedSeq int64
 	syncErr  error
-	// batches counts the writer's transactions (batch.seq).
-	batches int64
+	// batchSeq counts the writer's transactions (batch.seq).
+	batchSeq int64
 
 	// stmts holds the writer's statements, prepared once on the write
 	// connection, by query text; toPrepare the queries a transaction ran
@@ -670,8 +670,8 @@ func (s *Store) commit(ops []*op) {
 // opened (every op has failed).
 func (s *Store) begin(ops []*op) *batch {
 	ctx := context.Background()
-	s.batches++
-	b := &batch{s: s, seq: s.batches}
+	s.batchSeq++
+	b := &batch{s: s, seq: s.batchSeq}
 	fail := func(err error) *batch {
 		b.ops = ops // none has run
 		b.abort(err)
@@ -724,9 +724,7 @@ func (b *batch) run(o *op) {
 	if o.fence != nil {
 		if err := tx.checkFence(o.fence, &b.lease); err != nil {
 			if de := storageError(err); isStorage(de) {
-				tx.Rollback()
-				b.s.rollback()
-				b.abort(de)
+				b.fail(de)
 				return
 			}
 			b.s.fenced.Add(1)
@@ -741,9 +739,7 @@ func (b *batch) run(o *op) {
 		err = fmt.Errorf("savepoint: %w", err)
 	}
 	if err != nil {
-		tx.Rollback()
-		b.s.rollback()
-		b.abort(err)
+		b.fail(err)
 		return
 	}
 	b.errs[i] = fnErr
@@ -752,6 +748,14 @@ func (b *batch) run(o *op) {
 	if fnErr == nil && o.fence == nil {
 		b.lease = nil // it may have changed the lease (Campaign)
 	}
+}
+
+// fail rolls the batch's transaction back and fails every write of it with
+// err (abort).
+func (b *batch) fail(err error) {
+	b.tx.Rollback()
+	b.s.rollback()
+	b.abort(err)
 }
 
 // abort fails every write of the batch with err (the transaction is
@@ -788,17 +792,14 @@ func (s *Store) end(b *batch, idle bool) {
 		// Every server's loop hears of the change (a quota, a node, a
 		// workload) at COMMIT, as this one's does through notify.
 		if _, err := tx.Exec("SELECT pg_notify(?, '')", notifyChannel); err != nil {
-			tx.Rollback()
-			b.abort(fmt.Errorf("notify: %w", err))
+			b.fail(fmt.Errorf("notify: %w", err))
 			return
 		}
 	}
 	if err := s.brokenSync(); err != nil {
 		// An fsync failed while this batch was open: nothing after it
 		// may commit (durable.go).
-		tx.Rollback()
-		s.rollback()
-		b.abort(err)
+		b.fail(err)
 		return
 	}
 	if s.pg == nil && len(tx.changed) > 0 {

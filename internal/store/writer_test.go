@@ -266,3 +266,40 @@ func TestExplanationOutOfStepFails(t *testing.T) {
 		t.Errorf("status %s (%v): the explanation was written", status, err)
 	}
 }
+
+// TestExplanationSharesNothingWithACaller explains, in the batch of the
+// write that made it, a workload whose value that write hands to its caller
+// (as a submit does): the view keeps the explanation's copy, so a caller
+// changing its value afterwards must not change what the store serves.
+func TestExplanationSharesNothingWithACaller(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	c := workload(250)
+	c.Env = map[string]string{"K": "v"}
+	c.Command = []string{"train"}
+	err := s.do(ctx, func(tx *wtx) error {
+		c.ID, c.CreatedAt, c.Status = "wl-handedout", t0, core.Status{Phase: core.Pending, Reason: "Submitted"}
+		if _, err := tx.Exec(`INSERT INTO workloads (id, team, owner, phase, created_at, spec, status) VALUES (?, 'a', 'alice', 'Pending', ?, ?, ?)`,
+			string(c.ID), unixNano(t0), mustJSON(t, &c.Spec), mustJSON(t, &c.Status)); err != nil {
+			return err
+		}
+		tx.changed = append(tx.changed, c) // handed to the caller, as CreateWorkload's out
+		var events []core.Event
+		if err := setPendingReason(tx, core.Decision{Workload: c.ID, Reason: "QuotaLimit", Message: "at the limit"}, t0, &events); err != nil {
+			return err
+		}
+		return addEvents(tx, events)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Env["K"] = "changed by the caller"
+	c.Command[0] = "changed"
+	got, err := s.Workload(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Reason != "QuotaLimit" || got.Env["K"] != "v" || got.Command[0] != "train" {
+		t.Errorf("served reason %q, env %v, command %v; want QuotaLimit, the env and command as written", got.Status.Reason, got.Env, got.Command)
+	}
+}

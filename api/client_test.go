@@ -1,0 +1,53 @@
+package api
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestConcurrentClientsReuseConnections sends rounds of 32 concurrent
+// requests through 32 clients, as BenchmarkSubmit does: no connection is
+// ever closed, so all the rounds together open at most 32. With the default
+// transport, which keeps 2 idle connections to a server, most of each round
+// dialled anew.
+func TestConcurrentClientsReuseConnections(t *testing.T) {
+	var opened atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"wl-x","team":"a"}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	const clients = 32
+	cls := make([]*Client, clients)
+	for i := range cls {
+		cls[i] = NewClient(srv.URL, "token")
+	}
+	round := func() {
+		var wg sync.WaitGroup
+		for _, cl := range cls {
+			wg.Go(func() {
+				if _, err := cl.GetWorkload(context.Background(), "wl-x"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for range 6 {
+		round()
+	}
+	if n := opened.Load(); n > clients {
+		t.Errorf("6 rounds of %d concurrent requests opened %d connections, want at most %d: each reused", clients, n, clients)
+	}
+}
