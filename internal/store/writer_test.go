@@ -32,18 +32,8 @@ func TestWritesReadLikeTheFile(t *testing.T) {
 	c.Env = map[string]string{"K": "v"}
 	var cid core.WorkloadID
 	err := s.do(ctx, func(tx *wtx) error {
-		c.ID, c.CreatedAt, c.Status = "wl-samebatch0", t0, core.Status{Phase: core.Pending, Reason: "Submitted"}
-		if _, err := tx.Exec(`INSERT INTO workloads (id, team, owner, phase, created_at, spec, status) VALUES (?, 'a', 'alice', 'Pending', ?, ?, ?)`,
-			string(c.ID), unixNano(t0), mustJSON(t, &c.Spec), mustJSON(t, &c.Status)); err != nil {
-			return err
-		}
-		tx.changed = append(tx.changed, c)
-		cid = c.ID
-		var events []core.Event
-		if err := setPendingReason(tx, core.Decision{Workload: c.ID, Reason: "QuotaLimit", Message: "at the limit"}, t0, &events); err != nil {
-			return err
-		}
-		return addEvents(tx, events)
+		cid = "wl-samebatch0"
+		return submitAndExplain(t, tx, c, cid)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -278,17 +268,7 @@ func TestExplanationSharesNothingWithACaller(t *testing.T) {
 	c.Env = map[string]string{"K": "v"}
 	c.Command = []string{"train"}
 	err := s.do(ctx, func(tx *wtx) error {
-		c.ID, c.CreatedAt, c.Status = "wl-handedout", t0, core.Status{Phase: core.Pending, Reason: "Submitted"}
-		if _, err := tx.Exec(`INSERT INTO workloads (id, team, owner, phase, created_at, spec, status) VALUES (?, 'a', 'alice', 'Pending', ?, ?, ?)`,
-			string(c.ID), unixNano(t0), mustJSON(t, &c.Spec), mustJSON(t, &c.Status)); err != nil {
-			return err
-		}
-		tx.changed = append(tx.changed, c) // handed to the caller, as CreateWorkload's out
-		var events []core.Event
-		if err := setPendingReason(tx, core.Decision{Workload: c.ID, Reason: "QuotaLimit", Message: "at the limit"}, t0, &events); err != nil {
-			return err
-		}
-		return addEvents(tx, events)
+		return submitAndExplain(t, tx, c, "wl-handedout")
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -302,4 +282,21 @@ func TestExplanationSharesNothingWithACaller(t *testing.T) {
 	if got.Status.Reason != "QuotaLimit" || got.Env["K"] != "v" || got.Command[0] != "train" {
 		t.Errorf("served reason %q, env %v, command %v; want QuotaLimit, the env and command as written", got.Status.Reason, got.Env, got.Command)
 	}
+}
+
+// submitAndExplain stores c as pending with ID id in tx, as a submit does
+// (its value in tx.changed, handed to the caller as CreateWorkload's out),
+// and then explains it as a plan in the same batch would: QuotaLimit.
+func submitAndExplain(t *testing.T, tx *wtx, c *core.Workload, id core.WorkloadID) error {
+	c.ID, c.CreatedAt, c.Status = id, t0, core.Status{Phase: core.Pending, Reason: "Submitted"}
+	if _, err := tx.Exec(`INSERT INTO workloads (id, team, owner, phase, created_at, spec, status) VALUES (?, 'a', 'alice', 'Pending', ?, ?, ?)`,
+		string(c.ID), unixNano(t0), mustJSON(t, &c.Spec), mustJSON(t, &c.Status)); err != nil {
+		return err
+	}
+	tx.changed = append(tx.changed, c)
+	var events []core.Event
+	if err := setPendingReason(tx, core.Decision{Workload: c.ID, Reason: "QuotaLimit", Message: "at the limit"}, t0, &events); err != nil {
+		return err
+	}
+	return addEvents(tx, events)
 }
