@@ -819,7 +819,8 @@ func TaskFor(w *core.Workload) executor.Task {
 // reasonChunk bounds how many pending workloads' explanations one write
 // carries: a plan that explains thousands (a flood of submits, a cluster
 // that filled) writes them in several writes, so that a submit queued
-// meanwhile waits for one of them (a few milliseconds), not for all.
+// meanwhile waits for one of them (a few milliseconds), not for all. (On
+// PostgreSQL: on SQLite the store keeps them in memory.)
 const reasonChunk = 128
 
 // changedDecisions keeps the decisions that would change a pending

@@ -21,11 +21,13 @@
 // max runtime, when a budget gate changed (read every Resync), Resync after
 // a cycle that left something to retry, and otherwise every 60 × Resync
 // (the safety resync), so that an idle server does not re-run its queue.
-// Changes are paced: one that comes less than twice the last cycle's length
-// (at most 1 s) after it ended waits until then, with the others that come
-// meanwhile, so that a flood of submits leaves the CPU to the API and the
-// writer. A cycle writes its explanations of pending workloads 128 to a
-// write, so that a submit queued meanwhile waits for one of them only.
+// Changes are paced: one that comes less than eight times the last cycle's
+// length (at most 1 s) after it ended waits until then, with the others that
+// come meanwhile, so that a flood of submits leaves the CPU to the API and
+// the writer. A cycle hands the store its explanations of pending workloads
+// 128 at a time: on PostgreSQL each is a write, so that a submit queued
+// meanwhile waits for one of them only; on SQLite the store keeps them in
+// memory.
 // With a clock of the caller's (a virtual one), the loop runs every Resync,
 // as it cannot wait on that clock. Step, for callers that drive the loop
 // themselves, runs one cycle whenever called.

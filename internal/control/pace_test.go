@@ -11,10 +11,11 @@ func TestPacedIsBoundedByMaxPace(t *testing.T) {
 		took, want time.Duration // want: after ran
 	}{
 		{0, 0},
-		{time.Millisecond, 2 * time.Millisecond},
-		{200 * time.Millisecond, 400 * time.Millisecond},
+		{time.Millisecond, 8 * time.Millisecond},
+		{100 * time.Millisecond, 800 * time.Millisecond},
+		{125 * time.Millisecond, maxPace},
 		{500 * time.Millisecond, maxPace},
-		{10 * time.Second, maxPace}, // a 10 s cycle: a change waits 1 s, not 20
+		{10 * time.Second, maxPace}, // a 10 s cycle: a change waits 1 s, not 80
 	} {
 		l := &Loop{wake: wake{ran: ran, took: tt.took}}
 		if got := l.paced().Sub(ran); got != tt.want {
@@ -22,3 +23,6 @@ func TestPacedIsBoundedByMaxPace(t *testing.T) {
 		}
 	}
 }
+
+// PaceFactor is paceFactor, for the tests outside the package.
+const PaceFactor = paceFactor

@@ -51,8 +51,17 @@ import (
 // after that cycle, before it starts another; never more than maxPace, so
 // that on a cluster whose cycles last a second or more a change still runs
 // within about a second of the last cycle.
+//
+// It was 2 while a cycle waited for its explanations' commit and fsync,
+// which made up most of its length. On SQLite they no longer wait (the
+// store keeps them in memory), so a cycle's length is CPU: at 2 the loop
+// took a third of a core under a flood of submits (266 cycles of 3 ms in
+// BenchmarkSubmit's 3 s, against 48 before), at 8 a ninth. A change then
+// waits at most 8 cycle lengths: 25 ms behind cycles of 3 ms, the
+// second of maxPace behind cycles of 125 ms or more; Volcano and KAI
+// run a cycle each second.
 const (
-	paceFactor = 2
+	paceFactor = 8
 	maxPace    = time.Second
 )
 

@@ -223,11 +223,12 @@ func TestHeartbeatRunsNoCycle(t *testing.T) {
 
 func TestChangesArePacedUnderAFlood(t *testing.T) {
 	// Cycles made to last cycleLen (OnCycle runs inside the cycle): under a
-	// stream of submits, a cycle starts no sooner than paceFactor (2)
-	// lengths after the last one ended, so the loop runs about one cycle
-	// per 3 × cycleLen, not one per cycleLen back to back; and a change
-	// after a quiet spell still runs its cycle at once.
-	const cycleLen = 40 * time.Millisecond
+	// stream of submits, a cycle starts no sooner than paceFactor lengths
+	// after the last one ended, so the loop runs about one cycle per
+	// (1+paceFactor) × cycleLen, not one per cycleLen back to back; and a
+	// change after a quiet spell still runs its cycle at once.
+	const cycleLen = 15 * time.Millisecond
+	const period = (1 + control.PaceFactor) * cycleLen
 	h := newHarness(t)
 	var started []time.Time
 	var mu sync.Mutex
@@ -242,12 +243,12 @@ func TestChangesArePacedUnderAFlood(t *testing.T) {
 		}
 	})
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(started) }
-	// quiet waits until no cycle has started for 4 × cycleLen: past the
-	// last one's pace.
+	// quiet waits until no cycle has started for a period and a cycle:
+	// past the last one's pace.
 	quiet := func() {
 		for {
 			n := count()
-			time.Sleep(4 * cycleLen)
+			time.Sleep(period + cycleLen)
 			if count() == n {
 				return
 			}
@@ -283,10 +284,10 @@ func TestChangesArePacedUnderAFlood(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	n := count() - before
-	// Back to back: flood/cycleLen = 30; paced: about flood/(3 × cycleLen)
-	// = 10. Allow for the store's commits and a slow machine.
-	if most := int(flood/(3*cycleLen)) + 3; n > most {
-		t.Errorf("a flood of submits over %s ran %d cycles, want at most %d (one per %s)", flood, n, most, 3*cycleLen)
+	// Back to back: flood/cycleLen = 80; paced: about flood/period = 8.
+	// Allow for the store's commits and a slow machine.
+	if most := int(flood/period) + 3; n > most {
+		t.Errorf("a flood of submits over %s ran %d cycles, want at most %d (one per %s)", flood, n, most, period)
 	}
 	if n < 3 {
 		t.Errorf("a flood of submits over %s ran %d cycles, want them scheduled all along", flood, n)
@@ -295,10 +296,10 @@ func TestChangesArePacedUnderAFlood(t *testing.T) {
 	defer mu.Unlock()
 	for i := before + 1; i < len(started); i++ {
 		// The cycle before started[i] lasted at least cycleLen, so
-		// started[i] comes at least 3 × cycleLen after started[i-1] (the
+		// started[i] comes at least a period after started[i-1] (the
 		// first of the flood may follow a cycle of the quiet spell).
-		if gap := started[i].Sub(started[i-1]); gap < 3*cycleLen-5*time.Millisecond {
-			t.Errorf("cycle %d started %s after the one before, want at least %s", i, gap, 3*cycleLen)
+		if gap := started[i].Sub(started[i-1]); gap < period-5*time.Millisecond {
+			t.Errorf("cycle %d started %s after the one before, want at least %s", i, gap, period)
 		}
 	}
 }

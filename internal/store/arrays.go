@@ -294,8 +294,9 @@ func taskRange(id core.WorkloadID) (lo, hi string) {
 	return string(id) + "-", string(id) + "."
 }
 
-// ArrayTasks reads the tasks of array id in submission order; none (and
-// no error) when there is no such array.
+// ArrayTasks reads the tasks of array id in submission order, pending ones
+// with the explanation the view holds; none (and no error) when there is
+// no such array.
 func (s *Store) ArrayTasks(ctx context.Context, id core.WorkloadID) ([]*core.Workload, error) {
 	lo, hi := taskRange(id)
 	rows, err := s.read.QueryContext(ctx, selectWorkload+" WHERE id >= ? AND id < ? ORDER BY seq", lo, hi)
@@ -313,7 +314,11 @@ func (s *Store) ArrayTasks(ctx context.Context, id core.WorkloadID) ([]*core.Wor
 			out = append(out, sc.w)
 		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	s.explainRows(out)
+	return out, nil
 }
 
 // ArrayPhases counts array id's tasks by phase, without decoding them;
@@ -348,6 +353,7 @@ func (s *Store) ArrayPhases(ctx context.Context, id core.WorkloadID) (map[core.P
 	if sc.w.Array == nil || sc.w.Array.ID != id {
 		return map[core.Phase]int{}, nil, nil
 	}
+	s.explainRows([]*core.Workload{sc.w})
 	return counts, sc.w, nil
 }
 

@@ -237,9 +237,11 @@ func TestStoreErrorsAreNotTakenForGone(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.ApplyPlan(ctx, tt.plan, t0)
-			if tt.name == "decision on a workload that is gone" {
+			if len(tt.plan.Unplaced) > 0 {
+				// On SQLite an explanation goes to the view, which
+				// holds neither workload: no row is read.
 				if err != nil {
-					t.Errorf("ApplyPlan = %v, want nil: a workload that is gone needs no explanation", err)
+					t.Errorf("ApplyPlan = %v, want nil: a workload that is gone or finished needs no explanation", err)
 				}
 				return
 			}

@@ -54,7 +54,8 @@
 //     and with them the counts of Pending workloads by team and by
 //     submitter for the pending bounds (core.ErrLimit); the writer takes a
 //     pending or running workload from it, not from its row (getForUpdate:
-//     inside the writer it is the row); on SQLite, Workload
+//     inside the writer it is the row, explanation included, which a
+//     write then stores with it); on SQLite, Workload
 //     answers an active workload from it, but for one whose change the
 //     writer is committing (marked just before the COMMIT), whose row is
 //     read, so that no read is older than a row already seen;
@@ -66,7 +67,13 @@
 //     through this store), forgotten by the writer for every batch that
 //     writes a node (or its status), a team (cache.go);
 //   - the team shares of the last scheduling cycle (SetShares), derived
-//     and memory only.
+//     and memory only;
+//   - on SQLite, the pending workloads' explanations (the reason each
+//     waits, its message, its nominated node), in the view of active
+//     workloads, and the events they record until the workload's next
+//     stored event stores them (explain.go): derived, recomputed by the
+//     first cycle after a restart; PostgreSQL writes them, as its other
+//     servers read them from the database.
 //
 // A job array (CreateArray, arrays.go) is one write: all its tasks, their
 // events and the pending bounds checked for them together, or nothing.

@@ -79,7 +79,7 @@ func TestSubmittedEventIsTheRow(t *testing.T) {
 	if diff := cmp.Diff(want, evs, cmpopts.EquateApproxTime(0)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if evs[len(evs)-1].ID == 0 {
+	if s.pg != nil && evs[len(evs)-1].ID == 0 {
 		t.Errorf("a stored event has ID 0")
 	}
 
@@ -104,7 +104,8 @@ func TestSubmittedEventIsTheRow(t *testing.T) {
 // TestExplanationEventsInPlanOrder: a plan's explanations are written in
 // chunks of several rows (addEvents); each workload gets its own event,
 // with its own reason and message, in the plan's order, across chunks of
-// every size.
+// every size. (On SQLite they are kept in memory, with no ID: the order
+// of their IDs is checked on PostgreSQL only.)
 func TestExplanationEventsInPlanOrder(t *testing.T) {
 	s := fixture(t)
 	ctx := t.Context()
@@ -130,13 +131,16 @@ func TestExplanationEventsInPlanOrder(t *testing.T) {
 		if len(evs) != 2 || evs[1].Reason != d.Reason || evs[1].Message != d.Message || evs[1].WorkloadID != d.Workload {
 			t.Fatalf("decision %d: events %+v, want Submitted then %s %q", i, evs, d.Reason, d.Message)
 		}
-		if evs[1].ID <= last {
-			t.Errorf("decision %d: event ID %d after %d: not in plan order", i, evs[1].ID, last)
-		}
-		last = evs[1].ID
 		w, err := s.Workload(ctx, d.Workload)
 		if err != nil || w.Status.Reason != d.Reason || w.Status.Message != d.Message {
 			t.Errorf("decision %d: status %+v, %v", i, w.Status, err)
 		}
+		if s.pg == nil {
+			continue // kept in memory, with no ID (explain.go)
+		}
+		if evs[1].ID <= last {
+			t.Errorf("decision %d: event ID %d after %d: not in plan order", i, evs[1].ID, last)
+		}
+		last = evs[1].ID
 	}
 }

@@ -60,11 +60,20 @@ type PlacementResult struct {
 // workload is no longer pending or the devices no longer fit; the next cycle
 // tries again. An applied placement moves the workload to Running, counts an
 // attempt, opens one allocation interval per device and records an event.
-// Decisions about workloads left pending update their reason when it changed.
+// Decisions about workloads left pending update their reason when it
+// changed: on PostgreSQL in the same transaction, on SQLite in memory once
+// it has committed (explain.go).
 // A preemption is applied only while its victim runs the attempt it names
 // and its preemptor is still pending.
 func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([]PlacementResult, error) {
 	results := make([]PlacementResult, len(plan.Placements))
+	// On SQLite the explanations go to the view, after the commit
+	// (explain.go); a plan of explanations alone writes nothing.
+	inMemory := s.pg == nil
+	if inMemory && len(plan.Placements) == 0 && len(plan.Preemptions) == 0 {
+		s.explain(plan.Unplaced, now)
+		return results, nil
+	}
 	err := s.do(ctx, func(tx *wtx) error {
 		// The devices in use on each node the plan places on, read once
 		// and then counted up as placements are applied: a plan packs
@@ -87,14 +96,16 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 				results[i].Workload = nil
 			}
 		}
-		var events []core.Event // the explanations' events, written together
-		for _, d := range plan.Unplaced {
-			if err := setPendingReason(tx, d, now, &events); err != nil {
+		if !inMemory {
+			var events []core.Event // the explanations' events, written together
+			for _, d := range plan.Unplaced {
+				if err := setPendingReason(tx, d, now, &events); err != nil {
+					return err
+				}
+			}
+			if err := addEvents(tx, events); err != nil {
 				return err
 			}
-		}
-		if err := addEvents(tx, events); err != nil {
-			return err
 		}
 		for _, p := range plan.Preemptions {
 			if err := preempt(tx, p, now); err != nil {
@@ -105,6 +116,9 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 	})
 	if err != nil {
 		return nil, err
+	}
+	if inMemory {
+		s.explain(plan.Unplaced, now)
 	}
 	return results, nil
 }

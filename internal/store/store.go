@@ -46,6 +46,9 @@ type Store struct {
 	// changes, from just before its COMMIT until the view has them:
 	// their rows may be newer than the view, so Workload reads them.
 	committing map[core.WorkloadID]bool
+	// explained holds, on SQLite, the explanation events of pending
+	// workloads not stored yet (explain.go).
+	explained map[core.WorkloadID][]core.Event
 
 	tokMu  sync.Mutex
 	tokens map[string]cachedUser // token hash → user, see UserByTokenHash
@@ -139,8 +142,11 @@ type wtx struct {
 	changed []*core.Workload
 	// kept: the values of changed that no one outside the writer holds,
 	// which the view takes as they are instead of a copy (keep).
-	kept  map[*core.Workload]bool
-	stmts map[string]*sql.Stmt // this transaction's handles on s.stmts
+	kept map[*core.Workload]bool
+	// explained: the explanation events kept in memory that this
+	// transaction stored (withExplained), forgotten once it commits.
+	explained []core.Event
+	stmts     map[string]*sql.Stmt // this transaction's handles on s.stmts
 	// nodes, teams: a write of the batch changed a node (or its status),
 	// a team, so the decoded ones kept (Options.Cache) are forgotten by
 	// the writer, before the commit and again after it, before anyone is
@@ -254,12 +260,12 @@ func (tx *wtx) savepoint(name string, fn func() error) (fnErr error, err error) 
 	if _, err := tx.Exec("SAVEPOINT " + name); err != nil {
 		return nil, err
 	}
-	n := len(tx.changed)
+	n, ne := len(tx.changed), len(tx.explained)
 	if fnErr = fn(); fnErr != nil {
 		if de := storageError(fnErr); isStorage(de) {
 			return nil, de
 		}
-		tx.changed = tx.changed[:n]
+		tx.changed, tx.explained = tx.changed[:n], tx.explained[:ne]
 		if _, err := tx.Exec("ROLLBACK TO " + name); err != nil {
 			return fnErr, err
 		}
@@ -412,7 +418,7 @@ func newStore(w *sql.DB, opts Options) *Store {
 		opts.NewID = NewWorkloadID
 	}
 	return &Store{newID: opts.NewID, maxPendingTeam: opts.MaxPendingPerTeam, maxPendingUser: opts.MaxPendingPerUser,
-		committing: map[core.WorkloadID]bool{}, tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, readStmts: map[string]*sql.Stmt{}, write: w,
+		committing: map[core.WorkloadID]bool{}, explained: map[core.WorkloadID][]core.Event{}, tokens: map[string]cachedUser{}, stmts: map[string]*sql.Stmt{}, readStmts: map[string]*sql.Stmt{}, write: w,
 		ops: make(chan *op, 4*MaxBatch), notify: make(chan struct{}, 1), done: make(chan struct{}),
 		nodes: cache[core.Node]{on: opts.Cache}, teams: cache[core.Team]{on: opts.Cache}}
 }
@@ -833,6 +839,7 @@ func (s *Store) end(b *batch, idle bool) {
 	}
 	s.mu.Lock()
 	clear(s.committing)
+	s.forgetExplained(tx)
 	for _, w := range tx.changed {
 		old := s.active[w.ID]
 		if old != nil {

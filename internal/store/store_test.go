@@ -94,8 +94,9 @@ func assign(node string, gpu int, milli int64) core.Assignment {
 func TestWorkloadReadFromTheViewIsTheRow(t *testing.T) {
 	// On SQLite, Workload serves an active workload from the view; what
 	// it serves is what the row holds (decoded from the database by
-	// Workloads), pending, placed with a reason written, and once more
-	// after the store is opened again (the view loaded from the rows).
+	// Workloads, with the view's explanation), pending, placed, explained,
+	// and once more after the store is opened again (the view loaded from
+	// the rows, which do not hold the explanation: explain.go).
 	path := filepath.Join(t.TempDir(), "view.db")
 	s := open(t, path)
 	ctx := context.Background()
@@ -130,13 +131,17 @@ func TestWorkloadReadFromTheViewIsTheRow(t *testing.T) {
 			if diff := cmp.Diff(row, got); diff != "" {
 				t.Errorf("%s: Workload(%s) against its row (-row +got):\n%s", when, row.ID, diff)
 			}
+			reason := got.Status.Reason
 			got.Status.Reason = "changed by a caller" // a copy: changes nothing else
-		}
-		if got, _ := s.Workload(ctx, waiting.ID); got == nil || got.Status.Reason != "Unschedulable" {
-			t.Errorf("%s: a caller's change of its copy reached the view: %+v", when, got)
+			if again, _ := s.Workload(ctx, row.ID); again == nil || again.Status.Reason != reason {
+				t.Errorf("%s: a caller's change of its copy reached the view: %+v", when, again)
+			}
 		}
 	}
 	same(s, "after the plan")
+	if got, _ := s.Workload(ctx, waiting.ID); got == nil || got.Status.Reason != "Unschedulable" || got.Status.Nominated != "n1" {
+		t.Errorf("after the plan: %+v, want its explanation", got)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

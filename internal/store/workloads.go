@@ -179,9 +179,15 @@ type WorkloadFilter struct {
 	Limit    int
 }
 
-// Workloads lists workloads in submission order.
+// Workloads lists workloads in submission order, pending ones with the
+// explanation the view holds (explainRows).
 func (s *Store) Workloads(ctx context.Context, f WorkloadFilter) ([]*core.Workload, error) {
-	return s.queryWorkloads(ctx, s.read, f)
+	ws, err := s.queryWorkloads(ctx, s.read, f)
+	if err != nil {
+		return nil, err
+	}
+	s.explainRows(ws)
+	return ws, nil
 }
 
 type querier interface {
@@ -246,8 +252,11 @@ func placeholders(n int) string {
 // its "Submitted" event, is its row (created_at, owner and team), not a
 // stored event, so that a submit writes one row less: it is listed first,
 // with ID 0, unless an event stored it (workloads submitted by earlier
-// versions, and array tasks, whose events one statement stores).
+// versions, and array tasks, whose events one statement stores). On SQLite
+// the explanation events of a pending workload not stored yet come last,
+// from memory, also with ID 0 (explain.go).
 func (s *Store) Events(ctx context.Context, id core.WorkloadID) ([]core.Event, error) {
+	mem := s.explainedOf(id) // before the stored ones: see explainedOf
 	var created int64
 	var owner, team string
 	err := s.readRow(ctx, "SELECT created_at, owner, team FROM workloads WHERE id = ?", string(id)).Scan(&created, &owner, &team)
@@ -283,7 +292,7 @@ func (s *Store) Events(ctx context.Context, id core.WorkloadID) ([]core.Event, e
 	if stored {
 		out = out[1:]
 	}
-	return out, nil
+	return mergeExplained(out, mem), nil
 }
 
 // submittedReason is the reason of a workload's first event, its creation.
@@ -339,8 +348,11 @@ func addEvent(tx *wtx, e core.Event) error { return addEvents(tx, []core.Event{e
 
 // addEvents records events (Normal unless their type says otherwise) in
 // multi-row INSERTs, in order, in chunks whose sizes are powers of two
-// (see chunks): few distinct statements, each prepared once.
+// (see chunks): few distinct statements, each prepared once. On SQLite a
+// workload's explanation events kept in memory are stored first
+// (withExplained).
 func addEvents(tx *wtx, events []core.Event) error {
+	events = tx.withExplained(events)
 	off := 0
 	for _, size := range chunks(len(events)) {
 		args := make([]any, 0, 7*size)
