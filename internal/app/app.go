@@ -253,6 +253,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	fmt.Fprintf(out, "gpufleet: %s; teams: %v\n", where, teams)
 	fmt.Fprintf(out, "gpufleet: try  export GPUFLEET_ADDR=%s GPUFLEET_TOKEN=$(cat %s); gpufleet submit --gpus 0.5 -- %s\n", ln.Addr(), tokenPath, try)
 
+	keepHeapFloor()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

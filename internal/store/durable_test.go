@@ -217,3 +217,119 @@ func TestHealthInWriteOrder(t *testing.T) {
 		t.Errorf("Writable after batch 12 succeeded: %v", err)
 	}
 }
+
+// TestCommitDelayUnderLoad: once a batch has held commitSiblings writes or
+// more, the next one, found small when the syncer is free, waits for more
+// writes (up to commitBatch, here with no time limit) before its COMMIT;
+// none of its writes is acknowledged, or seen, meanwhile.
+func TestCommitDelayUnderLoad(t *testing.T) {
+	s, _ := fileFixture(t)
+	ctx := context.Background()
+	s.wal.delay = time.Hour // the batch waits for its writes alone
+	committed := func() int {
+		list, err := s.Workloads(ctx, WorkloadFilter{})
+		if err != nil {
+			t.Error(err)
+		}
+		return len(list)
+	}
+	entered := make(chan int, 16)
+	release := make(chan struct{}, 16)
+	s.wal.fdatasync = func(fd int) error {
+		entered <- committed()
+		<-release
+		return unix.Fdatasync(fd)
+	}
+	t.Cleanup(func() {
+		for range 16 {
+			release <- struct{}{}
+		}
+	})
+	fsync := func(what string) int {
+		t.Helper()
+		select {
+		case n := <-entered:
+			return n
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no fsync started", what)
+			return 0
+		}
+	}
+	done := make(chan error, 64)
+	submitAsync := func(n int) {
+		for range n {
+			go func() {
+				_, _, err := s.CreateWorkload(ctx, workload(250), nil, t0)
+				done <- err
+			}()
+		}
+	}
+	submitAsync(1)
+	if n := fsync("the first write"); n != 1 {
+		t.Fatalf("%d committed at the first fsync, want 1", n)
+	}
+	// Enough writes for the next batch to count as load, gathered while
+	// the first fsync is held.
+	submitAsync(commitSiblings + 4)
+	time.Sleep(300 * time.Millisecond)
+	release <- struct{}{}
+	second := fsync("the second batch")
+	if second-1 < commitSiblings {
+		t.Fatalf("the second batch held %d writes, want at least %d", second-1, commitSiblings)
+	}
+	// One more write, then the syncer is free: its batch waits.
+	submitAsync(1)
+	time.Sleep(100 * time.Millisecond)
+	release <- struct{}{}
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case n := <-entered:
+		t.Fatalf("a batch of one write committed (%d rows at its fsync) with the last batch at %d: no commit delay", n, second-1)
+	default:
+	}
+	if n := committed(); n != second {
+		t.Errorf("readers see %d workloads while the small batch waits, want %d", n, second)
+	}
+	acked := 0
+	for len(done) > 0 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		acked++
+	}
+	if acked != second {
+		t.Errorf("%d writes acknowledged, want the %d of the first two batches (the third waits)", acked, second)
+	}
+	// The writes that fill it up to commitBatch commit it.
+	submitAsync(commitBatch - 1)
+	if n := fsync("the filled batch"); n != second+commitBatch {
+		t.Errorf("%d committed at the third fsync, want %d: the waiting batch filled to %d", n, second+commitBatch, commitBatch)
+	}
+	release <- struct{}{}
+	for acked < second+commitBatch {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			acked++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d writes acknowledged", acked, second+commitBatch)
+		}
+	}
+}
+
+// TestLoneWriterDoesNotWait: a writer alone (batches of one write) never
+// waits for the commit delay, however long it is.
+func TestLoneWriterDoesNotWait(t *testing.T) {
+	s, _ := fileFixture(t)
+	s.wal.delay = time.Hour
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, _, err := s.CreateWorkload(ctx, workload(250), nil, t0)
+		cancel()
+		if err != nil {
+			t.Fatalf("write %d: %v (waited for the commit delay?)", i, err)
+		}
+	}
+}
