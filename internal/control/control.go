@@ -370,13 +370,14 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 	plan := policy.Schedule(snap, now)
 	l.planWake(policy, snap, plan, now)
 	l.opts.Store.SetShares(plan.Shares)
-	// Only the explanations that changed are written, and no attempt whose
-	// end waits to be recorded is preempted: that would requeue, and run
-	// again, an attempt that has ended.
+	// Only the explanations that changed are handed to the store, and no
+	// attempt whose end waits to be recorded is preempted: that would
+	// requeue, and run again, an attempt that has ended.
 	//
-	// The explanations go reasonChunk to a write: the first with the
-	// placements and preemptions, the others once the placements are
-	// handed to the launcher.
+	// The explanations go reasonChunk at a time (on PostgreSQL each a
+	// write; on SQLite kept in memory but for nominated nodes): the first
+	// with the placements and preemptions, the others once the placements
+	// are handed to the launcher.
 	reasons := changedDecisions(snap, plan.Unplaced)
 	first := reasons[:min(len(reasons), reasonChunk)]
 	apply := core.Plan{Placements: plan.Placements, Unplaced: first, Preemptions: l.preemptable(plan.Preemptions)}

@@ -103,6 +103,7 @@ func (s *Store) CreateArray(ctx context.Context, w *core.Workload, r ArrayRange,
 					return fmt.Errorf("key %q: %w", idem.Key, core.ErrIdempotency)
 				}
 				a := prev.w.Array
+				s.explainRows([]*core.Workload{prev.w})
 				out, created = &Array{ID: a.ID, First: prev.w, Range: ArrayRange{Start: a.Start, End: a.End, MaxRunning: a.MaxRunning}}, false
 				return nil
 			}

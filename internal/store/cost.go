@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -158,6 +160,7 @@ func (s *Store) WorkloadsByID(ctx context.Context, ids []core.WorkloadID) (map[c
 			return nil, err
 		}
 	}
+	s.explainRows(slices.Collect(maps.Values(out)))
 	return out, nil
 }
 

@@ -71,11 +71,12 @@
 //   - the team shares of the last scheduling cycle (SetShares), derived
 //     and memory only;
 //   - on SQLite, the pending workloads' explanations (the reason each
-//     waits, its message, its nominated node), in the view of active
-//     workloads, and the events they record until the workload's next
-//     stored event stores them (explain.go): derived, recomputed by the
-//     first cycle after a restart; PostgreSQL writes them, as its other
-//     servers read them from the database.
+//     waits and its message; a nominated node is written), in the view of
+//     active workloads, and the events they record (at most 16 a
+//     workload, the latest) until the workload's next stored event, or
+//     Close, stores them (explain.go): derived, recomputed by the first
+//     cycle after a restart; PostgreSQL writes them, as its other servers
+//     read them from the database.
 //
 // A job array (CreateArray, arrays.go) is one write: all its tasks, their
 // events and the pending bounds checked for them together, or nothing.
@@ -86,7 +87,9 @@
 // than over-committing a GPU. A pending or running workload is taken from
 // the view or from the batch's own earlier writes (inside the writer they
 // are the row: only the writer changes it, and it brings the view up to
-// each commit before it runs the next batch); any other workload's status
+// each commit before it runs the next batch; on SQLite the cycle's
+// explanations also change the view, never the row, and a write keeps the
+// view's newer one, carryExplanation); any other workload's status
 // is read from the transaction, and only what never changes once stored
 // (ID, sequence, creation time, spec) is taken from the view, so that the
 // spec is not decoded again by every write.

@@ -25,13 +25,7 @@ import (
 func TestAcknowledgedOnlyAfterTheFsync(t *testing.T) {
 	s, _ := fileFixture(t)
 	ctx := context.Background()
-	committed := func() int {
-		list, err := s.Workloads(ctx, WorkloadFilter{})
-		if err != nil {
-			t.Error(err)
-		}
-		return len(list)
-	}
+	committed := func() int { return countCommitted(t, s) }
 	// seen: the workloads committed as each fsync starts.
 	entered := make(chan int, 16)
 	release := make(chan struct{})
@@ -220,19 +214,14 @@ func TestHealthInWriteOrder(t *testing.T) {
 
 // TestCommitDelayUnderLoad: once a batch has held commitSiblings writes or
 // more, the next one, found small when the syncer is free, waits for more
-// writes (up to commitBatch, here with no time limit) before its COMMIT;
-// none of its writes is acknowledged, or seen, meanwhile.
+// writes (up to commitBatch, here with no time limit but the store's
+// Close) before its COMMIT; none of its writes is acknowledged, or seen,
+// meanwhile.
 func TestCommitDelayUnderLoad(t *testing.T) {
 	s, _ := fileFixture(t)
 	ctx := context.Background()
 	s.wal.delay = time.Hour // the batch waits for its writes alone
-	committed := func() int {
-		list, err := s.Workloads(ctx, WorkloadFilter{})
-		if err != nil {
-			t.Error(err)
-		}
-		return len(list)
-	}
+	committed := func() int { return countCommitted(t, s) }
 	entered := make(chan int, 16)
 	release := make(chan struct{}, 16)
 	s.wal.fdatasync = func(fd int) error {
@@ -268,9 +257,9 @@ func TestCommitDelayUnderLoad(t *testing.T) {
 	if n := fsync("the first write"); n != 1 {
 		t.Fatalf("%d committed at the first fsync, want 1", n)
 	}
-	// Enough writes for the next batch to count as load, gathered while
-	// the first fsync is held.
-	submitAsync(commitSiblings + 4)
+	// A full batch (it does not wait), gathered while the first fsync is
+	// held: load.
+	submitAsync(commitBatch)
 	time.Sleep(300 * time.Millisecond)
 	release <- struct{}{}
 	second := fsync("the second batch")

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -19,19 +20,29 @@ import (
 // recomputes.
 //
 // What stays durable:
+//   - A nominated node (a preemptor's, the starvation reservation) is
+//     promised capacity, which the next cycle holds for the workload: a
+//     decision that nominates a node, or takes a nomination back, is
+//     written in the plan's transaction as on PostgreSQL (ApplyPlan).
 //   - A write that changes a pending workload writes the status it took
-//     from the view, explanation included (getForUpdate).
-//   - The event an explanation records (when the reason or the nominated
-//     node changes) is kept in memory, at most maxExplained of them per
-//     workload, and stored before the workload's next stored event, in
-//     that event's transaction (addEvents): its admission, its
-//     cancellation. So a workload's stored events stay in time order, and
-//     once it has left Pending why it waited is on disk. Only the
-//     explanations of a workload still pending at a crash are lost, and
-//     the next cycle gives it its reason again.
+//     from the view, explanation included (getForUpdate); and the view
+//     keeps the explanation it holds over the one such a write took, which
+//     may be older (end, carryExplanation).
+//   - The event an explanation records (when the reason changes) is kept
+//     in memory, at most maxExplained of them per workload, and stored
+//     before the workload's next stored event, in that event's
+//     transaction (addEvents): its admission, its cancellation. So a
+//     workload's stored events stay in time order, and once it has left
+//     Pending why it waited is on disk. Close stores those still kept. A
+//     crash loses the explanations of the workloads still pending, and
+//     the next cycle gives them their reason again.
 //
-// On PostgreSQL other servers serve reads from the database, so
-// explanations are written there as before (setPendingReason).
+// On PostgreSQL other servers serve reads from the database, so every
+// explanation is written there (setPendingReason).
+//
+// An event kept in memory and its stored copy are told apart by value
+// (sameEvent): two identical explanations of one workload at the same
+// nanosecond would read as one.
 
 // maxExplained bounds the explanation events kept in memory per pending
 // workload; older ones are dropped (a reason that flips every cycle).
@@ -54,6 +65,7 @@ func (s *Store) explain(ds []core.Decision, now time.Time) {
 			s.signal()
 		}
 	}()
+	at := now.UTC().Round(0) // as the stored events read
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range ds {
@@ -75,8 +87,11 @@ func (s *Store) explain(ds []core.Decision, now time.Time) {
 		// An event only when the reason or the nominated node changes,
 		// so that a message that tracks the cluster (the best node, the
 		// counts) does not add an event every cycle.
-		if st.Reason != d.Reason || st.Nominated != d.Nominated {
-			evs := append(s.explained[c.ID], core.Event{WorkloadID: c.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
+		// (And not again when the last event kept is already that
+		// reason: a write took the view back meanwhile.)
+		kept := s.explained[c.ID]
+		if (st.Reason != d.Reason || st.Nominated != d.Nominated) && (len(kept) == 0 || kept[len(kept)-1].Reason != d.Reason) {
+			evs := append(kept, core.Event{WorkloadID: c.ID, Time: at, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
 			if len(evs) > maxExplained {
 				evs = slices.Delete(evs, 0, len(evs)-maxExplained)
 			}
@@ -91,13 +106,21 @@ func (s *Store) explain(ds []core.Decision, now time.Time) {
 // once the transaction commits (forgetExplained).
 func (tx *wtx) withExplained(events []core.Event) []core.Event {
 	s := tx.s
-	if s.pg != nil {
+	if s.pg != nil || len(events) == 0 {
 		return events
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if len(s.explained) == 0 {
 		return events
+	}
+	if len(events) == 1 { // most writes: no map
+		mem := tx.unstored(s.explained[events[0].WorkloadID])
+		if len(mem) == 0 {
+			return events
+		}
+		tx.storeExplained(mem)
+		return append(mem, events[0])
 	}
 	var out []core.Event
 	seen := map[core.WorkloadID]bool{}
@@ -109,7 +132,7 @@ func (tx *wtx) withExplained(events []core.Event) []core.Event {
 					out = slices.Clone(events[:i])
 				}
 				out = append(out, mem...)
-				tx.explained = append(tx.explained, mem...)
+				tx.storeExplained(mem)
 			}
 		}
 		if out != nil {
@@ -122,15 +145,79 @@ func (tx *wtx) withExplained(events []core.Event) []core.Event {
 	return out
 }
 
-// unstored returns the events of mem that this transaction has not stored.
+// unstored returns a copy of the events of mem, one workload's kept
+// events, that this transaction has not stored.
 func (tx *wtx) unstored(mem []core.Event) []core.Event {
+	if len(mem) == 0 {
+		return nil
+	}
+	stored := tx.explainedBy[mem[0].WorkloadID]
 	var out []core.Event
 	for _, e := range mem {
-		if !slices.ContainsFunc(tx.explained, func(f core.Event) bool { return sameEvent(e, f) }) {
+		if !slices.ContainsFunc(stored, func(f core.Event) bool { return sameEvent(e, f) }) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// storeExplained records that this transaction stores evs, kept events of
+// one workload: in order in explained (which a savepoint's rollback cuts
+// back, dropExplainedAfter) and by workload in explainedBy, so that a
+// transaction storing many workloads' events compares each only with its
+// own workload's.
+func (tx *wtx) storeExplained(evs []core.Event) {
+	if tx.explainedBy == nil {
+		tx.explainedBy = map[core.WorkloadID][]core.Event{}
+	}
+	id := evs[0].WorkloadID
+	tx.explainedBy[id] = append(tx.explainedBy[id], evs...)
+	tx.explained = append(tx.explained, evs...)
+}
+
+// dropExplainedAfter forgets that this transaction stored the kept events
+// after the first n it recorded: a savepoint rolled them back.
+func (tx *wtx) dropExplainedAfter(n int) {
+	for _, e := range tx.explained[n:] {
+		by := tx.explainedBy[e.WorkloadID]
+		tx.explainedBy[e.WorkloadID] = by[:len(by)-1]
+	}
+	tx.explained = tx.explained[:n]
+}
+
+// storeAllExplained stores every explanation event kept in memory (Close:
+// a clean stop loses none).
+func (s *Store) storeAllExplained(ctx context.Context) error {
+	s.mu.RLock()
+	none := len(s.explained) == 0
+	s.mu.RUnlock()
+	if s.pg != nil || none {
+		return nil
+	}
+	return s.do(ctx, func(tx *wtx) error {
+		s.mu.RLock()
+		var evs []core.Event
+		for _, mem := range s.explained {
+			if mem = tx.unstored(mem); len(mem) > 0 {
+				tx.storeExplained(mem)
+				evs = append(evs, mem...)
+			}
+		}
+		s.mu.RUnlock()
+		return insertEvents(tx, evs)
+	})
+}
+
+// carryExplanation gives c, a pending workload's value a write commits, the
+// explanation of old, its value in the view, when both are Pending and the
+// write set none (setPendingReason's): the write took its value from the
+// view, maybe before the cycle's latest explanation, which it must not
+// take back. Callers hold mu and own c.
+func carryExplanation(tx *wtx, old, c *core.Workload) {
+	if old == nil || old.Status.Phase != core.Pending || c.Status.Phase != core.Pending || tx.explains[c.ID] {
+		return
+	}
+	c.Status.Reason, c.Status.Message, c.Status.Nominated = old.Status.Reason, old.Status.Message, old.Status.Nominated
 }
 
 // forgetExplained drops from memory, once tx has committed, the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/gpufleet/gpufleet/internal/core"
 )
+
+// rawDB opens the store's file at path apart from the store, to read or
+// change its rows behind the store's back.
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// countCommitted counts the workloads readers see committed.
+func countCommitted(t *testing.T, s *Store) int {
+	list, err := s.Workloads(context.Background(), WorkloadFilter{})
+	if err != nil {
+		t.Error(err)
+	}
+	return len(list)
+}
 
 // explainOne applies a plan explaining workload id, at t.
 func explainOne(t *testing.T, s *Store, id core.WorkloadID, reason, message string, at time.Time) {
@@ -44,11 +64,7 @@ func TestExplanationsLiveInTheView(t *testing.T) {
 	s, path := fileFixture(t)
 	ctx := context.Background()
 	w := submit(t, s, 1000)
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rawDB(t, path)
 	rowReason := func() string {
 		t.Helper()
 		var status string
@@ -176,13 +192,8 @@ func TestExplanationEventsBounded(t *testing.T) {
 // and a write that changed the workload since has stored the explanation
 // it took from the view.
 func TestExplanationAfterRestart(t *testing.T) {
-	sqliteOnly(t)
-	path := filepath.Join(t.TempDir(), "restart.db")
-	s := open(t, path)
+	s, path := fileFixture(t)
 	ctx := context.Background()
-	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
-		t.Fatal(err)
-	}
 	quiet, touched := submit(t, s, 1000), submit(t, s, 1000)
 	explainOne(t, s, quiet.ID, "QuotaLimit", "at the limit", t0.Add(time.Second))
 	explainOne(t, s, touched.ID, "QuotaLimit", "at the limit", t0.Add(time.Second))

@@ -62,16 +62,17 @@ type PlacementResult struct {
 // attempt, opens one allocation interval per device and records an event.
 // Decisions about workloads left pending update their reason when it
 // changed: on PostgreSQL in the same transaction, on SQLite in memory once
-// it has committed (explain.go).
+// it has committed (explain.go), but for a nominated node, written.
 // A preemption is applied only while its victim runs the attempt it names
 // and its preemptor is still pending.
 func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([]PlacementResult, error) {
 	results := make([]PlacementResult, len(plan.Placements))
 	// On SQLite the explanations go to the view, after the commit
-	// (explain.go); a plan of explanations alone writes nothing.
-	inMemory := s.pg == nil
-	if inMemory && len(plan.Placements) == 0 && len(plan.Preemptions) == 0 {
-		s.explain(plan.Unplaced, now)
+	// (explain.go), but for those of nominated nodes; a plan of
+	// explanations alone writes nothing.
+	written, inMemory := s.splitExplanations(plan.Unplaced)
+	if len(plan.Placements) == 0 && len(plan.Preemptions) == 0 && len(written) == 0 {
+		s.explain(inMemory, now)
 		return results, nil
 	}
 	err := s.do(ctx, func(tx *wtx) error {
@@ -96,16 +97,14 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 				results[i].Workload = nil
 			}
 		}
-		if !inMemory {
-			var events []core.Event // the explanations' events, written together
-			for _, d := range plan.Unplaced {
-				if err := setPendingReason(tx, d, now, &events); err != nil {
-					return err
-				}
-			}
-			if err := addEvents(tx, events); err != nil {
+		var events []core.Event // the explanations' events, written together
+		for _, d := range written {
+			if err := setPendingReason(tx, d, now, &events); err != nil {
 				return err
 			}
+		}
+		if err := addEvents(tx, events); err != nil {
+			return err
 		}
 		for _, p := range plan.Preemptions {
 			if err := preempt(tx, p, now); err != nil {
@@ -117,10 +116,32 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 	if err != nil {
 		return nil, err
 	}
-	if inMemory {
-		s.explain(plan.Unplaced, now)
-	}
+	s.explain(inMemory, now)
 	return results, nil
+}
+
+// splitExplanations parts a plan's explanations into those written in its
+// transaction and those kept in memory (explain.go). On PostgreSQL all are
+// written; on SQLite those that nominate a node, or take a workload's
+// nomination back: a nominated node is capacity the next cycle holds for
+// the workload, which must survive a restart.
+func (s *Store) splitExplanations(ds []core.Decision) (written, inMemory []core.Decision) {
+	if s.pg != nil {
+		return ds, nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, d := range ds {
+		if w := s.active[d.Workload]; d.Nominated != "" || w != nil && w.Status.Nominated != "" {
+			written = append(written, d)
+		} else {
+			inMemory = append(inMemory, d)
+		}
+	}
+	if len(written) == 0 {
+		return nil, ds
+	}
+	return written, inMemory
 }
 
 func applyPlacement(tx *wtx, p core.Placement, now time.Time, usage map[core.NodeName]*core.NodeUsage) (*core.Workload, error) {
@@ -258,6 +279,10 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time, events *[]core.Ev
 		return err
 	}
 	tx.keep(w) // the writer's own copy: the view takes it as it is
+	if tx.explains == nil {
+		tx.explains = map[core.WorkloadID]bool{}
+	}
+	tx.explains[w.ID] = true
 	if newEvent {
 		*events = append(*events, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
 	}

@@ -34,12 +34,14 @@ type Store struct {
 
 	// mu guards active: the Pending and Running workloads, as committed,
 	// kept in memory so that a scheduling cycle reads them without decoding
-	// rows. The writer updates it after each commit; its values are never
-	// modified in place.
+	// rows. The writer updates it after each commit, and on SQLite the
+	// cycle's explanations too (explain); its values are never modified in
+	// place.
 	mu     sync.RWMutex
 	active map[core.WorkloadID]*core.Workload
 	// order holds the values of active sorted by Seq, kept so by the
-	// writer, so that Snapshot copies the queue instead of sorting it.
+	// writer (and explain), so that Snapshot copies the queue instead of
+	// sorting it.
 	order  []*core.Workload
 	shares []core.TeamShare
 	// committing holds, on SQLite, the workloads the writer's batch
@@ -146,9 +148,14 @@ type wtx struct {
 	// which the view takes as they are instead of a copy (keep).
 	kept map[*core.Workload]bool
 	// explained: the explanation events kept in memory that this
-	// transaction stored (withExplained), forgotten once it commits.
-	explained []core.Event
-	stmts     map[string]*sql.Stmt // this transaction's handles on s.stmts
+	// transaction stored (withExplained), in order, and by workload in
+	// explainedBy; forgotten by the view once it commits. explains: the
+	// pending workloads whose explanation it wrote (setPendingReason),
+	// which the view takes from it (carryExplanation).
+	explained   []core.Event
+	explainedBy map[core.WorkloadID][]core.Event
+	explains    map[core.WorkloadID]bool
+	stmts       map[string]*sql.Stmt // this transaction's handles on s.stmts
 	// nodes, teams: a write of the batch changed a node (or its status),
 	// a team, so the decoded ones kept (Options.Cache) are forgotten by
 	// the writer, before the commit and again after it, before anyone is
@@ -267,7 +274,8 @@ func (tx *wtx) savepoint(name string, fn func() error) (fnErr error, err error) 
 		if de := storageError(fnErr); isStorage(de) {
 			return nil, de
 		}
-		tx.changed, tx.explained = tx.changed[:n], tx.explained[:ne]
+		tx.changed = tx.changed[:n]
+		tx.dropExplainedAfter(ne)
 		if _, err := tx.Exec("ROLLBACK TO " + name); err != nil {
 			return fnErr, err
 		}
@@ -464,6 +472,9 @@ func privateFiles(path string) error {
 func (s *Store) Close() error {
 	var err error
 	s.closed.Do(func() {
+		// The explanation events kept in memory, in one last write: a
+		// clean stop loses none (explain.go). Failing, it fails alone.
+		_ = s.storeAllExplained(context.Background())
 		close(s.done)
 		s.wg.Wait()
 		for _, st := range s.stmts {
@@ -658,9 +669,11 @@ func (s *Store) runArrived(b *batch, o *op) {
 
 // Commit delay, as PostgreSQL's commit_delay and commit_siblings: when the
 // syncer is free but the open batch holds fewer than commitBatch writes,
-// and the last batch held at least commitSiblings (writers are many), the
-// batch waits for more writes until it holds commitBatch or has been open
-// commitDelay (walSync.delay). Each COMMIT and fsync costs the same CPU whatever the batch
+// and it and the last batch together held at least commitSiblings (writers
+// are many), the batch waits for more writes until it holds commitBatch or
+// has been open commitDelay (walSync.delay). (The last batch alone would
+// not do: a batch that waited takes most writers in, and the next one,
+// small, would not wait.) Each COMMIT and fsync costs the same CPU whatever the batch
 // holds (pages every write touches: the table's last leaf, its indexes'
 // last leaves, the audit's; and about 100 µs of system time in fdatasync
 // on this machine), so fewer, larger batches leave more CPU to the
@@ -679,7 +692,7 @@ func (s *Store) delayCommit(b *batch, opened time.Time) bool {
 	last := s.lastBatch
 	s.lastBatch = len(b.ops)
 	wait := s.wal.delay - time.Since(opened)
-	if len(b.ops) >= commitBatch || last < commitSiblings || wait <= 0 {
+	if len(b.ops) >= commitBatch || last+len(b.ops) < commitSiblings || wait <= 0 {
 		return b.live()
 	}
 	t := time.NewTimer(wait)
@@ -689,6 +702,8 @@ func (s *Store) delayCommit(b *batch, opened time.Time) bool {
 		case o := <-s.ops:
 			s.runArrived(b, o)
 		case <-t.C:
+			return b.live()
+		case <-s.done: // closing: no more writes to wait for
 			return b.live()
 		}
 	}
@@ -902,6 +917,7 @@ func (s *Store) end(b *batch, idle bool) {
 			if !tx.kept[w] {
 				c = w.Clone()
 			}
+			carryExplanation(tx, old, c)
 			s.active[w.ID] = c
 			s.countPending(c, +1)
 			s.putOrder(c)

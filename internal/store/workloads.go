@@ -78,6 +78,7 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 				if prev.hash != idem.Hash {
 					return fmt.Errorf("key %q: %w", idem.Key, core.ErrIdempotency)
 				}
+				s.explainRows([]*core.Workload{prev.w})
 				out, created = prev.w, false
 				return nil
 			}
@@ -147,9 +148,10 @@ func scanWorkload(r rowScanner) (*scanned, error) {
 
 // Workload reads one workload. On SQLite an active one comes from the view
 // of active workloads, which this store's writer brings up to each commit
-// before acknowledging it: what the row holds, without decoding it; but
-// for one whose change is being committed (the row may already be newer
-// than the view), which is read.
+// before acknowledging it: what the row holds, without decoding it, with
+// the explanation kept in the view (explain.go); but for one whose change
+// is being committed (the row may already be newer than the view), which
+// is read.
 func (s *Store) Workload(ctx context.Context, id core.WorkloadID) (*core.Workload, error) {
 	if s.pg == nil {
 		s.mu.RLock()
@@ -352,7 +354,11 @@ func addEvent(tx *wtx, e core.Event) error { return addEvents(tx, []core.Event{e
 // workload's explanation events kept in memory are stored first
 // (withExplained).
 func addEvents(tx *wtx, events []core.Event) error {
-	events = tx.withExplained(events)
+	return insertEvents(tx, tx.withExplained(events))
+}
+
+// insertEvents stores events as they are (addEvents).
+func insertEvents(tx *wtx, events []core.Event) error {
 	off := 0
 	for _, size := range chunks(len(events)) {
 		args := make([]any, 0, 7*size)
@@ -376,7 +382,9 @@ func addEvents(tx *wtx, events []core.Event) error {
 // writer: every status is written through putStatus or setPendingReason
 // (so the transaction's changes hold it), the view is brought up to each
 // commit before the next batch begins, and on PostgreSQL up to the other
-// servers' commits under the write lock (syncView). Of any other, the
+// servers' commits under the write lock (syncView). (On SQLite the view's
+// explanation may be newer than the row's: the write then stores it.) Of
+// any other, the
 // status is read from its row (which may be gone: a team's deletion), and
 // the rest, which never changes once stored, is taken from what the
 // transaction changed when it is there.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -242,16 +241,12 @@ func TestExplanationOutOfStepFails(t *testing.T) {
 	s, path := fileFixture(t)
 	ctx := context.Background()
 	w := submit(t, s, 1000)
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rawDB(t, path)
 	if _, err := db.Exec("UPDATE workloads SET phase = 'Cancelled' WHERE id = ?", string(w.ID)); err != nil {
 		t.Fatal(err)
 	}
 	d := core.Decision{Workload: w.ID, Reason: "QuotaLimit", Message: "at the limit"}
-	err = s.do(ctx, func(tx *wtx) error {
+	err := s.do(ctx, func(tx *wtx) error {
 		var events []core.Event
 		return setPendingReason(tx, d, t0, &events)
 	})
