@@ -1,33 +1,61 @@
 package app
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
-// TestFloorPercent: the GOGC that lets the heap reach the floor, never
-// under 100, in steps, and 100 once the live heap is half the floor.
+// TestFloorPercent: the GOGC that lets the heap reach the floor, the
+// goal counting the roots as Go does, never under 100 nor over 1000, in
+// steps, and 100 once the live heap is half the floor.
 func TestFloorPercent(t *testing.T) {
 	const mib = 1 << 20
 	for _, tt := range []struct {
-		live uint64
-		want int
+		live, roots uint64
+		want        int
 	}{
-		{0, 100},                 // nothing measured yet
-		{1 * mib, 10000},         // capped: 25,500% would be
-		{25 * mib, 900},          // 256/25 = 10.24: 924%, down to a step
-		{64 * mib, 300},          // 256/64 = 4: 300%
-		{100 * mib, 150},         // 256/100: 156%, down to 150
-		{127 * mib, 100},         // 101%, down to 100
-		{128 * mib, 100},         // half the floor: the default
-		{2048 * mib, 100},        // a large heap: the default
-		{heapFloor - 1, 100},     // just under the floor
-		{heapFloor / 3, 200},     // 3 × live: 200%
-		{heapFloor/3 + mib, 175}, // a little more live: the step below
+		{0, 0, 100},                         // nothing measured yet
+		{1 * mib, 0, 1000},                  // capped: 25,500% would be
+		{2 * mib, 4 * mib, 1000},            // roots count: 4,233%, capped
+		{25 * mib, 0, 900},                  // 924%, down to a step
+		{25 * mib, 25 * mib, 450},           // the roots halve it: 462%
+		{64 * mib, 0, 300},                  // 256/64 = 4: 300%
+		{100 * mib, 0, 150},                 // 156%, down to 150
+		{127 * mib, 0, 100},                 // 101%, down to 100
+		{128 * mib, 0, 100},                 // half the floor: the default
+		{2048 * mib, 0, 100},                // a large heap: the default
+		{heapFloor / 3, 0, 200},             // 3 × live: 200%
+		{heapFloor/3 + mib, 0, 175},         // a little more live: the step below
+		{heapFloor / 3, heapFloor / 3, 100}, // the roots as big: 100%
 	} {
-		got := floorPercent(tt.live, heapFloor)
+		got := floorPercent(tt.live, tt.roots, heapFloor)
 		if got != tt.want {
-			t.Errorf("floorPercent(%d MiB) = %d, want %d", tt.live/mib, got, tt.want)
+			t.Errorf("floorPercent(%d MiB, roots %d MiB) = %d, want %d", tt.live/mib, tt.roots/mib, got, tt.want)
 		}
-		if goal := tt.live + tt.live*uint64(got)/100; tt.live > 0 && got > 100 && got < 10000 && goal > heapFloor {
-			t.Errorf("floorPercent(%d MiB) = %d: a goal of %d MiB, over the floor", tt.live/mib, got, goal/mib)
+		if goal := tt.live + (tt.live+tt.roots)*uint64(got)/100; tt.live > 0 && got > 100 && goal > heapFloor {
+			t.Errorf("floorPercent(%d MiB, roots %d MiB) = %d: a goal of %d MiB, over the floor", tt.live/mib, tt.roots/mib, got, goal/mib)
+		}
+	}
+}
+
+// TestFloorUnderLimits: a memory limit keeps the floor at a quarter of it,
+// and a small one turns it off.
+func TestFloorUnderLimits(t *testing.T) {
+	const mib = 1 << 20
+	for _, tt := range []struct {
+		goLimit int64
+		cgroup  uint64
+		want    uint64
+	}{
+		{math.MaxInt64, 0, heapFloor},          // no limit
+		{math.MaxInt64, 8192 * mib, heapFloor}, // a large container
+		{512 * mib, 0, 128 * mib},              // GOMEMLIMIT=512MiB
+		{math.MaxInt64, 512 * mib, 128 * mib},  // a 512 MiB container
+		{1024 * mib, 400 * mib, 100 * mib},     // the smaller wins
+		{math.MaxInt64, 200 * mib, 0},          // a quarter under 64 MiB: off
+	} {
+		if got := floorUnder(heapFloor, tt.goLimit, tt.cgroup); got != tt.want {
+			t.Errorf("floorUnder(GOMEMLIMIT %d, cgroup %d) = %d MiB, want %d MiB", tt.goLimit, tt.cgroup, got/mib, tt.want/mib)
 		}
 	}
 }

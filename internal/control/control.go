@@ -821,7 +821,8 @@ func TaskFor(w *core.Workload) executor.Task {
 // carries: a plan that explains thousands (a flood of submits, a cluster
 // that filled) writes them in several writes, so that a submit queued
 // meanwhile waits for one of them (a few milliseconds), not for all. (On
-// PostgreSQL: on SQLite the store keeps them in memory.)
+// PostgreSQL: on SQLite the store keeps them in memory, but for changes
+// of nominated node.)
 const reasonChunk = 128
 
 // changedDecisions keeps the decisions that would change a pending

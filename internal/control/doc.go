@@ -27,7 +27,7 @@
 // the writer. A cycle hands the store its explanations of pending workloads
 // 128 at a time: on PostgreSQL each is a write, so that a submit queued
 // meanwhile waits for one of them only; on SQLite the store keeps them in
-// memory.
+// memory, but for a change of nominated node, which it writes.
 // With a clock of the caller's (a virtual one), the loop runs every Resync,
 // as it cannot wait on that clock. Step, for callers that drive the loop
 // themselves, runs one cycle whenever called.

@@ -23,9 +23,7 @@
 // on it and then acknowledges the batch, while the writer runs the writes
 // that arrive in its next transaction and commits it as soon as the syncer
 // is free: one COMMIT for each fsync, each holding what arrived during the
-// last fsync, at most one batch in fsync and one open. Under load (the last
-// batch held 8 writes or more) a batch of fewer than 16 waits up to 500 µs
-// more for writes, as PostgreSQL's commit_delay (delayCommit).
+// last fsync, at most one batch in fsync and one open.
 // Reads use a separate pool of read-only connections and see only committed
 // data, which on SQLite includes a batch whose fsync is still running
 // (never acknowledged before it returns: as InnoDB shows a transaction

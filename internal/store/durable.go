@@ -3,7 +3,6 @@ package store
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"golang.org/x/sys/unix"
@@ -17,9 +16,8 @@ import (
 // The writer hands each committed batch to the syncer goroutine, which runs
 // fdatasync on the WAL file and then acknowledges the batch's writes;
 // meanwhile the writer runs the writes that arrive in its next transaction,
-// and commits it as soon as the syncer is free (Store.pipeline; under load
-// a small batch waits a little more, delayCommit): one COMMIT for each
-// fsync, holding everything that arrived during the last one. A
+// and commits it as soon as the syncer is free (Store.pipeline): one COMMIT
+// for each fsync, holding everything that arrived during the last one. A
 // batch is acknowledged only once an fsync that started after its COMMIT
 // returned has returned: the same guarantee as synchronous=FULL, whose
 // fsync runs inside the COMMIT and holds the only writer for its whole
@@ -44,9 +42,6 @@ type walSync struct {
 	// fdatasync is unix.Fdatasync; tests replace it to hold or fail the
 	// fsync.
 	fdatasync func(fd int) error
-	// delay is the longest a small batch waits for more writes under
-	// load (commitDelay, delayCommit); tests lengthen it.
-	delay time.Duration
 }
 
 // openWALSync opens the WAL file of the database at path for fdatasync. The
@@ -56,7 +51,7 @@ func openWALSync(path string) (*walSync, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the WAL to sync it: %w", err)
 	}
-	return &walSync{path: path + "-wal", f: f, batches: make(chan *batch), idle: make(chan struct{}, 1), fdatasync: unix.Fdatasync, delay: commitDelay}, nil
+	return &walSync{path: path + "-wal", f: f, batches: make(chan *batch), idle: make(chan struct{}, 1), fdatasync: unix.Fdatasync}, nil
 }
 
 // sync makes durable everything written into the WAL so far: fdatasync

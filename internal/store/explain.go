@@ -51,8 +51,8 @@ const maxExplained = 16
 // explain applies a cycle's explanations to the view: each still pending
 // workload gets a copy with its new reason, message and nominated node,
 // and an event when its reason or nominated node changed. A write
-// committed later from an older value of the view takes the explanation
-// back; that write wakes the loop, whose next cycle explains it again.
+// committed later from an older value of the view keeps the view's
+// explanation (carryExplanation).
 // An explanation wakes whoever waits on Changed, as its commit did when it
 // was written: the loop sees the workloads it explained as changed.
 func (s *Store) explain(ds []core.Decision, now time.Time) {
@@ -214,7 +214,7 @@ func (s *Store) storeAllExplained(ctx context.Context) error {
 // view, maybe before the cycle's latest explanation, which it must not
 // take back. Callers hold mu and own c.
 func carryExplanation(tx *wtx, old, c *core.Workload) {
-	if old == nil || old.Status.Phase != core.Pending || c.Status.Phase != core.Pending || tx.explains[c.ID] {
+	if old == nil || old.Status.Phase != core.Pending || c.Status.Phase != core.Pending || slices.Contains(tx.explains, c.ID) {
 		return
 	}
 	c.Status.Reason, c.Status.Message, c.Status.Nominated = old.Status.Reason, old.Status.Message, old.Status.Nominated

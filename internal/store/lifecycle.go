@@ -122,9 +122,9 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 
 // splitExplanations parts a plan's explanations into those written in its
 // transaction and those kept in memory (explain.go). On PostgreSQL all are
-// written; on SQLite those that nominate a node, or take a workload's
-// nomination back: a nominated node is capacity the next cycle holds for
-// the workload, which must survive a restart.
+// written; on SQLite those that change a workload's nominated node: a
+// nominated node is capacity the next cycle holds for the workload, which
+// must survive a restart.
 func (s *Store) splitExplanations(ds []core.Decision) (written, inMemory []core.Decision) {
 	if s.pg != nil {
 		return ds, nil
@@ -132,7 +132,13 @@ func (s *Store) splitExplanations(ds []core.Decision) (written, inMemory []core.
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, d := range ds {
-		if w := s.active[d.Workload]; d.Nominated != "" || w != nil && w.Status.Nominated != "" {
+		// A change of nomination (the view's is the row's: only these
+		// writes change it, and ApplyPlan has one caller, the loop).
+		var cur core.NodeName
+		if w := s.active[d.Workload]; w != nil {
+			cur = w.Status.Nominated
+		}
+		if d.Nominated != cur {
 			written = append(written, d)
 		} else {
 			inMemory = append(inMemory, d)
@@ -279,10 +285,7 @@ func setPendingReason(tx *wtx, d core.Decision, now time.Time, events *[]core.Ev
 		return err
 	}
 	tx.keep(w) // the writer's own copy: the view takes it as it is
-	if tx.explains == nil {
-		tx.explains = map[core.WorkloadID]bool{}
-	}
-	tx.explains[w.ID] = true
+	tx.explains = append(tx.explains, w.ID)
 	if newEvent {
 		*events = append(*events, core.Event{WorkloadID: w.ID, Time: now, Type: core.EventNormal, Reason: d.Reason, Message: d.Message})
 	}

@@ -79,10 +79,8 @@ type Store struct {
 	// syncErr, the failed fsync that stopped every write (durable.go).
 	notedSeq int64
 	syncErr  error
-	// batchSeq counts the writer's transactions (batch.seq); lastBatch
-	// is how many writes the last one the syncer took held (delayCommit).
-	batchSeq  int64
-	lastBatch int
+	// batchSeq counts the writer's transactions (batch.seq).
+	batchSeq int64
 
 	// stmts holds the writer's statements, prepared once on the write
 	// connection, by query text; toPrepare the queries a transaction ran
@@ -154,7 +152,7 @@ type wtx struct {
 	// which the view takes from it (carryExplanation).
 	explained   []core.Event
 	explainedBy map[core.WorkloadID][]core.Event
-	explains    map[core.WorkloadID]bool
+	explains    []core.WorkloadID
 	stmts       map[string]*sql.Stmt // this transaction's handles on s.stmts
 	// nodes, teams: a write of the batch changed a node (or its status),
 	// a team, so the decoded ones kept (Options.Cache) are forgotten by
@@ -269,12 +267,12 @@ func (tx *wtx) savepoint(name string, fn func() error) (fnErr error, err error) 
 	if _, err := tx.Exec("SAVEPOINT " + name); err != nil {
 		return nil, err
 	}
-	n, ne := len(tx.changed), len(tx.explained)
+	n, ne, nx := len(tx.changed), len(tx.explained), len(tx.explains)
 	if fnErr = fn(); fnErr != nil {
 		if de := storageError(fnErr); isStorage(de) {
 			return nil, de
 		}
-		tx.changed = tx.changed[:n]
+		tx.changed, tx.explains = tx.changed[:n], tx.explains[:nx]
 		tx.dropExplainedAfter(ne)
 		if _, err := tx.Exec("ROLLBACK TO " + name); err != nil {
 			return fnErr, err
@@ -633,82 +631,28 @@ func (s *Store) gather(batch []*op) []*op {
 // the syncer is still making the previous batch durable, runs in it each
 // write that arrives (which would wait for that fsync anyway), and commits
 // once the syncer is free (or the batch full): one COMMIT for each fsync,
-// holding everything that arrived while the last one ran. Under load
-// (commitDelay) a small batch waits a little more for writes.
+// holding everything that arrived while the last one ran.
 func (s *Store) pipeline(first *op) {
 	b := s.begin(s.gather([]*op{first}))
 	if b == nil {
 		return
 	}
-	opened := time.Now()
 	for b.live() && len(b.ops) < MaxBatch {
 		select {
 		case <-s.wal.idle:
-			if !s.delayCommit(b, opened) {
-				s.wal.idle <- struct{}{} // the batch failed: the token back
-				return
-			}
 			s.end(b, true)
 			return
 		case o := <-s.ops:
-			s.runArrived(b, o)
+			// The lease a fenced write is checked against is read
+			// again for a write that arrives into the open batch:
+			// an fsync may have passed since it was read.
+			b.lease = nil
+			b.run(o)
 		}
 	}
 	if b.live() {
 		s.end(b, false)
 	}
-}
-
-// runArrived runs in the open batch b a write that arrived while it was
-// open. The lease a fenced write is checked against is read again: an
-// fsync may have passed since it was read.
-func (s *Store) runArrived(b *batch, o *op) {
-	b.lease = nil
-	b.run(o)
-}
-
-// Commit delay, as PostgreSQL's commit_delay and commit_siblings: when the
-// syncer is free but the open batch holds fewer than commitBatch writes,
-// and it and the last batch together held at least commitSiblings (writers
-// are many), the batch waits for more writes until it holds commitBatch or
-// has been open commitDelay (walSync.delay). (The last batch alone would
-// not do: a batch that waited takes most writers in, and the next one,
-// small, would not wait.) Each COMMIT and fsync costs the same CPU whatever the batch
-// holds (pages every write touches: the table's last leaf, its indexes'
-// last leaves, the audit's; and about 100 µs of system time in fdatasync
-// on this machine), so fewer, larger batches leave more CPU to the
-// requests. BenchmarkSubmit (32 clients, batches of about 10 without it):
-// +10–19% submits/s over 3 runs each, alternating, and a lower p99. A lone
-// writer (a CLI loop) never waits: its batches hold one write.
-const (
-	commitBatch    = 16
-	commitSiblings = 8
-	commitDelay    = 500 * time.Microsecond
-)
-
-// delayCommit runs the commit delay for b, opened at opened, and reports
-// whether b is still live to commit.
-func (s *Store) delayCommit(b *batch, opened time.Time) bool {
-	last := s.lastBatch
-	s.lastBatch = len(b.ops)
-	wait := s.wal.delay - time.Since(opened)
-	if len(b.ops) >= commitBatch || last+len(b.ops) < commitSiblings || wait <= 0 {
-		return b.live()
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for b.live() && len(b.ops) < commitBatch {
-		select {
-		case o := <-s.ops:
-			s.runArrived(b, o)
-		case <-t.C:
-			return b.live()
-		case <-s.done: // closing: no more writes to wait for
-			return b.live()
-		}
-	}
-	s.lastBatch = len(b.ops)
-	return b.live()
 }
 
 // batch is the writer's open transaction and the writes run in it.

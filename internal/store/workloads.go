@@ -168,6 +168,7 @@ func (s *Store) Workload(ctx context.Context, id core.WorkloadID) (*core.Workloa
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", id, err)
 	}
+	s.explainRows([]*core.Workload{sc.w})
 	return sc.w, nil
 }
 
