@@ -55,14 +55,14 @@ import (
 // It was 2 while a cycle waited for its explanations' commit and fsync,
 // which made up most of its length. On SQLite they no longer wait (the
 // store keeps them in memory, but for changes of nominated node), so a
-// cycle's length is mostly CPU: at 2 the loop
-// took a third of a core under a flood of submits (266 cycles of 3 ms in
-// BenchmarkSubmit's 3 s, against 48 before), at 8 a ninth. A change then
-// waits at most 8 cycle lengths: 25 ms behind cycles of 3 ms, the
-// second of maxPace behind cycles of 125 ms or more; Volcano and KAI
-// run a cycle each second. On PostgreSQL a cycle still waits for its
-// explanations' writes, so there a change under a flood now waits up to
-// 8 times that too (measured: submits/s unchanged, 1,100–1,170).
+// cycle's length is mostly CPU: at 2 the loop took a third of a core
+// under a flood of submits (266 cycles of 3 ms in BenchmarkSubmit's 3 s,
+// against 48 before), at 8 a ninth. A change then waits at most 8 cycle
+// lengths: 25 ms behind cycles of 3 ms, the second of maxPace behind
+// cycles of 125 ms or more; Volcano and KAI run a cycle each second. On
+// PostgreSQL a cycle still waits for its explanations' writes, so there a
+// change under a flood now waits up to 8 times that too (measured:
+// submits/s unchanged, 1,100–1,170).
 const (
 	paceFactor = 8
 	maxPace    = time.Second

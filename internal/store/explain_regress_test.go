@@ -19,11 +19,8 @@ import (
 // must not commit the older explanation back into the view (carry-
 // Explanation), nor make the next cycle record the same event again.
 func TestExplanationNotTakenBackByAWrite(t *testing.T) {
-	sqliteOnly(t)
-	s := fixture(t)
+	s, w := explainedFixture(t)
 	ctx := context.Background()
-	w := submit(t, s, 1000)
-	explainOne(t, s, w.ID, "QuotaLimit", "at the limit", t0.Add(time.Second))
 
 	read, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)

@@ -33,6 +33,17 @@ func countCommitted(t *testing.T, s *Store) int {
 	return len(list)
 }
 
+// explainedFixture is fixture on SQLite with one pending workload,
+// explained QuotaLimit one second after t0.
+func explainedFixture(t *testing.T) (*Store, *core.Workload) {
+	t.Helper()
+	sqliteOnly(t)
+	s := fixture(t)
+	w := submit(t, s, 1000)
+	explainOne(t, s, w.ID, "QuotaLimit", "at the limit", t0.Add(time.Second))
+	return s, w
+}
+
 // explainOne applies a plan explaining workload id, at t.
 func explainOne(t *testing.T, s *Store, id core.WorkloadID, reason, message string, at time.Time) {
 	t.Helper()
@@ -132,11 +143,8 @@ func TestExplanationsLiveInTheView(t *testing.T) {
 // explanation events and then fails (under its savepoint, as a refused
 // write does) leaves them in memory, and the next write stores them once.
 func TestExplanationKeptWhenItsWriteFails(t *testing.T) {
-	sqliteOnly(t)
-	s := fixture(t)
+	s, w := explainedFixture(t)
 	ctx := context.Background()
-	w := submit(t, s, 1000)
-	explainOne(t, s, w.ID, "QuotaLimit", "at the limit", t0.Add(time.Second))
 	refused := fmt.Errorf("refused: %w", core.ErrConflict)
 	err := s.do(ctx, func(tx *wtx) error {
 		if err := addEvent(tx, core.Event{WorkloadID: w.ID, Time: t0.Add(2 * time.Second), Reason: "Noted"}); err != nil {
@@ -190,7 +198,7 @@ func TestExplanationEventsBounded(t *testing.T) {
 // TestExplanationAfterRestart: the explanation is not on disk; a store
 // opened again serves the row's status until a cycle explains it again,
 // and a write that changed the workload since has stored the explanation
-// it took from the view.
+// it took from the view. The events kept in memory were stored by Close.
 func TestExplanationAfterRestart(t *testing.T) {
 	s, path := fileFixture(t)
 	ctx := context.Background()
@@ -224,5 +232,50 @@ func TestExplanationAfterRestart(t *testing.T) {
 	}
 	if n := len(s.explainedOf(quiet.ID)); n != 0 {
 		t.Errorf("%d explanation events after a restart, want none", n)
+	}
+	evs, err := s.Events(ctx, quiet.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Submitted(memory)", "QuotaLimit(stored)"}, reasons(evs)); diff != "" {
+		t.Errorf("events after a clean stop (-want +got):\n%s", diff)
+	}
+}
+
+// TestArrayReadsShowTheExplanation: the reads of an array's tasks from
+// their rows (ArrayTasks, ArrayPhases' first task, WorkloadsByID, an
+// idempotent replay of the array) give a pending task the explanation the
+// view holds.
+func TestArrayReadsShowTheExplanation(t *testing.T) {
+	sqliteOnly(t)
+	s := fixture(t)
+	ctx := context.Background()
+	idem := &Idempotency{Key: "sweep", Hash: "h"}
+	a, _, err := s.CreateArray(ctx, workload(1000), ArrayRange{Start: 0, End: 2}, idem, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := core.ArrayTaskID(a.ID, 0)
+	explainOne(t, s, first, "QuotaLimit", "at the limit", t0.Add(time.Second))
+	tasks, err := s.ArrayTasks(ctx, a.ID)
+	if err != nil || len(tasks) != 3 {
+		t.Fatalf("ArrayTasks: %d, %v", len(tasks), err)
+	}
+	_, phasesFirst, err := s.ArrayPhases(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID, err := s.WorkloadsByID(ctx, []core.WorkloadID{first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, created, err := s.CreateArray(ctx, workload(1000), ArrayRange{Start: 0, End: 2}, idem, t0)
+	if err != nil || created {
+		t.Fatalf("replay: %v, created %v", err, created)
+	}
+	for what, w := range map[string]*core.Workload{"ArrayTasks": tasks[0], "ArrayPhases": phasesFirst, "WorkloadsByID": byID[first], "replay": again.First} {
+		if w == nil || w.ID != first || w.Status.Reason != "QuotaLimit" {
+			t.Errorf("%s: %+v, want %s with reason QuotaLimit", what, w, first)
+		}
 	}
 }

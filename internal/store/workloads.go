@@ -385,10 +385,9 @@ func insertEvents(tx *wtx, events []core.Event) error {
 // commit before the next batch begins, and on PostgreSQL up to the other
 // servers' commits under the write lock (syncView). (On SQLite the view's
 // explanation may be newer than the row's: the write then stores it.) Of
-// any other, the
-// status is read from its row (which may be gone: a team's deletion), and
-// the rest, which never changes once stored, is taken from what the
-// transaction changed when it is there.
+// any other, the status is read from its row (which may be gone: a team's
+// deletion), and the rest, which never changes once stored, is taken from
+// what the transaction changed when it is there.
 func getForUpdate(tx *wtx, id core.WorkloadID) (*core.Workload, error) {
 	known := tx.known(id)
 	if known != nil && (known.Status.Phase == core.Pending || known.Status.Phase == core.Running) {
