@@ -22,7 +22,7 @@ port-forward does: each connection to 127.0.0.1:LOCAL (LOCAL defaults to
 PORT; 0 picks a free one) becomes a stream to the workload's PORT through
 the API server, authenticated with your token (a member of the workload's
 team). It runs until interrupted.`,
-		Example: `  gpufleet port-forward wl-3pkhekvf4ggh 8888
+		Example: `  gpufleet port-forward wl-4pzi4zb2m4pxh5ys 8888
   gpufleet port-forward llm-serve 9000:8000`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

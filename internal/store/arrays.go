@@ -58,7 +58,18 @@ func (s *Store) CreateArray(ctx context.Context, w *core.Workload, r ArrayRange,
 	if r.Start < 0 || n < 1 || n > core.MaxArrayTasks || r.MaxRunning < 0 {
 		return nil, false, fmt.Errorf("array %d-%d%%%d: a range of 1 to %d tasks from index 0 up: %w", r.Start, r.End, r.MaxRunning, core.MaxArrayTasks, core.ErrInvalid)
 	}
-	id := s.newID()
+	// An ID already taken (see NewWorkloadID) is drawn again.
+	for try := 1; ; try++ {
+		out, created, err = s.createArray(ctx, w, r, idem, now, s.newID())
+		if try == 3 || !isIDTaken(err) {
+			return out, created, err
+		}
+	}
+}
+
+// createArray is CreateArray with the array's ID.
+func (s *Store) createArray(ctx context.Context, w *core.Workload, r ArrayRange, idem *Idempotency, now time.Time, id core.WorkloadID) (out *Array, created bool, err error) {
+	n := r.Len()
 	tasks, specs, err := arrayTasks(w, id, r, now.UTC())
 	if err != nil {
 		return nil, false, err

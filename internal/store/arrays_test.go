@@ -94,7 +94,7 @@ func TestCreateArray(t *testing.T) {
 }
 
 // TestCreateArrayAllOrNothing: a write that fails part way through (a
-// task's ID is taken) stores no task at all, and the pending bounds count
+// task's ID is taken, each time it is drawn) stores no task at all, and the pending bounds count
 // the whole array.
 func TestCreateArrayAllOrNothing(t *testing.T) {
 	next := make(chan core.WorkloadID, 4)
@@ -112,9 +112,13 @@ func TestCreateArrayAllOrNothing(t *testing.T) {
 	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
 		t.Fatal(err)
 	}
+	// Drawn three times, the taken ID fails the array (CreateArray draws
+	// again on a taken ID, three times in all: ids_test.go).
 	next <- "wl-x"
-	if _, _, err := s.CreateArray(ctx, workload(1000), ArrayRange{Start: 0, End: 999}, nil, t0); err == nil {
-		t.Fatal("array with a taken task ID stored")
+	next <- "wl-x"
+	next <- "wl-x"
+	if _, _, err := s.CreateArray(ctx, workload(1000), ArrayRange{Start: 0, End: 999}, nil, t0); !isIDTaken(err) {
+		t.Fatalf("array with a taken task ID: %v, want the ID taken", err)
 	}
 	var n int
 	if err := s.read.QueryRow("SELECT count(*) FROM workloads").Scan(&n); err != nil || n != 1 {

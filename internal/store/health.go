@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ const (
 	sqliteFull       = 13   // SQLITE_FULL: "database or disk is full"
 	sqliteIOErrShmSz = 4874 // SQLITE_IOERR_SHMSIZE: the WAL index could not grow
 	sqliteForeignKey = 787  // SQLITE_CONSTRAINT_FOREIGNKEY
+	sqliteUnique     = 2067 // SQLITE_CONSTRAINT_UNIQUE
 )
 
 // diskError is a write that failed because the disk did: kind is
@@ -58,6 +60,15 @@ func isForeignKey(err error) bool {
 	var se *sqlite.Error
 	var pe *pgconn.PgError
 	return errors.As(err, &se) && se.Code() == sqliteForeignKey || errors.As(err, &pe) && pe.Code == "23503"
+}
+
+// isIDTaken reports whether err is a workload's INSERT refused for an ID
+// that another row has.
+func isIDTaken(err error) bool {
+	var se *sqlite.Error
+	var pe *pgconn.PgError
+	return errors.As(err, &se) && se.Code() == sqliteUnique && strings.Contains(se.Error(), "workloads.id") ||
+		errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "workloads_id_key"
 }
 
 // isStorage reports whether err is a diskError: the disk, not the request,

@@ -1,34 +1,121 @@
 package store
 
 import (
-	"encoding/base32"
+	"context"
+	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"pgregory.net/rapid"
 )
 
-// TestWorkloadIDSpelling checks that IDs are spelled as they always were
-// (lower-case standard base32 of the random bytes, cut to 12 digits), so
-// that IDs made before and after read alike.
+// TestWorkloadIDSpelling pins the spelling of a workload ID: "wl-", the
+// time's 8 base32 digits and the random bits' 8, in base32's digits in
+// ASCII order.
 func TestWorkloadIDSpelling(t *testing.T) {
-	for _, b := range [][8]byte{{}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {1, 2, 3, 4, 5, 6, 7, 8}, {0x9a, 0x3c, 0, 0x7f, 0x80, 0x11, 0xee, 0x42}} {
-		want := core.WorkloadID("wl-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:12])
-		if got := workloadID(b); got != want {
-			t.Errorf("workloadID(%x) = %q, want %q", b, got, want)
+	epoch := time.UnixMilli(idEpoch)
+	for _, c := range []struct {
+		t    time.Time
+		b    [5]byte
+		want core.WorkloadID
+	}{
+		{epoch, [5]byte{}, "wl-2222222222222222"},
+		{epoch.Add(time.Millisecond), [5]byte{0, 0, 0, 0, 1}, "wl-2222222322222223"},
+		{epoch.Add(31 * time.Millisecond), [5]byte{0, 0, 0, 0, 32}, "wl-2222222z22222232"},
+		{epoch.Add(-time.Millisecond), [5]byte{0xff, 0xff, 0xff, 0xff, 0xff}, "wl-zzzzzzzzzzzzzzzz"}, // before the epoch wraps
+		{time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC), [5]byte{0x9a, 0x3c, 0, 0x7f, 0x80}, "wl-4pzdpzk2ncy22zw2"},
+	} {
+		if got := workloadID(c.t, c.b); got != c.want {
+			t.Errorf("workloadID(%v, %x) = %q, want %q", c.t, c.b, got, c.want)
 		}
 	}
-	re := regexp.MustCompile(`^wl-[a-z2-7]{12}$`)
+	re := regexp.MustCompile(`^wl-[a-z2-7]{16}$`)
 	seen := map[core.WorkloadID]bool{}
 	for range 1000 {
 		id := NewWorkloadID()
 		if !re.MatchString(string(id)) {
-			t.Fatalf("NewWorkloadID() = %q, not wl- and 12 base32 digits", id)
+			t.Fatalf("NewWorkloadID() = %q, not wl- and 16 base32 digits", id)
 		}
 		if seen[id] {
 			t.Fatalf("NewWorkloadID() repeated %q", id)
 		}
 		seen[id] = true
+	}
+}
+
+// TestWorkloadIDsSortByTime: of two IDs made a millisecond or more apart
+// (before the clock wraps in 2058), the earlier sorts first, whatever
+// their random bits; so IDs written in a row are neighbours in the index.
+func TestWorkloadIDsSortByTime(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		span := int64(1)<<40 - 1
+		a := rapid.Int64Range(0, span-1).Draw(t, "a")
+		b := rapid.Int64Range(a+1, span).Draw(t, "b")
+		ra := [5]byte(rapid.SliceOfN(rapid.Byte(), 5, 5).Draw(t, "ra"))
+		rb := [5]byte(rapid.SliceOfN(rapid.Byte(), 5, 5).Draw(t, "rb"))
+		ida, idb := workloadID(time.UnixMilli(idEpoch+a), ra), workloadID(time.UnixMilli(idEpoch+b), rb)
+		if ida >= idb {
+			t.Fatalf("made at +%d ms: %s; at +%d ms: %s, which does not sort after it", a, ida, b, idb)
+		}
+	})
+}
+
+// TestTakenIDDrawnAgain: a submit or an array whose drawn ID is taken gets
+// the next ID drawn, on both backends; three taken draws in a row fail
+// with nothing stored.
+func TestTakenIDDrawnAgain(t *testing.T) {
+	ctx := context.Background()
+	next := make(chan core.WorkloadID, 8)
+	s, err := OpenWith(ctx, target(t, filepath.Join(t.TempDir(), "gpufleet.db")), Options{NewID: func() core.WorkloadID { return <-next }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	next <- "wl-one"
+	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	next <- "wl-one"
+	next <- "wl-two"
+	w, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0)
+	if err != nil || w.ID != "wl-two" {
+		t.Fatalf("submit whose first ID was taken: %v, %v; want wl-two", w, err)
+	}
+	if got, err := s.Workload(ctx, "wl-two"); err != nil || got.Seq != w.Seq {
+		t.Fatalf("wl-two stored as %v, %v; want seq %d", got, err, w.Seq)
+	}
+	next <- "wl-arr"
+	if _, _, err := s.CreateArray(ctx, workload(1000), ArrayRange{Start: 0, End: 0}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	next <- "wl-arr" // its task wl-arr-0 is taken
+	next <- "wl-three"
+	a, _, err := s.CreateArray(ctx, workload(1000), ArrayRange{Start: 0, End: 1}, nil, t0)
+	if err != nil || a.ID != "wl-three" {
+		t.Fatalf("array: %v, %v; want wl-three", a, err)
+	}
+	// An array's task takes the ID of wl-three's task 0: drawn again.
+	next <- "wl-three-0"
+	next <- "wl-four"
+	if w, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil || w.ID != "wl-four" {
+		t.Fatalf("submit on an array task's ID: %v, %v; want wl-four", w, err)
+	}
+	for range 3 {
+		next <- "wl-one"
+	}
+	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); !isIDTaken(err) {
+		t.Fatalf("three taken IDs: %v, want the ID taken", err)
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil || len(snap.Pending) != 6 {
+		t.Fatalf("%d pending (%v), want 6: wl-one, wl-two, three tasks, wl-four", len(snap.Pending), err)
+	}
+	if len(next) != 0 {
+		t.Fatalf("%d IDs left undrawn", len(next))
 	}
 }
