@@ -57,6 +57,9 @@ func storageError(err error) error {
 // isForeignKey reports whether err refused a row that names one that does
 // not exist (a foreign key), on SQLite or PostgreSQL (23503).
 func isForeignKey(err error) bool {
+	if err == nil {
+		return false // most calls: no error, and nothing for errors.As to allocate
+	}
 	var se *sqlite.Error
 	var pe *pgconn.PgError
 	return errors.As(err, &se) && se.Code() == sqliteForeignKey || errors.As(err, &pe) && pe.Code == "23503"
@@ -65,6 +68,9 @@ func isForeignKey(err error) bool {
 // isIDTaken reports whether err is a workload's INSERT refused for an ID
 // that another row has.
 func isIDTaken(err error) bool {
+	if err == nil {
+		return false
+	}
 	var se *sqlite.Error
 	var pe *pgconn.PgError
 	return errors.As(err, &se) && se.Code() == sqliteUnique && strings.Contains(se.Error(), "workloads.id") ||
