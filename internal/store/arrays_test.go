@@ -236,3 +236,40 @@ func BenchmarkCreateArray(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCancelArray measures cancelling every task of one pending array
+// (one write that changes each task and records its event). Its time per
+// task should not grow with the array's size.
+//
+//	go test ./internal/store -run '^$' -bench CancelArray -benchtime 3x
+func BenchmarkCancelArray(b *testing.B) {
+	for _, size := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("tasks=%d", size), func(b *testing.B) {
+			s, err := OpenWith(context.Background(), filepath.Join(b.TempDir(), "gpufleet.db"), Options{MaxPendingPerTeam: 1 << 30, MaxPendingPerUser: 1 << 30})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+				b.Fatal(err)
+			}
+			var tasks time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				a, _, err := s.CreateArray(ctx, workload(1000), ArrayRange{Start: 0, End: size - 1}, nil, t0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := time.Now()
+				n, err := s.CancelArray(ctx, a.ID, "Cancelled", "cancelled", t0)
+				if err != nil || n != size {
+					b.Fatalf("CancelArray: %d of %d, %v", n, size, err)
+				}
+				tasks += time.Since(start)
+			}
+			b.ReportMetric(float64(tasks.Nanoseconds())/float64(b.N*size), "ns/task")
+		})
+	}
+}

@@ -120,9 +120,10 @@ type Options struct {
 	// lost by a crash. Only for throwaway stores, such as a simulation's.
 	NoSync bool
 	// NewID, when set, makes the workload IDs instead of NewWorkloadID, so
-	// that a simulation can give reproducible IDs. It must never repeat an
-	// ID, and must be safe for concurrent use: CreateWorkload calls it on
-	// the caller's goroutine.
+	// that a simulation can give reproducible IDs. It should not repeat an
+	// ID (one already taken is drawn again, three times at most, and then
+	// the write fails), and must be safe for concurrent use: CreateWorkload
+	// calls it on the caller's goroutine.
 	NewID func() core.WorkloadID
 	// MaxPendingPerTeam and MaxPendingPerUser bound the pending workloads
 	// of one team and of one submitter (0: no bound). A submission beyond
@@ -142,6 +143,12 @@ type wtx struct {
 	*sql.Tx
 	s       *Store
 	changed []*core.Workload
+	// latest indexes changed by ID (the place of each ID's last change),
+	// for the first indexed entries: built as lookups need it (last), so
+	// that a write of thousands (CancelArray) does not scan changed once
+	// for each of them.
+	latest  map[core.WorkloadID]int
+	indexed int
 	// kept: the values of changed that no one outside the writer holds,
 	// which the view takes as they are instead of a copy (keep).
 	kept map[*core.Workload]bool
@@ -201,10 +208,48 @@ func (tx *wtx) keep(w *core.Workload) {
 	tx.changed = append(tx.changed, w)
 }
 
-// handedOut reports whether w is a value a write of this transaction
-// changed and did not keep: its caller may hold it.
+// handedOut reports whether w, a value known returned, is one a write of
+// this transaction changed and did not keep: its caller may hold it. (Of
+// known's values, only its last change of an ID is in changed.)
 func (tx *wtx) handedOut(w *core.Workload) bool {
-	return slices.Contains(tx.changed, w) && !tx.kept[w]
+	return tx.last(w.ID) == w && !tx.kept[w]
+}
+
+// linearLast is how many changes last scans before it indexes them.
+const linearLast = 16
+
+// last returns the last change this transaction recorded of workload id,
+// or nil.
+func (tx *wtx) last(id core.WorkloadID) *core.Workload {
+	if len(tx.changed) <= linearLast {
+		for i := len(tx.changed) - 1; i >= 0; i-- {
+			if tx.changed[i].ID == id {
+				return tx.changed[i]
+			}
+		}
+		return nil
+	}
+	if tx.latest == nil {
+		tx.latest = make(map[core.WorkloadID]int, len(tx.changed))
+	}
+	for ; tx.indexed < len(tx.changed); tx.indexed++ {
+		tx.latest[tx.changed[tx.indexed].ID] = tx.indexed
+	}
+	if i, ok := tx.latest[id]; ok {
+		return tx.changed[i]
+	}
+	return nil
+}
+
+// truncateChanged takes back the changes recorded after the first n (a
+// savepoint's rollback): the index, if it covers any of them, is built
+// again, as an ID's last change may now be an earlier one.
+func (tx *wtx) truncateChanged(n int) {
+	tx.changed = tx.changed[:n]
+	if tx.indexed > n {
+		clear(tx.latest)
+		tx.indexed = 0
+	}
 }
 
 // Exec, Query and QueryRow are those of sql.Tx, through the prepared
@@ -272,7 +317,8 @@ func (tx *wtx) savepoint(name string, fn func() error) (fnErr error, err error) 
 		if de := storageError(fnErr); isStorage(de) {
 			return nil, de
 		}
-		tx.changed, tx.explains = tx.changed[:n], tx.explains[:nx]
+		tx.truncateChanged(n)
+		tx.explains = tx.explains[:nx]
 		tx.dropExplainedAfter(ne)
 		if _, err := tx.Exec("ROLLBACK TO " + name); err != nil {
 			return fnErr, err

@@ -452,10 +452,8 @@ func getForUpdate(tx *wtx, id core.WorkloadID) (*core.Workload, error) {
 // inside the writer it is the row). It is shared: callers copy it before
 // changing it.
 func (tx *wtx) known(id core.WorkloadID) *core.Workload {
-	for i := len(tx.changed) - 1; i >= 0; i-- {
-		if tx.changed[i].ID == id {
-			return tx.changed[i]
-		}
+	if w := tx.last(id); w != nil {
+		return w
 	}
 	tx.s.mu.RLock()
 	defer tx.s.mu.RUnlock()
