@@ -35,7 +35,8 @@ import (
 //     workload's stored events stay in time order, and once it has left
 //     Pending why it waited is on disk. Close stores those still kept. A
 //     crash loses the explanations of the workloads still pending, and
-//     the next cycle gives them their reason again.
+//     the next cycle gives them their reason again. At Open the view takes
+//     each pending workload's last stored explanation (loadExplanations).
 //
 // On PostgreSQL other servers serve reads from the database, so every
 // explanation is written there (setPendingReason).
@@ -43,6 +44,36 @@ import (
 // An event kept in memory and its stored copy are told apart by value
 // (sameEvent): two identical explanations of one workload at the same
 // nanosecond would read as one.
+
+// loadExplanations gives the pending workloads of the view just loaded
+// the explanation of their last stored event, when that event is an
+// explanation (no change of phase) newer than the one in their row: a
+// reason the row never held, stored by Close or with a later event. So a
+// restart shows each workload's last reason at once, and the first cycle,
+// explaining it alike, records no event again. (A reason the row holds is
+// as new as its last explanation event, which its write recorded: the row
+// is kept, its message included.)
+func (s *Store) loadExplanations(ctx context.Context) error {
+	rows, err := s.read.QueryContext(ctx, `SELECT e.workload_id, e.type, e.reason, e.message, e.from_phase, e.to_phase
+		FROM events e JOIN (SELECT workload_id, max(id) AS id FROM events
+			WHERE workload_id IN (SELECT id FROM workloads WHERE phase = ?) GROUP BY workload_id) last ON e.id = last.id`, string(core.Pending))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, typ, reason, message, from, to string
+		if err := rows.Scan(&id, &typ, &reason, &message, &from, &to); err != nil {
+			return err
+		}
+		w := s.active[core.WorkloadID(id)]
+		if w == nil || w.Status.Phase != core.Pending || typ != core.EventNormal || from != "" || to != "" || reason == w.Status.Reason {
+			continue
+		}
+		w.Status.Reason, w.Status.Message = reason, message // loaded just now: no one else holds w
+	}
+	return rows.Err()
+}
 
 // maxExplained bounds the explanation events kept in memory per pending
 // workload; older ones are dropped (a reason that flips every cycle).

@@ -221,24 +221,36 @@ func TestExplanationAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = open(t, path)
-	for _, c := range []struct {
-		id   core.WorkloadID
-		want string
-	}{{quiet.ID, quiet.Status.Reason}, {touched.ID, "QuotaLimit"}} {
-		got, err := s.Workload(ctx, c.id)
-		if err != nil || got.Status.Reason != c.want {
-			t.Errorf("%s opened again: %+v, %v; want reason %q", c.id, got, err, c.want)
+	// Both show their reason at once: touched's from its row, quiet's
+	// from the event Close stored (loadExplanations).
+	for _, id := range []core.WorkloadID{quiet.ID, touched.ID} {
+		got, err := s.Workload(ctx, id)
+		if err != nil || got.Status.Reason != "QuotaLimit" || got.Status.Message != "at the limit" {
+			t.Errorf("%s opened again: %+v, %v; want QuotaLimit, at the limit", id, got, err)
 		}
 	}
 	if n := len(s.explainedOf(quiet.ID)); n != 0 {
 		t.Errorf("%d explanation events after a restart, want none", n)
 	}
-	evs, err := s.Events(ctx, quiet.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"Submitted(memory)", "QuotaLimit(stored)"}, reasons(evs)); diff != "" {
-		t.Errorf("events after a clean stop (-want +got):\n%s", diff)
+	// The first cycle after the restart explains them alike: no event
+	// again; a new reason is one.
+	explainOne(t, s, quiet.ID, "QuotaLimit", "at the limit", t0.Add(2*time.Second))
+	explainOne(t, s, touched.ID, "QuotaLimit", "at the limit", t0.Add(2*time.Second))
+	explainOne(t, s, quiet.ID, "Unschedulable", "no node", t0.Add(3*time.Second))
+	for _, c := range []struct {
+		id   core.WorkloadID
+		want []string
+	}{
+		{quiet.ID, []string{"Submitted(memory)", "QuotaLimit(stored)", "Unschedulable(memory)"}},
+		{touched.ID, []string{"Submitted(memory)", "QuotaLimit(stored)"}},
+	} {
+		evs, err := s.Events(ctx, c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(c.want, reasons(evs)); diff != "" {
+			t.Errorf("%s: events after a clean stop and a cycle (-want +got):\n%s", c.id, diff)
+		}
 	}
 }
 

@@ -490,6 +490,9 @@ func (s *Store) loadActive(ctx context.Context) error {
 		s.countPending(w, +1)
 	}
 	s.order = active // ORDER BY seq
+	if s.pg == nil {
+		return s.loadExplanations(ctx)
+	}
 	return nil
 }
 
