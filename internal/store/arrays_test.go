@@ -94,20 +94,13 @@ func TestCreateArray(t *testing.T) {
 }
 
 // TestCreateArrayAllOrNothing: a write that fails part way through (a
-// task's ID is taken, each time it is drawn) stores no task at all, and the pending bounds count
-// the whole array.
+// task's ID is taken, each time it is drawn) stores no task at all, and
+// the pending bounds count the whole array.
 func TestCreateArrayAllOrNothing(t *testing.T) {
 	next := make(chan core.WorkloadID, 4)
-	s, err := OpenWith(context.Background(), filepath.Join(t.TempDir(), "gpufleet.db"), Options{
+	s := teamStore(t, filepath.Join(t.TempDir(), "gpufleet.db"), Options{
 		NewID: func() core.WorkloadID { return <-next }, MaxPendingPerTeam: 2000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	ctx := context.Background()
-	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
-		t.Fatal(err)
-	}
 	next <- "wl-x-700" // a workload whose ID the array's task 700 would take
 	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
 		t.Fatal(err)
@@ -245,15 +238,8 @@ func BenchmarkCreateArray(b *testing.B) {
 func BenchmarkCancelArray(b *testing.B) {
 	for _, size := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("tasks=%d", size), func(b *testing.B) {
-			s, err := OpenWith(context.Background(), filepath.Join(b.TempDir(), "gpufleet.db"), Options{MaxPendingPerTeam: 1 << 30, MaxPendingPerUser: 1 << 30})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := teamStore(b, filepath.Join(b.TempDir(), "gpufleet.db"), Options{MaxPendingPerTeam: 1 << 30, MaxPendingPerUser: 1 << 30})
 			ctx := context.Background()
-			if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
-				b.Fatal(err)
-			}
 			var tasks time.Duration
 			for b.Loop() {
 				b.StopTimer()

@@ -68,14 +68,7 @@ func TestWorkloadIDsSortByTime(t *testing.T) {
 func TestTakenIDDrawnAgain(t *testing.T) {
 	ctx := context.Background()
 	next := make(chan core.WorkloadID, 8)
-	s, err := OpenWith(ctx, target(t, filepath.Join(t.TempDir(), "gpufleet.db")), Options{NewID: func() core.WorkloadID { return <-next }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
-		t.Fatal(err)
-	}
+	s := teamStore(t, target(t, filepath.Join(t.TempDir(), "gpufleet.db")), Options{NewID: func() core.WorkloadID { return <-next }})
 	next <- "wl-one"
 	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
 		t.Fatal(err)

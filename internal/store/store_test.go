@@ -34,6 +34,22 @@ func open(t *testing.T, path string) *Store {
 	return s
 }
 
+// teamStore opens the store at path with opts, closed when tb ends, and
+// makes team "a" in it.
+func teamStore(tb testing.TB, path string, opts Options) *Store {
+	tb.Helper()
+	ctx := context.Background()
+	s, err := OpenWith(ctx, path, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // fixture makes a store with team "a" and one node with two 80 GiB GPUs.
 func fixture(t *testing.T) *Store {
 	t.Helper()
