@@ -17,7 +17,7 @@ import (
 // arrayArg is how the verbs that take an array document it.
 const arrayArg = `A job array (submit --array) is named by its ID: the verb acts on every
 task. One task is named ARRAYID-INDEX, which is the task's own workload ID
-(wl-7kq2m9x4c1ab-7); Slurm's form ARRAYID_INDEX is taken too.`
+(wl-4pzi4zb2m4pxh5ys-7); Slurm's form ARRAYID_INDEX is taken too.`
 
 // taskRef turns Slurm's ARRAYID_INDEX into the task's ID, ARRAYID-INDEX;
 // any other argument is returned as it is.

@@ -10,7 +10,7 @@ import (
 const ForeignWorkload = "a workload of another team"
 
 // Mention names workload w inside a message about another workload: its ID,
-// team and class, "wl-7kq2m9x4c1ab (team research, training)". A message
+// team and class, "wl-4pzi4zb2m4pxh5ys (team research, training)". A message
 // names another workload only through a mention (and names that
 // workload's team nowhere else), so that Redact can take out, for a reader
 // who may not see that team, the whole reference and nothing more.

@@ -144,7 +144,7 @@ type ArrayTask struct {
 const MaxArrayTasks = 100_000
 
 // ArrayTaskID is the ID of the task of array id with index i: the array's
-// ID, "-" and the index ("wl-7kq2m9x4c1ab-7"). A dash, not Slurm's
+// ID, "-" and the index ("wl-4pzi4zb2m4pxh5ys-7"). A dash, not Slurm's
 // underscore, because workload IDs name Kubernetes pods.
 func ArrayTaskID(id WorkloadID, i int) WorkloadID {
 	return id + "-" + WorkloadID(strconv.Itoa(i))

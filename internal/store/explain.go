@@ -25,9 +25,10 @@ import (
 //     decision that nominates a node, or takes a nomination back, is
 //     written in the plan's transaction as on PostgreSQL (ApplyPlan).
 //   - A write that changes a pending workload writes the status it took
-//     from the view, explanation included (getForUpdate); and the view
-//     keeps the explanation it holds over the one such a write took, which
-//     may be older (end, carryExplanation).
+//     from the view, explanation included (getForUpdate), with the events
+//     kept of it (putStatus, storeKeptOf); and the view keeps the
+//     explanation it holds over the one such a write took, which may be
+//     older (end, carryExplanation).
 //   - The event an explanation records (when the reason changes) is kept
 //     in memory, at most maxExplained of them per workload, and stored
 //     before the workload's next stored event, in that event's
@@ -47,12 +48,14 @@ import (
 
 // loadExplanations gives the pending workloads of the view just loaded
 // the explanation of their last stored event, when that event is an
-// explanation (no change of phase) newer than the one in their row: a
-// reason the row never held, stored by Close or with a later event. So a
-// restart shows each workload's last reason at once, and the first cycle,
-// explaining it alike, records no event again. (A reason the row holds is
-// as new as its last explanation event, which its write recorded: the row
-// is kept, its message included.)
+// explanation (no change of phase) whose reason differs from their row's:
+// it is then newer than the row's (Close stored it), since a write of a
+// pending workload's row stores the explanation events that led to the
+// reason it writes (putStatus, storeKeptOf; setPendingReason records its
+// own). So a restart shows each
+// workload's last reason at once, and the first cycle, explaining it
+// alike, records no event again. A row whose reason its last event
+// repeats is kept, message included (the message may have changed since).
 func (s *Store) loadExplanations(ctx context.Context) error {
 	rows, err := s.read.QueryContext(ctx, `SELECT e.workload_id, e.type, e.reason, e.message, e.from_phase, e.to_phase
 		FROM events e JOIN (SELECT workload_id, max(id) AS id FROM events
@@ -174,6 +177,27 @@ func (tx *wtx) withExplained(events []core.Event) []core.Event {
 		return events
 	}
 	return out
+}
+
+// storeKeptOf stores the explanation events of pending workload id kept in
+// memory that this transaction has not stored: a write of its row (an
+// output recorded, say) writes the explanation it took from the view, and
+// its events go with it, so that no row holds a reason newer than the
+// workload's stored events say (loadExplanations relies on it after a
+// crash).
+func (tx *wtx) storeKeptOf(id core.WorkloadID) error {
+	s := tx.s
+	if s.pg != nil {
+		return nil
+	}
+	s.mu.RLock()
+	mem := tx.unstored(s.explained[id])
+	s.mu.RUnlock()
+	if len(mem) == 0 {
+		return nil
+	}
+	tx.storeExplained(mem)
+	return insertEvents(tx, mem)
 }
 
 // unstored returns a copy of the events of mem, one workload's kept

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gpufleet/gpufleet/internal/core"
 )
 
@@ -46,16 +47,20 @@ func TestExplanationNotTakenBackByAWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := s.explainedOf(w.ID)
-	if last := mem[len(mem)-1].Reason; got.Status.Reason != last {
-		t.Errorf("view's reason %q, last explanation event %q: the write took the explanation back, its event stayed", got.Status.Reason, last)
+	// (The write stored the kept events, the cycle's included: putStatus.)
+	evs, err := s.Events(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := evs[len(evs)-1].Reason; got.Status.Reason != last {
+		t.Errorf("view's reason %q, last event %q (%v): the write took the explanation back, its event stayed", got.Status.Reason, last, reasons(evs))
 	}
 	// The next cycle explains it again.
 	explainOne(t, s, w.ID, "Unschedulable", "no room", t0.Add(3*time.Second))
 	if _, err := s.RequestStop(ctx, w.ID, "Cancelled", "", t0.Add(4*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := s.Events(ctx, w.ID)
+	evs, err = s.Events(ctx, w.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,5 +244,44 @@ func TestKeptEventTimeIsUTC(t *testing.T) {
 	}
 	if loc := evs[len(evs)-1].Time.Location(); loc != time.UTC {
 		t.Errorf("explanation event kept in memory has time %s (zone %s); stored events are UTC", evs[len(evs)-1].Time, loc)
+	}
+}
+
+// TestExplanationAfterCrashKeepsTheRow: a write of a pending workload's
+// row that records no event of its own (AddOutputs) stores the kept
+// explanation events with the explanation it writes; so after a crash,
+// which loses the events kept in memory, Open does not take an older
+// stored explanation over the row's newer one.
+func TestExplanationAfterCrashKeepsTheRow(t *testing.T) {
+	s, path := fileFixture(t)
+	ctx := context.Background()
+	w := submit(t, s, 1000)
+	explainOne(t, s, w.ID, "Unschedulable", "no node", t0.Add(time.Second))
+	if err := s.Close(); err != nil { // stores the Unschedulable event
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	explainOne(t, s, w.ID, "QuotaLimit", "at the limit", t0.Add(2*time.Second))
+	if _, err := s.AddOutputs(ctx, w.ID, core.Outputs{Accepted: 1}); err != nil { // the row says QuotaLimit
+		t.Fatal(err)
+	}
+	// A crash: what is kept in memory is lost.
+	s.mu.Lock()
+	clear(s.explained)
+	s.mu.Unlock()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	got, err := s.Workload(ctx, w.ID)
+	if err != nil || got.Status.Reason != "QuotaLimit" || got.Status.Message != "at the limit" {
+		t.Errorf("after a crash: %q, %q (%v); want the row's QuotaLimit, at the limit", got.Status.Reason, got.Status.Message, err)
+	}
+	evs, err := s.Events(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Submitted(memory)", "Unschedulable(stored)", "QuotaLimit(stored)"}, reasons(evs)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

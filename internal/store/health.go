@@ -73,7 +73,10 @@ func isIDTaken(err error) bool {
 	}
 	var se *sqlite.Error
 	var pe *pgconn.PgError
-	return errors.As(err, &se) && se.Code() == sqliteUnique && strings.Contains(se.Error(), "workloads.id") ||
+	// SQLite names the index's columns: "UNIQUE constraint failed:
+	// workloads.id" ends there, where the idempotency index's names
+	// workloads.owner and workloads.idem_key.
+	return errors.As(err, &se) && se.Code() == sqliteUnique && strings.Contains(se.Error(), "failed: workloads.id (") ||
 		errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "workloads_id_key"
 }
 

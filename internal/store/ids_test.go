@@ -112,3 +112,63 @@ func TestTakenIDDrawnAgain(t *testing.T) {
 		t.Fatalf("%d IDs left undrawn", len(next))
 	}
 }
+
+// TestTakenIDFailsAlone: on SQLite a submit runs with no savepoint
+// (doBare); when its ID is taken, it is drawn again and the writes that
+// shared its batch are not failed with it (they were: the UNIQUE error was
+// not a refusal, and a bare write failing otherwise fails its batch).
+func TestTakenIDFailsAlone(t *testing.T) {
+	sqliteOnly(t) // PostgreSQL runs every write under a savepoint
+	ctx := context.Background()
+	next := make(chan core.WorkloadID, 8)
+	s := teamStore(t, filepath.Join(t.TempDir(), "gpufleet.db"), Options{NoSync: true, NewID: func() core.WorkloadID { return <-next }})
+	next <- "wl-one"
+	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	// The writer is held inside a batch, so that the next two writes
+	// queue and share the next one.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go s.do(ctx, func(tx *wtx) error { close(held); <-hold; return nil })
+	<-held
+	team := make(chan error, 1)
+	go func() { team <- s.CreateTeam(ctx, core.NewTeam("b", t0)) }()
+	for len(s.ops) < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	next <- "wl-one" // taken
+	next <- "wl-two"
+	sub := make(chan error, 1)
+	go func() { _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); sub <- err }()
+	for len(s.ops) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
+	if err := <-sub; err != nil {
+		t.Errorf("submit drawn again: %v", err)
+	}
+	if err := <-team; err != nil {
+		t.Errorf("CreateTeam in the batch of a taken ID: %v", err)
+	}
+	if _, err := s.Workload(ctx, "wl-two"); err != nil {
+		t.Errorf("wl-two: %v", err)
+	}
+}
+
+// TestIDTakenIsTheIDs: a UNIQUE failure of the idempotency index (owner,
+// key) is not a taken ID.
+func TestIDTakenIsTheIDs(t *testing.T) {
+	sqliteOnly(t)
+	s := teamStore(t, filepath.Join(t.TempDir(), "gpufleet.db"), Options{})
+	ctx := context.Background()
+	ins := `INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status) VALUES (?, 'a', 'alice', 'Pending', 0, 'k', 'h', x'7b7d', x'7b7d')`
+	if _, err := s.write.ExecContext(ctx, ins, "wl-one"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.write.ExecContext(ctx, ins, "wl-two"); err == nil || isIDTaken(err) {
+		t.Errorf("a second row with the same idempotency key: %v, isIDTaken %v; want an error that is not a taken ID", err, isIDTaken(err))
+	}
+	if _, err := s.write.ExecContext(ctx, ins[:len(ins)-len("'k', 'h', x'7b7d', x'7b7d')")]+"NULL, NULL, x'7b7d', x'7b7d')", "wl-one"); !isIDTaken(err) {
+		t.Errorf("a second row wl-one: %v, want a taken ID", err)
+	}
+}

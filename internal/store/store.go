@@ -113,7 +113,7 @@ type Store struct {
 }
 
 // Options changes how a store is opened. The zero value is what the server
-// uses: durable writes and random workload IDs.
+// uses: durable writes and workload IDs from NewWorkloadID.
 type Options struct {
 	// NoSync turns off fsync (PRAGMA synchronous=OFF): a write is
 	// acknowledged once it is in the operating system's cache, and may be

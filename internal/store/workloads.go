@@ -13,7 +13,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 )
 
-// NewWorkloadID returns a fresh workload ID such as "wl-dd4cqtxn7kq2m9x4":
+// NewWorkloadID returns a fresh workload ID such as "wl-4pzi4zb2m4pxh5ys":
 // "wl-", 8 base32 digits of the time in milliseconds since 2024 (wrapping
 // after 34 years, in 2058), and 8 of 40 random bits. The random half keeps
 // one team from guessing another's IDs, as the fully random IDs before did
@@ -116,6 +116,11 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status)
 		if isForeignKey(err) {
 			return fmt.Errorf("team %q: %w", w.Team, core.ErrNotFound)
+		}
+		if isIDTaken(err) {
+			// A refusal, so that the bare write fails alone (the INSERT
+			// took back only itself), not its batch; drawn again below.
+			return fmt.Errorf("workload ID %s is taken: %w (%w)", w.ID, core.ErrConflict, err)
 		}
 		if err != nil {
 			return err
@@ -460,7 +465,9 @@ func (tx *wtx) known(id core.WorkloadID) *core.Workload {
 	return tx.s.active[id]
 }
 
-// putStatus writes a workload's status, phase and node columns.
+// putStatus writes a workload's status, phase and node columns; of a
+// pending one, with the explanation events kept in memory that led to the
+// explanation it writes (storeKeptOf).
 func putStatus(tx *wtx, w *core.Workload) error {
 	b, err := json.Marshal(&w.Status)
 	if err != nil {
@@ -475,6 +482,9 @@ func putStatus(tx *wtx, w *core.Workload) error {
 		return err
 	}
 	tx.changed = append(tx.changed, w)
+	if w.Status.Phase == core.Pending {
+		return tx.storeKeptOf(w.ID)
+	}
 	return nil
 }
 
