@@ -59,12 +59,11 @@ func (s *Store) CreateArray(ctx context.Context, w *core.Workload, r ArrayRange,
 		return nil, false, fmt.Errorf("array %d-%d%%%d: a range of 1 to %d tasks from index 0 up: %w", r.Start, r.End, r.MaxRunning, core.MaxArrayTasks, core.ErrInvalid)
 	}
 	// An ID already taken (see NewWorkloadID) is drawn again.
-	for try := 1; ; try++ {
-		out, created, err = s.createArray(ctx, w, r, idem, now, s.newID())
-		if try == 3 || !isIDTaken(err) {
-			return out, created, err
-		}
-	}
+	err = withFreshID(s.newID, func(id core.WorkloadID) error {
+		out, created, err = s.createArray(ctx, w, r, idem, now, id)
+		return err
+	})
+	return out, created, err
 }
 
 // createArray is CreateArray with the array's ID.

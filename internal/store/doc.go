@@ -81,8 +81,9 @@
 //   - on SQLite, the pending workloads' explanations (the reason each
 //     waits and its message; a nominated node is written), in the view of
 //     active workloads, and the events they record (at most 16 a
-//     workload, the latest) until the workload's next stored event, or
-//     Close, stores them (explain.go): derived, recomputed by the first
+//     workload, the latest) until the workload's next stored event, a
+//     write of its row, or Close, stores them (explain.go): derived, taken
+//     back from the last stored event at Open and recomputed by the first
 //     cycle after a restart; PostgreSQL writes them, as its other servers
 //     read them from the database.
 //

@@ -52,10 +52,10 @@ import (
 // it is then newer than the row's (Close stored it), since a write of a
 // pending workload's row stores the explanation events that led to the
 // reason it writes (putStatus, storeKeptOf; setPendingReason records its
-// own). So a restart shows each
-// workload's last reason at once, and the first cycle, explaining it
-// alike, records no event again. A row whose reason its last event
-// repeats is kept, message included (the message may have changed since).
+// own). So a restart shows each workload's last reason at once, and the
+// first cycle, explaining it alike, records no event again. A row whose
+// reason its last event repeats is kept, message included (the message may
+// have changed since).
 func (s *Store) loadExplanations(ctx context.Context) error {
 	rows, err := s.read.QueryContext(ctx, `SELECT e.workload_id, e.type, e.reason, e.message, e.from_phase, e.to_phase
 		FROM events e JOIN (SELECT workload_id, max(id) AS id FROM events
@@ -149,11 +149,10 @@ func (tx *wtx) withExplained(events []core.Event) []core.Event {
 		return events
 	}
 	if len(events) == 1 { // most writes: no map
-		mem := tx.unstored(s.explained[events[0].WorkloadID])
+		mem := tx.takeKept(events[0].WorkloadID)
 		if len(mem) == 0 {
 			return events
 		}
-		tx.storeExplained(mem)
 		return append(mem, events[0])
 	}
 	var out []core.Event
@@ -161,12 +160,11 @@ func (tx *wtx) withExplained(events []core.Event) []core.Event {
 	for i, e := range events {
 		if !seen[e.WorkloadID] {
 			seen[e.WorkloadID] = true
-			if mem := tx.unstored(s.explained[e.WorkloadID]); len(mem) > 0 {
+			if mem := tx.takeKept(e.WorkloadID); len(mem) > 0 {
 				if out == nil {
 					out = slices.Clone(events[:i])
 				}
 				out = append(out, mem...)
-				tx.storeExplained(mem)
 			}
 		}
 		if out != nil {
@@ -191,43 +189,41 @@ func (tx *wtx) storeKeptOf(id core.WorkloadID) error {
 		return nil
 	}
 	s.mu.RLock()
-	mem := tx.unstored(s.explained[id])
+	mem := tx.takeKept(id)
 	s.mu.RUnlock()
 	if len(mem) == 0 {
 		return nil
 	}
-	tx.storeExplained(mem)
 	return insertEvents(tx, mem)
 }
 
-// unstored returns a copy of the events of mem, one workload's kept
-// events, that this transaction has not stored.
-func (tx *wtx) unstored(mem []core.Event) []core.Event {
+// takeKept returns a copy of the events of workload id kept in memory that
+// this transaction has not stored, and records that it stores them: in
+// order in explained (which a savepoint's rollback cuts back,
+// dropExplainedAfter) and by workload in explainedBy, so that a
+// transaction storing many workloads' events compares each only with its
+// own workload's. Callers hold mu.
+func (tx *wtx) takeKept(id core.WorkloadID) []core.Event {
+	mem := tx.s.explained[id]
 	if len(mem) == 0 {
 		return nil
 	}
-	stored := tx.explainedBy[mem[0].WorkloadID]
+	stored := tx.explainedBy[id]
 	var out []core.Event
 	for _, e := range mem {
 		if !slices.ContainsFunc(stored, func(f core.Event) bool { return sameEvent(e, f) }) {
 			out = append(out, e)
 		}
 	}
-	return out
-}
-
-// storeExplained records that this transaction stores evs, kept events of
-// one workload: in order in explained (which a savepoint's rollback cuts
-// back, dropExplainedAfter) and by workload in explainedBy, so that a
-// transaction storing many workloads' events compares each only with its
-// own workload's.
-func (tx *wtx) storeExplained(evs []core.Event) {
+	if len(out) == 0 {
+		return nil
+	}
 	if tx.explainedBy == nil {
 		tx.explainedBy = map[core.WorkloadID][]core.Event{}
 	}
-	id := evs[0].WorkloadID
-	tx.explainedBy[id] = append(tx.explainedBy[id], evs...)
-	tx.explained = append(tx.explained, evs...)
+	tx.explainedBy[id] = append(stored, out...)
+	tx.explained = append(tx.explained, out...)
+	return out
 }
 
 // dropExplainedAfter forgets that this transaction stored the kept events
@@ -252,11 +248,8 @@ func (s *Store) storeAllExplained(ctx context.Context) error {
 	return s.do(ctx, func(tx *wtx) error {
 		s.mu.RLock()
 		var evs []core.Event
-		for _, mem := range s.explained {
-			if mem = tx.unstored(mem); len(mem) > 0 {
-				tx.storeExplained(mem)
-				evs = append(evs, mem...)
-			}
+		for id := range s.explained {
+			evs = append(evs, tx.takeKept(id)...)
 		}
 		s.mu.RUnlock()
 		return insertEvents(tx, evs)

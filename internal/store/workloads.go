@@ -20,9 +20,10 @@ import (
 // (60 bits; those still read and work alike). The time half puts the IDs
 // a store writes in a row side by side in its ID index: a batch of random
 // IDs dirtied one index page each, where time-ordered ones share the last
-// page (as UUIDv7 and ULID do; see doc.go). The digits are base32 in ASCII order, so that IDs sort by their
-// time. Two IDs repeat only in the same millisecond with the same 40 random
-// bits, and CreateWorkload and CreateArray then draw another.
+// page (as UUIDv7 and ULID do; see doc.go). The digits are base32's in
+// ASCII order, so that IDs sort by their time. Two IDs repeat only in the
+// same millisecond with the same 40 random bits, and CreateWorkload and
+// CreateArray then draw another (withFreshID).
 func NewWorkloadID() core.WorkloadID {
 	var b [5]byte
 	rand.Read(b[:])
@@ -66,7 +67,6 @@ type Idempotency struct {
 // idempotency key is returned instead.
 func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idempotency, now time.Time) (out *core.Workload, created bool, err error) {
 	w = w.Clone()
-	w.ID = s.newID()
 	w.CreatedAt = now.UTC()
 	w.Status = core.Status{Phase: core.Pending, Reason: "Submitted"}
 	spec, err := json.Marshal(&w.Spec)
@@ -131,23 +131,24 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 		out, created = w, true
 		return nil
 	}
-	err = retryTakenID(w, s.newID, func() error { return s.doBare(ctx, insert) })
+	err = withFreshID(s.newID, func(id core.WorkloadID) error {
+		w.ID = id
+		return s.doBare(ctx, insert)
+	})
 	if err != nil {
 		return nil, false, err
 	}
 	return out, created, nil
 }
 
-// retryTakenID calls write, which stores w under w.ID, until it does not
-// fail for an ID already taken, with a new ID from newID each time, at most
-// 3 times in all.
-func retryTakenID(w *core.Workload, newID func() core.WorkloadID, write func() error) error {
+// withFreshID calls write with an ID from newID, and again with the next
+// one while it fails because the ID is taken, 3 times in all.
+func withFreshID(newID func() core.WorkloadID, write func(id core.WorkloadID) error) error {
 	for try := 1; ; try++ {
-		err := write()
+		err := write(newID())
 		if try == 3 || !isIDTaken(err) {
 			return err
 		}
-		w.ID = newID()
 	}
 }
 
