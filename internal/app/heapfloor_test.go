@@ -1,8 +1,18 @@
 package app
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestFloorPercent: the GOGC that lets the heap reach the floor, the
@@ -58,4 +68,59 @@ func TestFloorUnderLimits(t *testing.T) {
 			t.Errorf("floorUnder(GOMEMLIMIT %d, cgroup %d) = %d MiB, want %d MiB", tt.goLimit, tt.cgroup, got/mib, tt.want/mib)
 		}
 	}
+}
+
+// TestHeapFloorLeavesGOGCAlone: the floor raises GOGC in a process started
+// without GOGC, and leaves an operator's GOGC as set (here 100, the
+// default, so that only the floor could change it). Each case runs in a
+// process of its own, keepHeapFloor being once per process.
+func TestHeapFloorLeavesGOGCAlone(t *testing.T) {
+	if os.Getenv(heapFloorChild) != "" {
+		t.Skip("the child process runs TestHeapFloorChild")
+	}
+	for _, c := range []struct {
+		gogc   string // "" unset
+		raised bool
+	}{{"", true}, {"100", false}} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestHeapFloorChild$", "-test.v")
+		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") }), heapFloorChild+"=1")
+		if c.gogc != "" {
+			cmd.Env = append(cmd.Env, "GOGC="+c.gogc)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("GOGC=%q: child: %v\n%s", c.gogc, err, out)
+		}
+		m := regexp.MustCompile(`gogc=(\d+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("GOGC=%q: child said no gogc:\n%s", c.gogc, out)
+		}
+		got, _ := strconv.Atoi(string(m[1]))
+		if raised := got > 100; raised != c.raised {
+			t.Errorf("GOGC=%q: the collector's percent is %d after keepHeapFloor, want raised %v", c.gogc, got, c.raised)
+		}
+	}
+}
+
+// heapFloorChild, set, makes TestHeapFloorChild run.
+const heapFloorChild = "GPUFLEET_TEST_HEAP_FLOOR_CHILD"
+
+// TestHeapFloorChild is TestHeapFloorLeavesGOGCAlone's child: it measures
+// the live heap (a collection), starts the floor, and prints the
+// collector's percent once the floor has raised it, or after a while in
+// which it would have (its first fit is at once).
+func TestHeapFloorChild(t *testing.T) {
+	if os.Getenv(heapFloorChild) == "" {
+		t.Skip("run by TestHeapFloorLeavesGOGCAlone")
+	}
+	runtime.GC()
+	keepHeapFloor()
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	for deadline := time.Now().Add(500 * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
+		metrics.Read(s)
+		if s[0].Value.Uint64() != 100 || time.Now().After(deadline) {
+			break
+		}
+	}
+	fmt.Printf("gogc=%d\n", s[0].Value.Uint64())
 }

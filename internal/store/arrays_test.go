@@ -110,8 +110,8 @@ func TestCreateArrayAllOrNothing(t *testing.T) {
 	next <- "wl-x"
 	next <- "wl-x"
 	next <- "wl-x"
-	if _, _, err := s.CreateArray(ctx, workload(1000), ArrayRange{Start: 0, End: 999}, nil, t0); !isIDTaken(err) {
-		t.Fatalf("array with a taken task ID: %v, want the ID taken", err)
+	if _, _, err := s.CreateArray(ctx, workload(1000), ArrayRange{Start: 0, End: 999}, nil, t0); !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("array with a taken task ID: %v, want the IDs taken (core.ErrUnavailable)", err)
 	}
 	var n int
 	if err := s.read.QueryRow("SELECT count(*) FROM workloads").Scan(&n); err != nil || n != 1 {

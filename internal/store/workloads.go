@@ -142,15 +142,24 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 }
 
 // withFreshID calls write with an ID from newID, and again with the next
-// one while it fails because the ID is taken, 3 times in all.
+// one while it fails because the ID is taken, idDraws times in all. When
+// every ID drawn was taken (the ID maker repeats itself), nothing was
+// written: the error says so, in words for the caller rather than the
+// database's, as one to try again (core.ErrUnavailable).
 func withFreshID(newID func() core.WorkloadID, write func(id core.WorkloadID) error) error {
 	for try := 1; ; try++ {
 		err := write(newID())
-		if try == 3 || !isIDTaken(err) {
+		if !isIDTaken(err) {
 			return err
+		}
+		if try == idDraws {
+			return fmt.Errorf("the %d workload IDs drawn were all taken; nothing was written, try again: %w", idDraws, core.ErrUnavailable)
 		}
 	}
 }
+
+// idDraws is how many IDs a submit draws before it gives up.
+const idDraws = 3
 
 const selectWorkload = "SELECT seq, id, created_at, spec, status, idem_hash FROM workloads"
 
