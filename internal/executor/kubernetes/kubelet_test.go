@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,9 +33,60 @@ type fakeKubelet struct {
 	client *fake.Clientset
 	wg     sync.WaitGroup
 	// watching receives the resource of every watch opened: the fake's
-	// watches do not replay from a resource version, so an executor is
-	// ready only once its pod and node watches are open.
+	// watches replay only the pods that exist (and the deletions in gone),
+	// not every change since a resource version, so an executor is ready
+	// only once its pod and node watches are open.
 	watching chan string
+	// gone holds each pod deleted, with the pods' resource version its
+	// deletion made, for a pod watch opened from an earlier one to hear
+	// of it, as the API server's watch cache replays a deletion made
+	// between an informer's list and its watch (without, an executor whose
+	// start deleted a pod just after its list never heard it go: 2 runs
+	// in 50 under load).
+	goneMu sync.Mutex
+	gone   []tombstone
+}
+
+type tombstone struct {
+	pod *corev1.Pod
+	rv  int64
+}
+
+// watchPods opens a pod watch on the fake's tracker from the action's
+// resource version and replays the deletions made since it (gone).
+func (k *fakeKubelet) watchPods(a k8stesting.WatchActionImpl) (watch.Interface, error) {
+	w, err := k.client.Tracker().Watch(podsGVR, a.GetNamespace(), a.ListOptions)
+	if err != nil {
+		return nil, err
+	}
+	from, _ := strconv.ParseInt(a.ListOptions.ResourceVersion, 10, 64)
+	k.goneMu.Lock()
+	defer k.goneMu.Unlock()
+	for _, g := range k.gone {
+		if from > 0 && g.rv > from && (a.GetNamespace() == "" || a.GetNamespace() == g.pod.Namespace) {
+			w.(*watch.RaceFreeFakeWatcher).Delete(g.pod.DeepCopy())
+		}
+	}
+	return w, nil
+}
+
+// deletePod deletes pod p from the tracker, keeping it in gone with a
+// resource version of its deletion: the tracker gives none to a deletion,
+// so the pod is first written as it is, which gives it the next one.
+func (k *fakeKubelet) deletePod(p *corev1.Pod) error {
+	tr := k.client.Tracker()
+	if err := tr.Update(podsGVR, p, p.Namespace); err != nil {
+		return err
+	}
+	l, err := tr.List(podsGVR, corev1.SchemeGroupVersion.WithKind("Pod"), "")
+	if err != nil {
+		return err
+	}
+	rv, _ := strconv.ParseInt(l.(*corev1.PodList).ResourceVersion, 10, 64)
+	k.goneMu.Lock()
+	k.gone = append(k.gone, tombstone{p.DeepCopy(), rv})
+	k.goneMu.Unlock()
+	return tr.Delete(podsGVR, p.Namespace, p.Name)
 }
 
 // cut makes the API server's version request, the executor's reach
@@ -54,11 +106,16 @@ func newFakeKubelet(t *testing.T, objects ...runtime.Object) *fakeKubelet {
 	k := &fakeKubelet{client: fake.NewClientset(objects...), watching: make(chan string, 64)}
 	t.Cleanup(k.wg.Wait)
 	k.client.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		var w watch.Interface
+		var err error
+		if a.GetResource() == podsGVR {
+			w, err = k.watchPods(a.(k8stesting.WatchActionImpl))
+		}
 		select {
 		case k.watching <- a.GetResource().Resource:
 		default:
 		}
-		return false, nil, nil
+		return w != nil || err != nil, w, err
 	})
 	k.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
@@ -79,7 +136,7 @@ func newFakeKubelet(t *testing.T, objects ...runtime.Object) *fakeKubelet {
 		}
 		p := obj.(*corev1.Pod).DeepCopy()
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			return false, nil, nil
+			return true, nil, k.deletePod(p)
 		}
 		var grace int64
 		if g := d.GetDeleteOptions().GracePeriodSeconds; g != nil {
@@ -92,8 +149,7 @@ func newFakeKubelet(t *testing.T, objects ...runtime.Object) *fakeKubelet {
 				code = 137
 			}
 			setTerminated(p, code, "Error")
-			tr.Update(podsGVR, p, p.Namespace)
-			return true, nil, tr.Delete(podsGVR, p.Namespace, p.Name)
+			return true, nil, k.deletePod(p)
 		}
 		now := metav1.Now()
 		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
@@ -102,8 +158,7 @@ func newFakeKubelet(t *testing.T, objects ...runtime.Object) *fakeKubelet {
 		time.AfterFunc(time.Duration(grace)*time.Second, func() {
 			defer k.wg.Done()
 			setTerminated(p, 137, "Error")
-			tr.Update(podsGVR, p, p.Namespace)
-			tr.Delete(podsGVR, p.Namespace, p.Name)
+			k.deletePod(p)
 		})
 		return true, nil, nil
 	})

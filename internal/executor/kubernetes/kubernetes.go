@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -169,8 +170,11 @@ type Executor struct {
 	// orphaned holds the pods (namespace/name) being deleted as orphans
 	// or late starts, until the informer sees them go: each is deleted
 	// and handed to OnOrphans once, though both the return's clean-up
-	// and the informer's events find it.
+	// and the informer's events find it. gone then holds their UIDs, with
+	// when they went, for goneFor: a clean-up whose list was read before
+	// they went still finds them there.
 	orphaned map[string]bool
+	gone     map[types.UID]time.Time
 
 	openLogs podLogs // nil: the API server's pod log
 
@@ -253,6 +257,7 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 		nsReady:    map[string]bool{},
 		notReady:   map[string]bool{},
 		orphaned:   map[string]bool{},
+		gone:       map[types.UID]time.Time{},
 		lastAnswer: time.Now(),
 	}
 
@@ -707,6 +712,9 @@ func (e *Executor) deleteOrphans(ctx context.Context, pods []*corev1.Pod) ([]Orp
 		if e.tasks[key{p.Labels[LabelWorkload], n}] != nil || !ownsNamespace(e.opts.NamespaceTemplate, p.Namespace) || e.orphaned[p.Namespace+"/"+p.Name] {
 			continue
 		}
+		if _, went := e.gone[p.UID]; went && p.UID != "" {
+			continue // deleted as an orphan already: pods was read before it went
+		}
 		e.orphaned[p.Namespace+"/"+p.Name] = true
 		orphans = append(orphans, Orphan{Namespace: p.Namespace, Name: p.Name, Workload: core.WorkloadID(p.Labels[LabelWorkload]),
 			Attempt: n, Team: p.Labels[LabelTeam]})
@@ -722,6 +730,25 @@ func (e *Executor) deleteOrphans(ctx context.Context, pods []*corev1.Pod) ([]Orp
 		}
 	}
 	return orphans, errors.Join(errs...)
+}
+
+// goneFor is how long the UID of an orphan seen gone is kept (gone): far
+// longer than a list of pods takes to read and act on.
+const goneFor = 10 * time.Minute
+
+// wentLocked records that the informer saw orphan uid go, and forgets
+// those that went more than goneFor ago. Callers hold mu.
+func (e *Executor) wentLocked(uid types.UID) {
+	if uid == "" {
+		return // not a pod the API server made
+	}
+	now := time.Now()
+	for u, at := range e.gone {
+		if now.Sub(at) > goneFor {
+			delete(e.gone, u)
+		}
+	}
+	e.gone[uid] = now
 }
 
 // unmarkOrphan forgets that an orphan is being deleted (its deletion
@@ -791,8 +818,9 @@ func (e *Executor) onPod(obj any, deleted bool) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if deleted {
+	if deleted && e.orphaned[p.Namespace+"/"+p.Name] {
 		delete(e.orphaned, p.Namespace+"/"+p.Name)
+		e.wentLocked(p.UID)
 	}
 	if at := e.tasks[key{p.Labels[LabelWorkload], n}]; at != nil && at.pending {
 		return // expected: settlePendingLocked adopts its pods once the caches are in

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
@@ -31,6 +32,7 @@ func TestStartUnreachableFenced(t *testing.T) {
 		tk := gpuTask(id, "n1", 1)
 		p := buildPod(o, tk, "gpufleet-research", 0, replicaAssignments(tk)[0], 1)
 		p.Labels[LabelFence] = "3"
+		p.UID = types.UID(id) // as the API server gives every pod one
 		p.Status.Phase = corev1.PodRunning
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
 		return p
@@ -126,5 +128,47 @@ func TestStartUnreachableFenced(t *testing.T) {
 	}
 	if x := exitOf(t, e); x.WorkloadID != "wl-keep" || x.Reason == ReasonLost {
 		t.Errorf("wl-keep's end after Stop: %+v", x)
+	}
+}
+
+// TestOrphanReportedOnce: an orphan pod deleted and seen gone by the
+// informer is not deleted and reported again by a clean-up whose list of
+// pods was read before it went (the cluster's return lists the pods from
+// the API server while the informer deletes a deposed leader's late start:
+// both found it, and it was audited twice, 2 runs in 40 under load).
+func TestOrphanReportedOnce(t *testing.T) {
+	o := &Options{NamespaceTemplate: DefaultNamespaceTemplate, DefaultImage: DefaultImage}
+	tk := gpuTask("wl-orphan", "n1", 1)
+	orphan := buildPod(o, tk, "gpufleet-research", 0, replicaAssignments(tk)[0], 1)
+	orphan.Labels[LabelFence] = "3"
+	orphan.UID = "first"
+	orphan.Status.Phase = corev1.PodRunning
+	k := newFakeKubelet(t, gpuNode("n1", 8, true, false), orphan)
+	e := k.newExecutor(t, Options{Fence: func() int64 { return 5 }})
+	// The list a clean-up read, before the deletion.
+	list, err := k.client.CoreV1().Pods(metav1.NamespaceAll).List(t.Context(), metav1.ListOptions{LabelSelector: LabelManaged + "=true"})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("pods: %v %d, want the orphan", err, len(list.Items))
+	}
+	stale := []*corev1.Pod{&list.Items[0]}
+	if got, err := e.DeleteOrphans(t.Context()); err != nil || len(got) != 1 {
+		t.Fatalf("DeleteOrphans: %+v %v, want the orphan", got, err)
+	}
+	eventually(t, 5*time.Second, "the informer sees the orphan go", func() (bool, string) {
+		pods, _ := e.pods.List(labelsManaged())
+		return len(pods) == 0, fmt.Sprintf("%d pods in the cache", len(pods))
+	})
+	if again, err := e.deleteOrphans(t.Context(), stale); len(again) != 0 || err != nil {
+		t.Errorf("the clean-up with the list read before: %+v %v, want nothing (deleted and reported once)", again, err)
+	}
+	// A new pod of the same name is another orphan (of this term's
+	// token: the informer leaves it to the clean-up).
+	late := orphan.DeepCopy()
+	late.UID, late.ResourceVersion, late.Labels[LabelFence] = "late", "", "5"
+	if _, err := k.client.CoreV1().Pods(late.Namespace).Create(t.Context(), late, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.deleteOrphans(t.Context(), []*corev1.Pod{late}); len(got) != 1 || err != nil {
+		t.Errorf("a new pod of the same name: %+v %v, want it an orphan", got, err)
 	}
 }
