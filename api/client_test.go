@@ -47,7 +47,11 @@ func TestConcurrentClientsReuseConnections(t *testing.T) {
 	for range 6 {
 		round()
 	}
-	if n := opened.Load(); n > clients {
-		t.Errorf("6 rounds of %d concurrent requests opened %d connections, want at most %d: each reused", clients, n, clients)
+	// Each client's connection goes back to the pool once its answer is
+	// read, by the transport's own goroutine: a round may start before
+	// one is back and dial another (33 under load, 1 run in 6). Without
+	// reuse, each round after the first would open about 30.
+	if n := opened.Load(); n > 2*clients {
+		t.Errorf("6 rounds of %d concurrent requests opened %d connections, want at most %d: most reused", clients, n, 2*clients)
 	}
 }
