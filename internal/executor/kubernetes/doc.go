@@ -268,7 +268,8 @@
 // have caught up, and handed to Options.OnOrphans, where the server records
 // them in its audit trail as at its start (each pod once: one that the
 // informer, relisting, meanwhile found to be a deposed leader's late
-// start is not deleted and reported again). These are the pods of
+// start is not deleted and reported again, even when the informer has
+// already seen it go and the list still holds it). These are the pods of
 // attempts the store no longer expects: an attempt requeued elsewhere has
 // been stopped (so it is deleted as stopping) or reported ended (so it is
 // no longer tracked). The executor runs this clean-up itself, not the
