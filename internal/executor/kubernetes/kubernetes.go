@@ -712,7 +712,7 @@ func (e *Executor) deleteOrphans(ctx context.Context, pods []*corev1.Pod) ([]Orp
 		if e.tasks[key{p.Labels[LabelWorkload], n}] != nil || !ownsNamespace(e.opts.NamespaceTemplate, p.Namespace) || e.orphaned[p.Namespace+"/"+p.Name] {
 			continue
 		}
-		if _, went := e.gone[p.UID]; went && p.UID != "" {
+		if _, went := e.gone[p.UID]; went {
 			continue // deleted as an orphan already: pods was read before it went
 		}
 		e.orphaned[p.Namespace+"/"+p.Name] = true
