@@ -39,6 +39,10 @@ type Options struct {
 	// started task is set up to be confined (its own namespace, no
 	// privilege, no credentials); nil where Forbidden tests it for real.
 	Confined func(e executor.Executor, tk executor.Task) error
+	// Python is a python3 that tasks can run, for executors that run
+	// processes: the test of what ML stacks need of their sandbox runs
+	// its checks with it, and is skipped without one.
+	Python string
 }
 
 // Run runs the conformance suite. newExecutor returns a fresh executor for
@@ -66,6 +70,7 @@ func Run(t *testing.T, newExecutor func(t *testing.T) executor.Executor, opts Op
 		{"adopting a running task returns true and its exit comes once", adoptRunning},
 		{"two tasks run at once and are reported separately", twoTasks},
 		{"a task reads nothing of the platform's or another team's files", isolation},
+		{"a task can do to its own processes what ML stacks do", mlStack},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

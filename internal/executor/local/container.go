@@ -214,7 +214,7 @@ func (e *Executor) containerCommand(t executor.Task, k key, own dirs, workDir st
 			}
 		}
 	}
-	rtEnv = []string{"PATH=" + e.path}
+	rtEnv = []string{"PATH=" + e.rtPath}
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		switch {
@@ -259,7 +259,7 @@ func (e *Executor) removeLeftoverContainer(adir string) {
 	if e.rt == nil || !strings.HasPrefix(name, "gpufleet-") {
 		return
 	}
-	if err := e.rt.remove(name, e.path); err != nil {
+	if err := e.rt.remove(name, e.rtPath); err != nil {
 		e.log.Warn("remove leftover container", "container", name, "err", err)
 	}
 }

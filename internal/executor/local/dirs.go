@@ -1,7 +1,6 @@
 package local
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +11,8 @@ import (
 // dirs are a workload's directories that its tasks may write, all under
 // DataDir/workloads/<id>/ and kept across attempts.
 type dirs struct {
-	work       string // the default working directory and HOME
+	work       string // the default working directory
+	home       string // $HOME: caches (pip, Triton, torch.compile, HuggingFace)
 	checkpoint string // $GPUFLEET_CHECKPOINT_DIR
 	usage      string // the simulated usage files, one per attempt
 	tmp        string // $TMPDIR where the task has no private /tmp
@@ -21,13 +21,14 @@ type dirs struct {
 func taskDirs(wdir string) dirs {
 	return dirs{
 		work:       filepath.Join(wdir, "work"),
+		home:       filepath.Join(wdir, "home"),
 		checkpoint: filepath.Join(wdir, "checkpoint"),
 		usage:      filepath.Join(wdir, "usage"),
 		tmp:        filepath.Join(wdir, "tmp"),
 	}
 }
 
-func (d dirs) list() []string { return []string{d.work, d.checkpoint, d.usage, d.tmp} }
+func (d dirs) list() []string { return []string{d.work, d.home, d.checkpoint, d.usage, d.tmp} }
 
 // ownDir creates dir, mode 0700, and gives it to uid and gid (unless -1).
 // It refuses a dir that is a symbolic link: the task owns the directory
@@ -63,19 +64,35 @@ func gpuIndices(as []core.Assignment) []int {
 	return out
 }
 
-// sandbox returns the sandbox spec for a task, as JSON, or "" when tasks
-// run unconfined. mounts are its volumes and datasets (which need a mount
-// namespace); secrets is where its secret files are: the tmpfs that the
-// sandbox mounts when inNS, else a directory under /dev/shm; "" for none.
-func (e *Executor) sandbox(own dirs, uid, gid int, dir string, gpus []int, mounts []taskMount, secrets string, inNS bool) (string, error) {
+// view is what a task's sandbox is made of, besides what the executor's
+// isolation status gives every task.
+type view struct {
+	own      dirs
+	uid, gid int
+	dir      string // working directory
+	gpus     []int  // indices of its GPUs
+	mounts   []taskMount
+	// secrets is where its secret files are: the tmpfs that the sandbox
+	// mounts when inNS, else a directory under /dev/shm; "" for none.
+	secrets string
+	inNS    bool
+	// shmBytes sizes its /dev/shm; files are bound over the system's
+	// (its user in the user and group databases).
+	shmBytes int64
+	files    []bindMount
+}
+
+// sandbox returns the sandbox spec for a task, or nil when tasks run
+// unconfined.
+func (e *Executor) sandbox(v view) (*sandboxSpec, error) {
 	st := e.status
 	if !st.Users && st.Landlock == 0 {
-		return "", nil
+		return nil, nil
 	}
-	spec := sandboxSpec{UID: uid, GID: gid, Dir: dir}
-	rw := own.list()
+	spec := sandboxSpec{UID: v.uid, GID: v.gid, Dir: v.dir}
+	rw := v.own.list()
 	var ro []string
-	for _, m := range mounts {
+	for _, m := range v.mounts {
 		spec.Mounts = append(spec.Mounts, bindMount{Src: m.src, Dst: m.dst, RO: m.ro})
 		if m.ro {
 			ro = append(ro, m.dst)
@@ -83,32 +100,47 @@ func (e *Executor) sandbox(own dirs, uid, gid int, dir string, gpus []int, mount
 			rw = append(rw, m.dst)
 		}
 	}
-	if secrets != "" {
-		ro = append(ro, secrets)
-		if inNS {
-			spec.SecretsDir = secrets
+	if v.secrets != "" {
+		ro = append(ro, v.secrets)
+		if v.inNS {
+			spec.SecretsDir = v.secrets
 		}
 	}
 	if st.Users {
 		spec.MountNS = true
+		spec.PIDNS = st.PIDNamespaces
 		spec.PrivateTmp = true
+		spec.ShmBytes = v.shmBytes
 		spec.HideProcs = true
 		// /run holds the host's service sockets (and secrets, on some
 		// hosts): the task gets an empty one, but for the NVIDIA
 		// persistence daemon's socket.
 		spec.Hide = []string{"/run", e.root}
-		spec.Binds = append(existing([]string{"/run/nvidia-persistenced"}), own.list()...)
+		spec.Binds = append(existing([]string{"/run/nvidia-persistenced"}), v.own.list()...)
+		spec.Files = v.files
 		rw = append(rw, "/tmp", "/dev/shm")
+		if spec.PIDNS {
+			// The /proc of the task's own PID namespace, where a process
+			// writes what the kernel lets it write about itself.
+			rw = append(rw, "/proc")
+		}
 	}
 	if st.Landlock > 0 {
 		spec.Landlock = true
 		spec.RW = rw
 		spec.RO = append(e.iso.readOnly(), ro...)
-		spec.Devices = devices(gpus)
+		spec.Devices = devices(v.gpus)
 	}
 	if err := spec.check(); err != nil {
-		return "", err
+		return nil, err
 	}
-	b, err := json.Marshal(spec)
-	return string(b), err
+	return &spec, nil
+}
+
+// shmBytes is the size of a task's /dev/shm: 1 GiB, or its memory request
+// when that is larger (DataLoader workers and NCCL pass tensors through
+// it; the 64 MiB of a container's default is a classic failure).
+func shmBytes(r core.Request) int64 {
+	const floor = 1 << 30
+	return max(floor, r.MemoryMiB*int64(r.Count())<<20)
 }

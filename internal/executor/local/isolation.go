@@ -61,6 +61,10 @@ type IsolationStatus struct {
 	// (private /tmp and /dev/shm, the data directory hidden but for the
 	// task's own directories).
 	Users bool
+	// PIDNamespaces: each task runs in a PID namespace of its own, whose
+	// /proc shows its processes only and which ends with its first
+	// process (root only).
+	PIDNamespaces bool
 	// Landlock is the Landlock ABI version the kernel offers and tasks are
 	// restricted with; 0 when tasks are not restricted.
 	Landlock int
@@ -77,6 +81,9 @@ func (s IsolationStatus) String() string {
 	var parts []string
 	if s.Users {
 		parts = append(parts, "per-team users")
+	}
+	if s.PIDNamespaces {
+		parts = append(parts, "PID namespaces")
 	}
 	if s.Landlock > 0 {
 		parts = append(parts, fmt.Sprintf("Landlock ABI %d", s.Landlock))
@@ -121,23 +128,30 @@ func probe(self string, iso Isolation) IsolationStatus {
 		}
 		return st
 	}
-	spec := sandboxSpec{UID: iso.first(), GID: iso.first(), MountNS: true, PrivateTmp: true, Landlock: st.Landlock > 0, RO: iso.readOnly()}
-	if err := runProbe(self, spec); err != nil && spec.Landlock {
-		// Try without Landlock, to tell which part fails.
-		spec.Landlock = false
-		if err2 := runProbe(self, spec); err2 == nil {
+	// Everything first, then without one part at a time, to tell which
+	// part fails.
+	spec := sandboxSpec{UID: iso.first(), GID: iso.first(), MountNS: true, PIDNS: true, PrivateTmp: true, HideProcs: true,
+		Landlock: st.Landlock > 0, RO: iso.readOnly(), RW: []string{"/proc"}}
+	err := runProbe(self, spec)
+	if err != nil {
+		noPID := spec
+		noPID.PIDNS, noPID.RW = false, nil
+		noLandlock := spec
+		noLandlock.Landlock = false
+		switch {
+		case runProbe(self, noPID) == nil:
+			st.Problems = append(st.Problems, "PID namespaces: "+err.Error()+": tasks see the host's processes and cannot name their threads (CUDA does)")
+			spec = noPID
+		case spec.Landlock && runProbe(self, noLandlock) == nil:
 			st.Problems = append(st.Problems, "Landlock: "+err.Error())
 			st.Landlock = 0
-			st.Users = true
+			spec = noLandlock
+		default:
+			st.Problems = append(st.Problems, "per-team users and mount namespaces: "+err.Error())
 			return st
 		}
-		st.Problems = append(st.Problems, "per-team users and mount namespaces: "+err.Error())
-		return st
-	} else if err != nil {
-		st.Problems = append(st.Problems, "per-team users and mount namespaces: "+err.Error())
-		return st
 	}
-	st.Users = true
+	st.Users, st.PIDNamespaces = true, spec.PIDNS
 	if clash := uidClash(iso.first(), iso.last()); clash != "" {
 		st.Problems = append(st.Problems, clash)
 	}
@@ -278,11 +292,15 @@ func devices(gpus []int) []string {
 // session and process group of its own (the task's, which it cannot leave)
 // and, when asked, in mount, IPC and UTS namespaces of its own (Go makes
 // its mounts private, so nothing the sandbox mounts is seen outside; System
-// V shared memory and semaphores are the task's own).
+// V shared memory and semaphores are the task's own) and as the init of a
+// PID namespace of its own.
 func (s sandboxSpec) sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setsid: true}
 	if s.MountNS {
 		a.Unshareflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+	}
+	if s.PIDNS {
+		a.Cloneflags = pidNSFlags
 	}
 	return a
 }

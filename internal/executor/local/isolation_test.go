@@ -1,6 +1,8 @@
 package local_test
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,18 +142,28 @@ echo "attempt $GPUFLEET_ATTEMPT" > "$GPUFLEET_CHECKPOINT_DIR/saved" && echo "SAV
 // delivered.
 func TestSandboxedStartErrors(t *testing.T) {
 	e, _ := fullyIsolated(t)
-	prog := filepath.Join(t.TempDir(), "outside")
+	// /var is in the task's view (unlike the test's /tmp) but not among
+	// the paths it may execute from.
+	outside, err := os.MkdirTemp("/var/tmp", "gpufleet-outside-")
+	if err != nil {
+		t.Skipf("no /var/tmp to write to: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	if err := os.Chmod(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(outside, "outside")
 	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	tk := executor.Task{WorkloadID: "outside", Attempt: 1, Team: "ta", Command: []string{prog}}
-	err := e.Start(t.Context(), tk)
+	err = e.Start(t.Context(), tk)
 	if err == nil {
 		waitExit(t, e, tk)
 		t.Fatalf("Start of a program outside the allowed paths: no error; log:\n%s", output(t, e, tk.WorkloadID))
 	}
-	if !strings.Contains(err.Error(), "a workload runs only programs in its own directories") {
-		t.Errorf("Start: %v, want the reason", err)
+	if !strings.Contains(err.Error(), "a workload runs only programs its user may execute") || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("Start: %v, want the reason, wrapping fs.ErrPermission", err)
 	}
 }
 

@@ -56,7 +56,15 @@ type Options struct {
 	// PortHosts: the server's proxy serves each port at the root of a
 	// host of its own (proxy.baseURL), so GPUFLEET_BASE_URL is "/".
 	PortHosts bool
+	// Path is the PATH a task gets unless its own environment sets one
+	// (DefaultPath when empty): never the server's, which may lead to
+	// directories only the server's user can use.
+	Path string
 }
+
+// DefaultPath is a task's PATH unless the server's configuration or the
+// task's environment says otherwise: the system's directories.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Executor runs tasks as supervised OS processes. It is safe for concurrent
 // use.
@@ -64,6 +72,9 @@ type Executor struct {
 	dir  string // DataDir/workloads, absolute
 	self string // the binary that acts as the supervisor
 	path string // PATH given to tasks
+	// rtPath is the server's own PATH, where the container runtime finds
+	// its helpers.
+	rtPath string
 	log  *slog.Logger
 	now  func() time.Time
 	out  *executor.Outbox
@@ -98,7 +109,10 @@ type task struct {
 	dir  string // attempt-N directory
 	pid  int    // the task's main process and process group; 0 while starting
 	shim int    // the supervisor, leader of the task's session
-	done chan struct{}
+	// pidns: pid is the init of the task's PID namespace, which passes
+	// signals on to every process of the task.
+	pidns bool
+	done  chan struct{}
 }
 
 // New returns an executor rooted at opts.DataDir, creating the directory.
@@ -141,14 +155,19 @@ func New(opts Options) (*Executor, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	path := os.Getenv("PATH")
+	path := opts.Path
 	if path == "" {
-		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+		path = DefaultPath
+	}
+	rtPath := os.Getenv("PATH")
+	if rtPath == "" {
+		rtPath = DefaultPath
 	}
 	return &Executor{
-		dir:   dir,
-		self:  self,
-		path:  path,
+		dir:    dir,
+		self:   self,
+		path:   path,
+		rtPath: rtPath,
 		log:   opts.Logger.With("executor", "local"),
 		now:   opts.Now,
 		out:   executor.NewOutbox(64),
@@ -304,7 +323,7 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	}
 	// A container sees its directories at its own paths (see in).
 	in := func(p string) string { return p }
-	home := dir
+	home := own.home
 	if container {
 		in = func(p string) string {
 			for host, c := range map[string]string{own.work: containerWork, own.checkpoint: containerCheckpoint, own.usage: containerUsage} {
@@ -324,6 +343,14 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	if !e.status.Users && !container {
 		// No private /tmp: give the task its own.
 		env = withVar(env, "TMPDIR", own.tmp)
+	}
+	var userFiles []bindMount
+	if e.status.Users && !container {
+		name := userName(t.Team)
+		env = withVar(withVar(env, "USER", name), "LOGNAME", name)
+		if userFiles, err = userDB(adir, name, uid, gid, home); err != nil {
+			return fail(err)
+		}
 	}
 	if e.simUsage && len(t.Assignments) > 0 {
 		env = withVar(env, EnvSimUsageFile, in(e.usageFile(adir)))
@@ -387,11 +414,26 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 			return fail(err)
 		}
 	} else {
-		if prog, err = lookPath(t.Command[0], envValue(env, "PATH"), dir); err != nil {
+		v := view{own: own, uid: uid, gid: gid, dir: dir, gpus: gpuIndices(t.Assignments), mounts: mounts,
+			secrets: secrets, inNS: inNS, shmBytes: shmBytes(t.Request), files: userFiles}
+		sb, err := e.sandbox(v)
+		if err != nil {
 			return fail(err)
 		}
-		if spec, err = e.sandbox(own, uid, gid, dir, gpuIndices(t.Assignments), mounts, secrets, inNS); err != nil {
-			return fail(err)
+		// A sandbox finds and checks the program itself, as the task's
+		// user sees the files (execProgram); unconfined, the task sees
+		// what the server sees.
+		prog = t.Command[0]
+		if sb == nil {
+			if prog, err = lookPath(t.Command[0], envValue(env, "PATH"), dir); err != nil {
+				return fail(err)
+			}
+		} else {
+			b, err := json.Marshal(sb)
+			if err != nil {
+				return fail(err)
+			}
+			spec, tk.pidns = string(b), sb.PIDNS
 		}
 	}
 	payload.Env = env
@@ -487,7 +529,7 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string,
 	// either finds the supervisor after a restart, or the supervisor sees
 	// the pipe close without "go" and exits without running anything. So an
 	// attempt never runs unseen, and is never run twice.
-	if err := writeJSON(filepath.Join(adir, "pid"), pidRecord{ShimPID: shimPID, ShimStart: shimTick}); err != nil {
+	if err := writeJSON(filepath.Join(adir, "pid"), pidRecord{ShimPID: shimPID, ShimStart: shimTick, PIDNS: tk.pidns}); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return err
@@ -530,9 +572,9 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string,
 		if msg == "" {
 			msg = "the supervisor exited before starting the task"
 		}
-		return errors.New(msg)
+		return decodeStartError(msg)
 	}
-	rec := pidRecord{ShimPID: shimPID, ShimStart: shimTick, PID: pid, Start: tick}
+	rec := pidRecord{ShimPID: shimPID, ShimStart: shimTick, PID: pid, Start: tick, PIDNS: tk.pidns}
 	if err := writeJSON(filepath.Join(adir, "pid"), rec); err != nil {
 		// Without a pid file the task could not be adopted after a restart:
 		// do not run it.
@@ -654,7 +696,12 @@ func (e *Executor) signal(tk *task, sig syscall.Signal) {
 	if pid <= 0 {
 		return // still starting; kill(-0) would signal our own group
 	}
-	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	target := -pid
+	if tk.pidns {
+		// The namespace's init passes it on to every process once.
+		target = pid
+	}
+	if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		e.log.Warn("signal task", "workload", tk.key.id, "attempt", tk.key.attempt, "signal", sig.String(), "err", err)
 	}
 }
@@ -729,7 +776,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 	}
 
 	// 4. Still running: watch the supervisor.
-	tk := &task{key: k, dir: adir, pid: rec.PID, shim: rec.ShimPID, done: make(chan struct{})}
+	tk := &task{key: k, dir: adir, pid: rec.PID, shim: rec.ShimPID, pidns: rec.PIDNS, done: make(chan struct{})}
 	e.mu.Lock()
 	if _, ok := e.tasks[k]; ok {
 		e.mu.Unlock()

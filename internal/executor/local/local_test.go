@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,7 +54,18 @@ func TestConformance(t *testing.T) {
 			}
 		}
 		return forbiddenPaths(dir, other, pids...)
-	}})
+	}, Python: testPython()})
+}
+
+// testPython is a python3 that a sandboxed task can run: the system's, in
+// /usr/bin; "" where there is none.
+func testPython() string {
+	for _, p := range []string{"/usr/bin/python3", "/bin/python3"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 // forbiddenPaths are the ways a task could reach the platform's files in
@@ -302,8 +314,8 @@ func TestEnvironment(t *testing.T) {
 				got[k] = v
 			}
 			want := map[string]string{
-				"PATH":                    os.Getenv("PATH"),
-				"HOME":                    filepath.Join(dir, "workloads", string(tt.id), "work"),
+				"PATH":                    local.DefaultPath,
+				"HOME":                    filepath.Join(dir, "workloads", string(tt.id), "home"),
 				"LANG":                    "C.UTF-8",
 				"GPUFLEET_WORKLOAD_ID":    string(tt.id),
 				"GPUFLEET_ATTEMPT":        "1",
@@ -316,6 +328,9 @@ func TestEnvironment(t *testing.T) {
 			if !e.Isolation().Users {
 				// Without a private /tmp the task gets its own.
 				want["TMPDIR"] = filepath.Join(dir, "workloads", string(tt.id), "tmp")
+			} else {
+				// The team's user, by the name its passwd entry gives.
+				want["USER"], want["LOGNAME"] = "gpufleet-default", "gpufleet-default"
 			}
 			maps.Copy(want, tt.want)
 			if diff := cmp.Diff(want, got); diff != "" {
@@ -362,13 +377,11 @@ func TestProcessGroupAndSession(t *testing.T) {
 func TestStopKillsTheWholeGroupAfterGrace(t *testing.T) {
 	dir := t.TempDir()
 	e := newExecutor(t, dir, nil)
-	tk := task("stubborn", "sh", "-c", `trap "" TERM; sleep 30 & echo "bg $!"; wait`)
+	marker := uniqueSleep()
+	tk := task("stubborn", "sh", "-c", `trap "" TERM; sleep `+marker+` & echo "bg $!"; wait`)
 	start(t, e, tk)
-	out := waitOutput(t, e, tk.WorkloadID, "bg ")
-	bg, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(out, "bg ")))
-	if err != nil {
-		t.Fatalf("background pid from %q: %v", out, err)
-	}
+	waitOutput(t, e, tk.WorkloadID, "bg ")
+	bg := waitProcess(t, marker)
 	if err := e.Stop(t.Context(), tk.WorkloadID, 1, 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -379,17 +392,62 @@ func TestStopKillsTheWholeGroupAfterGrace(t *testing.T) {
 }
 
 func TestProcessesLeftBehindDieWithTheTask(t *testing.T) {
-	e := newExecutor(t, "", nil)
-	tk := task("leaver", "sh", "-c", `sleep 30 & echo "bg $!"`)
-	if x := run(t, e, tk); x.ExitCode == nil || *x.ExitCode != 0 {
+	dir := t.TempDir()
+	e := newExecutor(t, dir, nil)
+	marker := uniqueSleep()
+	// The task ends once the test has seen its background process, which
+	// it leaves running (in a session of its own, as a daemon would).
+	gate := filepath.Join(dir, "workloads", "leaver", "work", "go")
+	tk := task("leaver", "sh", "-c", `setsid sleep `+marker+` & while [ ! -e go ]; do sleep 0.02; done`)
+	start(t, e, tk)
+	bg := waitProcess(t, marker)
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if x := waitExit(t, e, tk); x.ExitCode == nil || *x.ExitCode != 0 {
 		t.Fatalf("exit: got %+v, want code 0", x)
 	}
-	out := output(t, e, tk.WorkloadID)
-	bg, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(out, "bg ")))
-	if err != nil {
-		t.Fatalf("background pid from %q: %v", out, err)
-	}
 	waitDead(t, bg)
+}
+
+// uniqueSleep returns a duration for sleep(1), about 30 s, that no other
+// process on the machine is likely to sleep: waitProcess finds the
+// process by it, whatever PID namespace it runs in.
+func uniqueSleep() string {
+	return fmt.Sprintf("30.%09d", time.Now().UnixNano()%1e9)
+}
+
+// waitProcess waits for a process whose command line holds arg and returns
+// its pid as this test sees it.
+func waitProcess(t *testing.T, arg string) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if pids := processesWith(arg); len(pids) > 0 {
+			return pids[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no process with %q within %s", arg, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// processesWith lists the processes whose command line holds arg.
+func processesWith(arg string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), arg) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func TestWorkingDirectory(t *testing.T) {
@@ -430,15 +488,11 @@ func TestWorkingDirectory(t *testing.T) {
 }
 
 func TestStartRefuses(t *testing.T) {
-	files := t.TempDir()
-	plain := filepath.Join(files, "plain")
-	garbage := filepath.Join(files, "garbage")
-	if err := os.WriteFile(plain, []byte("echo hi\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(garbage, []byte{0x7f, 'E', 'L', 'F', 0, 0, 0, 0}, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// The files are in the workload's own working directory, where a
+	// sandboxed task sees them too.
+	const plain, garbage = "./plain", "./garbage"
+	files := map[string][]byte{plain: []byte("echo hi\n"), garbage: {0x7f, 'E', 'L', 'F', 0, 0, 0, 0}}
+	modes := map[string]os.FileMode{plain: 0o644, garbage: 0o755}
 	tests := []struct {
 		name string
 		edit func(*executor.Task)
@@ -460,7 +514,17 @@ func TestStartRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newExecutor(t, "", nil)
+			dir := t.TempDir()
+			work := filepath.Join(dir, "workloads", "refused", "work")
+			if err := os.MkdirAll(work, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, b := range files {
+				if err := os.WriteFile(filepath.Join(work, name), b, modes[name]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e := newExecutor(t, dir, nil)
 			tk := task("refused", "true")
 			tt.edit(&tk)
 			err := e.Start(t.Context(), tk)

@@ -25,6 +25,8 @@ type pidRecord struct {
 	ShimStart uint64 `json:"shimStart"`
 	PID       int    `json:"pid"`
 	Start     uint64 `json:"start"`
+	// PIDNS: PID is the init of the task's PID namespace.
+	PIDNS bool `json:"pidns,omitempty"`
 }
 
 // exitRecord is attempt-N/exit, written by the supervisor once the task has

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -18,20 +18,28 @@ import (
 // The sandbox is this package's binary called with sandboxEnv=1 as its
 // whole environment and the arguments sandboxArg, the JSON sandboxSpec,
 // then envOnFD (the task's environment comes as JSON on sandboxEnvFD), the
-// program and its argv (none of the three for a probe). The supervisor starts it as the task's process; it
-// confines itself and execs the program, so the task's pid is the
-// sandbox's.
+// program and its argv (none of the three for a probe). The supervisor
+// starts it as the task's process. It makes the task's view of the files
+// as root, confines itself and execs the program, so the task's pid is the
+// sandbox's; or, when the spec gives the task a PID namespace, it stays as
+// the namespace's init (pid 1, see runInit) and starts itself again with
+// sandboxExecArg, which confines itself and execs the program.
 const (
-	sandboxEnv = "GPUFLEET_SANDBOX"
-	sandboxArg = "gpufleet-sandbox"
+	sandboxEnv     = "GPUFLEET_SANDBOX"
+	sandboxArg     = "gpufleet-sandbox"
+	sandboxExecArg = "gpufleet-sandbox-exec"
 )
 
 // sandboxErrFD is the sandbox's end of a close-on-exec pipe to the
 // supervisor: a successful exec closes it unwritten; a failure writes why.
 // sandboxEnvFD is the pipe the task's environment comes on.
+// sandboxStatusFD is where the init of a PID namespace reports the wait
+// status of the task's first process, as a decimal number, before it
+// exits.
 const (
-	sandboxErrFD = 3
-	sandboxEnvFD = 4
+	sandboxErrFD    = 3
+	sandboxEnvFD    = 4
+	sandboxStatusFD = 5
 )
 
 // sandboxSpec is what the sandbox does before it execs the task, in order.
@@ -39,15 +47,26 @@ type sandboxSpec struct {
 	// MountNS: the process was started in a mount namespace of its own
 	// (sysProcAttr); the mounts below are made there.
 	MountNS bool `json:"mountNS,omitempty"`
-	// PrivateTmp mounts an empty tmpfs on /tmp and /dev/shm.
-	PrivateTmp bool `json:"privateTmp,omitempty"`
+	// PIDNS: the process was started as the init of a PID namespace of
+	// its own (sysProcAttr), where /proc shows the task's processes only
+	// and they may write what the kernel lets a process write about
+	// itself there (thread names: CUDA's driver names its threads).
+	PIDNS bool `json:"pidNS,omitempty"`
+	// PrivateTmp mounts an empty tmpfs on /tmp and one of ShmBytes (the
+	// kernel's default, half the memory, when 0) on /dev/shm.
+	PrivateTmp bool  `json:"privateTmp,omitempty"`
+	ShmBytes   int64 `json:"shmBytes,omitempty"`
 	// Hide covers each directory (the data directory) with an empty
 	// read-only tmpfs, after which Binds bring back the task's own
 	// directories at their usual paths.
 	Hide  []string `json:"hide,omitempty"`
 	Binds []string `json:"binds,omitempty"`
-	// HideProcs remounts /proc so that the task sees only its own user's
-	// processes (hidepid=invisible).
+	// Files binds regular files, read-only, over files of the system
+	// (the user and group databases, with the task's user in them).
+	Files []bindMount `json:"files,omitempty"`
+	// HideProcs mounts a /proc where the task sees only its own user's
+	// processes (hidepid=invisible); in a PID namespace, that /proc shows
+	// the namespace's processes only.
 	HideProcs bool `json:"hideProcs,omitempty"`
 	// UID and GID to run as, with no supplementary groups; -1 keeps the
 	// server's.
@@ -80,7 +99,12 @@ type bindMount struct {
 }
 
 func init() {
-	if os.Getenv(sandboxEnv) != "1" || len(os.Args) < 3 || os.Args[1] != sandboxArg {
+	if os.Getenv(sandboxEnv) != "1" || len(os.Args) < 3 {
+		return
+	}
+	switch os.Args[1] {
+	case sandboxArg, sandboxExecArg:
+	default:
 		return
 	}
 	// Everything below runs on this thread, whose credentials and Landlock
@@ -90,32 +114,37 @@ func init() {
 	if err := json.Unmarshal([]byte(os.Args[2]), &spec); err != nil {
 		sandboxFail(fmt.Errorf("sandbox: bad spec: %w", err))
 	}
-	if len(os.Args) == 3 {
-		if err := spec.enter(nil); err != nil {
-			sandboxFail(err)
-		}
-		syscall.Exit(0) // a probe
-	}
-	if len(os.Args) < 5 {
+	probe := len(os.Args) == 3
+	if !probe && len(os.Args) < 5 {
 		sandboxFail(fmt.Errorf("sandbox: no program"))
 	}
 	// The environment came as data: the sandbox runs as root with none of
 	// it, and the task gets it only in the exec. The secret files are
 	// written (on a tmpfs of the task's own) before the privileges go.
-	p, err := readEnv(os.Args[3], sandboxEnvFD)
-	if err != nil {
-		sandboxFail(fmt.Errorf("sandbox: bad environment: %w", err))
+	var p envPayload
+	if !probe {
+		var err error
+		if p, err = readEnv(os.Args[3], sandboxEnvFD); err != nil {
+			sandboxFail(fmt.Errorf("sandbox: bad environment: %w", err))
+		}
 	}
-	if err := spec.enter(p.Files); err != nil {
+	// Only stdin, stdout and stderr reach the program.
+	unix.CloseRange(sandboxErrFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if os.Args[1] == sandboxArg && spec.MountNS {
+		if err := spec.mount(p.Files); err != nil {
+			sandboxFail(err)
+		}
+	}
+	if os.Args[1] == sandboxArg && spec.PIDNS {
+		syscall.Exit(runInit(p.Env, probe))
+	}
+	if err := spec.confine(); err != nil {
 		sandboxFail(err)
 	}
-	prog := os.Args[4]
-	err = syscall.Exec(prog, os.Args[5:], p.Env)
-	if err == syscall.ENOENT || err == syscall.EACCES {
-		sandboxFail(fmt.Errorf("exec %s: %w (a workload runs only programs in its own directories and the system paths %s, with a private /tmp)",
-			prog, err, strings.Join(spec.RO, ", ")))
+	if probe {
+		syscall.Exit(0)
 	}
-	sandboxFail(fmt.Errorf("exec %s: %w", prog, err))
+	sandboxFail(execProgram(os.Args[4], os.Args[5:], p.Env, spec.RO))
 }
 
 // sandboxFail reports err to the supervisor (or, for a probe, on stderr)
@@ -125,21 +154,15 @@ func sandboxFail(err error) {
 	if f == nil || len(os.Args) == 3 {
 		f = os.Stderr
 	}
-	fmt.Fprintln(f, err)
+	fmt.Fprintln(f, encodeStartError(err))
 	syscall.Exit(127)
 }
 
-// enter applies the spec to the calling process; files are the secret
-// files to write in SecretsDir.
-func (s sandboxSpec) enter(files map[string]map[string][]byte) error {
-	// Only stdin, stdout and stderr reach the program.
-	unix.CloseRange(sandboxErrFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	if s.MountNS {
-		if err := s.mount(files); err != nil {
-			return err
-		}
-	}
-	// The ruleset is built while the process may still open every path.
+// confine drops the process's privileges on this thread, for the program
+// it execs: the Landlock ruleset, built while every path may still be
+// opened, then the task's user, no_new_privs, the ruleset enforced, and
+// the working directory.
+func (s sandboxSpec) confine() error {
 	rfd, rflags := -1, uint32(0)
 	if s.Landlock {
 		var err error
@@ -192,13 +215,26 @@ func (s sandboxSpec) mount(files map[string]map[string][]byte) error {
 		}
 		mfds[i] = fd
 	}
+	// The files to bind over the system's, opened likewise.
+	ffds := make([]int, len(s.Files))
+	for i, f := range s.Files {
+		fd, err := unix.Open(f.Src, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: open %s: %w", f.Src, err)
+		}
+		ffds[i] = fd
+	}
 	const flags = unix.MS_NOSUID | unix.MS_NODEV
 	if s.PrivateTmp {
 		for _, dir := range []string{"/tmp", "/dev/shm"} {
 			if _, err := os.Stat(dir); err != nil {
 				continue
 			}
-			if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "mode=1777"); err != nil {
+			opts := "mode=1777"
+			if dir == "/dev/shm" && s.ShmBytes > 0 {
+				opts += ",size=" + strconv.FormatInt(s.ShmBytes, 10)
+			}
+			if err := unix.Mount("tmpfs", dir, "tmpfs", flags, opts); err != nil {
 				return fmt.Errorf("sandbox: private %s: %w", dir, err)
 			}
 		}
@@ -238,10 +274,41 @@ func (s sandboxSpec) mount(files map[string]map[string][]byte) error {
 			unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags|unix.MS_NOEXEC, "mode=0755,size=1m")
 		}
 	}
-	if s.HideProcs {
-		// Best effort: where procfs refuses the option the task still
+	for i, f := range s.Files {
+		if err := bindFile(ffds[i], f); err != nil {
+			return err
+		}
+		unix.Close(ffds[i])
+	}
+	if s.HideProcs || s.PIDNS {
+		// A /proc of this PID namespace (the host's, without one), where
+		// other users' processes do not show. Without a PID namespace this
+		// is best effort: where procfs refuses the option the task still
 		// cannot read other users' process details (ptrace access rules).
-		unix.Mount("proc", "/proc", "proc", flags|unix.MS_NOEXEC, "hidepid=invisible")
+		// With one it must work, since the task may write to this /proc.
+		err := unix.Mount("proc", "/proc", "proc", flags|unix.MS_NOEXEC, "hidepid=invisible")
+		if err != nil && s.PIDNS {
+			return fmt.Errorf("sandbox: mount /proc of the PID namespace: %w", err)
+		}
+	}
+	return nil
+}
+
+// bindFile binds the file open as fd over the file f.Dst, read-only. A
+// system without f.Dst keeps it missing: the sandbox never creates files
+// outside its own directories.
+func bindFile(fd int, f bindMount) error {
+	fi, err := os.Stat(f.Dst)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	src := "/proc/self/fd/" + strconv.Itoa(fd)
+	if err := unix.Mount(src, f.Dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("sandbox: bind %s over %s: %w", f.Src, f.Dst, err)
+	}
+	const ro = unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	if err := unix.Mount("", f.Dst, "", ro, ""); err != nil {
+		return fmt.Errorf("sandbox: remount %s read-only: %w", f.Dst, err)
 	}
 	return nil
 }
@@ -284,11 +351,11 @@ func setIDs(uid, gid int) error {
 	return nil
 }
 
-// spawnSandbox is filepath.Join's guard: every path in a spec is absolute
+// check is filepath.Join's guard: every path in a spec is absolute
 // and clean, so the sandbox never resolves one against its own directory.
 func (s sandboxSpec) check() error {
 	lists := [][]string{s.Hide, s.Binds, s.RW, s.RO, s.Devices}
-	for _, m := range s.Mounts {
+	for _, m := range append(slices.Clone(s.Mounts), s.Files...) {
 		lists = append(lists, []string{m.Src, m.Dst})
 	}
 	if s.SecretsDir != "" {

@@ -152,7 +152,7 @@ func runShim(attemptDir, specJSON string, p envPayload, prog string, argv []stri
 	// always reaches it.
 	cmd := &exec.Cmd{Path: prog, Args: argv, Env: env, Stdout: outW, Stderr: outW,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
-	var errR *os.File
+	var errR, statusR *os.File
 	if specJSON != "" {
 		var spec sandboxSpec
 		if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
@@ -177,6 +177,16 @@ func runShim(attemptDir, specJSON string, p envPayload, prog string, argv []stri
 		cmd.Env = []string{sandboxEnv + "=1"}
 		cmd.ExtraFiles = []*os.File{errW, envR}
 		cmd.SysProcAttr = spec.sysProcAttr()
+		if spec.PIDNS {
+			// The namespace's init reports how the task's first process
+			// ended: the init's own status would not say.
+			var statusW *os.File
+			if statusR, statusW, err = os.Pipe(); err != nil {
+				return refuse(err.Error())
+			}
+			defer statusR.Close()
+			cmd.ExtraFiles = append(cmd.ExtraFiles, statusW)
+		}
 		defer errW.Close()
 		go func() {
 			envW.Write(envJSON)
@@ -197,14 +207,15 @@ func runShim(attemptDir, specJSON string, p envPayload, prog string, argv []stri
 		}
 	}
 	if startErr != nil {
-		// Start has checked the program already; this is a late failure.
+		// The sandbox finds and checks the program as the task's user:
+		// this is where Start learns that it cannot run.
 		outR.Close()
-		msg := strings.ReplaceAll(startErr.Error(), "\n", " ")
-		werr := writeExit(attemptDir, exitRecord{Reason: "StartError", Message: msg, FinishedAt: time.Now().UTC()})
+		raw := strings.ReplaceAll(startErr.Error(), "\n", " ")
+		werr := writeExit(attemptDir, exitRecord{Reason: "StartError", Message: decodeStartError(raw).Error(), FinishedAt: time.Now().UTC()})
 		if werr != nil {
 			fmt.Fprintf(os.Stderr, "gpufleet: record exit: %v\n", werr)
 		}
-		return refuse(msg)
+		return refuse(raw)
 	}
 	pid := cmd.Process.Pid
 	_, tick, _ := procStat(pid) // unreaped, so readable even if it has exited
@@ -240,6 +251,12 @@ func runShim(attemptDir, specJSON string, p envPayload, prog string, argv []stri
 
 	// 7. Record the ending.
 	rec := recordOf(cmd.ProcessState)
+	if statusR != nil {
+		b, _ := io.ReadAll(io.LimitReader(statusR, 64))
+		if ws, ok := readStatus(b); ok {
+			rec = recordOfStatus(ws)
+		}
+	}
 	rec.FinishedAt = time.Now().UTC()
 	if err := writeExit(attemptDir, rec); err != nil {
 		fmt.Fprintf(os.Stderr, "gpufleet: record exit: %v\n", err)
@@ -272,24 +289,11 @@ func copyOutput(log *os.File, r io.Reader, idx *logIndex) {
 	}
 }
 
-// recordOf turns a wait status into an exit record.
+// recordOf turns a process's end into an exit record.
 func recordOf(ps *os.ProcessState) exitRecord {
-	var rec exitRecord
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	switch {
-	case !ok:
-		code := ps.ExitCode()
-		rec.ExitCode = &code
-	case ws.Exited():
-		code := ws.ExitStatus()
-		rec.ExitCode = &code
-	case ws.Signaled():
-		rec.Signal = signalName(ws.Signal())
-		if ws.CoreDump() {
-			rec.Message = "core dumped"
-		}
-	default:
-		rec.Message = "ended with wait status " + ps.String()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		return recordOfStatus(ws)
 	}
-	return rec
+	code := ps.ExitCode()
+	return exitRecord{ExitCode: &code}
 }

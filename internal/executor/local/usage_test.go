@@ -44,17 +44,40 @@ func TestProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk := task("proc-1", "sh", "-c", "echo $$; exec sleep 30")
+	marker := uniqueSleep()
+	tk := task("proc-1", "sh", "-c", "sleep "+marker)
 	start(t, e, tk)
-	out := waitOutput(t, e, "proc-1", "\n")
-	pid, _ := strconv.Atoi(strings.TrimSpace(out))
+	// The task's process descends from the one Processes names: the
+	// task's first process, or the init of its PID namespace.
+	pid := waitProcess(t, marker)
 	ps := e.Processes()
-	if len(ps) != 1 || ps[0].WorkloadID != "proc-1" || ps[0].Attempt != 1 || ps[0].PID != pid || ps[0].ShimPID <= 0 || ps[0].ShimPID == pid {
-		t.Errorf("Processes() = %+v, want proc-1 attempt 1 with pid %d and its supervisor", ps, pid)
+	if len(ps) != 1 || ps[0].WorkloadID != "proc-1" || ps[0].Attempt != 1 || ps[0].ShimPID <= 0 || ps[0].ShimPID == ps[0].PID {
+		t.Fatalf("Processes() = %+v, want proc-1 attempt 1 with its process and its supervisor", ps)
+	}
+	if !descends(pid, ps[0].PID) || !descends(ps[0].PID, ps[0].ShimPID) {
+		t.Errorf("Processes() = %+v: the task's process %d does not descend from %d, nor that from the supervisor", ps, pid, ps[0].PID)
 	}
 	e.Stop(t.Context(), "proc-1", 1, time.Second)
 	waitExit(t, e, tk)
 	if ps := e.Processes(); len(ps) != 0 {
 		t.Errorf("Processes() after the end = %+v, want none", ps)
 	}
+}
+
+// descends reports whether pid is ancestor or one of its descendants.
+func descends(pid, ancestor int) bool {
+	for range 64 {
+		if pid == ancestor {
+			return true
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if pid, err = strconv.Atoi(f[1]); err != nil || pid <= 1 {
+			return false
+		}
+	}
+	return false
 }
