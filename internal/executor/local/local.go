@@ -75,9 +75,9 @@ type Executor struct {
 	// rtPath is the server's own PATH, where the container runtime finds
 	// its helpers.
 	rtPath string
-	log  *slog.Logger
-	now  func() time.Time
-	out  *executor.Outbox
+	log    *slog.Logger
+	now    func() time.Time
+	out    *executor.Outbox
 	// simUsage: tasks get EnvSimUsageFile.
 	simUsage bool
 	// portHosts: Options.PortHosts.
@@ -168,10 +168,10 @@ func New(opts Options) (*Executor, error) {
 		self:   self,
 		path:   path,
 		rtPath: rtPath,
-		log:   opts.Logger.With("executor", "local"),
-		now:   opts.Now,
-		out:   executor.NewOutbox(64),
-		tasks: map[key]*task{},
+		log:    opts.Logger.With("executor", "local"),
+		now:    opts.Now,
+		out:    executor.NewOutbox(64),
+		tasks:  map[key]*task{},
 
 		simUsage:  opts.SimulatedUsage,
 		portHosts: opts.PortHosts,

@@ -46,7 +46,7 @@ func userDB(adir, name string, uid, gid int, home string) ([]bindMount, error) {
 	var binds []bindMount
 	for _, f := range []struct {
 		system, own, line string
-		id             int
+		id                int
 	}{
 		{passwdFile, filepath.Join(adir, "passwd"), user, uid},
 		{groupFile, filepath.Join(adir, "group"), group, gid},
