@@ -534,8 +534,11 @@ type NodeEvent struct {
 // /nodes/{name}/evidence): what ran (argv, no shell), what it printed
 // (bounded), how long it took and what the check found.
 type Evidence struct {
-	Node          string    `json:"node"`
-	Run           string    `json:"run"`
+	Node string `json:"node"`
+	Run  string `json:"run"`
+	// Check names a check that is not told by its command alone:
+	// "cuda-init", CUDA started in the workloads' sandbox.
+	Check         string    `json:"check,omitempty"`
 	GPUs          []int     `json:"gpus,omitempty"`
 	Command       []string  `json:"command"`
 	ExitCode      *int      `json:"exitCode"`

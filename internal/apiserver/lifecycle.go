@@ -162,7 +162,7 @@ func (s *Server) nodeEvidence(c *call) (reply, error) {
 
 // evidenceOut is a node's stored qualification evidence on the wire.
 func evidenceOut(e core.Evidence) api.Evidence {
-	return api.Evidence{Node: string(e.Node), Run: e.Run, GPUs: e.GPUs, Command: e.Argv, ExitCode: e.Exit,
+	return api.Evidence{Node: string(e.Node), Run: e.Run, Check: e.Check, GPUs: e.GPUs, Command: e.Argv, ExitCode: e.Exit,
 		Stdout: e.Stdout, Stderr: e.Stderr, Error: e.Err, StartedAt: e.StartedAt.UTC(), DurationMs: e.DurationMs, Result: e.Result,
 		Message: e.Message, Simulated: e.Simulated, DriverVersion: e.DriverVersion, DCGMVersion: e.DCGMVersion}
 }

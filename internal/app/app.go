@@ -145,7 +145,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		MinRuntime: cfg.Scheduler.MinRuntime.Duration, Burst: burstPolicy(cfg)}
 	lifecycle := qualify.New(qualify.Options{Store: st, Logger: log.With("component", "lifecycle"), Local: core.NodeName(cfg.NodeName),
 		Level: cfg.Qualification.Level, Every: cfg.Qualification.Every.Duration, RequireDCGM: cfg.Qualification.RequireDCGM,
-		Drain: cfg.Qualification.Policy == "drain", Tick: min(time.Second, cfg.ResyncPeriod)})
+		Drain: cfg.Qualification.Policy == "drain", Tick: min(time.Second, cfg.ResyncPeriod), Sandbox: probeSandbox(xs.local), CUDAProbe: cfg.Qualification.CUDAProbe})
 	keyFile := cmp.Or(cfg.SecretsKeyFile, filepath.Join(cfg.DataDir, "secrets.key"))
 	keys, err := secrets.LoadOrCreate(keyFile)
 	if err != nil {
@@ -491,6 +491,7 @@ func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *sl
 		ContainerRuntime: cfg.Local.ContainerRuntime,
 		ContainerArgs:    cfg.Local.ContainerArgs,
 		PortHosts:        cfg.Proxy.BaseURL != "",
+		Path:             cfg.Local.Path,
 	})
 	if err != nil {
 		return nil, node, err

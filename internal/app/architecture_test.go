@@ -36,6 +36,7 @@ var thirdParty = map[string]string{
 	"gonum/plot":              "gonum.org/v1/plot",
 	"cobra":                   "github.com/spf13/cobra",
 	"pflag":                   "github.com/spf13/pflag",
+	"purego":                  "github.com/ebitengine/purego",
 }
 
 // rule is one row of the table: the package and what it may import.

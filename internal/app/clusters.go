@@ -18,6 +18,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/executor/multi"
+	"github.com/gpufleet/gpufleet/internal/qualify"
 	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -341,4 +342,22 @@ func (xs *executors) elastic(cfg config.Config, st *store.Store, log *slog.Logge
 func clientOptions(cfg config.Config) kubernetes.ClientOptions {
 	k := cfg.Kubernetes
 	return kubernetes.ClientOptions{Kubeconfig: k.Kubeconfig, Context: k.Context, QPS: k.QPS, Burst: k.Burst}
+}
+
+// sandboxProbe runs qualification's probes through the local executor's
+// sandbox, exactly as its tasks run.
+type sandboxProbe struct{ ex *local.Executor }
+
+func (s sandboxProbe) RunAsTask(ctx context.Context, name string, argv []string, gpus []int, timeout time.Duration) qualify.Result {
+	r := s.ex.RunProbe(ctx, name, argv, gpus, timeout)
+	return qualify.Result{Stdout: r.Stdout, Stderr: r.Stderr, Exit: r.Exit, Err: r.Err, Duration: r.Duration}
+}
+
+// probeSandbox is the local executor as qualification's sandbox; nil
+// where this server runs no local executor.
+func probeSandbox(ex *local.Executor) qualify.Sandbox {
+	if ex == nil {
+		return nil
+	}
+	return sandboxProbe{ex}
 }

@@ -83,6 +83,7 @@ func TestBadConfigIsRefused(t *testing.T) {
 		{"dataset name", "storage: {datasets: {Image_Net: /srv/x}}\n", "storage.datasets.Image_Net"},
 		{"container runtime", "local: {containerRuntime: runc}\n", "local.containerRuntime"},
 		{"container args", "local: {containerArgs: [run]}\n", "local.containerArgs[0]"},
+		{"task path", "local: {path: \"/opt/conda/bin:bin\"}\n", "local.path: entry 2"},
 		{"volume access mode", "executor: kubernetes\nkubernetes: {volumeAccessMode: Shared}\n", "kubernetes.volumeAccessMode"},
 		{"checkpoint size", "executor: kubernetes\nkubernetes: {checkpointSize: big}\n", "kubernetes.checkpointSize"},
 		{"idle-only that cannot be preempted", "priorityClasses: [{name: training, value: 1}, {name: development, value: 2}, {name: scavenger, value: 0, idleOnly: true, mayBorrow: true}]\n", "must be preemptible"},

@@ -37,6 +37,12 @@ type Local struct {
 	// ContainerArgs are global arguments given to the runtime before its
 	// command ("--storage-driver", "vfs", ...), for hosts that need them.
 	ContainerArgs []string `json:"containerArgs,omitempty"`
+	// Path is the PATH a task gets unless its own environment sets one:
+	// absolute directories joined by ':' (e.g. to put /opt/conda/bin
+	// first); empty means the system's,
+	// /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin. Never
+	// the server's own PATH.
+	Path string `json:"path,omitempty"`
 }
 
 // DefaultCheckpointRetention is how long checkpoints outlive their
@@ -89,6 +95,13 @@ func (l Local) validate() []error {
 	for i, a := range l.ContainerArgs {
 		if !strings.HasPrefix(a, "-") && (i == 0 || !strings.HasPrefix(l.ContainerArgs[i-1], "-")) {
 			errs = append(errs, fmt.Errorf("local.containerArgs[%d] %q: want global options (--storage-driver vfs), not a command", i, a))
+		}
+	}
+	if l.Path != "" {
+		for i, d := range strings.Split(l.Path, ":") {
+			if !filepath.IsAbs(d) {
+				errs = append(errs, fmt.Errorf("local.path: entry %d %q is not an absolute directory", i+1, d))
+			}
 		}
 	}
 	for i, p := range l.ReadOnlyPaths {

@@ -1,6 +1,9 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
+)
 
 // Qualification configures the node lifecycle's qualification.
 type Qualification struct {
@@ -18,6 +21,11 @@ type Qualification struct {
 	// Policy is what a qualification does about work on the devices it
 	// tests: "wait" for it to end, or "drain" it (stopped and requeued).
 	Policy string `json:"policy"`
+	// CUDAProbe is the absolute path of the CUDA probe
+	// (cmd/gpufleet-cuda-probe) that qualification runs in the workloads'
+	// sandbox on a node with NVIDIA GPUs; empty looks for
+	// gpufleet-cuda-probe beside the server's binary, then for python3.
+	CUDAProbe string `json:"cudaProbe,omitempty"`
 }
 
 // DefaultQualification qualifies at registration, at level 1, waiting.
@@ -27,6 +35,9 @@ func DefaultQualification() Qualification {
 
 func (q Qualification) validate() []error {
 	var errs []error
+	if q.CUDAProbe != "" && !filepath.IsAbs(q.CUDAProbe) {
+		errs = append(errs, fmt.Errorf("qualification.cudaProbe %q: want an absolute path", q.CUDAProbe))
+	}
 	if q.Level < 1 || q.Level > 3 {
 		errs = append(errs, fmt.Errorf("qualification.level %d: want 1, 2 or 3", q.Level))
 	}

@@ -111,9 +111,12 @@ type NodeEvent struct {
 // Evidence is the record of one qualification command run on a node: what
 // ran, what it printed (bounded), how long it took and what it showed.
 type Evidence struct {
-	ID     int64    `json:"id"`
-	Node   NodeName `json:"node"`
-	Run    string   `json:"run"` // the qualification run it belongs to
+	ID   int64    `json:"id"`
+	Node NodeName `json:"node"`
+	Run  string   `json:"run"` // the qualification run it belongs to
+	// Check names a check that its command alone does not tell
+	// (EvidenceCUDAInit).
+	Check  string   `json:"check,omitempty"`
 	GPUs   []int    `json:"gpus,omitempty"`
 	Argv   []string `json:"command"`
 	Exit   *int     `json:"exitCode"`
@@ -132,6 +135,10 @@ type Evidence struct {
 	DriverVersion string `json:"driverVersion,omitempty"`
 	DCGMVersion   string `json:"dcgmVersion,omitempty"`
 }
+
+// EvidenceCUDAInit is the check that CUDA starts in the sandbox workloads
+// run in.
+const EvidenceCUDAInit = "cuda-init"
 
 // Evidence results.
 const (

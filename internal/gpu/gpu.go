@@ -10,13 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/health"
 )
 
 // QueryArgs is the nvidia-smi query gpufleet runs.
@@ -111,90 +111,20 @@ func discoverTopology(ctx context.Context, path string, gpus []core.GPU) {
 	if err != nil {
 		return
 	}
-	domains, err := ParseTopology(string(out))
-	if err != nil {
-		return
-	}
-	for i := range gpus {
-		gpus[i].Domain = domains[gpus[i].Index]
-	}
+	setDomains(gpus, string(out))
 }
 
-// ParseTopology reads the matrix nvidia-smi topo -m prints and returns, per
-// GPU index, its NVLink domain: GPUs joined by NVLink ("NV4", "NV18", ...),
-// directly or through others, share a domain, numbered from 0 in order of
-// their lowest GPU index. Without any NVLink every GPU is in domain 0 (the
-// topology gives no reason to prefer some GPUs over others).
-func ParseTopology(out string) (map[int]int, error) {
-	lines := strings.Split(out, "\n")
-	var cols []int // GPU index of each matrix column
-	parent := map[int]int{}
-	find := func(x int) int {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
+// setDomains sets each GPU's NVLink domain from the output of nvidia-smi
+// topo -m, by internal/health's parser and its rule (GPUs joined by
+// NVLink share a domain; without any NVLink all are in domain 0). On an
+// output it cannot read, the GPUs keep their domains.
+func setDomains(gpus []core.GPU, topo string) error {
+	t, err := health.ParseTopo(topo)
+	if err != nil {
+		return err
 	}
-	nvlink := false
-	for _, line := range lines {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		if cols == nil {
-			if !strings.HasPrefix(fields[0], "GPU") {
-				continue
-			}
-			for _, f := range fields {
-				n, ok := strings.CutPrefix(f, "GPU")
-				idx, err := strconv.Atoi(n)
-				if !ok || err != nil {
-					break
-				}
-				cols = append(cols, idx)
-				parent[idx] = idx
-			}
-			continue
-		}
-		row, ok := strings.CutPrefix(fields[0], "GPU")
-		if !ok {
-			continue
-		}
-		from, err := strconv.Atoi(row)
-		if err != nil || len(fields) < 1+len(cols) {
-			continue
-		}
-		if _, known := parent[from]; !known {
-			return nil, fmt.Errorf("topology: row GPU%d is not a column", from)
-		}
-		for j, to := range cols {
-			link := fields[1+j]
-			if strings.HasPrefix(link, "NV") {
-				nvlink = true
-				parent[find(from)] = find(to)
-			}
-		}
+	for i := range gpus {
+		gpus[i].Domain = t.Domains[gpus[i].Index]
 	}
-	if cols == nil {
-		return nil, errors.New("topology: no GPU columns in nvidia-smi topo -m output")
-	}
-	domains := make(map[int]int, len(cols))
-	if !nvlink {
-		for _, c := range cols {
-			domains[c] = 0
-		}
-		return domains, nil
-	}
-	sorted := slices.Clone(cols)
-	slices.Sort(sorted)
-	ids := map[int]int{}
-	for _, c := range sorted {
-		root := find(c)
-		if _, ok := ids[root]; !ok {
-			ids[root] = len(ids)
-		}
-		domains[c] = ids[root]
-	}
-	return domains, nil
+	return nil
 }

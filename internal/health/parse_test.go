@@ -88,14 +88,14 @@ func labels(n int) []string {
 func TestParseTopo(t *testing.T) {
 	all := func(code string) func(i, j int) string { return func(int, int) string { return code } }
 	one := map[int]int{0: 0, 1: 0, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 0}
-	h100 := Topology{GPUs: labels(8), Link: links(8, all("NV18")), Domains: one}
+	h100 := Topology{GPUs: labels(8), Link: links(8, all("NV18")), Domains: one, NVLink: true}
 	for _, tc := range []struct {
 		file string
 		want Topology
 	}{
 		{"topo-h100.txt", h100},
 		{"topo-h100-ansi.txt", h100},
-		{"topo-a100-nic.txt", Topology{GPUs: labels(8), Link: links(8, all("NV12")), Domains: one}},
+		{"topo-a100-nic.txt", Topology{GPUs: labels(8), Link: links(8, all("NV12")), Domains: one, NVLink: true}},
 		{"topo-pcie-nic.txt", Topology{GPUs: labels(4), Link: links(4, func(i, j int) string {
 			switch {
 			case i/2 != j/2:
@@ -104,13 +104,13 @@ func TestParseTopo(t *testing.T) {
 				return "PIX"
 			}
 			return "PXB"
-		}), Domains: map[int]int{0: 0, 1: 1, 2: 2, 3: 3}}},
+		}), Domains: map[int]int{0: 0, 1: 0, 2: 0, 3: 0}}},
 		{"topo-two-pairs-spaces.txt", Topology{GPUs: labels(4), Link: links(4, func(i, j int) string {
 			if i/2 == j/2 {
 				return "NV4"
 			}
 			return "SYS"
-		}), Domains: map[int]int{0: 0, 1: 0, 2: 1, 3: 1}}},
+		}), Domains: map[int]int{0: 0, 1: 0, 2: 1, 3: 1}, NVLink: true}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got, err := ParseTopo(fixture(t, tc.file))

@@ -49,6 +49,13 @@ type Evidence struct {
 	// holds no diagnostic: dcgmi diag exits non-zero when a test fails.
 	Diag    []byte
 	DiagErr error
+	// CUDARan: the CUDA probe ran in the sandbox, exactly as a workload
+	// runs; CUDA is what it printed (ParseCUDAProbe) and CUDAErr why it
+	// did not finish or exited non-zero. Without it (no NVIDIA GPU, no
+	// probe installed) nothing is checked.
+	CUDARan bool
+	CUDA    string
+	CUDAErr error
 }
 
 // GPUVerdict is one advertised GPU's health after qualification.
@@ -121,6 +128,7 @@ func Qualify(adv Advertised, ev Evidence, requireDCGM bool) Verdict {
 	}
 	q.checkList(gpus, ev)
 	q.checkTopo(gpus, ev)
+	q.checkCUDA(gpus, ev)
 	q.checkDCGM(gpus, ev, requireDCGM)
 	return q.v
 }
@@ -216,16 +224,22 @@ func (q *qualifier) checkTopo(gpus []core.GPU, ev Evidence) {
 		q.fail(ReasonTopologyMismatch, fmt.Sprintf("nvidia-smi topo -m does not show advertised GPU %s", joinInts(missing)), missing...)
 		return
 	}
-	flat := true // no NVLink at all: every GPU its own domain
-	seen := map[int]bool{}
-	for _, g := range gpus {
-		if seen[t.Domains[g.Index]] {
-			flat = false
+	if !t.NVLink {
+		// A node without NVLink is flat: it may advertise its GPUs in one
+		// domain, or each in a domain of its own, but no GPUs as linked
+		// apart from the others.
+		if allOneDomain(gpus) || allApart(gpus) {
+			return
 		}
-		seen[t.Domains[g.Index]] = true
-	}
-	if flat && len(gpus) > 1 && allOneDomain(gpus) {
-		return // a node without NVLink advertises its GPUs as one flat domain
+		for i, a := range gpus {
+			for _, b := range gpus[i+1:] {
+				if a.Domain == b.Domain {
+					q.fail(ReasonTopologyMismatch, fmt.Sprintf("GPUs %d and %d are advertised in NVLink domain %d, nvidia-smi topo -m links them by %s",
+						a.Index, b.Index, a.Domain, t.Link[[2]int{a.Index, b.Index}]))
+					return
+				}
+			}
+		}
 	}
 	for i, a := range gpus {
 		for _, b := range gpus[i+1:] {
@@ -244,6 +258,18 @@ func (q *qualifier) checkTopo(gpus []core.GPU, ev Evidence) {
 			return
 		}
 	}
+}
+
+// allApart reports whether no two GPUs are advertised in one domain.
+func allApart(gpus []core.GPU) bool {
+	seen := map[int]bool{}
+	for _, g := range gpus {
+		if seen[g.Domain] {
+			return false
+		}
+		seen[g.Domain] = true
+	}
+	return true
 }
 
 func allOneDomain(gpus []core.GPU) bool {

@@ -56,9 +56,15 @@ func TestSimRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if apart := allApart(gpus); topo.NVLink == apart && len(gpus) > 1 {
+			t.Fatalf("GPUs each in a domain of their own: %t; NVLink in the topology: %t, want one or the other", apart, topo.NVLink)
+		}
 		for _, a := range gpus {
 			for _, b := range gpus {
-				if (a.Domain == b.Domain) != (topo.Domains[a.Index] == topo.Domains[b.Index]) {
+				if !topo.NVLink && topo.Domains[a.Index] != 0 {
+					t.Fatalf("a topology without NVLink gives GPU %d domain %d, want 0 (flat)", a.Index, topo.Domains[a.Index])
+				}
+				if topo.NVLink && (a.Domain == b.Domain) != (topo.Domains[a.Index] == topo.Domains[b.Index]) {
 					t.Fatalf("GPUs %d (domain %d) and %d (domain %d): topology domains %v", a.Index, a.Domain, b.Index, b.Domain, topo.Domains)
 				}
 			}

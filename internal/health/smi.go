@@ -78,8 +78,13 @@ type Topology struct {
 	Link map[[2]int]string
 	// Domains maps each GPU index to its NVLink domain: the connected
 	// components of the NV# links, numbered from 0 in order of their
-	// lowest GPU index. A GPU without NVLink is a domain of its own.
+	// lowest GPU index, a GPU without NVLink a domain of its own; without
+	// any NVLink at all every GPU is in domain 0 (a flat node: the
+	// topology gives no reason to prefer some GPUs over others). This is
+	// the one rule for core.GPU.Domain, internal/gpu's discovery included.
 	Domains map[int]int
+	// NVLink: some GPUs are linked by NVLink.
+	NVLink bool
 }
 
 // ParseTopo reads the output of nvidia-smi topo -m. The matrix is
@@ -168,7 +173,7 @@ func ParseTopo(out string) (Topology, error) {
 			return Topology{}, fmt.Errorf("topo -m: no row for GPU%d", c)
 		}
 	}
-	t.Domains = nvlinkDomains(cols, t.Link)
+	t.Domains, t.NVLink = nvlinkDomains(cols, t.Link)
 	return t, nil
 }
 
@@ -211,7 +216,7 @@ func isNVLink(code string) bool {
 	return err == nil
 }
 
-func nvlinkDomains(cols []int, link map[[2]int]string) map[int]int {
+func nvlinkDomains(cols []int, link map[[2]int]string) (map[int]int, bool) {
 	parent := map[int]int{}
 	for _, c := range cols {
 		parent[c] = c
@@ -224,8 +229,10 @@ func nvlinkDomains(cols []int, link map[[2]int]string) map[int]int {
 		}
 		return x
 	}
+	nvlink := false
 	for k, code := range link {
 		if isNVLink(code) {
+			nvlink = true
 			a, b := find(k[0]), find(k[1])
 			if a != b {
 				parent[a] = b
@@ -237,12 +244,15 @@ func nvlinkDomains(cols []int, link map[[2]int]string) map[int]int {
 	domains := make(map[int]int, len(cols))
 	for _, c := range sorted {
 		r := find(c)
+		if !nvlink {
+			r = sorted[0]
+		}
 		if _, ok := ids[r]; !ok {
 			ids[r] = len(ids)
 		}
 		domains[c] = ids[r]
 	}
-	return domains
+	return domains, nvlink
 }
 
 // SimNvidiaSMIList prints what nvidia-smi -L prints for gpus, in their

@@ -66,6 +66,13 @@ type Options struct {
 	// Timeout bounds each command (default: 1 minute, and 30 minutes for
 	// dcgmi diag).
 	Timeout time.Duration
+	// Sandbox runs the CUDA probe exactly as a workload runs, on the local
+	// node; nil where this server runs no workloads of its own (the probe
+	// is then recorded as not available).
+	Sandbox Sandbox
+	// CUDAProbe is the CUDA probe's path; empty looks for CUDAProbeName
+	// beside the server's binary, then for python3.
+	CUDAProbe string
 	// Tick is how often the qualifier looks at the nodes (default 1 s).
 	Tick time.Duration
 	// LostAfter is how long a node its cluster reports not ready stays so

@@ -109,6 +109,10 @@ func (f *fixture) node() (core.Node, error) {
 func commands(evs []core.Evidence) []string {
 	var out []string
 	for _, e := range evs {
+		if e.Check != "" {
+			out = append(out, e.Check+" "+e.Result)
+			continue
+		}
 		out = append(out, strings.Join(e.Argv, " ")+" "+e.Result)
 	}
 	return out
@@ -127,11 +131,18 @@ func TestRegistrationQualifiesSimulatedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"nvidia-smi -L Pass", "nvidia-smi topo -m Pass", "dcgmi discovery --list Pass", "dcgmi diag -r 1 -j Pass"}
+	want := []string{"nvidia-smi -L Pass", "nvidia-smi topo -m Pass", "cuda-init NotAvailable", "dcgmi discovery --list Pass", "dcgmi diag -r 1 -j Pass"}
 	if diff := cmp.Diff(want, commands(evs)); diff != "" {
 		t.Errorf("evidence (-want +got):\n%s", diff)
 	}
 	for _, e := range evs {
+		if e.Check == core.EvidenceCUDAInit {
+			// Simulated GPUs have no driver to start: the record says so.
+			if !strings.Contains(e.Message, "simulated") {
+				t.Errorf("CUDA evidence of simulated GPUs: %+v, want it to say they are simulated", e)
+			}
+			continue
+		}
 		if e.Stdout == "" || !e.Simulated || e.Exit == nil || *e.Exit != 0 {
 			t.Errorf("evidence %v: %+v", e.Argv, e)
 		}
@@ -316,7 +327,7 @@ func TestRealNodeEvidence(t *testing.T) {
 				t.Errorf("state %s (%s: %s), want %s (%s)", st.State, st.Reason, st.Message, tc.want, tc.wantReason)
 			}
 			evs, _ := f.st.Evidence(context.Background(), "n1")
-			if len(evs) != 4 || evs[0].Simulated || evs[0].Stdout != list || evs[3].Result != tc.wantDiag {
+			if len(evs) != 5 || evs[0].Simulated || evs[0].Stdout != list || evs[4].Result != tc.wantDiag || evs[2].Result != core.EvidenceNotAvailable {
 				t.Errorf("evidence: %v", commands(evs))
 			}
 		})
@@ -489,5 +500,69 @@ func TestExecRunsTrustedCommandsOnly(t *testing.T) {
 	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
 	if r := (Exec{}).Run(context.Background(), []string{"nvidia-smi-fake"}, time.Minute); !errors.Is(r.Err, ErrNotFound) {
 		t.Errorf("a program on the PATH only: %+v, want not found", r)
+	}
+}
+
+// scriptedSandbox answers the CUDA probe with what a probe printed.
+type scriptedSandbox struct {
+	out  string
+	code int
+	got  *[]int
+}
+
+func (s scriptedSandbox) RunAsTask(_ context.Context, name string, argv []string, gpus []int, _ time.Duration) Result {
+	*s.got = gpus
+	code := s.code
+	return Result{Stdout: []byte(s.out), Exit: &code, Duration: time.Millisecond}
+}
+
+// TestCUDAInitInTheSandbox: on a node of real GPUs, qualification runs the
+// CUDA probe in the workloads' sandbox with every GPU; a node where CUDA
+// cannot start fails with the driver's error, which its state and the
+// evidence show; one where it starts passes.
+func TestCUDAInitInTheSandbox(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "health", "testdata", "h200", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	gpus, err := gpu.ParseNvidiaSMI(read("query-discover.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		out        string
+		code       int
+		want       core.NodeState
+		wantResult string
+		wantText   string
+	}{
+		{"cuInit fails", `{"deviceCount":0,"call":"cuInit","code":304,"error":"CUDA_ERROR_OPERATING_SYSTEM"}`, 1,
+			core.NodeFailed, core.EvidenceFail, "cuInit returned 304 (CUDA_ERROR_OPERATING_SYSTEM)"},
+		{"CUDA starts", `{"driverVersion":13000,"deviceCount":1,"devices":["NVIDIA H200"]}`, 0,
+			core.NodeReady, core.EvidencePass, "CUDA 13.0 starts in the workloads' sandbox and sees 1 GPU(s): NVIDIA H200"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ran []int
+			n := core.Node{Name: "n1", Schedulable: true, GPUs: gpus}
+			f := newFixture(t, n, Options{Local: "n1", CUDAProbe: "/usr/local/bin/gpufleet-cuda-probe",
+				Runner:  scripted{"nvidia-smi -L": read("smi-list.txt"), "nvidia-smi topo -m": read("topo.txt")},
+				Sandbox: scriptedSandbox{out: tc.out, code: tc.code, got: &ran}})
+			st := f.steps()
+			if st.State != tc.want || (tc.want == core.NodeFailed && (st.Reason != "CUDAInitFailed" || !strings.Contains(st.Message, tc.wantText))) {
+				t.Errorf("state %s (%s: %s), want %s naming %q", st.State, st.Reason, st.Message, tc.want, tc.wantText)
+			}
+			if !slices.Equal(ran, []int{0}) {
+				t.Errorf("the probe ran with GPUs %v, want [0]", ran)
+			}
+			evs, _ := f.st.Evidence(context.Background(), "n1")
+			i := slices.IndexFunc(evs, func(e core.Evidence) bool { return e.Check == core.EvidenceCUDAInit })
+			if i < 0 || evs[i].Result != tc.wantResult || !strings.Contains(evs[i].Message, tc.wantText) || evs[i].Argv[0] != "/usr/local/bin/gpufleet-cuda-probe" {
+				t.Errorf("evidence: %+v, want %s saying %q", evs, tc.wantResult, tc.wantText)
+			}
+		})
 	}
 }

@@ -152,6 +152,7 @@ func (q *Qualifier) collect(ctx context.Context, n *core.Node, st core.NodeStatu
 	ev.List = string(out)
 	out, ev.TopoErr = do(argvTopo, false, func() []byte { return []byte(health.SimTopo(n.GPUs)) })
 	ev.Topo = string(out)
+	records = append(records, q.cudaInit(ctx, n, req, run, &ev))
 	out, ev.DiscoveryErr = do(argvDiscovery, false, func() []byte { return []byte(health.SimDCGMDiscovery(n.GPUs)) })
 	ev.Discovery = string(out)
 	ev.DCGMAvailable = !errors.Is(ev.DiscoveryErr, ErrNotFound) && local
@@ -177,12 +178,58 @@ func (q *Qualifier) collect(ctx context.Context, n *core.Node, st core.NodeStatu
 	return ev, records
 }
 
+// cudaInit runs the CUDA probe in the workloads' sandbox, where the node
+// is this machine's and has real GPUs, and returns its evidence; ev gets
+// what it printed, or why it was skipped.
+func (q *Qualifier) cudaInit(ctx context.Context, n *core.Node, req *core.ValidateRequest, run string, ev *health.Evidence) core.Evidence {
+	rec := core.Evidence{Node: n.Name, Run: run, Check: core.EvidenceCUDAInit, GPUs: req.GPUs, StartedAt: q.opts.Now().UTC(), Simulated: simulated(n)}
+	argv, why := cudaProbeArgv(q.opts.CUDAProbe)
+	rec.Argv = []string{CUDAProbeName} // what runs, once it does
+	switch {
+	case simulated(n):
+		why = "skipped: the node's GPUs are simulated, no NVIDIA GPU to initialise"
+	case len(n.GPUs) == 0:
+		why = "skipped: no NVIDIA GPU on this node"
+	case n.Name != q.opts.Local:
+		why = "not available: this server runs qualification commands on its own node only"
+	case q.opts.Sandbox == nil:
+		why = "not available: this server runs no workloads of its own to probe the sandbox of"
+	}
+	if why != "" {
+		rec.Err = why
+		return rec
+	}
+	gpus := make([]int, len(n.GPUs))
+	for i, g := range n.GPUs {
+		gpus[i] = g.Index
+	}
+	t := q.opts.Timeout
+	if t <= 0 {
+		t = time.Minute
+	}
+	rec.Argv = argv
+	r := q.opts.Sandbox.RunAsTask(ctx, core.EvidenceCUDAInit, argv, gpus, t)
+	rec.Exit, rec.DurationMs, rec.Stdout, rec.Stderr = r.Exit, r.Duration.Milliseconds(), string(r.Stdout), string(r.Stderr)
+	ev.CUDARan, ev.CUDA = true, string(r.Stdout)
+	switch {
+	case r.Err != nil:
+		ev.CUDAErr, rec.Err = r.Err, r.Err.Error()
+	case r.Exit != nil && *r.Exit != 0:
+		ev.CUDAErr = fmt.Errorf("exit code %d", *r.Exit)
+	}
+	return rec
+}
+
 // judge writes each record's result from the verdict.
 func judge(records []core.Evidence, v health.Verdict) {
 	for i := range records {
 		r := &records[i]
 		cmd := strings.Join(r.Argv[:min(2, len(r.Argv))], " ")
 		r.Result = core.EvidencePass
+		if r.Check == core.EvidenceCUDAInit {
+			judgeCUDA(r, v)
+			continue
+		}
 		switch {
 		case strings.HasPrefix(r.Err, "not ") && (r.Argv[0] == "dcgmi" || v.Reason == "NotAvailable"):
 			r.Result, r.Message = core.EvidenceNotAvailable, r.Err
@@ -263,4 +310,22 @@ func (q *Qualifier) apply(ctx context.Context, n *core.Node, req *core.ValidateR
 		}
 		return evs, nil
 	})
+}
+
+// judgeCUDA writes the CUDA probe's result: not available when it was
+// skipped, failed with the verdict's message when CUDA did not start,
+// else what CUDA saw.
+func judgeCUDA(r *core.Evidence, v health.Verdict) {
+	switch {
+	case strings.HasPrefix(r.Err, "skipped") || strings.HasPrefix(r.Err, "not "):
+		r.Result, r.Message = core.EvidenceNotAvailable, r.Err
+	case v.Reason == health.ReasonCUDAInitFailed:
+		r.Result, r.Message = core.EvidenceFail, v.Message
+	default:
+		r.Result = core.EvidencePass
+		if p, err := health.ParseCUDAProbe(r.Stdout); err == nil {
+			r.Message = fmt.Sprintf("CUDA %d.%d starts in the workloads' sandbox and sees %d GPU(s): %s",
+				p.DriverVersion/1000, p.DriverVersion%1000/10, p.DeviceCount, strings.Join(p.Devices, ", "))
+		}
+	}
 }

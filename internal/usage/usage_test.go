@@ -458,3 +458,30 @@ func TestTrackerWorkloadHistory(t *testing.T) {
 		t.Errorf("c keeps %d points, want 4", len(got))
 	}
 }
+
+// TestH200Queries: the usage queries as an H200 answered them, idle and
+// with two 0.25-GPU workloads running (internal/health/testdata/h200).
+func TestH200Queries(t *testing.T) {
+	h200 := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "health", "testdata", "h200", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	gpus, err := ParseGPUQuery(h200("query-gpu.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]core.GPUSample{{Index: 0, UUID: "GPU-0ba79ed6-f6d3-59ad-f6ce-8ab2e3e621da"}}, gpus); diff != "" {
+		t.Errorf("--query-gpu (-want +got):\n%s", diff)
+	}
+	apps, err := ParseAppsQuery(h200("query-compute-apps.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []App{{880, "GPU-b5ce9572-2b76-939f-3616-a2cfe6369113", 21316}, {899, "GPU-b5ce9572-2b76-939f-3616-a2cfe6369113", 21316}}
+	if diff := cmp.Diff(want, apps); diff != "" {
+		t.Errorf("--query-compute-apps (-want +got):\n%s", diff)
+	}
+}

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,9 +232,9 @@ func TestPodPortsSecretsVolumes(t *testing.T) {
 		t.Errorf("service: %+v", svc)
 	}
 
-	// Without ports, secrets or volumes, none of it.
+	// Without ports, secrets or volumes, none of it: /dev/shm alone.
 	p = buildPod(defaults(), gpuTask("wl-plain", "gpu-1", 1), "ns", 0, nil, 1)
-	if c := p.Spec.Containers[0]; len(c.Ports)+len(c.EnvFrom)+len(c.VolumeMounts)+len(p.Spec.Volumes) != 0 {
+	if c := p.Spec.Containers[0]; len(c.Ports)+len(c.EnvFrom) != 0 || len(c.VolumeMounts) != 1 || len(p.Spec.Volumes) != 1 {
 		t.Errorf("plain pod: %+v", p.Spec)
 	}
 	if _, ok := envOf(p)[EnvCheckpointDir]; ok {
@@ -245,6 +246,30 @@ func TestPortName(t *testing.T) {
 	for in, want := range map[string]string{"http": "http", "HTTP_Alt": "http-alt", "8080": "", "--": "", "a--b": "a-b", "metrics-exporter-x": "metrics-exporte"} {
 		if got := portName(in); got != want {
 			t.Errorf("portName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPodSharedMemory: every pod gets a memory-backed /dev/shm of 1 GiB,
+// or its memory request when that is larger (a container runtime's
+// default of 64 MiB fails DataLoader workers and NCCL).
+func TestPodSharedMemory(t *testing.T) {
+	for _, tc := range []struct {
+		memoryMiB int64
+		want      string
+	}{{0, "1Gi"}, {512, "1Gi"}, {3072, "3Gi"}} {
+		tk := gpuTask("wl-shm", "gpu-1", 1)
+		tk.Request.MemoryMiB = tc.memoryMiB
+		p := buildPod(defaults(), tk, "ns", 0, nil, 1)
+		var size string
+		for _, v := range p.Spec.Volumes {
+			if v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory && v.EmptyDir.SizeLimit != nil {
+				size = v.EmptyDir.SizeLimit.String()
+			}
+		}
+		mounted := slices.ContainsFunc(p.Spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/dev/shm" })
+		if size != tc.want || !mounted {
+			t.Errorf("memory request %d MiB: /dev/shm of %q, mounted %t; want %s", tc.memoryMiB, size, mounted, tc.want)
 		}
 	}
 }

@@ -258,4 +258,15 @@ func podVolumes(o *Options, t executor.Task, p *corev1.Pod) {
 		c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: EnvSecretName(t.WorkloadID, t.Attempt)}}})
 	}
+	// /dev/shm: a container runtime's default is 64 MiB, too little for a
+	// DataLoader's workers or NCCL; a memory-backed volume of 1 GiB, or
+	// the replica's memory request when larger (it counts against the
+	// pod's memory, as the local executor's tmpfs does).
+	shm := resource.NewQuantity(max(1<<30, t.Request.MemoryMiB<<20), resource.BinarySI)
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: shmVolume, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: shm}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: shmVolume, MountPath: "/dev/shm"})
 }
+
+// shmVolume is the name of a pod's /dev/shm volume.
+const shmVolume = "dshm"

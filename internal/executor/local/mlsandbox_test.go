@@ -1,11 +1,14 @@
 package local_test
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
@@ -135,4 +138,88 @@ echo "SHM $(df -k /dev/shm | awk 'NR==2 {print $2}')"`
 			t.Errorf("output %q, want /dev/shm of %d KiB", out, 3<<20)
 		}
 	})
+}
+
+// TestRunProbe: a program run by RunProbe runs as a task does (its own
+// user, not root; its PID namespace; the GPUs given), and a program beside
+// the server's binary, outside the paths tasks may execute, is installed
+// where the sandbox can run it.
+func TestRunProbe(t *testing.T) {
+	e, dir := fullyIsolated(t)
+	res := e.RunProbe(t.Context(), "look", []string{"sh", "-c", `echo "UID $(id -u) NAME $(id -un) PROCS $(ls /proc | grep -cE '^[0-9]+$') GPUS $CUDA_VISIBLE_DEVICES"`}, []int{0, 2}, 10*time.Second)
+	if res.Err != nil || res.Exit == nil || *res.Exit != 0 {
+		t.Fatalf("RunProbe: %+v (stderr %q)", res, res.Stderr)
+	}
+	f := strings.Fields(string(res.Stdout))
+	if len(f) != 8 || f[1] == "0" || f[3] != "gpufleet-probe" || f[7] != "0,2" {
+		t.Errorf("the probe saw %q, want a user of the range named gpufleet-probe and GPUs 0,2", res.Stdout)
+	}
+	if n, _ := strconv.Atoi(f[5]); e.Isolation().PIDNamespaces && (n < 1 || n > 5) {
+		t.Errorf("the probe lists %s processes, want its own (1-5) in its PID namespace", f[5])
+	}
+
+	t.Run("a helper outside the system paths is installed", func(t *testing.T) {
+		helper := filepath.Join(t.TempDir(), "helper")
+		if err := os.WriteFile(helper, []byte("#!/bin/sh\necho helped \"$@\"\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		res := e.RunProbe(t.Context(), "helper", []string{helper, "x"}, nil, 10*time.Second)
+		if res.Err != nil || strings.TrimSpace(string(res.Stdout)) != "helped x" {
+			t.Errorf("RunProbe of a helper: %+v (stdout %q, stderr %q)", res, res.Stdout, res.Stderr)
+		}
+		if fi, err := os.Stat(filepath.Join(dir, "bin", "helper")); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("installed helper: %v, %v", fi, err)
+		}
+	})
+
+	t.Run("a missing program and a timeout are errors", func(t *testing.T) {
+		if res := e.RunProbe(t.Context(), "missing", []string{"no-such-probe"}, nil, 10*time.Second); !errors.Is(res.Err, exec.ErrNotFound) {
+			t.Errorf("RunProbe of a missing program: %+v, want an error wrapping exec.ErrNotFound", res)
+		}
+		res := e.RunProbe(t.Context(), "slow", []string{"sleep", "30"}, nil, 200*time.Millisecond)
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "timed out") || res.Duration > 10*time.Second {
+			t.Errorf("RunProbe past its timeout: %+v, want a timeout", res)
+		}
+	})
+}
+
+// TestCUDAProbeInTheSandbox: the CUDA probe, run by RunProbe, initialises
+// a stand-in driver that behaves as NVIDIA's does at cuInit (it names a
+// thread it starts through /proc/self/task/TID/comm, and fails with 304
+// where it may not), so CUDA starts in the sandbox tasks run in.
+func TestCUDAProbeInTheSandbox(t *testing.T) {
+	e, dir := fullyIsolated(t)
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to build the probe")
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc to build the stand-in driver")
+	}
+	// Both go to DataDir/bin, the directory the probe's sandbox shows,
+	// with a wrapper that points the loader there.
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	probeDir, _ := filepath.Abs(filepath.Join("..", "..", "..", "cmd", "gpufleet-cuda-probe"))
+	for _, c := range [][]string{
+		{goTool, "build", "-o", filepath.Join(bin, "gpufleet-cuda-probe"), probeDir},
+		{cc, "-shared", "-fPIC", "-o", filepath.Join(bin, "libcuda.so.1"), filepath.Join(probeDir, "testdata", "fakecuda.c"), "-lpthread"},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	wrapper := filepath.Join(bin, "cuda-probe")
+	script := "#!/bin/sh\nLD_LIBRARY_PATH=" + bin + " exec " + filepath.Join(bin, "gpufleet-cuda-probe") + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := e.RunProbe(t.Context(), "cuda-init", []string{wrapper}, []int{0}, time.Minute)
+	want := `{"library":"` + filepath.Join(bin, "libcuda.so.1") + `","driverVersion":13000,"deviceCount":1,"devices":["Fake GPU"]}`
+	if res.Err != nil || res.Exit == nil || *res.Exit != 0 || strings.TrimSpace(string(res.Stdout)) != want {
+		t.Errorf("the probe in the sandbox: %+v\nstdout %s\nstderr %s\nwant %s", res, res.Stdout, res.Stderr, want)
+	}
 }

@@ -2,8 +2,11 @@ package local
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -141,3 +144,116 @@ func recordOfStatus(ws syscall.WaitStatus) exitRecord {
 // pidNSFlags are the clone flags of a task's sandbox that gets a PID
 // namespace.
 const pidNSFlags = unix.CLONE_NEWPID
+
+// sandboxCmd runs a program through the sandbox: the supervisor's way to
+// start a task, and RunProbe's.
+type sandboxCmd struct {
+	cmd *exec.Cmd
+	// errR is where the sandbox says why the program could not start;
+	// statusR, for a PID namespace, how its first process ended.
+	errR, statusR *os.File
+	envW          *os.File
+	env           []byte
+}
+
+// newSandboxCmd prepares the sandbox for prog and argv, confined by the
+// spec, with the payload (environment and secret files) to send it; self
+// is the binary that acts as the sandbox. The caller sets the command's
+// output.
+func newSandboxCmd(self, specJSON, prog string, argv []string, payload envPayload) (*sandboxCmd, error) {
+	var spec sandboxSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		return nil, fmt.Errorf("bad sandbox spec: %w", err)
+	}
+	env, err := json.Marshal(payload)
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	fail := func(err error) (*sandboxCmd, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, err
+	}
+	s := &sandboxCmd{env: env}
+	errR, errW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	envR, envW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	s.errR, s.envW = errR, envW
+	s.cmd = &exec.Cmd{
+		Path:        self,
+		Args:        append([]string{self, sandboxArg, specJSON, envOnFD, prog}, argv...),
+		Env:         []string{sandboxEnv + "=1"},
+		ExtraFiles:  []*os.File{errW, envR},
+		SysProcAttr: spec.sysProcAttr(),
+	}
+	if spec.PIDNS {
+		// The namespace's init reports how the task's first process
+		// ended: the init's own status would not say.
+		statusR, statusW, err := pipe()
+		if err != nil {
+			return fail(err)
+		}
+		s.statusR = statusR
+		s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, statusW)
+	}
+	return s, nil
+}
+
+// start starts the sandbox and returns once it has exec'd the program, or
+// with what the sandbox wrote of why it could not (encodeStartError), after
+// the sandbox has exited.
+func (s *sandboxCmd) start() error {
+	err := s.cmd.Start()
+	for _, f := range s.cmd.ExtraFiles {
+		f.Close()
+	}
+	if err != nil {
+		s.envW.Close()
+		s.close()
+		return err
+	}
+	go func() {
+		s.envW.Write(s.env)
+		s.envW.Close()
+	}()
+	// The sandbox closes its end unwritten when the exec succeeds.
+	b, _ := io.ReadAll(io.LimitReader(s.errR, 4096))
+	if msg := strings.TrimSpace(string(b)); msg != "" {
+		s.cmd.Wait()
+		s.close()
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// record is how the program ended, once the command's Wait has returned.
+func (s *sandboxCmd) record() exitRecord {
+	defer s.close()
+	if s.statusR != nil {
+		b, _ := io.ReadAll(io.LimitReader(s.statusR, 64))
+		if ws, ok := readStatus(b); ok {
+			return recordOfStatus(ws)
+		}
+	}
+	return recordOf(s.cmd.ProcessState)
+}
+
+func (s *sandboxCmd) close() {
+	s.errR.Close()
+	if s.statusR != nil {
+		s.statusR.Close()
+	}
+}

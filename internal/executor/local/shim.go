@@ -145,67 +145,30 @@ func runShim(attemptDir, specJSON string, p envPayload, prog string, argv []stri
 	if err != nil {
 		return refuse(err.Error())
 	}
-	// The sandbox gets the environment and the secret files it writes.
-	envJSON, _ := json.Marshal(envPayload{Env: env, Files: p.Files})
 	// The task leads a session of its own, hence its own process group,
 	// which a session leader cannot leave: Stop's signal to the group
-	// always reaches it.
-	cmd := &exec.Cmd{Path: prog, Args: argv, Env: env, Stdout: outW, Stderr: outW,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
-	var errR, statusR *os.File
+	// always reaches it. A sandbox gets the environment and the secret
+	// files it writes.
+	cmd := &exec.Cmd{Path: prog, Args: argv, Env: env, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	var sb *sandboxCmd
 	if specJSON != "" {
-		var spec sandboxSpec
-		if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
-			return refuse("bad sandbox spec: " + err.Error())
-		}
 		self, err := os.Executable()
 		if err != nil {
 			return refuse(err.Error())
 		}
-		var errW *os.File
-		errR, errW, err = os.Pipe()
-		if err != nil {
+		if sb, err = newSandboxCmd(self, specJSON, prog, argv, envPayload{Env: env, Files: p.Files}); err != nil {
 			return refuse(err.Error())
 		}
-		defer errR.Close()
-		envR, envW, err := os.Pipe()
-		if err != nil {
-			return refuse(err.Error())
-		}
-		cmd.Path = self
-		cmd.Args = append([]string{self, sandboxArg, specJSON, envOnFD, prog}, argv...)
-		cmd.Env = []string{sandboxEnv + "=1"}
-		cmd.ExtraFiles = []*os.File{errW, envR}
-		cmd.SysProcAttr = spec.sysProcAttr()
-		if spec.PIDNS {
-			// The namespace's init reports how the task's first process
-			// ended: the init's own status would not say.
-			var statusW *os.File
-			if statusR, statusW, err = os.Pipe(); err != nil {
-				return refuse(err.Error())
-			}
-			defer statusR.Close()
-			cmd.ExtraFiles = append(cmd.ExtraFiles, statusW)
-		}
-		defer errW.Close()
-		go func() {
-			envW.Write(envJSON)
-			envW.Close()
-		}()
+		cmd = sb.cmd
 	}
-	startErr := cmd.Start()
+	cmd.Stdout, cmd.Stderr = outW, outW
+	var startErr error
+	if sb != nil {
+		startErr = sb.start()
+	} else {
+		startErr = cmd.Start()
+	}
 	outW.Close()
-	for _, f := range cmd.ExtraFiles {
-		f.Close()
-	}
-	if startErr == nil && errR != nil {
-		// The sandbox closes its end unwritten when the exec succeeds.
-		b, _ := io.ReadAll(io.LimitReader(errR, 4096))
-		if msg := strings.TrimSpace(string(b)); msg != "" {
-			cmd.Wait()
-			startErr = errors.New(msg)
-		}
-	}
 	if startErr != nil {
 		// The sandbox finds and checks the program as the task's user:
 		// this is where Start learns that it cannot run.
@@ -251,11 +214,8 @@ func runShim(attemptDir, specJSON string, p envPayload, prog string, argv []stri
 
 	// 7. Record the ending.
 	rec := recordOf(cmd.ProcessState)
-	if statusR != nil {
-		b, _ := io.ReadAll(io.LimitReader(statusR, 64))
-		if ws, ok := readStatus(b); ok {
-			rec = recordOfStatus(ws)
-		}
+	if sb != nil {
+		rec = sb.record()
 	}
 	rec.FinishedAt = time.Now().UTC()
 	if err := writeExit(attemptDir, rec); err != nil {
