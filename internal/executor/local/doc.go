@@ -89,21 +89,37 @@
 //     with MkdirAll if it is missing (which leaves an empty directory on
 //     the host: the mount namespace shares the host's filesystems, only
 //     its mounts are private); writes its secret files on a tmpfs of its
-//     own (see Secret files); and remounts /proc with hidepid=invisible;
-//  2. builds a Landlock ruleset (go-landlock): read and execute on the
+//     own (see Secret files); binds the task's passwd and group over the
+//     system's, read-only; and mounts the /proc of its PID namespace with
+//     hidepid=invisible;
+//  2. stays as the namespace's init (pidns.go: it passes Stop's signals to
+//     every process of the task, reaps orphans, reports how the task's
+//     first process ended to the supervisor and exits then, which kills
+//     whatever is left in the namespace) and starts itself again
+//     (GPUFLEET_SANDBOX=1 with the argument gpufleet-sandbox-exec) as the
+//     task's first process, which, on its one locked thread, before it
+//     execs the program:
+//  3. builds a Landlock ruleset (go-landlock): read and execute on the
 //     read-only system paths (Isolation.ReadOnlyPaths, default /usr, /etc,
 //     /proc, /sys, ...), its read-only volumes, datasets and secrets
-//     directory; read and write on its own directories, its volumes, /tmp
-//     and /dev/shm; read, write and ioctl on /dev/null and friends, the
+//     directory; read and write on its own directories, its volumes, /tmp,
+//     /dev/shm and its namespace's /proc (where a process writes its
+//     thread names: CUDA's driver does, through /proc/self/task/TID/comm);
+//     read, write and ioctl on /dev/null and friends, the
 //     NVIDIA control devices and the /dev/nvidiaN of its own GPUs only;
 //     signals and abstract sockets scoped to its own domain;
-//  3. drops to its team's user and group (one each per team, from
+//  4. drops to its team's user and group (one each per team, from
 //     Isolation.UIDFirst-UIDLast, default 200000-265535, kept in
 //     DataDir/team-uids.json) with no supplementary groups, which also
 //     drops every capability;
-//  4. sets no_new_privs and enforces the ruleset, marks every descriptor
+//  5. sets no_new_privs and enforces the ruleset, marks every descriptor
 //     but stdin, stdout and stderr close-on-exec, then execs the program
-//     with the task's environment.
+//     with the task's environment, looking a bare name up in the task's
+//     PATH as execvp does (execprog.go): as the task's user sees the files,
+//     a directory it may not enter passed over.
+//
+// Where PID namespaces are refused, the sandbox does steps 1, 3, 4 and 5
+// itself (its /proc then the host's, read-only), and Isolation says so.
 //
 // The supervisor and the sandbox run as the server's user, so nothing the
 // task controls reaches them before the drop: they start with an
@@ -120,13 +136,15 @@
 // ("volumes[0].path"), whatever the API checked. Volumes and datasets need
 // the mount namespace: without it (the server is not root) a process task
 // that has any fails to start ("volumes need the server to run as root:
-// mount namespaces"). The task leads a session of its own, so its main process
-// cannot leave its process group (a session leader cannot), and the
-// group signal of Stop always reaches it.
+// mount namespaces"). The task leads a session of its own, so its first
+// process cannot join the init's process group (nor, without a PID
+// namespace, leave its own, which Stop then signals).
 //
 // A failure at any step is written to a close-on-exec pipe and fails the
-// start. Without root but with Landlock, the sandbox applies only step 2
-// (and 4), with $TMPDIR in the workload's tmp/ instead of a private /tmp:
+// start (a program not found or not executable as JSON, so that Start's
+// error wraps exec.ErrNotFound or fs.ErrPermission). Without root but with
+// Landlock, the sandbox applies only step 3 (and 5), with $TMPDIR in the
+// workload's tmp/ instead of a private /tmp:
 // the files are out of reach, but tasks share the server's user. Without
 // either, tasks run unconfined, as the server's user. Landlock is applied to
 // the sandbox's own thread and execve passes it on, so no all-threads
@@ -148,13 +166,17 @@
 //     task with the argv as given (never through a shell), through the
 //     sandbox when it confines tasks (or the container runtime, for a
 //     container task), in a new process group whose ID is the
-//     task's pid, with stdin /dev/null and stdout and stderr on a pipe that
+//     task's pid (with a PID namespace, that of the namespace's init,
+//     which Stop signals alone and which passes the signal on to every
+//     process of the task), with stdin /dev/null and stdout and stderr on a pipe that
 //     it copies to the log file the server opened for it (a write the disk
 //     refuses drops that output but keeps the pipe drained);
 //  4. tells the server, over a pipe on fd 3, the task's pid and start time,
 //     or why exec failed; Start returns only after that;
-//  5. waits for the task, kills what is left of its process group (a task
-//     ends with its main process, as a container does), copies the rest of
+//  5. waits for the task (with a PID namespace, the init's report of how
+//     the task's first process ended, on sandboxStatusFD), kills what is
+//     left of its process group (a task ends with its main process, as a
+//     container does; the namespace's end kills it all), copies the rest of
 //     the output (for at most 2 s), removes a container task's container
 //     (the cleanup command of its payload), writes attempt-N/exit atomically (temp
 //     file, fsync, rename, fsync of the directory) or, when that fails, over
@@ -196,17 +218,21 @@
 // acceptance cards judge.
 //
 // A program that cannot be found or executed makes Start return an error
-// (wrapping exec.ErrNotFound when it is missing) and no Exit is delivered:
-// Start resolves the program itself, with the task's PATH, and relative to
-// the working directory for names such as "./run.sh"; an exec failure that
-// only the supervisor sees ("exec format error") fails Start the same way.
+// (wrapping exec.ErrNotFound when it is missing, fs.ErrPermission when the
+// task's user may not execute it) and no Exit is delivered: the sandbox
+// resolves the program, with the task's PATH, and relative to the working
+// directory for names such as "./run.sh" (unconfined, Start does, as the
+// server); an exec failure ("exec format error") fails Start the same way.
 // The failure is also appended to the workload's log.
 //
 // # Environment
 //
-// A task sees nothing of the server's environment but PATH: HOME is its
-// working directory, LANG is C.UTF-8, GPUFLEET_CHECKPOINT_DIR its checkpoint
-// directory (and TMPDIR its tmp/ where /tmp is not private), then come the
+// A task sees nothing of the server's environment: PATH is the system's
+// (Options.Path, DefaultPath when empty; never the server's, which may lead
+// to directories only the server's user may enter), HOME its home/, USER
+// and LOGNAME its user's name (per-team users only), LANG is C.UTF-8,
+// GPUFLEET_CHECKPOINT_DIR its checkpoint directory (and TMPDIR its tmp/
+// where /tmp is not private), then come the
 // task's own variables and its secrets' (SecretEnv),
 // then the platform's, which win: GPUFLEET_WORKLOAD_ID, GPUFLEET_ATTEMPT,
 // CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES (GPU indices in
