@@ -97,8 +97,8 @@ func TestNodePageInBrowser(t *testing.T) {
 	var ev nodeEvidence
 	costCall(t, s, s.token, "GET", "/nodes/node-a/evidence", nil, &ev)
 	first := latestRun(ev)
-	if len(first) != 4 {
-		t.Fatalf("the first qualification left %d records of evidence, want 4: %+v", len(first), ev.Items)
+	if len(first) != 5 {
+		t.Fatalf("the first qualification left %d records of evidence, want 5 (the CUDA probe's skipped): %+v", len(first), ev.Items)
 	}
 
 	b.run(t, "sign in and open node-a's page from the nodes page",
@@ -111,7 +111,7 @@ func TestNodePageInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#nodes tr[data-node-row="node-a"] a.node-link`)),
 		waitJS(`location.hash === '#/nodes/node-a'`),
 		waitJS(`document.querySelector('#node-state[data-state="Ready"]') !== null`),
-		waitJS(`document.querySelectorAll('#evidence section.run li.evidence-row').length === 4`))
+		waitJS(`document.querySelectorAll('#evidence section.run li.evidence-row').length === 5`))
 	if title := get(t, b, "the title", chromedp.Title()); title != "node-a · gpufleet" {
 		t.Errorf("the node page's title is %q", title)
 	}
@@ -122,14 +122,20 @@ func TestNodePageInBrowser(t *testing.T) {
 		t.Errorf("GPU health on the page (-want +got):\n%s", d)
 	}
 
-	// The four commands, each Pass, each output folded and the same as
-	// the API's.
+	// The four commands, each Pass, and the CUDA probe, skipped on
+	// simulated GPUs; each output folded and the same as the API's.
 	var want []evidenceSeen
+	var commands []string
 	for _, e := range first {
-		want = append(want, evidenceSeen{Command: strings.Join(e.Command, " "), Result: "Pass", Badge: "Pass", Folded: true, Hidden: true, Stdout: e.Stdout})
+		w := evidenceSeen{Command: strings.Join(e.Command, " "), Result: "Pass", Badge: "Pass", Folded: true, Hidden: true, Stdout: e.Stdout}
+		if e.Check == "cuda-init" {
+			// Skipped: no output to fold.
+			w.Result, w.Badge, w.Message, w.Folded, w.Hidden = e.Result, e.Result, e.Message, false, false
+		}
+		want = append(want, w)
+		commands = append(commands, w.Command+" "+w.Result)
 	}
-	if d := cmp.Diff([]string{"nvidia-smi -L", "nvidia-smi topo -m", "dcgmi discovery --list", "dcgmi diag -r 1 -j"},
-		[]string{want[0].Command, want[1].Command, want[2].Command, want[3].Command}); d != "" {
+	if d := cmp.Diff([]string{"nvidia-smi -L Pass", "nvidia-smi topo -m Pass", "gpufleet-cuda-probe NotAvailable", "dcgmi discovery --list Pass", "dcgmi diag -r 1 -j Pass"}, commands); d != "" {
 		t.Errorf("the API's evidence commands (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(want, get(t, b, "the evidence", chromedp.Evaluate[[]evidenceSeen](evidenceJS))); d != "" {
@@ -229,16 +235,16 @@ func TestNodePageInBrowser(t *testing.T) {
 	costCall(t, s, s.token, "GET", "/nodes/node-a/evidence", nil, &ev)
 	second := latestRun(ev)
 	seen := get(t, b, "the evidence after the fault", chromedp.Evaluate[[]evidenceSeen](evidenceJS))
-	if len(seen) != 4 || len(second) != 4 {
-		t.Fatalf("the latest run: %d commands on the page, %d through the API, want 4", len(seen), len(second))
+	if len(seen) != 5 || len(second) != 5 {
+		t.Fatalf("the latest run: %d commands on the page, %d through the API, want 5", len(seen), len(second))
 	}
 	for i, e := range second {
-		w := evidenceSeen{Command: strings.Join(e.Command, " "), Result: e.Result, Badge: e.Result, Folded: true, Hidden: true, Stdout: e.Stdout, Message: e.Message}
+		w := evidenceSeen{Command: strings.Join(e.Command, " "), Result: e.Result, Badge: e.Result, Folded: e.Stdout != "", Hidden: e.Stdout != "", Stdout: e.Stdout, Message: e.Message}
 		if d := cmp.Diff(w, seen[i]); d != "" {
 			t.Errorf("the latest run's command %d on the page (-want +got):\n%s", i, d)
 		}
 	}
-	if diag := seen[3]; diag.Result != "Fail" || !strings.Contains(diag.Message, "GPU 1") {
+	if diag := seen[len(seen)-1]; diag.Result != "Fail" || !strings.Contains(diag.Message, "GPU 1") {
 		t.Errorf("the level-2 diagnostic shows %s %q, want Fail naming GPU 1", diag.Result, diag.Message)
 	}
 	// The earlier runs are folded, below.
@@ -273,7 +279,7 @@ func TestNodePageInBrowser(t *testing.T) {
 		chromedp.Navigate(s.url+"/#/nodes/node-a"),
 		waitJS(`document.querySelector('#node-state[data-state="Ready"]') !== null`),
 		waitJS(`(document.querySelector('#node-gpus tr[data-gpu="1"] .badge.health') || {}).textContent === 'Failed'`),
-		waitJS(`document.querySelectorAll('#evidence section.run li.evidence-row').length === 4`))
+		waitJS(`document.querySelectorAll('#evidence section.run li.evidence-row').length === 5`))
 	if buttons := get(t, b, "alice's buttons", chromedp.Evaluate[[]string](`[...document.querySelectorAll('main button')].map(b => b.textContent)`)); len(buttons) != 0 {
 		t.Errorf("alice, a member, sees the buttons %q on the node page", buttons)
 	}
