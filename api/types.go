@@ -136,6 +136,11 @@ type WorkloadStatus struct {
 	// Usage is what the last utilisation sample saw of a running
 	// workload's GPUs; absent when not sampled (yet).
 	Usage *WorkloadUsage `json:"usage,omitempty"`
+	// Address is where the running workload is reached on the node's
+	// network, where it has an address of its own (the local executor's
+	// network namespaces): its team's workloads reach its declared ports
+	// there.
+	Address string `json:"address,omitempty"`
 	// Outputs sums the completed work it reported ($GPUFLEET_OUTPUTS_FILE
 	// or POST /workloads/{id}/outputs); absent when none.
 	Outputs *Outputs `json:"outputs,omitempty"`

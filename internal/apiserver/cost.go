@@ -369,5 +369,5 @@ func (s *Server) reportOutputs(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: s.redactor(c).workload(s.withUsage(s.toAPI(out), out))}, nil
+	return reply{status: http.StatusOK, body: s.redactor(c).workload(s.withLive(s.toAPI(out), out))}, nil
 }

@@ -90,9 +90,18 @@ func (s *Server) metrics(w http.ResponseWriter, c *call) error {
 	return nil
 }
 
-// withUsage sets a running workload's sampled usage on its wire form.
-func (s *Server) withUsage(out *api.Workload, w *core.Workload) *api.Workload {
-	if s.opts.Usage == nil || w.Status.Phase != core.Running {
+// withLive sets what is known of a running workload only while it runs on
+// its wire form: its sampled usage and its network address.
+func (s *Server) withLive(out *api.Workload, w *core.Workload) *api.Workload {
+	if w.Status.Phase != core.Running {
+		return out
+	}
+	if a, ok := s.opts.Endpoints.(AddressSource); ok {
+		if addr, ok := a.Address(w.ID, w.Status.Attempts); ok {
+			out.Status.Address = addr
+		}
+	}
+	if s.opts.Usage == nil {
 		return out
 	}
 	smp, at, idle, ok := s.opts.Usage.Workload(w.ID, w.Status.Attempts)
@@ -101,6 +110,13 @@ func (s *Server) withUsage(out *api.Workload, w *core.Workload) *api.Workload {
 	}
 	out.Status.Usage = &api.WorkloadUsage{GPUUtilization: smp.Utilization, GPUMemoryUsedMiB: smp.MemoryUsedMiB, SampledAt: at.UTC(), IdleSince: idle}
 	return out
+}
+
+// AddressSource says at which address a workload's attempt is reached,
+// where it has one of its own (a network namespace on the local
+// executor).
+type AddressSource interface {
+	Address(id core.WorkloadID, attempt int) (string, bool)
 }
 
 // withGPUUsage sets a GPU's sampled use and health on its wire form.

@@ -356,7 +356,7 @@ func (s *Server) getWorkload(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: s.redactor(c).workload(s.withUsage(s.toAPI(w), w))}, nil
+	return reply{status: http.StatusOK, body: s.redactor(c).workload(s.withLive(s.toAPI(w), w))}, nil
 }
 
 func (s *Server) cancelWorkload(c *call) (reply, error) {
@@ -426,7 +426,7 @@ func (s *Server) listWorkloads(c *call) (reply, error) {
 	out := api.List[api.Workload]{Items: make([]api.Workload, 0, len(ws))}
 	rd := s.redactor(c)
 	for _, w := range ws {
-		out.Items = append(out.Items, *rd.workload(s.withUsage(s.toAPI(w), w)))
+		out.Items = append(out.Items, *rd.workload(s.withLive(s.toAPI(w), w)))
 	}
 	if len(ws) == f.Limit {
 		out.NextPageToken = fmt.Sprintf("s%d", ws[len(ws)-1].Seq)

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -246,6 +247,18 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	runner.Submit = srv
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := newHTTPServer(srv.Front(portal.With(srv)), serverTimeouts)
+	// Workloads in network namespaces of their own reach the API on their
+	// bridge's gateway only.
+	gwLn, err := serveAPIToWorkloads(xs.local, ln, log)
+	if err != nil {
+		return err
+	}
+	if gwLn != nil {
+		go hs.Serve(gwLn) // closed by hs.Shutdown
+	}
+	if xs.local != nil {
+		defer xs.local.Close()
+	}
 
 	fmt.Fprintf(out, "gpufleet: API on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "gpufleet: portal on http://%s/ (sign in with a token)\n", ln.Addr())
@@ -492,12 +505,16 @@ func startLocal(ctx context.Context, cfg config.Config, st *store.Store, log *sl
 		ContainerArgs:    cfg.Local.ContainerArgs,
 		PortHosts:        cfg.Proxy.BaseURL != "",
 		Path:             cfg.Local.Path,
+		Network:          localNetwork(cfg.Local.Network),
 	})
 	if err != nil {
 		return nil, node, err
 	}
 	iso := ex.Isolation()
 	node.Isolation = iso.String()
+	if f := ex.Forwarding(); f != "" {
+		log.Info("workloads have network namespaces of their own", "range", iso.Network, "forwarding", f)
+	}
 	if err := checkIsolation(ctx, cfg, st, iso, log); err != nil {
 		return nil, node, err
 	}
@@ -874,4 +891,49 @@ func datasetNames(ds map[string]string) map[string]bool {
 		out[n] = true
 	}
 	return out
+}
+
+// localNetwork is the configuration of the workloads' network namespaces,
+// as the local executor takes it.
+func localNetwork(n config.LocalNetwork) local.Network {
+	out := local.Network{Off: n.Off, CIDR: n.CIDR, Egress: n.Egress, Allow: n.Allow}
+	if len(n.Teams) > 0 {
+		out.Teams = map[core.TeamName]local.Egress{}
+		for team, e := range n.Teams {
+			out.Teams[core.TeamName(team)] = local.Egress{Egress: e.Egress, Allow: e.Allow}
+		}
+	}
+	return out
+}
+
+// serveAPIToWorkloads listens for the API on the local executor's gateway,
+// where workloads in network namespaces of their own reach it, and tells
+// the executor where; nil where workloads share the host's network or the
+// main listener covers the gateway already (an unspecified address).
+func serveAPIToWorkloads(ex *local.Executor, ln net.Listener, log *slog.Logger) (net.Listener, error) {
+	if ex == nil {
+		return nil, nil
+	}
+	gw, ok := ex.Gateway()
+	if !ok {
+		return nil, nil
+	}
+	main := ln.Addr().(*net.TCPAddr)
+	if main.IP.IsUnspecified() {
+		return nil, ex.ServeAPIOn(main.Port)
+	}
+	gwLn, err := net.Listen("tcp", netip.AddrPortFrom(gw, uint16(main.Port)).String())
+	if err != nil {
+		// The port is another's on that address: any other will do.
+		if gwLn, err = net.Listen("tcp", netip.AddrPortFrom(gw, 0).String()); err != nil {
+			return nil, fmt.Errorf("serve the API to the workloads on %s: %w", gw, err)
+		}
+	}
+	port := gwLn.Addr().(*net.TCPAddr).Port
+	if err := ex.ServeAPIOn(port); err != nil {
+		gwLn.Close()
+		return nil, err
+	}
+	log.Info("the API for workloads", "addr", gwLn.Addr().String())
+	return gwLn, nil
 }

@@ -183,6 +183,9 @@ func describeWorkload(w io.Writer, now time.Time, wl *api.Workload, events []api
 	}
 	kv(1, "Started", formatTime(s.StartedAt))
 	kv(1, "Finished", formatTime(s.FinishedAt))
+	if s.Address != "" {
+		kv(1, "Address", s.Address)
+	}
 	if u := s.Usage; u != nil {
 		use := formatUtil(&u.GPUUtilization) + " GPU, " + formatMiB(u.GPUMemoryUsedMiB) + " GPU memory, sampled " + u.SampledAt.UTC().Format(time.RFC3339)
 		if u.IdleSince != nil {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,12 +38,40 @@ type Local struct {
 	// ContainerArgs are global arguments given to the runtime before its
 	// command ("--storage-driver", "vfs", ...), for hosts that need them.
 	ContainerArgs []string `json:"containerArgs,omitempty"`
+	// Network is each workload's network namespace on this machine (the
+	// server as root): its address range, and its outbound traffic.
+	Network LocalNetwork `json:"network,omitempty"`
 	// Path is the PATH a task gets unless its own environment sets one:
 	// absolute directories joined by ':' (e.g. to put /opt/conda/bin
 	// first); empty means the system's,
 	// /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin. Never
 	// the server's own PATH.
 	Path string `json:"path,omitempty"`
+}
+
+// LocalNetwork configures the workloads' network namespaces: each workload
+// gets an address of CIDR (a /24 of it per server of the host), reaches
+// its own team's declared ports, the API on its gateway and, unless its
+// egress is denied, the outside, NAT'ed; nothing else of the host's, nor
+// of other teams'.
+type LocalNetwork struct {
+	// Off keeps workloads on the host's network (not recommended: they
+	// then reach each other's listeners and the host's services).
+	Off bool `json:"off,omitempty"`
+	// CIDR is a private IPv4 range of /8 to /24 (default 10.233.0.0/16).
+	CIDR string `json:"cidr,omitempty"`
+	// Egress is "allow" (the default) or "deny"; Allow lists the CIDRs
+	// still reachable when it is denied.
+	Egress string   `json:"egress,omitempty"`
+	Allow  []string `json:"allow,omitempty"`
+	// Teams overrides Egress and Allow per team.
+	Teams map[string]TeamEgress `json:"teams,omitempty"`
+}
+
+// TeamEgress is one team's outbound traffic.
+type TeamEgress struct {
+	Egress string   `json:"egress,omitempty"`
+	Allow  []string `json:"allow,omitempty"`
 }
 
 // DefaultCheckpointRetention is how long checkpoints outlive their
@@ -97,6 +126,7 @@ func (l Local) validate() []error {
 			errs = append(errs, fmt.Errorf("local.containerArgs[%d] %q: want global options (--storage-driver vfs), not a command", i, a))
 		}
 	}
+	errs = append(errs, l.Network.validate()...)
 	if l.Path != "" {
 		for i, d := range strings.Split(l.Path, ":") {
 			if !filepath.IsAbs(d) {
@@ -108,6 +138,36 @@ func (l Local) validate() []error {
 		if !filepath.IsAbs(p) {
 			errs = append(errs, fmt.Errorf("local.readOnlyPaths[%d] %q: want an absolute path", i, p))
 		}
+	}
+	return errs
+}
+
+func (n LocalNetwork) validate() []error {
+	var errs []error
+	if n.CIDR != "" {
+		p, err := netip.ParsePrefix(n.CIDR)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("local.network.cidr %q: not a CIDR: %v", n.CIDR, err))
+		case !p.Addr().Is4() || !p.Addr().IsPrivate() || p.Bits() < 8 || p.Bits() > 24:
+			errs = append(errs, fmt.Errorf("local.network.cidr %s: want a private IPv4 range of /8 to /24", n.CIDR))
+		}
+	}
+	check := func(field, egress string, allow []string) {
+		switch egress {
+		case "", "allow", "deny":
+		default:
+			errs = append(errs, fmt.Errorf("%s.egress %q: want allow or deny", field, egress))
+		}
+		for i, a := range allow {
+			if p, err := netip.ParsePrefix(a); err != nil || !p.Addr().Is4() {
+				errs = append(errs, fmt.Errorf("%s.allow[%d] %q: want an IPv4 CIDR such as 192.0.2.0/24", field, i, a))
+			}
+		}
+	}
+	check("local.network", n.Egress, n.Allow)
+	for team, e := range n.Teams {
+		check("local.network.teams."+team, e.Egress, e.Allow)
 	}
 	return errs
 }

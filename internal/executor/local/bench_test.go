@@ -21,6 +21,7 @@ func BenchmarkStartAndExit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			b.Cleanup(func() { e.Close() })
 			b.Logf("isolation: %s", e.Isolation())
 			for i := 0; b.Loop(); i++ {
 				tk := task(core.WorkloadID(fmt.Sprintf("bench-%d", i)), "true")

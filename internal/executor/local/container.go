@@ -147,7 +147,7 @@ func isRuntimeOnly(name string) bool {
 // secret); a task that sets a variable the runtime reads (runtimeOnly) is
 // refused.
 func (e *Executor) containerCommand(t executor.Task, k key, own dirs, workDir string, env []string,
-	mounts []taskMount, secrets string, uid, gid int) (argv, rtEnv []string, err error) {
+	mounts []taskMount, secrets, netns string, uid, gid int) (argv, rtEnv []string, err error) {
 	rt := e.rt
 	if problem := api.ImageReference(t.Image); problem != "" {
 		return nil, nil, fmt.Errorf("image %s", problem)
@@ -166,8 +166,13 @@ func (e *Executor) containerCommand(t executor.Task, k key, own dirs, workDir st
 		}
 	}
 	argv = append([]string{rt.path}, rt.args...)
+	network := "host"
+	if netns != "" {
+		// The workload's own network namespace, as its processes' would be.
+		network = "ns:" + netns
+	}
 	argv = append(argv, "run", "--rm", "--name", containerName(k),
-		"--network", "host",
+		"--network", network,
 		"--user", strconv.Itoa(uid)+":"+strconv.Itoa(gid),
 		"--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges",

@@ -80,6 +80,8 @@ type view struct {
 	// (its user in the user and group databases).
 	shmBytes int64
 	files    []bindMount
+	// netns is its network namespace ("": the host's network).
+	netns string
 }
 
 // sandbox returns the sandbox spec for a task, or nil when tasks run
@@ -118,6 +120,7 @@ func (e *Executor) sandbox(v view) (*sandboxSpec, error) {
 		spec.Hide = []string{"/run", e.root}
 		spec.Binds = append(existing([]string{"/run/nvidia-persistenced"}), v.own.list()...)
 		spec.Files = v.files
+		spec.NetNS = v.netns
 		rw = append(rw, "/tmp", "/dev/shm")
 		if spec.PIDNS {
 			// The /proc of the task's own PID namespace, where a process

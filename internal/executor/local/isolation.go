@@ -68,6 +68,10 @@ type IsolationStatus struct {
 	// Landlock is the Landlock ABI version the kernel offers and tasks are
 	// restricted with; 0 when tasks are not restricted.
 	Landlock int
+	// Network is the range of the workloads' addresses when each runs in
+	// a network namespace of its own ("10.233.4.0/24"); empty when tasks
+	// share the host's network.
+	Network string
 	// Problems says why isolation is weaker than full; empty when full.
 	Problems []string
 }
@@ -84,6 +88,9 @@ func (s IsolationStatus) String() string {
 	}
 	if s.PIDNamespaces {
 		parts = append(parts, "PID namespaces")
+	}
+	if s.Network != "" {
+		parts = append(parts, "network namespaces "+s.Network)
 	}
 	if s.Landlock > 0 {
 		parts = append(parts, fmt.Sprintf("Landlock ABI %d", s.Landlock))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,8 @@ type Options struct {
 	// (DefaultPath when empty): never the server's, which may lead to
 	// directories only the server's user can use.
 	Path string
+	// Network is each workload's network namespace (per-team users only).
+	Network Network
 }
 
 // DefaultPath is a task's PATH unless the server's configuration or the
@@ -89,6 +92,11 @@ type Executor struct {
 	// status.Users.
 	status IsolationStatus
 	uids   *teamIDs
+	// slot is this server's share of the host's user IDs and addresses
+	// (per-team users only); net the workloads' network namespaces, nil
+	// where they run on the host's network.
+	slot *claim
+	net  *netManager
 	// rt runs tasks with an image; nil when none is configured.
 	rt *containerRuntime
 
@@ -142,10 +150,15 @@ func New(opts Options) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local executor: %w", err)
 	}
+	if err := opts.Network.validate(); err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
 	status := probe(self, opts.Isolation)
 	var uids *teamIDs
+	var slot *claim
+	var nm *netManager
 	if status.Users {
-		if uids, err = loadTeamIDs(filepath.Join(root, "team-uids.json"), opts.Isolation.first(), opts.Isolation.last()); err != nil {
+		if slot, uids, nm, err = claimAndSetUp(root, opts, &status); err != nil {
 			return nil, fmt.Errorf("local executor: %w", err)
 		}
 	}
@@ -179,12 +192,74 @@ func New(opts Options) (*Executor, error) {
 		iso:       opts.Isolation,
 		status:    status,
 		uids:      uids,
+		slot:      slot,
+		net:       nm,
 		rt:        rt,
 	}, nil
 }
 
 // Isolation says how this executor confines tasks.
 func (e *Executor) Isolation() IsolationStatus { return e.status }
+
+// claimAndSetUp takes this server's slot of the host's user IDs and
+// addresses, loads its teams' user IDs from that slot, and sets up the
+// workloads' network there unless it is off (a host that refuses network
+// namespaces keeps tasks on its network, which status then says).
+func claimAndSetUp(root string, opts Options, status *IsolationStatus) (*claim, *teamIDs, *netManager, error) {
+	first, last := opts.Isolation.first(), opts.Isolation.last()
+	n := uidSlots(first, last)
+	if !opts.Network.Off {
+		n = min(n, opts.Network.slots())
+	}
+	usable := func(slot int) error {
+		if opts.Network.Off {
+			return nil
+		}
+		if o := hostOverlap(opts.Network.subnet(slot)); o != "" {
+			return fmt.Errorf("local.network.cidr: %s overlaps the host's network %s", opts.Network.subnet(slot), o)
+		}
+		return nil
+	}
+	uidsFile := filepath.Join(root, "team-uids.json")
+	prefer, err := preferredSlot(uidsFile, first)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := claimSlot(root, n, prefer, usable)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lo, hi := slotRange(first, last, c.slot)
+	uids, err := loadTeamIDs(uidsFile, lo, hi)
+	if err != nil {
+		c.release()
+		return nil, nil, nil, err
+	}
+	if opts.Network.Off {
+		return c, uids, nil, nil
+	}
+	if err := usable(c.slot); err != nil {
+		c.release()
+		return nil, nil, nil, err
+	}
+	nm, err := newNetManager(opts.Network, c.slot, root, c.prior != "")
+	if err != nil {
+		status.Problems = append(status.Problems, "network namespaces: "+err.Error()+": tasks share the host's network")
+		return c, uids, nil, nil
+	}
+	status.Network = nm.subnet.String()
+	return c, uids, nm, nil
+}
+
+// Close lets go of this server's slot of the host's user IDs and
+// addresses; tasks that run go on (another server of this data directory
+// adopts them), and no other data directory takes the slot while they do.
+func (e *Executor) Close() error {
+	if e.slot.release() && e.net != nil {
+		e.net.teardownIfIdle()
+	}
+	return nil
+}
 
 var idPattern = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
 
@@ -361,16 +436,33 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	if err := os.Remove(stopFile(adir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
 	}
-	if len(t.Ports) > 0 {
-		host, err := allocatePorts(t.Ports)
-		if err != nil {
+	// The workload's network namespace, where it has one: it listens on
+	// its declared ports at its own address.
+	var wnet *workloadNet
+	if e.net != nil {
+		if wnet, err = e.net.attach(t.WorkloadID, t.Team, t.Ports); err != nil {
 			return fail(err)
 		}
-		owner := -1 // the listener's owner is checked only when teams have users
-		if e.status.Users {
-			owner = uid
+		defer func() {
+			if !started {
+				e.net.detach(t.WorkloadID)
+			}
+		}()
+		if api := e.net.apiAddr(); api != "" {
+			env = withVar(env, EnvAPIAddr, api)
 		}
-		if err := writePorts(adir, host, owner); err != nil {
+	}
+	if len(t.Ports) > 0 {
+		rec := portsRecord{UID: -1}
+		var host map[int]int
+		if wnet != nil {
+			host, rec.Host = declaredPorts(t.Ports), wnet.Addr.String()
+		} else if host, err = allocatePorts(t.Ports); err != nil {
+			return fail(err)
+		} else if e.status.Users {
+			rec.UID = uid // the listener's owner is checked only when teams have users
+		}
+		if err := writePorts(adir, host, rec); err != nil {
 			return fail(err)
 		}
 		env = portEnv(env, t.WorkloadID, t.Ports, host, e.portHosts)
@@ -404,7 +496,11 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	var prog, spec string
 	argv := t.Command
 	if container {
-		argv, env, err = e.containerCommand(t, k, own, in(dir), env, mounts, secrets, uid, gid)
+		var netns string
+		if wnet != nil {
+			netns = wnet.NS
+		}
+		argv, env, err = e.containerCommand(t, k, own, in(dir), env, mounts, secrets, netns, uid, gid)
 		if err != nil {
 			return fail(err)
 		}
@@ -416,6 +512,9 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 	} else {
 		v := view{own: own, uid: uid, gid: gid, dir: dir, gpus: gpuIndices(t.Assignments), mounts: mounts,
 			secrets: secrets, inNS: inNS, shmBytes: shmBytes(t.Request), files: userFiles}
+		if wnet != nil {
+			v.netns = wnet.NS
+		}
 		sb, err := e.sandbox(v)
 		if err != nil {
 			return fail(err)
@@ -628,7 +727,7 @@ func (e *Executor) finish(tk *task, rec pidRecord, how string) {
 	}
 	withOutputs(&x, tk.dir) // a lost task's report counts too
 	withMetrics(&x, tk.dir, tk.key.attempt)
-	e.endAttempt(tk.dir, !ok)
+	e.endAttempt(tk.key.id, tk.dir, !ok)
 	x.At = e.now()
 	e.forget(tk)
 	e.out.Put(x)
@@ -638,9 +737,12 @@ func (e *Executor) finish(tk *task, rec pidRecord, how string) {
 // has ended: its secrets directory under /dev/shm and, when its supervisor
 // was lost (it removes the container before it records the ending), its
 // container.
-func (e *Executor) endAttempt(adir string, lost bool) {
+func (e *Executor) endAttempt(id core.WorkloadID, adir string, lost bool) {
 	if lost {
 		e.removeLeftoverContainer(adir)
+	}
+	if e.net != nil {
+		e.net.detach(id)
 	}
 	if err := removeShmSecrets(adir); err != nil {
 		e.log.Warn("remove secret files", "dir", adir, "err", err)
@@ -737,7 +839,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 		x := r.exit(k)
 		withOutputs(&x, adir)
 		withMetrics(&x, adir, k.attempt)
-		e.endAttempt(adir, false)
+		e.endAttempt(k.id, adir, false)
 		x.At = e.now()
 		e.out.Put(x)
 		e.log.Info("adopted ended task", "workload", k.id, "attempt", k.attempt)
@@ -771,7 +873,7 @@ func (e *Executor) adopt(t executor.Task) (bool, error) {
 			syscall.Kill(-rec.PID, syscall.SIGKILL)
 			e.log.Warn("killed task whose supervisor is gone", "workload", k.id, "attempt", k.attempt, "pid", rec.PID)
 		}
-		e.endAttempt(adir, true)
+		e.endAttempt(k.id, adir, true)
 		return false, nil
 	}
 
@@ -878,4 +980,33 @@ func executable(p string) error {
 		return fs.ErrPermission
 	}
 	return nil
+}
+
+// Gateway is the address of this server's bridge, on which it should
+// serve its API for the workloads (ServeAPIOn); false where workloads run
+// on the host's network.
+func (e *Executor) Gateway() (netip.Addr, bool) {
+	if e.net == nil {
+		return netip.Addr{}, false
+	}
+	return e.net.gateway, true
+}
+
+// ServeAPIOn tells the executor that the server serves its API on the
+// gateway at port: workloads may reach it there, and get its address in
+// $GPUFLEET_ADDR.
+func (e *Executor) ServeAPIOn(port int) error {
+	if e.net == nil {
+		return nil
+	}
+	return e.net.serveAPI(port)
+}
+
+// Forwarding says how the host forwards the workloads' traffic, for the
+// server's log; "" where workloads run on the host's network.
+func (e *Executor) Forwarding() string {
+	if e.net == nil {
+		return ""
+	}
+	return e.net.Forwarding()
 }

@@ -41,6 +41,7 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { e.Close() })
 		requireIsolation(t, e)
 		dirs.Store(e, dir)
 		return e
@@ -111,6 +112,7 @@ func newExecutor(t *testing.T, dir string, now func() time.Time) *local.Executor
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	return e
 }
 

@@ -100,6 +100,7 @@ func TestTaskPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { e.Close() })
 		tk := task("configured", "sh", "-c", `echo "$PATH"`)
 		run(t, e, tk)
 		if out := strings.TrimSpace(output(t, e, tk.WorkloadID)); out != "/usr/bin:/bin" {

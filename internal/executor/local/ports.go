@@ -72,11 +72,24 @@ func portEnv(env []string, id core.WorkloadID, ports []core.Port, host map[int]i
 	return env
 }
 
-// portsRecord is ports.json: the host port of each declared port, and
-// the user the listener must belong to (-1: not checked).
+// portsRecord is ports.json: where each declared port is served: at Host
+// (the workload's own address, in its network namespace) on the declared
+// port itself, or on the host's loopback at the port given to it, whose
+// listener must belong to UID (-1: not checked).
 type portsRecord struct {
 	Ports map[string]int `json:"ports"`
 	UID   int            `json:"uid"`
+	Host  string         `json:"host,omitempty"`
+}
+
+// declaredPorts maps each declared port to itself: in its own network
+// namespace a workload listens where it declared.
+func declaredPorts(ports []core.Port) map[int]int {
+	out := make(map[int]int, len(ports))
+	for _, p := range ports {
+		out[p.Port] = p.Port
+	}
+	return out
 }
 
 // Endpoint returns the address where the attempt of a workload serves a
@@ -105,6 +118,10 @@ func (e *Executor) Endpoint(id core.WorkloadID, attempt, port int) (string, bool
 	h, ok := rec.Ports[strconv.Itoa(port)]
 	if !ok || h <= 0 || h > 65535 {
 		return "", false
+	}
+	if rec.Host != "" {
+		// Its own address: no other listener can take it.
+		return net.JoinHostPort(rec.Host, strconv.Itoa(h)), true
 	}
 	if rec.UID >= 0 {
 		owners := listeners(h)
@@ -157,10 +174,10 @@ func parseListeners(table string, port int) []int {
 	return out
 }
 
-// writePorts keeps the map of an attempt's ports and the user its
-// listeners must belong to (-1: any).
-func writePorts(adir string, host map[int]int, uid int) error {
-	rec := portsRecord{Ports: make(map[string]int, len(host)), UID: uid}
+// writePorts keeps the map of an attempt's ports, with where they are
+// served (rec's Host and UID).
+func writePorts(adir string, host map[int]int, rec portsRecord) error {
+	rec.Ports = make(map[string]int, len(host))
 	for d, h := range host {
 		rec.Ports[strconv.Itoa(d)] = h
 	}
@@ -169,4 +186,20 @@ func writePorts(adir string, host map[int]int, uid int) error {
 		return err
 	}
 	return os.WriteFile(portsFile(adir), b, 0o600)
+}
+
+// Address is the address of the workload's network namespace while its
+// attempt runs there; false where it has none.
+func (e *Executor) Address(id core.WorkloadID, attempt int) (string, bool) {
+	if e.net == nil {
+		return "", false
+	}
+	e.mu.Lock()
+	_, running := e.tasks[key{id, attempt}]
+	e.mu.Unlock()
+	w, ok := e.net.lookup(id)
+	if !running || !ok {
+		return "", false
+	}
+	return w.Addr.String(), true
 }

@@ -5,18 +5,26 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 )
 
-// A task of another team that listens on the port given to a workload
-// (tasks share the host's network) does not get the workload's proxied
-// traffic: Endpoint refuses while another user holds the port, and gives it
-// once the workload's own user listens there.
+// On the host's network (network namespaces off), a task of another team
+// that listens on the port given to a workload does not get the workload's
+// proxied traffic: Endpoint refuses while another user holds the port, and
+// gives it once the workload's own user listens there. (In namespaces of
+// their own, no other listener can take a workload's address:
+// TestWorkloadNetwork.)
 func TestEndpointRefusesAPortCapturedByAnotherTeam(t *testing.T) {
-	e, _ := fullyIsolated(t)
+	e, err := local.New(local.Options{DataDir: t.TempDir(), Network: local.Network{Off: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if !e.Isolation().Full() {
+		t.Skipf("this machine cannot isolate tasks: %s", e.Isolation())
+	}
 	victim := task("port-victim", "sh", "-c", "sleep 30")
 	victim.Team, victim.Ports = "ml", []core.Port{{Port: 8888}}
 	start(t, e, victim)
@@ -27,19 +35,13 @@ func TestEndpointRefusesAPortCapturedByAnotherTeam(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(addr)
 	thief := task("port-thief", "/usr/bin/python3", "-c", fmt.Sprintf(
-		"import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', %s)); s.listen(); time.sleep(30)", port))
+		"import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', %s)); s.listen(); print('LISTENING', flush=True); time.sleep(30)", port))
 	thief.Team = "other"
 	start(t, e, thief)
 	t.Cleanup(func() { e.Stop(t.Context(), thief.WorkloadID, 1, 0); waitExit(t, e, thief) })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := e.Endpoint(victim.WorkloadID, 1, 8888); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Endpoint still gives %s while another team's task listens there; thief's log:\n%s", addr, output(t, e, thief.WorkloadID))
-		}
-		time.Sleep(50 * time.Millisecond)
+	waitOutput(t, e, thief.WorkloadID, "LISTENING")
+	if _, ok := e.Endpoint(victim.WorkloadID, 1, 8888); ok {
+		t.Fatalf("Endpoint still gives %s while another team's task listens there", addr)
 	}
 }
 

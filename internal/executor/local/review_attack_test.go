@@ -113,6 +113,7 @@ func TestAttackContainerImageTransportReadsAnotherTeamsVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	if st := e.Isolation(); !st.Users {
 		t.Skipf("no per-team users here: %s", st)
 	}
@@ -157,6 +158,7 @@ func TestAttackContainerImagePoisonsSharedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	if st := e.Isolation(); !st.Users {
 		t.Skipf("no per-team users here: %s", st)
 	}

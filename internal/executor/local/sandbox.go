@@ -52,6 +52,9 @@ type sandboxSpec struct {
 	// and they may write what the kernel lets a process write about
 	// itself there (thread names: CUDA's driver names its threads).
 	PIDNS bool `json:"pidNS,omitempty"`
+	// NetNS is the network namespace to enter (a bind mount of it), first
+	// of all; "" keeps the host's network.
+	NetNS string `json:"netNS,omitempty"`
 	// PrivateTmp mounts an empty tmpfs on /tmp and one of ShmBytes (the
 	// kernel's default, half the memory, when 0) on /dev/shm.
 	PrivateTmp bool  `json:"privateTmp,omitempty"`
@@ -130,6 +133,11 @@ func init() {
 	}
 	// Only stdin, stdout and stderr reach the program.
 	unix.CloseRange(sandboxErrFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if os.Args[1] == sandboxArg && spec.NetNS != "" {
+		if err := enterNetNS(spec.NetNS); err != nil {
+			sandboxFail(err)
+		}
+	}
 	if os.Args[1] == sandboxArg && spec.MountNS {
 		if err := spec.mount(p.Files); err != nil {
 			sandboxFail(err)
@@ -354,7 +362,7 @@ func setIDs(uid, gid int) error {
 // check is filepath.Join's guard: every path in a spec is absolute
 // and clean, so the sandbox never resolves one against its own directory.
 func (s sandboxSpec) check() error {
-	lists := [][]string{s.Hide, s.Binds, s.RW, s.RO, s.Devices}
+	lists := [][]string{s.Hide, s.Binds, s.RW, s.RO, s.Devices, nonEmpty(s.NetNS)}
 	for _, m := range append(slices.Clone(s.Mounts), s.Files...) {
 		lists = append(lists, []string{m.Src, m.Dst})
 	}
@@ -369,4 +377,25 @@ func (s sandboxSpec) check() error {
 		}
 	}
 	return nil
+}
+
+// enterNetNS moves the calling thread into the network namespace kept at
+// path; the process's children inherit it.
+func enterNetNS(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("sandbox: network namespace %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("sandbox: enter network namespace %s: %w", path, err)
+	}
+	return nil
+}
+
+func nonEmpty(p string) []string {
+	if p == "" {
+		return nil
+	}
+	return []string{p}
 }

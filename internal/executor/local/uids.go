@@ -34,6 +34,9 @@ func loadTeamIDs(path string, first, last int) (*teamIDs, error) {
 		return nil, fmt.Errorf("team user IDs: %w", err)
 	}
 	for team, uid := range f.Teams {
+		if uid < first || uid > last {
+			return nil, fmt.Errorf("team user IDs: %s has %d, outside this server's %d-%d", team, uid, first, last)
+		}
 		ids.uids[team] = uid
 	}
 	return ids, nil

@@ -16,6 +16,7 @@ func TestSimulatedUsageFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	tk := task("sim-1", "sh", "-c", `echo "utilization=0.8 memoryMiB=2048" > "$`+local.EnvSimUsageFile+`"; echo "file=$`+local.EnvSimUsageFile+`"`)
 	tk.Env = map[string]string{local.EnvSimUsageFile: "/tmp/not-this-one"}
 	tk.Assignments = []core.Assignment{{Node: "n", GPUIndex: 0, GPUUUID: "GPU-x", MilliGPU: 500, MemoryMiB: 4096}}
@@ -44,6 +45,7 @@ func TestProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	marker := uniqueSleep()
 	tk := task("proc-1", "sh", "-c", "sleep "+marker)
 	start(t, e, tk)

@@ -369,6 +369,22 @@ func (m *Executor) Endpoint(id core.WorkloadID, attempt, port int) (string, bool
 	return e.Endpoint(id, attempt, port)
 }
 
+// Address says at which address the attempt is reached: the answer of the
+// cluster that runs it.
+func (m *Executor) Address(id core.WorkloadID, attempt int) (string, bool) {
+	i, ok := m.route(id, attempt)
+	if !ok {
+		return "", false
+	}
+	a, ok := m.clusters[i].Executor.(interface {
+		Address(core.WorkloadID, int) (string, bool)
+	})
+	if !ok {
+		return "", false
+	}
+	return a.Address(id, attempt)
+}
+
 // volumeCluster is a cluster whose executor keeps volumes.
 type volumeCluster struct {
 	name string
