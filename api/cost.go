@@ -58,6 +58,13 @@ type Price struct {
 	// LicencePerWorkload is a price per workload of a kind (job, notebook,
 	// service), charged once, when it first starts.
 	LicencePerWorkload map[string]Money `json:"licencePerWorkload,omitempty"`
+
+	// GPUHourRate is set by the server in its answers and ignored in
+	// requests: what the version bills one GPU for one hour (a monthly
+	// rate over HoursPerMonth, an owned GPU's purchase over its
+	// depreciation hours plus perGPUHour), rounded to a micro-unit for
+	// display; the ledger bills the exact rate.
+	GPUHourRate Money `json:"gpuHourRate,omitempty"`
 }
 
 // PriceList is the answer of GET /prices.
@@ -358,6 +365,23 @@ type CostSeriesPoint struct {
 	Items map[string]Money `json:"items"`
 }
 
+// EstimateRequest is what POST /cost/estimate prices: GPUs for Hours at a
+// pool's price in effect now (Pool), or at a price kind and rate (Kind,
+// on-demand when absent, and Rate in that kind's unit: per GPU-hour, per
+// GPU-month for monthly), compared with other kinds (Compare, each a kind
+// and a rate in its unit) at an expected Utilisation (1 when absent).
+// Currency, when given, must be the server's: prices are never converted.
+type EstimateRequest struct {
+	GPUs        Milli            `json:"gpus"`
+	Hours       float64          `json:"hours"`
+	Pool        string           `json:"pool,omitempty"`
+	Kind        string           `json:"kind,omitempty"`
+	Rate        Money            `json:"rate,omitempty"`
+	Utilisation *float64         `json:"utilisation,omitempty"`
+	Currency    string           `json:"currency,omitempty"`
+	Compare     []EstimateOption `json:"compare,omitempty"`
+}
+
 // CostEstimate is what `gpufleet cost estimate` prints: GPUs × hours × rate,
 // and, given prices of several kinds and an expected utilisation, what the
 // same work costs under each, with the utilisation above which a committed
@@ -367,8 +391,12 @@ type CostEstimate struct {
 	GPUs     Milli   `json:"gpus"`
 	Hours    float64 `json:"hours"`
 	Pool     string  `json:"pool,omitempty"`
-	Kind     string  `json:"kind"`
-	// Rate is per GPU-hour (a monthly price is converted at HoursPerMonth).
+	// Price is the pool's version the estimate used (with Pool).
+	Price *Price `json:"price,omitempty"`
+	Kind  string `json:"kind"`
+	// Rate is per GPU-hour (a monthly price over HoursPerMonth, an owned
+	// purchase over its depreciation), rounded to a micro-unit for
+	// display: Total is computed from the exact rate.
 	Rate  Money `json:"rate"`
 	Total Money `json:"total"`
 	// Utilisation is the expected share of the hours the GPUs are held
@@ -377,11 +405,16 @@ type CostEstimate struct {
 	Compare     []EstimateOption `json:"compare,omitempty"`
 }
 
-// EstimateOption is the same work under one price kind.
+// EstimateOption is the same work under one price kind. In a request, Rate
+// is in the kind's unit (per GPU-month for monthly, else per GPU-hour); in
+// an answer, per GPU-hour, with the rate as given in PriceRate per
+// PriceUnit.
 type EstimateOption struct {
-	Kind  string `json:"kind"`
-	Rate  Money  `json:"rate"`
-	Total Money  `json:"total"`
+	Kind      string `json:"kind"`
+	Rate      Money  `json:"rate"`
+	PriceRate Money  `json:"priceRate,omitempty"`
+	PriceUnit string `json:"priceUnit,omitempty"`
+	Total     Money  `json:"total"`
 	// BreakEvenUtilisation (committed kinds) is the utilisation above which
 	// this kind costs less than on-demand.
 	BreakEvenUtilisation *float64 `json:"breakEvenUtilisation,omitempty"`

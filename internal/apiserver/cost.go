@@ -39,11 +39,16 @@ const MaxHourlyExport = 31 * 24 * time.Hour
 // costOff is the answer of the cost routes on a server without a ledger.
 var costOff = &refusal{msg: "this server keeps no cost ledger", kind: core.ErrUnavailable}
 
-// ledgerError turns the ledger's field errors into the API's.
+// ledgerError turns the ledger's and the cost domain's field errors into
+// the API's.
 func ledgerError(err error) error {
 	var fe *ledger.FieldErrors
 	if errors.As(err, &fe) {
 		return &fieldErrors{fields: fe.Fields}
+	}
+	var afe api.FieldErrors
+	if errors.As(err, &afe) {
+		return &fieldErrors{fields: afe}
 	}
 	return err
 }
@@ -243,6 +248,30 @@ func (s *Server) prices(c *call) (reply, error) {
 		ps = []api.Price{}
 	}
 	return reply{status: http.StatusOK, body: api.PriceList{Currency: l.Currency, Items: ps}}, nil
+}
+
+// costEstimate answers POST /cost/estimate (any caller): what GPUs for a
+// time cost at a pool's price now or at a kind and rate, compared with
+// other kinds (cost.Estimate). Nothing is stored.
+func (s *Server) costEstimate(c *call) (reply, error) {
+	l := s.opts.Ledger
+	if l == nil {
+		return reply{}, costOff
+	}
+	var req api.EstimateRequest
+	if err := decode(c.r, &req); err != nil {
+		return reply{}, err
+	}
+	c.setObject(req.Pool)
+	prices, err := l.Prices(c.r.Context())
+	if err != nil {
+		return reply{}, err
+	}
+	est, err := cost.Estimate(req, prices, l.Currency, s.opts.Now().UTC())
+	if err != nil {
+		return reply{}, ledgerError(err)
+	}
+	return reply{status: http.StatusOK, body: est}, nil
 }
 
 // addPrice answers POST /prices: a new version of a pool's price, from its

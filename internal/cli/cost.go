@@ -227,19 +227,21 @@ the same window. Written to stdout, or --file.`,
 }
 
 func newCostEstimateCmd(e *env) *cobra.Command {
-	var gpusFlag, pool, rate, onDemand, reserved, monthly string
+	var gpusFlag, pool, rate, onDemand, reserved, monthly, currency string
 	var hoursFlag, util float64
 	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "estimate --gpus N --hours H (--pool P | --rate RATE) [--utilisation U] [--on-demand R --reserved R --monthly R]",
 		Short: "What GPUs for a time would cost, and which price kind is cheaper",
 		Long: `What N GPUs for H hours cost at a rate per GPU-hour (--rate), or at a pool's
-price in effect now (--pool). Given an expected utilisation (the share of
-the hours the GPUs are held: on-demand bills only that share) and prices of
-several kinds, it compares them for the same work and prints the
-utilisation above which a committed price (reserved, monthly: billed used or
-not) is cheaper than on-demand. Money is exact: no rounding but the last
-micro-unit.`,
+price in effect now (--pool: a monthly price per GPU-month is 730 GPU-hours,
+an owned GPU's purchase is spread over its depreciation, as the ledger bills
+them). Given an expected utilisation (the share of the hours the GPUs are
+held: on-demand bills only that share) and prices of several kinds, it
+compares them for the same work and prints the utilisation above which a
+committed price (reserved, monthly: billed used or not) is cheaper than
+on-demand. The server computes it, in its currency, exactly: no rounding but
+the last micro-unit.`,
 		Example: `  gpufleet cost estimate --gpus 100 --hours 720 --rate 8
   gpufleet cost estimate --gpus 8 --hours 720 --on-demand 4 --reserved 2.6 --monthly 1500 --utilisation 0.6
   gpufleet cost estimate --gpus 4 --hours 24 --pool local -o json`,
@@ -258,79 +260,47 @@ micro-unit.`,
 			if util < 0 || util > 1 {
 				return usagef("--utilisation %v: want a share from 0 to 1 (0.6)", util)
 			}
-			parse := func(flag, v string) (api.Money, error) {
+			parse := func(flag, v, per string) (api.Money, error) {
 				m, err := api.ParseMoney(v)
 				if err != nil || m < 0 {
-					return 0, usagef("%s %q: want a non-negative amount per GPU-hour (8, 2.5)", flag, v)
+					return 0, usagef("%s %q: want a non-negative amount per %s (8, 2.5)", flag, v, per)
 				}
 				return m, nil
 			}
-			var opts []api.EstimateOption
+			req := api.EstimateRequest{GPUs: gpus, Hours: hoursFlag, Pool: pool, Utilisation: &util, Currency: currency}
 			for _, o := range []struct{ flag, kind, v string }{{"--on-demand", api.PriceOnDemand, onDemand}, {"--reserved", api.PriceReserved, reserved}, {"--monthly", api.PriceMonthly, monthly}} {
 				if o.v == "" {
 					continue
 				}
-				m, err := parse(o.flag, o.v)
+				m, err := parse(o.flag, o.v, cost.PriceUnit(o.kind))
 				if err != nil {
 					return err
 				}
-				opts = append(opts, api.EstimateOption{Kind: o.kind, Rate: m})
+				req.Compare = append(req.Compare, api.EstimateOption{Kind: o.kind, Rate: m})
 			}
-			kind, currency := api.PriceOnDemand, "USD"
-			var r api.Money
 			switch {
 			case rate != "" && pool != "":
 				return usagef("give --rate or --pool, not both")
 			case rate != "":
-				if r, err = parse("--rate", rate); err != nil {
+				if req.Rate, err = parse("--rate", rate, "GPU-hour"); err != nil {
 					return err
 				}
-			case pool != "":
-				c, err := e.client()
-				if err != nil {
-					return err
-				}
-				ps, err := c.Prices(cmd.Context())
-				if err != nil {
-					return err
-				}
-				p, ok := cost.PriceAt(ps.Items, pool, e.now())
-				if !ok {
-					return usagef("--pool %s has no price in effect now: see 'gpufleet get prices'", pool)
-				}
-				kind, r, currency = p.Kind, cost.HourlyRate(p), ps.Currency
-			case len(opts) > 0:
-				kind, r = opts[0].Kind, opts[0].Rate
-			default:
+				req.Kind = api.PriceOnDemand
+			case pool == "" && len(req.Compare) == 0:
 				return usagef("give --rate, --pool, or prices to compare (--on-demand, --reserved, --monthly)")
 			}
-			est, err := cost.Estimate(gpus, hoursFlag, kind, r, util, opts)
+			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			est.Currency, est.Pool = currency, pool
+			est, err := c.Estimate(cmd.Context(), &req)
+			if err != nil {
+				return err
+			}
 			if ok, err := out.structured(e.stdout, est); ok {
 				return err
 			}
-			held := ""
-			if est.Kind == api.PriceOnDemand && est.Utilisation != 1 {
-				held = fmt.Sprintf(" × %s%% held", strconv.FormatFloat(100*est.Utilisation, 'f', -1, 64))
-			}
-			fmt.Fprintf(e.stdout, "%s %s × %s %s/GPU-hour × %s h%s = %s %s\n", gpus, gpuWord(gpus), est.Rate.Fixed(), currency,
-				strconv.FormatFloat(hoursFlag, 'f', -1, 64), held, est.Total.Fixed(), currency)
-			if len(est.Compare) > 0 {
-				fmt.Fprintf(e.stdout, "\nthe same work at %.0f%% utilisation:\n", 100*est.Utilisation)
-				t := newTable(e.stdout, "KIND", "RATE/GPU-HOUR", "TOTAL", "BREAK-EVEN-UTILISATION")
-				for _, o := range est.Compare {
-					be := ""
-					if o.BreakEvenUtilisation != nil {
-						be = fmt.Sprintf("%.1f%%", 100**o.BreakEvenUtilisation)
-					}
-					t.row(o.Kind, o.Rate.Fixed(), o.Total.Fixed(), be)
-				}
-				return t.flush()
-			}
-			return nil
+			return printEstimate(e.stdout, est)
 		},
 	}
 	fl := cmd.Flags()
@@ -341,9 +311,38 @@ micro-unit.`,
 	fl.Float64Var(&util, "utilisation", 1, "expected share of the hours the GPUs are held, 0 to 1")
 	fl.StringVar(&onDemand, "on-demand", "", "compare: an on-demand rate per GPU-hour")
 	fl.StringVar(&reserved, "reserved", "", "compare: a reserved rate per GPU-hour")
-	fl.StringVar(&monthly, "monthly", "", "compare: a monthly price per GPU")
+	fl.StringVar(&monthly, "monthly", "", "compare: a monthly price per GPU-month (730 GPU-hours)")
+	fl.StringVar(&currency, "currency", "", "the currency you mean (ISO 4217); the server refuses one that is not its own")
 	out = addOutputFlag(cmd, outTable, outJSON, outYAML)
 	return cmd
+}
+
+// printEstimate writes an estimate: the pool's price as set and per
+// GPU-hour, the formula with its total, and the comparison.
+func printEstimate(w io.Writer, est *api.CostEstimate) error {
+	cur := est.Currency
+	if p := est.Price; p != nil {
+		fmt.Fprintf(w, "pool %s: %s\n", est.Pool, describePrice(*p, cur))
+	}
+	held := ""
+	if est.Kind == api.PriceOnDemand && est.Utilisation != 1 {
+		held = fmt.Sprintf(" × %s%% held", strconv.FormatFloat(100*est.Utilisation, 'f', -1, 64))
+	}
+	fmt.Fprintf(w, "%s %s × %s/GPU-hour × %s h%s = %s\n", est.GPUs, gpuWord(est.GPUs), cost.WithCurrency(cost.PerUnit(est.Rate, cur), cur),
+		strconv.FormatFloat(est.Hours, 'f', -1, 64), held, cost.WithCurrency(cost.Amount(est.Total, cur), cur))
+	if len(est.Compare) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nthe same work at %.0f%% utilisation (%s):\n", 100*est.Utilisation, cur)
+	t := newTable(w, "KIND", "PRICE", "PER-GPU-HOUR", "TOTAL", "BREAK-EVEN-UTILISATION")
+	for _, o := range est.Compare {
+		be := ""
+		if o.BreakEvenUtilisation != nil {
+			be = fmt.Sprintf("%.1f%%", 100**o.BreakEvenUtilisation)
+		}
+		t.row(o.Kind, cost.PerUnit(o.PriceRate, cur)+"/"+o.PriceUnit, cost.PerUnit(o.Rate, cur), cost.Amount(o.Total, cur), be)
+	}
+	return t.flush()
 }
 
 // gpuWord is "GPU" for one, "GPUs" otherwise (0.5 GPUs).

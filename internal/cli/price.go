@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
 func newSetPriceCmd(e *env) *cobra.Command {
@@ -135,29 +136,34 @@ func fieldUsage(fe []api.FieldError) error {
 	return usagef("%s", strings.Join(parts, "; "))
 }
 
-// describePrice says a price in a few words: "on-demand 2.5 USD/GPU-hour".
+// describePrice says a price in a few words, each figure with what it is
+// per, and, for monthly and owned, what that is per GPU-hour as the ledger
+// bills it: "monthly 5840.00 USD/GPU-month = 8.00 USD/GPU-hour".
 func describePrice(p api.Price, currency string) string {
-	cur := ""
-	if currency != "" {
-		cur = " " + currency
+	per := func(m api.Money, unit string) string {
+		return cost.WithCurrency(cost.PerUnit(m, currency), currency) + "/" + unit
 	}
+	hourly := " = " + per(cost.HourlyRate(p), "GPU-hour")
 	switch p.Kind {
 	case api.PriceOnDemand:
-		s := "on-demand " + p.Rate.String() + cur + "/GPU-hour"
+		s := "on-demand " + per(p.Rate, "GPU-hour")
 		if p.BillingIncrement != "" {
 			s += " per " + p.BillingIncrement
 		}
 		return s
 	case api.PriceReserved:
-		return fmt.Sprintf("reserved %d GPUs at %s%s/GPU-hour for %s", p.GPUs, p.Rate, cur, p.Term)
+		return fmt.Sprintf("reserved %d GPUs at %s for %s", p.GPUs, per(p.Rate, "GPU-hour"), p.Term)
 	case api.PriceMonthly:
-		return "monthly " + p.Rate.String() + cur + "/GPU"
+		return "monthly " + per(p.Rate, "GPU-month") + hourly
 	case api.PriceOwned:
-		s := "owned " + p.Purchase.String() + cur + "/GPU over " + p.Depreciation
-		if p.PerGPUHour != 0 {
-			s += " + " + p.PerGPUHour.String() + cur + "/GPU-hour"
+		s := "owned"
+		if p.Purchase != 0 {
+			s += " " + per(p.Purchase, "GPU") + " over " + p.Depreciation
 		}
-		return s
+		if p.PerGPUHour != 0 {
+			s += " + " + per(p.PerGPUHour, "GPU-hour")
+		}
+		return s + hourly
 	}
 	return p.Kind
 }
@@ -169,13 +175,14 @@ func printPrices(e *env, ps *api.PriceList) error {
 		if !p.EffectiveFrom.IsZero() {
 			from = p.EffectiveFrom.UTC().Format(time.RFC3339)
 		}
+		cur := ps.Currency
 		host := ""
 		if p.CPUCoreHour != 0 || p.MemoryGiBHour != 0 {
-			host = p.CPUCoreHour.String() + "/core-h " + p.MemoryGiBHour.String() + "/GiB-h"
+			host = cost.PerUnit(p.CPUCoreHour, cur) + "/core-hour " + cost.PerUnit(p.MemoryGiBHour, cur) + "/GiB-hour"
 		}
 		lic := ""
 		if p.LicenceGPUHour != 0 {
-			lic = p.LicenceGPUHour.String() + "/GPU-h"
+			lic = cost.PerUnit(p.LicenceGPUHour, cur) + "/GPU-hour"
 		}
 		t.row(p.Pool, describePrice(p, ps.Currency), from, host, lic)
 	}

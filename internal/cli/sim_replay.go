@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
-	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
@@ -301,7 +301,7 @@ func (f *replayFlags) check() error {
 		return usagef("--price-on-demand and --prices: give one")
 	case f.currency != "" && f.onDemand == "" && f.pricesFile == "":
 		return usagef("--currency needs --price-on-demand or --prices")
-	case f.currency != "" && !config.ValidCurrency(f.currency):
+	case f.currency != "" && !cost.ValidCurrency(f.currency):
 		return usagef("--currency %q: want an ISO 4217 code such as USD or EUR", f.currency)
 	}
 	if f.onDemand != "" {
@@ -348,7 +348,7 @@ func (f *replayFlags) prices(cfg *sim.ReplayConfig) error {
 	if len(ps) == 0 {
 		return fmt.Errorf("--prices %s: no prices", f.pricesFile)
 	}
-	if cfg.Currency != "" && !config.ValidCurrency(cfg.Currency) {
+	if cfg.Currency != "" && !cost.ValidCurrency(cfg.Currency) {
 		return fmt.Errorf("--prices %s: currency %q: want an ISO 4217 code such as USD or EUR", f.pricesFile, cfg.Currency)
 	}
 	if err := sim.CheckReplayPrices(ps); err != nil {

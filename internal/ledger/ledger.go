@@ -46,7 +46,7 @@ type Ledger struct {
 }
 
 // Prices returns every price version, the file's and the stored ones, by
-// pool and time.
+// pool and time, each with its GPUHourRate (cost.HourlyRate).
 func (l *Ledger) Prices(ctx context.Context) ([]api.Price, error) {
 	vs, err := l.Store.Prices(ctx)
 	if err != nil {
@@ -74,6 +74,9 @@ func (l *Ledger) Prices(ctx context.Context) ([]api.Price, error) {
 		}
 		return a.EffectiveFrom.Compare(b.EffectiveFrom)
 	})
+	for i := range out {
+		out[i].GPUHourRate = cost.HourlyRate(out[i])
+	}
 	return out, nil
 }
 
@@ -86,6 +89,7 @@ func (l *Ledger) AddPrice(ctx context.Context, p api.Price, now time.Time) (api.
 		p.EffectiveFrom = now
 	}
 	p.EffectiveFrom = p.EffectiveFrom.UTC().Truncate(time.Second)
+	p.GPUHourRate = 0 // the server's to say, never stored
 	if fe := p.Validate(); len(fe) > 0 {
 		return p, &FieldErrors{fe}
 	}
@@ -100,6 +104,7 @@ func (l *Ledger) AddPrice(ctx context.Context, p api.Price, now time.Time) (api.
 	if err != nil {
 		return p, err
 	}
+	p.GPUHourRate = cost.HourlyRate(p)
 	return p, l.Store.AddPrice(ctx, store.PriceVersion{Pool: p.Pool, EffectiveFrom: p.EffectiveFrom, CreatedAt: now, Spec: spec})
 }
 

@@ -75,15 +75,15 @@ func costRow(r api.CostReport, name string) (api.CostRow, bool) {
 	return api.CostRow{}, false
 }
 
-// units reads an amount the page wrote ("USD 1,234.50", "USD 0.000278 /
+// units reads an amount the page wrote ("1234.50 USD", "0.0003 USD /
 // image") as currency units.
 func units(t *testing.T, what, text string) float64 {
 	t.Helper()
 	f := strings.Fields(strings.TrimSpace(text))
-	if len(f) < 2 || f[0] != "USD" {
+	if len(f) < 2 || f[1] != "USD" {
 		t.Fatalf("%s: %q is not an amount in USD", what, text)
 	}
-	v, err := strconv.ParseFloat(strings.ReplaceAll(f[1], ",", ""), 64)
+	v, err := strconv.ParseFloat(f[0], 64)
 	if err != nil {
 		t.Fatalf("%s: %q: %v", what, text, err)
 	}
@@ -279,8 +279,8 @@ func TestCostPageInBrowser(t *testing.T) {
 	if math.Abs(rb.Fill-spent/100) > 0.01 || spent < 3 || math.Abs(rb.Alert-0.5) > 0.01 || rb.State != "ok" {
 		t.Errorf("research's budget bar: %+v; want it filled to spent %.2f / 100, its alert mark at 50%%, not alerting", rb, spent)
 	}
-	if !strings.Contains(rb.Label, "of USD 100.00") {
-		t.Errorf("research's budget bar says %q, want the budget of USD 100.00", rb.Label)
+	if !strings.Contains(rb.Label, "of 100.00 USD") {
+		t.Errorf("research's budget bar says %q, want the budget of 100.00 USD", rb.Label)
 	}
 	if ib.State != "exceeded" || !ib.Over || ib.Fill < 0.99 {
 		t.Errorf("inference spent more than its budget of 2 and its bar is %+v, want it full and red", ib)
