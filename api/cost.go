@@ -274,7 +274,8 @@ type BudgetList struct {
 }
 
 // Outputs is completed work a workload reports (POST
-// /workloads/{id}/outputs adds it; a workload's status shows the sums).
+// /workloads/{id}/outputs adds it, at the time it is posted; a workload's
+// status shows the sums). A report names its unit.
 type Outputs struct {
 	Accepted int64  `json:"accepted"`
 	Rejected int64  `json:"rejected"`
@@ -293,7 +294,10 @@ func (o Outputs) Validate() []FieldError {
 	if o.Rejected < 0 || o.Rejected > MaxOutputs {
 		errs = append(errs, FieldError{"rejected", "must be from 0 to a thousand billion"})
 	}
-	if len(o.Unit) > 32 || strings.ContainsAny(o.Unit, " \t\n\"'=") || (o.Unit != "" && strings.ContainsAny(o.Unit[:1], "-+=@")) {
+	switch {
+	case o.Unit == "":
+		errs = append(errs, FieldError{"unit", "is required: what is counted (images, requests, tokens)"})
+	case len(o.Unit) > 32 || strings.ContainsAny(o.Unit, " \t\n\"'=") || strings.ContainsAny(o.Unit[:1], "-+=@"):
 		errs = append(errs, FieldError{"unit", "must be a word of at most 32 characters, starting with a letter or digit"})
 	}
 	return errs
@@ -315,26 +319,58 @@ const IdleRow = "__idle__"
 const MaxCostWindow = 400 * 24 * time.Hour
 
 // CostRow is one row of a cost report: a team, pool, workload, user or
-// label value (Name; a workload row's name is its ID), or the total.
-// Accelerator cost is the billed GPU time counted once; the idle, failed
-// and preempted hours explain it and are not added to it again.
+// label value (Name; a workload row's name is its ID, WorkloadName its
+// name), or the total. Accelerator cost is the billed GPU time counted
+// once; the idle, failed and preempted hours explain it and are not added
+// to it again.
 type CostRow struct {
-	Name                  string  `json:"name,omitempty"`
-	GPUHours              float64 `json:"gpuHours"`
-	AcceleratorCost       Money   `json:"acceleratorCost"`
-	HostCost              Money   `json:"hostCost"`
-	StorageCost           Money   `json:"storageCost"`
-	NetworkCost           Money   `json:"networkCost"`
-	LicenceCost           Money   `json:"licenceCost"`
-	TotalCost             Money   `json:"totalCost"`
-	AcceptedOutputs       int64   `json:"acceptedOutputs"`
-	RejectedOutputs       int64   `json:"rejectedOutputs"`
-	Unit                  string  `json:"unit"`
-	CostPerAcceptedOutput *Money  `json:"costPerAcceptedOutput"`
-	IdleGPUHours          float64 `json:"idleGPUHours"`
-	FailedGPUHours        float64 `json:"failedGPUHours"`
-	PreemptedGPUHours     float64 `json:"preemptedGPUHours"`
-	Retries               int64   `json:"retries"`
+	Name         string `json:"name,omitempty"`
+	WorkloadName string `json:"workloadName,omitempty"`
+	// AcceptanceStage (rows by workload) is "RUN/STAGE" for the workload
+	// of an acceptance card's stage: its outputs are the card's evidence,
+	// counted in AcceptanceOutputs, not the team's.
+	AcceptanceStage string  `json:"acceptanceStage,omitempty"`
+	GPUHours        float64 `json:"gpuHours"`
+	AcceleratorCost Money   `json:"acceleratorCost"`
+	HostCost        Money   `json:"hostCost"`
+	StorageCost     Money   `json:"storageCost"`
+	NetworkCost     Money   `json:"networkCost"`
+	LicenceCost     Money   `json:"licenceCost"`
+	TotalCost       Money   `json:"totalCost"`
+	// AcceptedOutputs and RejectedOutputs sum OutputsByUnit; Unit is
+	// their one unit, "mixed" when there are several, and
+	// CostPerAcceptedOutput TotalCost / AcceptedOutputs when there is one
+	// (null otherwise: OutputsByUnit has each unit's).
+	AcceptedOutputs       int64  `json:"acceptedOutputs"`
+	RejectedOutputs       int64  `json:"rejectedOutputs"`
+	Unit                  string `json:"unit"`
+	CostPerAcceptedOutput *Money `json:"costPerAcceptedOutput"`
+	// UnacceptedOutputs are outputs reported accepted by workloads that
+	// then failed: shown, never in a cost per accepted output.
+	UnacceptedOutputs int64 `json:"unacceptedOutputs"`
+	// AcceptanceOutputs are the outputs acceptance stages reported
+	// accepted: not the team's.
+	AcceptanceOutputs int64 `json:"acceptanceOutputs"`
+	// OutputsByUnit is the row's outputs, one entry per unit, by unit.
+	OutputsByUnit     []UnitOutputs `json:"outputsByUnit"`
+	IdleGPUHours      float64       `json:"idleGPUHours"`
+	FailedGPUHours    float64       `json:"failedGPUHours"`
+	PreemptedGPUHours float64       `json:"preemptedGPUHours"`
+	Retries           int64         `json:"retries"`
+}
+
+// UnitOutputs is a row's outputs of one unit, with the cost of one
+// accepted output (null when none was accepted): the cost of the
+// workloads that reported only this unit, plus a share of the row's other
+// cost (failed or idle work, workloads of several units or none) in
+// proportion to it.
+type UnitOutputs struct {
+	Unit            string `json:"unit"`
+	Accepted        int64  `json:"accepted"`
+	Rejected        int64  `json:"rejected"`
+	Unaccepted      int64  `json:"unaccepted"`
+	Acceptance      int64  `json:"acceptance"`
+	CostPerAccepted *Money `json:"costPerAccepted"`
 }
 
 // CostReport is the answer of GET /cost.

@@ -470,7 +470,7 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"CostRow": reflect.TypeFor[api.CostRow](), "CostReport": reflect.TypeFor[api.CostReport](),
 		"CostSeries": reflect.TypeFor[api.CostSeries](), "CostSeriesPoint": reflect.TypeFor[api.CostSeriesPoint](),
 		"EstimateRequest": reflect.TypeFor[api.EstimateRequest](), "CostEstimate": reflect.TypeFor[api.CostEstimate](),
-		"EstimateOption": reflect.TypeFor[api.EstimateOption](),
+		"EstimateOption": reflect.TypeFor[api.EstimateOption](), "UnitOutputs": reflect.TypeFor[api.UnitOutputs](),
 	} {
 		types[n] = t
 	}

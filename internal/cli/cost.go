@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,14 +75,19 @@ func newCostReportCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report [--by team|pool|workload|user|label:KEY] [--since 24h | --from T --to T]",
 		Short: "The cost of completed work over a window",
-		Long: `The cost of the work of a window, by team (default), pool, workload, user or a
-label's value: billed GPU time counted once (GPU-HOURS; a shared GPU split by
-share), its accelerator cost, host, storage, network and licence lines, the
-accepted outputs and the cost of one (PER-OUTPUT). The idle, failed and
+		Long: `The cost of the work of a window, by team (default), pool, workload (with its
+NAME), user or a label's value: billed GPU time counted once (GPU-HOURS; a
+shared GPU split by share), its accelerator cost, host, storage, network and
+licence lines, and the outputs reported in the window, one line per unit:
+accepted, rejected, and the cost of one accepted output (PER-OUTPUT). A
+running workload's outputs count from the moment they are reported; those of
+a workload that failed are UNACCEPTED, those of an acceptance card's stages
+(STAGE) are the card's (ACCEPTANCE), not the team's. The idle, failed and
 preempted GPU hours explain the cost and are inside it, not added to it.
-Members see their teams' rows; admins every team's and __idle__, what pools
-bill that nobody held. -o csv prints every field; -o json what the API
-returns, money in currency units.`,
+Money is in the currency's minor units (0.63), a cost per output with more
+digits only where it needs them. Members see their teams' rows; admins every
+team's and __idle__, what pools bill that nobody held. -o csv and -o json
+keep the exact values.`,
 		Example: `  gpufleet cost report --since 7d
   gpufleet cost report --by workload --from 2026-11-01T00:00:00Z --to 2026-12-01T00:00:00Z -o json
   gpufleet cost report --by label:project -o csv`,
@@ -118,56 +124,123 @@ returns, money in currency units.`,
 	return cmd
 }
 
-func hours(h float64) string { return strconv.FormatFloat(h, 'f', 3, 64) }
+// unitLines are a row's outputs, one line per unit (one empty line when it
+// has none).
+func unitLines(r api.CostRow) []api.UnitOutputs {
+	if len(r.OutputsByUnit) == 0 {
+		return []api.UnitOutputs{{}}
+	}
+	return r.OutputsByUnit
+}
 
+// printCostTable writes a report as a table: money in the currency's minor
+// units (a cost per output with more digits only where it needs them),
+// GPU-hours with two decimals (three significant digits below one), one
+// line per unit of a row's outputs: the row's figures on its first. The
+// UNACCEPTED, ACCEPTANCE and STAGE columns appear when a row has them.
 func printCostTable(e *env, rep *api.CostReport) error {
-	fmt.Fprintf(e.stdout, "%s by %s, %s to %s (%s)\n", "cost", rep.By, rep.From.UTC().Format(time.RFC3339), rep.To.UTC().Format(time.RFC3339), rep.Currency)
-	t := newTable(e.stdout, strings.ToUpper(rep.By), "GPU-HOURS", "ACCELERATOR", "HOST", "OTHER", "TOTAL", "OUTPUTS", "PER-OUTPUT", "IDLE-GPU-H", "FAILED-GPU-H", "PREEMPTED-GPU-H", "RETRIES")
-	row := func(r api.CostRow) {
-		per := ""
-		if r.CostPerAcceptedOutput != nil {
-			per = r.CostPerAcceptedOutput.Fixed()
-		}
-		outputs := strconv.FormatInt(r.AcceptedOutputs, 10)
-		if r.Unit != "" {
-			outputs += " " + r.Unit
-		}
-		other := r.StorageCost + r.NetworkCost + r.LicenceCost
-		t.row(r.Name, hours(r.GPUHours), r.AcceleratorCost.Fixed(), r.HostCost.Fixed(), other.Fixed(), r.TotalCost.Fixed(), outputs, per,
-			hours(r.IdleGPUHours), hours(r.FailedGPUHours), hours(r.PreemptedGPUHours), strconv.FormatInt(r.Retries, 10))
+	cur := rep.Currency
+	fmt.Fprintf(e.stdout, "cost by %s, %s to %s (%s)\n", rep.By, rep.From.UTC().Format(time.RFC3339), rep.To.UTC().Format(time.RFC3339), cur)
+	rows := append(slices.Clone(rep.Items), rep.Total)
+	rows[len(rows)-1].Name = "TOTAL"
+	byWorkload := rep.By == api.CostByWorkload
+	var unaccepted, acceptance, stage bool
+	for _, r := range rows {
+		unaccepted = unaccepted || r.UnacceptedOutputs != 0
+		acceptance = acceptance || r.AcceptanceOutputs != 0
+		stage = stage || r.AcceptanceStage != ""
 	}
-	for _, r := range rep.Items {
-		row(r)
+	head := []string{strings.ToUpper(rep.By)}
+	if byWorkload {
+		head = append(head, "NAME")
 	}
-	total := rep.Total
-	total.Name = "TOTAL"
-	row(total)
+	if stage {
+		head = append(head, "STAGE")
+	}
+	head = append(head, "GPU-HOURS", "ACCELERATOR", "HOST", "OTHER", "TOTAL", "ACCEPTED", "REJECTED", "UNIT", "PER-OUTPUT")
+	if unaccepted {
+		head = append(head, "UNACCEPTED")
+	}
+	if acceptance {
+		head = append(head, "ACCEPTANCE")
+	}
+	head = append(head, "IDLE-GPU-H", "FAILED-GPU-H", "PREEMPTED-GPU-H", "RETRIES")
+	t := newTable(e.stdout, head...)
+	for _, r := range rows {
+		for i, u := range unitLines(r) {
+			var line []string
+			cell := func(first func() string) string {
+				if i > 0 {
+					return ""
+				}
+				return first()
+			}
+			line = append(line, cell(func() string { return r.Name }))
+			if byWorkload {
+				line = append(line, cell(func() string { return r.WorkloadName }))
+			}
+			if stage {
+				line = append(line, cell(func() string { return r.AcceptanceStage }))
+			}
+			money := func(m api.Money) string { return cell(func() string { return cost.Amount(m, cur) }) }
+			line = append(line, cell(func() string { return cost.GPUHours(r.GPUHours) }), money(r.AcceleratorCost), money(r.HostCost),
+				money(r.StorageCost+r.NetworkCost+r.LicenceCost), money(r.TotalCost))
+			per := ""
+			if u.CostPerAccepted != nil {
+				per = cost.PerUnit(*u.CostPerAccepted, cur)
+			}
+			line = append(line, strconv.FormatInt(u.Accepted, 10), strconv.FormatInt(u.Rejected, 10), u.Unit, per)
+			if unaccepted {
+				line = append(line, strconv.FormatInt(u.Unaccepted, 10))
+			}
+			if acceptance {
+				line = append(line, strconv.FormatInt(u.Acceptance, 10))
+			}
+			line = append(line, cell(func() string { return cost.GPUHours(r.IdleGPUHours) }), cell(func() string { return cost.GPUHours(r.FailedGPUHours) }),
+				cell(func() string { return cost.GPUHours(r.PreemptedGPUHours) }), cell(func() string { return strconv.FormatInt(r.Retries, 10) }))
+			t.row(line...)
+		}
+	}
 	return t.flush()
 }
 
-// costColumns are the CSV columns of a report, the JSON names.
-var costColumns = []string{"name", "gpuHours", "acceleratorCost", "hostCost", "storageCost", "networkCost", "licenceCost", "totalCost",
-	"acceptedOutputs", "rejectedOutputs", "unit", "costPerAcceptedOutput", "idleGPUHours", "failedGPUHours", "preemptedGPUHours", "retries"}
+// costColumns are the CSV columns of a report: the JSON names of a row's
+// fields and of its outputsByUnit entries.
+var costColumns = []string{"name", "workloadName", "acceptanceStage", "gpuHours", "acceleratorCost", "hostCost", "storageCost", "networkCost", "licenceCost", "totalCost",
+	"unit", "accepted", "rejected", "unaccepted", "acceptance", "costPerAccepted", "idleGPUHours", "failedGPUHours", "preemptedGPUHours", "retries"}
 
+// printCostCSV writes a report as CSV with exact values: one line per row
+// and unit of its outputs, the row's own figures on its first line only
+// (so that a column's sum is the report's), the total last.
 func printCostCSV(w io.Writer, rep *api.CostReport) error {
 	cw := csv.NewWriter(w)
 	cw.Write(costColumns)
-	rec := func(r api.CostRow) []string {
-		per := ""
-		if r.CostPerAcceptedOutput != nil {
-			per = r.CostPerAcceptedOutput.String()
-		}
-		f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-		return []string{r.Name, f(r.GPUHours), r.AcceleratorCost.String(), r.HostCost.String(), r.StorageCost.String(), r.NetworkCost.String(),
-			r.LicenceCost.String(), r.TotalCost.String(), strconv.FormatInt(r.AcceptedOutputs, 10), strconv.FormatInt(r.RejectedOutputs, 10), r.Unit, per,
-			f(r.IdleGPUHours), f(r.FailedGPUHours), f(r.PreemptedGPUHours), strconv.FormatInt(r.Retries, 10)}
-	}
-	for _, r := range rep.Items {
-		cw.Write(rec(r))
-	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	total := rep.Total
 	total.Name = "TOTAL"
-	cw.Write(rec(total))
+	for _, r := range append(slices.Clone(rep.Items), total) {
+		for i, u := range unitLines(r) {
+			rec := make([]string, 0, len(costColumns))
+			if i == 0 {
+				rec = append(rec, r.Name, r.WorkloadName, r.AcceptanceStage, f(r.GPUHours), r.AcceleratorCost.String(), r.HostCost.String(), r.StorageCost.String(),
+					r.NetworkCost.String(), r.LicenceCost.String(), r.TotalCost.String())
+			} else {
+				rec = append(rec, r.Name, r.WorkloadName, r.AcceptanceStage, "", "", "", "", "", "", "")
+			}
+			per := ""
+			if u.CostPerAccepted != nil {
+				per = u.CostPerAccepted.String()
+			}
+			rec = append(rec, u.Unit, strconv.FormatInt(u.Accepted, 10), strconv.FormatInt(u.Rejected, 10), strconv.FormatInt(u.Unaccepted, 10),
+				strconv.FormatInt(u.Acceptance, 10), per)
+			if i == 0 {
+				rec = append(rec, f(r.IdleGPUHours), f(r.FailedGPUHours), f(r.PreemptedGPUHours), strconv.FormatInt(r.Retries, 10))
+			} else {
+				rec = append(rec, "", "", "", "")
+			}
+			cw.Write(rec)
+		}
+	}
 	cw.Flush()
 	return cw.Error()
 }

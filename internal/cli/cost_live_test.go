@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/config"
 )
 
 // TestLiveCostOfCompletedWork drives the whole server on simulated GPUs and
@@ -186,5 +188,82 @@ func mustJSON(t *testing.T, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("decode %q: %v", s, err)
+	}
+}
+
+// Outputs count as they happen, as a new user would check: a running
+// service's posted outputs count in the report by workload while it runs,
+// against what it cost so far; a job that wrote accepted outputs and then
+// failed has none accepted (they are unaccepted); rows by workload carry the
+// workload's name; the team's row keeps images and jobs apart, each with
+// its cost per accepted output.
+func TestLiveOutputsCountAsTheyHappen(t *testing.T) {
+	s := startLiveServerWith(t, func(c *config.Config) {
+		c.Cost.Prices = []api.Price{{Pool: "local", Kind: api.PriceOnDemand, Rate: 3600 * api.MoneyUnit}}
+	})
+	c := api.NewClient("http://"+s.addr, s.admin)
+	ctx := context.Background()
+	svc := strings.TrimSpace(s.must(t, "submit", "--kind", "service", "--name", "chat", "--gpus", "0.5", "--", "sleep", "120"))
+	images := strings.TrimSpace(s.must(t, "submit", "--name", "render", "--gpus", "0.25", "--", "sh", "-c", `echo "accepted=40 rejected=2 unit=images" >> "$GPUFLEET_OUTPUTS_FILE"`))
+	plain := strings.TrimSpace(s.must(t, "submit", "--name", "etl", "--gpus", "0.25", "--", "true"))
+	failed := strings.TrimSpace(s.must(t, "submit", "--name", "flaky", "--gpus", "0.25", "--", "sh", "-c", `echo "accepted=10 unit=images" >> "$GPUFLEET_OUTPUTS_FILE"; exit 1`))
+	for _, id := range []string{images, plain, failed} {
+		s.run(t, s.admin, "wait", id)
+	}
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		w, err := c.GetWorkload(ctx, svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Status.Phase == api.PhaseRunning {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the service is %s: %s", w.Status.Phase, w.Status.Message)
+		}
+	}
+	if _, err := c.ReportOutputs(ctx, svc, &api.Outputs{Accepted: 30, Unit: "requests"}); err != nil {
+		t.Fatal(err)
+	}
+
+	var rep api.CostReport
+	mustJSON(t, s.must(t, "cost", "report", "--by", "workload", "--since", "1h", "-o", "json"), &rep)
+	rows := map[string]api.CostRow{}
+	for _, r := range rep.Items {
+		rows[r.Name] = r
+	}
+	if r := rows[svc]; r.AcceptedOutputs != 30 || r.Unit != "requests" || r.CostPerAcceptedOutput == nil || *r.CostPerAcceptedOutput <= 0 || r.WorkloadName != "chat" {
+		t.Errorf("the running service's row: %+v, want its 30 requests at a cost each, named chat", r)
+	}
+	if r := rows[failed]; r.AcceptedOutputs != 0 || r.UnacceptedOutputs != 10 || r.CostPerAcceptedOutput != nil || r.WorkloadName != "flaky" {
+		t.Errorf("the failed job's row: %+v, want its 10 images unaccepted", r)
+	}
+	table := s.must(t, "cost", "report", "--by", "workload", "--since", "1h")
+	for _, want := range []string{"chat", "render", "REJECTED", "UNACCEPTED"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table by workload has no %s:\n%s", want, table)
+		}
+	}
+
+	mustJSON(t, s.must(t, "cost", "report", "--by", "team", "--since", "1h", "-o", "json"), &rep)
+	if len(rep.Items) != 1 {
+		t.Fatalf("rows by team: %+v", rep.Items)
+	}
+	team := rep.Items[0]
+	per := map[string]api.UnitOutputs{}
+	for _, u := range team.OutputsByUnit {
+		per[u.Unit] = u
+	}
+	for unit, accepted := range map[string]int64{"images": 40, "job": 1, "requests": 30} {
+		if u := per[unit]; u.Accepted != accepted || u.CostPerAccepted == nil || *u.CostPerAccepted <= 0 {
+			t.Errorf("the team's %s: %+v, want %d accepted with a cost each", unit, u, accepted)
+		}
+	}
+	if team.Unit != "mixed" || team.UnacceptedOutputs != 10 {
+		t.Errorf("the team's row: unit %q, %d unaccepted", team.Unit, team.UnacceptedOutputs)
+	}
+	table = s.must(t, "cost", "report", "--by", "team", "--since", "1h")
+	if strings.Contains(table, "mixed") || !strings.Contains(table, "images") || !strings.Contains(table, "requests") {
+		t.Errorf("the table by team does not keep the units apart:\n%s", table)
 	}
 }

@@ -3,6 +3,7 @@ package cost
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -20,7 +21,10 @@ type wl struct {
 	homeStart, firstStart int64
 	home, firstPool       string
 	hasHome, hasFirst     bool
-	counted               bool
+	// counted: its retries, network egress and (a Succeeded job that
+	// reported nothing) its one job belong to the window; outputs: it
+	// reported outputs in the window.
+	counted, outputs bool
 }
 
 type cellRef struct {
@@ -319,10 +323,11 @@ func (e *engine) sweep(pool int, evs []event) {
 }
 
 // workloadCharges adds what is charged once per workload: the licence per
-// workload, network egress, and marks the workloads whose outputs count.
+// workload, network egress, and marks the workloads whose retries count
+// (counted) and those with outputs in the window.
 func (e *engine) workloadCharges() {
 	for id, w := range e.in.Workloads {
-		if _, ok := e.wlIdx[id]; !ok && w != nil && e.counted(w) {
+		if _, ok := e.wlIdx[id]; !ok && w != nil && (e.counted(w) || e.outputsIn(w)) {
 			e.workload(id)
 		}
 	}
@@ -339,6 +344,10 @@ func (e *engine) workloadCharges() {
 					e.pieces[pi].a[cLicence].add(t, u128{0, 1})
 				}
 			}
+		}
+		x.outputs = e.outputsIn(w)
+		if x.outputs {
+			e.cellOf(int32(i), x.home) // the cell its outputs count in
 		}
 		if !e.counted(w) {
 			continue
@@ -358,15 +367,31 @@ func (e *engine) workloadCharges() {
 	}
 }
 
-// counted says whether a workload's outputs, retries and network egress
-// belong to the window: it finished in [From, To), or it is active and the
-// window reaches now (From ≤ Now ≤ To).
+// counted says whether a workload's retries and network egress (and the
+// one job of a Succeeded job that reported nothing) belong to the window:
+// it finished in [From, To), or it is active and the window reaches now
+// (From ≤ Now ≤ To).
 func (e *engine) counted(w *Workload) bool {
 	if !w.FinishedAt.IsZero() {
 		f := nanos(w.FinishedAt)
 		return f >= e.from && f < e.to
 	}
 	return e.now >= e.from && e.now <= e.to
+}
+
+// outputsIn says whether a workload reported outputs in [From, To).
+func (e *engine) outputsIn(w *Workload) bool {
+	for i := range w.Outputs {
+		if e.inWindow(w.Outputs[i].At) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *engine) inWindow(t time.Time) bool {
+	n := nanos(t)
+	return n >= e.from && n < e.to
 }
 
 func (e *engine) workload(id core.WorkloadID) int32 {

@@ -153,6 +153,11 @@ func (l *Ledger) Input(ctx context.Context, from, to, now time.Time) (cost.Input
 	if err != nil {
 		return in, err
 	}
+	// The workloads that held devices or reported outputs in the window.
+	outs, err := l.Store.OutputsBetween(ctx, from, to)
+	if err != nil {
+		return in, err
+	}
 	var ids []core.WorkloadID
 	seen := map[core.WorkloadID]bool{}
 	for _, a := range allocs {
@@ -161,23 +166,33 @@ func (l *Ledger) Input(ctx context.Context, from, to, now time.Time) (cost.Input
 			ids = append(ids, a.WorkloadID)
 		}
 	}
+	for _, o := range outs {
+		if !seen[o.Workload] {
+			seen[o.Workload] = true
+			ids = append(ids, o.Workload)
+		}
+	}
 	ws, err := l.Store.WorkloadsByID(ctx, ids)
 	if err != nil {
 		return in, err
 	}
 	in.Workloads = make(map[core.WorkloadID]*cost.Workload, len(ws))
 	for id, w := range ws {
-		cw := &cost.Workload{ID: id, Team: w.Team, Owner: w.Owner, Kind: string(w.Kind), Labels: w.Labels,
+		cw := &cost.Workload{ID: id, Name: w.Name, Team: w.Team, Owner: w.Owner, Kind: string(w.Kind), Labels: w.Labels,
 			Attempts: w.Status.Attempts, Phase: w.Status.Phase}
 		if w.Status.FinishedAt != nil {
 			cw.FinishedAt = *w.Status.FinishedAt
 		}
 		if o := w.Status.Outputs; o != nil {
 			cw.Reported = o.Accepted != 0 || o.Rejected != 0 || o.Unit != ""
-			cw.Outputs = api.Outputs{Accepted: o.Accepted, Rejected: o.Rejected, Unit: o.Unit}
 			cw.EgressBytes = o.EgressBytes
 		}
 		in.Workloads[id] = cw
+	}
+	for _, o := range outs {
+		if cw := in.Workloads[o.Workload]; cw != nil {
+			cw.Outputs = append(cw.Outputs, cost.Output{At: o.At, Unit: o.Unit, Accepted: o.Accepted, Rejected: o.Rejected})
+		}
 	}
 	// Host resources are billed once per replica of each attempt: on the
 	// replica's first device interval.

@@ -254,6 +254,26 @@ func TestCostPageInBrowser(t *testing.T) {
 	if per := units(t, "per output", perText); math.Abs(per-c/10) > 0.0051 || !strings.HasSuffix(perText, "/ image") {
 		t.Errorf("the job's cost per accepted output is %q, want its cost %q / 10 per image", perText, costText)
 	}
+	if name := get(t, b, "the job's name", chromedp.Text(chromedp.CSS(row+" td:first-child"))); !strings.Contains(name, "cost-probe") {
+		t.Errorf("the job's row is named %q, want its name cost-probe beside its ID", name)
+	}
+	// The total keeps images and jobs apart, each with its cost per
+	// accepted output, as the tile does; nothing says "several units".
+	type unitSeen struct {
+		Unit     string `json:"unit"`
+		Accepted string `json:"accepted"`
+		Per      string `json:"per"`
+	}
+	totalUnits := get(t, b, "the total's units", chromedp.Evaluate[[]unitSeen](`[...document.querySelectorAll('#cost-table tr[data-total] .accepted .unit-line')].map(e => ({
+		unit: e.dataset.unit, accepted: e.textContent,
+		per: document.querySelector('#cost-table tr[data-total] .per-output .unit-line[data-unit="' + e.dataset.unit + '"]').textContent}))`))
+	if len(totalUnits) != 2 || totalUnits[0].Unit != "images" || totalUnits[0].Accepted != "10 images" || !strings.HasSuffix(totalUnits[0].Per, "USD / image") ||
+		totalUnits[1].Unit != "job" || totalUnits[1].Accepted != "1 job" || !strings.HasSuffix(totalUnits[1].Per, "USD / job") {
+		t.Errorf("the total's outputs: %+v, want 10 images and 1 job, each with its cost per accepted output", totalUnits)
+	}
+	if tileText := get(t, b, "the per-output tile", chromedp.Text(chromedp.CSS("#tile-per-output"))); !strings.Contains(tileText, "/ image") || !strings.Contains(tileText, "/ job") || strings.Contains(tileText, "several") {
+		t.Errorf("the per-output tile says %q, want a cost per image and per job", tileText)
+	}
 
 	// The budget bars: research's filled to spent / 100 with its alert mark
 	// at 50%; inference's red, and named by the banner.
