@@ -191,7 +191,7 @@ func (s *Server) costSeries(c *call) (reply, error) {
 }
 
 // costExport answers GET /cost/export?format=focus: the window's charges
-// as FinOps FOCUS 1.2 CSV, with the rows the caller may see.
+// as FinOps FOCUS 1.3 CSV, with the rows the caller may see.
 func (s *Server) costExport(w http.ResponseWriter, c *call) error {
 	l := s.opts.Ledger
 	if l == nil {

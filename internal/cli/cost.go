@@ -250,9 +250,12 @@ func newCostExportCmd(e *env) *cobra.Command {
 	var format, granularity, file string
 	cmd := &cobra.Command{
 		Use:   "export --format focus [--granularity hour|day] --from T --to T [--file F]",
-		Short: "Export charges as FinOps FOCUS 1.2 CSV",
-		Long: `Export the window's charges as FinOps FOCUS 1.2 CSV: every mandatory column,
-resource and tag columns, gpufleet's own columns prefixed x_, one row per
+		Short: "Export charges as FinOps FOCUS 1.3 CSV",
+		Long: `Export the window's charges as FinOps FOCUS 1.3 CSV: every mandatory column
+(ProviderName and PublisherName, deprecated by 1.3, kept beside
+ServiceProviderName and HostProviderName), resource (ResourceName is the
+workload's name) and tag columns, the split cost allocation columns on the
+rows of a GPU shared by share, gpufleet's own columns prefixed x_, one row per
 charge period (hour or day), workload and pool, the idle charge of pools
 billed whether used or not, and reserved commitments as a Purchase row with
 Used and Unused usage rows. The sum of BilledCost equals 'cost report' over

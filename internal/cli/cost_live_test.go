@@ -111,9 +111,25 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	head := recs[0]
 	for _, col := range []string{"BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId", "BillingAccountName",
 		"BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "ChargeClass",
-		"ChargeDescription", "PricingQuantity", "PricingUnit", "InvoiceIssuerName", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName"} {
+		"ChargeDescription", "PricingQuantity", "PricingUnit", "InvoiceIssuerName", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
+		"ServiceProviderName", "HostProviderName", "AllocatedMethodId", "AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags"} {
 		if !slices.Contains(head, col) {
 			t.Errorf("FOCUS export has no column %s", col)
+		}
+	}
+	// The halves' rows are allocated charges of a shared GPU; the whole
+	// GPU's is not.
+	resID, method, allocID, details := slices.Index(head, "ResourceId"), slices.Index(head, "AllocatedMethodId"), slices.Index(head, "AllocatedResourceId"), slices.Index(head, "AllocatedMethodDetails")
+	for _, r := range recs[1:] {
+		switch r[resID] {
+		case h1, h2:
+			if r[method] == "" || r[allocID] != r[resID] || !strings.Contains(r[details], `"AllocatedRatio":0.5`) {
+				t.Errorf("the row of %s, half a GPU: allocated by %q to %q, %s", r[resID], r[method], r[allocID], r[details])
+			}
+		case whole:
+			if r[method] != "" || r[allocID] != "" {
+				t.Errorf("the row of %s, a whole GPU, is an allocated charge (%q)", whole, r[method])
+			}
 		}
 	}
 	billed, start := slices.Index(head, "BilledCost"), slices.Index(head, "ChargePeriodStart")
@@ -265,5 +281,28 @@ func TestLiveOutputsCountAsTheyHappen(t *testing.T) {
 	table = s.must(t, "cost", "report", "--by", "team", "--since", "1h")
 	if strings.Contains(table, "mixed") || !strings.Contains(table, "images") || !strings.Contains(table, "requests") {
 		t.Errorf("the table by team does not keep the units apart:\n%s", table)
+	}
+	// The FOCUS export names each workload, as the CSV report does.
+	recs, err := csv.NewReader(strings.NewReader(s.must(t, "cost", "export", "--since", "1h"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resID, resName := slices.Index(recs[0], "ResourceId"), slices.Index(recs[0], "ResourceName")
+	named := map[string]string{}
+	for _, r := range recs[1:] {
+		named[r[resID]] = r[resName]
+	}
+	csvRecs, err := csv.NewReader(strings.NewReader(s.must(t, "cost", "report", "--by", "workload", "--since", "1h", "-o", "csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	csvNamed := map[string]string{}
+	for _, r := range csvRecs[1:] {
+		csvNamed[r[slices.Index(csvRecs[0], "name")]] = r[slices.Index(csvRecs[0], "workloadName")]
+	}
+	for id, name := range map[string]string{svc: "chat", images: "render", plain: "etl", failed: "flaky"} {
+		if named[id] != name || csvNamed[id] != name {
+			t.Errorf("%s: the FOCUS export names it %q, the CSV %q; want %q", id, named[id], csvNamed[id], name)
+		}
 	}
 }

@@ -51,6 +51,10 @@ type piece struct {
 	preempted u128
 	idle      u128 // billed but unheld milli-GPU ns (idle cells)
 	stor      u128 // a volume's byte ns
+	// frac is the milli-GPU ns held of devices held in part (a share of
+	// a GPU: Milli < 1000), fracDev those devices' ns × 1000 (the FOCUS
+	// export's split cost allocation).
+	frac, fracDev u128
 }
 
 type pieceKey struct{ period, cell, commit int32 }
@@ -176,6 +180,10 @@ func run(in *Input, bounds []int64, split bool) *engine {
 			}
 			pc := &e.pieces[pi]
 			pc.gpu, _ = pc.gpu.add(q)
+			if milli < 1000 {
+				pc.frac, _ = pc.frac.add(q)
+				pc.fracDev, _ = pc.fracDev.add(mul64(1000, dt))
+			}
 			switch iv.Outcome {
 			case OutcomeFailed:
 				pc.failed, _ = pc.failed.add(q)
