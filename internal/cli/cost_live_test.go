@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -281,6 +283,18 @@ func TestLiveOutputsCountAsTheyHappen(t *testing.T) {
 	table = s.must(t, "cost", "report", "--by", "team", "--since", "1h")
 	if strings.Contains(table, "mixed") || !strings.Contains(table, "images") || !strings.Contains(table, "requests") {
 		t.Errorf("the table by team does not keep the units apart:\n%s", table)
+	}
+	// The cost counter says its currency.
+	req, _ := http.NewRequest("GET", "http://"+s.addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+s.admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `gpufleet_cost_total{currency="USD",pool="local",team="default"}`) {
+		t.Errorf("/metrics has no cost counter naming its currency:\n%.2000s", body)
 	}
 	// The FOCUS export names each workload, as the CSV report does.
 	recs, err := csv.NewReader(strings.NewReader(s.must(t, "cost", "export", "--since", "1h"))).ReadAll()
