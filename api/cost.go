@@ -260,10 +260,14 @@ type BudgetStatus struct {
 	BurnPerHour Money `json:"burnPerHour"`
 	// SpentRatio is spent / monthly.
 	SpentRatio float64 `json:"spentRatio"`
-	// ExhaustedAt is when, at the current burn rate, the budget runs out
-	// (absent when it does not within the month).
+	// ExhaustedAt is when, at the current burn rate, the budget runs out:
+	// always in the future; absent when it does not within the month, and
+	// once it has (ExhaustedSince).
 	ExhaustedAt *time.Time `json:"exhaustedAt,omitempty"`
-	Alerting    bool       `json:"alerting"`
+	// ExhaustedSince is when this month's spend reached the budget (to
+	// the second), present once it has.
+	ExhaustedSince *time.Time `json:"exhaustedSince,omitempty"`
+	Alerting       bool       `json:"alerting"`
 	// Exceeded: a hard budget whose spent plus accruing work reached it.
 	Exceeded bool `json:"exceeded"`
 }

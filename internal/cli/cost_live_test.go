@@ -184,8 +184,12 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	}
 	var bs api.BudgetList
 	mustJSON(t, s.run(t, tina, "get", "budgets", "-o", "json").stdout, &bs)
-	if len(bs.Items) != 1 || !bs.Items[0].Exceeded || bs.Items[0].Spent < bs.Items[0].Monthly {
-		t.Errorf("budgets: %+v", bs)
+	if len(bs.Items) != 1 || !bs.Items[0].Exceeded || bs.Items[0].Spent < bs.Items[0].Monthly || bs.Items[0].ExhaustedAt != nil ||
+		bs.Items[0].ExhaustedSince == nil || bs.Items[0].ExhaustedSince.After(time.Now()) {
+		t.Errorf("budgets: %+v, want it spent, since a time past, with no run-out time", bs)
+	}
+	if table := s.run(t, tina, "get", "budgets").stdout; !strings.Contains(table, "reached "+bs.Items[0].ExhaustedSince.UTC().Format(time.RFC3339)) {
+		t.Errorf("get budgets does not say since when the budget is spent:\n%s", table)
 	}
 	// Without the budget, it starts.
 	if got := s.must(t, "delete", "budget", "thrifty"); got != "budget/thrifty deleted\n" {

@@ -244,7 +244,7 @@ defaults (soft, alert at 80%).`,
 			if got.Hard {
 				kind = "hard"
 			}
-			fmt.Fprintf(e.stdout, "budget/%s configured: %s a month, %s, alert at %d%%\n", args[0], got.Monthly.Fixed(), kind, got.AlertPercent)
+			fmt.Fprintf(e.stdout, "budget/%s configured: %s a month, %s, alert at %d%%\n", args[0], cost.Amount(got.Monthly, ""), kind, got.AlertPercent)
 			return nil
 		},
 	}
@@ -258,11 +258,17 @@ defaults (soft, alert at 80%).`,
 	return cmd
 }
 
+// printBudgets writes the budgets as a table, money with its currency;
+// RUNS-OUT is when the budget runs out at the current burn rate (a time to
+// come), or, once it has, "reached" and since when.
 func printBudgets(e *env, bs *api.BudgetList) error {
 	t := newTable(e.stdout, "TEAM", "MONTHLY", "SPENT", "SPENT%", "BURN/HOUR", "RUNS-OUT", "ALERT", "HARD", "STATE", "RESETS")
 	for _, b := range bs.Items {
 		out := ""
-		if b.ExhaustedAt != nil {
+		switch {
+		case b.ExhaustedSince != nil:
+			out = "reached " + b.ExhaustedSince.UTC().Format(time.RFC3339)
+		case b.ExhaustedAt != nil:
 			out = b.ExhaustedAt.UTC().Format(time.RFC3339)
 		}
 		state := "ok"
@@ -272,7 +278,8 @@ func printBudgets(e *env, bs *api.BudgetList) error {
 		case b.Alerting:
 			state = "alerting"
 		}
-		t.row(b.Team, b.Monthly.Fixed()+" "+b.Currency, b.Spent.Fixed(), fmt.Sprintf("%.1f%%", 100*b.SpentRatio), b.BurnPerHour.Fixed(), out,
+		amount := func(m api.Money) string { return cost.WithCurrency(cost.Amount(m, b.Currency), b.Currency) }
+		t.row(b.Team, amount(b.Monthly), amount(b.Spent), fmt.Sprintf("%.1f%%", 100*b.SpentRatio), amount(b.BurnPerHour), out,
 			fmt.Sprintf("%d%%", b.AlertPercent), strconv.FormatBool(b.Hard), state, b.ResetsAt.UTC().Format(time.RFC3339))
 	}
 	return t.flush()

@@ -458,7 +458,7 @@ func printReplayTable(w io.Writer, t trace.Trace, runs []sim.ReplayResult) error
 					formatHours(tm.GPUHours), formatPercent(tm.MeanShare), strconv.Itoa(tm.Preemptions),
 					formatSpan(tm.Queueing.P50), formatSpan(tm.Queueing.P95), formatSpan(tm.Queueing.P99)}
 				if r.Cost != nil {
-					cells = append(cells, teamCost(r.Cost, tm.Name).Fixed())
+					cells = append(cells, cost.Amount(teamCost(r.Cost, tm.Name), r.Cost.Currency))
 				}
 				tb.row(cells...)
 			}
@@ -485,10 +485,10 @@ func printReplayCost(w io.Writer, runs []sim.ReplayResult) error {
 		}
 		per := ""
 		if c.CostPerCompletedTask != nil {
-			per = c.CostPerCompletedTask.Fixed()
+			per = cost.PerUnit(*c.CostPerCompletedTask, c.Currency)
 		}
-		tb.row(r.Policy, c.Total.Fixed(), per, strconv.FormatInt(c.CompletedTasks, 10), formatHours(c.GPUHours),
-			c.IdleCost.Fixed(), formatPercent(c.IdleShare()))
+		tb.row(r.Policy, cost.Amount(c.Total, c.Currency), per, strconv.FormatInt(c.CompletedTasks, 10), formatHours(c.GPUHours),
+			cost.Amount(c.IdleCost, c.Currency), formatPercent(c.IdleShare()))
 	}
 	return tb.flush()
 }

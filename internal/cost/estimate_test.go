@@ -168,7 +168,7 @@ func TestBudget(t *testing.T) {
 			{Workload: "c", Pool: "p", Milli: 1000, Start: now.Add(-1 * time.Hour)},                                // another team's
 		},
 		Workloads: workloads(w("a", "t"), w("b", "t"), w("c", "u"))}
-	st := Budget(in, "t", api.Budget{Monthly: units(100)})
+	st := Budget(in, "t", api.Budget{Monthly: units(100)}, time.Time{})
 	if st.Spent != units(64) || st.BurnPerHour != units(7) || st.Team != "t" || !st.MonthStart.Equal(month) || !st.ResetsAt.Equal(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("status %+v; want spent 64, burn 7, March", st)
 	}
@@ -176,20 +176,33 @@ func TestBudget(t *testing.T) {
 	if st.ExhaustedAt == nil || !st.ExhaustedAt.Equal(now.Add(36*time.Hour/7)) || st.Alerting || st.Exceeded || st.SpentRatio != 0.64 {
 		t.Errorf("forecast %v alerting %v exceeded %v ratio %v", st.ExhaustedAt, st.Alerting, st.Exceeded, st.SpentRatio)
 	}
-	if st := Budget(in, "t", api.Budget{Monthly: units(1000)}); st.ExhaustedAt != nil {
+	if st := Budget(in, "t", api.Budget{Monthly: units(1000)}, time.Time{}); st.ExhaustedAt != nil {
 		t.Errorf("a budget that lasts the month runs out at %v", st.ExhaustedAt)
 	}
-	if st := Budget(in, "t", api.Budget{Monthly: units(80)}); !st.Alerting || st.Exceeded {
+	if st := Budget(in, "t", api.Budget{Monthly: units(80)}, time.Time{}); !st.Alerting || st.Exceeded {
 		t.Errorf("64 of 80 (a soft budget): alerting %v exceeded %v", st.Alerting, st.Exceeded)
 	}
-	if st := Budget(in, "t", api.Budget{Monthly: units(64), Hard: true}); !st.Exceeded || st.ExhaustedAt == nil || !st.ExhaustedAt.Equal(now) {
-		t.Errorf("a hard budget spent: %+v", st)
+	// A budget spent says since when, to the second, and no run-out
+	// time: a's 10 an hour reached 30 three hours after it started; b's 7
+	// an hour took the 50 of a to 57 an hour after b started.
+	for _, tc := range []struct {
+		monthly Money
+		since   time.Time
+	}{{units(64), now}, {units(57), now.Add(-time.Hour)}, {units(30), now.Add(-7 * time.Hour)}, {units(30) + 1, now.Add(-7 * time.Hour).Add(time.Second)}} {
+		st := Budget(in, "t", api.Budget{Monthly: tc.monthly, Hard: true}, time.Time{})
+		if !st.Exceeded || st.ExhaustedAt != nil || st.ExhaustedSince == nil || !st.ExhaustedSince.Equal(tc.since) {
+			t.Errorf("a hard budget of %s spent: exceeded %v, runs out at %v, spent since %v; want since %v", tc.monthly, st.Exceeded, st.ExhaustedAt, st.ExhaustedSince, tc.since)
+		}
+	}
+	// When it was spent is taken as given when the caller knows it.
+	if st := Budget(in, "t", api.Budget{Monthly: units(30)}, month.Add(time.Hour)); st.ExhaustedSince == nil || !st.ExhaustedSince.Equal(month.Add(time.Hour)) {
+		t.Errorf("a known time the budget was spent: %v", st.ExhaustedSince)
 	}
 	// 64 + 7/60 in the next minute reaches 64.1.
-	if st := Budget(in, "t", api.Budget{Monthly: units(64) + 100_000, Hard: true}); !st.Exceeded {
+	if st := Budget(in, "t", api.Budget{Monthly: units(64) + 100_000, Hard: true}, time.Time{}); !st.Exceeded {
 		t.Errorf("a hard budget the next minute reaches is not exceeded")
 	}
-	if st := Budget(in, "t", api.Budget{Monthly: units(65), Hard: true}); st.Exceeded {
+	if st := Budget(in, "t", api.Budget{Monthly: units(65), Hard: true}, time.Time{}); st.Exceeded {
 		t.Errorf("a hard budget a minute does not reach is exceeded")
 	}
 }

@@ -43,6 +43,7 @@ type Ledger struct {
 	refreshing bool   // a background evaluation of the budgets runs
 	refreshErr string // its last error, told by the next Gates
 	acc        accrued
+	reached    map[reachedKey]time.Time // when budgets of this month were spent
 }
 
 // Prices returns every price version, the file's and the stored ones, by

@@ -305,6 +305,9 @@ func TestCostPageInBrowser(t *testing.T) {
 	if ib.State != "exceeded" || !ib.Over || ib.Fill < 0.99 {
 		t.Errorf("inference spent more than its budget of 2 and its bar is %+v, want it full and red", ib)
 	}
+	if !strings.HasPrefix(ib.Forcst, "spent since ") || strings.Contains(ib.Forcst, "runs out") {
+		t.Errorf("inference's spent budget says %q, want since when it was spent (and no run-out time)", ib.Forcst)
+	}
 	banner := get(t, b, "the banner", chromedp.Text(chromedp.CSS("#budget-alerts")))
 	if !strings.Contains(banner, "inference has reached its hard budget") || strings.Contains(banner, "research") {
 		t.Errorf("the banner says %q, want inference's budget reached and nothing of research's", banner)

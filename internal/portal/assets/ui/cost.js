@@ -116,7 +116,6 @@ export function budgetBar(b, now = Date.now()) {
   const state = b.exceeded ? 'exceeded' : b.alerting ? 'alerting' : 'ok';
   // The class is prefixed: a bare "ok" is the style of a success message.
   const proj = projected(b, now);
-  const exhausted = b.exhaustedAt ? Date.parse(b.exhaustedAt) : null;
   return h('div', { class: 'budget-bar budget-' + state, 'data-team': b.team, 'data-state': state },
     h('div', { class: 'team-bar-head' },
       h('strong', {}, b.team),
@@ -135,9 +134,11 @@ export function budgetBar(b, now = Date.now()) {
     }),
     h('div', { class: 'team-bar-foot' },
       `burns ${money(b.burnPerHour || 0, cur)} per hour now · `,
-      exhausted !== null
-        ? h('span', { class: 'forecast-text' }, exhausted <= now ? 'ran out at ' : 'runs out at ', when(b.exhaustedAt, now))
-        : h('span', { class: 'forecast-text' }, 'does not run out this month at this rate'),
+      b.exhaustedSince
+        ? h('span', { class: 'forecast-text' }, 'spent since ', when(b.exhaustedSince, now))
+        : b.exhaustedAt
+          ? h('span', { class: 'forecast-text' }, 'runs out at ', when(b.exhaustedAt, now))
+          : h('span', { class: 'forecast-text' }, 'does not run out this month at this rate'),
       ' · resets at ', when(b.resetsAt, now),
       b.exceeded && b.hard ? h('div', { class: 'warn-text' }, 'New non-production workloads of ' + b.team + ' wait (BudgetExceeded) until the month resets' +
         (b.stopRunning ? '; its running work is stopped too, lowest classes first.' : '; running work continues.')) : null));
@@ -161,6 +162,7 @@ export function budgetNotices(items) {
     h('ul', {}, hot.map((b) => h('li', { 'data-team': b.team },
       b.exceeded
         ? `${b.team} has reached its ${b.hard ? 'hard ' : ''}budget: ${money(b.spent, b.currency)} of ${money(b.monthly, b.currency)} this month` +
+          (b.exhaustedSince ? ', since ' + b.exhaustedSince.replace(/\.\d+Z$/, 'Z') : '') +
           (b.hard ? '; its new non-production workloads wait until the month resets.' : '.')
         : `${b.team} has spent ${money(b.spent, b.currency)} of ${money(b.monthly, b.currency)} (${pct(b.spentRatio || 0)}), over its alert level of ${b.alertPercent || 80}%` +
           (b.exhaustedAt ? '; at this rate it runs out at ' + b.exhaustedAt.replace(/\.\d+Z$/, 'Z') + '.' : '.')))),
