@@ -145,8 +145,30 @@ func TestLiveCostBadInput(t *testing.T) {
 
 	id := strings.TrimSpace(s.must(t, "submit", "--gpus", "0.25", "--", "sh", "-c", `printf 'accepted=5 unit=tokens\naccepted=lots\n' >> "$GPUFLEET_OUTPUTS_FILE"`))
 	s.must(t, "wait", id)
-	_, err = c.ReportOutputs(ctx, id, &api.Outputs{Accepted: -1})
+	before, err := c.Cost(ctx, api.CostQuery{By: api.CostByWorkload, Since: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ReportOutputs(ctx, id, &api.Outputs{Accepted: -1, Unit: "tokens"})
 	wantField("negative outputs", err, http.StatusBadRequest, "accepted")
+	_, err = c.ReportOutputs(ctx, id, &api.Outputs{Accepted: 5})
+	wantField("outputs without a unit", err, http.StatusBadRequest, "unit")
+	after, err := c.Cost(ctx, api.CostQuery{By: api.CostByWorkload, Since: "1h"})
+	if err != nil || after.Total.AcceptedOutputs != before.Total.AcceptedOutputs {
+		t.Errorf("refused outputs were counted: %d accepted before, %d after (%v)", before.Total.AcceptedOutputs, after.Total.AcceptedOutputs, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		req   api.EstimateRequest
+		field string
+	}{
+		{"an estimate at a pool with no price", api.EstimateRequest{GPUs: 1000, Hours: 1, Pool: "nowhere"}, "pool"},
+		{"an estimate of negative hours", api.EstimateRequest{GPUs: 1000, Hours: -1, Rate: api.MoneyUnit}, "hours"},
+		{"an estimate in an unknown currency", api.EstimateRequest{GPUs: 1000, Hours: 1, Rate: api.MoneyUnit, Currency: "ZZZ"}, "currency"},
+	} {
+		_, err := c.Estimate(ctx, &tc.req)
+		wantField(tc.name, err, http.StatusBadRequest, tc.field)
+	}
 	w, err := c.ReportOutputs(ctx, id, &api.Outputs{Accepted: 2, Unit: "tokens"})
 	if err != nil || w.Status.Outputs == nil || w.Status.Outputs.Accepted != 7 || w.Status.Outputs.Unit != "tokens" {
 		t.Fatalf("outputs after the file's 5 and 2 more: %+v %v", w.Status.Outputs, err)
