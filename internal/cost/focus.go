@@ -400,9 +400,8 @@ func (x *focusExport) allocated(r []string, p *piece, id, name, tags string) {
 	if !p.fracDev.isZero() {
 		ratio = p.frac.float() / p.fracDev.float()
 	}
-	d, _ := json.Marshal(map[string][]map[string]any{"Elements": {{"AllocatedRatio": json.Number(num(ratio)), "UsageUnit": focusUnit,
-		"UsageQuantity": json.Number(num(hours(p.frac)))}}})
-	r[fAllocMethod], r[fAllocDetails], r[fAllocID], r[fAllocName], r[fAllocTags] = FOCUSAllocatedMethod, string(d), id, name, tags
+	d := `{"Elements":[{"AllocatedRatio":` + num(ratio) + `,"UsageUnit":"` + focusUnit + `","UsageQuantity":` + num(hours(p.frac)) + `}]}`
+	r[fAllocMethod], r[fAllocDetails], r[fAllocID], r[fAllocName], r[fAllocTags] = FOCUSAllocatedMethod, d, id, name, tags
 }
 
 // purchaseRows are the reserved commitments' Purchase rows, one per

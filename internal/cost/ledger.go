@@ -90,34 +90,7 @@ func run(in *Input, bounds []int64, split bool) *engine {
 		e.pieceIdx = map[pieceKey]int32{}
 	}
 	bk := e.bk
-	// Pools that bill committed capacity in the window need a sweep.
-	sweep := make([]bool, len(bk.names))
-	for pi := range bk.names {
-		for si := bk.first[pi]; si < bk.first[pi]+bk.count[pi]; si++ {
-			s := &bk.spans[si]
-			if s.committed && s.start < e.to && s.end > e.from {
-				sweep[pi] = true
-			}
-		}
-	}
-	events := make([][]event, len(bk.names))
-	if slices.Contains(sweep, true) {
-		n := make([]int, len(bk.names))
-		lastName, last := "", -1
-		for i := range in.Intervals {
-			if p := in.Intervals[i].Pool; i == 0 || p != lastName {
-				lastName, last = p, bk.pool(p)
-			}
-			if last >= 0 {
-				n[last] += 2
-			}
-		}
-		for pi := range n {
-			if sweep[pi] {
-				events[pi] = make([]event, 0, n[pi])
-			}
-		}
-	}
+	sweep, events := e.sweeps()
 	e.wls = make([]wl, 0, len(in.Workloads))
 	e.cells = make([]cell, 0, len(in.Workloads)+len(bk.names))
 	if e.simple {
@@ -232,6 +205,41 @@ func run(in *Input, bounds []int64, split bool) *engine {
 	e.volumes()
 	e.workloadCharges()
 	return e
+}
+
+// sweeps says which pools bill committed capacity in the window (they need
+// a sweep of their intervals' ends), with room for those ends.
+func (e *engine) sweeps() ([]bool, [][]event) {
+	bk := e.bk
+	sweep := make([]bool, len(bk.names))
+	for pi := range bk.names {
+		for si := bk.first[pi]; si < bk.first[pi]+bk.count[pi]; si++ {
+			s := &bk.spans[si]
+			if s.committed && s.start < e.to && s.end > e.from {
+				sweep[pi] = true
+			}
+		}
+	}
+	events := make([][]event, len(bk.names))
+	if !slices.Contains(sweep, true) {
+		return sweep, events
+	}
+	n := make([]int, len(bk.names))
+	lastName, last := "", -1
+	for i := range e.in.Intervals {
+		if p := e.in.Intervals[i].Pool; i == 0 || p != lastName {
+			lastName, last = p, bk.pool(p)
+		}
+		if last >= 0 {
+			n[last] += 2
+		}
+	}
+	for pi := range n {
+		if sweep[pi] {
+			events[pi] = make([]event, 0, n[pi])
+		}
+	}
+	return sweep, events
 }
 
 // volumes bills each volume's storage: SizeBytes × its time in the window
