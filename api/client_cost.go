@@ -64,6 +64,12 @@ func (c *Client) CostExport(ctx context.Context, q CostQuery, w io.Writer) error
 	return err
 }
 
+// Estimate prices GPUs for a time at a pool's price or a kind and rate.
+func (c *Client) Estimate(ctx context.Context, req *EstimateRequest) (*CostEstimate, error) {
+	var out CostEstimate
+	return &out, c.do(ctx, http.MethodPost, "/cost/estimate", nil, req, &out)
+}
+
 // Budgets lists the budgets the caller may see, with what each month spent.
 func (c *Client) Budgets(ctx context.Context) (*BudgetList, error) {
 	var out BudgetList

@@ -58,6 +58,13 @@ type Price struct {
 	// LicencePerWorkload is a price per workload of a kind (job, notebook,
 	// service), charged once, when it first starts.
 	LicencePerWorkload map[string]Money `json:"licencePerWorkload,omitempty"`
+
+	// GPUHourRate is set by the server in its answers and ignored in
+	// requests: what the version bills one GPU for one hour (a monthly
+	// rate over HoursPerMonth, an owned GPU's purchase over its
+	// depreciation hours plus perGPUHour), rounded to a micro-unit for
+	// display; the ledger bills the exact rate.
+	GPUHourRate Money `json:"gpuHourRate,omitempty"`
 }
 
 // PriceList is the answer of GET /prices.
@@ -253,10 +260,14 @@ type BudgetStatus struct {
 	BurnPerHour Money `json:"burnPerHour"`
 	// SpentRatio is spent / monthly.
 	SpentRatio float64 `json:"spentRatio"`
-	// ExhaustedAt is when, at the current burn rate, the budget runs out
-	// (absent when it does not within the month).
+	// ExhaustedAt is when, at the current burn rate, the budget runs out:
+	// always in the future; absent when it does not within the month, and
+	// once it has (ExhaustedSince).
 	ExhaustedAt *time.Time `json:"exhaustedAt,omitempty"`
-	Alerting    bool       `json:"alerting"`
+	// ExhaustedSince is when this month's spend reached the budget (to
+	// the second), present once it has.
+	ExhaustedSince *time.Time `json:"exhaustedSince,omitempty"`
+	Alerting       bool       `json:"alerting"`
 	// Exceeded: a hard budget whose spent plus accruing work reached it.
 	Exceeded bool `json:"exceeded"`
 }
@@ -267,7 +278,8 @@ type BudgetList struct {
 }
 
 // Outputs is completed work a workload reports (POST
-// /workloads/{id}/outputs adds it; a workload's status shows the sums).
+// /workloads/{id}/outputs adds it, at the time it is posted; a workload's
+// status shows the sums). A report names its unit.
 type Outputs struct {
 	Accepted int64  `json:"accepted"`
 	Rejected int64  `json:"rejected"`
@@ -286,7 +298,10 @@ func (o Outputs) Validate() []FieldError {
 	if o.Rejected < 0 || o.Rejected > MaxOutputs {
 		errs = append(errs, FieldError{"rejected", "must be from 0 to a thousand billion"})
 	}
-	if len(o.Unit) > 32 || strings.ContainsAny(o.Unit, " \t\n\"'=") || (o.Unit != "" && strings.ContainsAny(o.Unit[:1], "-+=@")) {
+	switch {
+	case o.Unit == "":
+		errs = append(errs, FieldError{"unit", "is required: what is counted (images, requests, tokens)"})
+	case len(o.Unit) > 32 || strings.ContainsAny(o.Unit, " \t\n\"'=") || strings.ContainsAny(o.Unit[:1], "-+=@"):
 		errs = append(errs, FieldError{"unit", "must be a word of at most 32 characters, starting with a letter or digit"})
 	}
 	return errs
@@ -308,26 +323,58 @@ const IdleRow = "__idle__"
 const MaxCostWindow = 400 * 24 * time.Hour
 
 // CostRow is one row of a cost report: a team, pool, workload, user or
-// label value (Name; a workload row's name is its ID), or the total.
-// Accelerator cost is the billed GPU time counted once; the idle, failed
-// and preempted hours explain it and are not added to it again.
+// label value (Name; a workload row's name is its ID, WorkloadName its
+// name), or the total. Accelerator cost is the billed GPU time counted
+// once; the idle, failed and preempted hours explain it and are not added
+// to it again.
 type CostRow struct {
-	Name                  string  `json:"name,omitempty"`
-	GPUHours              float64 `json:"gpuHours"`
-	AcceleratorCost       Money   `json:"acceleratorCost"`
-	HostCost              Money   `json:"hostCost"`
-	StorageCost           Money   `json:"storageCost"`
-	NetworkCost           Money   `json:"networkCost"`
-	LicenceCost           Money   `json:"licenceCost"`
-	TotalCost             Money   `json:"totalCost"`
-	AcceptedOutputs       int64   `json:"acceptedOutputs"`
-	RejectedOutputs       int64   `json:"rejectedOutputs"`
-	Unit                  string  `json:"unit"`
-	CostPerAcceptedOutput *Money  `json:"costPerAcceptedOutput"`
-	IdleGPUHours          float64 `json:"idleGPUHours"`
-	FailedGPUHours        float64 `json:"failedGPUHours"`
-	PreemptedGPUHours     float64 `json:"preemptedGPUHours"`
-	Retries               int64   `json:"retries"`
+	Name         string `json:"name,omitempty"`
+	WorkloadName string `json:"workloadName,omitempty"`
+	// AcceptanceStage (rows by workload) is "RUN/STAGE" for the workload
+	// of an acceptance card's stage: its outputs are the card's evidence,
+	// counted in AcceptanceOutputs, not the team's.
+	AcceptanceStage string  `json:"acceptanceStage,omitempty"`
+	GPUHours        float64 `json:"gpuHours"`
+	AcceleratorCost Money   `json:"acceleratorCost"`
+	HostCost        Money   `json:"hostCost"`
+	StorageCost     Money   `json:"storageCost"`
+	NetworkCost     Money   `json:"networkCost"`
+	LicenceCost     Money   `json:"licenceCost"`
+	TotalCost       Money   `json:"totalCost"`
+	// AcceptedOutputs and RejectedOutputs sum OutputsByUnit; Unit is
+	// their one unit, "mixed" when there are several, and
+	// CostPerAcceptedOutput TotalCost / AcceptedOutputs when there is one
+	// (null otherwise: OutputsByUnit has each unit's).
+	AcceptedOutputs       int64  `json:"acceptedOutputs"`
+	RejectedOutputs       int64  `json:"rejectedOutputs"`
+	Unit                  string `json:"unit"`
+	CostPerAcceptedOutput *Money `json:"costPerAcceptedOutput"`
+	// UnacceptedOutputs are outputs reported accepted by workloads that
+	// then failed: shown, never in a cost per accepted output.
+	UnacceptedOutputs int64 `json:"unacceptedOutputs"`
+	// AcceptanceOutputs are the outputs acceptance stages reported
+	// accepted: not the team's.
+	AcceptanceOutputs int64 `json:"acceptanceOutputs"`
+	// OutputsByUnit is the row's outputs, one entry per unit, by unit.
+	OutputsByUnit     []UnitOutputs `json:"outputsByUnit"`
+	IdleGPUHours      float64       `json:"idleGPUHours"`
+	FailedGPUHours    float64       `json:"failedGPUHours"`
+	PreemptedGPUHours float64       `json:"preemptedGPUHours"`
+	Retries           int64         `json:"retries"`
+}
+
+// UnitOutputs is a row's outputs of one unit, with the cost of one
+// accepted output (null when none was accepted): the cost of the
+// workloads that reported only this unit, plus a share of the row's other
+// cost (failed or idle work, workloads of several units or none) in
+// proportion to it.
+type UnitOutputs struct {
+	Unit            string `json:"unit"`
+	Accepted        int64  `json:"accepted"`
+	Rejected        int64  `json:"rejected"`
+	Unaccepted      int64  `json:"unaccepted"`
+	Acceptance      int64  `json:"acceptance"`
+	CostPerAccepted *Money `json:"costPerAccepted"`
 }
 
 // CostReport is the answer of GET /cost.
@@ -358,6 +405,23 @@ type CostSeriesPoint struct {
 	Items map[string]Money `json:"items"`
 }
 
+// EstimateRequest is what POST /cost/estimate prices: GPUs for Hours at a
+// pool's price in effect now (Pool), or at a price kind and rate (Kind,
+// on-demand when absent, and Rate in that kind's unit: per GPU-hour, per
+// GPU-month for monthly), compared with other kinds (Compare, each a kind
+// and a rate in its unit) at an expected Utilisation (1 when absent).
+// Currency, when given, must be the server's: prices are never converted.
+type EstimateRequest struct {
+	GPUs        Milli            `json:"gpus"`
+	Hours       float64          `json:"hours"`
+	Pool        string           `json:"pool,omitempty"`
+	Kind        string           `json:"kind,omitempty"`
+	Rate        Money            `json:"rate,omitempty"`
+	Utilisation *float64         `json:"utilisation,omitempty"`
+	Currency    string           `json:"currency,omitempty"`
+	Compare     []EstimateOption `json:"compare,omitempty"`
+}
+
 // CostEstimate is what `gpufleet cost estimate` prints: GPUs × hours × rate,
 // and, given prices of several kinds and an expected utilisation, what the
 // same work costs under each, with the utilisation above which a committed
@@ -367,8 +431,12 @@ type CostEstimate struct {
 	GPUs     Milli   `json:"gpus"`
 	Hours    float64 `json:"hours"`
 	Pool     string  `json:"pool,omitempty"`
-	Kind     string  `json:"kind"`
-	// Rate is per GPU-hour (a monthly price is converted at HoursPerMonth).
+	// Price is the pool's version the estimate used (with Pool).
+	Price *Price `json:"price,omitempty"`
+	Kind  string `json:"kind"`
+	// Rate is per GPU-hour (a monthly price over HoursPerMonth, an owned
+	// purchase over its depreciation), rounded to a micro-unit for
+	// display: Total is computed from the exact rate.
 	Rate  Money `json:"rate"`
 	Total Money `json:"total"`
 	// Utilisation is the expected share of the hours the GPUs are held
@@ -377,11 +445,16 @@ type CostEstimate struct {
 	Compare     []EstimateOption `json:"compare,omitempty"`
 }
 
-// EstimateOption is the same work under one price kind.
+// EstimateOption is the same work under one price kind. In a request, Rate
+// is in the kind's unit (per GPU-month for monthly, else per GPU-hour); in
+// an answer, per GPU-hour, with the rate as given in PriceRate per
+// PriceUnit.
 type EstimateOption struct {
-	Kind  string `json:"kind"`
-	Rate  Money  `json:"rate"`
-	Total Money  `json:"total"`
+	Kind      string `json:"kind"`
+	Rate      Money  `json:"rate"`
+	PriceRate Money  `json:"priceRate,omitempty"`
+	PriceUnit string `json:"priceUnit,omitempty"`
+	Total     Money  `json:"total"`
 	// BreakEvenUtilisation (committed kinds) is the utilisation above which
 	// this kind costs less than on-demand.
 	BreakEvenUtilisation *float64 `json:"breakEvenUtilisation,omitempty"`

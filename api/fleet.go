@@ -41,8 +41,10 @@ type Pool struct {
 	// Health is Healthy when every node takes work, Degraded when some
 	// do, Unavailable when none does (or it has no node).
 	Health string `json:"health"`
-	// Price is its price version in effect now, if any.
-	Price *Price `json:"price,omitempty"`
+	// Price is its price version in effect now, if any, with its
+	// GPUHourRate; Currency is the currency of its figures.
+	Price    *Price `json:"price,omitempty"`
+	Currency string `json:"currency,omitempty"`
 }
 
 // Health of a pool.

@@ -18,10 +18,11 @@ import (
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
-// Labels on the workloads of a run's stages.
+// Labels on the workloads of a run's stages (core's: the cost ledger
+// tells a stage's outputs from a team's by them).
 const (
-	LabelRun   = "gpufleet.io/acceptance-run"
-	LabelStage = "gpufleet.io/acceptance-stage"
+	LabelRun   = core.LabelAcceptanceRun
+	LabelStage = core.LabelAcceptanceStage
 )
 
 // Submitter submits a workload as a user, through every check of the API

@@ -189,6 +189,9 @@ var table = []route{
 	{pattern: "GET /api/v1/cost", access: anyCaller, serve: (*Server).costReport},
 	{pattern: "GET /api/v1/cost/series", access: anyCaller, serve: (*Server).costSeries},
 	{pattern: "GET /api/v1/cost/export", access: anyCaller, stream: (*Server).costExport},
+	// An estimate prices hypothetical work from the public prices: a POST
+	// for its body; nothing changes.
+	{pattern: "POST /api/v1/cost/estimate", access: anyCaller, action: "estimate cost", ok: http.StatusOK, serve: (*Server).costEstimate},
 	{pattern: "GET /api/v1/budgets", access: anyCaller, serve: (*Server).budgets},
 	{pattern: "GET /api/v1/teams/{name}/budget", access: teamRole, need: core.RoleViewer, serve: (*Server).budget},
 	{pattern: "PUT /api/v1/teams/{name}/budget", access: adminOnly, doing: "setting budgets",

@@ -39,11 +39,16 @@ const MaxHourlyExport = 31 * 24 * time.Hour
 // costOff is the answer of the cost routes on a server without a ledger.
 var costOff = &refusal{msg: "this server keeps no cost ledger", kind: core.ErrUnavailable}
 
-// ledgerError turns the ledger's field errors into the API's.
+// ledgerError turns the ledger's and the cost domain's field errors into
+// the API's.
 func ledgerError(err error) error {
 	var fe *ledger.FieldErrors
 	if errors.As(err, &fe) {
 		return &fieldErrors{fields: fe.Fields}
+	}
+	var afe api.FieldErrors
+	if errors.As(err, &afe) {
+		return &fieldErrors{fields: afe}
 	}
 	return err
 }
@@ -61,11 +66,12 @@ func visibility(u *core.User) cost.Visibility {
 	return v
 }
 
-// costWindow reads the window of a cost route: from and to (RFC 3339), or
-// since (a duration back from now: 24h, 7d); the last 24 hours by default.
-func (s *Server) costWindow(c *call) (from, to time.Time, err error) {
+// costWindow reads the window of a cost route as of now: from and to (RFC
+// 3339), or since (a duration back from now: 24h, 7d); the last 24 hours by
+// default. The report is computed as of the same now, so that a window
+// ending now holds what is still running.
+func costWindow(c *call, now time.Time) (from, to time.Time, err error) {
 	q := c.r.URL.Query()
-	now := s.opts.Now().UTC()
 	to = now
 	if v := q.Get("to"); v != "" {
 		if to, err = time.Parse(time.RFC3339, v); err != nil {
@@ -119,22 +125,23 @@ func costBy(c *call) (string, error) {
 }
 
 // costArgs reads what every cost route takes: the ledger, the rows' by
-// and the window, each checked.
-func (s *Server) costArgs(c *call) (l *ledger.Ledger, by string, from, to time.Time, err error) {
+// and the window as of now, each checked.
+func (s *Server) costArgs(c *call, now time.Time) (l *ledger.Ledger, by string, from, to time.Time, err error) {
 	if l = s.opts.Ledger; l == nil {
 		return nil, "", from, to, costOff
 	}
 	if by, err = costBy(c); err != nil {
 		return nil, "", from, to, err
 	}
-	from, to, err = s.costWindow(c)
+	from, to, err = costWindow(c, now)
 	return l, by, from, to, err
 }
 
 // costReport answers GET /cost: the cost of the window's work by team,
 // pool, workload, user or label, with the rows the caller may see.
 func (s *Server) costReport(c *call) (reply, error) {
-	l, by, from, to, err := s.costArgs(c)
+	now := s.opts.Now().UTC()
+	l, by, from, to, err := s.costArgs(c, now)
 	if err != nil {
 		return reply{}, err
 	}
@@ -143,7 +150,7 @@ func (s *Server) costReport(c *call) (reply, error) {
 		return reply{}, err
 	}
 	defer done()
-	rep, err := l.Report(c.r.Context(), by, from, to, s.opts.Now().UTC(), visibility(c.u))
+	rep, err := l.Report(c.r.Context(), by, from, to, now, visibility(c.u))
 	if err != nil {
 		return reply{}, err
 	}
@@ -155,7 +162,8 @@ const MaxSeriesPoints = 2000
 
 // costSeries answers GET /cost/series: each step's rows, for plots.
 func (s *Server) costSeries(c *call) (reply, error) {
-	l, by, from, to, err := s.costArgs(c)
+	now := s.opts.Now().UTC()
+	l, by, from, to, err := s.costArgs(c, now)
 	if err != nil {
 		return reply{}, err
 	}
@@ -175,7 +183,7 @@ func (s *Server) costSeries(c *call) (reply, error) {
 		return reply{}, err
 	}
 	defer done()
-	series, err := l.Series(c.r.Context(), by, step, from, to, s.opts.Now().UTC(), visibility(c.u))
+	series, err := l.Series(c.r.Context(), by, step, from, to, now, visibility(c.u))
 	if err != nil {
 		return reply{}, err
 	}
@@ -183,7 +191,7 @@ func (s *Server) costSeries(c *call) (reply, error) {
 }
 
 // costExport answers GET /cost/export?format=focus: the window's charges
-// as FinOps FOCUS 1.2 CSV, with the rows the caller may see.
+// as FinOps FOCUS 1.3 CSV, with the rows the caller may see.
 func (s *Server) costExport(w http.ResponseWriter, c *call) error {
 	l := s.opts.Ledger
 	if l == nil {
@@ -201,7 +209,8 @@ func (s *Server) costExport(w http.ResponseWriter, c *call) error {
 	default:
 		return invalid("granularity", "%q: want hour or day", g)
 	}
-	from, to, err := s.costWindow(c)
+	now := s.opts.Now().UTC()
+	from, to, err := costWindow(c, now)
 	if err != nil {
 		return err
 	}
@@ -215,7 +224,7 @@ func (s *Server) costExport(w http.ResponseWriter, c *call) error {
 	defer done()
 	// Written to memory first: an error must still be a JSON answer.
 	var buf bytes.Buffer
-	if err := l.ExportFOCUS(c.r.Context(), &buf, gran, from, to, s.opts.Now().UTC(), visibility(c.u), "gpufleet"); err != nil {
+	if err := l.ExportFOCUS(c.r.Context(), &buf, gran, from, to, now, visibility(c.u), "gpufleet"); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
@@ -243,6 +252,30 @@ func (s *Server) prices(c *call) (reply, error) {
 		ps = []api.Price{}
 	}
 	return reply{status: http.StatusOK, body: api.PriceList{Currency: l.Currency, Items: ps}}, nil
+}
+
+// costEstimate answers POST /cost/estimate (any caller): what GPUs for a
+// time cost at a pool's price now or at a kind and rate, compared with
+// other kinds (cost.Estimate). Nothing is stored.
+func (s *Server) costEstimate(c *call) (reply, error) {
+	l := s.opts.Ledger
+	if l == nil {
+		return reply{}, costOff
+	}
+	var req api.EstimateRequest
+	if err := decode(c.r, &req); err != nil {
+		return reply{}, err
+	}
+	c.setObject(req.Pool)
+	prices, err := l.Prices(c.r.Context())
+	if err != nil {
+		return reply{}, err
+	}
+	est, err := cost.Estimate(req, prices, l.Currency, s.opts.Now().UTC())
+	if err != nil {
+		return reply{}, ledgerError(err)
+	}
+	return reply{status: http.StatusOK, body: est}, nil
 }
 
 // addPrice answers POST /prices: a new version of a pool's price, from its
@@ -349,7 +382,8 @@ func (s *Server) deleteBudget(c *call) (reply, error) {
 }
 
 // reportOutputs answers POST /workloads/{id}/outputs: completed work a
-// member of the workload's team reports for it, added to its sums.
+// member of the workload's team reports for it, added to its sums and
+// recorded at now (cost reports count it from then on, running or not).
 func (s *Server) reportOutputs(c *call) (reply, error) {
 	var o api.Outputs
 	if err := decode(c.r, &o); err != nil {
@@ -362,10 +396,10 @@ func (s *Server) reportOutputs(c *call) (reply, error) {
 	if fe := o.Validate(); len(fe) > 0 {
 		return reply{}, &fieldErrors{fields: fe}
 	}
-	if o.Accepted == 0 && o.Rejected == 0 && o.Unit == "" {
+	if o.Accepted == 0 && o.Rejected == 0 {
 		return reply{}, invalid("accepted", "report at least one accepted or rejected output")
 	}
-	out, err := s.opts.Store.AddOutputs(c.r.Context(), w.ID, core.Outputs{Accepted: o.Accepted, Rejected: o.Rejected, Unit: o.Unit})
+	out, err := s.opts.Store.AddOutputs(c.r.Context(), w.ID, core.Outputs{Accepted: o.Accepted, Rejected: o.Rejected, Unit: o.Unit}, s.opts.Now().UTC())
 	if err != nil {
 		return reply{}, err
 	}

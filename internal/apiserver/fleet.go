@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
 // Fleet is the server's static view of where work runs: the configured
@@ -98,11 +99,8 @@ func (s *Server) pools(c *call) (reply, error) {
 		default:
 			p.Health = api.PoolUnavailable
 		}
-		for _, pr := range prices {
-			if pr.Pool == p.Name && !pr.EffectiveFrom.After(now) && (p.Price == nil || pr.EffectiveFrom.After(p.Price.EffectiveFrom)) {
-				pr := pr
-				p.Price = &pr
-			}
+		if pr, ok := cost.PriceAt(prices, p.Name, now); ok {
+			p.Price, p.Currency = &pr, s.opts.Ledger.Currency
 		}
 	}
 	slices.SortFunc(out, func(a, b api.Pool) int { return strings.Compare(a.Name, b.Name) })

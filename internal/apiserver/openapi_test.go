@@ -239,6 +239,7 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"GET /api/v1/cost", []string{"query by", "query from", "query since", "query to"}, []string{"200", "400", "401", "429", "503"}},
 		{"GET /api/v1/cost/series", []string{"query by", "query from", "query since", "query step", "query to"}, []string{"200", "400", "401", "429", "503"}},
 		{"GET /api/v1/cost/export", []string{"query format", "query from", "query granularity", "query since", "query to"}, []string{"200", "400", "401", "429", "503"}},
+		{"POST /api/v1/cost/estimate", nil, []string{"200", "400", "401", "413", "429", "503"}},
 		{"GET /api/v1/budgets", nil, []string{"200", "401", "429", "503"}},
 		{"GET /api/v1/teams/{name}/budget", nil, []string{"200", "401", "404", "429", "503"}},
 		{"PUT /api/v1/teams/{name}/budget", nil, []string{"200", "400", "401", "403", "404", "413", "429", "503"}},
@@ -316,6 +317,7 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		"POST /api/v1/nodes/{name}/validate":         "Validate",
 		"POST /api/v1/nodes/{name}/faults":           "Fault",
 		"POST /api/v1/plan":                          "WorkloadBrief",
+		"POST /api/v1/cost/estimate":                 "EstimateRequest",
 		"POST /api/v1/acceptance/runs":               "AcceptanceRunRequest",
 		"POST /api/v1/acceptance/runs/{id}/decision": "Decision",
 	}
@@ -467,6 +469,8 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 		"BudgetList": reflect.TypeFor[api.BudgetList](), "Outputs": reflect.TypeFor[api.Outputs](),
 		"CostRow": reflect.TypeFor[api.CostRow](), "CostReport": reflect.TypeFor[api.CostReport](),
 		"CostSeries": reflect.TypeFor[api.CostSeries](), "CostSeriesPoint": reflect.TypeFor[api.CostSeriesPoint](),
+		"EstimateRequest": reflect.TypeFor[api.EstimateRequest](), "CostEstimate": reflect.TypeFor[api.CostEstimate](),
+		"EstimateOption": reflect.TypeFor[api.EstimateOption](), "UnitOutputs": reflect.TypeFor[api.UnitOutputs](),
 	} {
 		types[n] = t
 	}

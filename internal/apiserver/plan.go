@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"errors"
+	"math/big"
 	"net/http"
 
 	"github.com/gpufleet/gpufleet/api"
@@ -39,7 +40,7 @@ func (s *Server) planWorkload(c *call) (reply, error) {
 // node, whether it takes work (schedulable, ready, in a state that takes
 // work) or is being registered or qualified (capacity to come, none of it
 // free now), its GPUs' health and the share of each nobody holds, and, with a
-// ledger, each pool's rate per GPU-hour now (cost.HourlyRate of the
+// ledger, each pool's rate per GPU-hour now (cost.GPUHourRate of the
 // version in effect) and the currency.
 func (s *Server) planFleet(c *call) (plan.Fleet, error) {
 	ctx := c.r.Context()
@@ -47,7 +48,7 @@ func (s *Server) planFleet(c *call) (plan.Fleet, error) {
 	if err != nil {
 		return plan.Fleet{}, err
 	}
-	f := plan.Fleet{Pending: len(snap.Pending), Prices: map[string]api.Money{}}
+	f := plan.Fleet{Pending: len(snap.Pending), Prices: map[string]*big.Rat{}}
 	defaultPool := ""
 	var prices []api.Price
 	if l := s.opts.Ledger; l != nil {
@@ -66,7 +67,7 @@ func (s *Server) planFleet(c *call) (plan.Fleet, error) {
 		}
 		if _, seen := f.Prices[pn.Pool]; !seen {
 			if p, ok := cost.PriceAt(prices, pn.Pool, now); ok {
-				f.Prices[pn.Pool] = cost.HourlyRate(p)
+				f.Prices[pn.Pool] = cost.GPUHourRate(p)
 			}
 		}
 		usage := snap.Usage[n.Name]

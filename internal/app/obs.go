@@ -46,6 +46,7 @@ func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, 
 	o := &observability{tracker: usage.NewTracker(tick, keep)}
 	started := time.Now().UTC()
 	o.metrics = metrics.New(metrics.Options{Server: cfg.ServerName, FencedWrites: st.FencedWrites, Snapshot: st.Snapshot, Shares: st.Shares, GPUs: o.tracker.GPUs,
+		Workloads: o.tracker.Workloads, Currency: led.Currency,
 		Cost: func(ctx context.Context) (map[[2]string]float64, error) {
 			sums, err := led.Accrued(ctx, started, time.Now().UTC())
 			out := make(map[[2]string]float64, len(sums))
@@ -54,8 +55,14 @@ func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, 
 			}
 			return out, err
 		},
-		BudgetSpent: func(ctx context.Context) (map[core.TeamName]float64, error) {
-			return led.SpentRatios(ctx, time.Now().UTC())
+		Budgets: func(ctx context.Context) (map[core.TeamName]metrics.Budget, error) {
+			bs, err := led.Budgets(ctx, time.Now().UTC(), ledger.BudgetRefresh)
+			out := make(map[core.TeamName]metrics.Budget, len(bs))
+			unit := float64(api.MoneyUnit)
+			for t, b := range bs {
+				out[t] = metrics.Budget{Spent: float64(b.Spent) / unit, Limit: float64(b.Monthly) / unit, SpentRatio: b.SpentRatio}
+			}
+			return out, err
 		},
 		Volumes: func(ctx context.Context) ([]core.Volume, error) { return st.Volumes(ctx, "") },
 	})

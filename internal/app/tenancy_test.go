@@ -875,6 +875,10 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 			return []probe{anyone(200, probe{method: "GET", path: "/api/v1/pools", check: holds(`"name":"local"`, `"gpus":4`)})}
 		},
 		// A brief's advice: anyone.
+		// An estimate prices hypothetical work from the public prices.
+		"POST /api/v1/cost/estimate": func(c caller) []probe {
+			return []probe{anyone(200, probe{method: "POST", path: "/api/v1/cost/estimate", body: `{"gpus":1,"hours":2,"rate":3}`, check: holds(`"total":6`)})}
+		},
 		"POST /api/v1/plan": func(c caller) []probe {
 			return []probe{anyone(200, probe{method: "POST", path: "/api/v1/plan",
 				body: `{"workload":"inference","model":{"name":"llama-3-8b"},"precision":"bf16","contextLength":4096,"concurrency":1}`, check: holds(`"candidates":`)})}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,14 +75,19 @@ func newCostReportCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report [--by team|pool|workload|user|label:KEY] [--since 24h | --from T --to T]",
 		Short: "The cost of completed work over a window",
-		Long: `The cost of the work of a window, by team (default), pool, workload, user or a
-label's value: billed GPU time counted once (GPU-HOURS; a shared GPU split by
-share), its accelerator cost, host, storage, network and licence lines, the
-accepted outputs and the cost of one (PER-OUTPUT). The idle, failed and
+		Long: `The cost of the work of a window, by team (default), pool, workload (with its
+NAME), user or a label's value: billed GPU time counted once (GPU-HOURS; a
+shared GPU split by share), its accelerator cost, host, storage, network and
+licence lines, and the outputs reported in the window, one line per unit:
+accepted, rejected, and the cost of one accepted output (PER-OUTPUT). A
+running workload's outputs count from the moment they are reported; those of
+a workload that failed are UNACCEPTED, those of an acceptance card's stages
+(STAGE) are the card's (ACCEPTANCE), not the team's. The idle, failed and
 preempted GPU hours explain the cost and are inside it, not added to it.
-Members see their teams' rows; admins every team's and __idle__, what pools
-bill that nobody held. -o csv prints every field; -o json what the API
-returns, money in currency units.`,
+Money is in the currency's minor units (0.63), a cost per output with more
+digits only where it needs them. Members see their teams' rows; admins every
+team's and __idle__, what pools bill that nobody held. -o csv and -o json
+keep the exact values.`,
 		Example: `  gpufleet cost report --since 7d
   gpufleet cost report --by workload --from 2026-11-01T00:00:00Z --to 2026-12-01T00:00:00Z -o json
   gpufleet cost report --by label:project -o csv`,
@@ -118,56 +124,123 @@ returns, money in currency units.`,
 	return cmd
 }
 
-func hours(h float64) string { return strconv.FormatFloat(h, 'f', 3, 64) }
+// unitLines are a row's outputs, one line per unit (one empty line when it
+// has none).
+func unitLines(r api.CostRow) []api.UnitOutputs {
+	if len(r.OutputsByUnit) == 0 {
+		return []api.UnitOutputs{{}}
+	}
+	return r.OutputsByUnit
+}
 
+// printCostTable writes a report as a table: money in the currency's minor
+// units (a cost per output with more digits only where it needs them),
+// GPU-hours with two decimals (three significant digits below one), one
+// line per unit of a row's outputs: the row's figures on its first. The
+// UNACCEPTED, ACCEPTANCE and STAGE columns appear when a row has them.
 func printCostTable(e *env, rep *api.CostReport) error {
-	fmt.Fprintf(e.stdout, "%s by %s, %s to %s (%s)\n", "cost", rep.By, rep.From.UTC().Format(time.RFC3339), rep.To.UTC().Format(time.RFC3339), rep.Currency)
-	t := newTable(e.stdout, strings.ToUpper(rep.By), "GPU-HOURS", "ACCELERATOR", "HOST", "OTHER", "TOTAL", "OUTPUTS", "PER-OUTPUT", "IDLE-GPU-H", "FAILED-GPU-H", "PREEMPTED-GPU-H", "RETRIES")
-	row := func(r api.CostRow) {
-		per := ""
-		if r.CostPerAcceptedOutput != nil {
-			per = r.CostPerAcceptedOutput.Fixed()
-		}
-		outputs := strconv.FormatInt(r.AcceptedOutputs, 10)
-		if r.Unit != "" {
-			outputs += " " + r.Unit
-		}
-		other := r.StorageCost + r.NetworkCost + r.LicenceCost
-		t.row(r.Name, hours(r.GPUHours), r.AcceleratorCost.Fixed(), r.HostCost.Fixed(), other.Fixed(), r.TotalCost.Fixed(), outputs, per,
-			hours(r.IdleGPUHours), hours(r.FailedGPUHours), hours(r.PreemptedGPUHours), strconv.FormatInt(r.Retries, 10))
+	cur := rep.Currency
+	fmt.Fprintf(e.stdout, "cost by %s, %s to %s (%s)\n", rep.By, rep.From.UTC().Format(time.RFC3339), rep.To.UTC().Format(time.RFC3339), cur)
+	rows := append(slices.Clone(rep.Items), rep.Total)
+	rows[len(rows)-1].Name = "TOTAL"
+	byWorkload := rep.By == api.CostByWorkload
+	var unaccepted, acceptance, stage bool
+	for _, r := range rows {
+		unaccepted = unaccepted || r.UnacceptedOutputs != 0
+		acceptance = acceptance || r.AcceptanceOutputs != 0
+		stage = stage || r.AcceptanceStage != ""
 	}
-	for _, r := range rep.Items {
-		row(r)
+	head := []string{strings.ToUpper(rep.By)}
+	if byWorkload {
+		head = append(head, "NAME")
 	}
-	total := rep.Total
-	total.Name = "TOTAL"
-	row(total)
+	if stage {
+		head = append(head, "STAGE")
+	}
+	head = append(head, "GPU-HOURS", "ACCELERATOR", "HOST", "OTHER", "TOTAL", "ACCEPTED", "REJECTED", "UNIT", "PER-OUTPUT")
+	if unaccepted {
+		head = append(head, "UNACCEPTED")
+	}
+	if acceptance {
+		head = append(head, "ACCEPTANCE")
+	}
+	head = append(head, "IDLE-GPU-H", "FAILED-GPU-H", "PREEMPTED-GPU-H", "RETRIES")
+	t := newTable(e.stdout, head...)
+	for _, r := range rows {
+		for i, u := range unitLines(r) {
+			var line []string
+			cell := func(first func() string) string {
+				if i > 0 {
+					return ""
+				}
+				return first()
+			}
+			line = append(line, cell(func() string { return r.Name }))
+			if byWorkload {
+				line = append(line, cell(func() string { return r.WorkloadName }))
+			}
+			if stage {
+				line = append(line, cell(func() string { return r.AcceptanceStage }))
+			}
+			money := func(m api.Money) string { return cell(func() string { return cost.Amount(m, cur) }) }
+			line = append(line, cell(func() string { return cost.GPUHours(r.GPUHours) }), money(r.AcceleratorCost), money(r.HostCost),
+				money(r.StorageCost+r.NetworkCost+r.LicenceCost), money(r.TotalCost))
+			per := ""
+			if u.CostPerAccepted != nil {
+				per = cost.PerUnit(*u.CostPerAccepted, cur)
+			}
+			line = append(line, strconv.FormatInt(u.Accepted, 10), strconv.FormatInt(u.Rejected, 10), u.Unit, per)
+			if unaccepted {
+				line = append(line, strconv.FormatInt(u.Unaccepted, 10))
+			}
+			if acceptance {
+				line = append(line, strconv.FormatInt(u.Acceptance, 10))
+			}
+			line = append(line, cell(func() string { return cost.GPUHours(r.IdleGPUHours) }), cell(func() string { return cost.GPUHours(r.FailedGPUHours) }),
+				cell(func() string { return cost.GPUHours(r.PreemptedGPUHours) }), cell(func() string { return strconv.FormatInt(r.Retries, 10) }))
+			t.row(line...)
+		}
+	}
 	return t.flush()
 }
 
-// costColumns are the CSV columns of a report, the JSON names.
-var costColumns = []string{"name", "gpuHours", "acceleratorCost", "hostCost", "storageCost", "networkCost", "licenceCost", "totalCost",
-	"acceptedOutputs", "rejectedOutputs", "unit", "costPerAcceptedOutput", "idleGPUHours", "failedGPUHours", "preemptedGPUHours", "retries"}
+// costColumns are the CSV columns of a report: the JSON names of a row's
+// fields and of its outputsByUnit entries.
+var costColumns = []string{"name", "workloadName", "acceptanceStage", "gpuHours", "acceleratorCost", "hostCost", "storageCost", "networkCost", "licenceCost", "totalCost",
+	"unit", "accepted", "rejected", "unaccepted", "acceptance", "costPerAccepted", "idleGPUHours", "failedGPUHours", "preemptedGPUHours", "retries"}
 
+// printCostCSV writes a report as CSV with exact values: one line per row
+// and unit of its outputs, the row's own figures on its first line only
+// (so that a column's sum is the report's), the total last.
 func printCostCSV(w io.Writer, rep *api.CostReport) error {
 	cw := csv.NewWriter(w)
 	cw.Write(costColumns)
-	rec := func(r api.CostRow) []string {
-		per := ""
-		if r.CostPerAcceptedOutput != nil {
-			per = r.CostPerAcceptedOutput.String()
-		}
-		f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-		return []string{r.Name, f(r.GPUHours), r.AcceleratorCost.String(), r.HostCost.String(), r.StorageCost.String(), r.NetworkCost.String(),
-			r.LicenceCost.String(), r.TotalCost.String(), strconv.FormatInt(r.AcceptedOutputs, 10), strconv.FormatInt(r.RejectedOutputs, 10), r.Unit, per,
-			f(r.IdleGPUHours), f(r.FailedGPUHours), f(r.PreemptedGPUHours), strconv.FormatInt(r.Retries, 10)}
-	}
-	for _, r := range rep.Items {
-		cw.Write(rec(r))
-	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	total := rep.Total
 	total.Name = "TOTAL"
-	cw.Write(rec(total))
+	for _, r := range append(slices.Clone(rep.Items), total) {
+		for i, u := range unitLines(r) {
+			rec := make([]string, 0, len(costColumns))
+			if i == 0 {
+				rec = append(rec, r.Name, r.WorkloadName, r.AcceptanceStage, f(r.GPUHours), r.AcceleratorCost.String(), r.HostCost.String(), r.StorageCost.String(),
+					r.NetworkCost.String(), r.LicenceCost.String(), r.TotalCost.String())
+			} else {
+				rec = append(rec, r.Name, r.WorkloadName, r.AcceptanceStage, "", "", "", "", "", "", "")
+			}
+			per := ""
+			if u.CostPerAccepted != nil {
+				per = u.CostPerAccepted.String()
+			}
+			rec = append(rec, u.Unit, strconv.FormatInt(u.Accepted, 10), strconv.FormatInt(u.Rejected, 10), strconv.FormatInt(u.Unaccepted, 10),
+				strconv.FormatInt(u.Acceptance, 10), per)
+			if i == 0 {
+				rec = append(rec, f(r.IdleGPUHours), f(r.FailedGPUHours), f(r.PreemptedGPUHours), strconv.FormatInt(r.Retries, 10))
+			} else {
+				rec = append(rec, "", "", "", "")
+			}
+			cw.Write(rec)
+		}
+	}
 	cw.Flush()
 	return cw.Error()
 }
@@ -177,9 +250,12 @@ func newCostExportCmd(e *env) *cobra.Command {
 	var format, granularity, file string
 	cmd := &cobra.Command{
 		Use:   "export --format focus [--granularity hour|day] --from T --to T [--file F]",
-		Short: "Export charges as FinOps FOCUS 1.2 CSV",
-		Long: `Export the window's charges as FinOps FOCUS 1.2 CSV: every mandatory column,
-resource and tag columns, gpufleet's own columns prefixed x_, one row per
+		Short: "Export charges as FinOps FOCUS 1.3 CSV",
+		Long: `Export the window's charges as FinOps FOCUS 1.3 CSV: every mandatory column
+(ProviderName and PublisherName, deprecated by 1.3, kept beside
+ServiceProviderName and HostProviderName), resource (ResourceName is the
+workload's name) and tag columns, the split cost allocation columns on the
+rows of a GPU shared by share, gpufleet's own columns prefixed x_, one row per
 charge period (hour or day), workload and pool, the idle charge of pools
 billed whether used or not, and reserved commitments as a Purchase row with
 Used and Unused usage rows. The sum of BilledCost equals 'cost report' over
@@ -227,19 +303,21 @@ the same window. Written to stdout, or --file.`,
 }
 
 func newCostEstimateCmd(e *env) *cobra.Command {
-	var gpusFlag, pool, rate, onDemand, reserved, monthly string
+	var gpusFlag, pool, rate, onDemand, reserved, monthly, currency string
 	var hoursFlag, util float64
 	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "estimate --gpus N --hours H (--pool P | --rate RATE) [--utilisation U] [--on-demand R --reserved R --monthly R]",
 		Short: "What GPUs for a time would cost, and which price kind is cheaper",
 		Long: `What N GPUs for H hours cost at a rate per GPU-hour (--rate), or at a pool's
-price in effect now (--pool). Given an expected utilisation (the share of
-the hours the GPUs are held: on-demand bills only that share) and prices of
-several kinds, it compares them for the same work and prints the
-utilisation above which a committed price (reserved, monthly: billed used or
-not) is cheaper than on-demand. Money is exact: no rounding but the last
-micro-unit.`,
+price in effect now (--pool: a monthly price per GPU-month is 730 GPU-hours,
+an owned GPU's purchase is spread over its depreciation, as the ledger bills
+them). Given an expected utilisation (the share of the hours the GPUs are
+held: on-demand bills only that share) and prices of several kinds, it
+compares them for the same work and prints the utilisation above which a
+committed price (reserved, monthly: billed used or not) is cheaper than
+on-demand. The server computes it, in its currency, exactly: no rounding but
+the last micro-unit.`,
 		Example: `  gpufleet cost estimate --gpus 100 --hours 720 --rate 8
   gpufleet cost estimate --gpus 8 --hours 720 --on-demand 4 --reserved 2.6 --monthly 1500 --utilisation 0.6
   gpufleet cost estimate --gpus 4 --hours 24 --pool local -o json`,
@@ -258,79 +336,47 @@ micro-unit.`,
 			if util < 0 || util > 1 {
 				return usagef("--utilisation %v: want a share from 0 to 1 (0.6)", util)
 			}
-			parse := func(flag, v string) (api.Money, error) {
+			parse := func(flag, v, per string) (api.Money, error) {
 				m, err := api.ParseMoney(v)
 				if err != nil || m < 0 {
-					return 0, usagef("%s %q: want a non-negative amount per GPU-hour (8, 2.5)", flag, v)
+					return 0, usagef("%s %q: want a non-negative amount per %s (8, 2.5)", flag, v, per)
 				}
 				return m, nil
 			}
-			var opts []api.EstimateOption
+			req := api.EstimateRequest{GPUs: gpus, Hours: hoursFlag, Pool: pool, Utilisation: &util, Currency: currency}
 			for _, o := range []struct{ flag, kind, v string }{{"--on-demand", api.PriceOnDemand, onDemand}, {"--reserved", api.PriceReserved, reserved}, {"--monthly", api.PriceMonthly, monthly}} {
 				if o.v == "" {
 					continue
 				}
-				m, err := parse(o.flag, o.v)
+				m, err := parse(o.flag, o.v, cost.PriceUnit(o.kind))
 				if err != nil {
 					return err
 				}
-				opts = append(opts, api.EstimateOption{Kind: o.kind, Rate: m})
+				req.Compare = append(req.Compare, api.EstimateOption{Kind: o.kind, Rate: m})
 			}
-			kind, currency := api.PriceOnDemand, "USD"
-			var r api.Money
 			switch {
 			case rate != "" && pool != "":
 				return usagef("give --rate or --pool, not both")
 			case rate != "":
-				if r, err = parse("--rate", rate); err != nil {
+				if req.Rate, err = parse("--rate", rate, "GPU-hour"); err != nil {
 					return err
 				}
-			case pool != "":
-				c, err := e.client()
-				if err != nil {
-					return err
-				}
-				ps, err := c.Prices(cmd.Context())
-				if err != nil {
-					return err
-				}
-				p, ok := cost.PriceAt(ps.Items, pool, e.now())
-				if !ok {
-					return usagef("--pool %s has no price in effect now: see 'gpufleet get prices'", pool)
-				}
-				kind, r, currency = p.Kind, cost.HourlyRate(p), ps.Currency
-			case len(opts) > 0:
-				kind, r = opts[0].Kind, opts[0].Rate
-			default:
+				req.Kind = api.PriceOnDemand
+			case pool == "" && len(req.Compare) == 0:
 				return usagef("give --rate, --pool, or prices to compare (--on-demand, --reserved, --monthly)")
 			}
-			est, err := cost.Estimate(gpus, hoursFlag, kind, r, util, opts)
+			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			est.Currency, est.Pool = currency, pool
+			est, err := c.Estimate(cmd.Context(), &req)
+			if err != nil {
+				return err
+			}
 			if ok, err := out.structured(e.stdout, est); ok {
 				return err
 			}
-			held := ""
-			if est.Kind == api.PriceOnDemand && est.Utilisation != 1 {
-				held = fmt.Sprintf(" × %s%% held", strconv.FormatFloat(100*est.Utilisation, 'f', -1, 64))
-			}
-			fmt.Fprintf(e.stdout, "%s %s × %s %s/GPU-hour × %s h%s = %s %s\n", gpus, gpuWord(gpus), est.Rate.Fixed(), currency,
-				strconv.FormatFloat(hoursFlag, 'f', -1, 64), held, est.Total.Fixed(), currency)
-			if len(est.Compare) > 0 {
-				fmt.Fprintf(e.stdout, "\nthe same work at %.0f%% utilisation:\n", 100*est.Utilisation)
-				t := newTable(e.stdout, "KIND", "RATE/GPU-HOUR", "TOTAL", "BREAK-EVEN-UTILISATION")
-				for _, o := range est.Compare {
-					be := ""
-					if o.BreakEvenUtilisation != nil {
-						be = fmt.Sprintf("%.1f%%", 100**o.BreakEvenUtilisation)
-					}
-					t.row(o.Kind, o.Rate.Fixed(), o.Total.Fixed(), be)
-				}
-				return t.flush()
-			}
-			return nil
+			return printEstimate(e.stdout, est)
 		},
 	}
 	fl := cmd.Flags()
@@ -341,9 +387,38 @@ micro-unit.`,
 	fl.Float64Var(&util, "utilisation", 1, "expected share of the hours the GPUs are held, 0 to 1")
 	fl.StringVar(&onDemand, "on-demand", "", "compare: an on-demand rate per GPU-hour")
 	fl.StringVar(&reserved, "reserved", "", "compare: a reserved rate per GPU-hour")
-	fl.StringVar(&monthly, "monthly", "", "compare: a monthly price per GPU")
+	fl.StringVar(&monthly, "monthly", "", "compare: a monthly price per GPU-month (730 GPU-hours)")
+	fl.StringVar(&currency, "currency", "", "the currency you mean (ISO 4217); the server refuses one that is not its own")
 	out = addOutputFlag(cmd, outTable, outJSON, outYAML)
 	return cmd
+}
+
+// printEstimate writes an estimate: the pool's price as set and per
+// GPU-hour, the formula with its total, and the comparison.
+func printEstimate(w io.Writer, est *api.CostEstimate) error {
+	cur := est.Currency
+	if p := est.Price; p != nil {
+		fmt.Fprintf(w, "pool %s: %s\n", est.Pool, describePrice(*p, cur))
+	}
+	held := ""
+	if est.Kind == api.PriceOnDemand && est.Utilisation != 1 {
+		held = fmt.Sprintf(" × %s%% held", strconv.FormatFloat(100*est.Utilisation, 'f', -1, 64))
+	}
+	fmt.Fprintf(w, "%s %s × %s/GPU-hour × %s h%s = %s\n", est.GPUs, gpuWord(est.GPUs), cost.WithCurrency(cost.PerUnit(est.Rate, cur), cur),
+		strconv.FormatFloat(est.Hours, 'f', -1, 64), held, cost.WithCurrency(cost.Amount(est.Total, cur), cur))
+	if len(est.Compare) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nthe same work at %.0f%% utilisation (%s):\n", 100*est.Utilisation, cur)
+	t := newTable(w, "KIND", "PRICE", "PER-GPU-HOUR", "TOTAL", "BREAK-EVEN-UTILISATION")
+	for _, o := range est.Compare {
+		be := ""
+		if o.BreakEvenUtilisation != nil {
+			be = fmt.Sprintf("%.1f%%", 100**o.BreakEvenUtilisation)
+		}
+		t.row(o.Kind, cost.PerUnit(o.PriceRate, cur)+"/"+o.PriceUnit, cost.PerUnit(o.Rate, cur), cost.Amount(o.Total, cur), be)
+	}
+	return t.flush()
 }
 
 // gpuWord is "GPU" for one, "GPUs" otherwise (0.5 GPUs).

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/config"
 )
 
 // TestLiveCostOfCompletedWork drives the whole server on simulated GPUs and
@@ -109,9 +113,25 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	head := recs[0]
 	for _, col := range []string{"BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId", "BillingAccountName",
 		"BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "ChargeClass",
-		"ChargeDescription", "PricingQuantity", "PricingUnit", "InvoiceIssuerName", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName"} {
+		"ChargeDescription", "PricingQuantity", "PricingUnit", "InvoiceIssuerName", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
+		"ServiceProviderName", "HostProviderName", "AllocatedMethodId", "AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags"} {
 		if !slices.Contains(head, col) {
 			t.Errorf("FOCUS export has no column %s", col)
+		}
+	}
+	// The halves' rows are allocated charges of a shared GPU; the whole
+	// GPU's is not.
+	resID, method, allocID, details := slices.Index(head, "ResourceId"), slices.Index(head, "AllocatedMethodId"), slices.Index(head, "AllocatedResourceId"), slices.Index(head, "AllocatedMethodDetails")
+	for _, r := range recs[1:] {
+		switch r[resID] {
+		case h1, h2:
+			if r[method] == "" || r[allocID] != r[resID] || !strings.Contains(r[details], `"AllocatedRatio":0.5`) {
+				t.Errorf("the row of %s, half a GPU: allocated by %q to %q, %s", r[resID], r[method], r[allocID], r[details])
+			}
+		case whole:
+			if r[method] != "" || r[allocID] != "" {
+				t.Errorf("the row of %s, a whole GPU, is an allocated charge (%q)", whole, r[method])
+			}
 		}
 	}
 	billed, start := slices.Index(head, "BilledCost"), slices.Index(head, "ChargePeriodStart")
@@ -164,8 +184,12 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	}
 	var bs api.BudgetList
 	mustJSON(t, s.run(t, tina, "get", "budgets", "-o", "json").stdout, &bs)
-	if len(bs.Items) != 1 || !bs.Items[0].Exceeded || bs.Items[0].Spent < bs.Items[0].Monthly {
-		t.Errorf("budgets: %+v", bs)
+	if len(bs.Items) != 1 || !bs.Items[0].Exceeded || bs.Items[0].Spent < bs.Items[0].Monthly || bs.Items[0].ExhaustedAt != nil ||
+		bs.Items[0].ExhaustedSince == nil || bs.Items[0].ExhaustedSince.After(time.Now()) {
+		t.Errorf("budgets: %+v, want it spent, since a time past, with no run-out time", bs)
+	}
+	if table := s.run(t, tina, "get", "budgets").stdout; !strings.Contains(table, "reached "+bs.Items[0].ExhaustedSince.UTC().Format(time.RFC3339)) {
+		t.Errorf("get budgets does not say since when the budget is spent:\n%s", table)
 	}
 	// Without the budget, it starts.
 	if got := s.must(t, "delete", "budget", "thrifty"); got != "budget/thrifty deleted\n" {
@@ -186,5 +210,117 @@ func mustJSON(t *testing.T, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("decode %q: %v", s, err)
+	}
+}
+
+// Outputs count as they happen, as a new user would check: a running
+// service's posted outputs count in the report by workload while it runs,
+// against what it cost so far; a job that wrote accepted outputs and then
+// failed has none accepted (they are unaccepted); rows by workload carry the
+// workload's name; the team's row keeps images and jobs apart, each with
+// its cost per accepted output.
+func TestLiveOutputsCountAsTheyHappen(t *testing.T) {
+	s := startLiveServerWith(t, func(c *config.Config) {
+		c.Cost.Prices = []api.Price{{Pool: "local", Kind: api.PriceOnDemand, Rate: 3600 * api.MoneyUnit}}
+	})
+	c := api.NewClient("http://"+s.addr, s.admin)
+	ctx := context.Background()
+	svc := strings.TrimSpace(s.must(t, "submit", "--kind", "service", "--name", "chat", "--gpus", "0.5", "--", "sleep", "120"))
+	images := strings.TrimSpace(s.must(t, "submit", "--name", "render", "--gpus", "0.25", "--", "sh", "-c", `echo "accepted=40 rejected=2 unit=images" >> "$GPUFLEET_OUTPUTS_FILE"`))
+	plain := strings.TrimSpace(s.must(t, "submit", "--name", "etl", "--gpus", "0.25", "--", "true"))
+	failed := strings.TrimSpace(s.must(t, "submit", "--name", "flaky", "--gpus", "0.25", "--", "sh", "-c", `echo "accepted=10 unit=images" >> "$GPUFLEET_OUTPUTS_FILE"; exit 1`))
+	for _, id := range []string{images, plain, failed} {
+		s.run(t, s.admin, "wait", id)
+	}
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		w, err := c.GetWorkload(ctx, svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Status.Phase == api.PhaseRunning {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the service is %s: %s", w.Status.Phase, w.Status.Message)
+		}
+	}
+	if _, err := c.ReportOutputs(ctx, svc, &api.Outputs{Accepted: 30, Unit: "requests"}); err != nil {
+		t.Fatal(err)
+	}
+
+	var rep api.CostReport
+	mustJSON(t, s.must(t, "cost", "report", "--by", "workload", "--since", "1h", "-o", "json"), &rep)
+	rows := map[string]api.CostRow{}
+	for _, r := range rep.Items {
+		rows[r.Name] = r
+	}
+	if r := rows[svc]; r.AcceptedOutputs != 30 || r.Unit != "requests" || r.CostPerAcceptedOutput == nil || *r.CostPerAcceptedOutput <= 0 || r.WorkloadName != "chat" {
+		t.Errorf("the running service's row: %+v, want its 30 requests at a cost each, named chat", r)
+	}
+	if r := rows[failed]; r.AcceptedOutputs != 0 || r.UnacceptedOutputs != 10 || r.CostPerAcceptedOutput != nil || r.WorkloadName != "flaky" {
+		t.Errorf("the failed job's row: %+v, want its 10 images unaccepted", r)
+	}
+	table := s.must(t, "cost", "report", "--by", "workload", "--since", "1h")
+	for _, want := range []string{"chat", "render", "REJECTED", "UNACCEPTED"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table by workload has no %s:\n%s", want, table)
+		}
+	}
+
+	mustJSON(t, s.must(t, "cost", "report", "--by", "team", "--since", "1h", "-o", "json"), &rep)
+	if len(rep.Items) != 1 {
+		t.Fatalf("rows by team: %+v", rep.Items)
+	}
+	team := rep.Items[0]
+	per := map[string]api.UnitOutputs{}
+	for _, u := range team.OutputsByUnit {
+		per[u.Unit] = u
+	}
+	for unit, accepted := range map[string]int64{"images": 40, "job": 1, "requests": 30} {
+		if u := per[unit]; u.Accepted != accepted || u.CostPerAccepted == nil || *u.CostPerAccepted <= 0 {
+			t.Errorf("the team's %s: %+v, want %d accepted with a cost each", unit, u, accepted)
+		}
+	}
+	if team.Unit != "mixed" || team.UnacceptedOutputs != 10 {
+		t.Errorf("the team's row: unit %q, %d unaccepted", team.Unit, team.UnacceptedOutputs)
+	}
+	table = s.must(t, "cost", "report", "--by", "team", "--since", "1h")
+	if strings.Contains(table, "mixed") || !strings.Contains(table, "images") || !strings.Contains(table, "requests") {
+		t.Errorf("the table by team does not keep the units apart:\n%s", table)
+	}
+	// The cost counter says its currency.
+	req, _ := http.NewRequest("GET", "http://"+s.addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+s.admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `gpufleet_cost_total{currency="USD",pool="local",team="default"}`) {
+		t.Errorf("/metrics has no cost counter naming its currency:\n%.2000s", body)
+	}
+	// The FOCUS export names each workload, as the CSV report does.
+	recs, err := csv.NewReader(strings.NewReader(s.must(t, "cost", "export", "--since", "1h"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resID, resName := slices.Index(recs[0], "ResourceId"), slices.Index(recs[0], "ResourceName")
+	named := map[string]string{}
+	for _, r := range recs[1:] {
+		named[r[resID]] = r[resName]
+	}
+	csvRecs, err := csv.NewReader(strings.NewReader(s.must(t, "cost", "report", "--by", "workload", "--since", "1h", "-o", "csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	csvNamed := map[string]string{}
+	for _, r := range csvRecs[1:] {
+		csvNamed[r[slices.Index(csvRecs[0], "name")]] = r[slices.Index(csvRecs[0], "workloadName")]
+	}
+	for id, name := range map[string]string{svc: "chat", images: "render", plain: "etl", failed: "flaky"} {
+		if named[id] != name || csvNamed[id] != name {
+			t.Errorf("%s: the FOCUS export names it %q, the CSV %q; want %q", id, named[id], csvNamed[id], name)
+		}
 	}
 }

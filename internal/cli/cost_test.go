@@ -11,21 +11,35 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 )
 
-// The estimate reproduces the seed's example exactly, and compares price
-// kinds with their break-even utilisation.
+// The estimate reproduces the seed's example exactly, at a rate and at a
+// pool's price of each kind (a monthly 5840 is 8 per GPU-hour: the
+// monthly price is converted once), and compares price kinds with their
+// break-even utilisation; get pools and get prices say what each price is
+// per.
 func TestCostEstimate(t *testing.T) {
-	r := runCLI(t, invocation{args: []string{"cost", "estimate", "--gpus", "100", "--hours", "720", "--rate", "8"}})
-	if r.code != 0 || r.stdout != "100 GPUs × 8.00 USD/GPU-hour × 720 h = 576000.00 USD\n" {
+	s := startLiveServer(t)
+	if r := s.run(t, s.admin, "cost", "estimate", "--gpus", "100", "--hours", "720", "--rate", "8"); r.code != 0 || r.stdout != "100 GPUs × 8.00 USD/GPU-hour × 720 h = 576000.00 USD\n" {
 		t.Errorf("exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
-	r = runCLI(t, invocation{args: []string{"cost", "estimate", "--gpus", "100", "--hours", "720", "--rate", "8", "-o", "json"}})
 	var est api.CostEstimate
-	mustJSON(t, r.stdout, &est)
+	mustJSON(t, s.must(t, "cost", "estimate", "--gpus", "100", "--hours", "720", "--rate", "8", "-o", "json"), &est)
 	if est.Total != 576000*api.MoneyUnit {
 		t.Errorf("-o json total %s, want 576000", est.Total)
 	}
-	r = runCLI(t, invocation{args: []string{"cost", "estimate", "--gpus", "8", "--hours", "720", "--on-demand", "4", "--reserved", "2", "--utilisation", "0.25", "-o", "json"}})
-	mustJSON(t, r.stdout, &est)
+	s.must(t, "set", "price", "local", "--monthly", "5840")
+	out := s.must(t, "cost", "estimate", "--gpus", "100", "--hours", "720", "--pool", "local")
+	if want := "pool local: monthly 5840.00 USD/GPU-month = 8.00 USD/GPU-hour\n100 GPUs × 8.00 USD/GPU-hour × 720 h = 576000.00 USD\n"; out != want {
+		t.Errorf("estimate at a monthly 5840:\n%s\nwant\n%s", out, want)
+	}
+	pools := s.must(t, "get", "pools")
+	if !strings.Contains(pools, "monthly 5840.00 USD/GPU-month = 8.00 USD/GPU-hour") || strings.Contains(pools, "5840/GPU-h") {
+		t.Errorf("get pools calls a monthly price what it is not:\n%s", pools)
+	}
+	prices := s.must(t, "get", "prices")
+	if !strings.Contains(prices, "monthly 5840.00 USD/GPU-month = 8.00 USD/GPU-hour") {
+		t.Errorf("get prices:\n%s", prices)
+	}
+	mustJSON(t, s.must(t, "cost", "estimate", "--gpus", "8", "--hours", "720", "--on-demand", "4", "--reserved", "2", "--utilisation", "0.25", "-o", "json"), &est)
 	var reserved *api.EstimateOption
 	for i := range est.Compare {
 		if est.Compare[i].Kind == api.PriceReserved {
@@ -45,11 +59,22 @@ func TestCostEstimate(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--gpus", "0", "--hours", "1", "--rate", "1"},
 		{"--gpus", "1", "--hours", "1", "--rate", "-1"},
+		{"--gpus", "1", "--hours", "-1", "--rate", "1"},
 		{"--gpus", "1", "--hours", "1", "--rate", "1", "--utilisation", "2"},
 		{"--gpus", "1", "--hours", "1"},
 	} {
-		if r := runCLI(t, invocation{args: append([]string{"cost", "estimate"}, bad...)}); r.code != 2 || r.stderr == "" {
+		if r := s.run(t, s.admin, append([]string{"cost", "estimate"}, bad...)...); r.code != 2 || r.stderr == "" {
 			t.Errorf("estimate %v: exit %d %q, want a usage error", bad, r.code, r.stderr)
+		}
+	}
+	for flags, field := range map[string]string{
+		"--pool nowhere":          "pool",
+		"--rate 1 --currency XYZ": "currency",
+		"--rate 1 --currency EUR": "currency",
+	} {
+		r := s.run(t, s.admin, append([]string{"cost", "estimate", "--gpus", "1", "--hours", "1"}, strings.Fields(flags)...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, field) {
+			t.Errorf("estimate %s: exit %d %q, want a refusal naming %s", flags, r.code, r.stderr, field)
 		}
 	}
 }
@@ -120,8 +145,30 @@ func TestLiveCostBadInput(t *testing.T) {
 
 	id := strings.TrimSpace(s.must(t, "submit", "--gpus", "0.25", "--", "sh", "-c", `printf 'accepted=5 unit=tokens\naccepted=lots\n' >> "$GPUFLEET_OUTPUTS_FILE"`))
 	s.must(t, "wait", id)
-	_, err = c.ReportOutputs(ctx, id, &api.Outputs{Accepted: -1})
+	before, err := c.Cost(ctx, api.CostQuery{By: api.CostByWorkload, Since: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ReportOutputs(ctx, id, &api.Outputs{Accepted: -1, Unit: "tokens"})
 	wantField("negative outputs", err, http.StatusBadRequest, "accepted")
+	_, err = c.ReportOutputs(ctx, id, &api.Outputs{Accepted: 5})
+	wantField("outputs without a unit", err, http.StatusBadRequest, "unit")
+	after, err := c.Cost(ctx, api.CostQuery{By: api.CostByWorkload, Since: "1h"})
+	if err != nil || after.Total.AcceptedOutputs != before.Total.AcceptedOutputs {
+		t.Errorf("refused outputs were counted: %d accepted before, %d after (%v)", before.Total.AcceptedOutputs, after.Total.AcceptedOutputs, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		req   api.EstimateRequest
+		field string
+	}{
+		{"an estimate at a pool with no price", api.EstimateRequest{GPUs: 1000, Hours: 1, Pool: "nowhere"}, "pool"},
+		{"an estimate of negative hours", api.EstimateRequest{GPUs: 1000, Hours: -1, Rate: api.MoneyUnit}, "hours"},
+		{"an estimate in an unknown currency", api.EstimateRequest{GPUs: 1000, Hours: 1, Rate: api.MoneyUnit, Currency: "ZZZ"}, "currency"},
+	} {
+		_, err := c.Estimate(ctx, &tc.req)
+		wantField(tc.name, err, http.StatusBadRequest, tc.field)
+	}
 	w, err := c.ReportOutputs(ctx, id, &api.Outputs{Accepted: 2, Unit: "tokens"})
 	if err != nil || w.Status.Outputs == nil || w.Status.Outputs.Accepted != 7 || w.Status.Outputs.Unit != "tokens" {
 		t.Fatalf("outputs after the file's 5 and 2 more: %+v %v", w.Status.Outputs, err)

@@ -22,15 +22,14 @@ func printClusters(e *env, cs []api.Cluster) error {
 	return t.flush()
 }
 
+// printPools writes the pools as a table; PRICE is the price in effect,
+// each figure with its currency and what it is per (describePrice).
 func printPools(e *env, ps []api.Pool) error {
 	t := newTable(e.stdout, "NAME", "CLUSTER", "REGION", "KIND", "GPUS", "ALLOCATED", "USED", "PRICE", "HEALTH")
 	for _, p := range ps {
 		price := "-"
 		if p.Price != nil {
-			price = p.Price.Kind
-			if p.Price.Rate != 0 {
-				price += " " + p.Price.Rate.String() + "/GPU-h"
-			}
+			price = describePrice(*p.Price, p.Currency)
 		}
 		region := p.Region
 		if p.Zone != "" {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
 // poolLabel is the label every node carries with its pool (the server's
@@ -325,10 +326,10 @@ func printPlanTable(w io.Writer, p *api.Plan) error {
 		for _, c := range p.Candidates {
 			perHour, perUnit := "-", "-"
 			if c.CostPerHour != nil {
-				perHour = c.CostPerHour.Fixed()
+				perHour = cost.PerUnit(*c.CostPerHour, p.Currency)
 			}
 			if c.CostPerUnit != nil {
-				perUnit = c.CostPerUnit.String() + "/" + c.Unit
+				perUnit = cost.PerUnit(*c.CostPerUnit, p.Currency) + "/" + c.Unit
 			}
 			fits := "no"
 			if c.Fits {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
 func newSetPriceCmd(e *env) *cobra.Command {
@@ -135,29 +136,34 @@ func fieldUsage(fe []api.FieldError) error {
 	return usagef("%s", strings.Join(parts, "; "))
 }
 
-// describePrice says a price in a few words: "on-demand 2.5 USD/GPU-hour".
+// describePrice says a price in a few words, each figure with what it is
+// per, and, for monthly and owned, what that is per GPU-hour as the ledger
+// bills it: "monthly 5840.00 USD/GPU-month = 8.00 USD/GPU-hour".
 func describePrice(p api.Price, currency string) string {
-	cur := ""
-	if currency != "" {
-		cur = " " + currency
+	per := func(m api.Money, unit string) string {
+		return cost.WithCurrency(cost.PerUnit(m, currency), currency) + "/" + unit
 	}
+	hourly := " = " + per(cost.HourlyRate(p), "GPU-hour")
 	switch p.Kind {
 	case api.PriceOnDemand:
-		s := "on-demand " + p.Rate.String() + cur + "/GPU-hour"
+		s := "on-demand " + per(p.Rate, "GPU-hour")
 		if p.BillingIncrement != "" {
 			s += " per " + p.BillingIncrement
 		}
 		return s
 	case api.PriceReserved:
-		return fmt.Sprintf("reserved %d GPUs at %s%s/GPU-hour for %s", p.GPUs, p.Rate, cur, p.Term)
+		return fmt.Sprintf("reserved %d GPUs at %s for %s", p.GPUs, per(p.Rate, "GPU-hour"), p.Term)
 	case api.PriceMonthly:
-		return "monthly " + p.Rate.String() + cur + "/GPU"
+		return "monthly " + per(p.Rate, "GPU-month") + hourly
 	case api.PriceOwned:
-		s := "owned " + p.Purchase.String() + cur + "/GPU over " + p.Depreciation
-		if p.PerGPUHour != 0 {
-			s += " + " + p.PerGPUHour.String() + cur + "/GPU-hour"
+		s := "owned"
+		if p.Purchase != 0 {
+			s += " " + per(p.Purchase, "GPU") + " over " + p.Depreciation
 		}
-		return s
+		if p.PerGPUHour != 0 {
+			s += " + " + per(p.PerGPUHour, "GPU-hour")
+		}
+		return s + hourly
 	}
 	return p.Kind
 }
@@ -169,13 +175,14 @@ func printPrices(e *env, ps *api.PriceList) error {
 		if !p.EffectiveFrom.IsZero() {
 			from = p.EffectiveFrom.UTC().Format(time.RFC3339)
 		}
+		cur := ps.Currency
 		host := ""
 		if p.CPUCoreHour != 0 || p.MemoryGiBHour != 0 {
-			host = p.CPUCoreHour.String() + "/core-h " + p.MemoryGiBHour.String() + "/GiB-h"
+			host = cost.PerUnit(p.CPUCoreHour, cur) + "/core-hour " + cost.PerUnit(p.MemoryGiBHour, cur) + "/GiB-hour"
 		}
 		lic := ""
 		if p.LicenceGPUHour != 0 {
-			lic = p.LicenceGPUHour.String() + "/GPU-h"
+			lic = cost.PerUnit(p.LicenceGPUHour, cur) + "/GPU-hour"
 		}
 		t.row(p.Pool, describePrice(p, ps.Currency), from, host, lic)
 	}
@@ -237,7 +244,7 @@ defaults (soft, alert at 80%).`,
 			if got.Hard {
 				kind = "hard"
 			}
-			fmt.Fprintf(e.stdout, "budget/%s configured: %s a month, %s, alert at %d%%\n", args[0], got.Monthly.Fixed(), kind, got.AlertPercent)
+			fmt.Fprintf(e.stdout, "budget/%s configured: %s a month, %s, alert at %d%%\n", args[0], cost.Amount(got.Monthly, ""), kind, got.AlertPercent)
 			return nil
 		},
 	}
@@ -251,11 +258,17 @@ defaults (soft, alert at 80%).`,
 	return cmd
 }
 
+// printBudgets writes the budgets as a table, money with its currency;
+// RUNS-OUT is when the budget runs out at the current burn rate (a time to
+// come), or, once it has, "reached" and since when.
 func printBudgets(e *env, bs *api.BudgetList) error {
 	t := newTable(e.stdout, "TEAM", "MONTHLY", "SPENT", "SPENT%", "BURN/HOUR", "RUNS-OUT", "ALERT", "HARD", "STATE", "RESETS")
 	for _, b := range bs.Items {
 		out := ""
-		if b.ExhaustedAt != nil {
+		switch {
+		case b.ExhaustedSince != nil:
+			out = "reached " + b.ExhaustedSince.UTC().Format(time.RFC3339)
+		case b.ExhaustedAt != nil:
 			out = b.ExhaustedAt.UTC().Format(time.RFC3339)
 		}
 		state := "ok"
@@ -265,7 +278,8 @@ func printBudgets(e *env, bs *api.BudgetList) error {
 		case b.Alerting:
 			state = "alerting"
 		}
-		t.row(b.Team, b.Monthly.Fixed()+" "+b.Currency, b.Spent.Fixed(), fmt.Sprintf("%.1f%%", 100*b.SpentRatio), b.BurnPerHour.Fixed(), out,
+		amount := func(m api.Money) string { return cost.WithCurrency(cost.Amount(m, b.Currency), b.Currency) }
+		t.row(b.Team, amount(b.Monthly), amount(b.Spent), fmt.Sprintf("%.1f%%", 100*b.SpentRatio), amount(b.BurnPerHour), out,
 			fmt.Sprintf("%d%%", b.AlertPercent), strconv.FormatBool(b.Hard), state, b.ResetsAt.UTC().Format(time.RFC3339))
 	}
 	return t.flush()

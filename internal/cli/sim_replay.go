@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
-	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
@@ -301,7 +301,7 @@ func (f *replayFlags) check() error {
 		return usagef("--price-on-demand and --prices: give one")
 	case f.currency != "" && f.onDemand == "" && f.pricesFile == "":
 		return usagef("--currency needs --price-on-demand or --prices")
-	case f.currency != "" && !config.ValidCurrency(f.currency):
+	case f.currency != "" && !cost.ValidCurrency(f.currency):
 		return usagef("--currency %q: want an ISO 4217 code such as USD or EUR", f.currency)
 	}
 	if f.onDemand != "" {
@@ -348,7 +348,7 @@ func (f *replayFlags) prices(cfg *sim.ReplayConfig) error {
 	if len(ps) == 0 {
 		return fmt.Errorf("--prices %s: no prices", f.pricesFile)
 	}
-	if cfg.Currency != "" && !config.ValidCurrency(cfg.Currency) {
+	if cfg.Currency != "" && !cost.ValidCurrency(cfg.Currency) {
 		return fmt.Errorf("--prices %s: currency %q: want an ISO 4217 code such as USD or EUR", f.pricesFile, cfg.Currency)
 	}
 	if err := sim.CheckReplayPrices(ps); err != nil {
@@ -458,7 +458,7 @@ func printReplayTable(w io.Writer, t trace.Trace, runs []sim.ReplayResult) error
 					formatHours(tm.GPUHours), formatPercent(tm.MeanShare), strconv.Itoa(tm.Preemptions),
 					formatSpan(tm.Queueing.P50), formatSpan(tm.Queueing.P95), formatSpan(tm.Queueing.P99)}
 				if r.Cost != nil {
-					cells = append(cells, teamCost(r.Cost, tm.Name).Fixed())
+					cells = append(cells, cost.Amount(teamCost(r.Cost, tm.Name), r.Cost.Currency))
 				}
 				tb.row(cells...)
 			}
@@ -485,10 +485,10 @@ func printReplayCost(w io.Writer, runs []sim.ReplayResult) error {
 		}
 		per := ""
 		if c.CostPerCompletedTask != nil {
-			per = c.CostPerCompletedTask.Fixed()
+			per = cost.PerUnit(*c.CostPerCompletedTask, c.Currency)
 		}
-		tb.row(r.Policy, c.Total.Fixed(), per, strconv.FormatInt(c.CompletedTasks, 10), formatHours(c.GPUHours),
-			c.IdleCost.Fixed(), formatPercent(c.IdleShare()))
+		tb.row(r.Policy, cost.Amount(c.Total, c.Currency), per, strconv.FormatInt(c.CompletedTasks, 10), formatHours(c.GPUHours),
+			cost.Amount(c.IdleCost, c.Currency), formatPercent(c.IdleShare()))
 	}
 	return tb.flush()
 }

@@ -724,7 +724,7 @@ func (l *Loop) reportOutputs(ctx context.Context, e executor.Exit) error {
 	if e.Outputs == nil {
 		return nil
 	}
-	_, err := l.opts.Store.AddOutputs(ctx, e.WorkloadID, *e.Outputs)
+	_, err := l.opts.Store.AddOutputs(ctx, e.WorkloadID, *e.Outputs, l.opts.Now())
 	return err
 }
 

@@ -26,3 +26,11 @@ func (o *Outputs) Add(o2 Outputs) {
 		o.Unit = "mixed"
 	}
 }
+
+// Labels of the workloads an acceptance card's stages run: the run's ID and
+// the stage's name. Their outputs are the card's evidence, not the team's
+// completed work, and the cost ledger counts them apart.
+const (
+	LabelAcceptanceRun   = "gpufleet.io/acceptance-run"
+	LabelAcceptanceStage = "gpufleet.io/acceptance-stage"
+)

@@ -21,22 +21,24 @@ const DefaultAlertPercent = 80
 //     accelerator, licence per GPU-hour and host; and what its volumes
 //     that exist at Now (Deleted zero, Created ≤ Now) accrue, storage;
 //     rounded half-up once.
-//   - ExhaustedAt is Now + (Monthly − Spent) / BurnPerHour when that is
-//     before ResetsAt (absent otherwise, or with no burn); Now when Spent
-//     has reached Monthly.
+//   - ExhaustedAt is Now + (Monthly − Spent) / BurnPerHour when Spent is
+//     below Monthly and that is before ResetsAt (absent otherwise, or with
+//     no burn): a time to come.
+//   - ExhaustedSince, once Spent has reached Monthly, is the first second
+//     of the month at whose end the team's spend had reached it
+//     (SpendReached); since, when not zero, is that instant already known
+//     to the caller (the past does not change), and is used as is.
 //   - Alerting: Spent ≥ AlertPercent (default 80) % of Monthly.
 //   - Exceeded (a hard budget only): Spent plus what the open intervals
 //     accrue in the next minute (BurnPerHour / 60, exactly) reaches Monthly.
-func Budget(in Input, team core.TeamName, b api.Budget) api.BudgetStatus {
+func Budget(in Input, team core.TeamName, b api.Budget, since time.Time) api.BudgetStatus {
 	if b.Team == "" {
 		b.Team = string(team)
 	}
 	now := in.Now.UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	st := api.BudgetStatus{Budget: b, Currency: in.Currency, MonthStart: month, ResetsAt: month.AddDate(0, 1, 0)}
-	if rep, err := Report(in, api.CostByTeam, Visibility{Teams: map[core.TeamName]bool{team: true}}); err == nil {
-		st.Spent = rep.Total.TotalCost
-	}
+	st.Spent = teamSpent(in, team)
 	st.BurnPerHour = burn(&in, team)
 	if b.Monthly > 0 {
 		st.SpentRatio = float64(st.Spent) / float64(b.Monthly)
@@ -54,19 +56,68 @@ func Budget(in Input, team core.TeamName, b api.Budget) api.BudgetStatus {
 	}
 	switch {
 	case st.Spent >= b.Monthly:
-		t := in.Now
-		st.ExhaustedAt = &t
+		t := since
+		if t.IsZero() {
+			t = SpendReached(in, team, b.Monthly)
+		}
+		st.ExhaustedSince = &t
 	case st.BurnPerHour > 0:
 		// (Monthly − Spent) / burn hours, in nanoseconds.
 		left := new(big.Int).Mul(big.NewInt(int64(b.Monthly-st.Spent)), big.NewInt(nsPerHour))
 		left.Quo(left, big.NewInt(int64(st.BurnPerHour)))
 		if left.IsInt64() {
-			if t := in.Now.Add(time.Duration(left.Int64())); t.Before(st.ResetsAt) && !t.Before(in.Now) {
+			if t := in.Now.Add(time.Duration(left.Int64())); t.Before(st.ResetsAt) && t.After(in.Now) {
 				st.ExhaustedAt = &t
 			}
 		}
 	}
 	return st
+}
+
+// teamSpent is the team's total cost over in's window.
+func teamSpent(in Input, team core.TeamName) Money {
+	rep, err := Report(in, api.CostByTeam, Visibility{Teams: map[core.TeamName]bool{team: true}})
+	if err != nil {
+		return 0
+	}
+	return rep.Total.TotalCost
+}
+
+// SpendReached is the first whole second t of in's window (From to Now;
+// Now itself when that is sooner) such that the team's spend over [From,
+// t) has reached amount, found by
+// bisection on the spend as of t (the ledger of [From, t) with the clock
+// at t), which only grows with t; Now when even the whole window's spend
+// falls short.
+func SpendReached(in Input, team core.TeamName, amount Money) time.Time {
+	at := func(t time.Time) Money {
+		x := in
+		x.To, x.Now = t, t
+		return teamSpent(x, team)
+	}
+	lo, hi := in.From, in.Now
+	if at(hi) < amount {
+		return hi
+	}
+	for hi.Sub(lo) > time.Second {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if at(mid) >= amount {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if t := hi.Truncate(time.Second); !t.Before(hi) || at(t) >= amount {
+		return t
+	}
+	return minTimeOf(hi.Truncate(time.Second).Add(time.Second), in.Now)
+}
+
+func minTimeOf(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // burn is what a team's open intervals and existing volumes accrue in an

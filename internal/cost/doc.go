@@ -1,7 +1,7 @@
-// Package cost is gpufleet's cost ledger (issue 15): price versions ×
-// allocation intervals → what each workload, team, pool, user or label
-// cost in a window, what the pools billed that nobody held (idle), FOCUS
-// 1.2 exports, budgets and estimates.
+// Package cost is gpufleet's cost ledger: price versions × allocation
+// intervals → what each workload, team, pool, user or label cost in a
+// window, what the pools billed that nobody held (idle), FOCUS exports,
+// budgets, estimates, and how amounts are shown to people (display.go).
 //
 // It is pure: an Input goes in (a window, the price versions, the pools'
 // devices, the intervals and their workloads, the team volumes, and Now,
@@ -36,6 +36,10 @@
 //   - owned: Purchase / Depreciation (in hours) + PerGPUHour per GPU-hour,
 //     billed like monthly.
 //
+// GPUHourRate is the one conversion of a version's GPU price to a rate
+// per GPU-hour (the four kinds above); the ledger, Estimate, the plan and
+// the rates shown to people use it.
+//
 // A committed pool bills Rate × max(capacity, held); held beyond capacity
 // (more held than devices, or than reserved GPUs) is billed to the
 // workloads and nothing is idle then. The idle row (api.IdleRow) is what
@@ -67,19 +71,34 @@
 //
 // # Outputs
 //
-// A workload counts in a window when it finished in [From, To), or, while
-// active, when From ≤ Now ≤ To. A counted workload adds its outputs
-// (Reported: Outputs; else a Succeeded one one accepted output of unit
-// "job", any other none), its retries (Attempts − 1) and its network egress
-// to its home pool's row. A row's unit is the single unit of its counted
-// workloads' outputs, "mixed" when several, "" when none;
-// costPerAcceptedOutput is TotalCost / accepted, rounded half-up to a
-// micro-unit, null when none was accepted or the unit is mixed (a cost
-// per image-or-job means nothing). failedGPUHours and
-// preemptedGPUHours are the GPU hours of intervals with that Outcome,
-// inside gpuHours (billed once, not added); idleGPUHours appear on the
-// idle row and the total only; gpuHours are held hours (an increment
-// adds cost, not hours).
+// A workload's reports of completed work (Workload.Outputs) each count in
+// the window that holds the time it was recorded: a running service's
+// outputs count from the moment they are reported. A Succeeded job that
+// never reported any counts one accepted output of unit "job" in the
+// window where it finished (or, while active, one that reaches now: From ≤
+// Now ≤ To); its retries (Attempts − 1) and network egress count there
+// too. Outputs go to the row of the workload's home pool's cell. A unit
+// left empty is "output". Accepted outputs of a workload that failed are
+// unaccepted (shown, in no cost per accepted output); those of an
+// acceptance card's stage (core.LabelAcceptanceRun) are the card's
+// (acceptance), not the team's.
+//
+// A row keeps its outputs per unit (api.UnitOutputs). A unit's cost per
+// accepted output is its own cost, the money of the workloads whose
+// accepted outputs in the row are of that unit alone, plus a share of the
+// rest of the row's total (failed, idle, stages, workloads of several
+// units or none) in proportion to its own cost (equally between the
+// units when none has any), over its accepted outputs, computed exactly
+// and rounded half-up once; so Σ unit costs = the row's total. By pool, a
+// workload's cost in pools other than its home's is shared in those rows.
+// The total row is accumulated cell by cell, so it is the same whatever
+// the dimension. The row's unit is its one unit of accepted or rejected
+// outputs, "mixed" when several; costPerAcceptedOutput is TotalCost /
+// accepted, rounded half-up to a micro-unit, when its accepted outputs are
+// of one unit, null otherwise. failedGPUHours and preemptedGPUHours are
+// the GPU hours of intervals with that Outcome, inside gpuHours (billed
+// once, not added); idleGPUHours appear on the idle row and the total
+// only; gpuHours are held hours (an increment adds cost, not hours).
 //
 // # Exact money and its one rounding
 //

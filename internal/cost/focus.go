@@ -13,9 +13,13 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 )
 
-// FOCUSColumns are the columns of a FOCUS 1.2 export, in order: the 21
-// mandatory columns as the specification lists them, then the conditional
-// and recommended ones gpufleet fills, then its own (x_).
+// FOCUSColumns are the columns of a FOCUS 1.3 export, in order: the 23
+// columns FOCUS 1.3 makes mandatory (the 21 of 1.2, whose ProviderName and
+// PublisherName 1.3 deprecates but keeps, for readers that want them, then
+// ServiceProviderName and HostProviderName), the split cost allocation
+// columns, the conditional and recommended ones gpufleet fills, then its
+// own (x_). testdata/focus-1.3-cost-and-usage.tsv holds the
+// specification's list, which a test checks the export against.
 var FOCUSColumns = []string{
 	"BilledCost", "EffectiveCost", "ListCost", "ContractedCost",
 	"BillingAccountId", "BillingAccountName", "BillingCurrency",
@@ -23,6 +27,9 @@ var FOCUSColumns = []string{
 	"ChargeCategory", "ChargeClass", "ChargeDescription",
 	"PricingQuantity", "PricingUnit",
 	"InvoiceIssuerName", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
+	"ServiceProviderName", "HostProviderName",
+
+	"AllocatedMethodId", "AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
 
 	"ResourceId", "ResourceName", "ResourceType", "Tags",
 	"ConsumedQuantity", "ConsumedUnit",
@@ -34,8 +41,64 @@ var FOCUSColumns = []string{
 	"x_AcceleratorCost", "x_HostCost", "x_StorageCost", "x_NetworkCost", "x_LicenceCost",
 }
 
-// FOCUSMandatory are the columns FOCUS 1.2 requires.
-var FOCUSMandatory = FOCUSColumns[:21]
+// FOCUSMandatory are the columns FOCUS 1.3 requires.
+var FOCUSMandatory = FOCUSColumns[:23]
+
+// FOCUSAllocatedMethod is the AllocatedMethodId of a share of a GPU: the
+// device's cost split among the workloads holding it in proportion to
+// their milli-GPU (AllocatedMethodDetails' AllocatedRatio is the share).
+const FOCUSAllocatedMethod = "gpufleet/gpu-share-by-milli-gpu"
+
+// The index of each column of FOCUSColumns.
+const (
+	fBilled = iota
+	fEffective
+	fList
+	fContracted
+	fAccountID
+	fAccountName
+	fCurrency
+	fBillingStart
+	fBillingEnd
+	fChargeStart
+	fChargeEnd
+	fCategory
+	fClass
+	fDescription
+	fPricingQty
+	fPricingUnit
+	fIssuer
+	fProvider
+	fPublisher
+	fServiceCategory
+	fServiceName
+	fServiceProvider
+	fHostProvider
+	fAllocMethod
+	fAllocDetails
+	fAllocID
+	fAllocName
+	fAllocTags
+	fResID
+	fResName
+	fResType
+	fTags
+	fConsumed
+	fConsumedUnit
+	fCommitID
+	fCommitCat
+	fCommitStatus
+	fFreq
+	fTeam
+	fPool
+	fWorkload
+	fUser
+	fGPUH
+	fIdleH
+	fFailedH
+	fPreemptedH
+	fAccel // then one per component, in the order of nComp
+)
 
 // FOCUSTime is FOCUS's date-time format (UTC).
 const FOCUSTime = "2006-01-02T15:04:05Z"
@@ -64,16 +127,26 @@ type focusRow struct {
 	cols       []string
 }
 
-// ExportFOCUS writes the window as FOCUS 1.2 CSV (a header, then one row a
+// ExportFOCUS writes the window as FOCUS 1.3 CSV (a header, then one row a
 // line) at granularity time.Hour or 24*time.Hour, and returns the number
-// of data rows. account names the billing account (the server).
+// of data rows. account names the billing account (the server): it is the
+// invoice issuer and the host provider too (gpufleet does not know which
+// cloud, if any, runs a cluster), and the service provider is gpufleet.
 //
 // Rows, per charge period (the UTC hours or days of the window, cut by
 // the window: start-inclusive, end-exclusive):
-//   - Usage: one per workload and pool (ResourceId the workload's ID), its
-//     cost in the period; a reserved pool's workload has up to two, the
-//     accelerator time within the commitment (CommitmentDiscountStatus
-//     Used, BilledCost 0, EffectiveCost its amortised share) and the rest.
+//   - Usage: one per workload and pool (ResourceId the workload's ID,
+//     ResourceName its name), its cost in the period; a reserved pool's
+//     workload has up to two, the accelerator time within the commitment
+//     (CommitmentDiscountStatus Used, BilledCost 0, EffectiveCost its
+//     amortised share) and the rest. When the workload held a fraction of
+//     a device in the period (a GPU shared by share), the row is an
+//     allocated charge: AllocatedMethodId FOCUSAllocatedMethod,
+//     AllocatedResourceId and AllocatedResourceName the workload,
+//     AllocatedTags its tags, AllocatedMethodDetails {"Elements":
+//     [{"AllocatedRatio": its time-weighted share of those devices,
+//     "UsageUnit": "GPU-Hours", "UsageQuantity": its GPU-hours on them}]};
+//     otherwise the allocation columns are null.
 //   - Usage, ResourceId "__idle__": a pool's billed capacity nobody held;
 //     within a reserved commitment, Unused (BilledCost 0).
 //   - Usage, ServiceCategory "Storage": one per volume (ResourceId
@@ -102,212 +175,14 @@ func ExportFOCUS(w io.Writer, in Input, granularity time.Duration, vis Visibilit
 	if err := checkWindow(&in); err != nil {
 		return 0, err
 	}
-	from, to := nanos(in.From), nanos(in.To)
-	bounds := []int64{from}
-	if from < to {
-		t := nanos(in.From.UTC().Truncate(granularity))
-		for t <= from {
-			t += int64(granularity)
-		}
-		for ; t < to; t += int64(granularity) {
-			bounds = append(bounds, t)
-		}
-		bounds = append(bounds, to)
-	} else {
-		bounds = append(bounds, to)
-	}
-	e := run(&in, bounds, true)
-	s := e.sums()
-	cellMoney := e.money(s.a, func(i int) int32 { return int32(i) })
-
-	// Each cell's amounts over its pieces.
-	byCell := make([][]int32, len(e.cells))
-	for i := range e.pieces {
-		c := e.pieces[i].cell
-		byCell[c] = append(byCell[c], int32(i))
-	}
-	pieceMoney := make([][nComp]int64, len(e.pieces))
-	for c, idx := range byCell {
-		if len(idx) == 0 || !e.visible(int32(c), vis) {
-			continue
-		}
-		sp := make([]split, len(idx))
-		col := make([]int64, len(idx))
-		less := func(i, j int) int {
-			a, b := &e.pieces[idx[i]], &e.pieces[idx[j]]
-			if x := cmp.Compare(a.period, b.period); x != 0 {
-				return x
-			}
-			return cmp.Compare(a.commit, b.commit)
-		}
-		for k := range nComp {
-			target := cellMoney[c][k]
-			if target == 0 {
-				continue
-			}
-			sc := e.bk.scales[k]
-			for j, pi := range idx {
-				sp[j] = sc.split(&e.pieces[pi].a[k])
-			}
-			sc.apportion(sp, &target, less, col)
-			for j, pi := range idx {
-				pieceMoney[pi][k] = col[j]
-			}
-		}
-	}
-
-	acct := account
-	if acct == "" {
-		acct = focusProvider
-	}
-	// The periods' dates, written once.
-	stamps := make([][4]string, len(e.bounds)-1)
-	for p := range stamps {
-		ps, pe := fromNanos(e.bounds[p]), fromNanos(e.bounds[p+1])
-		ms := time.Date(ps.Year(), ps.Month(), 1, 0, 0, 0, 0, time.UTC)
-		stamps[p] = [4]string{ms.Format(FOCUSTime), ms.AddDate(0, 1, 0).Format(FOCUSTime), ps.Format(FOCUSTime), pe.Format(FOCUSTime)}
-	}
-	base := func(period int32) []string {
-		r := make([]string, len(FOCUSColumns))
-		r[4], r[5], r[6] = acct, acct, in.Currency
-		st := &stamps[period]
-		r[7], r[8], r[9], r[10] = st[0], st[1], st[2], st[3]
-		r[15] = focusUnit
-		r[16], r[17], r[18], r[19], r[20] = acct, focusProvider, focusProvider, focusCategory, focusService
-		return r
-	}
-	const (
-		colResID = 21 + iota
-		colResName
-		colResType
-		colTags
-		colConsumed
-		colConsumedUnit
-		colCommitID
-		colCommitCat
-		colCommitStatus
-		colFreq
-		colTeam
-		colPool
-		colWorkload
-		colUser
-		colGPUH
-		colIdleH
-		colFailedH
-		colPreemptedH
-		colAccel
-	)
-	type pkey struct{ period, commit int32 }
-	purchases := map[pkey]int64{}
-	tags := make([]string, len(e.cells))
-	var out []focusRow
-	for i := range e.pieces {
-		p := &e.pieces[i]
-		if !e.visible(p.cell, vis) {
-			continue
-		}
-		m := pieceMoney[i]
-		var total int64
-		for k := range nComp {
-			total = satAdd(total, m[k])
-		}
-		if total == 0 && p.gpu.isZero() && p.idle.isZero() && p.stor.isZero() {
-			continue
-		}
-		x := &e.cells[p.cell]
-		start, end := e.bounds[p.period], e.bounds[p.period+1]
-		r := base(p.period)
-		billed := total
-		covered := p.commit >= 0
-		if covered && vis.All {
-			billed = 0
-			k := pkey{p.period, p.commit}
-			purchases[k] = satAdd(purchases[k], total)
-		}
-		r[0], r[1], r[2], r[3] = Money(billed).String(), Money(total).String(), Money(total).String(), Money(total).String()
-		r[11] = "Usage"
-		r[colFreq] = "Usage-Based"
-		r[colPool] = x.pool
-		fr := focusRow{start: start, end: end, pool: x.pool, commit: p.commit, cell: p.cell}
-		if tags[p.cell] == "" {
-			t := map[string]string{"gpufleet/pool": x.pool}
-			if x.wl >= 0 {
-				w := e.wls[x.wl].w
-				for k, v := range w.Labels {
-					t[k] = v
-				}
-				t["gpufleet/team"] = string(w.Team)
-				if v := e.wls[x.wl].vol; v != nil {
-					t["gpufleet/volume"] = v.Name
-				}
-			}
-			tj, _ := json.Marshal(t)
-			tags[p.cell] = string(tj)
-		}
-		r[colTags] = tags[p.cell]
-		if x.wl >= 0 && e.wls[x.wl].vol != nil {
-			v := e.wls[x.wl].vol
-			id := VolumeID(v.Team, v.Name)
-			r[13] = fmt.Sprintf("storage of volume %s (%d bytes) in pool %s", id, v.SizeBytes, x.pool)
-			q := num(gibMonths(p.stor))
-			r[14], r[15], r[colConsumed], r[colConsumedUnit] = q, focusStorageUnit, q, focusStorageUnit
-			r[19], r[20] = focusStorageCategory, focusStorageService
-			r[colResID], r[colResName], r[colResType] = id, v.Name, "Volume"
-			r[colTeam] = string(v.Team)
-			fr.resource = id
-		} else if x.wl < 0 {
-			r[13] = "idle GPU time of pool " + x.pool + ": billed, held by no workload"
-			r[14] = num(hours(p.idle))
-			r[colResID], r[colResName], r[colResType] = api.IdleRow, "idle capacity of pool "+x.pool, "Idle capacity"
-			r[colTeam] = api.IdleRow
-			fr.resource = api.IdleRow
-		} else {
-			w := e.wls[x.wl].w
-			r[13] = "GPU time of workload " + string(w.ID) + " in pool " + x.pool
-			h := num(hours(p.gpu))
-			r[14], r[colConsumed], r[colConsumedUnit] = h, h, focusUnit
-			r[colResID], r[colResType] = string(w.ID), "Workload"
-			r[colTeam], r[colWorkload], r[colUser] = string(w.Team), string(w.ID), w.Owner
-			fr.resource = string(w.ID)
-		}
-		if covered {
-			r[colCommitID], r[colCommitCat] = commitID(e, p.commit), "Usage"
-			r[colCommitStatus] = "Used"
-			if x.wl < 0 {
-				r[colCommitStatus] = "Unused"
-			}
-		}
-		r[colGPUH], r[colIdleH] = num(hours(p.gpu)), num(hours(p.idle))
-		r[colFailedH], r[colPreemptedH] = num(hours(p.failed)), num(hours(p.preempted))
-		for k := range nComp {
-			r[colAccel+k] = Money(m[k]).String()
-		}
-		fr.cols = r
-		out = append(out, fr)
-	}
-	for k, billed := range purchases {
-		sp := &e.bk.spans[k.commit]
-		start, end := e.bounds[k.period], e.bounds[k.period+1]
-		ov := min(end, sp.end) - max(start, sp.start)
-		r := base(k.period)
-		b := Money(billed).String()
-		r[0], r[1], r[2], r[3] = b, "0", b, b
-		r[11] = "Purchase"
-		pool := e.bk.names[sp.pool]
-		r[13] = fmt.Sprintf("reserved commitment of %d GPUs in pool %s", sp.v.GPUs, pool)
-		r[14] = num(hours(mul64(uint64(sp.capMilli), uint64(max(0, ov)))))
-		id := commitID(e, k.commit)
-		r[colResID], r[colResName], r[colResType] = id, "reserved GPUs of pool "+pool, "GPU commitment"
-		tj, _ := json.Marshal(map[string]string{"gpufleet/pool": pool})
-		r[colTags] = string(tj)
-		r[colCommitID], r[colCommitCat] = id, "Usage"
-		r[colFreq] = "Recurring"
-		r[colPool] = pool
-		out = append(out, focusRow{start: start, end: end, purchase: true, resource: id, pool: pool, commit: k.commit, cols: r})
-	}
+	e := run(&in, periods(&in, granularity), true)
+	x := &focusExport{e: e, vis: vis, account: cmp.Or(account, focusProvider), money: pieceMoney(e, vis), tags: make([]string, len(e.cells))}
+	x.stamp()
+	out := x.usageRows()
+	out = append(out, x.purchaseRows()...)
 	slices.SortFunc(out, func(a, b focusRow) int {
-		if c := cmp.Compare(a.start, b.start); c != 0 {
-			return c
+		if a.start != b.start {
+			return cmp.Compare(a.start, b.start)
 		}
 		if a.purchase != b.purchase {
 			if a.purchase {
@@ -315,16 +190,7 @@ func ExportFOCUS(w io.Writer, in Input, granularity time.Duration, vis Visibilit
 			}
 			return 1
 		}
-		if c := cmp.Compare(a.resource, b.resource); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.pool, b.pool); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.commit, b.commit); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.cell, b.cell)
+		return cmp.Or(cmp.Compare(a.resource, b.resource), cmp.Compare(a.pool, b.pool), cmp.Compare(a.commit, b.commit), cmp.Compare(a.cell, b.cell))
 	})
 	cw := csv.NewWriter(w)
 	if err := cw.Write(FOCUSColumns); err != nil {
@@ -338,6 +204,251 @@ func ExportFOCUS(w io.Writer, in Input, granularity time.Duration, vis Visibilit
 	}
 	cw.Flush()
 	return rows, cw.Error()
+}
+
+// periods are the bounds of the charge periods of the window: the UTC
+// hours or days it covers, cut by its ends.
+func periods(in *Input, granularity time.Duration) []int64 {
+	from, to := nanos(in.From), nanos(in.To)
+	bounds := []int64{from}
+	if from < to {
+		t := nanos(in.From.UTC().Truncate(granularity))
+		for t <= from {
+			t += int64(granularity)
+		}
+		for ; t < to; t += int64(granularity) {
+			bounds = append(bounds, t)
+		}
+	}
+	return append(bounds, to)
+}
+
+// pieceMoney is each visible piece's money: the report's amounts of its
+// cell (rounded once over the window), per component, apportioned over the
+// cell's pieces by the largest-remainder method.
+func pieceMoney(e *engine, vis Visibility) [][nComp]int64 {
+	s := e.sums()
+	cellMoney := e.money(s.a, func(i int) int32 { return int32(i) })
+	byCell := make([][]int32, len(e.cells))
+	for i := range e.pieces {
+		c := e.pieces[i].cell
+		byCell[c] = append(byCell[c], int32(i))
+	}
+	out := make([][nComp]int64, len(e.pieces))
+	for c, idx := range byCell {
+		if len(idx) == 0 || !e.visible(int32(c), vis) {
+			continue
+		}
+		sp := make([]split, len(idx))
+		col := make([]int64, len(idx))
+		less := func(i, j int) int {
+			a, b := &e.pieces[idx[i]], &e.pieces[idx[j]]
+			return cmp.Or(cmp.Compare(a.period, b.period), cmp.Compare(a.commit, b.commit))
+		}
+		for k := range nComp {
+			target := cellMoney[c][k]
+			if target == 0 {
+				continue
+			}
+			sc := e.bk.scales[k]
+			for j, pi := range idx {
+				sp[j] = sc.split(&e.pieces[pi].a[k])
+			}
+			sc.apportion(sp, &target, less, col)
+			for j, pi := range idx {
+				out[pi][k] = col[j]
+			}
+		}
+	}
+	return out
+}
+
+// focusExport is an export being written.
+type focusExport struct {
+	e       *engine
+	vis     Visibility
+	account string
+	money   [][nComp]int64
+	stamps  [][4]string // each period's billing and charge period bounds
+	tags    []string    // each cell's Tags, made once
+}
+
+// stamp writes the periods' dates once.
+func (x *focusExport) stamp() {
+	b := x.e.bounds
+	x.stamps = make([][4]string, len(b)-1)
+	for p := range x.stamps {
+		ps, pe := fromNanos(b[p]), fromNanos(b[p+1])
+		ms := time.Date(ps.Year(), ps.Month(), 1, 0, 0, 0, 0, time.UTC)
+		x.stamps[p] = [4]string{ms.Format(FOCUSTime), ms.AddDate(0, 1, 0).Format(FOCUSTime), ps.Format(FOCUSTime), pe.Format(FOCUSTime)}
+	}
+}
+
+// base is a row of period with what every row says.
+func (x *focusExport) base(period int32) []string {
+	r := make([]string, len(FOCUSColumns))
+	r[fAccountID], r[fAccountName], r[fCurrency] = x.account, x.account, x.e.in.Currency
+	st := &x.stamps[period]
+	r[fBillingStart], r[fBillingEnd], r[fChargeStart], r[fChargeEnd] = st[0], st[1], st[2], st[3]
+	r[fPricingUnit] = focusUnit
+	r[fIssuer], r[fProvider], r[fPublisher], r[fServiceCategory], r[fServiceName] = x.account, focusProvider, focusProvider, focusCategory, focusService
+	r[fServiceProvider], r[fHostProvider] = focusProvider, x.account
+	return r
+}
+
+// cellTags is a cell's Tags: its workload's labels, team and pool (a
+// volume's name), as a JSON object.
+func (x *focusExport) cellTags(c int32) string {
+	if x.tags[c] != "" {
+		return x.tags[c]
+	}
+	e := x.e
+	cl := &e.cells[c]
+	t := map[string]string{"gpufleet/pool": cl.pool}
+	if cl.wl >= 0 {
+		w := e.wls[cl.wl].w
+		for k, v := range w.Labels {
+			t[k] = v
+		}
+		t["gpufleet/team"] = string(w.Team)
+		if v := e.wls[cl.wl].vol; v != nil {
+			t["gpufleet/volume"] = v.Name
+		}
+	}
+	tj, _ := json.Marshal(t)
+	x.tags[c] = string(tj)
+	return x.tags[c]
+}
+
+// usageRows are the Usage rows of the visible pieces: workloads', volumes'
+// and the pools' idle capacity.
+func (x *focusExport) usageRows() []focusRow {
+	e := x.e
+	var out []focusRow
+	for i := range e.pieces {
+		p := &e.pieces[i]
+		if !e.visible(p.cell, x.vis) {
+			continue
+		}
+		m := x.money[i]
+		var total int64
+		for k := range nComp {
+			total = satAdd(total, m[k])
+		}
+		if total == 0 && p.gpu.isZero() && p.idle.isZero() && p.stor.isZero() {
+			continue
+		}
+		cl := &e.cells[p.cell]
+		r := x.base(p.period)
+		billed := total
+		if p.commit >= 0 && x.vis.All {
+			billed = 0 // billed on the commitment's Purchase row
+		}
+		r[fBilled], r[fEffective], r[fList], r[fContracted] = Money(billed).String(), Money(total).String(), Money(total).String(), Money(total).String()
+		r[fCategory], r[fFreq], r[fPool], r[fTags] = "Usage", "Usage-Based", cl.pool, x.cellTags(p.cell)
+		fr := focusRow{start: e.bounds[p.period], end: e.bounds[p.period+1], pool: cl.pool, commit: p.commit, cell: p.cell}
+		switch {
+		case cl.wl >= 0 && e.wls[cl.wl].vol != nil:
+			v := e.wls[cl.wl].vol
+			id := VolumeID(v.Team, v.Name)
+			r[fDescription] = fmt.Sprintf("storage of volume %s (%d bytes) in pool %s", id, v.SizeBytes, cl.pool)
+			q := num(gibMonths(p.stor))
+			r[fPricingQty], r[fPricingUnit], r[fConsumed], r[fConsumedUnit] = q, focusStorageUnit, q, focusStorageUnit
+			r[fServiceCategory], r[fServiceName] = focusStorageCategory, focusStorageService
+			r[fResID], r[fResName], r[fResType], r[fTeam] = id, v.Name, "Volume", string(v.Team)
+			fr.resource = id
+		case cl.wl < 0:
+			r[fDescription] = "idle GPU time of pool " + cl.pool + ": billed, held by no workload"
+			r[fPricingQty] = num(hours(p.idle))
+			r[fResID], r[fResName], r[fResType], r[fTeam] = api.IdleRow, "idle capacity of pool "+cl.pool, "Idle capacity", api.IdleRow
+			fr.resource = api.IdleRow
+		default:
+			w := e.wls[cl.wl].w
+			name := cmp.Or(w.Name, string(w.ID))
+			r[fDescription] = "GPU time of workload " + string(w.ID) + " in pool " + cl.pool
+			h := num(hours(p.gpu))
+			r[fPricingQty], r[fConsumed], r[fConsumedUnit] = h, h, focusUnit
+			r[fResID], r[fResName], r[fResType] = string(w.ID), name, "Workload"
+			r[fTeam], r[fWorkload], r[fUser] = string(w.Team), string(w.ID), w.Owner
+			fr.resource = string(w.ID)
+			if !p.frac.isZero() {
+				x.allocated(r, p, string(w.ID), name, x.cellTags(p.cell))
+			}
+		}
+		if p.commit >= 0 {
+			r[fCommitID], r[fCommitCat], r[fCommitStatus] = commitID(e, p.commit), "Usage", "Used"
+			if cl.wl < 0 {
+				r[fCommitStatus] = "Unused"
+			}
+		}
+		r[fGPUH], r[fIdleH] = num(hours(p.gpu)), num(hours(p.idle))
+		r[fFailedH], r[fPreemptedH] = num(hours(p.failed)), num(hours(p.preempted))
+		for k := range nComp {
+			r[fAccel+k] = Money(m[k]).String()
+		}
+		fr.cols = r
+		out = append(out, fr)
+	}
+	return out
+}
+
+// allocated fills a workload row's split cost allocation columns: it held
+// a share of devices (p.frac milli-GPU ns of them over p.fracDev device
+// ns).
+func (x *focusExport) allocated(r []string, p *piece, id, name, tags string) {
+	ratio := 0.0
+	if !p.fracDev.isZero() {
+		ratio = p.frac.float() / p.fracDev.float()
+	}
+	d := `{"Elements":[{"AllocatedRatio":` + num(ratio) + `,"UsageUnit":"` + focusUnit + `","UsageQuantity":` + num(hours(p.frac)) + `}]}`
+	r[fAllocMethod], r[fAllocDetails], r[fAllocID], r[fAllocName], r[fAllocTags] = FOCUSAllocatedMethod, d, id, name, tags
+}
+
+// purchaseRows are the reserved commitments' Purchase rows, one per
+// commitment and period, for a caller who sees every team.
+func (x *focusExport) purchaseRows() []focusRow {
+	if !x.vis.All {
+		return nil
+	}
+	e := x.e
+	type pkey struct{ period, commit int32 }
+	purchases := map[pkey]int64{}
+	for i := range e.pieces {
+		p := &e.pieces[i]
+		if p.commit < 0 || !e.visible(p.cell, x.vis) {
+			continue
+		}
+		var total int64
+		for k := range nComp {
+			total = satAdd(total, x.money[i][k])
+		}
+		if total == 0 && p.gpu.isZero() && p.idle.isZero() && p.stor.isZero() {
+			continue // no Usage row either
+		}
+		k := pkey{p.period, p.commit}
+		purchases[k] = satAdd(purchases[k], total)
+	}
+	var out []focusRow
+	for k, billed := range purchases {
+		sp := &e.bk.spans[k.commit]
+		start, end := e.bounds[k.period], e.bounds[k.period+1]
+		ov := min(end, sp.end) - max(start, sp.start)
+		r := x.base(k.period)
+		b := Money(billed).String()
+		r[fBilled], r[fEffective], r[fList], r[fContracted] = b, "0", b, b
+		r[fCategory] = "Purchase"
+		pool := e.bk.names[sp.pool]
+		r[fDescription] = fmt.Sprintf("reserved commitment of %d GPUs in pool %s", sp.v.GPUs, pool)
+		r[fPricingQty] = num(hours(mul64(uint64(sp.capMilli), uint64(max(0, ov)))))
+		id := commitID(e, k.commit)
+		r[fResID], r[fResName], r[fResType] = id, "reserved GPUs of pool "+pool, "GPU commitment"
+		tj, _ := json.Marshal(map[string]string{"gpufleet/pool": pool})
+		r[fTags] = string(tj)
+		r[fCommitID], r[fCommitCat] = id, "Usage"
+		r[fFreq], r[fPool] = "Recurring", pool
+		out = append(out, focusRow{start: start, end: end, purchase: true, resource: id, pool: pool, commit: k.commit, cols: r})
+	}
+	return out
 }
 
 func commitID(e *engine, si int32) string {

@@ -12,9 +12,10 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 )
 
-// mandatory are FOCUS 1.2's mandatory columns in the specification's order
+// mandatory are the 21 mandatory columns of FOCUS 1.2, which 1.3 keeps
 // (../shared/research/cost-and-health-specs.md §1), written out again so
-// that the test does not trust FOCUSColumns.
+// that the test does not trust FOCUSColumns; focus_spec_test.go checks
+// 1.3's.
 var mandatory = []string{"BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId", "BillingAccountName",
 	"BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory",
 	"ChargeClass", "ChargeDescription", "PricingQuantity", "PricingUnit", "InvoiceIssuerName", "ProviderName", "PublisherName",

@@ -40,9 +40,11 @@ type Interval struct {
 	HostMemoryMiB int64
 }
 
-// Workload is what the ledger knows of a workload with intervals.
+// Workload is what the ledger knows of a workload with intervals or
+// outputs.
 type Workload struct {
 	ID     core.WorkloadID
+	Name   string
 	Team   core.TeamName
 	Owner  string
 	Kind   string // job, notebook, service (licencePerWorkload)
@@ -52,13 +54,22 @@ type Workload struct {
 	// Phase is its phase now: Succeeded and Failed have ended.
 	Phase      core.Phase
 	FinishedAt time.Time // zero while active
-	// Outputs reported (file or API); Reported is false when none was
-	// reported: a Succeeded job then counts one accepted output of unit
-	// "job", a Failed one none.
-	Outputs  api.Outputs
+	// Outputs are the reports of completed work (file or API) the input
+	// holds, each at the time it was recorded; those in the window count.
+	// Reported is whether the workload ever reported any: a Succeeded job
+	// that never did counts one accepted output of unit "job", when it
+	// finished.
+	Outputs  []Output
 	Reported bool
 	// EgressBytes is the network egress the workload reported.
 	EgressBytes int64
+}
+
+// Output is completed work a workload reported at one time.
+type Output struct {
+	At                 time.Time
+	Unit               string
+	Accepted, Rejected int64
 }
 
 // PoolGPUs is a pool's billed devices: for reserved, monthly and owned

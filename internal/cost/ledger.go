@@ -3,6 +3,7 @@ package cost
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -20,7 +21,10 @@ type wl struct {
 	homeStart, firstStart int64
 	home, firstPool       string
 	hasHome, hasFirst     bool
-	counted               bool
+	// counted: its retries, network egress and (a Succeeded job that
+	// reported nothing) its one job belong to the window; outputs: it
+	// reported outputs in the window.
+	counted, outputs bool
 }
 
 type cellRef struct {
@@ -47,6 +51,10 @@ type piece struct {
 	preempted u128
 	idle      u128 // billed but unheld milli-GPU ns (idle cells)
 	stor      u128 // a volume's byte ns
+	// frac is the milli-GPU ns held of devices held in part (a share of
+	// a GPU: Milli < 1000), fracDev those devices' ns × 1000 (the FOCUS
+	// export's split cost allocation).
+	frac, fracDev u128
 }
 
 type pieceKey struct{ period, cell, commit int32 }
@@ -82,34 +90,7 @@ func run(in *Input, bounds []int64, split bool) *engine {
 		e.pieceIdx = map[pieceKey]int32{}
 	}
 	bk := e.bk
-	// Pools that bill committed capacity in the window need a sweep.
-	sweep := make([]bool, len(bk.names))
-	for pi := range bk.names {
-		for si := bk.first[pi]; si < bk.first[pi]+bk.count[pi]; si++ {
-			s := &bk.spans[si]
-			if s.committed && s.start < e.to && s.end > e.from {
-				sweep[pi] = true
-			}
-		}
-	}
-	events := make([][]event, len(bk.names))
-	if slices.Contains(sweep, true) {
-		n := make([]int, len(bk.names))
-		lastName, last := "", -1
-		for i := range in.Intervals {
-			if p := in.Intervals[i].Pool; i == 0 || p != lastName {
-				lastName, last = p, bk.pool(p)
-			}
-			if last >= 0 {
-				n[last] += 2
-			}
-		}
-		for pi := range n {
-			if sweep[pi] {
-				events[pi] = make([]event, 0, n[pi])
-			}
-		}
-	}
+	sweep, events := e.sweeps()
 	e.wls = make([]wl, 0, len(in.Workloads))
 	e.cells = make([]cell, 0, len(in.Workloads)+len(bk.names))
 	if e.simple {
@@ -172,6 +153,10 @@ func run(in *Input, bounds []int64, split bool) *engine {
 			}
 			pc := &e.pieces[pi]
 			pc.gpu, _ = pc.gpu.add(q)
+			if milli < 1000 {
+				pc.frac, _ = pc.frac.add(q)
+				pc.fracDev, _ = pc.fracDev.add(mul64(1000, dt))
+			}
 			switch iv.Outcome {
 			case OutcomeFailed:
 				pc.failed, _ = pc.failed.add(q)
@@ -220,6 +205,41 @@ func run(in *Input, bounds []int64, split bool) *engine {
 	e.volumes()
 	e.workloadCharges()
 	return e
+}
+
+// sweeps says which pools bill committed capacity in the window (they need
+// a sweep of their intervals' ends), with room for those ends.
+func (e *engine) sweeps() ([]bool, [][]event) {
+	bk := e.bk
+	sweep := make([]bool, len(bk.names))
+	for pi := range bk.names {
+		for si := bk.first[pi]; si < bk.first[pi]+bk.count[pi]; si++ {
+			s := &bk.spans[si]
+			if s.committed && s.start < e.to && s.end > e.from {
+				sweep[pi] = true
+			}
+		}
+	}
+	events := make([][]event, len(bk.names))
+	if !slices.Contains(sweep, true) {
+		return sweep, events
+	}
+	n := make([]int, len(bk.names))
+	lastName, last := "", -1
+	for i := range e.in.Intervals {
+		if p := e.in.Intervals[i].Pool; i == 0 || p != lastName {
+			lastName, last = p, bk.pool(p)
+		}
+		if last >= 0 {
+			n[last] += 2
+		}
+	}
+	for pi := range n {
+		if sweep[pi] {
+			events[pi] = make([]event, 0, n[pi])
+		}
+	}
+	return sweep, events
 }
 
 // volumes bills each volume's storage: SizeBytes × its time in the window
@@ -319,10 +339,11 @@ func (e *engine) sweep(pool int, evs []event) {
 }
 
 // workloadCharges adds what is charged once per workload: the licence per
-// workload, network egress, and marks the workloads whose outputs count.
+// workload, network egress, and marks the workloads whose retries count
+// (counted) and those with outputs in the window.
 func (e *engine) workloadCharges() {
 	for id, w := range e.in.Workloads {
-		if _, ok := e.wlIdx[id]; !ok && w != nil && e.counted(w) {
+		if _, ok := e.wlIdx[id]; !ok && w != nil && (e.counted(w) || e.outputsIn(w)) {
 			e.workload(id)
 		}
 	}
@@ -339,6 +360,10 @@ func (e *engine) workloadCharges() {
 					e.pieces[pi].a[cLicence].add(t, u128{0, 1})
 				}
 			}
+		}
+		x.outputs = e.outputsIn(w)
+		if x.outputs {
+			e.cellOf(int32(i), x.home) // the cell its outputs count in
 		}
 		if !e.counted(w) {
 			continue
@@ -358,15 +383,31 @@ func (e *engine) workloadCharges() {
 	}
 }
 
-// counted says whether a workload's outputs, retries and network egress
-// belong to the window: it finished in [From, To), or it is active and the
-// window reaches now (From ≤ Now ≤ To).
+// counted says whether a workload's retries and network egress (and the
+// one job of a Succeeded job that reported nothing) belong to the window:
+// it finished in [From, To), or it is active and the window reaches now
+// (From ≤ Now ≤ To).
 func (e *engine) counted(w *Workload) bool {
 	if !w.FinishedAt.IsZero() {
 		f := nanos(w.FinishedAt)
 		return f >= e.from && f < e.to
 	}
 	return e.now >= e.from && e.now <= e.to
+}
+
+// outputsIn says whether a workload reported outputs in [From, To).
+func (e *engine) outputsIn(w *Workload) bool {
+	for i := range w.Outputs {
+		if e.inWindow(w.Outputs[i].At) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *engine) inWindow(t time.Time) bool {
+	n := nanos(t)
+	return n >= e.from && n < e.to
 }
 
 func (e *engine) workload(id core.WorkloadID) int32 {

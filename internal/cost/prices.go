@@ -147,22 +147,8 @@ func frac(num Money, den *big.Int) *big.Rat {
 
 func ratesOf(p *api.Price) rates {
 	var r rates
-	switch p.Kind {
-	case api.PriceOnDemand, api.PriceReserved:
-		r.accel = frac(p.Rate, ratGPUHour) // per milli-GPU ns
-	case api.PriceMonthly:
-		r.accel = frac(p.Rate, new(big.Int).Mul(ratGPUHour, big.NewInt(api.HoursPerMonth)))
-	case api.PriceOwned:
-		x := new(big.Rat)
-		if dep, err := api.ParsePeriod(p.Depreciation); err == nil && dep > 0 && p.Purchase > 0 {
-			x.Add(x, frac(p.Purchase, new(big.Int).Mul(big.NewInt(1000), big.NewInt(int64(dep)))))
-		}
-		if h := frac(p.PerGPUHour, ratGPUHour); h != nil {
-			x.Add(x, h)
-		}
-		if x.Sign() > 0 {
-			r.accel = x
-		}
+	if g := GPUHourRate(*p); g.Sign() > 0 {
+		r.accel = g.Quo(g, new(big.Rat).SetInt(ratGPUHour)) // per milli-GPU ns
 	}
 	r.licHour = frac(p.LicenceGPUHour, ratGPUHour)
 	r.cpu = frac(p.CPUCoreHour, ratGPUHour) // milli-CPU ns: 1000 × ns per hour too

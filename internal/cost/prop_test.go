@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
 	"github.com/gpufleet/gpufleet/api"
@@ -80,6 +81,14 @@ func genInput(t *rapid.T) Input {
 			Labels: map[string]string{"x": rapid.SampledFrom([]string{"", "1", "2"}).Draw(t, "label")}}
 		if wk.Phase != core.Running {
 			wk.FinishedAt = sec("finished", 0, 5*3600)
+		}
+		if rapid.IntRange(0, 4).Draw(t, "stage") == 0 {
+			wk.Labels[core.LabelAcceptanceRun], wk.Labels[core.LabelAcceptanceStage] = "run", "s"
+		}
+		for range rapid.IntRange(0, 3).Draw(t, "reports") {
+			wk.Outputs = append(wk.Outputs, Output{At: sec("reported", 0, 5*3600), Unit: rapid.SampledFrom([]string{"images", "requests", ""}).Draw(t, "unit"),
+				Accepted: rapid.Int64Range(0, 1000).Draw(t, "accepted"), Rejected: rapid.Int64Range(0, 10).Draw(t, "rejected")})
+			wk.Reported = true
 		}
 		in.Workloads[id] = wk
 		n := rapid.IntRange(0, 3).Draw(t, "intervals")
@@ -463,6 +472,50 @@ func TestStorageConservation(t *testing.T) {
 		}
 		if billed != rep.Total.TotalCost || stor != rep.Total.StorageCost {
 			t.Fatalf("the export bills %s (storage %s), the report %s (%s)", billed, stor, rep.Total.TotalCost, rep.Total.StorageCost)
+		}
+	})
+}
+
+// TestOutputsPerUnitAddUpToTheRow: in every dimension, a row's units'
+// costs (cost per accepted output × accepted) add up to its total, within
+// the half micro-unit each cost per output is rounded by; and the total's
+// outputs by unit, costs per accepted output included, are the same
+// whatever the dimension.
+func TestOutputsPerUnitAddUpToTheRow(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput(t)
+		var first []api.UnitOutputs
+		for i, by := range []string{api.CostByWorkload, api.CostByTeam, api.CostByPool, api.CostByUser, "label:x"} {
+			rep, err := Report(in, by, admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range append(rep.Items, rep.Total) {
+				sum, slack := new(big.Rat), int64(0)
+				any := false
+				for _, u := range r.OutputsByUnit {
+					if (u.CostPerAccepted != nil) != (u.Accepted > 0) {
+						t.Fatalf("by %s row %s unit %+v: a cost per accepted output without accepted outputs, or none with", by, r.Name, u)
+					}
+					if u.CostPerAccepted != nil {
+						any = true
+						sum.Add(sum, big.NewRat(int64(*u.CostPerAccepted)*u.Accepted, 1))
+						slack += (u.Accepted + 1) / 2
+					}
+				}
+				if !any {
+					continue
+				}
+				diff := new(big.Rat).Sub(sum, big.NewRat(int64(r.TotalCost), 1))
+				if diff.Abs(diff).Cmp(big.NewRat(slack, 1)) > 0 {
+					t.Fatalf("by %s row %s: the units cost %s, the row %s (%+v)", by, r.Name, sum.FloatString(0), r.TotalCost, r.OutputsByUnit)
+				}
+			}
+			if i == 0 {
+				first = rep.Total.OutputsByUnit
+			} else if d := cmp.Diff(first, rep.Total.OutputsByUnit); d != "" {
+				t.Fatalf("by %s the total's outputs differ from by workload's (-workload +%s):\n%s", by, by, d)
+			}
 		}
 	})
 }

@@ -3,6 +3,8 @@ package cost
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"math/big"
 	"math/bits"
 	"slices"
 	"strings"
@@ -46,11 +48,30 @@ func ledgerOf(in *Input) *reportCells {
 
 // row accumulates a report row exactly.
 type row struct {
-	name                         string
+	name, wname, stage           string
 	money                        [nComp]int64
 	gpu, failed, preempted, idle u128
-	accepted, rejected, retries  int64
-	units                        map[string]bool
+	retries                      int64
+	units                        map[string]*unitSums
+}
+
+// unitSums are a row's outputs of one unit; own is the money of the
+// workloads whose accepted outputs in the row are of this unit alone.
+type unitSums struct {
+	accepted, rejected, unaccepted, acceptance int64
+	own                                        int64
+}
+
+func (r *row) unit(u string) *unitSums {
+	if r.units == nil {
+		r.units = map[string]*unitSums{}
+	}
+	x := r.units[u]
+	if x == nil {
+		x = &unitSums{}
+		r.units[u] = x
+	}
+	return x
 }
 
 func (r *row) addMoney(m [nComp]int64) {
@@ -59,79 +80,173 @@ func (r *row) addMoney(m [nComp]int64) {
 	}
 }
 
-func (r *row) addWorkload(w *Workload) {
-	if w.Attempts > 1 {
-		r.retries += int64(w.Attempts - 1)
-	}
-	unit := ""
-	switch {
-	case w.Reported:
-		r.accepted += w.Outputs.Accepted
-		r.rejected += w.Outputs.Rejected
-		unit = w.Outputs.Unit
-	case w.Phase == core.Succeeded:
-		r.accepted++
-		unit = "job"
-	}
-	if unit != "" {
-		if r.units == nil {
-			r.units = map[string]bool{}
+func (r *row) addCell(m [nComp]int64, s *cellSums, i int) {
+	r.addMoney(m)
+	r.gpu, _ = r.gpu.add(s.gpu[i])
+	r.failed, _ = r.failed.add(s.failed[i])
+	r.preempted, _ = r.preempted.add(s.preempted[i])
+	r.idle, _ = r.idle.add(s.idle[i])
+}
+
+// outputUnit is the unit of outputs reported without one.
+const outputUnit = "output"
+
+// unitCount is a workload's outputs of one unit in a window.
+type unitCount struct {
+	unit                                       string
+	accepted, rejected, unaccepted, acceptance int64
+}
+
+// outputsOf is what a workload's outputs add to its row in the window:
+// each report recorded in [From, To), and, for a Succeeded job that never
+// reported any and finished in the window (counted), one accepted "job".
+// A stage of an acceptance card counts its accepted outputs as
+// acceptance; a workload that failed, as unaccepted.
+func (e *engine) outputsOf(x *wl) []unitCount {
+	w := x.w
+	var out []unitCount
+	add := func(unit string, acc, rej int64) {
+		if unit == "" {
+			unit = outputUnit
 		}
-		r.units[unit] = true
+		i := slices.IndexFunc(out, func(c unitCount) bool { return c.unit == unit })
+		if i < 0 {
+			out = append(out, unitCount{unit: unit})
+			i = len(out) - 1
+		}
+		c := &out[i]
+		switch {
+		case acceptanceStage(w) != "":
+			c.acceptance += acc
+		case w.Phase == core.Failed:
+			c.unaccepted += acc
+			c.rejected += rej
+		default:
+			c.accepted += acc
+			c.rejected += rej
+		}
+	}
+	if x.outputs {
+		for _, o := range w.Outputs {
+			if e.inWindow(o.At) {
+				add(o.Unit, o.Accepted, o.Rejected)
+			}
+		}
+	}
+	if x.counted && !w.Reported && w.Phase == core.Succeeded {
+		add("job", 1, 0)
+	}
+	return out
+}
+
+// soleUnit is the one unit of a workload's accepted outputs, "" when it
+// has none or several.
+func soleUnit(cs []unitCount) string {
+	u := ""
+	for _, c := range cs {
+		if c.accepted > 0 {
+			if u != "" {
+				return ""
+			}
+			u = c.unit
+		}
+	}
+	return u
+}
+
+// acceptanceStage is "RUN/STAGE" for the workload of an acceptance card's
+// stage, "" for any other.
+func acceptanceStage(w *Workload) string {
+	run := w.Labels[core.LabelAcceptanceRun]
+	if run == "" {
+		return ""
+	}
+	return run + "/" + w.Labels[core.LabelAcceptanceStage]
+}
+
+func (r *row) addOutputs(cs []unitCount) {
+	for _, c := range cs {
+		u := r.unit(c.unit)
+		u.accepted += c.accepted
+		u.rejected += c.rejected
+		u.unaccepted += c.unaccepted
+		u.acceptance += c.acceptance
 	}
 }
 
-func (r *row) merge(o *row) {
-	r.addMoney(o.money)
-	r.gpu, _ = r.gpu.add(o.gpu)
-	r.failed, _ = r.failed.add(o.failed)
-	r.preempted, _ = r.preempted.add(o.preempted)
-	r.idle, _ = r.idle.add(o.idle)
-	r.accepted += o.accepted
-	r.rejected += o.rejected
-	r.retries += o.retries
-	for u := range o.units {
-		if r.units == nil {
-			r.units = map[string]bool{}
-		}
-		r.units[u] = true
+func (r *row) total() int64 {
+	var total int64
+	for c := range nComp {
+		total = satAdd(total, r.money[c])
 	}
+	return total
 }
 
 func (r *row) wire() api.CostRow {
 	out := api.CostRow{
 		Name:              r.name,
+		WorkloadName:      r.wname,
+		AcceptanceStage:   r.stage,
 		GPUHours:          hours(r.gpu),
 		AcceleratorCost:   Money(r.money[cAccel]),
 		HostCost:          Money(r.money[cHost]),
 		StorageCost:       Money(r.money[cStorage]),
 		NetworkCost:       Money(r.money[cNetwork]),
 		LicenceCost:       Money(r.money[cLicence]),
-		AcceptedOutputs:   r.accepted,
-		RejectedOutputs:   r.rejected,
+		TotalCost:         Money(r.total()),
 		IdleGPUHours:      hours(r.idle),
 		FailedGPUHours:    hours(r.failed),
 		PreemptedGPUHours: hours(r.preempted),
 		Retries:           r.retries,
+		OutputsByUnit:     []api.UnitOutputs{},
 	}
-	var total int64
-	for c := range nComp {
-		total = satAdd(total, r.money[c])
+	names := slices.Sorted(maps.Keys(r.units))
+	// What the row cost beyond the workloads of one unit is shared by
+	// the units in proportion to their own cost (equally when none has
+	// any), so that Σ costPerAccepted × accepted is the row's total.
+	var own, withAccepted int64
+	for _, n := range names {
+		if u := r.units[n]; u.accepted > 0 {
+			own = satAdd(own, u.own)
+			withAccepted++
+		}
 	}
-	out.TotalCost = Money(total)
-	switch len(r.units) {
+	shared := max(0, int64(out.TotalCost)-own)
+	var counted []string // units with accepted or rejected outputs
+	for _, n := range names {
+		u := r.units[n]
+		out.AcceptedOutputs += u.accepted
+		out.RejectedOutputs += u.rejected
+		out.UnacceptedOutputs += u.unaccepted
+		out.AcceptanceOutputs += u.acceptance
+		if u.accepted > 0 || u.rejected > 0 {
+			counted = append(counted, n)
+		}
+		uo := api.UnitOutputs{Unit: n, Accepted: u.accepted, Rejected: u.rejected, Unaccepted: u.unaccepted, Acceptance: u.acceptance}
+		if u.accepted > 0 {
+			c := new(big.Rat).SetInt64(u.own)
+			switch {
+			case own > 0:
+				c.Add(c, new(big.Rat).SetFrac(new(big.Int).Mul(big.NewInt(shared), big.NewInt(u.own)), big.NewInt(own)))
+			default:
+				c.Add(c, big.NewRat(shared, withAccepted))
+			}
+			m := Money(roundHalfUp(c.Quo(c, new(big.Rat).SetInt64(u.accepted))))
+			uo.CostPerAccepted = &m
+		}
+		out.OutputsByUnit = append(out.OutputsByUnit, uo)
+	}
+	switch len(counted) {
 	case 0:
 	case 1:
-		for u := range r.units {
-			out.Unit = u
-		}
+		out.Unit = counted[0]
 	default:
 		out.Unit = "mixed"
 	}
-	// A cost per output of several units (images and jobs) would mean
-	// nothing: it is null, as without outputs.
-	if r.accepted > 0 && len(r.units) <= 1 {
-		m := Money(perOutput(total, r.accepted))
+	// One cost per accepted output for the row when its accepted outputs
+	// are of one unit; a cost per image-or-job would mean nothing.
+	if withAccepted == 1 && out.AcceptedOutputs > 0 {
+		m := Money(perOutput(int64(out.TotalCost), out.AcceptedOutputs))
 		out.CostPerAcceptedOutput = &m
 	}
 	return out
@@ -150,8 +265,10 @@ func perOutput(total, accepted int64) int64 {
 	return int64(q)
 }
 
-// rows groups the visible cells into rows by dimension.
-func (rc *reportCells) rows(by string, vis Visibility) []*row {
+// rows groups the visible cells into rows by dimension, and returns their
+// total too (accumulated cell by cell, so that it is the same whatever the
+// dimension).
+func (rc *reportCells) rows(by string, vis Visibility) ([]*row, *row) {
 	e := rc.e
 	byName := map[string]*row{}
 	var out []*row
@@ -164,30 +281,61 @@ func (rc *reportCells) rows(by string, vis Visibility) []*row {
 		}
 		return r
 	}
-	for i := range e.cells {
-		c := int32(i)
-		if !e.visible(c, vis) {
-			continue
-		}
-		r := get(e.rowName(c, by))
-		r.addMoney(rc.money[i])
-		r.gpu, _ = r.gpu.add(rc.s.gpu[i])
-		r.failed, _ = r.failed.add(rc.s.failed[i])
-		r.preempted, _ = r.preempted.add(rc.s.preempted[i])
-		r.idle, _ = r.idle.add(rc.s.idle[i])
-	}
+	total := &row{}
+	// Each workload's outputs, and the one unit its cost goes to (in the
+	// row its outputs count in).
+	outs := make([][]unitCount, len(e.wls))
+	sole := make([]string, len(e.wls))
+	home := make([]int32, len(e.wls))
 	for i := range e.wls {
 		x := &e.wls[i]
-		if !x.counted {
+		home[i] = -1
+		if (!x.counted && !x.outputs) || x.vol != nil {
 			continue
 		}
 		c := e.cellOf(int32(i), x.home) // exists: workloadCharges made it
 		if !e.visible(c, vis) {
 			continue
 		}
-		get(e.rowName(c, by)).addWorkload(x.w)
+		outs[i] = e.outputsOf(x)
+		sole[i], home[i] = soleUnit(outs[i]), c
+		r := get(e.rowName(c, by))
+		if x.counted && x.w.Attempts > 1 {
+			r.retries += int64(x.w.Attempts - 1)
+			total.retries += int64(x.w.Attempts - 1)
+		}
+		r.addOutputs(outs[i])
+		total.addOutputs(outs[i])
 	}
-	return out
+	for i := range e.cells {
+		c := int32(i)
+		if !e.visible(c, vis) {
+			continue
+		}
+		name := e.rowName(c, by)
+		r := get(name)
+		r.addCell(rc.money[i], &rc.s, i)
+		total.addCell(rc.money[i], &rc.s, i)
+		x := &e.cells[i]
+		if x.wl < 0 || e.wls[x.wl].vol != nil {
+			continue
+		}
+		if by == api.CostByWorkload {
+			w := e.wls[x.wl].w
+			r.wname, r.stage = w.Name, acceptanceStage(w)
+		}
+		if u := sole[x.wl]; u != "" {
+			var m int64
+			for k := range nComp {
+				m = satAdd(m, rc.money[i][k])
+			}
+			total.unit(u).own += m
+			if name == e.rowName(home[x.wl], by) {
+				r.unit(u).own += m
+			}
+		}
+	}
+	return out, total
 }
 
 // Report groups the ledger of in by a dimension: api.CostByTeam, CostByPool,
@@ -207,10 +355,8 @@ func Report(in Input, by string, vis Visibility) (api.CostReport, error) {
 		return rep, err
 	}
 	rc := ledgerOf(&in)
-	rows := rc.rows(by, vis)
-	var total row
+	rows, total := rc.rows(by, vis)
 	for _, r := range rows {
-		total.merge(r)
 		rep.Items = append(rep.Items, r.wire())
 	}
 	slices.SortFunc(rep.Items, func(a, b api.CostRow) int {

@@ -73,7 +73,7 @@ func money(m Money) *Money { return &m }
 // GPU-second.
 func TestIssueExample(t *testing.T) {
 	a := job("a", "vision", core.Succeeded, 6)
-	a.Reported, a.Outputs = true, api.Outputs{Accepted: 120, Rejected: 3, Unit: "images"}
+	a.Reported, a.Outputs = true, []Output{{At: at(6), Accepted: 120, Rejected: 3, Unit: "images"}}
 	b := job("b", "vision", core.Succeeded, 20)
 	c := job("c", "vision", core.Succeeded, 20)
 	d := job("d", "nlp", core.Failed, 34)
@@ -94,17 +94,26 @@ func TestIssueExample(t *testing.T) {
 	rep := mustReport(t, in, api.CostByWorkload, admin)
 	h := func(s float64) float64 { return s / 3600 }
 	want := []api.CostRow{
-		{Name: "a", GPUHours: h(6), AcceleratorCost: units(6), TotalCost: units(6), AcceptedOutputs: 120, RejectedOutputs: 3, Unit: "images", CostPerAcceptedOutput: money(50_000)},
-		{Name: "b", GPUHours: h(5), AcceleratorCost: units(5), TotalCost: units(5), AcceptedOutputs: 1, Unit: "job", CostPerAcceptedOutput: money(units(5))},
-		{Name: "c", GPUHours: h(5), AcceleratorCost: units(5), TotalCost: units(5), AcceptedOutputs: 1, Unit: "job", CostPerAcceptedOutput: money(units(5))},
-		{Name: "d", GPUHours: h(4), AcceleratorCost: units(4), TotalCost: units(4), FailedGPUHours: h(4), Retries: 1},
+		{Name: "a", GPUHours: h(6), AcceleratorCost: units(6), TotalCost: units(6), AcceptedOutputs: 120, RejectedOutputs: 3, Unit: "images", CostPerAcceptedOutput: money(50_000),
+			OutputsByUnit: []api.UnitOutputs{{Unit: "images", Accepted: 120, Rejected: 3, CostPerAccepted: money(50_000)}}},
+		{Name: "b", GPUHours: h(5), AcceleratorCost: units(5), TotalCost: units(5), AcceptedOutputs: 1, Unit: "job", CostPerAcceptedOutput: money(units(5)),
+			OutputsByUnit: []api.UnitOutputs{{Unit: "job", Accepted: 1, CostPerAccepted: money(units(5))}}},
+		{Name: "c", GPUHours: h(5), AcceleratorCost: units(5), TotalCost: units(5), AcceptedOutputs: 1, Unit: "job", CostPerAcceptedOutput: money(units(5)),
+			OutputsByUnit: []api.UnitOutputs{{Unit: "job", Accepted: 1, CostPerAccepted: money(units(5))}}},
+		{Name: "d", GPUHours: h(4), AcceleratorCost: units(4), TotalCost: units(4), FailedGPUHours: h(4), Retries: 1, OutputsByUnit: []api.UnitOutputs{}},
 	}
 	opt := cmpopts.EquateApprox(0, 1e-12)
 	if diff := cmp.Diff(want, rep.Items, opt); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
+	// Images and jobs: no one cost per output, but one per unit: each
+	// unit's own workloads' cost (6 and 10) and a share of the failed
+	// job's 4 in proportion (1.5 and 2.5): 7.5 / 120 images, 12.5 / 2 jobs.
 	wantTotal := api.CostRow{GPUHours: h(20), AcceleratorCost: units(20), TotalCost: units(20), AcceptedOutputs: 122, RejectedOutputs: 3,
-		Unit: "mixed", FailedGPUHours: h(4), Retries: 1} // images and jobs: no cost per output
+		Unit: "mixed", FailedGPUHours: h(4), Retries: 1, OutputsByUnit: []api.UnitOutputs{
+			{Unit: "images", Accepted: 120, Rejected: 3, CostPerAccepted: money(62_500)},
+			{Unit: "job", Accepted: 2, CostPerAccepted: money(6_250_000)},
+		}}
 	if diff := cmp.Diff(wantTotal, rep.Total, opt); diff != "" {
 		t.Errorf("total (-want +got):\n%s", diff)
 	}
@@ -249,7 +258,8 @@ func TestOtherLines(t *testing.T) {
 		Intervals: []Interval{run, second}, Workloads: workloads(w)}
 	got := mustReport(t, in, api.CostByWorkload, admin).Items[0]
 	want := api.CostRow{Name: "j", GPUHours: 1, AcceleratorCost: units(1), HostCost: units(4*2 + 2*3), NetworkCost: units(15),
-		LicenceCost: units(7 + 11), TotalCost: units(1 + 14 + 15 + 18), AcceptedOutputs: 1, Unit: "job", CostPerAcceptedOutput: money(units(48))}
+		LicenceCost: units(7 + 11), TotalCost: units(1 + 14 + 15 + 18), AcceptedOutputs: 1, Unit: "job", CostPerAcceptedOutput: money(units(48)),
+		OutputsByUnit: []api.UnitOutputs{{Unit: "job", Accepted: 1, CostPerAccepted: money(units(48))}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -158,7 +158,7 @@ func TestStorageWithWorkloads(t *testing.T) {
 		t.Errorf("series %+v: want 1800.5 then 0.5", s.Points)
 	}
 	// Budget: the live volume burns 1 per hour.
-	st := Budget(in, "alpha", api.Budget{Monthly: units(10000)})
+	st := Budget(in, "alpha", api.Budget{Monthly: units(10000)}, time.Time{})
 	if st.BurnPerHour != units(1) {
 		t.Errorf("burn %s, want 1 (the volume)", st.BurnPerHour)
 	}

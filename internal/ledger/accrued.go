@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
-	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
@@ -38,18 +37,4 @@ func (l *Ledger) Accrued(ctx context.Context, start, now time.Time) (map[[2]stri
 	}
 	l.acc = accrued{sums: sums}
 	return sums, nil
-}
-
-// SpentRatios returns each budgeted team's spent / monthly this month:
-// gpufleet_budget_spent_ratio.
-func (l *Ledger) SpentRatios(ctx context.Context, now time.Time) (map[core.TeamName]float64, error) {
-	bs, err := l.Budgets(ctx, now, BudgetRefresh)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[core.TeamName]float64, len(bs))
-	for t, b := range bs {
-		out[t] = b.SpentRatio
-	}
-	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
@@ -16,6 +17,15 @@ import (
 type budgetCache struct {
 	at       time.Time
 	statuses map[core.TeamName]api.BudgetStatus
+}
+
+// reachedKey is a team's budget of a month: when its spend reached it does
+// not change once found (Ledger.reached), and finding it takes a search
+// over the month.
+type reachedKey struct {
+	team    core.TeamName
+	month   time.Time
+	monthly api.Money
 }
 
 // BudgetRefresh is how old an evaluation of the budgets may be when the
@@ -60,19 +70,22 @@ func (l *Ledger) forget() {
 }
 
 // Budgets evaluates every team's budget for the calendar month (UTC) that
-// holds now, from an evaluation at most maxAge old.
+// holds now, from an evaluation at most maxAge old. A forecast of when a
+// budget runs out that an evaluation made before now has passed is left
+// out: it is never in the past.
 func (l *Ledger) Budgets(ctx context.Context, now time.Time, maxAge time.Duration) (map[core.TeamName]api.BudgetStatus, error) {
 	l.mu.Lock()
-	c, gen := l.budgets, l.gen
+	c, gen, reached := l.budgets, l.gen, l.reached
 	l.mu.Unlock()
 	if c.statuses != nil && now.Sub(c.at) < maxAge && !now.Before(c.at) {
-		return c.statuses, nil
+		return notPast(c.statuses, now), nil
 	}
 	specs, err := l.Store.Budgets(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[core.TeamName]api.BudgetStatus, len(specs))
+	found := map[reachedKey]time.Time{}
 	if len(specs) > 0 {
 		now = now.UTC()
 		month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
@@ -85,7 +98,12 @@ func (l *Ledger) Budgets(ctx context.Context, now time.Time, maxAge time.Duratio
 			if err := json.Unmarshal(spec, &b); err != nil {
 				return nil, fmt.Errorf("stored budget of team %s: %w", team, err)
 			}
-			out[team] = cost.Budget(in, team, b)
+			k := reachedKey{team, month, b.Monthly}
+			st := cost.Budget(in, team, b, reached[k])
+			if st.ExhaustedSince != nil {
+				found[k] = *st.ExhaustedSince
+			}
+			out[team] = st
 		}
 	}
 	// An evaluation begun before a budget changed is not kept: it read
@@ -94,15 +112,35 @@ func (l *Ledger) Budgets(ctx context.Context, now time.Time, maxAge time.Duratio
 	if l.gen == gen {
 		l.budgets = budgetCache{at: now, statuses: out}
 	}
+	l.reached = found
 	l.mu.Unlock()
 	return out, nil
+}
+
+// notPast is statuses without the forecasts before now.
+func notPast(statuses map[core.TeamName]api.BudgetStatus, now time.Time) map[core.TeamName]api.BudgetStatus {
+	var out map[core.TeamName]api.BudgetStatus
+	for team, b := range statuses {
+		if b.ExhaustedAt == nil || b.ExhaustedAt.After(now) {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(statuses)
+		}
+		b.ExhaustedAt = nil
+		out[team] = b
+	}
+	if out == nil {
+		return statuses
+	}
+	return out
 }
 
 // ExceededMessage is what a team's waiting work says when its hard budget
 // is spent: spent X of Y, and when the month resets.
 func ExceededMessage(b api.BudgetStatus) string {
-	return fmt.Sprintf("team %s's hard budget is spent: %s of %s %s this month; the month resets at %s (production still runs)",
-		b.Team, b.Spent.Fixed(), b.Monthly.Fixed(), b.Currency, b.ResetsAt.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("team %s's hard budget is spent: %s of %s this month; the month resets at %s (production still runs)",
+		b.Team, cost.Amount(b.Spent, b.Currency), cost.WithCurrency(cost.Amount(b.Monthly, b.Currency), b.Currency), b.ResetsAt.UTC().Format(time.RFC3339))
 }
 
 // Gates says, for each team with a budget that alerts or is spent, what
@@ -146,8 +184,8 @@ func (l *Ledger) Gates(ctx context.Context, now time.Time) (map[core.TeamName]co
 		if b.Exceeded {
 			g.Message = ExceededMessage(b)
 		} else {
-			g.Message = fmt.Sprintf("team %s has spent %s of its %s %s monthly budget (%.0f%%, alert at %d%%)",
-				b.Team, b.Spent.Fixed(), b.Monthly.Fixed(), b.Currency, 100*b.SpentRatio, b.AlertPercent)
+			g.Message = fmt.Sprintf("team %s has spent %s of its %s monthly budget (%.0f%%, alert at %d%%)",
+				b.Team, cost.Amount(b.Spent, b.Currency), cost.WithCurrency(cost.Amount(b.Monthly, b.Currency), b.Currency), 100*b.SpentRatio, b.AlertPercent)
 			if b.ExhaustedAt != nil {
 				g.Message += "; at the current burn rate it runs out at " + b.ExhaustedAt.UTC().Format(time.RFC3339)
 			}

@@ -43,10 +43,11 @@ type Ledger struct {
 	refreshing bool   // a background evaluation of the budgets runs
 	refreshErr string // its last error, told by the next Gates
 	acc        accrued
+	reached    map[reachedKey]time.Time // when budgets of this month were spent
 }
 
 // Prices returns every price version, the file's and the stored ones, by
-// pool and time.
+// pool and time, each with its GPUHourRate (cost.HourlyRate).
 func (l *Ledger) Prices(ctx context.Context) ([]api.Price, error) {
 	vs, err := l.Store.Prices(ctx)
 	if err != nil {
@@ -74,6 +75,9 @@ func (l *Ledger) Prices(ctx context.Context) ([]api.Price, error) {
 		}
 		return a.EffectiveFrom.Compare(b.EffectiveFrom)
 	})
+	for i := range out {
+		out[i].GPUHourRate = cost.HourlyRate(out[i])
+	}
 	return out, nil
 }
 
@@ -86,6 +90,7 @@ func (l *Ledger) AddPrice(ctx context.Context, p api.Price, now time.Time) (api.
 		p.EffectiveFrom = now
 	}
 	p.EffectiveFrom = p.EffectiveFrom.UTC().Truncate(time.Second)
+	p.GPUHourRate = 0 // the server's to say, never stored
 	if fe := p.Validate(); len(fe) > 0 {
 		return p, &FieldErrors{fe}
 	}
@@ -100,6 +105,7 @@ func (l *Ledger) AddPrice(ctx context.Context, p api.Price, now time.Time) (api.
 	if err != nil {
 		return p, err
 	}
+	p.GPUHourRate = cost.HourlyRate(p)
 	return p, l.Store.AddPrice(ctx, store.PriceVersion{Pool: p.Pool, EffectiveFrom: p.EffectiveFrom, CreatedAt: now, Spec: spec})
 }
 
@@ -148,6 +154,11 @@ func (l *Ledger) Input(ctx context.Context, from, to, now time.Time) (cost.Input
 	if err != nil {
 		return in, err
 	}
+	// The workloads that held devices or reported outputs in the window.
+	outs, err := l.Store.OutputsBetween(ctx, from, to)
+	if err != nil {
+		return in, err
+	}
 	var ids []core.WorkloadID
 	seen := map[core.WorkloadID]bool{}
 	for _, a := range allocs {
@@ -156,23 +167,33 @@ func (l *Ledger) Input(ctx context.Context, from, to, now time.Time) (cost.Input
 			ids = append(ids, a.WorkloadID)
 		}
 	}
+	for _, o := range outs {
+		if !seen[o.Workload] {
+			seen[o.Workload] = true
+			ids = append(ids, o.Workload)
+		}
+	}
 	ws, err := l.Store.WorkloadsByID(ctx, ids)
 	if err != nil {
 		return in, err
 	}
 	in.Workloads = make(map[core.WorkloadID]*cost.Workload, len(ws))
 	for id, w := range ws {
-		cw := &cost.Workload{ID: id, Team: w.Team, Owner: w.Owner, Kind: string(w.Kind), Labels: w.Labels,
+		cw := &cost.Workload{ID: id, Name: w.Name, Team: w.Team, Owner: w.Owner, Kind: string(w.Kind), Labels: w.Labels,
 			Attempts: w.Status.Attempts, Phase: w.Status.Phase}
 		if w.Status.FinishedAt != nil {
 			cw.FinishedAt = *w.Status.FinishedAt
 		}
 		if o := w.Status.Outputs; o != nil {
 			cw.Reported = o.Accepted != 0 || o.Rejected != 0 || o.Unit != ""
-			cw.Outputs = api.Outputs{Accepted: o.Accepted, Rejected: o.Rejected, Unit: o.Unit}
 			cw.EgressBytes = o.EgressBytes
 		}
 		in.Workloads[id] = cw
+	}
+	for _, o := range outs {
+		if cw := in.Workloads[o.Workload]; cw != nil {
+			cw.Outputs = append(cw.Outputs, cost.Output{At: o.At, Unit: o.Unit, Accepted: o.Accepted, Rejected: o.Rejected})
+		}
 	}
 	// Host resources are billed once per replica of each attempt: on the
 	// replica's first device interval.

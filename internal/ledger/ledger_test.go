@@ -147,3 +147,53 @@ func TestBudgetGates(t *testing.T) {
 		t.Errorf("gates after the budget is gone: %+v", gates)
 	}
 }
+
+// A budget's run-out time is never in the past: a forecast that an earlier
+// evaluation made and the clock has passed is left out; once the budget is
+// spent, the status says since when instead.
+func TestBudgetRunsOutInTheFutureOrSaysSinceWhen(t *testing.T) {
+	ctx := context.Background()
+	st, l := setup(t)
+	l.FilePrices = []api.Price{{Pool: "east", Kind: api.PriceOnDemand, Rate: 3600 * api.MoneyUnit}}
+	// Two GPUs from t0, still held: 2 units a second.
+	w, _, err := st.CreateWorkload(ctx, &core.Workload{CreatedAt: t0, Spec: core.Spec{Team: "a", Owner: "ann", Priority: "training",
+		Command: []string{"x"}, Request: core.Request{MilliGPU: 2000}}}, nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := []core.Assignment{{Node: "n1", GPUIndex: 0, GPUUUID: "g0", MilliGPU: 1000, MemoryMiB: 81920}, {Node: "n1", GPUIndex: 1, GPUUUID: "g1", MilliGPU: 1000, MemoryMiB: 81920}}
+	if res, err := st.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: w.ID, Assignments: as}}}, t0); err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	if _, err := l.SetBudget(ctx, "a", api.Budget{Monthly: 210 * api.MoneyUnit, Hard: true}); err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(100 * time.Second) // spent 200 of 210: 5 s left
+	bs, err := l.Budgets(ctx, at, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := bs["a"]; b.Spent != 200*api.MoneyUnit || b.ExhaustedAt == nil || !b.ExhaustedAt.Equal(at.Add(5*time.Second)) || b.ExhaustedSince != nil {
+		t.Fatalf("at t0+100s: %+v, want 200 spent, running out 5 s later", b)
+	}
+	if b := budgetsAt(t, l, at.Add(2*time.Second), time.Hour)["a"]; b.ExhaustedAt == nil || !b.ExhaustedAt.Equal(at.Add(5*time.Second)) {
+		t.Errorf("2 s later, from the same evaluation: runs out at %v, want t0+105s", b.ExhaustedAt)
+	}
+	if b := budgetsAt(t, l, at.Add(10*time.Second), time.Hour)["a"]; b.ExhaustedAt != nil {
+		t.Errorf("10 s later, from the same evaluation: runs out at %v, in the past", b.ExhaustedAt)
+	}
+	b := budgetsAt(t, l, at.Add(20*time.Second), 0)["a"]
+	if b.ExhaustedAt != nil || b.ExhaustedSince == nil || !b.ExhaustedSince.Equal(t0.Add(105*time.Second)) || !b.Exceeded {
+		t.Errorf("evaluated 20 s later: runs out at %v, spent since %v, want since t0+105s", b.ExhaustedAt, b.ExhaustedSince)
+	}
+}
+
+// budgetsAt is l.Budgets as of now from an evaluation at most maxAge old.
+func budgetsAt(t *testing.T, l *Ledger, now time.Time, maxAge time.Duration) map[core.TeamName]api.BudgetStatus {
+	t.Helper()
+	bs, err := l.Budgets(context.Background(), now, maxAge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bs
+}

@@ -25,12 +25,17 @@ type Options struct {
 	// GPUs returns the latest utilisation sample of each GPU
 	// (usage.Tracker.GPUs); optional.
 	GPUs func() []core.GPUSample
+	// Workloads returns the latest utilisation sample of each running
+	// workload (usage.Tracker.Workloads); optional.
+	Workloads func() []core.WorkloadSample
+	// Currency is the currency of Cost and Budgets (ISO 4217).
+	Currency string
 	// Cost returns the cost accrued since the server started per team
 	// and pool, in currency units (ledger.Ledger.Accrued); optional.
 	Cost func(ctx context.Context) (map[[2]string]float64, error)
-	// BudgetSpent returns each budgeted team's spent / monthly this month
-	// (ledger.Ledger.SpentRatios); optional.
-	BudgetSpent func(ctx context.Context) (map[core.TeamName]float64, error)
+	// Budgets returns each budgeted team's month (ledger.Ledger.Budgets);
+	// optional.
+	Budgets func(ctx context.Context) (map[core.TeamName]Budget, error)
 	// Volumes lists the team volumes (store.Volumes); optional.
 	Volumes func(ctx context.Context) ([]core.Volume, error)
 	// Xids returns the Xid errors seen since the server started
@@ -197,7 +202,8 @@ type clusterCollector struct {
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGPUs, descNodeInfo, descPoolAllocated, descAllocated, descIdle, descWorkloads, descUtil, descMem, descHealthy, descUsed,
-		descGuaranteed, descFairShare, descPendingGPUs, descOldestPending, descNodeState, descGPUHealth, descXid} {
+		descGuaranteed, descFairShare, descPendingGPUs, descOldestPending, descNodeState, descGPUHealth, descXid,
+		descTeamUtil, descTeamMem, descWorkloadUtil, descWorkloadMem} {
 		ch <- d
 	}
 }
@@ -307,6 +313,9 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		xids = c.opts.Xids()
 	}
 	nodeMetrics(ch, snap, xids)
+	if c.opts.Workloads != nil {
+		workloadUsage(ch, snap, c.opts.Workloads())
+	}
 	if c.opts.Shares != nil {
 		for _, s := range c.opts.Shares() {
 			gauge(descFairShare, float64(s.FairShare)/1000, string(s.Team))

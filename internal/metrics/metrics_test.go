@@ -315,3 +315,55 @@ func TestVolumeMetrics(t *testing.T) {
 		t.Errorf("used (-want +got):\n%s", diff)
 	}
 }
+
+// The cost counter names its currency, budgets show spent and limit beside
+// the ratio, and the GPU use of running work is shown per workload and per
+// team: a team's utilisation is its workloads' weighted by the GPUs each
+// holds; a workload sampled in an earlier attempt is not shown.
+func TestCostBudgetsAndTeamUsage(t *testing.T) {
+	run := func(id, team, name string, attempt int, as ...core.Assignment) *core.Workload {
+		w := &core.Workload{ID: core.WorkloadID(id)}
+		w.Team, w.Name, w.Status.Phase, w.Status.Placement, w.Status.Attempts = core.TeamName(team), name, core.Running, as, attempt
+		return w
+	}
+	snap := &core.Snapshot{Running: []*core.Workload{
+		run("w1", "research", "train", 1, core.Assignment{Node: "n1", GPUIndex: 0, MilliGPU: 1000}, core.Assignment{Node: "n1", GPUIndex: 1, MilliGPU: 1000}),
+		run("w2", "research", "eval", 1, core.Assignment{Node: "n1", GPUIndex: 2, MilliGPU: 500}),
+		run("w3", "inference", "chat", 2, core.Assignment{Node: "n2", GPUIndex: 0, MilliGPU: 1000}),
+	}}
+	m := New(Options{Currency: "EUR",
+		Snapshot: func(context.Context) (*core.Snapshot, error) { return snap, nil },
+		Workloads: func() []core.WorkloadSample {
+			return []core.WorkloadSample{{ID: "w1", Attempt: 1, Utilization: 0.9, MemoryUsedMiB: 2048}, {ID: "w2", Attempt: 1, Utilization: 0.4, MemoryUsedMiB: 1024},
+				{ID: "w3", Attempt: 1, Utilization: 1}} // w3's first attempt: stale
+		},
+		Cost: func(context.Context) (map[[2]string]float64, error) {
+			return map[[2]string]float64{{"research", "onprem"}: 12.5, {"__idle__", "onprem"}: 2}, nil
+		},
+		Budgets: func(context.Context) (map[core.TeamName]Budget, error) {
+			return map[core.TeamName]Budget{"research": {Spent: 450, Limit: 500, SpentRatio: 0.9}}, nil
+		},
+	})
+	fams := Scrape(t, m)
+	want := map[string][]string{
+		"gpufleet_cost_total":                     {"currency=EUR,team=research,pool=onprem = 12.5", "currency=EUR,team=__idle__,pool=onprem = 2"},
+		"gpufleet_budget_spent_ratio":             {"team=research = 0.9"},
+		"gpufleet_budget_spent":                   {"currency=EUR,team=research = 450"},
+		"gpufleet_budget_limit":                   {"currency=EUR,team=research = 500"},
+		"gpufleet_workload_gpu_utilization_ratio": {"team=research,workload=w1,name=train = 0.9", "team=research,workload=w2,name=eval = 0.4"},
+		"gpufleet_workload_gpu_memory_used_bytes": {"team=research,workload=w1,name=train = 2.147483648e+09", "team=research,workload=w2,name=eval = 1.073741824e+09"},
+		// (0.9 × 2 + 0.4 × 0.5) / 2.5
+		"gpufleet_team_gpu_utilization_ratio": {"team=research = 0.8"},
+		"gpufleet_team_gpu_memory_used_bytes": {"team=research = 3.221225472e+09"},
+	}
+	for name, w := range want {
+		f := fams[name]
+		if f == nil {
+			t.Errorf("%s is missing", name)
+			continue
+		}
+		if diff := cmp.Diff(norm(w), values(f)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}

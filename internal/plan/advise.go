@@ -17,9 +17,10 @@ import (
 type Fleet struct {
 	Currency string
 	Nodes    []Node
-	// Prices is each pool's rate per GPU-hour (cost.HourlyRate of the
-	// version in effect); a pool absent has no price.
-	Prices map[string]api.Money
+	// Prices is each pool's exact rate per GPU-hour in micro-units
+	// (cost.GPUHourRate of the version in effect); a pool absent has no
+	// price.
+	Prices map[string]*big.Rat
 	// Pending is the workloads waiting for GPUs now.
 	Pending int
 }
@@ -342,11 +343,10 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 // per unit, without a target or a duration).
 func price(b api.WorkloadBrief, f Fleet, pool string, milli int64) (perHour, perUnit *api.Money, unit string) {
 	rate, ok := f.Prices[pool]
-	if !ok {
+	if !ok || rate == nil {
 		return nil, nil, ""
 	}
-	hourly := new(big.Rat).SetFrac64(int64(rate)*1, 1)
-	hourly.Mul(hourly, big.NewRat(milli, 1000))
+	hourly := new(big.Rat).Mul(rate, big.NewRat(milli, 1000))
 	h := api.Money(roundHalfUp(hourly))
 	perHour = &h
 	switch {

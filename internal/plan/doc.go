@@ -99,9 +99,9 @@
 // --gpus` takes; replicas, what `submit --replicas` takes.
 //
 // Cost per hour is GPUs × the pool's rate per GPU-hour (the caller passes
-// cost.HourlyRate of the version in effect: on-demand and reserved rates
-// as they are, monthly over 730 h, owned amortised), computed exactly and
-// rounded half up to a micro-unit once. Cost per unit is that over the
+// cost.GPUHourRate of the version in effect, exact: on-demand and reserved
+// rates as they are, monthly over 730 h, owned amortised), computed exactly
+// and rounded half up to a micro-unit once. Cost per unit is that over the
 // throughput target's units an hour (unit "request" unless the brief
 // names one) or, without a target, the whole run over the expected
 // duration (unit "run"). A committed price (reserved, monthly, owned)

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +185,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 	cordoned := fleet("local", "eu-west", "H100", 81920, 1, 8)
 	cordoned[0].Schedulable = false
 	usd := func(s string) api.Money { m, _ := api.ParseMoney(s); return m }
-	priced := map[string]api.Money{"local": usd("2.50")}
+	priced := map[string]*big.Rat{"local": big.NewRat(int64(usd("2.50")), 1)}
 
 	big := api.WorkloadBrief{Workload: api.BriefTraining, Precision: "fp32", ContextLength: 4096, Batch: 8, Model: api.ModelSpec{Name: "llama-3-70b"}}
 	t.Run("nothing fits: says what would", func(t *testing.T) {

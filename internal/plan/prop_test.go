@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math/big"
 	"slices"
 	"testing"
 
@@ -59,12 +60,12 @@ func genBrief(t *rapid.T) api.WorkloadBrief {
 // genFleet draws pools of nodes with GPUs of a few kinds, some busy, some
 // unhealthy, some nodes cordoned, some priced.
 func genFleet(t *rapid.T) Fleet {
-	f := Fleet{Prices: map[string]api.Money{}, Pending: rapid.IntRange(0, 5).Draw(t, "pending")}
+	f := Fleet{Prices: map[string]*big.Rat{}, Pending: rapid.IntRange(0, 5).Draw(t, "pending")}
 	kinds := []GPU{{Model: "A10", MemoryMiB: 24576}, {Model: "L40S", MemoryMiB: 46068}, {Model: "H100", MemoryMiB: 81920}, {Model: "B200", MemoryMiB: 183359}}
 	for p := range rapid.IntRange(0, 3).Draw(t, "pools") {
 		pool := fmt.Sprintf("p%d", p)
 		if rapid.Bool().Draw(t, "priced") {
-			f.Prices[pool] = api.Money(rapid.Int64Range(0, 20_000_000).Draw(t, "rate"))
+			f.Prices[pool] = big.NewRat(rapid.Int64Range(0, 20_000_000).Draw(t, "rate"), 1)
 		}
 		kind := rapid.SampledFrom(kinds).Draw(t, "kind")
 		for i := range rapid.IntRange(0, 4).Draw(t, "nodes") {

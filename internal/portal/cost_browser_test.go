@@ -75,15 +75,15 @@ func costRow(r api.CostReport, name string) (api.CostRow, bool) {
 	return api.CostRow{}, false
 }
 
-// units reads an amount the page wrote ("USD 1,234.50", "USD 0.000278 /
+// units reads an amount the page wrote ("1234.50 USD", "0.0003 USD /
 // image") as currency units.
 func units(t *testing.T, what, text string) float64 {
 	t.Helper()
 	f := strings.Fields(strings.TrimSpace(text))
-	if len(f) < 2 || f[0] != "USD" {
+	if len(f) < 2 || f[1] != "USD" {
 		t.Fatalf("%s: %q is not an amount in USD", what, text)
 	}
-	v, err := strconv.ParseFloat(strings.ReplaceAll(f[1], ",", ""), 64)
+	v, err := strconv.ParseFloat(f[0], 64)
 	if err != nil {
 		t.Fatalf("%s: %q: %v", what, text, err)
 	}
@@ -254,6 +254,26 @@ func TestCostPageInBrowser(t *testing.T) {
 	if per := units(t, "per output", perText); math.Abs(per-c/10) > 0.0051 || !strings.HasSuffix(perText, "/ image") {
 		t.Errorf("the job's cost per accepted output is %q, want its cost %q / 10 per image", perText, costText)
 	}
+	if name := get(t, b, "the job's name", chromedp.Text(chromedp.CSS(row+" td:first-child"))); !strings.Contains(name, "cost-probe") {
+		t.Errorf("the job's row is named %q, want its name cost-probe beside its ID", name)
+	}
+	// The total keeps images and jobs apart, each with its cost per
+	// accepted output, as the tile does; nothing says "several units".
+	type unitSeen struct {
+		Unit     string `json:"unit"`
+		Accepted string `json:"accepted"`
+		Per      string `json:"per"`
+	}
+	totalUnits := get(t, b, "the total's units", chromedp.Evaluate[[]unitSeen](`[...document.querySelectorAll('#cost-table tr[data-total] .accepted .unit-line')].map(e => ({
+		unit: e.dataset.unit, accepted: e.textContent,
+		per: document.querySelector('#cost-table tr[data-total] .per-output .unit-line[data-unit="' + e.dataset.unit + '"]').textContent}))`))
+	if len(totalUnits) != 2 || totalUnits[0].Unit != "images" || totalUnits[0].Accepted != "10 images" || !strings.HasSuffix(totalUnits[0].Per, "USD / image") ||
+		totalUnits[1].Unit != "job" || totalUnits[1].Accepted != "1 job" || !strings.HasSuffix(totalUnits[1].Per, "USD / job") {
+		t.Errorf("the total's outputs: %+v, want 10 images and 1 job, each with its cost per accepted output", totalUnits)
+	}
+	if tileText := get(t, b, "the per-output tile", chromedp.Text(chromedp.CSS("#tile-per-output"))); !strings.Contains(tileText, "/ image") || !strings.Contains(tileText, "/ job") || strings.Contains(tileText, "several") {
+		t.Errorf("the per-output tile says %q, want a cost per image and per job", tileText)
+	}
 
 	// The budget bars: research's filled to spent / 100 with its alert mark
 	// at 50%; inference's red, and named by the banner.
@@ -279,11 +299,14 @@ func TestCostPageInBrowser(t *testing.T) {
 	if math.Abs(rb.Fill-spent/100) > 0.01 || spent < 3 || math.Abs(rb.Alert-0.5) > 0.01 || rb.State != "ok" {
 		t.Errorf("research's budget bar: %+v; want it filled to spent %.2f / 100, its alert mark at 50%%, not alerting", rb, spent)
 	}
-	if !strings.Contains(rb.Label, "of USD 100.00") {
-		t.Errorf("research's budget bar says %q, want the budget of USD 100.00", rb.Label)
+	if !strings.Contains(rb.Label, "of 100.00 USD") {
+		t.Errorf("research's budget bar says %q, want the budget of 100.00 USD", rb.Label)
 	}
 	if ib.State != "exceeded" || !ib.Over || ib.Fill < 0.99 {
 		t.Errorf("inference spent more than its budget of 2 and its bar is %+v, want it full and red", ib)
+	}
+	if !strings.HasPrefix(ib.Forcst, "spent since ") || strings.Contains(ib.Forcst, "runs out") {
+		t.Errorf("inference's spent budget says %q, want since when it was spent (and no run-out time)", ib.Forcst)
 	}
 	banner := get(t, b, "the banner", chromedp.Text(chromedp.CSS("#budget-alerts")))
 	if !strings.Contains(banner, "inference has reached its hard budget") || strings.Contains(banner, "research") {

@@ -99,7 +99,7 @@ func TestPoolsPageInBrowser(t *testing.T) {
 	if d := cmp.Diff(wantClusters, get(t, b, "the clusters", chromedp.Evaluate[[]clusterSeen](clustersJS))); d != "" {
 		t.Errorf("the clusters on the page (-want +got):\n%s", d)
 	}
-	wantPrice := fmt.Sprintf("%s 2.50 on-demand", prices.Currency)
+	wantPrice := fmt.Sprintf("2.50 %s/GPU-hour on-demand", prices.Currency)
 	pool := func(what string) poolSeen {
 		t.Helper()
 		ps := get(t, b, what, chromedp.Evaluate[[]poolSeen](poolsJS))
@@ -165,6 +165,59 @@ func TestPoolsPageInBrowser(t *testing.T) {
 	b.run(t, "see the allocation go",
 		waitJS(`(document.querySelector('#pools tr[data-pool="local"] .allocated') || {}).textContent === '0'`))
 
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		t.Errorf("browser: %s", p)
+	}
+}
+
+// The Pools page shows each price kind per GPU-hour as the server bills it
+// (the pool's gpuHourRate: the page converts nothing), then the price as
+// set with what it is per: four versions of pool local's price, each 8 per
+// GPU-hour, shown in turn as each comes into effect.
+func TestPoolsPageShowsEveryPriceKindPerGPUHour(t *testing.T) {
+	chrome := findChromium(t)
+	s := startServer(t)
+	b := startBrowser(t, chrome)
+	now := time.Now().UTC().Truncate(time.Second)
+	kinds := []struct {
+		price map[string]any
+		want  string
+	}{
+		{map[string]any{"kind": "on-demand", "rate": 8}, "8.00 USD/GPU-hour on-demand"},
+		{map[string]any{"kind": "reserved", "rate": 8, "gpus": 100, "term": "8760h"}, "8.00 USD/GPU-hour reserved, 100 GPUs for 8760h"},
+		{map[string]any{"kind": "monthly", "rate": 5840}, "8.00 USD/GPU-hour monthly, 5840.00 USD/GPU-month"},
+		{map[string]any{"kind": "owned", "purchase": 210240, "depreciation": "36mo"}, "8.00 USD/GPU-hour owned, 210240.00 USD/GPU over 36mo"},
+	}
+	for i, k := range kinds {
+		k.price["pool"] = "local"
+		k.price["effectiveFrom"] = now.Add(time.Duration(2*i+2) * time.Second).Format(time.RFC3339)
+		costCall(t, s, s.token, "POST", "/prices", k.price, nil)
+	}
+	b.run(t, "sign in", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), s.token+kb.Enter), chromedp.WaitVisible(chromedp.CSS("#dashboard")))
+	for _, k := range kinds {
+		// Wait for the version to be in effect, then open the page anew.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var pools api.List[api.Pool]
+			costCall(t, s, s.token, "GET", "/pools", nil, &pools)
+			if len(pools.Items) == 1 && pools.Items[0].Price != nil && pools.Items[0].Price.Kind == k.price["kind"] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the %s price is not in effect: %+v", k.price["kind"], pools.Items)
+			}
+		}
+		b.run(t, "open the Pools page for "+k.want,
+			chromedp.Navigate(s.url+"/#/"), chromedp.WaitVisible(chromedp.CSS("#dashboard")),
+			chromedp.Navigate(s.url+"/#/pools"),
+			waitJS(`document.querySelector('#pools tr[data-pool="local"] .price') !== null`))
+		got := get(t, b, "the price", chromedp.Evaluate[string](`document.querySelector('#pools tr[data-pool="local"] .price').textContent`))
+		if got != k.want {
+			t.Errorf("the %s price shows %q, want %q", k.price["kind"], got, k.want)
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range b.problems {

@@ -41,7 +41,8 @@ func TestReplayCostOnDemandPerPolicy(t *testing.T) {
 		return &ReplayCost{Currency: "EUR", Total: total, AcceleratorCost: total, GPUHours: gpuSeconds / 3600,
 			CompletedTasks: 4, CostPerCompletedTask: moneyPtr(total / 4),
 			ByTeam: []api.CostRow{{Name: "default", GPUHours: gpuSeconds / 3600, AcceleratorCost: total, TotalCost: total,
-				AcceptedOutputs: 4, Unit: "job", CostPerAcceptedOutput: moneyPtr(total / 4)}}}
+				AcceptedOutputs: 4, Unit: "job", CostPerAcceptedOutput: moneyPtr(total / 4),
+				OutputsByUnit: []api.UnitOutputs{{Unit: "job", Accepted: 4, CostPerAccepted: moneyPtr(total / 4)}}}}}
 	}
 	for i, w := range []*ReplayCost{want(100), want(400)} {
 		if diff := cmp.Diff(w, runs[i].Cost, approx); diff != "" {
@@ -69,8 +70,9 @@ func TestReplayCostOwnedBillsIdleGPUs(t *testing.T) {
 		GPUHours: 112.5 / 3600, IdleGPUHours: 87.5 / 3600, CompletedTasks: 2, CostPerCompletedTask: moneyPtr(units(100)),
 		ByTeam: []api.CostRow{
 			{Name: "default", GPUHours: 112.5 / 3600, AcceleratorCost: units(112.5), TotalCost: units(112.5),
-				AcceptedOutputs: 2, Unit: "job", CostPerAcceptedOutput: moneyPtr(units(56.25))},
-			{Name: api.IdleRow, AcceleratorCost: units(87.5), TotalCost: units(87.5), IdleGPUHours: 87.5 / 3600},
+				AcceptedOutputs: 2, Unit: "job", CostPerAcceptedOutput: moneyPtr(units(56.25)),
+				OutputsByUnit: []api.UnitOutputs{{Unit: "job", Accepted: 2, CostPerAccepted: moneyPtr(units(56.25))}}},
+			{Name: api.IdleRow, AcceleratorCost: units(87.5), TotalCost: units(87.5), IdleGPUHours: 87.5 / 3600, OutputsByUnit: []api.UnitOutputs{}},
 		}}
 	if diff := cmp.Diff(want, res.Cost, approx); diff != "" {
 		t.Errorf("cost (-want +got):\n%s", diff)

@@ -177,9 +177,11 @@ func (s *Store) AddMetrics(ctx context.Context, id core.WorkloadID, ms []core.Me
 	})
 }
 
-// AddOutputs adds completed work a workload reported to the sums in its
-// status. A workload that does not exist is core.ErrNotFound.
-func (s *Store) AddOutputs(ctx context.Context, id core.WorkloadID, o core.Outputs) (*core.Workload, error) {
+// AddOutputs adds completed work a workload reported at at: to the sums in
+// its status, and as a row of the outputs it reported at that time
+// (OutputsBetween), in one transaction. A workload that does not exist is
+// core.ErrNotFound.
+func (s *Store) AddOutputs(ctx context.Context, id core.WorkloadID, o core.Outputs, at time.Time) (*core.Workload, error) {
 	var out *core.Workload
 	err := s.do(ctx, func(tx *wtx) error {
 		w, err := getForUpdate(tx, id)
@@ -196,8 +198,43 @@ func (s *Store) AddOutputs(ctx context.Context, id core.WorkloadID, o core.Outpu
 		if err := putStatus(tx, w); err != nil {
 			return err
 		}
+		if o.Accepted != 0 || o.Rejected != 0 {
+			if _, err := tx.Exec("INSERT INTO outputs (workload_id, team, at, unit, accepted, rejected) VALUES (?, ?, ?, ?, ?, ?)",
+				string(id), string(w.Team), unixNano(at), o.Unit, o.Accepted, o.Rejected); err != nil {
+				return err
+			}
+		}
 		out = w
 		return nil
 	})
 	return out, err
+}
+
+// OutputsReport is outputs a workload reported at one time.
+type OutputsReport struct {
+	Workload           core.WorkloadID
+	At                 time.Time
+	Unit               string
+	Accepted, Rejected int64
+}
+
+// OutputsBetween lists the outputs reported in [from, to), oldest first.
+func (s *Store) OutputsBetween(ctx context.Context, from, to time.Time) ([]OutputsReport, error) {
+	rows, err := s.read.QueryContext(ctx, "SELECT workload_id, at, unit, accepted, rejected FROM outputs WHERE at >= ? AND at < ? ORDER BY at", unixNano(from), unixNano(to))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []OutputsReport
+	for rows.Next() {
+		var r OutputsReport
+		var id string
+		var at int64
+		if err := rows.Scan(&id, &at, &r.Unit, &r.Accepted, &r.Rejected); err != nil {
+			return nil, err
+		}
+		r.Workload, r.At = core.WorkloadID(id), fromNano(at)
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

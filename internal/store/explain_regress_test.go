@@ -204,7 +204,7 @@ func TestExplainConcurrentWithReadsAndWrites(t *testing.T) {
 		}()
 	}
 	for i, id := range ids { // the writer: outputs, then a cancel
-		if _, err := s.AddOutputs(ctx, id, core.Outputs{Accepted: 1}); err != nil {
+		if _, err := s.AddOutputs(ctx, id, core.Outputs{Accepted: 1}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
@@ -262,7 +262,7 @@ func TestExplanationAfterCrashKeepsTheRow(t *testing.T) {
 	}
 	s = open(t, path)
 	explainOne(t, s, w.ID, "QuotaLimit", "at the limit", t0.Add(2*time.Second))
-	if _, err := s.AddOutputs(ctx, w.ID, core.Outputs{Accepted: 1}); err != nil { // the row says QuotaLimit
+	if _, err := s.AddOutputs(ctx, w.ID, core.Outputs{Accepted: 1}, time.Now()); err != nil { // the row says QuotaLimit
 		t.Fatal(err)
 	}
 	// A crash: what is kept in memory is lost.

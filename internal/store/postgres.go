@@ -197,10 +197,29 @@ var pgMigrations = [][]string{{
 	`CREATE INDEX acceptance_runs_team ON acceptance_runs(team, created_at)`,
 	leaseTable,
 	serversTable,
+}, {
+	// Outputs as they are reported (SQLite's version 9).
+	outputsTable,
+	`CREATE INDEX outputs_at ON outputs(at)`,
+	`CREATE INDEX outputs_workload ON outputs(workload_id)`,
+	`INSERT INTO outputs (workload_id, team, at, unit, accepted, rejected)
+		SELECT id, team,
+			COALESCE((EXTRACT(EPOCH FROM (s->>'finishedAt')::timestamptz) * 1000000)::BIGINT, (EXTRACT(EPOCH FROM now()) * 1000000)::BIGINT) * 1000,
+			COALESCE(s->'outputs'->>'unit', ''), COALESCE((s->'outputs'->>'accepted')::BIGINT, 0), COALESCE((s->'outputs'->>'rejected')::BIGINT, 0)
+		FROM (SELECT id, team, convert_from(status, 'UTF8')::jsonb AS s FROM workloads) w WHERE s->'outputs' IS NOT NULL`,
 }}
 
-// leaseTable and serversTable are the same in both dialects (see lease.go).
+// leaseTable, serversTable and outputsTable are the same in both dialects
+// (see lease.go; outputs: AddOutputs).
 const (
+	outputsTable = `CREATE TABLE outputs (
+		workload_id TEXT NOT NULL,
+		team TEXT NOT NULL,
+		at BIGINT NOT NULL,
+		unit TEXT NOT NULL,
+		accepted BIGINT NOT NULL,
+		rejected BIGINT NOT NULL
+	)`
 	leaseTable = `CREATE TABLE leader_lease (
 		id BIGINT PRIMARY KEY,
 		holder TEXT NOT NULL,

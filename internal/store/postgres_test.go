@@ -133,7 +133,7 @@ func TestPostgresBadInput(t *testing.T) {
 	if _, err := db.Exec("UPDATE gpufleet_schema SET version = 99"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(ctx, url); err == nil || !strings.Contains(err.Error(), "version 99 is newer than this gpufleet (1)") {
+	if _, err := Open(ctx, url); err == nil || !strings.Contains(err.Error(), "version 99 is newer than this gpufleet (2)") {
 		t.Errorf("newer schema: %v", err)
 	}
 	// A database holding other tables is not taken for a store.

@@ -1132,9 +1132,25 @@ var migrations = [][]string{
 		leaseTable,
 		serversTable,
 	},
+	{
+		// Outputs as they are reported, each at its time (cost reports
+		// count them in the window that holds it). What workloads had
+		// reported before is recorded once, at their finish (now for
+		// those still active).
+		outputsTable,
+		`CREATE INDEX outputs_at ON outputs(at)`,
+		`CREATE INDEX outputs_workload ON outputs(workload_id)`,
+		`INSERT INTO outputs (workload_id, team, at, unit, accepted, rejected)
+			SELECT id, team,
+				CAST(ROUND((julianday(COALESCE(json_extract(CAST(status AS TEXT), '$.finishedAt'), 'now')) - 2440587.5) * 86400000) AS INTEGER) * 1000000,
+				COALESCE(json_extract(CAST(status AS TEXT), '$.outputs.unit'), ''),
+				COALESCE(json_extract(CAST(status AS TEXT), '$.outputs.accepted'), 0),
+				COALESCE(json_extract(CAST(status AS TEXT), '$.outputs.rejected'), 0)
+			FROM workloads WHERE json_extract(CAST(status AS TEXT), '$.outputs') IS NOT NULL`,
+	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "volume_purges", "acceptance_runs", "leader_lease", "servers"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "volume_purges", "acceptance_runs", "leader_lease", "servers", "outputs"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

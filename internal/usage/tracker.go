@@ -153,6 +153,18 @@ func (t *Tracker) GPUs() []core.GPUSample {
 	return out
 }
 
+// Workloads returns the latest sample of each workload sampled in the
+// last round.
+func (t *Tracker) Workloads() []core.WorkloadSample {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]core.WorkloadSample, 0, len(t.wls))
+	for _, w := range t.wls {
+		out = append(out, w)
+	}
+	return out
+}
+
 // Workload returns the latest sample of a workload's attempt, when it was
 // taken, and since when the workload has been idle (nil when it is not).
 func (t *Tracker) Workload(id core.WorkloadID, attempt int) (s core.WorkloadSample, at time.Time, idleSince *time.Time, ok bool) {

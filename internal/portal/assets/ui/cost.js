@@ -10,36 +10,88 @@ import { h, bar, pct, every, duration } from './dom.js';
 // workload held (admins only).
 export const IDLE = '__idle__';
 
-// money formats an amount with its currency code: two decimals ("USD
-// 1,234.50"), or every decimal the amount has, up to six, when it is below
-// 0.01 ("USD 0.000278"). The amount is taken to the micro-unit first, so
-// the rounding to cents (half up) is exact.
-export function money(v, currency) {
+// How amounts are shown: the rule of internal/cost/display.go (Amount,
+// PerUnit, GPUHours), mirrored here; a browser test holds the two to the
+// same answers. The API writes money as a JSON number with at most six
+// decimals, taken to integer micro-units first.
+
+// MINOR are the currencies whose minor units are not 2 (cost.MinorUnits).
+const MINOR = {
+  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0, UGX: 0, VND: 0, VUV: 0, XAF: 0, XOF: 0, XPF: 0,
+  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
+};
+
+function minorUnits(currency) {
+  return currency in MINOR ? MINOR[currency] : 2;
+}
+
+// digits writes the non-negative integer n with d decimals.
+function digits(n, d) {
+  let s = String(n);
+  if (d === 0) return s;
+  if (s.length <= d) s = '0'.repeat(d - s.length + 1) + s;
+  return s.slice(0, s.length - d) + '.' + s.slice(s.length - d);
+}
+
+// decimals writes micro-units u rounded half away from zero to d decimals.
+function decimals(u, d) {
+  const step = 10 ** (6 - d);
+  const q = Math.floor((Math.abs(u) + step / 2) / step);
+  return (u < 0 && q !== 0 ? '-' : '') + digits(q, d);
+}
+
+function micro(v) {
+  return Math.round(v * 1e6);
+}
+
+// amount writes an amount in the currency's minor units: "0.63".
+export function amount(v, currency) {
   if (typeof v !== 'number' || !Number.isFinite(v)) return '—';
-  let micro = Math.round(v * 1e6);
-  const sign = micro < 0 ? '-' : '';
-  micro = Math.abs(micro);
-  let s;
-  if (micro !== 0 && micro < 10000) {
-    s = '0.' + String(micro).padStart(6, '0').replace(/0+$/, '');
-  } else {
-    const cents = Math.floor((micro + 5000) / 10000);
-    s = group(Math.floor(cents / 100)) + '.' + String(cents % 100).padStart(2, '0');
+  return decimals(micro(v), minorUnits(currency));
+}
+
+// perUnit writes a per-unit figure (a cost per output, a rate): the minor
+// units, or, where they would read 0 for an amount that is not, down to
+// its first significant digit: "0.07", "0.00007".
+export function perUnit(v, currency) {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return '—';
+  const u = micro(v);
+  let d = minorUnits(currency);
+  const step = (k) => 10 ** (6 - k);
+  if (u !== 0 && Math.floor((Math.abs(u) + step(d) / 2) / step(d)) === 0) {
+    for (d++; d < 6 && Math.floor(Math.abs(u) / step(d)) === 0; d++);
   }
-  return (currency ? currency + ' ' : '') + sign + s;
+  return decimals(u, d);
 }
 
-function group(n) {
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+// money is amount with its currency code: "0.63 USD".
+export function money(v, currency) {
+  return withCurrency(amount(v, currency), currency);
 }
 
-// hours formats GPU-hours: 2 decimals, or 2 significant digits below 0.01.
+// moneyPer is perUnit with its currency code: "0.00007 USD".
+export function moneyPer(v, currency) {
+  return withCurrency(perUnit(v, currency), currency);
+}
+
+function withCurrency(s, currency) {
+  return s === '—' || !currency ? s : s + ' ' + currency;
+}
+
+// hours writes GPU-hours: two decimals from one up, three significant
+// digits below one.
 export function hours(v) {
   if (typeof v !== 'number' || !Number.isFinite(v)) return '—';
-  if (v === 0) return '0';
-  if (Math.abs(v) >= 100) return v.toFixed(0);
-  if (Math.abs(v) >= 0.01) return v.toFixed(2);
-  return String(Number(v.toPrecision(2)));
+  const a = Math.abs(v);
+  if (a === 0) return '0.00';
+  let d = 2;
+  while (d < 15 && a * 10 ** d < 100) d++;
+  let n = Math.round(a * 10 ** d);
+  if (d > 2 && n >= 1000) {
+    d--;
+    n = Math.round(a * 10 ** d);
+  }
+  return (v < 0 ? '-' : '') + digits(n, d);
 }
 
 // alertAt is the spend at which a budget alerts (alertPercent, 80 when
@@ -64,7 +116,6 @@ export function budgetBar(b, now = Date.now()) {
   const state = b.exceeded ? 'exceeded' : b.alerting ? 'alerting' : 'ok';
   // The class is prefixed: a bare "ok" is the style of a success message.
   const proj = projected(b, now);
-  const exhausted = b.exhaustedAt ? Date.parse(b.exhaustedAt) : null;
   return h('div', { class: 'budget-bar budget-' + state, 'data-team': b.team, 'data-state': state },
     h('div', { class: 'team-bar-head' },
       h('strong', {}, b.team),
@@ -83,9 +134,11 @@ export function budgetBar(b, now = Date.now()) {
     }),
     h('div', { class: 'team-bar-foot' },
       `burns ${money(b.burnPerHour || 0, cur)} per hour now · `,
-      exhausted !== null
-        ? h('span', { class: 'forecast-text' }, exhausted <= now ? 'ran out at ' : 'runs out at ', when(b.exhaustedAt, now))
-        : h('span', { class: 'forecast-text' }, 'does not run out this month at this rate'),
+      b.exhaustedSince
+        ? h('span', { class: 'forecast-text' }, 'spent since ', when(b.exhaustedSince, now))
+        : b.exhaustedAt
+          ? h('span', { class: 'forecast-text' }, 'runs out at ', when(b.exhaustedAt, now))
+          : h('span', { class: 'forecast-text' }, 'does not run out this month at this rate'),
       ' · resets at ', when(b.resetsAt, now),
       b.exceeded && b.hard ? h('div', { class: 'warn-text' }, 'New non-production workloads of ' + b.team + ' wait (BudgetExceeded) until the month resets' +
         (b.stopRunning ? '; its running work is stopped too, lowest classes first.' : '; running work continues.')) : null));
@@ -109,6 +162,7 @@ export function budgetNotices(items) {
     h('ul', {}, hot.map((b) => h('li', { 'data-team': b.team },
       b.exceeded
         ? `${b.team} has reached its ${b.hard ? 'hard ' : ''}budget: ${money(b.spent, b.currency)} of ${money(b.monthly, b.currency)} this month` +
+          (b.exhaustedSince ? ', since ' + b.exhaustedSince.replace(/\.\d+Z$/, 'Z') : '') +
           (b.hard ? '; its new non-production workloads wait until the month resets.' : '.')
         : `${b.team} has spent ${money(b.spent, b.currency)} of ${money(b.monthly, b.currency)} (${pct(b.spentRatio || 0)}), over its alert level of ${b.alertPercent || 80}%` +
           (b.exhaustedAt ? '; at this rate it runs out at ' + b.exhaustedAt.replace(/\.\d+Z$/, 'Z') + '.' : '.')))),

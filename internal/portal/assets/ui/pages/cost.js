@@ -1,7 +1,7 @@
 import { api } from '../api.js';
 import { h, replace, pct, errorBox, table, every, wid } from '../dom.js';
 import { stackedBars } from '../barchart.js';
-import { IDLE, money, hours, budgetBar, budgetNotices } from '../cost.js';
+import { IDLE, money, moneyPer, hours, budgetBar, budgetNotices } from '../cost.js';
 
 // The windows the page offers: name (the URL's since=), label, length and
 // the step of the chart's bars.
@@ -23,10 +23,6 @@ const PALETTE = 8;
 const TABLE_ROWS = 50;
 
 const NO_PRICES = 'gpufleet set price local --on-demand 2.5';
-
-// MIXED is the unit of a row whose outputs are of several units; it has no
-// cost per accepted output (images and jobs do not add up).
-const MIXED = 'mixed';
 
 // The Cost page (#/cost?since=24h&by=workload): what completed work cost,
 // from GET /api/v1/cost, /cost/series and /budgets with the user's token,
@@ -192,13 +188,13 @@ function tile(label, value, note, id) {
 
 // renderTiles: the window's total, the GPU-hours billed, the idle share
 // (for a caller who sees the idle row: admins), the cost per accepted
-// output, the hours of failed and preempted work, and the budgets.
+// output of each unit, the hours of failed and preempted work, and the
+// budgets.
 function renderTiles(el, report, ctx, budgets) {
   const cur = report.currency;
   const tot = report.total;
   const idle = report.items.find((r) => r.name === IDLE);
-  const per = tot.costPerAcceptedOutput;
-  const units = [...new Set(report.items.filter((r) => r.name !== IDLE && r.acceptedOutputs > 0).map((r) => r.unit).filter((u) => u && u !== MIXED))];
+  const units = (tot.outputsByUnit || []).filter((u) => u.accepted > 0);
   const showIdle = idle || (ctx.me && ctx.me.admin);
   const idleCost = idle ? idle.totalCost : 0;
   replace(el,
@@ -206,10 +202,8 @@ function renderTiles(el, report, ctx, budgets) {
     tile('GPU-hours', hours(tot.gpuHours), 'billed, each counted once', 'tile-gpu-hours'),
     showIdle ? tile('Idle cost share', tot.totalCost > 0 ? pct(idleCost / tot.totalCost) : '—',
       tot.totalCost > 0 ? `${money(idleCost, cur)} billed for GPUs nobody held` : 'nothing billed', 'tile-idle') : null,
-    tile('Per accepted output', per === null || per === undefined ? '—' : money(per, cur),
-      tot.acceptedOutputs === 0 ? 'no output accepted yet'
-        : tot.unit === MIXED ? `${tot.acceptedOutputs} accepted, of several units (${units.join(', ')}): per row below`
-          : `${tot.acceptedOutputs} accepted${tot.unit ? ' ' + tot.unit : ''}, ${tot.rejectedOutputs} rejected`, 'tile-per-output'),
+    tile('Per accepted output', units.length ? units.map((u) => `${moneyPer(u.costPerAccepted, cur)} / ${singular(u.unit)}`).join(' · ') : '—',
+      units.length ? units.map((u) => `${u.accepted} ${u.unit} accepted, ${u.rejected} rejected`).join('; ') : 'no output accepted yet', 'tile-per-output'),
     tile('Failed and preempted', hours(tot.failedGPUHours + tot.preemptedGPUHours) + ' GPU-h', `${tot.retries} retr${tot.retries === 1 ? 'y' : 'ies'}`, 'tile-lost'),
     budgets ? tile('Budgets', String(budgets.length),
       budgets.length ? `${budgets.filter((b) => b.exceeded).length} exceeded, ${budgets.filter((b) => b.alerting && !b.exceeded).length} alerting` : 'none set', 'tile-budgets') : null);
@@ -250,8 +244,8 @@ function parseStep(d) {
   return ((+m[1] || 0) * 3600 + (+m[2] || 0) * 60 + (+m[3] || 0)) * 1000;
 }
 
-// renderTable: each row's cost and what it bought, the costliest first,
-// the idle row and the total last.
+// renderTable: each row's cost and what it bought, one line per unit of
+// its outputs, the costliest first, the idle row and the total last.
 function renderTable(box, report, by, emptyText) {
   const cur = report.currency;
   const rows = report.items.filter((r) => r.name !== IDLE).sort((a, b) => b.totalCost - a.totalCost || a.name.localeCompare(b.name));
@@ -263,23 +257,29 @@ function renderTable(box, report, by, emptyText) {
       : 'Nothing of yours ran in this window: choose a longer window.'));
     return;
   }
+  // lines is one element per unit of a row's outputs.
+  const lines = (r, cls, f) => h('span', { class: cls }, (r.outputsByUnit || []).map((u) => h('span', { class: 'unit-line', 'data-unit': u.unit }, f(u))));
   const cell = (r) => {
     const name = r.name === IDLE ? h('span', { class: 'muted' }, 'Idle (billed, held by nobody)')
-      : by === 'workload' ? h('a', { href: '#/workloads/' + encodeURIComponent(r.name) }, wid(r.name))
+      : by === 'workload' ? h('span', {}, h('a', { href: '#/workloads/' + encodeURIComponent(r.name) }, r.workloadName || wid(r.name)),
+        r.workloadName ? h('span', { class: 'muted small' }, ' ', wid(r.name)) : null,
+        r.acceptanceStage ? h('span', { class: 'badge info', title: 'a stage of acceptance run ' + r.acceptanceStage + ': its outputs are the card\'s, not the team\'s' }, 'acceptance stage') : null)
         : by === 'team' ? h('a', { href: '#/workloads?team=' + encodeURIComponent(r.name) + '&phase=' }, r.name)
           : r.name || h('span', { class: 'muted' }, by.startsWith('label:') ? '(without ' + by.slice(6) + ')' : '(none)');
     const parts = [['accelerator', r.acceleratorCost], ['host', r.hostCost], ['storage', r.storageCost], ['network', r.networkCost], ['licences', r.licenceCost]];
+    const none = r.name === IDLE || !(r.outputsByUnit || []).length;
     return {
       attrs: { 'data-name': r.name || '', class: r.name === IDLE ? 'idle' : '' },
       cells: [
         name,
         h('span', { class: 'num' }, hours(r.gpuHours)),
         h('span', { class: 'num cost', title: parts.map(([k, v]) => `${k} ${money(v, cur)}`).join(' · ') }, money(r.totalCost, cur)),
-        h('span', { class: 'num accepted' }, r.name === IDLE ? '' : String(r.acceptedOutputs) + (r.acceptedOutputs > 0 && r.unit ? (r.unit === MIXED ? ' (several units)' : ' ' + r.unit) : '')),
-        h('span', { class: 'num' }, r.name === IDLE ? '' : String(r.rejectedOutputs)),
-        r.costPerAcceptedOutput === null || r.costPerAcceptedOutput === undefined
-          ? h('span', { class: 'muted per-output' }, r.name === IDLE ? '' : r.acceptedOutputs > 0 ? 'several units: by workload' : 'no accepted output')
-          : h('span', { class: 'num per-output' }, money(r.costPerAcceptedOutput, cur) + (r.unit ? ' / ' + singular(r.unit) : '')),
+        none ? h('span', { class: 'num accepted' }, r.name === IDLE ? '' : '0') : lines(r, 'num accepted', (u) => `${u.accepted} ${u.unit}`),
+        none ? h('span', { class: 'num rejected' }, r.name === IDLE ? '' : '0') : lines(r, 'num rejected', (u) => String(u.rejected)),
+        none ? h('span', { class: 'muted per-output' }, r.name === IDLE ? '' : 'no accepted output')
+          : lines(r, 'num per-output', (u) => u.costPerAccepted === null || u.costPerAccepted === undefined ? '—' : `${moneyPer(u.costPerAccepted, cur)} / ${singular(u.unit)}`),
+        none ? h('span', { class: 'num not-counted' }, '')
+          : lines(r, 'num not-counted', (u) => [u.unaccepted ? `${u.unaccepted} of failed work` : '', u.acceptance ? `${u.acceptance} of acceptance stages` : ''].filter(Boolean).join(', ')),
         h('span', { class: 'num' }, hours(r.failedGPUHours)),
         h('span', { class: 'num' }, hours(r.preemptedGPUHours)),
         h('span', { class: 'num' }, r.name === IDLE ? '' : String(r.retries)),
@@ -293,10 +293,10 @@ function renderTable(box, report, by, emptyText) {
   total.cells[0] = h('strong', {}, 'Total');
   shown.push(total);
   replace(box,
-    table('Cost per accepted output by ' + what.toLowerCase(), [what, 'GPU-hours', 'Cost', 'Accepted', 'Rejected', 'Per accepted output', 'Failed GPU-h', 'Preempted GPU-h', 'Retries'],
+    table('Cost per accepted output by ' + what.toLowerCase(), [what, 'GPU-hours', 'Cost', 'Accepted', 'Rejected', 'Per accepted output', 'Not counted', 'Failed GPU-h', 'Preempted GPU-h', 'Retries'],
       shown, { cls: 'cost' }),
     rows.length > TABLE_ROWS ? h('p', { class: 'help' }, `The ${TABLE_ROWS} costliest of ${rows.length}; `, h('code', {}, 'gpufleet cost report --by ' + by), ' lists them all.') : null,
-    h('p', { class: 'help' }, 'Per accepted output is the cost divided by the outputs the workloads reported accepted ($GPUFLEET_OUTPUTS_FILE, or one per succeeded job when they report none). Hover a cost for its parts.'));
+    h('p', { class: 'help' }, 'Per accepted output is the cost over the outputs the workloads reported accepted in the window ($GPUFLEET_OUTPUTS_FILE or the API, counted from the moment they are reported; one per succeeded job that reports none), one line per unit. Outputs of work that failed, and of acceptance stages, are shown but not counted. Hover a cost for its parts.'));
 }
 
 // singular turns a unit of outputs into one of them: "images" → "image".

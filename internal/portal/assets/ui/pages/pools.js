@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { h, replace, pct, errorBox, table, every } from '../dom.js';
-import { money } from '../cost.js';
+import { moneyPer } from '../cost.js';
 
 // The Pools page (issue 19): the clusters (GET /api/v1/clusters) and the
 // pools (GET /api/v1/pools) with the words of `gpufleet get clusters` and
@@ -8,16 +8,12 @@ import { money } from '../cost.js';
 // running work holds of them (ALLOCATED, fractions included), their
 // sampled use (USED), the price in effect and its health (Healthy,
 // Degraded, Unavailable), with an SVG bar of allocated against total
-// GPUs. The currency is GET /api/v1/prices's. Refreshes every 5 s.
+// GPUs. Each pool's price says its currency. Refreshes every 5 s.
 
 const REFRESH_MS = 5000;
 
 // HEALTH_CLASS is the badge class of each pool health.
 const HEALTH_CLASS = { Healthy: 'ok', Degraded: 'warn', Unavailable: 'bad' };
-
-// HOURS_PER_MONTH is the API's (api.HoursPerMonth): a monthly price per
-// GPU-month is this many GPU-hours.
-const HOURS_PER_MONTH = 730;
 
 export function render(main) {
   const clustersBox = h('div', { id: 'clusters' }, h('p', { class: 'muted' }, 'Loading…'));
@@ -35,19 +31,10 @@ export function render(main) {
   const stop = every(REFRESH_MS, async () => {
     try {
       const signal = ac.signal;
-      const [cs, ps, prices] = await Promise.all([
-        api('/clusters', { signal }),
-        api('/pools', { signal }),
-        // The currency only; a server without the cost ledger answers
-        // an error, and prices are shown without one.
-        api('/prices', { signal }).catch((e) => {
-          if (e.name === 'AbortError') throw e;
-          return { currency: '' };
-        }),
-      ]);
+      const [cs, ps] = await Promise.all([api('/clusters', { signal }), api('/pools', { signal })]);
       replace(errBox);
       replace(clustersBox, clustersTable(cs.items || []));
-      replace(poolsBox, poolsTable(ps.items || [], prices.currency || ''));
+      replace(poolsBox, poolsTable(ps.items || []));
     } catch (e) {
       if (e.name !== 'AbortError') replace(errBox, errorBox(e, 'Cannot read the clusters and pools'));
     }
@@ -74,8 +61,8 @@ function clustersTable(cs) {
     ] })), { empty: 'No cluster.', cls: 'clusters' });
 }
 
-function poolsTable(ps, currency) {
-  return table('Pools', ['Name', 'Cluster', 'Region/zone', 'Kind', 'GPUs', 'Allocated', 'Used', 'Price per GPU-hour', 'Health'],
+function poolsTable(ps) {
+  return table('Pools', ['Name', 'Cluster', 'Region/zone', 'Kind', 'GPUs', 'Allocated', 'Used', 'Price', 'Health'],
     ps.map((p) => ({ attrs: { 'data-pool': p.name }, cells: [
       h('span', { class: 'name' }, p.name),
       p.cluster ? h('span', { class: 'cluster' }, p.cluster) : h('span', { class: 'muted' }, '—'),
@@ -84,7 +71,7 @@ function poolsTable(ps, currency) {
       h('span', { class: 'gpus', title: `${p.readyNodes} of ${p.nodes} nodes take work` }, String(p.gpus)),
       h('span', { class: 'cell-bar' }, allocBar(p), ' ', h('span', { class: 'allocated' }, num(p.allocatedGPUs))),
       h('span', { class: 'used', title: 'the sum of its GPUs\' sampled utilisation' }, (p.usedGPUs || 0).toFixed(2)),
-      price(p.price, currency),
+      price(p.price, p.currency),
       healthBadge(p.health),
     ] })), { empty: 'No pool.', cls: 'pools' });
 }
@@ -112,30 +99,27 @@ function allocBar(p) {
     h('svg:rect', { class: 'fill', x: 0, y: 0, width: (frac * W).toFixed(2), height: H, rx: 2 }));
 }
 
-// price says the price in effect per GPU-hour: the rate of on-demand and
-// reserved, a monthly rate over api.HoursPerMonth hours, an owned pool's
-// running cost per GPU-hour (its purchase is amortised, said in the title).
+// price says the price in effect per GPU-hour as the server bills it
+// (gpuHourRate: a monthly rate over 730 h, an owned GPU's purchase over its
+// depreciation), then its kind and, when it is set per something else, the
+// price as set with what it is per.
 function price(pr, currency) {
   if (!pr) return h('span', { class: 'muted price', title: 'no price is set for this pool' }, '—');
-  let perHour = null;
-  let title = pr.kind;
+  let asSet = '';
   switch (pr.kind) {
-    case 'on-demand':
     case 'reserved':
-      perHour = pr.rate || 0;
-      if (pr.kind === 'reserved' && pr.gpus) title += `, ${pr.gpus} GPUs for ${pr.term}`;
+      asSet = `${pr.gpus} GPUs for ${pr.term}`;
       break;
     case 'monthly':
-      perHour = (pr.rate || 0) / HOURS_PER_MONTH;
-      title += `, ${money(pr.rate || 0, currency)} per GPU-month`;
+      asSet = `${moneyPer(pr.rate || 0, currency)}/GPU-month`;
       break;
     case 'owned':
-      perHour = pr.perGPUHour || 0;
-      if (pr.purchase) title += `, ${money(pr.purchase, currency)} per GPU over ${pr.depreciation}, plus power and operations per GPU-hour`;
+      asSet = [pr.purchase ? `${moneyPer(pr.purchase, currency)}/GPU over ${pr.depreciation}` : '',
+        pr.perGPUHour ? `${moneyPer(pr.perGPUHour, currency)}/GPU-hour to run` : ''].filter(Boolean).join(' + ');
       break;
   }
-  return h('span', { class: 'price', title, 'data-kind': pr.kind },
-    perHour === null ? '' : money(perHour, currency), ' ', h('span', { class: 'muted small' }, pr.kind));
+  return h('span', { class: 'price', 'data-kind': pr.kind },
+    `${moneyPer(pr.gpuHourRate || 0, currency)}/GPU-hour`, ' ', h('span', { class: 'muted small' }, pr.kind + (asSet ? ', ' + asSet : '')));
 }
 
 function healthBadge(s) {
