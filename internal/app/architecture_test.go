@@ -37,6 +37,9 @@ var thirdParty = map[string]string{
 	"cobra":                   "github.com/spf13/cobra",
 	"pflag":                   "github.com/spf13/pflag",
 	"purego":                  "github.com/ebitengine/purego",
+	"netlink":                 "github.com/vishvananda/netlink",
+	"netns":                   "github.com/vishvananda/netns",
+	"nftables":                "github.com/google/nftables",
 }
 
 // rule is one row of the table: the package and what it may import.

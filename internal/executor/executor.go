@@ -114,6 +114,10 @@ type Exit struct {
 	Reason  string
 	Message string
 	At      time.Time
+	// CPUSeconds and PeakMemoryBytes are what the attempt used, where the
+	// executor measures it (the local executor's cgroups); 0 when unknown.
+	CPUSeconds      float64
+	PeakMemoryBytes int64
 	// Outputs is the completed work this attempt reported (the local
 	// executor: the lines it wrote to $GPUFLEET_OUTPUTS_FILE, summed by
 	// core.ParseOutputs); nil when it reported nothing, so that the caller

@@ -80,8 +80,10 @@ type view struct {
 	// (its user in the user and group databases).
 	shmBytes int64
 	files    []bindMount
-	// netns is its network namespace ("": the host's network).
-	netns string
+	// netns is its network namespace ("": the host's network); cgroups
+	// its cgroups (none: no limits).
+	netns   string
+	cgroups []cgroupDir
 }
 
 // sandbox returns the sandbox spec for a task, or nil when tasks run
@@ -121,6 +123,7 @@ func (e *Executor) sandbox(v view) (*sandboxSpec, error) {
 		spec.Binds = append(existing([]string{"/run/nvidia-persistenced"}), v.own.list()...)
 		spec.Files = v.files
 		spec.NetNS = v.netns
+		spec.Cgroups = v.cgroups
 		rw = append(rw, "/tmp", "/dev/shm")
 		if spec.PIDNS {
 			// The /proc of the task's own PID namespace, where a process

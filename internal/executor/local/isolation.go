@@ -68,6 +68,9 @@ type IsolationStatus struct {
 	// Landlock is the Landlock ABI version the kernel offers and tasks are
 	// restricted with; 0 when tasks are not restricted.
 	Landlock int
+	// Cgroups says how attempts' resources are limited ("cgroup v1",
+	// "cgroup v2"); empty when they are not.
+	Cgroups string
 	// Network is the range of the workloads' addresses when each runs in
 	// a network namespace of its own ("10.233.4.0/24"); empty when tasks
 	// share the host's network.
@@ -91,6 +94,9 @@ func (s IsolationStatus) String() string {
 	}
 	if s.Network != "" {
 		parts = append(parts, "network namespaces "+s.Network)
+	}
+	if s.Cgroups != "" {
+		parts = append(parts, s.Cgroups)
 	}
 	if s.Landlock > 0 {
 		parts = append(parts, fmt.Sprintf("Landlock ABI %d", s.Landlock))

@@ -63,7 +63,17 @@ type Options struct {
 	Path string
 	// Network is each workload's network namespace (per-team users only).
 	Network Network
+	// Reserve is the memory, in bytes, kept from all tasks together for
+	// the server and the system (DefaultReserve when 0); PidsMax bounds
+	// each attempt's processes (DefaultPidsMax when 0). Per-team users
+	// only: each attempt runs in a cgroup of its own.
+	Reserve int64
+	PidsMax int64
 }
+
+// DefaultReserve is the memory kept from tasks: a tenth of the machine's,
+// and at least 1 GiB.
+func DefaultReserve(total int64) int64 { return max(1<<30, total/10) }
 
 // DefaultPath is a task's PATH unless the server's configuration or the
 // task's environment says otherwise: the system's directories.
@@ -97,6 +107,10 @@ type Executor struct {
 	// where they run on the host's network.
 	slot *claim
 	net  *netManager
+	// cg gives each attempt a cgroup; nil where the machine lets none be
+	// made (status says why).
+	cg      *cgroups
+	pidsMax int64
 	// rt runs tasks with an image; nil when none is configured.
 	rt *containerRuntime
 
@@ -157,10 +171,33 @@ func New(opts Options) (*Executor, error) {
 	var uids *teamIDs
 	var slot *claim
 	var nm *netManager
+	var cg *cgroups
 	if status.Users {
 		if slot, uids, nm, err = claimAndSetUp(root, opts, &status); err != nil {
 			return nil, fmt.Errorf("local executor: %w", err)
 		}
+		total := memTotal()
+		reserve := opts.Reserve
+		if reserve <= 0 {
+			reserve = DefaultReserve(total)
+		}
+		if reserve >= total {
+			slot.release()
+			return nil, fmt.Errorf("local executor: local.reserve of %d MiB leaves nothing of the machine's %d MiB to tasks", reserve>>20, total>>20)
+		}
+		if cg, err = newCgroups(slot.slot, total-reserve); err != nil {
+			status.Problems = append(status.Problems, err.Error()+": tasks run without memory, CPU and process limits")
+			cg = nil
+		} else {
+			status.Cgroups = "cgroup v1"
+			if cg.v2 {
+				status.Cgroups = "cgroup v2"
+			}
+		}
+	}
+	pidsMax := opts.PidsMax
+	if pidsMax <= 0 {
+		pidsMax = DefaultPidsMax
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -194,6 +231,8 @@ func New(opts Options) (*Executor, error) {
 		uids:      uids,
 		slot:      slot,
 		net:       nm,
+		cg:        cg,
+		pidsMax:   pidsMax,
 		rt:        rt,
 	}, nil
 }
@@ -515,6 +554,9 @@ func (e *Executor) start(ctx context.Context, t executor.Task) error {
 		if wnet != nil {
 			v.netns = wnet.NS
 		}
+		if v.cgroups, err = e.attemptCgroup(adir, t); err != nil {
+			return fail(err)
+		}
 		sb, err := e.sandbox(v)
 		if err != nil {
 			return fail(err)
@@ -740,6 +782,12 @@ func (e *Executor) finish(tk *task, rec pidRecord, how string) {
 func (e *Executor) endAttempt(id core.WorkloadID, adir string, lost bool) {
 	if lost {
 		e.removeLeftoverContainer(adir)
+		// The supervisor removes the cgroup; without it, this does.
+		var dirs []cgroupDir
+		if readJSON(cgroupsFile(adir), &dirs) == nil {
+			killCgroup(dirs)
+			removeCgroup(dirs)
+		}
 	}
 	if e.net != nil {
 		e.net.detach(id)

@@ -198,10 +198,10 @@ type netManager struct {
 // workloadNet is one workload's namespace: where it is, its address, its
 // team and the ports other workloads of the team may reach.
 type workloadNet struct {
-	NS    string         `json:"ns"`
-	Addr  netip.Addr     `json:"addr"`
-	Team  core.TeamName  `json:"team"`
-	Ports []int          `json:"ports,omitempty"`
+	NS    string          `json:"ns"`
+	Addr  netip.Addr      `json:"addr"`
+	Team  core.TeamName   `json:"team"`
+	Ports []int           `json:"ports,omitempty"`
 	ID    core.WorkloadID `json:"id"`
 }
 

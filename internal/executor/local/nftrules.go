@@ -179,7 +179,9 @@ func cmpMeta(key expr.MetaKey, op expr.CmpOp, data []byte) []expr.Any {
 	return []expr.Any{&expr.Meta{Key: key, Register: 1}, &expr.Cmp{Op: op, Register: 1, Data: data}}
 }
 
-func isIPv4() []expr.Any { return cmpMeta(expr.MetaKeyNFPROTO, expr.CmpOpEq, []byte{unix.NFPROTO_IPV4}) }
+func isIPv4() []expr.Any {
+	return cmpMeta(expr.MetaKeyNFPROTO, expr.CmpOpEq, []byte{unix.NFPROTO_IPV4})
+}
 
 // l4TCPorUDP: the packet is TCP or UDP (whose ports sit at the same
 // offsets).

@@ -154,6 +154,8 @@ type sandboxCmd struct {
 	errR, statusR *os.File
 	envW          *os.File
 	env           []byte
+	// cgroups are the attempt's, from the spec.
+	cgroups []cgroupDir
 }
 
 // newSandboxCmd prepares the sandbox for prog and argv, confined by the
@@ -182,7 +184,7 @@ func newSandboxCmd(self, specJSON, prog string, argv []string, payload envPayloa
 		}
 		return nil, err
 	}
-	s := &sandboxCmd{env: env}
+	s := &sandboxCmd{env: env, cgroups: spec.Cgroups}
 	errR, errW, err := pipe()
 	if err != nil {
 		return fail(err)
@@ -234,21 +236,54 @@ func (s *sandboxCmd) start() error {
 	if msg := strings.TrimSpace(string(b)); msg != "" {
 		s.cmd.Wait()
 		s.close()
+		killCgroup(s.cgroups)
+		removeCgroup(s.cgroups)
 		return errors.New(msg)
 	}
 	return nil
 }
 
-// record is how the program ended, once the command's Wait has returned.
+// record is how the program ended, once the command's Wait has returned,
+// with what its cgroups counted; they are removed then.
 func (s *sandboxCmd) record() exitRecord {
 	defer s.close()
+	rec := recordOf(s.cmd.ProcessState)
 	if s.statusR != nil {
 		b, _ := io.ReadAll(io.LimitReader(s.statusR, 64))
 		if ws, ok := readStatus(b); ok {
-			return recordOfStatus(ws)
+			rec = recordOfStatus(ws)
 		}
 	}
-	return recordOf(s.cmd.ProcessState)
+	if len(s.cgroups) > 0 {
+		killCgroup(s.cgroups) // a task ends with its first process
+		withCgroupStats(&rec, readCgStats(s.cgroups))
+		removeCgroup(s.cgroups)
+	}
+	return rec
+}
+
+// withCgroupStats adds what the attempt's cgroups counted to its record:
+// its CPU time and peak memory, and, where the OOM killer ended one of its
+// processes and the task did not succeed, the reason.
+func withCgroupStats(rec *exitRecord, st cgStats) {
+	rec.CPUSeconds, rec.PeakMemoryBytes = st.CPUSeconds, st.PeakBytes
+	if st.OOMKills == 0 {
+		return
+	}
+	msg := fmt.Sprintf("the OOM killer ended %d process(es) of the task: it used all of its memory limit of %s", st.OOMKills, formatBytes(st.LimitBytes))
+	if rec.ExitCode != nil && *rec.ExitCode == 0 {
+		rec.Message = strings.TrimPrefix(rec.Message+"; "+msg, "; ")
+		return
+	}
+	rec.Reason, rec.Message = "OOMKilled", msg
+}
+
+// formatBytes writes a size in MiB or GiB.
+func formatBytes(b int64) string {
+	if b >= 1<<30 && b%(1<<30) == 0 {
+		return strconv.FormatInt(b>>30, 10) + " GiB"
+	}
+	return strconv.FormatInt(b>>20, 10) + " MiB"
 }
 
 func (s *sandboxCmd) close() {

@@ -41,16 +41,22 @@ type exitRecord struct {
 	Reason     string    `json:"reason,omitempty"`
 	Message    string    `json:"message,omitempty"`
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	// CPUSeconds and PeakMemoryBytes are what the attempt's cgroup
+	// counted.
+	CPUSeconds      float64 `json:"cpuSeconds,omitempty"`
+	PeakMemoryBytes int64   `json:"peakMemoryBytes,omitempty"`
 }
 
 func (r exitRecord) exit(k key) executor.Exit {
 	return executor.Exit{
-		WorkloadID: k.id,
-		Attempt:    k.attempt,
-		ExitCode:   r.ExitCode,
-		Signal:     r.Signal,
-		Reason:     r.Reason,
-		Message:    r.Message,
+		WorkloadID:      k.id,
+		Attempt:         k.attempt,
+		ExitCode:        r.ExitCode,
+		Signal:          r.Signal,
+		Reason:          r.Reason,
+		Message:         r.Message,
+		CPUSeconds:      r.CPUSeconds,
+		PeakMemoryBytes: r.PeakMemoryBytes,
 	}
 }
 

@@ -52,6 +52,9 @@ type sandboxSpec struct {
 	// and they may write what the kernel lets a process write about
 	// itself there (thread names: CUDA's driver names its threads).
 	PIDNS bool `json:"pidNS,omitempty"`
+	// Cgroups are the attempt's cgroups, which the sandbox joins first of
+	// all, so that everything of the task is in them.
+	Cgroups []cgroupDir `json:"cgroups,omitempty"`
 	// NetNS is the network namespace to enter (a bind mount of it), first
 	// of all; "" keeps the host's network.
 	NetNS string `json:"netNS,omitempty"`
@@ -133,6 +136,16 @@ func init() {
 	}
 	// Only stdin, stdout and stderr reach the program.
 	unix.CloseRange(sandboxErrFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if os.Args[1] == sandboxArg && len(spec.Cgroups) > 0 {
+		if err := joinCgroups(spec.Cgroups); err != nil {
+			sandboxFail(err)
+		}
+		if spec.PIDNS {
+			// The OOM killer takes the task's processes, never its init,
+			// which must live to report how the task ended.
+			os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0o644)
+		}
+	}
 	if os.Args[1] == sandboxArg && spec.NetNS != "" {
 		if err := enterNetNS(spec.NetNS); err != nil {
 			sandboxFail(err)
@@ -365,6 +378,9 @@ func (s sandboxSpec) check() error {
 	lists := [][]string{s.Hide, s.Binds, s.RW, s.RO, s.Devices, nonEmpty(s.NetNS)}
 	for _, m := range append(slices.Clone(s.Mounts), s.Files...) {
 		lists = append(lists, []string{m.Src, m.Dst})
+	}
+	for _, c := range s.Cgroups {
+		lists = append(lists, []string{c.Dir})
 	}
 	if s.SecretsDir != "" {
 		lists = append(lists, []string{s.SecretsDir})
