@@ -45,6 +45,7 @@ const (
 	MaxDisruptAfterSeconds  = 3600
 	DefaultDisruptAfterSecs = 10
 	MaxDecisionNoteLen      = 4096
+	MaxDecisions            = 100 // decisions one run keeps
 	MaxBriefFileLen         = 4096
 )
 
@@ -352,8 +353,12 @@ type AcceptanceRun struct {
 	StartedAt  time.Time      `json:"startedAt"`
 	FinishedAt *time.Time     `json:"finishedAt,omitempty"`
 	Stages     []StageRun     `json:"stages"`
-	// Decision is the review's decision, once recorded.
+	// Decision is the latest decision recorded (the last of Decisions),
+	// for readers of one decision.
 	Decision *Decision `json:"decision,omitempty"`
+	// Decisions are every decision recorded on the run, oldest first: a
+	// later decision is appended, never replaces one.
+	Decisions []Decision `json:"decisions,omitempty"`
 	// Message says why the run failed (the first failing criterion) or
 	// could not run.
 	Message string `json:"message,omitempty"`
@@ -429,13 +434,19 @@ var Decisions = []string{DecisionExtend, DecisionReserve, DecisionDedicate, Deci
 
 // Decision is a review's decision on a run (POST
 // /acceptance/runs/{id}/decision; `gpufleet accept decide`). By and At are
-// set by the server.
+// set by the server. Extend, reserve, dedicate and scale commit capacity:
+// on a run that did not pass they need Override, with a Note saying why.
 type Decision struct {
 	Decision string    `json:"decision"`
 	Note     string    `json:"note,omitempty"`
 	By       string    `json:"by,omitempty"`
 	At       time.Time `json:"at,omitzero"`
+	Override bool      `json:"override,omitempty"`
 }
+
+// Commits reports whether a decision commits capacity (extend, reserve,
+// dedicate, scale): every decision but reject.
+func (d *Decision) Commits() bool { return d.Decision != DecisionReject }
 
 // Validate checks a decision as submitted.
 func (d *Decision) Validate() []FieldError {
@@ -449,6 +460,8 @@ func (d *Decision) Validate() []FieldError {
 	}
 	if len(d.Note) > MaxDecisionNoteLen || strings.IndexByte(d.Note, 0) >= 0 {
 		errs = append(errs, FieldError{Field: "note", Problem: fmt.Sprintf("at most %d bytes, without NUL", MaxDecisionNoteLen)})
+	} else if d.Override && strings.TrimSpace(d.Note) == "" {
+		errs = append(errs, FieldError{Field: "note", Problem: "an override needs a note saying why the run's result is overridden"})
 	}
 	if d.By != "" {
 		errs = append(errs, FieldError{Field: "by", Problem: "is set by the server"})

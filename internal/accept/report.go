@@ -89,7 +89,10 @@ func Checklist(run *api.AcceptanceRun, evidence []api.Evidence) []ChecklistItem 
 	items = append(items, r)
 	d := ChecklistItem{Item: "A decision is on record, with who and when"}
 	if run.Decision != nil {
-		d.Evidenced, d.Evidence = true, fmt.Sprintf("%s by %s at %s", run.Decision.Decision, run.Decision.By, run.Decision.At.UTC().Format(time.RFC3339))
+		d.Evidenced, d.Evidence = true, fmt.Sprintf("%s, by %s at %s", DecisionSummary(*run.Decision), run.Decision.By, run.Decision.At.UTC().Format(time.RFC3339))
+		if n := len(run.Decisions); n > 1 {
+			d.Evidence += fmt.Sprintf(" (the latest of %d decisions)", n)
+		}
 	} else {
 		d.Evidence = "no decision recorded"
 	}
@@ -118,6 +121,7 @@ type reportStage struct {
 
 type reportData struct {
 	Run       *api.AcceptanceRun
+	Decisions []api.Decision
 	Stages    []reportStage
 	Evidence  []api.Evidence
 	Checklist []ChecklistItem
@@ -179,7 +183,10 @@ func ReportHTML(run *api.AcceptanceRun, evidence []api.Evidence, checklist []Che
 	if run == nil {
 		return nil, fmt.Errorf("report: no run")
 	}
-	d := reportData{Run: run, Evidence: evidence, Checklist: checklist}
+	d := reportData{Run: run, Evidence: evidence, Checklist: checklist, Decisions: run.Decisions}
+	if len(d.Decisions) == 0 && run.Decision != nil {
+		d.Decisions = []api.Decision{*run.Decision}
+	}
 	for _, s := range run.Stages {
 		d.Stages = append(d.Stages, reportStage{StageRun: s, Charts: charts(s.Samples)})
 	}
@@ -240,7 +247,9 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 <span class="status {{lower .Run.Status}}">{{.Run.Status}}</span></p>
 <p class="muted">Started {{time .Run.StartedAt}}, finished {{time .Run.FinishedAt}}.</p>
 {{with .Run.Message}}<p><strong>{{.}}</strong></p>{{end}}
-{{with .Run.Decision}}<p>Decision: <strong>{{.Decision}}</strong> by {{.By}} at {{time .At}}{{with .Note}}: {{.}}{{end}}</p>{{else}}<p class="muted">No decision recorded.</p>{{end}}
+{{with .Decisions}}<table><tr><th>Decision</th><th>By</th><th>At</th><th>Note</th></tr>
+{{range .}}<tr><td><strong>{{.Decision}}</strong>{{if .Override}} <span class="fail">(override)</span>{{end}}</td><td>{{.By}}</td><td>{{time .At}}</td><td>{{.Note}}</td></tr>
+{{end}}</table>{{else}}<p class="muted">No decision recorded.</p>{{end}}
 
 <h2>Stages</h2>
 {{range .Stages}}

@@ -77,7 +77,7 @@ func TestChecklistSaysWhatIsEvidenced(t *testing.T) {
 	run.Decision = &api.Decision{Decision: api.DecisionReserve, By: "ana", At: run.StartedAt}
 	ev := []api.Evidence{{Node: "n1", Result: "Fail"}}
 	got = Checklist(run, ev)
-	if it := got[len(got)-1]; !it.Evidenced || !strings.Contains(it.Evidence, "reserve by ana") {
+	if it := got[len(got)-1]; !it.Evidenced || !strings.Contains(it.Evidence, "reserve, by ana") {
 		t.Errorf("decision: got %+v", it)
 	}
 	if it := got[4]; it.Evidenced || !strings.Contains(it.Evidence, "n1 (Fail)") {

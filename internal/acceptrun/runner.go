@@ -452,11 +452,7 @@ func (r *Runner) judge(ctx context.Context, st api.Stage, sr *api.StageRun, ws [
 	var shownResults []api.CriterionResult
 	for k, x := range ws {
 		platform, samples := r.platformMetrics(ctx, st, x)
-		var reported []api.Metric
-		for _, m := range x.w.Status.Metrics {
-			reported = append(reported, api.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Source: api.SourceWorkload})
-		}
-		metrics, notes := accept.Merge(platform, reported)
+		metrics, notes := accept.Merge(platform, reportedMetrics(x.w))
 		results := accept.Evaluate(criteria, metrics)
 		if k == 0 || (accept.Passed(shownResults) && !accept.Passed(results)) {
 			shown, shownResults = metrics, results
@@ -472,6 +468,22 @@ func (r *Runner) judge(ctx context.Context, st api.Stage, sr *api.StageRun, ws [
 	if msg != "" {
 		sr.Message = msg
 	}
+}
+
+// reportedMetrics are what a workload wrote about itself: the last value
+// of each name and, for a name written more than once, the summaries of
+// its values (p50_, p95_, p99_, mean_, count_), unless it wrote those
+// names itself.
+func reportedMetrics(w *core.Workload) []api.Metric {
+	var reported []api.Metric
+	var series []accept.Series
+	for _, m := range w.Status.Metrics {
+		reported = append(reported, api.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Source: api.SourceWorkload})
+		if len(m.Samples) > 0 {
+			series = append(series, accept.Series{Name: m.Name, Unit: m.Unit, Source: api.SourceWorkload, Values: m.Samples})
+		}
+	}
+	return accept.WithSummaries(reported, series)
 }
 
 // platformMetrics are what gpufleet measured of one workload: its exit

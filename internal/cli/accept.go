@@ -267,10 +267,16 @@ func newAcceptDecideCmd(e *env) *cobra.Command {
 	var d api.Decision
 	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:     "decide RUN --decision extend|reserve|dedicate|scale|reject [--note TEXT]",
-		Short:   "Record the review's decision on an ended acceptance run (team-admins)",
-		Example: `  gpufleet accept decide ar-abc123 --decision reserve --note "p95 182 ms at 16 users; reserve 2 H100 for Q1"`,
-		Args:    cobra.ExactArgs(1),
+		Use:   "decide RUN --decision extend|reserve|dedicate|scale|reject [--note TEXT] [--override]",
+		Short: "Record the review's decision on an ended acceptance run (team-admins)",
+		Long: `Record a decision on an ended run. Each decision is appended to the run's
+decisions, never replacing one; "decision" in -o json is the latest. extend,
+reserve, dedicate and scale commit capacity: on a run that did not pass they
+are refused unless --override, with a --note saying why. The audit trail
+records the decision and its note.`,
+		Example: `  gpufleet accept decide ar-abc123 --decision reserve --note "p95 182 ms at 16 users; reserve 2 H100 for Q1"
+  gpufleet accept decide ar-def456 --decision extend --override --note "TTFT target relaxed to 400 ms by the product owner"`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
 				return err
@@ -289,12 +295,14 @@ func newAcceptDecideCmd(e *env) *cobra.Command {
 			if ok, err := out.structured(e.stdout, run); ok {
 				return err
 			}
-			_, err = fmt.Fprintf(e.stdout, "acceptance run %s: %s, by %s at %s\n", run.ID, run.Decision.Decision, run.Decision.By, run.Decision.At.Format(time.RFC3339))
+			_, err = fmt.Fprintf(e.stdout, "acceptance run %s: %s, by %s at %s (%d decisions recorded)\n", run.ID, accept.DecisionSummary(*run.Decision),
+				run.Decision.By, run.Decision.At.Format(time.RFC3339), len(run.Decisions))
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&d.Decision, "decision", "", "extend, reserve, dedicate, scale or reject")
 	cmd.Flags().StringVar(&d.Note, "note", "", "why")
+	cmd.Flags().BoolVar(&d.Override, "override", false, "record extend, reserve, dedicate or scale on a run that did not pass (needs --note)")
 	out = addOutputFlag(cmd, outTable, outJSON, outYAML)
 	return cmd
 }
@@ -305,12 +313,16 @@ func printRun(e *env, r *api.AcceptanceRun) error {
 	if r.Message != "" {
 		fmt.Fprintf(e.stdout, "Message:  %s\n", r.Message)
 	}
-	if r.Decision != nil {
-		fmt.Fprintf(e.stdout, "Decision: %s by %s at %s", r.Decision.Decision, r.Decision.By, r.Decision.At.Format(time.RFC3339))
-		if r.Decision.Note != "" {
-			fmt.Fprintf(e.stdout, " (%s)", r.Decision.Note)
+	decisions := r.Decisions
+	if len(decisions) == 0 && r.Decision != nil {
+		decisions = []api.Decision{*r.Decision}
+	}
+	for i, d := range decisions {
+		label := "Decision: "
+		if i > 0 {
+			label = "          "
 		}
-		fmt.Fprintln(e.stdout)
+		fmt.Fprintf(e.stdout, "%s%s, by %s at %s\n", label, accept.DecisionSummary(d), d.By, d.At.Format(time.RFC3339))
 	}
 	fmt.Fprintln(e.stdout)
 	t := newTable(e.stdout, "STAGE", "TYPE", "STATUS", "CRITERION", "VALUE", "VERDICT")

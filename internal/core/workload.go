@@ -267,6 +267,9 @@ func (w *Workload) Clone() *Workload {
 		c.Status.Outputs = &o
 	}
 	c.Status.Metrics = slices.Clone(w.Status.Metrics)
+	for i := range c.Status.Metrics {
+		c.Status.Metrics[i].Samples = slices.Clone(c.Status.Metrics[i].Samples)
+	}
 	for _, t := range []**time.Time{&c.Status.StartedAt, &c.Status.FinishedAt, &c.Status.PreemptedAt} {
 		if *t != nil {
 			v := **t
