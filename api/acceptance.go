@@ -97,6 +97,11 @@ type Stage struct {
 	// DisruptAfterSeconds is how long the workload runs before the
 	// disruption; 0 means DefaultDisruptAfterSecs.
 	DisruptAfterSeconds int64 `json:"disruptAfterSeconds,omitempty"`
+	// Load, on a load stage, is gpufleet's own load generator: it drives
+	// the stage's workload once it serves, and the stage ends when the
+	// load has run. Without it a load stage judges what its workload
+	// reports.
+	Load *LoadSpec `json:"load,omitempty"`
 	// Criteria are expressions over the stage's metrics, each
 	// "METRIC OP NUMBER" (ParseCriterion). A criterion whose metric is not
 	// reported fails.
@@ -224,6 +229,13 @@ func (c *AcceptanceCard) Validate() []FieldError {
 			}
 			if s.DisruptAfterSeconds != 0 {
 				add(at+".disruptAfterSeconds", "only a failure stage disrupts its workload")
+			}
+		}
+		if s.Load != nil {
+			if s.Type != StageLoad {
+				add(at+".load", "only a load stage has a load generator")
+			} else {
+				errs = append(errs, s.Load.validate(at+".load", s.Workload)...)
 			}
 		}
 		if len(s.Criteria) > MaxCriteria {
@@ -378,10 +390,15 @@ type StageRun struct {
 	Criteria  []CriterionResult `json:"criteria,omitempty"`
 	// Samples are the stage's metric series (for the load stage's charts),
 	// in time order.
-	Samples    []Sample   `json:"samples,omitempty"`
-	StartedAt  *time.Time `json:"startedAt,omitempty"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
-	Message    string     `json:"message,omitempty"`
+	Samples []Sample `json:"samples,omitempty"`
+	// Steps are a load generator's concurrency steps, each with its own
+	// metrics (the stage's metrics are of every step together).
+	Steps []LoadStep `json:"steps,omitempty"`
+	// Disruptions are what a failure stage did to its workloads.
+	Disruptions []Disruption `json:"disruptions,omitempty"`
+	StartedAt   *time.Time   `json:"startedAt,omitempty"`
+	FinishedAt  *time.Time   `json:"finishedAt,omitempty"`
+	Message     string       `json:"message,omitempty"`
 }
 
 // Metric is one measured value of a stage.

@@ -94,6 +94,9 @@ type Workload struct {
 	// Array makes the submission a job array (POST /arrays, see
 	// ArraySpec); on each task, it says which array and index.
 	Array *ArraySpec `json:"array,omitempty"`
+	// Network says what the workload may reach beyond the platform
+	// (egress); absent: what the executor allows by default.
+	Network *Network `json:"network,omitempty"`
 
 	CreatedAt time.Time      `json:"createdAt,omitzero"`
 	Status    WorkloadStatus `json:"status,omitzero"`
@@ -574,6 +577,27 @@ type Fault struct {
 	Diag      string `json:"diag,omitempty"`
 	Xid       int    `json:"xid,omitempty"`
 	Heartbeat string `json:"heartbeat,omitempty"` // "lost"
+}
+
+// Egress policies of a workload's network.
+const (
+	EgressAllow = "allow"
+	EgressDeny  = "deny"
+)
+
+// MaxEgressAllow bounds a network's allowed destinations.
+const MaxEgressAllow = 64
+
+// Network is a workload's network policy: Egress deny keeps it from
+// reaching anything outside the platform but the destinations of Allow
+// (CIDRs, addresses or host names, with an optional :port). It is carried
+// to the executor with each attempt (executor.Task.Network); an executor
+// that controls the workload's network (a network namespace, a
+// NetworkPolicy) enforces it, and the others carry it without enforcing
+// it (the acceptance stage that asked for it says so).
+type Network struct {
+	Egress string   `json:"egress,omitempty"`
+	Allow  []string `json:"allow,omitempty"`
 }
 
 // Port is a port a workload serves on, optionally named ("http").

@@ -58,6 +58,23 @@
 // memory_headroom_ratio = 1 - peak/limit, negative when the peak went over
 // the limit; Peak finds the peak in a sample series.
 //
+// # Load and failure stages
+//
+// LoadResults derives a load stage's figures from what the load
+// generator (internal/loadgen) measured, step by step: requests_total,
+// error_rate, requests_per_second and output_tokens_per_second over each
+// step's measured window, and Summarize of latency_ms, ttft_ms, itl_ms
+// and tpot_ms over the requests answered (vLLM's benchmark vocabulary).
+// With one step those are the stage's metrics; with several the stage's
+// are of every request together and each step's are there too as
+// cN.NAME. It also keeps the latency and TTFT series for the charts (at
+// most 1000 points each, evenly spread).
+//
+// FailureProblem judges a failure stage beyond its criteria: a workload
+// that ended before it was disrupted tested nothing, and one disrupted
+// that never ran (or served) again did not recover; either fails the
+// stage with a message that says so.
+//
 // # Review and status
 //
 // Review compares what the stages recorded (Recorded: one value per name,
@@ -83,7 +100,9 @@
 //
 // ReportHTML renders a run as one self-contained page through
 // html/template (every value escaped): inline CSS, an inline SVG line
-// chart of each stage's sample series (at most 2000 points a series),
+// chart of each stage's sample series (at most 2000 points a series), a
+// load stage's steps as a table and as charts against their concurrency,
+// a failure stage's disruptions, every decision,
 // each criterion with its value and verdict, the qualification evidence
 // of the nodes used and a readiness checklist. Checklist derives that
 // checklist from the run and the evidence: a smoke, functional, load (with

@@ -74,13 +74,38 @@ func newAcceptRunCmd(e *env) *cobra.Command {
 		Short: "Run an acceptance card's stages on the server, with progress; exit 1 when it fails",
 		Long: `Run a card: the server submits each stage's workloads (as you, in the
 card's team, pinned to its target), disrupts a failure stage's workload once
-it has run (requeue, stop, or drain for admins), measures the platform's
-metrics (exit_code, queue_wait_seconds, restarts, recovery_seconds,
-gpu_memory_peak_mib, memory_headroom_ratio) next to those the workload
-wrote to $GPUFLEET_METRICS_FILE, and judges each criterion. Stages run in
-order and the run stops at the first failing one unless --continue. The
-progress goes to standard error; the result to standard output. The exit
-status is 0 when the card passed, 1 when it failed.`,
+it runs (requeue, stop, or drain for admins), drives a load stage's workload
+with its own load generator, measures the platform's metrics (exit_code,
+queue_wait_seconds, restarts, recovery_seconds, gpu_memory_peak_mib,
+memory_headroom_ratio) next to those the workload wrote, and judges each
+criterion. Stages run in order and the run stops at the first failing one
+unless --continue. The progress goes to standard error; the result to
+standard output. The exit status is 0 when the card passed, 1 when it
+failed.
+
+The metrics file: a stage workload writes one JSON object a line to the
+file $GPUFLEET_METRICS_FILE names, read when the attempt ends (64 KiB,
+64 names; a name is lowercase letters, digits and _):
+
+  {"name": "p95_latency_ms", "value": 182, "unit": "ms"}
+  {"name": "step_ms", "value": 41.5, "unit": "ms"}
+  {"name": "step_ms", "value": 39.0, "unit": "ms"}
+
+A name written once is that value. A name written more than once is a
+series: the bare name keeps the last value, and p50_NAME, p95_NAME,
+p99_NAME (nearest rank: the sample at rank ceil(p/100 x n), so p95 of the
+samples 1..100 is 95), mean_NAME and count_NAME are derived for criteria
+("p95_step_ms <= 50"), unless the workload wrote that name itself.
+
+A load stage with a load: section needs no load test of its own: once its
+workload serves, gpufleet sends it requests through the proxy's path
+(protocol openai, streamed, or http), step by step at each concurrency,
+and reports requests_total, error_rate, requests_per_second,
+output_tokens_per_second, and p50_, p95_, p99_, mean_ and count_ of
+latency_ms, ttft_ms, itl_ms and tpot_ms (with several steps, each step's
+are also cN.NAME). A failure stage fails when its workload ended before it
+was disrupted, or did not run again after. docs/ACCEPTANCE.md has the
+whole format and an example card.`,
 		Example: `  gpufleet accept run card.yaml
   gpufleet accept run card.yaml --pool local --continue -o json`,
 		Args: cobra.ExactArgs(1),
