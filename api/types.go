@@ -254,6 +254,8 @@ type Node struct {
 	StateSince   *time.Time `json:"stateSince,omitempty"`
 	// LastQualified is when the node last passed qualification.
 	LastQualified *time.Time `json:"lastQualified,omitempty"`
+	// Validation is a qualification asked for and not yet run.
+	Validation *NodeValidation `json:"validation,omitempty"`
 	// Isolation says how the node confines workloads from the platform
 	// and from each other ("per-team users + Landlock ABI 7"), with what
 	// is missing in parentheses.
@@ -554,6 +556,16 @@ type Evidence struct {
 	DCGMVersion   string    `json:"dcgmVersion,omitempty"`
 }
 
+// ResultLabel is the result as every view shows it: "Pass", or "Pass
+// (Simulated)" for evidence of simulated devices, which is not
+// qualification.
+func (e *Evidence) ResultLabel() string {
+	if e.Simulated {
+		return e.Result + " (Simulated)"
+	}
+	return e.Result
+}
+
 // Drain is the body of POST /nodes/{name}/drain.
 type Drain struct {
 	// Grace is how long running work has to stop ("5m"); each workload's
@@ -567,6 +579,21 @@ type Validate struct {
 	Level int `json:"level"`
 	// GPUs limits the qualification to these devices; all when absent.
 	GPUs []int `json:"gpus,omitempty"`
+	// Drain requeues the work running on the devices under test at once,
+	// rather than wait for it to end.
+	Drain bool `json:"drain,omitempty"`
+}
+
+// NodeValidation is a qualification asked for and not yet run: what it
+// tests, who asked, and what it waits for and for how long (as of the
+// request).
+type NodeValidation struct {
+	Level       int       `json:"level"`
+	GPUs        []int     `json:"gpus,omitempty"`
+	Drain       bool      `json:"drain,omitempty"`
+	RequestedBy string    `json:"requestedBy,omitempty"`
+	RequestedAt time.Time `json:"requestedAt"`
+	Waits       string    `json:"waits,omitempty"`
 }
 
 // Fault is the body of POST /nodes/{name}/faults, on simulated nodes only:

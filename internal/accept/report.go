@@ -59,24 +59,7 @@ func Checklist(run *api.AcceptanceRun, evidence []api.Evidence) []ChecklistItem 
 		passed(api.StageLoad, "Latency and memory headroom measured under a representative load", " with p95 latency and memory headroom", MetricP95Latency, MetricMemoryHeadroom),
 		passed(api.StageFailure, "Recovery from a disruption measured", " with a recovery time", MetricRecovery),
 	}
-	nodes := map[string]bool{}
-	var failing []string
-	for _, e := range evidence {
-		nodes[e.Node] = true
-		if !strings.EqualFold(e.Result, "pass") {
-			failing = append(failing, e.Node+" ("+e.Result+")")
-		}
-	}
-	q := ChecklistItem{Item: "The nodes used passed qualification"}
-	switch {
-	case len(evidence) == 0:
-		q.Evidence = "no qualification evidence for the nodes used"
-	case len(failing) > 0:
-		q.Evidence = "not passed: " + strings.Join(failing, ", ")
-	default:
-		q.Evidenced, q.Evidence = true, fmt.Sprintf("%d checks on %d nodes passed", len(evidence), len(nodes))
-	}
-	items = append(items, q)
+	items = append(items, qualification(evidence))
 	r := ChecklistItem{Item: "Results compared with the brief's targets"}
 	if s := stage(api.StageReview); s == nil {
 		r.Evidence = "the card has no review stage"
@@ -98,6 +81,38 @@ func Checklist(run *api.AcceptanceRun, evidence []api.Evidence) []ChecklistItem 
 		d.Evidence = "no decision recorded"
 	}
 	return append(items, d)
+}
+
+// qualification is the checklist's item on the nodes' qualification:
+// evidenced when every check passed on real devices. Simulated evidence
+// (devices gpufleet simulates) is never qualification, passed or not.
+func qualification(evidence []api.Evidence) ChecklistItem {
+	q := ChecklistItem{Item: "The nodes used passed qualification"}
+	nodes := map[string]bool{}
+	var failing []string
+	simulated := 0
+	for _, e := range evidence {
+		nodes[e.Node] = true
+		switch {
+		case !strings.EqualFold(e.Result, "pass"):
+			failing = append(failing, e.Node+" ("+e.ResultLabel()+")")
+		case e.Simulated:
+			simulated++
+		}
+	}
+	switch {
+	case len(evidence) == 0:
+		q.Evidence = "no qualification evidence for the nodes used"
+	case len(failing) > 0:
+		q.Evidence = "not passed: " + strings.Join(failing, ", ")
+	case simulated == len(evidence):
+		q.Evidence = fmt.Sprintf("only simulated evidence (%d checks on %d nodes of simulated devices): not a qualification", simulated, len(nodes))
+	case simulated > 0:
+		q.Evidence = fmt.Sprintf("%d of %d checks are simulated: not a qualification", simulated, len(evidence))
+	default:
+		q.Evidenced, q.Evidence = true, fmt.Sprintf("%d checks on %d nodes passed", len(evidence), len(nodes))
+	}
+	return q
 }
 
 // Chart geometry of the report's SVG charts.
@@ -358,7 +373,7 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 <h2>Qualification evidence of the nodes used</h2>
 {{if .Evidence}}
 <table><tr><th>Node</th><th>Check</th><th>Result</th><th>When</th><th>Message</th></tr>
-{{range .Evidence}}<tr><td>{{.Node}}</td><td><code>{{join .Command " "}}</code>{{if .Simulated}} <span class="muted">(simulated)</span>{{end}}</td><td class="{{lower .Result}}">{{.Result}}</td><td>{{time .StartedAt}}</td><td>{{.Message}}</td></tr>
+{{range .Evidence}}<tr><td>{{.Node}}</td><td><code>{{join .Command " "}}</code></td><td class="{{if .Simulated}}running{{else}}{{lower .Result}}{{end}}">{{.ResultLabel}}</td><td>{{time .StartedAt}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>
 {{else}}<p class="muted">No qualification evidence for the nodes used.</p>{{end}}
 

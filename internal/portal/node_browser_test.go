@@ -126,7 +126,7 @@ func TestNodePageInBrowser(t *testing.T) {
 	// the API's.
 	var want []evidenceSeen
 	for _, e := range first {
-		want = append(want, evidenceSeen{Command: strings.Join(e.Command, " "), Result: "Pass", Badge: "Pass", Folded: true, Hidden: true, Stdout: e.Stdout})
+		want = append(want, evidenceSeen{Command: strings.Join(e.Command, " "), Result: "Pass", Badge: "Pass (Simulated)", Folded: true, Hidden: true, Stdout: e.Stdout})
 	}
 	if d := cmp.Diff([]string{"nvidia-smi -L", "nvidia-smi topo -m", "dcgmi discovery --list", "dcgmi diag -r 1 -j"},
 		[]string{want[0].Command, want[1].Command, want[2].Command, want[3].Command}); d != "" {
@@ -233,7 +233,7 @@ func TestNodePageInBrowser(t *testing.T) {
 		t.Fatalf("the latest run: %d commands on the page, %d through the API, want 4", len(seen), len(second))
 	}
 	for i, e := range second {
-		w := evidenceSeen{Command: strings.Join(e.Command, " "), Result: e.Result, Badge: e.Result, Folded: true, Hidden: true, Stdout: e.Stdout, Message: e.Message}
+		w := evidenceSeen{Command: strings.Join(e.Command, " "), Result: e.Result, Badge: e.ResultLabel(), Folded: true, Hidden: true, Stdout: e.Stdout, Message: e.Message}
 		if d := cmp.Diff(w, seen[i]); d != "" {
 			t.Errorf("the latest run's command %d on the page (-want +got):\n%s", i, d)
 		}
