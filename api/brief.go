@@ -307,14 +307,24 @@ type Plan struct {
 	Needs string `json:"needs"`
 }
 
-// Best returns the first candidate that fits, or nil.
+// Best returns the first candidate that fits and whose speed estimate
+// does not put the brief's targets out of reach; else the first that
+// fits; nil when none does.
 func (p *Plan) Best() *PlanCandidate {
+	var first *PlanCandidate
 	for i := range p.Candidates {
-		if p.Candidates[i].Fits {
-			return &p.Candidates[i]
+		c := &p.Candidates[i]
+		if !c.Fits {
+			continue
+		}
+		if c.Speed == nil || c.Speed.Reachable == nil || *c.Speed.Reachable {
+			return c
+		}
+		if first == nil {
+			first = c
 		}
 	}
-	return nil
+	return first
 }
 
 // MemoryEstimate is the GPU memory one copy of the work needs, by term.
@@ -372,4 +382,43 @@ type PlanCandidate struct {
 	// leaves free (negative when it does not fit).
 	HeadroomRatio float64 `json:"headroomRatio"`
 	Why           string  `json:"why"`
+	// Speed is the serving speed the allocation may reach at most, from
+	// its memory bandwidth, and whether the brief's targets look
+	// reachable there: an estimate, which an acceptance card's load stage
+	// then measures. Absent for training kinds.
+	Speed *SpeedEstimate `json:"speed,omitempty"`
+}
+
+// SpeedEstimate bounds how fast an allocation may serve a brief: each
+// decode step reads the weights once and the KV cache of every sequence,
+// so a step takes at least BytesPerStep over the allocation's memory
+// bandwidth. It is an upper bound on speed (compute, prefill, batching
+// and the serving stack only slow it down), labelled an estimate.
+type SpeedEstimate struct {
+	// Estimate says what this is and how it is checked.
+	Estimate string `json:"estimate"`
+	// MemoryBandwidthGBps is the allocation's (its share of each GPU's
+	// bandwidth, summed), 0 when the GPU model has no figure in the
+	// catalogue; BandwidthSource names the datasheet it comes from.
+	MemoryBandwidthGBps float64 `json:"memoryBandwidthGBps"`
+	BandwidthSource     string  `json:"bandwidthSource,omitempty"`
+	// BytesPerStep is what one decode step reads: the weights (the
+	// active ones, for a mixture of experts) and the KV cache of every
+	// sequence at the full context.
+	BytesPerStep int64 `json:"bytesPerStep,omitempty"`
+	// InterTokenLatencyMs is a lower bound on the time between two
+	// tokens of a sequence; DecodeTokensPerSecond an upper bound on the
+	// output tokens of all sequences together.
+	InterTokenLatencyMs   float64 `json:"interTokenLatencyMs,omitempty"`
+	DecodeTokensPerSecond float64 `json:"decodeTokensPerSecond,omitempty"`
+	// LatencyMs and RequestsPerSecond, with the brief's outputTokens: a
+	// lower bound on one request's decode time and an upper bound on the
+	// requests answered a second.
+	LatencyMs         *float64 `json:"latencyMs,omitempty"`
+	RequestsPerSecond *float64 `json:"requestsPerSecond,omitempty"`
+	// Reachable says whether the brief's targets look reachable on the
+	// allocation; absent when none of them can be estimated. Why says
+	// each target's comparison, or why none could be made.
+	Reachable *bool  `json:"reachable,omitempty"`
+	Why       string `json:"why"`
 }

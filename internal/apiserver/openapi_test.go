@@ -501,6 +501,7 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 	for n, t := range map[string]reflect.Type{
 		"LoadSpec": reflect.TypeFor[api.LoadSpec](), "LoadStep": reflect.TypeFor[api.LoadStep](), "Disruption": reflect.TypeFor[api.Disruption](),
 		"Network": reflect.TypeFor[api.Network](), "DataBoundary": reflect.TypeFor[api.DataBoundary](), "NodeValidation": reflect.TypeFor[api.NodeValidation](),
+		"SpeedEstimate": reflect.TypeFor[api.SpeedEstimate](),
 	} {
 		types[n] = t
 	}
