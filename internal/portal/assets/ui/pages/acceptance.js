@@ -5,9 +5,10 @@ import { h, replace, ago, rfc3339, errorBox, table, wid } from '../dom.js';
 // of the user's teams (GET /api/v1/acceptance/runs, newest first), and
 // #/acceptance/ID shows one run (GET /api/v1/acceptance/runs/ID): its
 // stages, each criterion with its value and verdict, the metrics, the
-// report, and the review's decision. The words are the CLI's and the
-// API's: statuses Passed, Failed, Running and Error, verdicts pass and
-// fail, decisions extend, reserve, dedicate, scale and reject.
+// report, and the review's decisions (the latest, and every one kept).
+// The words are the CLI's and the API's: statuses Passed, Failed, Running
+// and Error, verdicts pass and fail, decisions extend, reserve, dedicate,
+// scale and reject.
 
 // REFRESH_MS is how often a page reads again while a run is Running.
 const REFRESH_MS = 2000;
