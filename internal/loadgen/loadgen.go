@@ -240,9 +240,9 @@ func (g *generator) send(ctx context.Context) accept.LoadRequest {
 		r.Err = strings.TrimSpace(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, firstLine(b)))
 		return r
 	}
-	answer := &limited{r: resp.Body, left: api.MaxLoadAnswerBytes}
+	answer := bufio.NewReader(&limited{r: resp.Body, left: api.MaxLoadAnswerBytes})
 	switch {
-	case g.c.Protocol == api.ProtocolOpenAI && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
+	case g.c.Protocol == api.ProtocolOpenAI && streamed(resp, answer):
 		err = readStream(answer, &r)
 	case g.c.Protocol == api.ProtocolOpenAI:
 		err = readAnswer(answer, &r)
@@ -254,6 +254,22 @@ func (g *generator) send(ctx context.Context) accept.LoadRequest {
 		r.Err = cause(err)
 	}
 	return r
+}
+
+// streamed reports whether an answer is server-sent events: it says so
+// (text/event-stream), or, whatever it says, it begins with "data:" (a
+// server that streams without the header).
+func streamed(resp *http.Response, answer *bufio.Reader) bool {
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return true
+	}
+	for n := 8; n <= 64; n *= 2 {
+		b, err := answer.Peek(n)
+		if t := bytes.TrimLeft(b, " \t\r\n"); len(t) >= 5 || err != nil {
+			return bytes.HasPrefix(t, []byte("data:"))
+		}
+	}
+	return false
 }
 
 // chunk is what the generator reads of an OpenAI answer or streamed

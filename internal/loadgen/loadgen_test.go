@@ -65,7 +65,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"choices":[{"text":"%s"}],"usage":{"completion_tokens":%d}}`, strings.Repeat("t", s.tokens), s.tokens)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
+	if body["prompt"] != "bare" {
+		w.Header().Set("Content-Type", "text/event-stream")
+	}
 	time.Sleep(s.first)
 	for i := range s.tokens {
 		if i > 0 {
@@ -140,6 +142,23 @@ func TestStreamedAnswersAreMeasured(t *testing.T) {
 	}
 	if !steps[0].End.After(steps[0].Start) {
 		t.Errorf("window %s to %s", steps[0].Start, steps[0].End)
+	}
+}
+
+// An answer that streams server-sent events without saying so in its
+// Content-Type is still read as a stream.
+func TestStreamWithoutItsHeader(t *testing.T) {
+	s := &server{first: 5 * time.Millisecond, gap: time.Millisecond, tokens: 3}
+	c, _ := start(t, s, `{"prompt":"bare"}`)
+	c.Steps, c.Count = []int{1}, 2
+	steps, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range steps[0].Requests {
+		if r.Err != "" || math.IsNaN(r.TTFTMs) || len(r.ITLMs) != 2 || r.OutputTokens != 6 {
+			t.Errorf("a stream without its header measured as %+v", r)
+		}
 	}
 }
 
