@@ -80,7 +80,9 @@
 // Review compares what the stages recorded (Recorded: one value per name,
 // a later stage's over an earlier's) with the brief's targets (TargetsOf:
 // p95LatencyMs gives p95_latency_ms <= target, throughputPerSecond gives
-// throughput_per_second >= target) and then the review stage's own
+// throughput_per_second >= target, or, when no stage recorded that, the
+// load generator's requests_per_second or output_tokens_per_second in the
+// target's unit) and then the review stage's own
 // criteria; a target whose metric nobody reported fails. With no targets
 // and no criteria the review has no results and passes. Decisions
 // (extend, reserve, dedicate, scale, reject) are recorded separately and

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -372,5 +373,45 @@ func printRun(e *env, r *api.AcceptanceRun) error {
 			t.row(name, typ, status, c.Expression, v, verdict)
 		}
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return printLoadSteps(e.stdout, r)
+}
+
+// loadStepColumns are the figures accept get shows of each load step.
+var loadStepColumns = []struct{ head, metric string }{
+	{"REQUESTS", "requests_total"}, {"ERROR RATE", "error_rate"}, {"REQ/S", "requests_per_second"},
+	{"TOKENS/S", "output_tokens_per_second"}, {"P50 TTFT MS", "p50_ttft_ms"}, {"P95 TTFT MS", "p95_ttft_ms"},
+	{"P95 ITL MS", "p95_itl_ms"}, {"P95 LATENCY MS", "p95_latency_ms"},
+}
+
+// printLoadSteps prints each load stage's steps, one row a concurrency.
+func printLoadSteps(w io.Writer, r *api.AcceptanceRun) error {
+	for _, s := range r.Stages {
+		if len(s.Steps) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nLoad steps of stage %s:\n", s.Name)
+		head := []string{"CONCURRENCY"}
+		for _, c := range loadStepColumns {
+			head = append(head, c.head)
+		}
+		t := newTable(w, head...)
+		for _, st := range s.Steps {
+			row := []string{strconv.Itoa(st.Concurrency)}
+			for _, c := range loadStepColumns {
+				v := "-"
+				if i := slices.IndexFunc(st.Metrics, func(m api.Metric) bool { return m.Name == c.metric }); i >= 0 {
+					v = strconv.FormatFloat(st.Metrics[i].Value, 'g', 4, 64)
+				}
+				row = append(row, v)
+			}
+			t.row(row...)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

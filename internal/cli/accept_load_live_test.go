@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -123,6 +124,9 @@ func TestLiveLoadStageMeasuresTheService(t *testing.T) {
 	}
 	if served := metric(st.Metrics, "served_total"); served == nil || *served < *total {
 		t.Errorf("the server answered %v streamed requests, fewer than the %v measured", served, *total)
+	}
+	if got := s.must(t, "accept", "get", run.ID); !strings.Contains(got, "Load steps of stage load:") || !regexp.MustCompile(`(?m)^4\s+\d+\s+0\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+`).MatchString(got) {
+		t.Errorf("accept get shows no step at concurrency 4 with its figures:\n%s", got)
 	}
 	if html := s.must(t, "accept", "report", run.ID); !strings.Contains(html, "ttft_ms") || !strings.Contains(html, "Concurrency") {
 		t.Errorf("the report charts no TTFT or has no step table:\n%.600s", html)
