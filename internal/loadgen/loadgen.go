@@ -7,7 +7,8 @@
 // the proxy goes. What it measured is turned into metrics by the pure
 // accept.LoadResults.
 //
-// Each step runs Concurrency workers, each sending the next request body
+// It starts once the workload's port accepts a connection. Each step runs
+// Concurrency workers, each sending the next request body
 // (in turn, over all of them) as soon as its last answer is in. Requests
 // started during the warm-up are not counted; the measured part ends
 // after Duration (no request is started later) or after Count requests.
@@ -86,6 +87,9 @@ func Run(ctx context.Context, c Config) ([]accept.LoadStepRecord, error) {
 		IdleConnTimeout:     time.Minute,
 	}
 	defer tr.CloseIdleConnections()
+	if err := reachable(ctx, c.Dial); err != nil {
+		return nil, err
+	}
 	g := &generator{c: c, bodies: bodies, client: &http.Client{Transport: tr}}
 	var out []accept.LoadStepRecord
 	for _, n := range c.Steps {
@@ -97,6 +101,26 @@ func Run(ctx context.Context, c Config) ([]accept.LoadStepRecord, error) {
 	}
 	return out, nil
 }
+
+// reachable waits until the workload's port accepts a connection (a
+// workload without a readiness check may run a moment before it
+// listens), trying again every reachPause, until ctx ends.
+func reachable(ctx context.Context, dial func(context.Context) (net.Conn, error)) error {
+	for {
+		conn, err := dial(ctx)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		pause(ctx, reachPause)
+		if ctx.Err() != nil {
+			return fmt.Errorf("the workload's port never accepted a connection: %v", err)
+		}
+	}
+}
+
+// reachPause is how often reachable tries the port.
+const reachPause = 100 * time.Millisecond
 
 // prepare makes the bodies to send: an openai request that does not say
 // whether to stream is streamed ("stream": true), so that its time to

@@ -199,14 +199,31 @@ func TestFailuresSayWhy(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want a failure saying %q", tc.body, steps, err, tc.want)
 		}
 	}
+	// A workload whose port never accepts a connection gets no load; one
+	// that goes away after accepting the first fails every request.
 	c, _ := start(t, s, `{"prompt":"a"}`)
-	c.Dial = func(context.Context) (net.Conn, error) {
+	gone := func(context.Context) (net.Conn, error) {
 		return nil, fmt.Errorf("workload wl-x is Pending, not running")
 	}
+	c.Dial = gone
 	c.Steps, c.Count = []int{2}, 4
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if steps, err := Run(ctx, c); err == nil || !strings.Contains(err.Error(), "never accepted a connection: workload wl-x is Pending, not running") {
+		t.Errorf("never reachable: %+v, %v", steps, err)
+	}
+	var dials atomic.Int64
+	c.Dial = func(ctx context.Context) (net.Conn, error) {
+		if dials.Add(1) == 1 {
+			a, b := net.Pipe()
+			b.Close()
+			return a, nil
+		}
+		return gone(ctx)
+	}
 	steps, err := Run(context.Background(), c)
 	if err != nil || len(steps[0].Requests) != 4 || !strings.Contains(steps[0].Requests[3].Err, "Pending, not running") {
-		t.Errorf("unreachable: %+v, %v", steps, err)
+		t.Errorf("gone: %+v, %v", steps, err)
 	}
 	ms, _, _ := accept.LoadResults(steps)
 	if v, ok := value(ms, accept.MetricErrorRate); !ok || v != 1 {
