@@ -103,12 +103,20 @@ func (r *Runner) startLoad(ctx context.Context, p *loadPlan, id core.WorkloadID)
 }
 
 // loadProblem says why a load stage's generator measured nothing: a
-// workload that ended before it served. "" when each was loaded.
+// workload that ended before it served, or whose port never accepted a
+// connection. "" when each was loaded.
 func loadProblem(ws []*watched) string {
 	var problems []string
 	for _, x := range ws {
-		if x.load == nil {
+		switch {
+		case x.load == nil:
 			problems = append(problems, fmt.Sprintf("workload %s ended (%s) before it served: no load was sent", x.id, x.w.Status.Phase))
+		case len(x.load.steps) == 0:
+			why := "the stage ended first"
+			if x.load.err != nil {
+				why = x.load.err.Error()
+			}
+			problems = append(problems, fmt.Sprintf("workload %s: no load was measured: %s", x.id, why))
 		}
 	}
 	return strings.Join(problems, "; ")
