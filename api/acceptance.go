@@ -45,6 +45,7 @@ const (
 	MaxDisruptAfterSeconds  = 3600
 	DefaultDisruptAfterSecs = 10
 	MaxDecisionNoteLen      = 4096
+	MaxDecisions            = 100 // decisions one run keeps
 	MaxBriefFileLen         = 4096
 )
 
@@ -96,6 +97,11 @@ type Stage struct {
 	// DisruptAfterSeconds is how long the workload runs before the
 	// disruption; 0 means DefaultDisruptAfterSecs.
 	DisruptAfterSeconds int64 `json:"disruptAfterSeconds,omitempty"`
+	// Load, on a load stage, is gpufleet's own load generator: it drives
+	// the stage's workload once it serves, and the stage ends when the
+	// load has run. Without it a load stage judges what its workload
+	// reports.
+	Load *LoadSpec `json:"load,omitempty"`
 	// Criteria are expressions over the stage's metrics, each
 	// "METRIC OP NUMBER" (ParseCriterion). A criterion whose metric is not
 	// reported fails.
@@ -225,6 +231,13 @@ func (c *AcceptanceCard) Validate() []FieldError {
 				add(at+".disruptAfterSeconds", "only a failure stage disrupts its workload")
 			}
 		}
+		if s.Load != nil {
+			if s.Type != StageLoad {
+				add(at+".load", "only a load stage has a load generator")
+			} else {
+				errs = append(errs, s.Load.validate(at+".load", s.Workload)...)
+			}
+		}
 		if len(s.Criteria) > MaxCriteria {
 			add(at+".criteria", "at most %d criteria", MaxCriteria)
 		}
@@ -352,8 +365,12 @@ type AcceptanceRun struct {
 	StartedAt  time.Time      `json:"startedAt"`
 	FinishedAt *time.Time     `json:"finishedAt,omitempty"`
 	Stages     []StageRun     `json:"stages"`
-	// Decision is the review's decision, once recorded.
+	// Decision is the latest decision recorded (the last of Decisions),
+	// for readers of one decision.
 	Decision *Decision `json:"decision,omitempty"`
+	// Decisions are every decision recorded on the run, oldest first: a
+	// later decision is appended, never replaces one.
+	Decisions []Decision `json:"decisions,omitempty"`
 	// Message says why the run failed (the first failing criterion) or
 	// could not run.
 	Message string `json:"message,omitempty"`
@@ -373,10 +390,15 @@ type StageRun struct {
 	Criteria  []CriterionResult `json:"criteria,omitempty"`
 	// Samples are the stage's metric series (for the load stage's charts),
 	// in time order.
-	Samples    []Sample   `json:"samples,omitempty"`
-	StartedAt  *time.Time `json:"startedAt,omitempty"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
-	Message    string     `json:"message,omitempty"`
+	Samples []Sample `json:"samples,omitempty"`
+	// Steps are a load generator's concurrency steps, each with its own
+	// metrics (the stage's metrics are of every step together).
+	Steps []LoadStep `json:"steps,omitempty"`
+	// Disruptions are what a failure stage did to its workloads.
+	Disruptions []Disruption `json:"disruptions,omitempty"`
+	StartedAt   *time.Time   `json:"startedAt,omitempty"`
+	FinishedAt  *time.Time   `json:"finishedAt,omitempty"`
+	Message     string       `json:"message,omitempty"`
 }
 
 // Metric is one measured value of a stage.
@@ -429,13 +451,19 @@ var Decisions = []string{DecisionExtend, DecisionReserve, DecisionDedicate, Deci
 
 // Decision is a review's decision on a run (POST
 // /acceptance/runs/{id}/decision; `gpufleet accept decide`). By and At are
-// set by the server.
+// set by the server. Extend, reserve, dedicate and scale commit capacity:
+// on a run that did not pass they need Override, with a Note saying why.
 type Decision struct {
 	Decision string    `json:"decision"`
 	Note     string    `json:"note,omitempty"`
 	By       string    `json:"by,omitempty"`
 	At       time.Time `json:"at,omitzero"`
+	Override bool      `json:"override,omitempty"`
 }
+
+// Commits reports whether a decision commits capacity (extend, reserve,
+// dedicate, scale): every decision but reject.
+func (d *Decision) Commits() bool { return d.Decision != DecisionReject }
 
 // Validate checks a decision as submitted.
 func (d *Decision) Validate() []FieldError {
@@ -449,6 +477,8 @@ func (d *Decision) Validate() []FieldError {
 	}
 	if len(d.Note) > MaxDecisionNoteLen || strings.IndexByte(d.Note, 0) >= 0 {
 		errs = append(errs, FieldError{Field: "note", Problem: fmt.Sprintf("at most %d bytes, without NUL", MaxDecisionNoteLen)})
+	} else if d.Override && strings.TrimSpace(d.Note) == "" {
+		errs = append(errs, FieldError{Field: "note", Problem: "an override needs a note saying why the run's result is overridden"})
 	}
 	if d.By != "" {
 		errs = append(errs, FieldError{Field: "by", Problem: "is set by the server"})

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -83,18 +84,39 @@ type WorkloadBrief struct {
 	Concurrency int64        `json:"concurrency,omitempty"`
 	Batch       int64        `json:"batch,omitempty"`
 	Targets     BriefTargets `json:"targets,omitzero"`
+	// OutputTokens is the output tokens of a typical request (serving):
+	// with it the plan estimates the latency of a request and the
+	// requests per second each candidate may reach.
+	OutputTokens int64 `json:"outputTokens,omitempty"`
 	// Residency lists the regions the workload's data may be in; empty:
 	// any.
 	Residency []string `json:"residency,omitempty"`
+	// DataBoundary says what the service may reach beyond the platform:
+	// an acceptance card's load stage carries it to its workload as the
+	// workload's network policy.
+	DataBoundary *DataBoundary `json:"dataBoundary,omitempty"`
 	// ExpectedDuration is how long the work runs ("8h", "3d").
 	ExpectedDuration string `json:"expectedDuration,omitempty"`
 	Owner            string `json:"owner,omitempty"`
 }
 
+// DataBoundary is where a workload's data may go: Egress allow or deny
+// (EgressAllow, EgressDeny; empty says nothing), and Dependencies, the
+// destinations it may reach when egress is denied (CIDRs, addresses or
+// host names, each with an optional :port: an object store, a model
+// registry). Where the data may be stored is the brief's residency.
+type DataBoundary struct {
+	Egress       string   `json:"egress,omitempty"`
+	Dependencies []string `json:"dependencies,omitempty"`
+}
+
 // ModelSpec names a model of the plan's catalogue, or gives its shape.
-// Fields given beside a name override the catalogue's.
+// Fields given beside a name override the catalogue's. Revision pins the
+// model's weights (a tag, branch or commit of its repository); the plan
+// carries it as given.
 type ModelSpec struct {
 	Name       string `json:"name,omitempty"`
+	Revision   string `json:"revision,omitempty"`
 	Parameters int64  `json:"parameters,omitempty"`
 	Layers     int64  `json:"layers,omitempty"`
 	KVHeads    int64  `json:"kvHeads,omitempty"`
@@ -154,6 +176,9 @@ func (b *WorkloadBrief) Validate() []FieldError {
 	if m.Name != "" && (len(m.Name) > MaxNameLen || !labelRE.MatchString(m.Name)) {
 		add("model.name", "must be a name of at most %d letters, digits, '-', '_' and '.'", MaxNameLen)
 	}
+	if m.Revision != "" && (len(m.Revision) > 128 || !revisionRE.MatchString(m.Revision)) {
+		add("model.revision", "must be a tag, branch or commit of at most 128 letters, digits, '-', '_', '.' and '/'")
+	}
 	if m.Name == "" && m.Parameters == 0 {
 		add("model", "give a catalogue name (model.name) or the parameter count (model.parameters)")
 	}
@@ -202,6 +227,24 @@ func (b *WorkloadBrief) Validate() []FieldError {
 			add(fmt.Sprintf("residency[%d]", i), "%q is not a region name (%s)", r, LabelRule)
 		}
 	}
+	if b.OutputTokens < 0 || b.OutputTokens > MaxContextLength {
+		add("outputTokens", "must be from 1 to %d tokens, not %d", MaxContextLength, b.OutputTokens)
+	} else if b.OutputTokens > 0 && b.ContextLength > 0 && b.OutputTokens > b.ContextLength {
+		add("outputTokens", "%d output tokens do not fit in a context of %d (contextLength counts prompt and output)", b.OutputTokens, b.ContextLength)
+	}
+	if d := b.DataBoundary; d != nil {
+		if d.Egress != "" && d.Egress != EgressAllow && d.Egress != EgressDeny {
+			add("dataBoundary.egress", "%q: want %s or %s", d.Egress, EgressAllow, EgressDeny)
+		}
+		if len(d.Dependencies) > MaxEgressAllow {
+			add("dataBoundary.dependencies", "at most %d destinations", MaxEgressAllow)
+		}
+		for i, dep := range d.Dependencies {
+			if problem := DestinationProblem(dep); problem != "" {
+				add(fmt.Sprintf("dataBoundary.dependencies[%d]", i), "%s", problem)
+			}
+		}
+	}
 	if b.ExpectedDuration != "" {
 		d, err := ParsePeriod(b.ExpectedDuration)
 		switch {
@@ -216,6 +259,8 @@ func (b *WorkloadBrief) Validate() []FieldError {
 	}
 	return errs
 }
+
+var revisionRE = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`)
 
 func oneOf(s string, list []string) bool {
 	for _, x := range list {
@@ -262,14 +307,24 @@ type Plan struct {
 	Needs string `json:"needs"`
 }
 
-// Best returns the first candidate that fits, or nil.
+// Best returns the first candidate that fits and whose speed estimate
+// does not put the brief's targets out of reach; else the first that
+// fits; nil when none does.
 func (p *Plan) Best() *PlanCandidate {
+	var first *PlanCandidate
 	for i := range p.Candidates {
-		if p.Candidates[i].Fits {
-			return &p.Candidates[i]
+		c := &p.Candidates[i]
+		if !c.Fits {
+			continue
+		}
+		if c.Speed == nil || c.Speed.Reachable == nil || *c.Speed.Reachable {
+			return c
+		}
+		if first == nil {
+			first = c
 		}
 	}
-	return nil
+	return first
 }
 
 // MemoryEstimate is the GPU memory one copy of the work needs, by term.
@@ -327,4 +382,43 @@ type PlanCandidate struct {
 	// leaves free (negative when it does not fit).
 	HeadroomRatio float64 `json:"headroomRatio"`
 	Why           string  `json:"why"`
+	// Speed is the serving speed the allocation may reach at most, from
+	// its memory bandwidth, and whether the brief's targets look
+	// reachable there: an estimate, which an acceptance card's load stage
+	// then measures. Absent for training kinds.
+	Speed *SpeedEstimate `json:"speed,omitempty"`
+}
+
+// SpeedEstimate bounds how fast an allocation may serve a brief: each
+// decode step reads the weights once and the KV cache of every sequence,
+// so a step takes at least BytesPerStep over the allocation's memory
+// bandwidth. It is an upper bound on speed (compute, prefill, batching
+// and the serving stack only slow it down), labelled an estimate.
+type SpeedEstimate struct {
+	// Estimate says what this is and how it is checked.
+	Estimate string `json:"estimate"`
+	// MemoryBandwidthGBps is the allocation's (its share of each GPU's
+	// bandwidth, summed), 0 when the GPU model has no figure in the
+	// catalogue; BandwidthSource names the datasheet it comes from.
+	MemoryBandwidthGBps float64 `json:"memoryBandwidthGBps"`
+	BandwidthSource     string  `json:"bandwidthSource,omitempty"`
+	// BytesPerStep is what one decode step reads: the weights (the
+	// active ones, for a mixture of experts) and the KV cache of every
+	// sequence at the full context.
+	BytesPerStep int64 `json:"bytesPerStep,omitempty"`
+	// InterTokenLatencyMs is a lower bound on the time between two
+	// tokens of a sequence; DecodeTokensPerSecond an upper bound on the
+	// output tokens of all sequences together.
+	InterTokenLatencyMs   float64 `json:"interTokenLatencyMs,omitempty"`
+	DecodeTokensPerSecond float64 `json:"decodeTokensPerSecond,omitempty"`
+	// LatencyMs and RequestsPerSecond, with the brief's outputTokens: a
+	// lower bound on one request's decode time and an upper bound on the
+	// requests answered a second.
+	LatencyMs         *float64 `json:"latencyMs,omitempty"`
+	RequestsPerSecond *float64 `json:"requestsPerSecond,omitempty"`
+	// Reachable says whether the brief's targets look reachable on the
+	// allocation; absent when none of them can be estimated. Why says
+	// each target's comparison, or why none could be made.
+	Reachable *bool  `json:"reachable,omitempty"`
+	Why       string `json:"why"`
 }

@@ -94,6 +94,9 @@ type Workload struct {
 	// Array makes the submission a job array (POST /arrays, see
 	// ArraySpec); on each task, it says which array and index.
 	Array *ArraySpec `json:"array,omitempty"`
+	// Network says what the workload may reach beyond the platform
+	// (egress); absent: what the executor allows by default.
+	Network *Network `json:"network,omitempty"`
 
 	CreatedAt time.Time      `json:"createdAt,omitzero"`
 	Status    WorkloadStatus `json:"status,omitzero"`
@@ -256,6 +259,8 @@ type Node struct {
 	StateSince   *time.Time `json:"stateSince,omitempty"`
 	// LastQualified is when the node last passed qualification.
 	LastQualified *time.Time `json:"lastQualified,omitempty"`
+	// Validation is a qualification asked for and not yet run.
+	Validation *NodeValidation `json:"validation,omitempty"`
 	// Isolation says how the node confines workloads from the platform
 	// and from each other ("per-team users + Landlock ABI 7"), with what
 	// is missing in parentheses.
@@ -559,6 +564,16 @@ type Evidence struct {
 	DCGMVersion   string    `json:"dcgmVersion,omitempty"`
 }
 
+// ResultLabel is the result as every view shows it: "Pass", or "Pass
+// (Simulated)" for evidence of simulated devices, which is not
+// qualification.
+func (e *Evidence) ResultLabel() string {
+	if e.Simulated {
+		return e.Result + " (Simulated)"
+	}
+	return e.Result
+}
+
 // Drain is the body of POST /nodes/{name}/drain.
 type Drain struct {
 	// Grace is how long running work has to stop ("5m"); each workload's
@@ -572,6 +587,21 @@ type Validate struct {
 	Level int `json:"level"`
 	// GPUs limits the qualification to these devices; all when absent.
 	GPUs []int `json:"gpus,omitempty"`
+	// Drain requeues the work running on the devices under test at once,
+	// rather than wait for it to end.
+	Drain bool `json:"drain,omitempty"`
+}
+
+// NodeValidation is a qualification asked for and not yet run: what it
+// tests, who asked, and what it waits for and for how long (as of the
+// request).
+type NodeValidation struct {
+	Level       int       `json:"level"`
+	GPUs        []int     `json:"gpus,omitempty"`
+	Drain       bool      `json:"drain,omitempty"`
+	RequestedBy string    `json:"requestedBy,omitempty"`
+	RequestedAt time.Time `json:"requestedAt"`
+	Waits       string    `json:"waits,omitempty"`
 }
 
 // Fault is the body of POST /nodes/{name}/faults, on simulated nodes only:
@@ -582,6 +612,27 @@ type Fault struct {
 	Diag      string `json:"diag,omitempty"`
 	Xid       int    `json:"xid,omitempty"`
 	Heartbeat string `json:"heartbeat,omitempty"` // "lost"
+}
+
+// Egress policies of a workload's network.
+const (
+	EgressAllow = "allow"
+	EgressDeny  = "deny"
+)
+
+// MaxEgressAllow bounds a network's allowed destinations.
+const MaxEgressAllow = 64
+
+// Network is a workload's network policy: Egress deny keeps it from
+// reaching anything outside the platform but the destinations of Allow
+// (CIDRs, addresses or host names, with an optional :port). It is carried
+// to the executor with each attempt (executor.Task.Network); an executor
+// that controls the workload's network (a network namespace, a
+// NetworkPolicy) enforces it, and the others carry it without enforcing
+// it (the acceptance stage that asked for it says so).
+type Network struct {
+	Egress string   `json:"egress,omitempty"`
+	Allow  []string `json:"allow,omitempty"`
 }
 
 // Port is a port a workload serves on, optionally named ("http").

@@ -2,8 +2,10 @@ package api
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -304,6 +306,9 @@ func (w *Workload) Validate() []FieldError {
 		}
 		mountPath(at+".path", m.Path)
 	}
+	if w.Network != nil {
+		errs = append(errs, w.Network.Validate("network")...)
+	}
 	if rp := w.ReadyPath; rp != "" {
 		switch {
 		case len(w.Ports) == 0 && w.Kind != KindNotebook:
@@ -345,3 +350,47 @@ func (w *Workload) Validate() []FieldError {
 	}
 	return errs
 }
+
+// Validate checks a network policy, each problem under at ("network").
+func (n *Network) Validate(at string) []FieldError {
+	var errs []FieldError
+	switch n.Egress {
+	case "", EgressAllow, EgressDeny:
+	default:
+		errs = append(errs, FieldError{Field: at + ".egress", Problem: fmt.Sprintf("%q: want %s or %s", n.Egress, EgressAllow, EgressDeny)})
+	}
+	if len(n.Allow) > MaxEgressAllow {
+		errs = append(errs, FieldError{Field: at + ".allow", Problem: fmt.Sprintf("at most %d destinations", MaxEgressAllow)})
+	}
+	for i, d := range n.Allow {
+		if problem := DestinationProblem(d); problem != "" {
+			errs = append(errs, FieldError{Field: fmt.Sprintf("%s.allow[%d]", at, i), Problem: problem})
+		}
+	}
+	return errs
+}
+
+// DestinationProblem says what is wrong with a destination a workload may
+// reach ("" when nothing): a CIDR (10.0.0.0/8), an address, or a host
+// name, each with an optional :port.
+func DestinationProblem(d string) string {
+	host := d
+	if h, port, err := net.SplitHostPort(d); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("%q: the port must be from 1 to 65535", d)
+		}
+		host = h
+	}
+	if _, _, err := net.ParseCIDR(host); err == nil {
+		return ""
+	}
+	if net.ParseIP(host) != nil {
+		return ""
+	}
+	if len(host) > 253 || !hostRE.MatchString(host) {
+		return fmt.Sprintf("%q: want a CIDR (10.0.0.0/8), an address or a host name (huggingface.co), with an optional :port", d)
+	}
+	return ""
+}
+
+var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$`)

@@ -1,12 +1,9 @@
 package accept
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
-	"unicode"
 
 	"github.com/gpufleet/gpufleet/api"
 )
@@ -27,119 +24,6 @@ const (
 	MetricP95Latency        = "p95_latency_ms"
 	MetricCheckpointRestore = "checkpoint_restore_seconds"
 )
-
-// Bounds on a metrics file.
-const (
-	MaxMetricsBytes = 64 << 10 // bytes read of $GPUFLEET_METRICS_FILE
-	MaxMetrics      = 1000     // metric lines accepted
-	MaxUnitLen      = 32
-	maxNotes        = 20
-)
-
-// ParseMetrics reads what a workload wrote to $GPUFLEET_METRICS_FILE: one
-// JSON object a line, {"name":"p95_latency_ms","value":182,"unit":"ms"}.
-// Only the first MaxMetricsBytes are read (to the last whole line) and
-// only the first MaxMetrics metric lines count. A line that is not such an
-// object (malformed JSON, an unknown field, no name or value, a bad name
-// or unit) is skipped with a note saying which line and why. A name given
-// more than once keeps its last value (a workload may refine a figure as
-// it runs), with a note; the metrics come in the order their names first
-// appeared, with Source "workload". At most 20 notes, then one that
-// counts the rest.
-func ParseMetrics(b []byte) ([]api.Metric, []string) {
-	var notes []string
-	dropped := 0
-	note := func(format string, args ...any) {
-		if len(notes) < maxNotes {
-			notes = append(notes, fmt.Sprintf(format, args...))
-		} else {
-			dropped++
-		}
-	}
-	if len(b) > MaxMetricsBytes {
-		note("the metrics file is %d bytes: only the first %d are read", len(b), MaxMetricsBytes)
-		b = b[:MaxMetricsBytes]
-		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-			b = b[:i]
-		}
-	}
-	var out []api.Metric
-	index := map[string]int{}
-	repeated := map[string]int{}
-	accepted := 0
-	for no, line := range bytes.Split(b, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		if accepted == MaxMetrics {
-			note("line %d: more than %d metrics: the rest are ignored", no+1, MaxMetrics)
-			break
-		}
-		var ml struct {
-			Name  *string  `json:"name"`
-			Value *float64 `json:"value"`
-			Unit  string   `json:"unit"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ml); err != nil || dec.More() {
-			if err == nil {
-				err = fmt.Errorf("more than one JSON value")
-			}
-			note("line %d: skipped: %v", no+1, err)
-			continue
-		}
-		switch {
-		case ml.Name == nil || ml.Value == nil:
-			note("line %d: skipped: want {\"name\": ..., \"value\": ...}", no+1)
-			continue
-		case len(*ml.Name) > api.MaxMetricNameLen || !api.MetricNameRE.MatchString(*ml.Name):
-			note("line %d: skipped: %q is not a metric name (letters, digits, '_' and '.', at most %d)", no+1, clip(*ml.Name), api.MaxMetricNameLen)
-			continue
-		case math.IsNaN(*ml.Value) || math.IsInf(*ml.Value, 0):
-			note("line %d: skipped: value is not finite", no+1)
-			continue
-		case len(ml.Unit) > MaxUnitLen || !printable(ml.Unit):
-			note("line %d: skipped: unit must be at most %d printable characters", no+1, MaxUnitLen)
-			continue
-		}
-		accepted++
-		m := api.Metric{Name: *ml.Name, Value: *ml.Value, Unit: ml.Unit, Source: api.SourceWorkload}
-		if i, ok := index[m.Name]; ok {
-			out[i] = m
-			repeated[m.Name]++
-			continue
-		}
-		index[m.Name] = len(out)
-		out = append(out, m)
-	}
-	for _, m := range out {
-		if n := repeated[m.Name]; n > 0 {
-			note("%s was reported %d times: the last value (%s) counts", m.Name, n+1, num(m.Value))
-		}
-	}
-	if dropped > 0 {
-		notes = append(notes, fmt.Sprintf("and %d more notes", dropped))
-	}
-	return out, notes
-}
-
-func printable(s string) bool {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
-}
 
 // Merge puts the platform's metrics and a workload's together. The
 // platform's come first and win: a workload that reports a name the
@@ -185,14 +69,60 @@ func Percentile(samples []float64, p float64) (float64, bool) {
 	return s[rank-1], true
 }
 
-// Percentiles is p50_, p95_ and p99_ of base ("latency_ms" gives
-// p50_latency_ms, p95_latency_ms, p99_latency_ms), nearest-rank, as
-// platform metrics in unit; none when there are no samples.
-func Percentiles(base, unit string, samples []float64) []api.Metric {
+// Series is the values of one metric reported more than once in a stage
+// (by the workload, or measured by the load generator), in the order they
+// came.
+type Series struct {
+	Name   string
+	Unit   string
+	Source string
+	Values []float64
+}
+
+// SummaryPercentiles are the percentiles Summarize derives.
+var SummaryPercentiles = []float64{50, 95, 99}
+
+// Summarize is what criteria may judge of a series: p50_NAME, p95_NAME
+// and p99_NAME (Percentile, nearest rank), mean_NAME and count_NAME, in
+// the series' unit (count_ has none) and source. NaN values are left out;
+// none when no value is left.
+func Summarize(s Series) []api.Metric {
+	var sum float64
+	n := 0
+	for _, v := range s.Values {
+		if !math.IsNaN(v) {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
 	var out []api.Metric
-	for _, p := range []float64{50, 95, 99} {
-		if v, ok := Percentile(samples, p); ok {
-			out = append(out, api.Metric{Name: fmt.Sprintf("p%g_%s", p, base), Value: v, Unit: unit, Source: api.SourcePlatform})
+	for _, p := range SummaryPercentiles {
+		v, _ := Percentile(s.Values, p)
+		out = append(out, api.Metric{Name: fmt.Sprintf("p%g_%s", p, s.Name), Value: v, Unit: s.Unit, Source: s.Source})
+	}
+	return append(out,
+		api.Metric{Name: "mean_" + s.Name, Value: sum / float64(n), Unit: s.Unit, Source: s.Source},
+		api.Metric{Name: "count_" + s.Name, Value: float64(n), Source: s.Source})
+}
+
+// WithSummaries adds Summarize's metrics of each series to metrics, but
+// for a name metrics has already: a workload that reports p95_latency_ms
+// itself keeps its own figure beside the samples it wrote.
+func WithSummaries(metrics []api.Metric, series []Series) []api.Metric {
+	have := make(map[string]bool, len(metrics))
+	for _, m := range metrics {
+		have[m.Name] = true
+	}
+	out := slices.Clone(metrics)
+	for _, s := range series {
+		for _, m := range Summarize(s) {
+			if !have[m.Name] {
+				have[m.Name] = true
+				out = append(out, m)
+			}
 		}
 	}
 	return out

@@ -1,7 +1,7 @@
 package accept
 
 import (
-	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -9,68 +9,6 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 )
-
-func TestParseMetrics(t *testing.T) {
-	in := `{"name":"p95_latency_ms","value":182,"unit":"ms"}
-not json
-{"name":"throughput_per_second","value":40}
-
-{"name":"p95_latency_ms","value":190,"unit":"ms"}
-{"name":"bad name","value":1}
-{"name":"x"}
-{"name":"y","value":1,"extra":true}
-{"name":"z","value":"1"}
-`
-	got, notes := ParseMetrics([]byte(in))
-	want := []api.Metric{
-		{Name: "p95_latency_ms", Value: 190, Unit: "ms", Source: api.SourceWorkload},
-		{Name: "throughput_per_second", Value: 40, Source: api.SourceWorkload},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("metrics (-want +got):\n%s", diff)
-	}
-	for _, want := range []string{"line 2: skipped", "line 6: skipped", "line 7: skipped", "line 8: skipped", "line 9: skipped", "p95_latency_ms was reported 2 times: the last value (190) counts"} {
-		if !strings.Contains(strings.Join(notes, "\n"), want) {
-			t.Errorf("notes %q: want one with %q", notes, want)
-		}
-	}
-}
-
-func TestParseMetricsIsBounded(t *testing.T) {
-	var b strings.Builder
-	for i := range 1500 {
-		fmt.Fprintf(&b, "{\"name\":\"metric_number_%d\",\"value\":%d,\"unit\":\"units_of_something_long\"}\n", i, i)
-	}
-	got, notes := ParseMetrics([]byte(b.String()))
-	if b.Len() <= MaxMetricsBytes {
-		t.Fatalf("test input is only %d bytes", b.Len())
-	}
-	if len(got) == 0 || len(got) > MaxMetrics {
-		t.Errorf("got %d metrics, want 1 to %d", len(got), MaxMetrics)
-	}
-	if len(notes) == 0 || !strings.Contains(notes[0], "only the first 65536") {
-		t.Errorf("notes: got %q", notes)
-	}
-	var many strings.Builder
-	for i := range 1100 {
-		fmt.Fprintf(&many, "{\"name\":\"m\",\"value\":%d}\n", i)
-	}
-	got, notes = ParseMetrics([]byte(many.String()))
-	if len(got) != 1 || got[0].Value != MaxMetrics-1 {
-		t.Errorf("got %+v, want m = %d (the last of the first %d lines)", got, MaxMetrics-1, MaxMetrics)
-	}
-	if !strings.Contains(strings.Join(notes, "\n"), "more than 1000 metrics") {
-		t.Errorf("notes: got %q", notes)
-	}
-	var junk strings.Builder
-	for range 100 {
-		junk.WriteString("junk\n")
-	}
-	_, notes = ParseMetrics([]byte(junk.String()))
-	if len(notes) != maxNotes+1 || notes[maxNotes] != "and 80 more notes" {
-		t.Errorf("got %d notes, last %q", len(notes), notes[len(notes)-1])
-	}
-}
 
 func TestMergeBelievesThePlatform(t *testing.T) {
 	platform := []api.Metric{{Name: "exit_code", Value: 1, Source: api.SourcePlatform}}
@@ -116,14 +54,54 @@ func TestPercentileIsNearestRank(t *testing.T) {
 			}
 		})
 	}
-	got := Percentiles(MetricLatency, "ms", hundred)
+}
+
+// The samples 1..100 of a metric give p95 95 (nearest rank), inside the
+// [94, 96.5] either method of the docs would give; the mean and count
+// come with them, in the series' unit and source.
+func TestSummarize(t *testing.T) {
+	values := make([]float64, 100)
+	for i := range values {
+		values[i] = float64(i + 1)
+	}
+	got := Summarize(Series{Name: "step_ms", Unit: "ms", Source: api.SourceWorkload, Values: values})
 	want := []api.Metric{
-		{Name: "p50_latency_ms", Value: 50, Unit: "ms", Source: api.SourcePlatform},
-		{Name: "p95_latency_ms", Value: 95, Unit: "ms", Source: api.SourcePlatform},
-		{Name: "p99_latency_ms", Value: 99, Unit: "ms", Source: api.SourcePlatform},
+		{Name: "p50_step_ms", Value: 50, Unit: "ms", Source: api.SourceWorkload},
+		{Name: "p95_step_ms", Value: 95, Unit: "ms", Source: api.SourceWorkload},
+		{Name: "p99_step_ms", Value: 99, Unit: "ms", Source: api.SourceWorkload},
+		{Name: "mean_step_ms", Value: 50.5, Unit: "ms", Source: api.SourceWorkload},
+		{Name: "count_step_ms", Value: 100, Source: api.SourceWorkload},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Percentiles (-want +got):\n%s", diff)
+		t.Errorf("Summarize (-want +got):\n%s", diff)
+	}
+	if got := Summarize(Series{Name: "x", Values: []float64{math.NaN()}}); got != nil {
+		t.Errorf("only NaN: got %+v, want none", got)
+	}
+	results := Evaluate([]string{"p95_step_ms >= 94", "p95_step_ms <= 96.5"}, got)
+	if !Passed(results) {
+		t.Errorf("criteria on the derived p95: %+v", results)
+	}
+}
+
+// A workload's own p95 stands beside the samples it wrote: the derived
+// figure does not replace it, and the bare name keeps the last value.
+func TestWithSummariesKeepsReportedNames(t *testing.T) {
+	reported := []api.Metric{
+		{Name: "latency_ms", Value: 30, Unit: "ms", Source: api.SourceWorkload},
+		{Name: "p95_latency_ms", Value: 12, Unit: "ms", Source: api.SourceWorkload},
+	}
+	got := WithSummaries(reported, []Series{{Name: "latency_ms", Unit: "ms", Source: api.SourceWorkload, Values: []float64{10, 20, 30}}})
+	byName := map[string]float64{}
+	for _, m := range got {
+		if _, dup := byName[m.Name]; dup {
+			t.Errorf("%s twice", m.Name)
+		}
+		byName[m.Name] = m.Value
+	}
+	want := map[string]float64{"latency_ms": 30, "p95_latency_ms": 12, "p50_latency_ms": 20, "p99_latency_ms": 30, "mean_latency_ms": 20, "count_latency_ms": 3}
+	if diff := cmp.Diff(want, byName); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 

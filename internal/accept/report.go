@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,24 +59,7 @@ func Checklist(run *api.AcceptanceRun, evidence []api.Evidence) []ChecklistItem 
 		passed(api.StageLoad, "Latency and memory headroom measured under a representative load", " with p95 latency and memory headroom", MetricP95Latency, MetricMemoryHeadroom),
 		passed(api.StageFailure, "Recovery from a disruption measured", " with a recovery time", MetricRecovery),
 	}
-	nodes := map[string]bool{}
-	var failing []string
-	for _, e := range evidence {
-		nodes[e.Node] = true
-		if !strings.EqualFold(e.Result, "pass") {
-			failing = append(failing, e.Node+" ("+e.Result+")")
-		}
-	}
-	q := ChecklistItem{Item: "The nodes used passed qualification"}
-	switch {
-	case len(evidence) == 0:
-		q.Evidence = "no qualification evidence for the nodes used"
-	case len(failing) > 0:
-		q.Evidence = "not passed: " + strings.Join(failing, ", ")
-	default:
-		q.Evidenced, q.Evidence = true, fmt.Sprintf("%d checks on %d nodes passed", len(evidence), len(nodes))
-	}
-	items = append(items, q)
+	items = append(items, qualification(evidence))
 	r := ChecklistItem{Item: "Results compared with the brief's targets"}
 	if s := stage(api.StageReview); s == nil {
 		r.Evidence = "the card has no review stage"
@@ -89,11 +73,46 @@ func Checklist(run *api.AcceptanceRun, evidence []api.Evidence) []ChecklistItem 
 	items = append(items, r)
 	d := ChecklistItem{Item: "A decision is on record, with who and when"}
 	if run.Decision != nil {
-		d.Evidenced, d.Evidence = true, fmt.Sprintf("%s by %s at %s", run.Decision.Decision, run.Decision.By, run.Decision.At.UTC().Format(time.RFC3339))
+		d.Evidenced, d.Evidence = true, fmt.Sprintf("%s, by %s at %s", DecisionSummary(*run.Decision), run.Decision.By, run.Decision.At.UTC().Format(time.RFC3339))
+		if n := len(run.Decisions); n > 1 {
+			d.Evidence += fmt.Sprintf(" (the latest of %d decisions)", n)
+		}
 	} else {
 		d.Evidence = "no decision recorded"
 	}
 	return append(items, d)
+}
+
+// qualification is the checklist's item on the nodes' qualification:
+// evidenced when every check passed on real devices. Simulated evidence
+// (devices gpufleet simulates) is never qualification, passed or not.
+func qualification(evidence []api.Evidence) ChecklistItem {
+	q := ChecklistItem{Item: "The nodes used passed qualification"}
+	nodes := map[string]bool{}
+	var failing []string
+	simulated := 0
+	for _, e := range evidence {
+		nodes[e.Node] = true
+		switch {
+		case !strings.EqualFold(e.Result, "pass"):
+			failing = append(failing, e.Node+" ("+e.ResultLabel()+")")
+		case e.Simulated:
+			simulated++
+		}
+	}
+	switch {
+	case len(evidence) == 0:
+		q.Evidence = "no qualification evidence for the nodes used"
+	case len(failing) > 0:
+		q.Evidence = "not passed: " + strings.Join(failing, ", ")
+	case simulated == len(evidence):
+		q.Evidence = fmt.Sprintf("only simulated evidence (%d checks on %d nodes of simulated devices): not a qualification", simulated, len(nodes))
+	case simulated > 0:
+		q.Evidence = fmt.Sprintf("%d of %d checks are simulated: not a qualification", simulated, len(evidence))
+	default:
+		q.Evidenced, q.Evidence = true, fmt.Sprintf("%d checks on %d nodes passed", len(evidence), len(nodes))
+	}
+	return q
 }
 
 // Chart geometry of the report's SVG charts.
@@ -114,10 +133,63 @@ type chart struct {
 type reportStage struct {
 	api.StageRun
 	Charts []chart
+	// StepCharts draw a load stage's figures against its concurrency
+	// steps.
+	StepCharts []chart
+}
+
+// stepChartMetrics are the figures charted against a load stage's
+// concurrency steps.
+var stepChartMetrics = []string{"p50_" + MetricTTFT, "p95_" + MetricTTFT, "p50_" + MetricLatency, "p95_" + MetricLatency, MetricOutputTokensSec}
+
+// stepCharts draws each of stepChartMetrics against the steps'
+// concurrency (one point a step, in order); none for fewer than two
+// steps.
+func stepCharts(steps []api.LoadStep) []chart {
+	if len(steps) < 2 {
+		return nil
+	}
+	var out []chart
+	for _, name := range stepChartMetrics {
+		var xs []int
+		var ys []float64
+		for _, st := range steps {
+			if v, ok := metricValue(st.Metrics, name); ok {
+				xs, ys = append(xs, st.Concurrency), append(ys, v)
+			}
+		}
+		if len(ys) < 2 {
+			continue
+		}
+		lo, hi := slices.Min(ys), slices.Max(ys)
+		var pts strings.Builder
+		for i, v := range ys {
+			x := chartPad + float64(i)/float64(len(ys)-1)*(chartW-2*chartPad)
+			y := float64(chartH) / 2
+			if hi > lo {
+				y = chartPad + (hi-v)/(hi-lo)*(chartH-2*chartPad)
+			}
+			fmt.Fprintf(&pts, "%.1f,%.1f ", x, y)
+		}
+		out = append(out, chart{Name: name + " by concurrency", Points: strings.TrimSpace(pts.String()), Min: num(lo), Max: num(hi),
+			From: fmt.Sprintf("concurrency %d", xs[0]), To: fmt.Sprintf("concurrency %d", xs[len(xs)-1]), N: len(ys)})
+	}
+	return out
+}
+
+// metricValue is the value of the metric named name.
+func metricValue(ms []api.Metric, name string) (float64, bool) {
+	for _, m := range ms {
+		if m.Name == name {
+			return m.Value, true
+		}
+	}
+	return 0, false
 }
 
 type reportData struct {
 	Run       *api.AcceptanceRun
+	Decisions []api.Decision
 	Stages    []reportStage
 	Evidence  []api.Evidence
 	Checklist []ChecklistItem
@@ -179,9 +251,12 @@ func ReportHTML(run *api.AcceptanceRun, evidence []api.Evidence, checklist []Che
 	if run == nil {
 		return nil, fmt.Errorf("report: no run")
 	}
-	d := reportData{Run: run, Evidence: evidence, Checklist: checklist}
+	d := reportData{Run: run, Evidence: evidence, Checklist: checklist, Decisions: run.Decisions}
+	if len(d.Decisions) == 0 && run.Decision != nil {
+		d.Decisions = []api.Decision{*run.Decision}
+	}
 	for _, s := range run.Stages {
-		d.Stages = append(d.Stages, reportStage{StageRun: s, Charts: charts(s.Samples)})
+		d.Stages = append(d.Stages, reportStage{StageRun: s, Charts: charts(s.Samples), StepCharts: stepCharts(s.Steps)})
 	}
 	var b bytes.Buffer
 	if err := reportTmpl.Execute(&b, d); err != nil {
@@ -215,6 +290,13 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	},
 	"lower": strings.ToLower,
 	"join":  strings.Join,
+	// metric writes a step's figure, "-" when it has none.
+	"metric": func(ms []api.Metric, name string) string {
+		if v, ok := metricValue(ms, name); ok {
+			return strconv.FormatFloat(v, 'g', 4, 64)
+		}
+		return "-"
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -238,9 +320,12 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 <p>Card <strong>{{.Run.Card.Name}}</strong> of team <strong>{{.Run.Team}}</strong>
 {{- with .Run.Card.Target}}{{if or .Pool .GPUModel}}, target {{if .Pool}}pool {{.Pool}}{{end}}{{if .GPUModel}} {{.GPUModel}}{{end}}{{end}}{{end}}:
 <span class="status {{lower .Run.Status}}">{{.Run.Status}}</span></p>
+{{with .Run.Card.Brief}}<p class="muted">Brief: {{.Workload}}{{with .Model.Name}} of {{.}}{{end}}{{with .Model.Revision}} at revision <code>{{.}}</code>{{end}}{{with .DataBoundary}}{{with .Egress}}; egress {{.}}{{end}}{{end}}{{with .Owner}}; owner {{.}}{{end}}.</p>{{end}}
 <p class="muted">Started {{time .Run.StartedAt}}, finished {{time .Run.FinishedAt}}.</p>
 {{with .Run.Message}}<p><strong>{{.}}</strong></p>{{end}}
-{{with .Run.Decision}}<p>Decision: <strong>{{.Decision}}</strong> by {{.By}} at {{time .At}}{{with .Note}}: {{.}}{{end}}</p>{{else}}<p class="muted">No decision recorded.</p>{{end}}
+{{with .Decisions}}<table><tr><th>Decision</th><th>By</th><th>At</th><th>Note</th></tr>
+{{range .}}<tr><td><strong>{{.Decision}}</strong>{{if .Override}} <span class="fail">(override)</span>{{end}}</td><td>{{.By}}</td><td>{{time .At}}</td><td>{{.Note}}</td></tr>
+{{end}}</table>{{else}}<p class="muted">No decision recorded.</p>{{end}}
 
 <h2>Stages</h2>
 {{range .Stages}}
@@ -257,6 +342,24 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 {{range .Metrics}}<tr><td><code>{{.Name}}</code></td><td>{{num .Value}}</td><td>{{.Unit}}</td><td>{{.Source}}</td></tr>
 {{end}}</table>
 {{end}}
+{{with .Steps}}
+<table><caption>Load steps</caption><tr><th>Concurrency</th><th>Requests</th><th>Error rate</th><th>Requests/s</th><th>Output tokens/s</th><th>p50 TTFT ms</th><th>p95 TTFT ms</th><th>p95 ITL ms</th><th>p50 latency ms</th><th>p95 latency ms</th></tr>
+{{range .}}<tr><td>{{.Concurrency}}</td><td>{{metric .Metrics "requests_total"}}</td><td>{{metric .Metrics "error_rate"}}</td><td>{{metric .Metrics "requests_per_second"}}</td><td>{{metric .Metrics "output_tokens_per_second"}}</td><td>{{metric .Metrics "p50_ttft_ms"}}</td><td>{{metric .Metrics "p95_ttft_ms"}}</td><td>{{metric .Metrics "p95_itl_ms"}}</td><td>{{metric .Metrics "p50_latency_ms"}}</td><td>{{metric .Metrics "p95_latency_ms"}}</td></tr>
+{{end}}</table>
+{{end}}
+{{with .Disruptions}}
+<table><caption>Disruptions</caption><tr><th>Workload</th><th>Disrupted</th><th>Recovered</th></tr>
+{{range .}}<tr><td><code>{{.Workload}}</code></td><td>{{time .At}}</td><td>{{if .RecoveredAt}}{{time .RecoveredAt}}{{else}}<span class="fail">never</span>{{end}}</td></tr>
+{{end}}</table>
+{{end}}
+{{range .StepCharts}}
+<figure>
+<svg xmlns="http://www.w3.org/2000/svg" width="560" height="160" viewBox="0 0 560 160" role="img" aria-label="{{.Name}}">
+<polyline fill="none" stroke="#b35a00" stroke-width="1.5" points="{{.Points}}"/>
+</svg>
+<figcaption><code>{{.Name}}</code>: {{.N}} steps from {{.From}} to {{.To}}, min {{.Min}}, max {{.Max}}</figcaption>
+</figure>
+{{end}}
 {{range .Charts}}
 <figure>
 <svg xmlns="http://www.w3.org/2000/svg" width="560" height="160" viewBox="0 0 560 160" role="img" aria-label="{{.Name}}">
@@ -270,7 +373,7 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
 <h2>Qualification evidence of the nodes used</h2>
 {{if .Evidence}}
 <table><tr><th>Node</th><th>Check</th><th>Result</th><th>When</th><th>Message</th></tr>
-{{range .Evidence}}<tr><td>{{.Node}}</td><td><code>{{join .Command " "}}</code>{{if .Simulated}} <span class="muted">(simulated)</span>{{end}}</td><td class="{{lower .Result}}">{{.Result}}</td><td>{{time .StartedAt}}</td><td>{{.Message}}</td></tr>
+{{range .Evidence}}<tr><td>{{.Node}}</td><td><code>{{join .Command " "}}</code></td><td class="{{if .Simulated}}running{{else}}{{lower .Result}}{{end}}">{{.ResultLabel}}</td><td>{{time .StartedAt}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>
 {{else}}<p class="muted">No qualification evidence for the nodes used.</p>{{end}}
 

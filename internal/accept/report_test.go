@@ -77,10 +77,26 @@ func TestChecklistSaysWhatIsEvidenced(t *testing.T) {
 	run.Decision = &api.Decision{Decision: api.DecisionReserve, By: "ana", At: run.StartedAt}
 	ev := []api.Evidence{{Node: "n1", Result: "Fail"}}
 	got = Checklist(run, ev)
-	if it := got[len(got)-1]; !it.Evidenced || !strings.Contains(it.Evidence, "reserve by ana") {
+	if it := got[len(got)-1]; !it.Evidenced || !strings.Contains(it.Evidence, "reserve, by ana") {
 		t.Errorf("decision: got %+v", it)
 	}
 	if it := got[4]; it.Evidenced || !strings.Contains(it.Evidence, "n1 (Fail)") {
 		t.Errorf("qualification: got %+v", it)
+	}
+	// Simulated evidence that passed is not a qualification; real
+	// evidence that passed is.
+	sim := []api.Evidence{{Node: "n1", Result: "Pass", Simulated: true}, {Node: "n1", Result: "Pass", Simulated: true}}
+	if it := Checklist(run, sim)[4]; it.Evidenced || !strings.Contains(it.Evidence, "only simulated evidence (2 checks on 1 nodes") {
+		t.Errorf("simulated qualification: got %+v", it)
+	}
+	if it := Checklist(run, append(sim, api.Evidence{Node: "n2", Result: "Pass"}))[4]; it.Evidenced || !strings.Contains(it.Evidence, "2 of 3 checks are simulated") {
+		t.Errorf("partly simulated qualification: got %+v", it)
+	}
+	if it := Checklist(run, []api.Evidence{{Node: "n2", Result: "Pass"}})[4]; !it.Evidenced {
+		t.Errorf("real qualification: got %+v", it)
+	}
+	page, err := ReportHTML(run, sim, nil)
+	if err != nil || !strings.Contains(string(page), "Pass (Simulated)") {
+		t.Errorf("the report shows simulated evidence without saying so: %v", err)
 	}
 }

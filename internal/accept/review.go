@@ -2,15 +2,18 @@ package accept
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gpufleet/gpufleet/api"
 )
 
 // Targets are the brief's targets the review compares results with; zero
-// means no target.
+// means no target. Unit is what the throughput counts ("" for requests).
 type Targets struct {
 	P95LatencyMs        float64
 	ThroughputPerSecond float64
+	Unit                string
 }
 
 // TargetsOf is the targets of a card's brief; none without a brief.
@@ -18,18 +21,30 @@ func TargetsOf(b *api.WorkloadBrief) Targets {
 	if b == nil {
 		return Targets{}
 	}
-	return Targets{P95LatencyMs: float64(b.Targets.P95LatencyMs), ThroughputPerSecond: b.Targets.ThroughputPerSecond}
+	return Targets{P95LatencyMs: float64(b.Targets.P95LatencyMs), ThroughputPerSecond: b.Targets.ThroughputPerSecond, Unit: b.Targets.Unit}
 }
 
-// Criteria are the criteria the targets imply: p95_latency_ms <= the
-// latency target, throughput_per_second >= the throughput target.
-func (t Targets) Criteria() []string {
+// Criteria are the criteria the targets imply, given the metrics recorded:
+// p95_latency_ms <= the latency target, and the throughput target on
+// throughput_per_second (what a workload reports of itself) or, when no
+// stage recorded it, on the load generator's figure in the target's unit:
+// output_tokens_per_second for tokens, requests_per_second for requests.
+func (t Targets) Criteria(recorded []api.Metric) []string {
 	var out []string
 	if t.P95LatencyMs > 0 {
 		out = append(out, api.Criterion{Metric: MetricP95Latency, Op: api.OpLE, Threshold: t.P95LatencyMs}.String())
 	}
 	if t.ThroughputPerSecond > 0 {
-		out = append(out, api.Criterion{Metric: MetricThroughput, Op: api.OpGE, Threshold: t.ThroughputPerSecond}.String())
+		metric := MetricThroughput
+		if !slices.ContainsFunc(recorded, func(m api.Metric) bool { return m.Name == MetricThroughput }) {
+			switch strings.ToLower(t.Unit) {
+			case "", "request", "requests":
+				metric = MetricRequestsPerSec
+			case "token", "tokens", "output-token", "output-tokens":
+				metric = MetricOutputTokensSec
+			}
+		}
+		out = append(out, api.Criterion{Metric: metric, Op: api.OpGE, Threshold: t.ThroughputPerSecond}.String())
 	}
 	return out
 }
@@ -60,8 +75,8 @@ func Recorded(stages []api.StageRun) []api.Metric {
 // brief's targets and then the review stage's own criteria. A target whose
 // metric nobody reported fails. No targets and no criteria: no results.
 func Review(t Targets, criteria []string, stages []api.StageRun) []api.CriterionResult {
-	all := append(t.Criteria(), criteria...)
-	return Evaluate(all, Recorded(stages))
+	recorded := Recorded(stages)
+	return Evaluate(append(t.Criteria(recorded), criteria...), recorded)
 }
 
 // StageVerdict is a stage's status from its criteria' results: Passed

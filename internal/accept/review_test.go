@@ -22,11 +22,28 @@ func TestReviewComparesWithTheBrief(t *testing.T) {
 	}
 	want := []string{
 		"p95_latency_ms <= 200: pass: p95_latency_ms is 182 ms, <= 200", // the load stage's value, not the smoke stage's
-		"throughput_per_second >= 50: fail: no metric throughput_per_second was reported",
+		"requests_per_second >= 50: fail: no metric requests_per_second was reported",
 		"p95_latency_ms < 190: pass: p95_latency_ms is 182 ms, < 190",
 	}
 	if diff := cmp.Diff(want, verdicts); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// The throughput target judges what a workload reports of itself,
+	// else the load generator's figure in the target's unit.
+	for _, tc := range []struct {
+		unit   string
+		stages []api.StageRun
+		want   string
+	}{
+		{"", []api.StageRun{{Type: api.StageLoad, Metrics: []api.Metric{{Name: "requests_per_second", Value: 60}}}}, "requests_per_second >= 50"},
+		{"tokens", []api.StageRun{{Type: api.StageLoad, Metrics: []api.Metric{{Name: "output_tokens_per_second", Value: 60}}}}, "output_tokens_per_second >= 50"},
+		{"tokens", []api.StageRun{{Type: api.StageLoad, Metrics: []api.Metric{{Name: "throughput_per_second", Value: 60}, {Name: "output_tokens_per_second", Value: 1}}}}, "throughput_per_second >= 50"},
+		{"images", []api.StageRun{{Type: api.StageLoad, Metrics: []api.Metric{{Name: "requests_per_second", Value: 60}}}}, "throughput_per_second >= 50"},
+	} {
+		got := Review(Targets{ThroughputPerSecond: 50, Unit: tc.unit}, nil, tc.stages)
+		if len(got) != 1 || got[0].Expression != tc.want || (tc.unit != "images" && got[0].Verdict != api.VerdictPass) {
+			t.Errorf("unit %q: %+v, want %s", tc.unit, got, tc.want)
+		}
 	}
 	if got := Review(Targets{}, nil, stages); len(got) != 0 {
 		t.Errorf("no targets, no criteria: got %+v, want no results", got)

@@ -3,11 +3,9 @@ package acceptrun
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"math"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -31,6 +29,18 @@ type Submitter interface {
 	SubmitAs(ctx context.Context, u *core.User, w *api.Workload) (*core.Workload, error)
 }
 
+// Dialer opens a connection to a declared port of a running workload the
+// way the API server's proxy reaches it (apiserver's DialWorkload), so
+// that a load stage's requests take the proxy's path wherever the
+// executor puts the workload.
+type Dialer interface {
+	DialWorkload(ctx context.Context, id core.WorkloadID, port int) (net.Conn, error)
+}
+
+// VolumeReader reads a file of a team volume, at most limit bytes (the
+// local executor's ReadVolumeFile), for a load stage's requestsFile.
+type VolumeReader func(ctx context.Context, team core.TeamName, volume, file string, limit int64) ([]byte, error)
+
 // UsageHistory is a workload's GPU usage samples (usage.Tracker).
 type UsageHistory interface {
 	WorkloadHistory(id core.WorkloadID, window time.Duration, now time.Time) []core.WorkloadUsagePoint
@@ -47,8 +57,17 @@ type Runner struct {
 	Drain func(ctx context.Context, node core.NodeName, reason string) error
 	// Usage, when set, gives the load and failure stages their GPU
 	// memory samples (gpu_memory_peak_mib, memory_headroom_ratio).
-	Usage  UsageHistory
-	Logger *slog.Logger
+	Usage UsageHistory
+	// Dial reaches a stage workload's port for a load stage's generator;
+	// nil refuses a card with one. ReadVolume reads a load stage's
+	// requestsFile; nil refuses a card with one.
+	Dial       Dialer
+	ReadVolume VolumeReader
+	// EnforcesEgress says whether the executor enforces a workload's
+	// network egress policy: a load stage that carries the brief's
+	// dataBoundary says whether it was enforced.
+	EnforcesEgress bool
+	Logger         *slog.Logger
 	// Poll is how often a stage's workloads are looked at (default
 	// 200 ms); StageTimeout bounds a stage (default 30 minutes).
 	Poll         time.Duration
@@ -72,6 +91,9 @@ type Options struct {
 	Continue bool
 	// Pool replaces the card's target pool.
 	Pool string
+	// requests are the request bodies of each load stage with a
+	// generator, by stage index, read at Start.
+	requests map[int][][]byte
 }
 
 // Open marks the runs that a stopped server left Running as Error (their
@@ -199,6 +221,10 @@ func (r *Runner) Start(ctx context.Context, u *core.User, card api.AcceptanceCar
 			return nil, api.FieldErrors{{Field: "stages." + st.Name + ".disrupt", Problem: "drain takes a node out of service: only an admin may run a card that drains"}}
 		}
 	}
+	var err error
+	if o.requests, err = r.loadRequests(ctx, team, card); err != nil {
+		return nil, err
+	}
 	run := &api.AcceptanceRun{ID: store.NewRunID(), Card: card, Team: card.Team, Status: api.RunRunning, StartedAt: r.now(), Server: r.Server}
 	for _, st := range card.Stages {
 		run.Stages = append(run.Stages, api.StageRun{Name: st.Name, Type: st.Type, Status: api.StagePending})
@@ -254,7 +280,7 @@ func (r *Runner) execute(ctx context.Context, u *core.User, run *api.AcceptanceR
 		if st.Type == api.StageReview {
 			sr.Criteria = accept.Review(accept.TargetsOf(run.Card.Brief), st.Criteria, run.Stages[:i])
 			sr.Status, sr.Message = accept.StageVerdict(sr.Criteria)
-		} else if err := r.stage(ctx, u, run, i); err != nil {
+		} else if err := r.stage(ctx, u, run, i, o.requests[i]); err != nil {
 			sr.Status, sr.Message = api.StageFailed, err.Error()
 		}
 		end := r.now()
@@ -282,254 +308,6 @@ func (r *Runner) saveLogged(ctx context.Context, log *slog.Logger, run *api.Acce
 	if err := r.save(context.WithoutCancel(ctx), run); err != nil {
 		log.Error("store the acceptance run", "err", err)
 	}
-}
-
-// stageSpec is the workload a stage submits: the stage's spec in the
-// card's team, pinned to the target, labelled with the run and stage.
-func stageSpec(run *api.AcceptanceRun, st api.Stage) *api.Workload {
-	w := *st.Workload
-	if w.Team == "" {
-		w.Team = run.Team
-	}
-	w.Labels = maps.Clone(w.Labels)
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
-	}
-	w.Labels[LabelRun], w.Labels[LabelStage] = run.ID, st.Name
-	if p := run.Card.Target.Pool; p != "" {
-		w.NodeSelector = maps.Clone(w.NodeSelector)
-		if w.NodeSelector == nil {
-			w.NodeSelector = map[string]string{}
-		}
-		w.NodeSelector[core.LabelPool] = p
-	}
-	if m := run.Card.Target.GPUModel; m != "" && len(w.Resources.GPUModels) == 0 {
-		w.Resources.GPUModels = []string{m}
-	}
-	if w.Name == "" {
-		w.Name = run.Card.Name + "-" + st.Name
-	}
-	return &w
-}
-
-// watched is what the runner follows of one stage workload.
-type watched struct {
-	id        core.WorkloadID
-	w         *core.Workload
-	disrupted *time.Time // when the failure stage disrupted it
-	recovered *time.Time // when it ran again after
-	readyAt   *time.Time // when it was first Running (and Ready, with a readyPath)
-	stopped   bool       // the runner cancelled it (a service whose stage is over)
-}
-
-// stage runs one stage's workloads to their end and judges them. An error
-// fails the stage with its message.
-func (r *Runner) stage(ctx context.Context, u *core.User, run *api.AcceptanceRun, i int) error {
-	st, sr := run.Card.Stages[i], &run.Stages[i]
-	spec := stageSpec(run, st)
-	ws := make([]*watched, 0, st.Workloads())
-	for range st.Workloads() {
-		w, err := r.Submit.SubmitAs(ctx, u, spec)
-		if err != nil {
-			return fmt.Errorf("submit the stage's workload: %w", err)
-		}
-		ws = append(ws, &watched{id: w.ID, w: w})
-		sr.Workloads = append(sr.Workloads, string(w.ID))
-	}
-	r.saveLogged(ctx, r.Logger, run)
-	timeout := r.StageTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Minute
-	}
-	if spec.MaxRuntimeSeconds > 0 {
-		timeout = max(timeout, time.Duration(spec.MaxRuntimeSeconds)*time.Second+time.Minute)
-	}
-	deadline := r.now().Add(timeout)
-	poll := r.Poll
-	if poll <= 0 {
-		poll = 200 * time.Millisecond
-	}
-	var problem error
-	for {
-		done, err := r.observe(ctx, st, ws)
-		if err != nil {
-			problem = err
-			break
-		}
-		if done {
-			break
-		}
-		if r.now().After(deadline) {
-			problem = fmt.Errorf("the stage did not end within %s", timeout)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			problem = ctx.Err()
-		case <-time.After(poll):
-		}
-		if problem != nil {
-			break
-		}
-	}
-	if problem != nil {
-		for _, x := range ws {
-			if x.w == nil || !x.w.Status.Phase.Terminal() {
-				r.Store.RequestStop(context.WithoutCancel(ctx), x.id, "Cancelled", "the acceptance stage ended: "+problem.Error(), r.now())
-			}
-		}
-		return problem
-	}
-	r.judge(ctx, st, sr, ws)
-	return nil
-}
-
-// observe reads each workload once and acts: the failure stage's
-// disruption, the end of a service's stage. It reports whether every
-// workload has ended.
-func (r *Runner) observe(ctx context.Context, st api.Stage, ws []*watched) (bool, error) {
-	now := r.now()
-	done := true
-	for _, x := range ws {
-		w, err := r.Store.Workload(ctx, x.id)
-		if err != nil {
-			return false, err
-		}
-		x.w = w
-		if w.Status.Phase.Terminal() {
-			continue
-		}
-		done = false
-		serving := w.Status.Phase == core.Running && (w.ReadyPath == "" || w.Status.Ready)
-		if serving && x.readyAt == nil {
-			x.readyAt = &now
-		}
-		if st.Type == api.StageFailure {
-			switch {
-			case x.disrupted == nil && serving && now.Sub(*x.readyAt) >= st.DisruptAfter():
-				if err := r.disrupt(ctx, st, w); err != nil {
-					return false, err
-				}
-				x.disrupted = &now
-				continue
-			case x.disrupted != nil && x.recovered == nil && serving && w.Status.Attempts >= 2:
-				x.recovered = &now
-			}
-		}
-		// A service or notebook never ends by itself: its stage is over
-		// once it serves (after its recovery, in a failure stage).
-		if w.Kind != core.KindJob && serving && !x.stopped && (st.Type != api.StageFailure || x.recovered != nil) {
-			if _, err := r.Store.RequestStop(ctx, x.id, "Cancelled", "the acceptance stage is over", now); err != nil {
-				return false, err
-			}
-			x.stopped = true
-		}
-	}
-	return done, nil
-}
-
-// disrupt applies a failure stage's disruption to a running workload.
-func (r *Runner) disrupt(ctx context.Context, st api.Stage, w *core.Workload) error {
-	msg := fmt.Sprintf("acceptance stage %s disrupts the workload (%s)", st.Name, st.Disrupt)
-	switch st.Disrupt {
-	case api.DisruptDrain:
-		if len(w.Status.Placement) == 0 {
-			return errors.New("the workload to disrupt holds no node")
-		}
-		return r.Drain(ctx, w.Status.Placement[0].Node, msg)
-	default: // requeue, stop: the workload is stopped and put back in the queue
-		_, err := r.Store.Disrupt(ctx, w.ID, msg, r.now())
-		return err
-	}
-}
-
-// judge measures the stage's platform metrics, adds what its workloads
-// reported, and judges the stage's criteria: with several workloads, a
-// criterion must hold for each, and the stage shows the metrics of the
-// worst one (the first whose criteria fail, else the first).
-func (r *Runner) judge(ctx context.Context, st api.Stage, sr *api.StageRun, ws []*watched) {
-	criteria := accept.StageCriteria(st)
-	var shown []api.Metric
-	var shownResults []api.CriterionResult
-	for k, x := range ws {
-		platform, samples := r.platformMetrics(ctx, st, x)
-		var reported []api.Metric
-		for _, m := range x.w.Status.Metrics {
-			reported = append(reported, api.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Source: api.SourceWorkload})
-		}
-		metrics, notes := accept.Merge(platform, reported)
-		results := accept.Evaluate(criteria, metrics)
-		if k == 0 || (accept.Passed(shownResults) && !accept.Passed(results)) {
-			shown, shownResults = metrics, results
-			sr.Samples = samples
-			if len(notes) > 0 {
-				sr.Message = fmt.Sprint(notes)
-			}
-		}
-	}
-	sr.Metrics, sr.Criteria = shown, shownResults
-	status, msg := accept.StageVerdict(shownResults)
-	sr.Status = status
-	if msg != "" {
-		sr.Message = msg
-	}
-}
-
-// platformMetrics are what gpufleet measured of one workload: its exit
-// code, queue wait, restarts, recovery after a disruption, and, with usage
-// samples, its GPU memory peak and headroom.
-func (r *Runner) platformMetrics(ctx context.Context, st api.Stage, x *watched) ([]api.Metric, []api.Sample) {
-	w := x.w
-	m := func(name string, v float64, unit string) api.Metric {
-		return api.Metric{Name: name, Value: v, Unit: unit, Source: api.SourcePlatform}
-	}
-	var out []api.Metric
-	if w.Status.ExitCode != nil && !x.stopped {
-		out = append(out, m(accept.MetricExitCode, float64(*w.Status.ExitCode), ""))
-	} else if x.stopped && w.Status.Phase == core.Cancelled {
-		// A service the stage stopped once it served: it did its part.
-		out = append(out, m(accept.MetricExitCode, 0, ""))
-	}
-	out = append(out, m(accept.MetricRestarts, float64(max(0, w.Status.Attempts-1)), ""))
-	// From the workload's events: the first start (queue wait) and the
-	// first start after the disruption (recovery), which a short second
-	// attempt may begin and end between two looks.
-	if evs, err := r.Store.Events(ctx, w.ID); err == nil {
-		queued, recovered := false, false
-		for _, e := range evs {
-			if e.To != core.Running {
-				continue
-			}
-			if !queued {
-				out = append(out, m(accept.MetricQueueWait, e.Time.Sub(w.CreatedAt).Seconds(), "s"))
-				queued = true
-			}
-			if x.disrupted != nil && !recovered && e.Time.After(*x.disrupted) {
-				out = append(out, m(accept.MetricRecovery, e.Time.Sub(*x.disrupted).Seconds(), "s"))
-				recovered = true
-			}
-		}
-	}
-	var samples []api.Sample
-	if r.Usage != nil {
-		since := r.now().Sub(w.CreatedAt) + time.Minute
-		for _, p := range r.Usage.WorkloadHistory(w.ID, since, r.now()) {
-			samples = append(samples,
-				api.Sample{At: p.Time, Name: "gpu_utilization_ratio", Value: p.Utilization},
-				api.Sample{At: p.Time, Name: accept.MetricGPUMemoryPeak, Value: float64(p.MemoryUsedMiB)})
-		}
-		if peak, ok := accept.Peak(samples, accept.MetricGPUMemoryPeak); ok {
-			out = append(out, m(accept.MetricGPUMemoryPeak, peak, "MiB"))
-			var limit int64
-			for _, a := range w.Status.Placement {
-				limit += a.MemoryMiB
-			}
-			if h, ok := accept.MemoryHeadroom(peak, float64(limit)); ok && !math.IsNaN(h.Value) {
-				out = append(out, h)
-			}
-		}
-	}
-	return out, samples
 }
 
 // Save stores a run as it is (a decision recorded on it).

@@ -180,7 +180,9 @@ func (s *Server) acceptanceReport(w http.ResponseWriter, c *call) error {
 }
 
 // decideAcceptance answers POST /acceptance/runs/{id}/decision
-// (team-admins): the review's decision, with who and when.
+// (team-admins): the review's decision, with who and when, appended to the
+// run's decisions (accept.Decide says what is refused). The audit entry
+// records the decision and its note.
 func (s *Server) decideAcceptance(c *call) (reply, error) {
 	run, err := s.acceptanceRun(c)
 	if err != nil {
@@ -190,17 +192,18 @@ func (s *Server) decideAcceptance(c *call) (reply, error) {
 	if err := decode(c.r, &d); err != nil {
 		return reply{}, err
 	}
-	if d.By != "" || !d.At.IsZero() {
-		return reply{}, invalid("by", "by and at are set by the server")
-	}
-	if fe := d.Validate(); len(fe) > 0 {
+	var fe api.FieldErrors
+	switch err := accept.Decide(run, d, c.u.Name, s.opts.Now()); {
+	case errors.As(err, &fe):
 		return reply{}, &fieldErrors{fields: fe}
+	case errors.Is(err, accept.ErrStillRunning):
+		return reply{}, &refusal{msg: err.Error(), kind: core.ErrConflict}
+	case err != nil:
+		return reply{}, err
 	}
-	if run.Status == api.RunRunning {
-		return reply{}, &refusal{msg: "acceptance run " + run.ID + " is still running: decide once it has ended", kind: core.ErrConflict}
+	if c.audit != nil {
+		c.audit.Message = accept.DecisionSummary(*run.Decision)
 	}
-	d.By, d.At = c.u.Name, s.opts.Now().UTC()
-	run.Decision = &d
 	if err := s.opts.Acceptance.Save(c.r.Context(), run); err != nil {
 		return reply{}, err
 	}

@@ -80,7 +80,7 @@ func (s *Server) validateNode(c *call) (reply, error) {
 		return reply{}, invalid("gpus", "at most 64 devices")
 	}
 	return s.nodeAction(c, func(name core.NodeName, by string) error {
-		_, err := s.opts.Lifecycle.Validate(c.r.Context(), name, in.Level, in.GPUs, by, "asked by "+by)
+		_, err := s.opts.Lifecycle.Validate(c.r.Context(), name, in.Level, in.GPUs, in.Drain, by, "asked by "+by)
 		return err
 	})
 }

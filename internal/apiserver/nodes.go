@@ -49,6 +49,9 @@ func (s *Server) nodes(c *call) (reply, error) {
 		st, hasStatus := statuses[n.Name]
 		if hasStatus {
 			an.State, an.StateReason, an.StateMessage, an.LastQualified = string(st.State), st.Reason, st.Message, st.LastQualified
+			if v := st.Validate; v != nil {
+				an.Validation = &api.NodeValidation{Level: v.Level, GPUs: v.GPUs, Drain: v.Drain, RequestedBy: v.By, RequestedAt: v.At.UTC(), Waits: v.Waits}
+			}
 			if !st.Since.IsZero() {
 				since := st.Since
 				an.StateSince = &since

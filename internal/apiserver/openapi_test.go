@@ -502,6 +502,13 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 	} {
 		types[n] = t
 	}
+	for n, t := range map[string]reflect.Type{
+		"LoadSpec": reflect.TypeFor[api.LoadSpec](), "LoadStep": reflect.TypeFor[api.LoadStep](), "Disruption": reflect.TypeFor[api.Disruption](),
+		"Network": reflect.TypeFor[api.Network](), "DataBoundary": reflect.TypeFor[api.DataBoundary](), "NodeValidation": reflect.TypeFor[api.NodeValidation](),
+		"SpeedEstimate": reflect.TypeFor[api.SpeedEstimate](),
+	} {
+		types[n] = t
+	}
 	types["ArraySpec"] = reflect.TypeFor[api.ArraySpec]()
 	types["Array"] = reflect.TypeFor[api.Array]()
 	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()
@@ -598,6 +605,7 @@ var (
 	timeType  = reflect.TypeFor[time.Time]()
 	milliType = reflect.TypeFor[api.Milli]()
 	moneyType = reflect.TypeFor[api.Money]()
+	rawType   = reflect.TypeFor[json.RawMessage]()
 )
 
 // checkProperty checks that the schema p describes what encoding/json makes
@@ -625,6 +633,11 @@ func checkProperty(t *testing.T, doc map[string]any, field string, rt reflect.Ty
 	case rt == milliType:
 		if typ != "number" {
 			t.Errorf("%s: type %q, want number (a Milli quantity)", field, typ)
+		}
+	case rt == rawType:
+		// Any JSON value: a schema without a type, saying what it holds.
+		if typ != "" || p["description"] == nil {
+			t.Errorf("%s: type %q, want any JSON value (no type) with a description", field, typ)
 		}
 	case rt == moneyType:
 		if typ != "number" {

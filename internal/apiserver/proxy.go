@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -156,20 +157,10 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 			return
 		}
 		run := tg.w
-		if run.Status.Phase != core.Running || s.opts.Endpoints == nil {
-			w.Header().Set("Retry-After", "5")
-			s.fail(w, r, fmt.Errorf("workload %s is %s, not running: %w", run.ID, run.Status.Phase, core.ErrUnavailable))
-			return
-		}
-		if run.ReadyPath != "" && !run.Status.Ready {
-			w.Header().Set("Retry-After", "2")
-			s.fail(w, r, fmt.Errorf("workload %s is not ready: GET %s has not answered 2xx: %w", run.ID, run.ReadyPath, core.ErrUnavailable))
-			return
-		}
-		addr, ok := s.opts.Endpoints.Endpoint(run.ID, run.Status.Attempts, tg.port)
-		if !ok {
-			w.Header().Set("Retry-After", "5")
-			s.fail(w, r, fmt.Errorf("workload %s does not serve port %d here: %w", run.ID, tg.port, core.ErrUnavailable))
+		addr, retry, err := s.endpoint(run, tg.port, true)
+		if err != nil {
+			w.Header().Set("Retry-After", retry)
+			s.fail(w, r, err)
 			return
 		}
 		// A proxied exchange may last (a notebook's WebSocket): the
@@ -179,6 +170,7 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 		rc.SetWriteDeadline(time.Time{})
 		rc.SetReadDeadline(time.Time{})
 		rp := &httputil.ReverseProxy{
+			Transport: s.upstream,
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(&url.URL{Scheme: "http", Host: addr})
 				if hostMode {
@@ -220,6 +212,53 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 		}
 		rp.ServeHTTP(w, r)
 	})
+}
+
+// endpoint is where a workload serves a declared port now (the
+// executor's Endpoint of its attempt), or why it cannot be reached, as
+// core.ErrUnavailable, with the seconds a client should wait before it
+// tries again: it does not run, it is not ready yet (when ready is asked
+// and it has a readyPath), or it does not serve the port here.
+func (s *Server) endpoint(w *core.Workload, port int, ready bool) (addr, retryAfter string, err error) {
+	if w.Status.Phase != core.Running || s.opts.Endpoints == nil {
+		return "", "5", fmt.Errorf("workload %s is %s, not running: %w", w.ID, w.Status.Phase, core.ErrUnavailable)
+	}
+	if ready && w.ReadyPath != "" && !w.Status.Ready {
+		return "", "2", fmt.Errorf("workload %s is not ready: GET %s has not answered 2xx: %w", w.ID, w.ReadyPath, core.ErrUnavailable)
+	}
+	addr, ok := s.opts.Endpoints.Endpoint(w.ID, w.Status.Attempts, port)
+	if !ok {
+		return "", "5", fmt.Errorf("workload %s does not serve port %d here: %w", w.ID, port, core.ErrUnavailable)
+	}
+	return addr, "", nil
+}
+
+// dialEndpoint opens a connection to an address endpoint gave: the one
+// way the proxy, port-forward and the acceptance load generator
+// (DialWorkload) reach a workload.
+func (s *Server) dialEndpoint(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 5 * time.Second}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// DialWorkload opens a connection to a declared port of a running
+// workload, as the proxy reaches it and with the proxy's refusals (one
+// that is not ready is not reached): acceptrun.Dialer, so that the load
+// generator's requests go where the proxy's go. The workload is read
+// anew, so a dial after a restart reaches its new attempt.
+func (s *Server) DialWorkload(ctx context.Context, id core.WorkloadID, port int) (net.Conn, error) {
+	w, err := s.opts.Store.Workload(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !declares(w, port) {
+		return nil, fmt.Errorf("workload %s declares no port %d (it declares %s)", id, port, declared(w))
+	}
+	addr, _, err := s.endpoint(w, port, true)
+	if err != nil {
+		return nil, err
+	}
+	return s.dialEndpoint(ctx, addr)
 }
 
 // setProxyCookie answers a checked token exchange: the cookie, for the
@@ -265,14 +304,11 @@ func (s *Server) portForward(w http.ResponseWriter, c *call) error {
 	if err != nil || !declares(wl, port) {
 		return notFound("port", fmt.Sprintf("%s of workload %s (it declares %s)", c.r.URL.Query().Get("port"), wl.ID, declared(wl)))
 	}
-	if wl.Status.Phase != core.Running || s.opts.Endpoints == nil {
-		return fmt.Errorf("workload %s is %s, not running: %w", wl.ID, wl.Status.Phase, core.ErrUnavailable)
+	addr, _, err := s.endpoint(wl, port, false)
+	if err != nil {
+		return err
 	}
-	addr, ok := s.opts.Endpoints.Endpoint(wl.ID, wl.Status.Attempts, port)
-	if !ok {
-		return fmt.Errorf("workload %s does not serve port %d here: %w", wl.ID, port, core.ErrUnavailable)
-	}
-	up, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	up, err := s.dialEndpoint(c.r.Context(), addr)
 	if err != nil {
 		return fmt.Errorf("workload %s does not answer on port %d: %v: %w", wl.ID, port, err, core.ErrUnavailable)
 	}

@@ -119,6 +119,9 @@ type Server struct {
 	fleet   fleetCache
 	// hostProxy serves workload hosts (hosts.go).
 	hostProxy http.Handler
+	// upstream is the proxy's transport to workloads: its connections
+	// are dialEndpoint's (proxy.go).
+	upstream *http.Transport
 }
 
 // MaxPageSize bounds one page of a list.
@@ -139,6 +142,8 @@ func New(opts Options) *Server {
 		opts.PriorityClasses = core.DefaultPriorityClasses()
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger}
+	s.upstream = http.DefaultTransport.(*http.Transport).Clone()
+	s.upstream.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) { return s.dialEndpoint(ctx, addr) }
 	if rl := opts.RateLimit; rl.RequestsPerSecond > 0 {
 		s.opts.RateLimit.Burst = max(1, rl.Burst)
 		s.limiter = newLimiter(rl.RequestsPerSecond, s.opts.RateLimit.Burst)

@@ -240,6 +240,9 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 		w.Ports = []core.Port{{Port: api.NotebookPort}}
 	}
 	w.ReadyPath = in.ReadyPath
+	if in.Network != nil {
+		w.Network = core.Network{Egress: in.Network.Egress, Allow: in.Network.Allow}
+	}
 	if err := s.storageRefs(ctx, team, in, w); err != nil {
 		return nil, err
 	}
@@ -547,6 +550,9 @@ func toAPI(w *core.Workload) *api.Workload {
 	}
 	for _, d := range w.Datasets {
 		out.Mounts = append(out.Mounts, api.Mount{Dataset: d.Name, Path: d.Path})
+	}
+	if n := w.Network; n.Egress != "" || len(n.Allow) > 0 {
+		out.Network = &api.Network{Egress: n.Egress, Allow: n.Allow}
 	}
 	return out
 }

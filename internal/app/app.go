@@ -217,6 +217,12 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 			return err
 		}}
 	runner.Server = server.Name
+	if xs.local != nil && xs.multi == nil {
+		runner.ReadVolume = xs.local.ReadVolumeFile
+	}
+	if enf, ok := ex.(executor.EgressEnforcer); ok {
+		runner.EnforcesEgress = enf.EnforcesEgress()
+	}
 	runner.Alive = func(ctx context.Context) (map[string]bool, error) { return aliveServers(ctx, st, cfg.LeaseTTL) }
 	if err := runner.Open(ctx); err != nil {
 		return fmt.Errorf("acceptance runs: %w", err)
@@ -245,6 +251,9 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		Storage:         apiserver.Storage{Limit: func(t core.TeamName) int64 { return cfg.Storage.Limit(string(t)) }, Datasets: datasetNames(cfg.Storage.Datasets)},
 	})
 	runner.Submit = srv
+	if endpoints(cfg, ex) != nil {
+		runner.Dial = srv
+	}
 	// The portal owns "/" and "/ui/"; every other path is the API's.
 	hs := newHTTPServer(srv.Front(portal.With(srv)), serverTimeouts)
 	// Workloads in network namespaces of their own reach the API on their

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,13 +75,38 @@ func newAcceptRunCmd(e *env) *cobra.Command {
 		Short: "Run an acceptance card's stages on the server, with progress; exit 1 when it fails",
 		Long: `Run a card: the server submits each stage's workloads (as you, in the
 card's team, pinned to its target), disrupts a failure stage's workload once
-it has run (requeue, stop, or drain for admins), measures the platform's
-metrics (exit_code, queue_wait_seconds, restarts, recovery_seconds,
-gpu_memory_peak_mib, memory_headroom_ratio) next to those the workload
-wrote to $GPUFLEET_METRICS_FILE, and judges each criterion. Stages run in
-order and the run stops at the first failing one unless --continue. The
-progress goes to standard error; the result to standard output. The exit
-status is 0 when the card passed, 1 when it failed.`,
+it runs (requeue, stop, or drain for admins), drives a load stage's workload
+with its own load generator, measures the platform's metrics (exit_code,
+queue_wait_seconds, restarts, recovery_seconds, gpu_memory_peak_mib,
+memory_headroom_ratio) next to those the workload wrote, and judges each
+criterion. Stages run in order and the run stops at the first failing one
+unless --continue. The progress goes to standard error; the result to
+standard output. The exit status is 0 when the card passed, 1 when it
+failed.
+
+The metrics file: a stage workload writes one JSON object a line to the
+file $GPUFLEET_METRICS_FILE names, read when the attempt ends (64 KiB,
+64 names; a name is lowercase letters, digits and _):
+
+  {"name": "p95_latency_ms", "value": 182, "unit": "ms"}
+  {"name": "step_ms", "value": 41.5, "unit": "ms"}
+  {"name": "step_ms", "value": 39.0, "unit": "ms"}
+
+A name written once is that value. A name written more than once is a
+series: the bare name keeps the last value, and p50_NAME, p95_NAME,
+p99_NAME (nearest rank: the sample at rank ceil(p/100 x n), so p95 of the
+samples 1..100 is 95), mean_NAME and count_NAME are derived for criteria
+("p95_step_ms <= 50"), unless the workload wrote that name itself.
+
+A load stage with a load: section needs no load test of its own: once its
+workload serves, gpufleet sends it requests through the proxy's path
+(protocol openai, streamed, or http), step by step at each concurrency,
+and reports requests_total, error_rate, requests_per_second,
+output_tokens_per_second, and p50_, p95_, p99_, mean_ and count_ of
+latency_ms, ttft_ms, itl_ms and tpot_ms (with several steps, each step's
+are also cN.NAME). A failure stage fails when its workload ended before it
+was disrupted, or did not run again after. docs/ACCEPTANCE.md has the
+whole format and an example card.`,
 		Example: `  gpufleet accept run card.yaml
   gpufleet accept run card.yaml --pool local --continue -o json`,
 		Args: cobra.ExactArgs(1),
@@ -267,10 +293,16 @@ func newAcceptDecideCmd(e *env) *cobra.Command {
 	var d api.Decision
 	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:     "decide RUN --decision extend|reserve|dedicate|scale|reject [--note TEXT]",
-		Short:   "Record the review's decision on an ended acceptance run (team-admins)",
-		Example: `  gpufleet accept decide ar-abc123 --decision reserve --note "p95 182 ms at 16 users; reserve 2 H100 for Q1"`,
-		Args:    cobra.ExactArgs(1),
+		Use:   "decide RUN --decision extend|reserve|dedicate|scale|reject [--note TEXT] [--override]",
+		Short: "Record the review's decision on an ended acceptance run (team-admins)",
+		Long: `Record a decision on an ended run. Each decision is appended to the run's
+decisions, never replacing one; "decision" in -o json is the latest. extend,
+reserve, dedicate and scale commit capacity: on a run that did not pass they
+are refused unless --override, with a --note saying why. The audit trail
+records the decision and its note.`,
+		Example: `  gpufleet accept decide ar-abc123 --decision reserve --note "p95 182 ms at 16 users; reserve 2 H100 for Q1"
+  gpufleet accept decide ar-def456 --decision extend --override --note "TTFT target relaxed to 400 ms by the product owner"`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
 				return err
@@ -289,12 +321,14 @@ func newAcceptDecideCmd(e *env) *cobra.Command {
 			if ok, err := out.structured(e.stdout, run); ok {
 				return err
 			}
-			_, err = fmt.Fprintf(e.stdout, "acceptance run %s: %s, by %s at %s\n", run.ID, run.Decision.Decision, run.Decision.By, run.Decision.At.Format(time.RFC3339))
+			_, err = fmt.Fprintf(e.stdout, "acceptance run %s: %s, by %s at %s (%d decisions recorded)\n", run.ID, accept.DecisionSummary(*run.Decision),
+				run.Decision.By, run.Decision.At.Format(time.RFC3339), len(run.Decisions))
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&d.Decision, "decision", "", "extend, reserve, dedicate, scale or reject")
 	cmd.Flags().StringVar(&d.Note, "note", "", "why")
+	cmd.Flags().BoolVar(&d.Override, "override", false, "record extend, reserve, dedicate or scale on a run that did not pass (needs --note)")
 	out = addOutputFlag(cmd, outTable, outJSON, outYAML)
 	return cmd
 }
@@ -305,12 +339,16 @@ func printRun(e *env, r *api.AcceptanceRun) error {
 	if r.Message != "" {
 		fmt.Fprintf(e.stdout, "Message:  %s\n", r.Message)
 	}
-	if r.Decision != nil {
-		fmt.Fprintf(e.stdout, "Decision: %s by %s at %s", r.Decision.Decision, r.Decision.By, r.Decision.At.Format(time.RFC3339))
-		if r.Decision.Note != "" {
-			fmt.Fprintf(e.stdout, " (%s)", r.Decision.Note)
+	decisions := r.Decisions
+	if len(decisions) == 0 && r.Decision != nil {
+		decisions = []api.Decision{*r.Decision}
+	}
+	for i, d := range decisions {
+		label := "Decision: "
+		if i > 0 {
+			label = "          "
 		}
-		fmt.Fprintln(e.stdout)
+		fmt.Fprintf(e.stdout, "%s%s, by %s at %s\n", label, accept.DecisionSummary(d), d.By, d.At.Format(time.RFC3339))
 	}
 	fmt.Fprintln(e.stdout)
 	t := newTable(e.stdout, "STAGE", "TYPE", "STATUS", "CRITERION", "VALUE", "VERDICT")
@@ -335,5 +373,45 @@ func printRun(e *env, r *api.AcceptanceRun) error {
 			t.row(name, typ, status, c.Expression, v, verdict)
 		}
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return printLoadSteps(e.stdout, r)
+}
+
+// loadStepColumns are the figures accept get shows of each load step.
+var loadStepColumns = []struct{ head, metric string }{
+	{"REQUESTS", "requests_total"}, {"ERROR RATE", "error_rate"}, {"REQ/S", "requests_per_second"},
+	{"TOKENS/S", "output_tokens_per_second"}, {"P50 TTFT MS", "p50_ttft_ms"}, {"P95 TTFT MS", "p95_ttft_ms"},
+	{"P95 ITL MS", "p95_itl_ms"}, {"P95 LATENCY MS", "p95_latency_ms"},
+}
+
+// printLoadSteps prints each load stage's steps, one row a concurrency.
+func printLoadSteps(w io.Writer, r *api.AcceptanceRun) error {
+	for _, s := range r.Stages {
+		if len(s.Steps) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nLoad steps of stage %s:\n", s.Name)
+		head := []string{"CONCURRENCY"}
+		for _, c := range loadStepColumns {
+			head = append(head, c.head)
+		}
+		t := newTable(w, head...)
+		for _, st := range s.Steps {
+			row := []string{strconv.Itoa(st.Concurrency)}
+			for _, c := range loadStepColumns {
+				v := "-"
+				if i := slices.IndexFunc(st.Metrics, func(m api.Metric) bool { return m.Name == c.metric }); i >= 0 {
+					v = strconv.FormatFloat(st.Metrics[i].Value, 'g', 4, 64)
+				}
+				row = append(row, v)
+			}
+			t.row(row...)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

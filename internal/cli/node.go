@@ -246,8 +246,9 @@ func newNodeValidateCmd(e *env) *cobra.Command {
 	var out *outputFlag
 	var level int
 	var gpus []int
+	var drain bool
 	cmd := &cobra.Command{
-		Use:   "validate NAME [--level 1|2|3] [--gpu K ...]",
+		Use:   "validate NAME [--level 1|2|3] [--gpu K ...] [--drain]",
 		Short: "Qualify a node again: nvidia-smi, dcgmi discovery and dcgmi diag (admins)",
 		Long: `Ask for a qualification of a node: nvidia-smi -L, nvidia-smi topo -m,
 dcgmi discovery --list and dcgmi diag -r LEVEL -j, each kept as evidence
@@ -257,13 +258,16 @@ dcgmi discovery --list and dcgmi diag -r LEVEL -j, each kept as evidence
 minutes) or 3 (about 15 minutes). --gpu K (repeatable, or K,L) qualifies
 those GPUs only, while the node's other GPUs keep serving; without it the
 whole node is Validating and takes no new work meanwhile. The qualification
-runs once the work on the GPUs under test has ended (or been requeued, under
-qualification.policy drain). A GPU that fails takes no work until it passes
-again; a node that fails as a whole is Failed.
+runs once the work on the GPUs under test has ended, or at once with --drain
+(or qualification.policy drain), which requeues that work. A GPU that fails
+takes no work until it passes again; a node that fails as a whole is Failed.
 
-Prints "node/NAME validation requested"; gpufleet describe node NAME shows the
-outcome.`,
+Prints "node/NAME validation requested" and what it waits for: the running
+workloads and until when (their max runtimes), or that it has no bound;
+gpufleet describe node NAME shows the outcome, gpufleet uncordon NAME gives a
+waiting qualification up.`,
 		Example: `  gpufleet node validate gpu-a --level 2
+  gpufleet node validate gpu-a --level 2 --drain
   gpufleet node validate gpu-a --gpu 1 --gpu 3`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -287,7 +291,7 @@ outcome.`,
 			if err != nil {
 				return err
 			}
-			n, err := c.ValidateNode(cmd.Context(), args[0], &api.Validate{Level: level, GPUs: gpus})
+			n, err := c.ValidateNode(cmd.Context(), args[0], &api.Validate{Level: level, GPUs: gpus, Drain: drain})
 			if err != nil {
 				return err
 			}
@@ -298,11 +302,16 @@ outcome.`,
 			if len(gpus) > 0 {
 				what = " of GPU " + joinInts(gpus)
 			}
-			_, err = fmt.Fprintf(e.stdout, "node/%s validation requested at level %d%s\n", n.Name, level, what)
+			if _, err = fmt.Fprintf(e.stdout, "node/%s validation requested at level %d%s\n", n.Name, level, what); err != nil || n.Validation == nil {
+				return err
+			}
+			w := n.Validation.Waits
+			_, err = fmt.Fprintf(e.stdout, "%s%s.\n", strings.ToUpper(w[:min(1, len(w))]), w[min(1, len(w)):])
 			return err
 		},
 	}
 	cmd.Flags().IntVar(&level, "level", 1, "dcgmi diag run level: 1, 2 or 3")
+	cmd.Flags().BoolVar(&drain, "drain", false, "requeue the work on the GPUs under test now rather than wait for it to end")
 	cmd.Flags().IntSliceVar(&gpus, "gpu", nil, "qualify only this GPU (repeatable, or comma-separated)")
 	out = addOutputFlag(cmd, "text", outJSON, outYAML)
 	return cmd
@@ -484,7 +493,11 @@ func describeNode(w io.Writer, now time.Time, d nodeDescription) error {
 	kv(1, "Message", n.StateMessage)
 	kv(1, "Since", ago(n.StateSince))
 	kv(0, "Schedulable", strconv.FormatBool(n.Schedulable))
-	kv(0, "Last qualified", ago(n.LastQualified))
+	qualified := ago(n.LastQualified)
+	if qualified != "" && len(d.Evidence) > 0 && d.Evidence[len(d.Evidence)-1].Simulated {
+		qualified += " (Simulated: simulated devices, not a qualification)"
+	}
+	kv(0, "Last qualified", qualified)
 	kv(0, "GPUs", gpuModels(n.GPUs)+" ("+or(healthSummary(n.GPUs), "none")+")")
 	kv(0, "Pool", n.Pool)
 	kv(0, "Region", n.Region)
@@ -548,7 +561,7 @@ func describeNode(w io.Writer, now time.Time, d nodeDescription) error {
 	t = newTable(w, "  RUN", "STARTED", "COMMAND", "EXIT", "DURATION", "RESULT", "MESSAGE")
 	for _, ev := range d.Evidence[max(0, len(d.Evidence)-describeEvidence):] {
 		t.row("  "+ev.Run, ev.StartedAt.UTC().Format(time.RFC3339), quoteArgs(ev.Command), formatExitCode(ev.ExitCode),
-			formatMillis(ev.DurationMs), ev.Result, or(ev.Message, ev.Error))
+			formatMillis(ev.DurationMs), ev.ResultLabel(), or(ev.Message, ev.Error))
 	}
 	return t.flush()
 }
@@ -633,7 +646,7 @@ func printEvidence(e *env, format string, evs []api.Evidence) error {
 	t := newTable(e.stdout, header...)
 	for _, ev := range evs {
 		row := []string{ev.Run, ev.StartedAt.UTC().Format(time.RFC3339), quoteArgs(ev.Command), formatExitCode(ev.ExitCode),
-			formatMillis(ev.DurationMs), ev.Result, or(ev.Message, ev.Error)}
+			formatMillis(ev.DurationMs), ev.ResultLabel(), or(ev.Message, ev.Error)}
 		if format == outWide {
 			gpus := "all"
 			if len(ev.GPUs) > 0 {

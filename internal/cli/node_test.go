@@ -201,12 +201,12 @@ func TestLiveNodeLifecycle(t *testing.T) {
 			t.Fatalf("get evidence: %q, want a header and 5 rows", table)
 		}
 		for i, want := range []string{"nvidia-smi -L", "nvidia-smi topo -m", "", "dcgmi discovery --list", "dcgmi diag -r 1 -j"} {
-			re := `^q-\S+\s+\S+\s+` + regexp.QuoteMeta(want) + `\s+0\s+\S+\s+Pass\s+-$`
+			re := `^q-\S+\s+\S+\s+` + regexp.QuoteMeta(want) + `\s+0\s+\S+\s+Pass \(Simulated\)\s+-$`
 			if want == "" {
-				re = `^q-\S+\s+\S+\s+gpufleet-cuda-probe\s+-\s+\S+\s+NotAvailable\s+skipped: the node's GPUs are simulated`
+				re = `^q-\S+\s+\S+\s+gpufleet-cuda-probe\s+-\s+\S+\s+NotAvailable \(Simulated\)\s+skipped: the node's GPUs are simulated`
 			}
 			if !regexp.MustCompile(re).MatchString(lines[i+1]) {
-				t.Errorf("get evidence row %d: %q, want it to match %s", i+1, lines[i+1], re)
+				t.Errorf("get evidence row %d: %q, want it to match %s (the node's devices are simulated)", i+1, lines[i+1], re)
 			}
 		}
 
@@ -219,7 +219,8 @@ func TestLiveNodeLifecycle(t *testing.T) {
 		for _, re := range []string{`(?m)^State:\s+Ready\n\s+Reason:\s+Qualified\n\s+Message:\s+passed qualification at level 1\n\s+Since:\s+\S+Z \(\d+s ago\)$`,
 			`(?m)^\s+0\s+H100\s+GPU-\S+\s+Healthy\s+-\s+0/1\s+0MiB/80GiB\s+-$`,
 			`(?m)^\s+\S+\s+Normal\s+Qualified\s+node\s+Validating -> Ready: passed qualification at level 1$`,
-			`(?m)^\s+q-\S+\s+\S+\s+dcgmi diag -r 1 -j\s+0\s+\S+\s+Pass\s+-$`} {
+			`(?m)^\s+q-\S+\s+\S+\s+dcgmi diag -r 1 -j\s+0\s+\S+\s+Pass \(Simulated\)\s+-$`,
+			`(?m)^Last qualified:\s+\S+Z \(\d+s ago\) \(Simulated: simulated devices, not a qualification\)$`} {
 			if !regexp.MustCompile(re).MatchString(desc) {
 				t.Errorf("describe node does not match %s:\n%s", re, desc)
 			}
@@ -236,7 +237,8 @@ func TestLiveNodeLifecycle(t *testing.T) {
 		if got := s.must(t, "debug", "fault", "node-a", "--gpu", "1", "--diag", "memory"); got != "node/node-a fault injected: GPU 1 fails diagnostic test memory at its next qualification\n" {
 			t.Errorf("debug fault: %q", got)
 		}
-		if got := s.must(t, "node", "validate", "node-a", "--level", "2"); got != "node/node-a validation requested at level 2\n" {
+		if got := s.must(t, "node", "validate", "node-a", "--level", "2"); got != "node/node-a validation requested at level 2\n"+
+			"No work runs on the devices under test: the qualification starts at once; meanwhile the node takes no new work.\n" {
 			t.Errorf("node validate: %q", got)
 		}
 		var d nodeDescription
@@ -296,7 +298,7 @@ func TestLiveNodeLifecycle(t *testing.T) {
 			}
 		}
 		if desc := s.must(t, "describe", "node", "node-a"); !regexp.MustCompile(`(?m)^\s+1\s+H100\s+GPU-\S+\s+Failed\s+DiagnosticFailed: memory: `).MatchString(desc) ||
-			!regexp.MustCompile(`(?m)^\s+q-\S+\s+\S+\s+dcgmi diag -r 2 -j\s+0\s+\S+\s+Fail\s+GPU 1: DiagnosticFailed`).MatchString(desc) {
+			!regexp.MustCompile(`(?m)^\s+q-\S+\s+\S+\s+dcgmi diag -r 2 -j\s+0\s+\S+\s+Fail \(Simulated\)\s+GPU 1: DiagnosticFailed`).MatchString(desc) {
 			t.Errorf("describe node does not show GPU 1 failed and the failed diagnostic:\n%s", desc)
 		}
 	})
@@ -672,5 +674,69 @@ func TestNodeHealthSummary(t *testing.T) {
 		if got := healthSummary(tt.gpus); got != tt.want {
 			t.Errorf("healthSummary(%v) = %q, want %q", tt.gpus, got, tt.want)
 		}
+	}
+}
+
+// node validate on a node with running work says what it will wait for
+// and for how long (no bound, when some work has no max runtime), and the
+// node takes no new work meanwhile; uncordon gives it up; --drain
+// requeues the work at once, the qualification runs, and the work runs
+// again.
+func TestLiveNodeValidateWithRunningWork(t *testing.T) {
+	s := startLiveServer(t)
+	eventually(t, "node-a Ready", func() string {
+		if d := s.describeNodeJSON(t, "node-a"); d.Node.State != "Ready" {
+			return "state " + d.Node.State
+		}
+		return ""
+	})
+	bounded := strings.TrimSpace(s.must(t, "submit", "--gpus", "1", "--max-runtime", "10m", "--", "sleep", "300"))
+	open := strings.TrimSpace(s.must(t, "submit", "--gpus", "1", "--", "sleep", "300"))
+	for _, id := range []string{bounded, open} {
+		eventually(t, id+" running", func() string {
+			var w api.Workload
+			mustJSON(t, s.must(t, "get", "workload", id, "-o", "json"), &w)
+			if w.Status.Phase != api.PhaseRunning {
+				return w.Status.Phase
+			}
+			return ""
+		})
+	}
+	got := s.must(t, "node", "validate", "node-a", "--level", "2")
+	for _, want := range []string{"node/node-a validation requested at level 2\n", "Waits for 2 running workloads (", bounded, open,
+		"to end, with no bound: 1 of them has no max runtime; meanwhile the node takes no new work; node validate node-a --drain requeues them instead"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("node validate says %q, want %q in it", got, want)
+		}
+	}
+	var d nodeDescription
+	eventually(t, "node-a Validating, waiting for its work", func() string {
+		d = s.describeNodeJSON(t, "node-a")
+		if d.Node.State != "Validating" || d.Node.StateReason != "WaitingForWork" {
+			return d.Node.State + " " + d.Node.StateReason
+		}
+		return ""
+	})
+	if d.Node.Validation == nil || d.Node.Validation.Level != 2 || !strings.Contains(d.Node.StateMessage, "with no bound") {
+		t.Errorf("describe node: validation %+v, message %q", d.Node.Validation, d.Node.StateMessage)
+	}
+	s.must(t, "uncordon", "node-a")
+
+	got = s.must(t, "node", "validate", "node-a", "--drain")
+	if !strings.Contains(got, "Drains for it: 2 running workloads (") || !strings.Contains(got, "requeued now, then the qualification runs") {
+		t.Errorf("node validate --drain says %q", got)
+	}
+	for _, id := range []string{bounded, open} {
+		eventually(t, id+" running again after the qualification", func() string {
+			var w api.Workload
+			mustJSON(t, s.must(t, "get", "workload", id, "-o", "json"), &w)
+			if w.Status.Phase != api.PhaseRunning || w.Status.Attempts != 2 {
+				return fmt.Sprintf("%s, attempt %d", w.Status.Phase, w.Status.Attempts)
+			}
+			return ""
+		})
+	}
+	if d := s.describeNodeJSON(t, "node-a"); d.Node.State != "Ready" || d.Node.Validation != nil {
+		t.Errorf("after the drained qualification: %s, validation %+v", d.Node.State, d.Node.Validation)
 	}
 }

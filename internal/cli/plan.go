@@ -299,6 +299,9 @@ func printPlanTable(w io.Writer, p *api.Plan) error {
 	if name == "" {
 		name = "model"
 	}
+	if m.Revision != "" {
+		name += " at revision " + m.Revision
+	}
 	seqs := fmt.Sprintf("concurrency %d", b.Concurrency)
 	if b.Batch > 0 {
 		seqs = fmt.Sprintf("batch %d", b.Batch)
@@ -322,7 +325,7 @@ func printPlanTable(w io.Writer, p *api.Plan) error {
 		if p.Currency != "" {
 			cur = " (" + p.Currency + ")"
 		}
-		t = newTable(w, "SCOPE", "GPUS", "REPLICAS", "MODEL", "POOL", "REGION", "FITS", "WAIT", "COST/H"+cur, "COST/UNIT", "WHY")
+		t = newTable(w, "SCOPE", "GPUS", "REPLICAS", "MODEL", "POOL", "REGION", "FITS", "WAIT", "COST/H"+cur, "COST/UNIT", "MAX TOKENS/S", "TARGETS", "WHY")
 		for _, c := range p.Candidates {
 			perHour, perUnit := "-", "-"
 			if c.CostPerHour != nil {
@@ -335,10 +338,22 @@ func printPlanTable(w io.Writer, p *api.Plan) error {
 			if c.Fits {
 				fits = "yes"
 			}
-			t.row(c.Scope, c.GPUs, strconv.Itoa(max(c.Replicas, 1)), c.GPUModel, c.Pool, dash(c.Region), fits, c.ExpectedWait, perHour, perUnit, c.Why)
+			tps, targets := "-", "-"
+			if sp := c.Speed; sp != nil {
+				if sp.DecodeTokensPerSecond > 0 {
+					tps = strconv.FormatFloat(sp.DecodeTokensPerSecond, 'f', 0, 64)
+				}
+				if sp.Reachable != nil {
+					targets = map[bool]string{true: "reachable", false: "out of reach"}[*sp.Reachable]
+				}
+			}
+			t.row(c.Scope, c.GPUs, strconv.Itoa(max(c.Replicas, 1)), c.GPUModel, c.Pool, dash(c.Region), fits, c.ExpectedWait, perHour, perUnit, tps, targets, c.Why)
 		}
 		if err := t.flush(); err != nil {
 			return err
+		}
+		if sp := p.Candidates[0].Speed; sp != nil {
+			fmt.Fprintf(w, "\nMAX TOKENS/S and TARGETS are %s (-o json: each candidate's speed, with its bandwidth's datasheet).\n", sp.Estimate)
 		}
 		fmt.Fprintln(w)
 	}

@@ -814,6 +814,7 @@ func TaskFor(w *core.Workload) executor.Task {
 		GracePeriod: w.Grace(),
 		Ports:       w.Ports,
 		Volumes:     w.Volumes,
+		Network:     w.Network,
 	}
 }
 

@@ -11,26 +11,34 @@ import (
 // Metric is a figure a workload reported about its own run (acceptance
 // cards judge them): one JSON line {"name":"p95_latency_ms","value":182,
 // "unit":"ms"} of its $GPUFLEET_METRICS_FILE. Attempt is the attempt that
-// reported it.
+// reported it. Value is the last value reported; Samples, for a name
+// reported more than once, holds every value in the order written (the
+// last is Value), from which acceptance derives percentiles.
 type Metric struct {
-	Name    string  `json:"name"`
-	Value   float64 `json:"value"`
-	Unit    string  `json:"unit,omitempty"`
-	Attempt int     `json:"attempt,omitempty"`
+	Name    string    `json:"name"`
+	Value   float64   `json:"value"`
+	Unit    string    `json:"unit,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	Samples []float64 `json:"samples,omitempty"`
 }
 
 // Bounds of reported metrics: per workload, and per line.
 const (
-	MaxMetrics      = 64
-	maxMetricLine   = 1 << 10
-	maxMetricUnit   = 32
-	MaxMetricsNotes = 5
+	MaxMetrics = 64
+	// MaxMetricSamples bounds the values kept of all repeated names of
+	// one report together (the file's 64 KiB hold fewer lines anyway).
+	MaxMetricSamples = 4096
+	maxMetricLine    = 1 << 10
+	maxMetricUnit    = 32
+	MaxMetricsNotes  = 5
 )
 
 var metricNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
 
 // ParseMetrics reads a metrics report, one JSON object per line; a name
-// reported twice keeps its last value. Lines that are not a metric (bad
+// reported twice keeps its last value as Value and every value, in order,
+// as Samples (at most MaxMetricSamples in all, then the later values of a
+// name change its Value only, with a note). Lines that are not a metric (bad
 // JSON, a name that is not lowercase letters, digits and _, a value that
 // is not a finite number, a unit over 32 characters, more than MaxMetrics
 // names) are skipped, each with a note (at most MaxMetricsNotes, then one
@@ -39,7 +47,7 @@ func ParseMetrics(b []byte, attempt int) ([]Metric, []string) {
 	var out []Metric
 	at := map[string]int{}
 	var notes []string
-	skipped := 0
+	skipped, samples, unsampled := 0, 0, 0
 	skip := func(n int, format string, args ...any) {
 		skipped++
 		if len(notes) < MaxMetricsNotes {
@@ -76,7 +84,18 @@ func ParseMetrics(b []byte, attempt int) ([]Metric, []string) {
 			continue
 		}
 		if j, ok := at[m.Name]; ok {
-			out[j] = Metric{Name: m.Name, Value: *m.Value, Unit: m.Unit, Attempt: attempt}
+			prev := &out[j]
+			if prev.Samples == nil && samples+2 <= MaxMetricSamples {
+				prev.Samples = []float64{prev.Value}
+				samples++
+			}
+			if prev.Samples != nil && samples < MaxMetricSamples {
+				prev.Samples = append(prev.Samples, *m.Value)
+				samples++
+			} else {
+				unsampled++
+			}
+			prev.Value, prev.Unit = *m.Value, m.Unit
 			continue
 		}
 		if len(out) >= MaxMetrics {
@@ -88,6 +107,9 @@ func ParseMetrics(b []byte, attempt int) ([]Metric, []string) {
 	}
 	if skipped > len(notes) {
 		notes = append(notes, fmt.Sprintf("and %d more lines skipped", skipped-len(notes)))
+	}
+	if unsampled > 0 {
+		notes = append(notes, fmt.Sprintf("more than %d values of repeated names: %d later values count as the last value only, not as samples", MaxMetricSamples, unsampled))
 	}
 	return out, notes
 }

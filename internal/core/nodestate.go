@@ -77,13 +77,17 @@ type NodeStatus struct {
 
 // ValidateRequest is a qualification to run: at Level (1 to 3, as dcgmi
 // diag -r), of the given devices only (none: the whole node), asked by By
-// ("" for the platform) for Reason.
+// ("" for the platform) for Reason. Drain requeues the work on the devices
+// under test rather than wait for it to end; Waits says, as of the
+// request, what the qualification waits for and for how long.
 type ValidateRequest struct {
 	Level  int       `json:"level"`
 	GPUs   []int     `json:"gpus,omitempty"`
 	By     string    `json:"by,omitempty"`
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
+	Drain  bool      `json:"drain,omitempty"`
+	Waits  string    `json:"waits,omitempty"`
 }
 
 // DiagFault makes the next diagnostic of a simulated device fail a test.

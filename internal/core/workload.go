@@ -126,7 +126,30 @@ type Spec struct {
 	// tasks, each with its own index): which array, which index, and how
 	// many of its tasks may run at once.
 	Array *ArrayTask `json:"array,omitempty"`
+	// Network is its network policy (api.Network): egress allowed or
+	// denied, and the destinations allowed when denied. Zero: the
+	// executor's default.
+	Network Network `json:"network,omitzero"`
 }
+
+// Egress policies of a workload's network.
+const (
+	EgressAllow = "allow"
+	EgressDeny  = "deny"
+)
+
+// Network is a workload's network policy, carried to the executor with
+// each attempt (executor.Task.Network). Egress deny keeps the workload
+// from reaching anything outside the platform but Allow's destinations
+// (CIDRs, addresses or host names, each with an optional :port); empty
+// Egress is the executor's default.
+type Network struct {
+	Egress string   `json:"egress,omitempty"`
+	Allow  []string `json:"allow,omitempty"`
+}
+
+// DeniesEgress reports whether the policy denies egress.
+func (n Network) DeniesEgress() bool { return n.Egress == EgressDeny }
 
 // ArrayTask places one workload in its job array, of indices Start to End
 // inclusive. A task's ID is the array's ID, "-" and its index
@@ -253,6 +276,7 @@ func (w *Workload) Clone() *Workload {
 	c.SecretFiles = slices.Clone(w.SecretFiles)
 	c.Volumes = slices.Clone(w.Volumes)
 	c.Datasets = slices.Clone(w.Datasets)
+	c.Network.Allow = slices.Clone(w.Network.Allow)
 	if w.Array != nil {
 		a := *w.Array
 		c.Array = &a
@@ -267,6 +291,9 @@ func (w *Workload) Clone() *Workload {
 		c.Status.Outputs = &o
 	}
 	c.Status.Metrics = slices.Clone(w.Status.Metrics)
+	for i := range c.Status.Metrics {
+		c.Status.Metrics[i].Samples = slices.Clone(c.Status.Metrics[i].Samples)
+	}
 	for _, t := range []**time.Time{&c.Status.StartedAt, &c.Status.FinishedAt, &c.Status.PreemptedAt} {
 		if *t != nil {
 			v := **t

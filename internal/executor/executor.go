@@ -58,6 +58,20 @@ type Task struct {
 	// by the server from its configuration.
 	Volumes  []core.VolumeMount
 	Datasets []Dataset
+	// Network is the workload's network policy (core.Network): with
+	// Egress deny, an executor that controls the task's network keeps it
+	// from reaching anything outside the platform but Network.Allow. An
+	// executor that does not control it runs the task as it would
+	// otherwise (EgressEnforcer says which do).
+	Network core.Network
+}
+
+// EgressEnforcer is an executor that enforces a task's Network policy
+// (egress deny and its allowed destinations). An executor that does not
+// implement it, or answers false, carries the policy without enforcing
+// it.
+type EgressEnforcer interface {
+	EnforcesEgress() bool
 }
 
 // Dataset is a read-only host directory mounted at Path.

@@ -163,6 +163,7 @@ func Advise(b api.WorkloadBrief, f Fleet, now time.Time) (api.Plan, error) {
 		} else {
 			p.Verdict += "; busy now, the wait is unknown"
 		}
+		p.Verdict += speedVerdict(p, best)
 	case len(f.Nodes) == 0:
 		p.Verdict = "the fleet has no nodes: nothing fits; it needs " + p.Needs
 	case len(groups) == 0 && len(rb.Residency) > 0:
@@ -184,6 +185,29 @@ func Advise(b api.WorkloadBrief, f Fleet, now time.Time) (api.Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// speedVerdict is what the verdict says of the targets on the best
+// candidate, from its speed estimate: reachable there, out of reach on
+// every candidate that fits, and whether smaller ones that fit looked too
+// slow. "" when no target could be estimated.
+func speedVerdict(p api.Plan, best *api.PlanCandidate) string {
+	s := best.Speed
+	if s == nil || s.Reachable == nil {
+		return ""
+	}
+	if !*s.Reachable {
+		return "; but the targets look out of reach on every candidate that fits (" + s.Why + "; an estimate the load stage measures)"
+	}
+	out := "; the targets look reachable there (" + s.Why + "; an estimate the load stage measures)"
+	for i := range p.Candidates {
+		if c := &p.Candidates[i]; c == best {
+			break
+		} else if c.Fits {
+			return out + "; smaller allocations fit but look too slow for them"
+		}
+	}
+	return out
 }
 
 // groupFleet gathers the healthy GPUs of the nodes that take work or are
@@ -245,7 +269,8 @@ func groupFleet(f Fleet, residency []string) ([]*group, []string) {
 }
 
 // scopes lists one group's candidates, least exclusive first, up to the
-// first that fits: a fraction of one GPU (by memory share, rounded up to
+// first that fits and does not look too slow for the brief's targets
+// (Speed): a fraction of one GPU (by memory share, rounded up to
 // a quarter), one GPU, 2, 4 or 8 GPUs in one NVLink domain, then nodes of
 // the group's largest domain.
 func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []api.PlanCandidate {
@@ -261,6 +286,7 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 			c.HeadroomRatio = float64(given-need) / float64(given)
 		}
 		c.CostPerHour, c.CostPerUnit, c.Unit = price(b, f, g.pool, milli*int64(max(replicas, 1)))
+		c.Speed = Speed(b, est, g.model, g.mib, milli*int64(max(replicas, 1)))
 		switch {
 		case !fits:
 			c.ExpectedWait = "never"
@@ -273,8 +299,13 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 		}
 		c.Why = why
 		out = append(out, c)
-		return fits
+		// A candidate that fits but looks too slow for the targets does
+		// not end the search: a larger one may reach them.
+		return fits && !tooSlow(c.Speed)
 	}
+	// slow reports whether milli-GPUs of the group look too slow for the
+	// brief's targets.
+	slow := func(milli int64) bool { return tooSlow(Speed(b, est, g.model, g.mib, milli)) }
 	need1 := perGPU(est, 1)
 	memWord := func(n int64) string { return fmt.Sprintf("needs %s per GPU", gib(perGPU(est, n))) }
 
@@ -301,7 +332,7 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 	for _, n := range []int64{2, 4, 8} {
 		need := perGPU(est, n)
 		fitsMem := need <= cap1
-		if !fitsMem && n < 8 {
+		if (!fitsMem || slow(n*1000)) && n < 8 {
 			continue
 		}
 		why := fmt.Sprintf("%s across %d GPUs; each %s GPU gives %s after headroom", memWord(n), n, gib(g.mib<<20), gib(cap1))
@@ -321,7 +352,7 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 	per := int64(largest)
 	for r := 2; r <= api.MaxReplicas; r++ {
 		need := perGPU(est, per*int64(r))
-		if need > cap1 && r < api.MaxReplicas {
+		if (need > cap1 || slow(per*int64(r)*1000)) && r < api.MaxReplicas {
 			continue
 		}
 		why := fmt.Sprintf("%s across %d nodes × %d GPUs; each %s GPU gives %s after headroom", memWord(per*int64(r)), r, per, gib(g.mib<<20), gib(cap1))

@@ -11,10 +11,13 @@ import (
 type Model struct {
 	Name       string
 	Parameters int64
-	Layers     int64
-	KVHeads    int64
-	HeadDim    int64
-	Hidden     int64
+	// ActiveParameters, for a mixture of experts, are those one token
+	// uses; 0: all of them.
+	ActiveParameters int64
+	Layers           int64
+	KVHeads          int64
+	HeadDim          int64
+	Hidden           int64
 }
 
 // catalogue holds public architectures by name. Each shape is the
@@ -34,7 +37,7 @@ var catalogue = []Model{
 	{Name: "llama-3-8b", Parameters: 8_030_000_000, Layers: 32, KVHeads: 8, HeadDim: 128, Hidden: 4096},
 	{Name: "llama-3-70b", Parameters: 70_600_000_000, Layers: 80, KVHeads: 8, HeadDim: 128, Hidden: 8192},
 	{Name: "mistral-7b", Parameters: 7_240_000_000, Layers: 32, KVHeads: 8, HeadDim: 128, Hidden: 4096},
-	{Name: "mixtral-8x7b", Parameters: 46_700_000_000, Layers: 32, KVHeads: 8, HeadDim: 128, Hidden: 4096},
+	{Name: "mixtral-8x7b", Parameters: 46_700_000_000, ActiveParameters: 12_900_000_000, Layers: 32, KVHeads: 8, HeadDim: 128, Hidden: 4096},
 	{Name: "qwen2-7b", Parameters: 7_620_000_000, Layers: 28, KVHeads: 4, HeadDim: 128, Hidden: 3584},
 	{Name: "gemma-2-9b", Parameters: 9_240_000_000, Layers: 42, KVHeads: 8, HeadDim: 256, Hidden: 3584},
 	{Name: "phi-3-mini", Parameters: 3_820_000_000, Layers: 32, KVHeads: 32, HeadDim: 96, Hidden: 3072},

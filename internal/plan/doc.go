@@ -2,7 +2,7 @@
 // completed, not which GPUs) into advice (api.Plan): the GPU memory the
 // work needs, term by term with each formula, and the allocations of the
 // fleet that could carry it, least exclusive first, with their cost per
-// hour and per completed unit and the wait now (issue 18, items 1 and 2).
+// hour and per completed unit, the wait now, and how fast each may serve.
 //
 // It is pure: a brief and a Fleet (the nodes, their GPUs and what is free
 // on each, the pools' rates per GPU-hour, the pending count) go in, a plan
@@ -78,7 +78,8 @@
 // the brief's residency, are grouped by pool, region, model and memory;
 // cordoned, draining, failed, lost and not-ready nodes are left out. For each group
 // the scopes are tried from least exclusive up, and listed up to the first
-// that fits, each with why:
+// that fits (and does not look too slow for the targets: see Speed below),
+// each with why:
 //
 //  1. fraction: a share of one GPU by memory, total / (memory × 0.9)
 //     rounded up to a quarter ("0.25", "0.5", "0.75"; a share above three
@@ -114,6 +115,28 @@
 // says so, with the pending count and the nodes being qualified: the wait
 // depends on when running work and qualification end, which the plan does
 // not predict), "never" when it does not fit.
+//
+// Speed (speed.go) bounds how fast each serving candidate may go, from
+// memory bandwidth: a decode step reads the weights once (the active
+// share, for a mixture of experts in the catalogue) and the KV cache of
+// every sequence at the full context (the kv cache line), so the time
+// between two tokens is at least those bytes over the allocation's
+// bandwidth (each GPU's share of its datasheet figure, summed: a fraction
+// gets its share), and the output tokens a second of all sequences at
+// most the sequences over that time. With the brief's outputTokens a
+// request's decode takes at least outputTokens such steps and the
+// requests a second are at most the tokens a second over outputTokens.
+// The bandwidths come from the vendors' datasheets (speed.go names each);
+// a GPU model not in that catalogue gets no figure. The brief's
+// p95LatencyMs (with outputTokens) and throughputPerSecond (in tokens, or
+// in requests with outputTokens) are judged against these bounds; the
+// result is labelled an estimate, an upper bound on speed that an
+// acceptance card's load stage measures. A candidate that fits but looks
+// too slow does not end its group's search: the larger scopes are tried
+// until one also looks fast enough (the node and nodes scopes skip the
+// sizes that look too slow), Best prefers a candidate that fits and looks
+// fast enough, and the verdict says whether the targets look reachable
+// and that smaller allocations looked too slow.
 //
 // Needs says what the work needs in terms of the fleet's largest GPU (80
 // GiB when the fleet has none): one GPU of at least some size, the fewest

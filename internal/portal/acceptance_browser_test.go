@@ -202,9 +202,18 @@ func TestAcceptancePageInBrowser(t *testing.T) {
 	}
 	b.run(t, "the report shows it",
 		waitJS(`(document.getElementById('run-report').getAttribute('srcdoc') || '').includes('reserve')`))
+	// A second decision is added to the first, never in its place.
+	b.run(t, "record a second decision",
+		chromedp.SetValue(chromedp.CSS("#a-decision"), "extend"),
+		chromedp.SendKeys(chromedp.CSS("#a-note"), "two more weeks"),
+		chromedp.Click(chromedp.CSS(`#decision-form button[type=submit]`)),
+		waitJS(`document.querySelectorAll('#decision-history li.decision-entry').length === 2`))
+	if hist := get(t, b, "the history", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#decision-history li.decision-entry .decision')].map(e => e.textContent)`)); fmt.Sprint(hist) != "[reserve extend]" {
+		t.Errorf("the decisions shown are %q, want reserve then extend", hist)
+	}
 	b.run(t, "back to the list",
 		chromedp.Click(chromedp.CSS(`.crumbs a[href="#/acceptance"]`)),
-		waitJS(fmt.Sprintf(`(document.querySelector('%s .decision') || {}).textContent === 'reserve'`, row)))
+		waitJS(fmt.Sprintf(`(document.querySelector('%s .decision') || {}).textContent === 'extend'`, row)))
 
 	// The failed run: the failing criterion highlighted with its reason,
 	// the stage's message, the review skipped.
@@ -226,6 +235,21 @@ func TestAcceptancePageInBrowser(t *testing.T) {
 		t.Errorf("the failed run's smoke stage has %d criteria not highlighted, want 1 (exit_code == 0)", n)
 	}
 	b.shot(t, "acceptance-failed")
+	// On the failed run, reserve is refused without the override, and
+	// recorded with it and a note.
+	b.run(t, "reserve a failed run",
+		chromedp.SetValue(chromedp.CSS("#a-decision"), "reserve"),
+		chromedp.Click(chromedp.CSS(`#decision-form button[type=submit]`)),
+		waitJS(`document.getElementById('a-decision-error').textContent.includes('override')`))
+	b.run(t, "reserve it with the override",
+		chromedp.SetValue(chromedp.CSS("#a-decision"), "reserve"),
+		chromedp.Click(chromedp.CSS("#a-override")),
+		chromedp.SendKeys(chromedp.CSS("#a-note"), "the SLO was relaxed"),
+		chromedp.Click(chromedp.CSS(`#decision-form button[type=submit]`)),
+		waitJS(`(document.querySelector('#decision-recorded .override') || {}).textContent === '(override)'`))
+	if got, err := s.admin.AcceptanceRun(ctx, failed.ID); err != nil || got.Decision == nil || !got.Decision.Override || got.Decision.Note != "the SLO was relaxed" {
+		t.Errorf("the API has the failed run's decision %+v (%v), want reserve overridden with the note", got.Decision, err)
+	}
 
 	// alice, a member of research but not its team-admin, reads the runs
 	// and the decision, and is offered no form.
@@ -243,7 +267,7 @@ func TestAcceptancePageInBrowser(t *testing.T) {
 	if form := get(t, b, "alice's form", chromedp.Evaluate[bool](`document.getElementById('decision-form') !== null`)); form {
 		t.Error("alice, a member of research, is offered the decision form; only team-admins may decide")
 	}
-	if txt := get(t, b, "alice's decision box", chromedp.Text(chromedp.CSS("#run-decision"))); !strings.Contains(txt, "reserve") || !strings.Contains(txt, "A team-admin of research records the decision") {
+	if txt := get(t, b, "alice's decision box", chromedp.Text(chromedp.CSS("#run-decision"))); !strings.Contains(txt, "extend") || !strings.Contains(txt, "A team-admin of research records the decision") {
 		t.Errorf("alice's decision box says %q", txt)
 	}
 

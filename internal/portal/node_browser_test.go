@@ -127,10 +127,10 @@ func TestNodePageInBrowser(t *testing.T) {
 	var want []evidenceSeen
 	var commands []string
 	for _, e := range first {
-		w := evidenceSeen{Command: strings.Join(e.Command, " "), Result: "Pass", Badge: "Pass", Folded: true, Hidden: true, Stdout: e.Stdout}
+		w := evidenceSeen{Command: strings.Join(e.Command, " "), Result: "Pass", Badge: "Pass (Simulated)", Folded: true, Hidden: true, Stdout: e.Stdout}
 		if e.Check == "cuda-init" {
 			// Skipped: no output to fold.
-			w.Result, w.Badge, w.Message, w.Folded, w.Hidden = e.Result, e.Result, e.Message, false, false
+			w.Result, w.Badge, w.Message, w.Folded, w.Hidden = e.Result, e.ResultLabel(), e.Message, false, false
 		}
 		want = append(want, w)
 		commands = append(commands, w.Command+" "+w.Result)
@@ -239,7 +239,7 @@ func TestNodePageInBrowser(t *testing.T) {
 		t.Fatalf("the latest run: %d commands on the page, %d through the API, want 5", len(seen), len(second))
 	}
 	for i, e := range second {
-		w := evidenceSeen{Command: strings.Join(e.Command, " "), Result: e.Result, Badge: e.Result, Folded: e.Stdout != "", Hidden: e.Stdout != "", Stdout: e.Stdout, Message: e.Message}
+		w := evidenceSeen{Command: strings.Join(e.Command, " "), Result: e.Result, Badge: e.ResultLabel(), Folded: e.Stdout != "", Hidden: e.Stdout != "", Stdout: e.Stdout, Message: e.Message}
 		if d := cmp.Diff(w, seen[i]); d != "" {
 			t.Errorf("the latest run's command %d on the page (-want +got):\n%s", i, d)
 		}

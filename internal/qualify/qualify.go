@@ -10,8 +10,9 @@
 // scheduler through the node's state: a node being qualified as a whole is
 // Validating, which takes no new work, and the commands run only once the
 // work on the devices under test has stopped (policy wait, the default) or
-// been requeued (policy drain); a qualification waiting for work says so
-// and may be given up (uncordon). A device qualified alone (on demand, or
+// been requeued (policy drain, or a request that asks to drain); a
+// qualification says at its request what it will wait for and for how long
+// (Waits), says so again while it waits, and may be given up (uncordon). A device qualified alone (on demand, or
 // after a fatal event) is Validating (or already Failed), so it takes no
 // work, while the node's other devices keep serving. A device that no
 // diagnostic could test (no dcgmi, a node whose commands this server cannot
@@ -178,7 +179,7 @@ func (q *Qualifier) Step(ctx context.Context) {
 			// One scheduled qualification per step: the fleet is not
 			// taken out of service at once.
 			scheduled = true
-			q.Validate(ctx, n.Name, q.opts.Level, nil, "", "scheduled qualification (qualification.every)")
+			q.Validate(ctx, n.Name, q.opts.Level, nil, false, "", "scheduled qualification (qualification.every)")
 		}
 	}
 }
@@ -191,7 +192,7 @@ func (q *Qualifier) lost(ctx context.Context, n *core.Node, st core.NodeStatus, 
 	if !n.NotReady {
 		delete(q.notReady, n.Name)
 		if st.State == core.NodeLost && st.Validate == nil && st.Reason == "NotReady" {
-			q.Validate(ctx, n.Name, q.opts.Level, nil, "", "its cluster reports it ready again")
+			q.Validate(ctx, n.Name, q.opts.Level, nil, false, "", "its cluster reports it ready again")
 		}
 		return false
 	}
@@ -299,11 +300,18 @@ func (q *Qualifier) update(ctx context.Context, name core.NodeName, fn func(*cor
 }
 
 // Validate asks for a qualification of a node at level (of the given
-// devices only; all when gpus is empty), by a person (by) or the platform.
+// devices only; all when gpus is empty), by a person (by) or the platform;
+// drain requeues the work on the devices under test instead of waiting
+// for it (as qualification.policy drain does for every qualification). The
+// request says what it will wait for and for how long (Waits), as of now.
 // A node already being qualified is core.ErrConflict.
-func (q *Qualifier) Validate(ctx context.Context, name core.NodeName, level int, gpus []int, by, reason string) (core.NodeStatus, error) {
+func (q *Qualifier) Validate(ctx context.Context, name core.NodeName, level int, gpus []int, drain bool, by, reason string) (core.NodeStatus, error) {
 	if level < 1 || level > 3 {
 		return core.NodeStatus{}, fmt.Errorf("level %d: want 1, 2 or 3: %w", level, core.ErrInvalid)
+	}
+	snap, err := q.opts.Store.Snapshot(ctx)
+	if err != nil {
+		return core.NodeStatus{}, err
 	}
 	now := q.opts.Now().UTC()
 	return q.opts.Store.UpdateNodeStatus(ctx, name, now, func(n *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
@@ -315,9 +323,71 @@ func (q *Qualifier) Validate(ctx context.Context, name core.NodeName, level int,
 				return nil, fmt.Errorf("node %s has no GPU %d: %w", name, g, core.ErrInvalid)
 			}
 		}
-		st.Validate = &core.ValidateRequest{Level: level, GPUs: gpus, By: by, Reason: reason, At: now}
-		return []core.NodeEvent{{Time: now, Reason: "ValidationRequested", Message: fmt.Sprintf("qualification at level %d%s: %s", level, gpuList(gpus), reason), GPU: -1, By: by}}, nil
+		var onIt []*core.Workload
+		for _, w := range running(snap, name) {
+			if holds(w, name, gpus) {
+				onIt = append(onIt, w)
+			}
+		}
+		req := &core.ValidateRequest{Level: level, GPUs: gpus, By: by, Reason: reason, At: now, Drain: drain}
+		req.Waits = Waits(onIt, len(gpus) == 0, drain || q.opts.Drain, name, now)
+		st.Validate = req
+		return []core.NodeEvent{{Time: now, Reason: "ValidationRequested", Message: fmt.Sprintf("qualification at level %d%s: %s; %s", level, gpuList(gpus), reason, req.Waits), GPU: -1, By: by}}, nil
 	})
+}
+
+// maxNamed bounds the workloads Waits names.
+const maxNamed = 5
+
+// Waits says what a qualification of node will wait for, as of now: the
+// work running on its devices under test (onIt), whether the whole node
+// then takes no new work, and, when it waits (not drain), for how long:
+// until the latest of their max runtimes, or without a bound when one of
+// them has none. With drain the work is requeued at once.
+func Waits(onIt []*core.Workload, whole, drain bool, node core.NodeName, now time.Time) string {
+	meanwhile := ""
+	if whole {
+		meanwhile = "; meanwhile the node takes no new work"
+	}
+	if len(onIt) == 0 {
+		return "no work runs on the devices under test: the qualification starts at once" + meanwhile
+	}
+	ids := make([]string, 0, maxNamed)
+	for i, w := range onIt {
+		if i == maxNamed {
+			ids = append(ids, fmt.Sprintf("and %d more", len(onIt)-maxNamed))
+			break
+		}
+		ids = append(ids, string(w.ID))
+	}
+	what := fmt.Sprintf("%d running %s (%s)", len(onIt), plural(len(onIt), "workload", "workloads"), strings.Join(ids, ", "))
+	if drain {
+		return "drains for it: " + what + " requeued now, then the qualification runs" + meanwhile
+	}
+	var latest time.Time
+	unbounded := 0
+	for _, w := range onIt {
+		if w.MaxRuntime <= 0 || w.Status.StartedAt == nil {
+			unbounded++
+			continue
+		}
+		if end := w.Status.StartedAt.Add(w.MaxRuntime); end.After(latest) {
+			latest = end
+		}
+	}
+	how := fmt.Sprintf("until %s at the latest (their max runtimes, %s from now)", latest.UTC().Format(time.RFC3339), latest.Sub(now).Round(time.Second))
+	if unbounded > 0 {
+		how = fmt.Sprintf("with no bound: %d of them %s no max runtime", unbounded, plural(unbounded, "has", "have"))
+	}
+	return fmt.Sprintf("waits for %s to end, %s%s; node validate %s --drain requeues them instead, gpufleet uncordon %s gives the qualification up",
+		what, how, meanwhile, node, node)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func gpuList(gpus []int) string {

@@ -170,10 +170,10 @@ func TestDiagnosticFaultFailsOneGPU(t *testing.T) {
 	if err := f.q.InjectFault(ctx, "n1", Fault{GPU: &gpu1, Diag: "memory"}, "admin"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.q.Validate(ctx, "n1", 2, nil, "admin", "test"); err != nil {
+	if _, err := f.q.Validate(ctx, "n1", 2, nil, false, "admin", "test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.q.Validate(ctx, "n1", 2, nil, "admin", "again"); !errors.Is(err, core.ErrConflict) {
+	if _, err := f.q.Validate(ctx, "n1", 2, nil, false, "admin", "again"); !errors.Is(err, core.ErrConflict) {
 		t.Errorf("a second validation while one is asked: %v, want a conflict", err)
 	}
 	st := f.steps()
@@ -191,7 +191,7 @@ func TestDiagnosticFaultFailsOneGPU(t *testing.T) {
 	}
 	f.place("w0", 0)
 	// It passes again once the fault is gone.
-	if _, err := f.q.Validate(ctx, "n1", 2, []int{1}, "admin", "repaired"); err != nil {
+	if _, err := f.q.Validate(ctx, "n1", 2, []int{1}, false, "admin", "repaired"); err != nil {
 		t.Fatal(err)
 	}
 	st = f.steps()
@@ -402,7 +402,7 @@ func TestReviewedLifecycleHoles(t *testing.T) {
 	f := newFixture(t, simNode(t, 2), Options{})
 	f.steps()
 	f.place("w1", 1)
-	if _, err := f.q.Validate(ctx, "n1", 2, []int{1}, "admin", "check"); err != nil {
+	if _, err := f.q.Validate(ctx, "n1", 2, []int{1}, false, "admin", "check"); err != nil {
 		t.Fatal(err)
 	}
 	n, _ := f.node()
@@ -418,7 +418,7 @@ func TestReviewedLifecycleHoles(t *testing.T) {
 	g := newFixture(t, simNode(t, 2), Options{})
 	g.steps()
 	g.place("w1", 0)
-	if _, err := g.q.Validate(ctx, "n1", 1, nil, "admin", "check"); err != nil {
+	if _, err := g.q.Validate(ctx, "n1", 1, nil, false, "admin", "check"); err != nil {
 		t.Fatal(err)
 	}
 	g.q.Step(ctx)
@@ -564,5 +564,79 @@ func TestCUDAInitInTheSandbox(t *testing.T) {
 				t.Errorf("evidence: %+v, want %s saying %q", evs, tc.wantResult, tc.wantText)
 			}
 		})
+	}
+}
+
+// Waits says what a qualification waits for and for how long: nothing,
+// the work requeued at once (drain), the latest max runtime, or no bound
+// when some work has none; at most five workloads are named.
+func TestWaitsSaysWhatAndHowLong(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	started := now.Add(-time.Hour)
+	w := func(id string, maxRuntime time.Duration) *core.Workload {
+		x := &core.Workload{ID: core.WorkloadID(id), Spec: core.Spec{MaxRuntime: maxRuntime}}
+		x.Status.StartedAt = &started
+		return x
+	}
+	for _, tc := range []struct {
+		name        string
+		onIt        []*core.Workload
+		whole, dr   bool
+		want, never string
+	}{
+		{"nothing runs", nil, true, false, "no work runs on the devices under test: the qualification starts at once; meanwhile the node takes no new work", ""},
+		{"drain", []*core.Workload{w("wl-a", 0)}, true, true, "drains for it: 1 running workload (wl-a) requeued now", "waits"},
+		{"bounded", []*core.Workload{w("wl-a", 2*time.Hour), w("wl-b", 3*time.Hour)}, false, false,
+			"waits for 2 running workloads (wl-a, wl-b) to end, until 2025-06-01T14:00:00Z at the latest (their max runtimes, 2h0m0s from now); node validate n1 --drain requeues them instead", "meanwhile"},
+		{"unbounded", []*core.Workload{w("wl-a", 2*time.Hour), w("wl-b", 0), w("wl-c", 0)}, true, false, "with no bound: 2 of them have no max runtime; meanwhile the node takes no new work", "at the latest"},
+		{"many", []*core.Workload{w("wl-1", 0), w("wl-2", 0), w("wl-3", 0), w("wl-4", 0), w("wl-5", 0), w("wl-6", 0)}, true, false, "6 running workloads (wl-1, wl-2, wl-3, wl-4, wl-5, and 1 more)", "wl-6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Waits(tc.onIt, tc.whole, tc.dr, "n1", now)
+			if !strings.Contains(got, tc.want) || (tc.never != "" && strings.Contains(got, tc.never)) {
+				t.Errorf("got %q, want it to say %q and not %q", got, tc.want, tc.never)
+			}
+		})
+	}
+}
+
+// A validation asked with drain requeues the work on the node at once
+// and says so; one without waits for it and says for how long, in the
+// request and in the node's state.
+func TestValidateSaysWhatItWaitsFor(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, simNode(t, 2), Options{})
+	f.steps()
+	w1 := f.place("w1", 0)
+	st, err := f.q.Validate(ctx, "n1", 2, nil, false, "admin", "check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Validate == nil || !strings.Contains(st.Validate.Waits, "waits for 1 running workload ("+string(w1.ID)+") to end, with no bound") {
+		t.Fatalf("the request says %+v", st.Validate)
+	}
+	f.q.Step(ctx)
+	f.q.Step(ctx)
+	if st, _, _ := f.st.NodeStatus(ctx, "n1"); st.Reason != "WaitingForWork" || !strings.Contains(st.Message, string(w1.ID)) || !strings.Contains(st.Message, "--drain") {
+		t.Errorf("waiting: %s: %q", st.Reason, st.Message)
+	}
+	if w, _ := f.st.Workload(ctx, w1.ID); w.Status.StopRequested != "" {
+		t.Errorf("without drain the work was stopped: %q", w.Status.StopRequested)
+	}
+
+	g := newFixture(t, simNode(t, 2), Options{})
+	g.steps()
+	w2 := g.place("w2", 1)
+	st, err = g.q.Validate(ctx, "n1", 1, nil, true, "admin", "check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Validate.Drain || !strings.Contains(st.Validate.Waits, "drains for it: 1 running workload ("+string(w2.ID)+") requeued now") {
+		t.Errorf("the drain request says %+v", st.Validate)
+	}
+	g.q.Step(ctx)
+	g.q.Step(ctx)
+	if w, _ := g.st.Workload(ctx, w2.ID); w.Status.StopRequested != ReasonValidating {
+		t.Errorf("with drain the work was not stopped for the qualification: %q", w.Status.StopRequested)
 	}
 }

@@ -63,12 +63,12 @@ func (q *Qualifier) qualify(ctx context.Context, n *core.Node, st core.NodeStatu
 		}
 	}
 	if len(onIt) > 0 {
-		if q.opts.Drain {
+		if q.opts.Drain || req.Drain {
 			q.stop(ctx, onIt, ReasonValidating, fmt.Sprintf("node %s is being qualified; requeued", n.Name))
 		} else if whole && st.Reason != "WaitingForWork" {
-			// Said once: what it waits for, and how to give it up.
-			msg := fmt.Sprintf("waiting for %d running %s on it to end (qualification.policy wait); gpufleet uncordon gives the qualification up",
-				len(onIt), map[bool]string{true: "workload", false: "workloads"}[len(onIt) == 1])
+			// Said once: what it waits for, for how long, and how to
+			// give it up.
+			msg := Waits(onIt, whole, false, n.Name, now)
 			q.update(ctx, n.Name, func(_ *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
 				if st.State != core.NodeValidating {
 					return nil, nil

@@ -262,5 +262,6 @@ func cloneTask(t executor.Task) executor.Task {
 	t.Env = maps.Clone(t.Env)
 	t.Request.GPUModels = slices.Clone(t.Request.GPUModels)
 	t.Assignments = slices.Clone(t.Assignments)
+	t.Network.Allow = slices.Clone(t.Network.Allow)
 	return t
 }

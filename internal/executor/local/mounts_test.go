@@ -307,3 +307,40 @@ func TestSecretFilesWithoutMountNamespace(t *testing.T) {
 		t.Errorf("a volume without a mount namespace: Start error %v", err)
 	}
 }
+
+// ReadVolumeFile reads a regular file of the volume, within a bound; a
+// path out of the volume, a link out of it, a FIFO and a file over the
+// bound are refused.
+func TestReadVolumeFileStaysInTheVolume(t *testing.T) {
+	dir := t.TempDir()
+	e := newExecutor(t, dir, nil)
+	ctx := t.Context()
+	if err := e.EnsureVolume(ctx, "ml", "prompts", 0); err != nil {
+		t.Fatal(err)
+	}
+	vdir := filepath.Join(dir, "volumes", "ml", "prompts")
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("not yours"), 0o600)
+	os.MkdirAll(filepath.Join(vdir, "sets"), 0o755)
+	os.WriteFile(filepath.Join(vdir, "sets", "a.jsonl"), []byte(`{"prompt":"hi"}`+"\n"), 0o600)
+	os.WriteFile(filepath.Join(vdir, "big"), make([]byte, 100), 0o600)
+	os.Symlink(secret, filepath.Join(vdir, "link"))
+	syscall.Mkfifo(filepath.Join(vdir, "fifo"), 0o600)
+	if b, err := e.ReadVolumeFile(ctx, "ml", "prompts", "sets/a.jsonl", 1<<10); err != nil || string(b) != `{"prompt":"hi"}`+"\n" {
+		t.Errorf("read %q, %v", b, err)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"../../../../" + secret, "escape"},
+		{"link", "escape"},
+		{"fifo", "not a regular file"},
+		{"big", "100 bytes"},
+		{"none", "no such file"},
+	} {
+		if b, err := e.ReadVolumeFile(ctx, "ml", "prompts", tc.file, 50); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: read %q, %v; want an error saying %q", tc.file, b, err, tc.want)
+		}
+	}
+	if _, err := e.ReadVolumeFile(ctx, "ml", "../x", "a", 50); err == nil {
+		t.Error("a volume name that escapes was read")
+	}
+}

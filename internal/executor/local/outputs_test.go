@@ -174,7 +174,8 @@ func TestOutputsOfAdoptedAndLostTasks(t *testing.T) {
 }
 
 // A task's metrics file is read into its exit: the last value of a name
-// wins, a bad line is skipped with a note, a link is not followed.
+// is its value, every value its samples; a bad line is skipped with a
+// note, a link is not followed.
 func TestMetricsFileIsReadIntoTheExit(t *testing.T) {
 	e := newExecutor(t, "", nil)
 	tk := task("met-1", "sh", "-c", `M="$`+local.EnvMetricsFile+`"
@@ -183,7 +184,7 @@ echo 'not json' >> "$M"
 echo '{"name":"p95_latency_ms","value":182,"unit":"ms"}' >> "$M"
 echo '{"name":"throughput_per_second","value":41.5}' >> "$M"`)
 	x := run(t, e, tk)
-	want := []core.Metric{{Name: "p95_latency_ms", Value: 182, Unit: "ms", Attempt: 1}, {Name: "throughput_per_second", Value: 41.5, Attempt: 1}}
+	want := []core.Metric{{Name: "p95_latency_ms", Value: 182, Unit: "ms", Attempt: 1, Samples: []float64{250, 182}}, {Name: "throughput_per_second", Value: 41.5, Attempt: 1}}
 	if diff := cmp.Diff(want, x.Metrics); diff != "" {
 		t.Errorf("Exit.Metrics (-want +got):\n%s", diff)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -272,4 +273,38 @@ func (e *Executor) taskMounts(t executor.Task) ([]taskMount, error) {
 		}
 	}
 	return out, nil
+}
+
+// ReadVolumeFile reads a file of a team volume, at most limit bytes (an
+// acceptance load stage's requests): the path is relative to the volume
+// and confined to it (os.Root: no "..", no link out of it), and must name
+// a regular file no larger than limit. The volume's contents are the
+// task's, so the file is opened without blocking (a FIFO is refused).
+func (e *Executor) ReadVolumeFile(ctx context.Context, team core.TeamName, name, file string, limit int64) ([]byte, error) {
+	dir, err := e.volumeDir(team, name)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("volume %s/%s holds nothing yet", team, name)
+	} else if err != nil {
+		return nil, fmt.Errorf("volume %s/%s: %w", team, name, err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, cause(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %v", file, cause(err))
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", file)
+	case fi.Size() > limit:
+		return nil, fmt.Errorf("%s is %d bytes; at most %d are read", file, fi.Size(), limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
 }

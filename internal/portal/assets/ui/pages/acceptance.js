@@ -5,9 +5,10 @@ import { h, replace, ago, rfc3339, errorBox, table, wid } from '../dom.js';
 // of the user's teams (GET /api/v1/acceptance/runs, newest first), and
 // #/acceptance/ID shows one run (GET /api/v1/acceptance/runs/ID): its
 // stages, each criterion with its value and verdict, the metrics, the
-// report, and the review's decision. The words are the CLI's and the
-// API's: statuses Passed, Failed, Running and Error, verdicts pass and
-// fail, decisions extend, reserve, dedicate, scale and reject.
+// report, and the review's decisions (the latest, and every one kept).
+// The words are the CLI's and the API's: statuses Passed, Failed, Running
+// and Error, verdicts pass and fail, decisions extend, reserve, dedicate,
+// scale and reject.
 
 // REFRESH_MS is how often a page reads again while a run is Running.
 const REFRESH_MS = 2000;
@@ -193,8 +194,12 @@ function renderRun(main, id, ctx) {
 
   const showDecision = () => {
     const d = run.decision;
-    const recorded = d ? h('p', { id: 'decision-recorded' }, 'Decision: ', h('strong', { class: 'decision' }, d.decision), ' by ', d.by || '?', ' ', rfc3339(d.at),
-      d.note ? [': ', h('span', { class: 'note' }, d.note)] : null) : h('p', { class: 'muted', id: 'decision-recorded' }, 'No decision recorded.');
+    const said = (x) => [h('strong', { class: 'decision' }, x.decision), x.override ? [' ', h('span', { class: 'override' }, '(override)')] : null,
+      ' by ', x.by || '?', ' ', rfc3339(x.at), x.note ? [': ', h('span', { class: 'note' }, x.note)] : null];
+    const history = run.decisions || [];
+    const recorded = [d ? h('p', { id: 'decision-recorded' }, 'Decision: ', said(d)) : h('p', { class: 'muted', id: 'decision-recorded' }, 'No decision recorded.'),
+      history.length > 1 ? h('details', { id: 'decision-history' }, h('summary', {}, 'Every decision (' + history.length + ', oldest first)'),
+        h('ol', {}, history.map((x) => h('li', { class: 'decision-entry' }, said(x))))) : null];
     if (run.status === 'Running' || !canDecide(ctx.me, run.team)) {
       replace(decisionBox, h('section', { class: 'card', 'aria-labelledby': 'decision-h' }, h('h2', { id: 'decision-h' }, 'Decision'), recorded,
         run.status === 'Running' ? h('p', { class: 'help' }, 'A decision is recorded once the run has ended.')
@@ -205,11 +210,16 @@ function renderRun(main, id, ctx) {
       DECISIONS.map((x) => h('option', { value: x, selected: d ? d.decision === x : x === 'extend' }, x)));
     const note = h('textarea', { id: 'a-note', name: 'note', rows: 2, maxlength: 4096, placeholder: 'why (optional)' });
     const err = h('div', { id: 'a-decision-error', class: 'decision-error', role: 'alert' });
-    const button = h('button', { type: 'submit', class: 'primary' }, d ? 'Change the decision' : 'Record the decision');
+    // extend, reserve, dedicate and scale on a run that did not pass are
+    // recorded only as an override, with a note (the API refuses them
+    // otherwise).
+    const override = h('input', { type: 'checkbox', id: 'a-override', name: 'override' });
+    const button = h('button', { type: 'submit', class: 'primary' }, d ? 'Record another decision' : 'Record the decision');
     const form = h('form', { id: 'decision-form', 'aria-label': 'Record a decision' },
       h('div', { class: 'form-grid' },
         h('div', { class: 'field' }, h('label', { for: 'a-decision' }, 'Decision'), sel),
-        h('div', { class: 'field note-field' }, h('label', { for: 'a-note' }, 'Note'), note),
+        h('div', { class: 'field note-field' }, h('label', { for: 'a-note' }, 'Note'), note,
+          run.status !== 'Passed' ? h('label', { class: 'override-choice' }, override, ' Override: record it though the run did not pass (needs a note)') : null),
         h('div', { class: 'field' }, button)),
       err);
     form.addEventListener('submit', async (ev) => {
@@ -217,7 +227,7 @@ function renderRun(main, id, ctx) {
       button.disabled = true;
       replace(err);
       try {
-        run = await api(path + '/decision', { method: 'POST', body: { decision: sel.value, note: note.value } });
+        run = await api(path + '/decision', { method: 'POST', body: { decision: sel.value, note: note.value, override: override.checked } });
         seen = JSON.stringify(run);
         show();
         loadReport();
@@ -229,7 +239,7 @@ function renderRun(main, id, ctx) {
       }
     });
     replace(decisionBox, h('section', { class: 'card', 'aria-labelledby': 'decision-h' }, h('h2', { id: 'decision-h' }, 'Decision'), recorded,
-      h('p', { class: 'help' }, 'The review\'s decision on this capacity, as ', h('code', {}, 'gpufleet accept decide ' + run.id + ' --decision reserve --note …'), ' records it.'),
+      h('p', { class: 'help' }, 'The review\'s decision on this capacity, as ', h('code', {}, 'gpufleet accept decide ' + run.id + ' --decision reserve --note …'), ' records it; each decision is kept.'),
       form));
   };
 

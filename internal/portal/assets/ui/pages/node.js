@@ -115,7 +115,9 @@ export function render(main, { parts }, ctx) {
       ['Message', n.stateMessage ? h('span', { id: 'node-state-message' }, n.stateMessage) : null],
       ['Since', n.stateSince ? rfc3339(n.stateSince) : null],
       ['Takes work', n.schedulable ? 'yes' : h('span', { class: 'warn-text' }, 'no')],
-      ['Last qualified', n.lastQualified ? rfc3339(n.lastQualified) : h('span', { class: 'muted' }, 'never')],
+      ['Qualification asked', n.validation ? h('span', { id: 'node-validation' }, 'level ' + n.validation.level + (n.validation.requestedBy ? ' by ' + n.validation.requestedBy : '') + ': ' + (n.validation.waits || '')) : null],
+      ['Last qualified', n.lastQualified ? [rfc3339(n.lastQualified), latest && latest.simulated ? [' ', h('span', { class: 'badge warn simulated', id: 'qualified-simulated' }, 'Simulated')] : null]
+        : h('span', { class: 'muted' }, 'never')],
       ['Pool', n.pool || null],
       ['Region', n.region || null],
       ['CPUs', n.cpu ? String(n.cpu) : null],
@@ -297,8 +299,8 @@ function evidence(items) {
     const lvl = r >= 0 ? diag.command[r + 1] : null;
     const head = h('span', { class: 'run-head' },
       h('strong', {}, i === 0 ? 'Latest run' : 'Run'), ' ', h('code', { class: 'small' }, run), ' · ', rfc3339(es[0].startedAt),
-      lvl ? ' · level ' + lvl : '', es.some((e) => e.simulated) ? h('span', { class: 'badge info' }, 'simulated') : null, ' ',
-      failed ? h('span', { class: 'badge bad' }, failed + ' failed') : h('span', { class: 'badge ok' }, 'passed'));
+      lvl ? ' · level ' + lvl : '', es.some((e) => e.simulated) ? h('span', { class: 'badge warn simulated', title: 'Evidence of simulated devices: not a qualification' }, 'Simulated') : null, ' ',
+      failed ? h('span', { class: 'badge bad' }, failed + ' failed') : h('span', { class: 'badge ok' }, es.some((e) => e.simulated) ? 'passed in simulation' : 'passed'));
     const list = h('ol', { class: 'evidence' }, es.map((e, j) => evidenceRow(e, run + '/' + j)));
     if (i === 0) return h('section', { class: 'run', 'data-run': run, 'aria-label': 'Qualification run ' + run }, h('h3', {}, head), list);
     return h('details', { class: 'run', 'data-run': run, 'data-key': 'run/' + run }, h('summary', {}, head), list);
@@ -312,11 +314,13 @@ function evidenceRow(e, key) {
   if (e.stdout) out.push(h('p', { class: 'out-label' }, 'stdout'), h('pre', { class: 'evidence-out stdout', tabindex: '0', 'aria-label': 'stdout of ' + cmd }, e.stdout));
   if (e.stderr) out.push(h('p', { class: 'out-label' }, 'stderr'), h('pre', { class: 'evidence-out stderr', tabindex: '0', 'aria-label': 'stderr of ' + cmd }, e.stderr));
   if (e.error) out.push(h('p', { class: 'out-label' }, 'error'), h('pre', { class: 'evidence-out error-out' }, e.error));
-  const resultCls = e.result === 'Pass' ? 'ok' : e.result === 'Fail' ? 'bad' : 'warn';
-  return h('li', { class: 'evidence-row', 'data-command': cmd, 'data-result': e.result },
+  // Evidence of simulated devices says so wherever its result shows (as
+  // the CLI's and the report's do): it is not a qualification.
+  const resultCls = e.simulated ? 'warn' : e.result === 'Pass' ? 'ok' : e.result === 'Fail' ? 'bad' : 'warn';
+  return h('li', { class: 'evidence-row', 'data-command': cmd, 'data-result': e.result, 'data-simulated': e.simulated ? 'true' : 'false' },
     h('div', { class: 'ev-head' },
       h('ol', { class: 'argv', 'aria-label': 'Command arguments' }, e.command.map((a) => h('li', {}, h('code', {}, a)))),
-      h('span', { class: 'badge result ' + resultCls }, e.result),
+      h('span', { class: 'badge result ' + resultCls }, e.simulated ? e.result + ' (Simulated)' : e.result),
       h('span', { class: 'muted small' }, e.exitCode === null || e.exitCode === undefined ? 'no exit code' : 'exit ' + e.exitCode),
       h('span', { class: 'muted small' }, e.durationMs < 1000 ? e.durationMs + ' ms' : duration(e.durationMs / 1000)),
       e.gpus && e.gpus.length ? h('span', { class: 'muted small' }, 'GPUs ' + e.gpus.join(', ')) : null),
