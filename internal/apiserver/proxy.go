@@ -237,8 +237,22 @@ func (s *Server) endpoint(w *core.Workload, port int, ready bool) (addr, retryAf
 // way the proxy, port-forward and the acceptance load generator
 // (DialWorkload) reach a workload.
 func (s *Server) dialEndpoint(ctx context.Context, addr string) (net.Conn, error) {
+	if d, ok := s.opts.Endpoints.(Dialer); ok {
+		// The executor's way: from inside the workload's network
+		// namespace, where it has one.
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return d.DialContext(ctx, "tcp", addr)
+	}
 	d := net.Dialer{Timeout: 5 * time.Second}
 	return d.DialContext(ctx, "tcp", addr)
+}
+
+// Dialer is an EndpointSource that reaches the addresses it gives in a way
+// of its own (the local executor: from inside the workload's network
+// namespace, where a server on localhost is reached too).
+type Dialer interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DialWorkload opens a connection to a declared port of a running

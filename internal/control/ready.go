@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -55,7 +56,15 @@ func (p *Prober) Step(ctx context.Context) {
 	if p.client == nil {
 		// No redirects followed, no proxy, no keep-alive between probes
 		// of untrusted servers.
-		p.client = &http.Client{Timeout: p.Timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+		if d, ok := p.Endpoints.(interface {
+			DialContext(context.Context, string, string) (net.Conn, error)
+		}); ok {
+			// The executor's way to its workloads' addresses (from inside
+			// their network namespaces), as the proxy reaches them.
+			tr.DialContext = d.DialContext
+		}
+		p.client = &http.Client{Timeout: p.Timeout, Transport: tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	snap, err := p.Store.Snapshot(ctx)

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
@@ -556,4 +558,58 @@ func (m *netManager) teardownIfIdle() {
 	if l, err := netlink.LinkByName(m.bridge); err == nil {
 		netlink.LinkDel(l)
 	}
+}
+
+// owner returns the namespace of the workload whose address addr
+// ("10.233.4.2:8888") is.
+func (m *netManager) owner(addr string) (*workloadNet, int, bool) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, 0, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range m.nets {
+		if w.Addr == ap.Addr() {
+			return w, int(ap.Port()), true
+		}
+	}
+	return nil, 0, false
+}
+
+// dialIn connects to port inside the workload's network namespace: its
+// loopback first (a server that listens on localhost only, as Jupyter
+// does by default, is reached, and by nothing else), then its own
+// address. The socket is made by a thread in the namespace, which goes
+// with its goroutine.
+func dialIn(ctx context.Context, w *workloadNet, port int) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends in the namespace
+		fd, err := unix.Open(w.NS, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		err = unix.Setns(fd, unix.CLONE_NEWNET)
+		unix.Close(fd)
+		if err != nil {
+			ch <- result{err: fmt.Errorf("enter the network namespace of %s: %w", w.ID, err)}
+			return
+		}
+		d := net.Dialer{Timeout: 5 * time.Second}
+		var c net.Conn
+		for _, host := range []string{"127.0.0.1", w.Addr.String()} {
+			if c, err = d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port))); err == nil {
+				break
+			}
+		}
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
 }

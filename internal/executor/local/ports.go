@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
@@ -202,4 +204,28 @@ func (e *Executor) Address(id core.WorkloadID, attempt int) (string, bool) {
 		return "", false
 	}
 	return w.Addr.String(), true
+}
+
+// DialContext connects to an address Endpoint gave. A workload's own
+// address is reached from inside its network namespace (dialIn), so that
+// a server it runs on localhost is reached too; any other address, as
+// net.Dialer does.
+func (e *Executor) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if e.net != nil {
+		if w, port, ok := e.net.owner(addr); ok {
+			return dialIn(ctx, w, port)
+		}
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	return d.DialContext(ctx, network, addr)
+}
+
+// Serves reports whether addr is a workload's own address of this
+// executor, which DialContext reaches from inside its namespace.
+func (e *Executor) Serves(addr string) bool {
+	if e.net == nil {
+		return false
+	}
+	_, _, ok := e.net.owner(addr)
+	return ok
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -367,6 +368,22 @@ func (m *Executor) Endpoint(id core.WorkloadID, attempt, port int) (string, bool
 		return "", false
 	}
 	return e.Endpoint(id, attempt, port)
+}
+
+// DialContext connects to an address an Endpoint gave, through the
+// cluster executor that serves it (the local executor reaches its
+// workloads' addresses from inside their namespaces), or directly.
+func (m *Executor) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	for _, c := range m.clusters {
+		if d, ok := c.Executor.(interface {
+			Serves(string) bool
+			DialContext(context.Context, string, string) (net.Conn, error)
+		}); ok && d.Serves(addr) {
+			return d.DialContext(ctx, network, addr)
+		}
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
 }
 
 // Address says at which address the attempt is reached: the answer of the
