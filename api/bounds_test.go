@@ -43,6 +43,15 @@ func TestNumbersAreBounded(t *testing.T) {
 			}
 		})
 	}
+	// The lower bound of a memory request: the least a process starts
+	// with; none at all (0) is no limit of its own.
+	for mib, ok := range map[int64]bool{0: true, MinMemoryMiB - 1: false, 1: false, MinMemoryMiB: true} {
+		w := base()
+		w.Resources.MemoryMiB = mib
+		if got := names(w.Validate(), "resources.memoryMiB"); got == ok {
+			t.Errorf("memoryMiB %d: %v, want valid %t", mib, w.Validate(), ok)
+		}
+	}
 	for _, secs := range []int64{9223372037, 18446744074, 1 << 62, -1} {
 		w := base()
 		w.MaxRuntimeSeconds = secs

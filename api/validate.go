@@ -37,6 +37,9 @@ const (
 	MaxGPUMemoryMiB = 1 << 20
 	// MaxMilliCPU is the most host CPU one replica may ask for: 1024 CPUs.
 	MaxMilliCPU = 1024 * 1000
+	// MinMemoryMiB is the least host memory a workload may ask for (its
+	// memory limit): less and no process starts.
+	MinMemoryMiB = 16
 	// MaxMemoryMiB is the most host memory one replica may ask for: 16 TiB.
 	MaxMemoryMiB = 16 << 20
 	// MaxQuotaMilliGPU bounds a team's guarantee, limit and each model
@@ -174,6 +177,8 @@ func (w *Workload) Validate() []FieldError {
 	}
 	if r.MemoryMiB < 0 || r.MemoryMiB > MaxMemoryMiB {
 		add("resources.memoryMiB", "must be from 0 to %d (16 TiB)", MaxMemoryMiB)
+	} else if r.MemoryMiB > 0 && r.MemoryMiB < MinMemoryMiB {
+		add("resources.memoryMiB", "%d MiB is below %d MiB, the least a process can start with (it is the workload's memory limit)", r.MemoryMiB, MinMemoryMiB)
 	}
 	for i, m := range r.GPUModels {
 		if strings.TrimSpace(m) == "" || len(m) > 64 {

@@ -567,11 +567,16 @@ func (l *Loop) launch(ctx context.Context, w *core.Workload) *unrecorded {
 		exit: executor.Exit{WorkloadID: w.ID, Attempt: w.Status.Attempts, Reason: ReasonStartError, Message: err.Error()},
 		end:  &end{phase: core.Failed, reason: ReasonStartError, message: err.Error()},
 	}
-	if errors.Is(err, executor.ErrUnavailable) {
+	switch {
+	case errors.Is(err, executor.ErrUnavailable):
 		// Not the workload's fault (its cluster cannot be reached): it is
 		// requeued, as a lost attempt is.
 		u.exit.Reason = ReasonUnreachable
 		u.end = &end{phase: core.Lost, reason: ReasonUnreachable, message: err.Error(), requeue: true}
+	case errors.Is(err, executor.ErrNoSpace):
+		// Nor is a full disk: nothing of it ran.
+		u.exit.Reason = ReasonNoSpace
+		u.end = &end{phase: core.Lost, reason: ReasonNoSpace, message: err.Error(), requeue: true}
 	}
 	if ferr := l.record(sctx, w, u.exit.Attempt, *u.end); ferr != nil {
 		l.log.Error("record start failure; retrying", "workload", w.ID, "err", ferr)
@@ -731,6 +736,10 @@ func (l *Loop) reportOutputs(ctx context.Context, e executor.Exit) error {
 // ReasonUnreachable: a start failed because the task's cluster could not be
 // reached; the workload is requeued.
 const ReasonUnreachable = "ClusterUnreachable"
+
+// ReasonNoSpace: the attempt could not start for want of disk space on its
+// node; the workload is requeued.
+const ReasonNoSpace = "NoSpace"
 
 // ReasonMalformedMetrics is the Warning event of a metrics report that was
 // not all read.

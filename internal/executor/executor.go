@@ -86,6 +86,11 @@ type Dataset struct {
 // the workload rather than fail it.
 var ErrUnavailable = errors.New("the executor cannot reach where the task runs")
 
+// ErrNoSpace is what a Start wraps when the task could not be started for
+// want of disk space (its files, its supervisor's records): the control
+// loop requeues the workload rather than fail it, since nothing of it ran.
+var ErrNoSpace = errors.New("no space left on the disk to start the task")
+
 // EnvSecretsDir names the directory holding a task's secret files.
 const EnvSecretsDir = "GPUFLEET_SECRETS_DIR"
 

@@ -61,6 +61,7 @@ func programError(p string, err error, readOnly []string) error {
 const (
 	startNotFound = "notfound"
 	startDenied   = "denied"
+	startNoSpace  = "nospace"
 )
 
 // startError is a program the sandbox could not execute. It crosses the
@@ -81,8 +82,19 @@ func (e *startError) Unwrap() error {
 		return exec.ErrNotFound
 	case startDenied:
 		return fs.ErrPermission
+	case startNoSpace:
+		return syscall.ENOSPC
 	}
 	return nil
+}
+
+// noSpace marks an error of the supervisor's for want of disk space, so
+// that Start's error says so (executor.ErrNoSpace) across the pipe.
+func noSpace(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return &startError{Kind: startNoSpace, Msg: err.Error()}
+	}
+	return err
 }
 
 // encodeStartError is err as the sandbox writes it to the supervisor: a

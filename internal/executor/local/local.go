@@ -327,6 +327,9 @@ func (e *Executor) attemptDir(id core.WorkloadID, attempt int) (string, error) {
 // Exit is delivered.
 func (e *Executor) Start(ctx context.Context, t executor.Task) error {
 	if err := e.start(ctx, t); err != nil {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return fmt.Errorf("start %s attempt %d: %w: %w", t.WorkloadID, t.Attempt, executor.ErrNoSpace, err)
+		}
 		return fmt.Errorf("start %s attempt %d: %w", t.WorkloadID, t.Attempt, err)
 	}
 	return nil
@@ -673,6 +676,7 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string,
 	if err := writeJSON(filepath.Join(adir, "pid"), pidRecord{ShimPID: shimPID, ShimStart: shimTick, PIDNS: tk.pidns}); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
+		forgetAttempt(adir)
 		return err
 	}
 	if _, err := goW.WriteString("go\n"); err != nil {
@@ -718,9 +722,12 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string,
 	rec := pidRecord{ShimPID: shimPID, ShimStart: shimTick, PID: pid, Start: tick, PIDNS: tk.pidns}
 	if err := writeJSON(filepath.Join(adir, "pid"), rec); err != nil {
 		// Without a pid file the task could not be adopted after a restart:
-		// do not run it.
+		// do not run it, and leave no record that it ran (removing frees
+		// space, where the disk is full), so that a restart finds an
+		// attempt that never started, not one killed.
 		syscall.Kill(-pid, syscall.SIGKILL)
 		cmd.Wait()
+		forgetAttempt(adir)
 		return err
 	}
 	e.mu.Lock()
@@ -732,6 +739,14 @@ func (e *Executor) launch(ctx context.Context, tk *task, dir, spec, prog string,
 	}()
 	e.log.Info("task started", "workload", tk.key.id, "attempt", tk.key.attempt, "pid", pid, "supervisor", shimPID)
 	return nil
+}
+
+// forgetAttempt removes what says an attempt started (its pid file, its
+// exit record and reservation), for one whose start failed: it never ran.
+func forgetAttempt(adir string) {
+	for _, name := range []string{"pid", "pid.tmp", "exit", "exit.tmp", exitReserved} {
+		os.Remove(filepath.Join(adir, name))
+	}
 }
 
 // parseReady parses the supervisor's report "ok <pid> <start>".

@@ -135,7 +135,7 @@ func runShim(attemptDir, specJSON string, p envPayload, prog string, argv []stri
 	// 3. Reserve the exit record, so that the ending can be recorded on a
 	// full disk; with no space for it, the task does not start.
 	if err := reserveExit(attemptDir); err != nil {
-		return refuse(err.Error())
+		return refuse(encodeStartError(noSpace(err)))
 	}
 
 	// 4. Start the task in a process group of its own, confined by the
