@@ -13,7 +13,8 @@
 # Ready with real evidence (CUDA started in the sandbox), a CUDA job naming its device, two 0.25
 # workloads of two teams on one GPU at once, a fraction over its memory share stopped as
 # GPUMemoryLimitExceeded, a DataLoader with 4 workers, a Triton kernel and torch.compile in the sandbox,
-# an acceptance card measuring bf16 TFLOP/s, usage per workload. PyTorch is used where some python3 of
+# a memory limit (OOMKilled) and a network apart from other teams', an acceptance card measuring bf16
+# TFLOP/s, usage per workload. PyTorch is used where some python3 of
 # the system's (not a user's home) imports torch; else the CUDA job is nvidia-smi in the sandbox.
 #
 # Exit status: 0 when every check passed, 1 when one failed, 2 (printing "no NVIDIA GPU") where
@@ -302,7 +303,46 @@ else
 	skip torch-compile "no PyTorch"
 fi
 
-# 9. An acceptance card whose smoke stage reports bf16 TFLOP/s.
+# 9. Tenancy: a workload's memory limit, and its network apart from other teams'.
+if [[ $ISOLATION == *cgroup* ]]; then
+	id=$(submit check-a memory-limit --gpus 0.25 --memory 256Mi -- python3 -c 'b = bytearray(1 << 30); print(len(b))')
+	wait_phase "$id" 60 Failed Succeeded >/dev/null
+	reason=$(status "$id" 'd["status"]["reason"]')
+	[[ $reason == OOMKilled ]] && pass memory-limit "$(status "$id" 'd["status"]["message"]')" ||
+		fail memory-limit "ended $(status "$id" 'd["status"]["phase"]') $reason, want OOMKilled under --memory 256Mi"
+else
+	skip memory-limit "no cgroups here ($ISOLATION)"
+fi
+if [[ $ISOLATION == *"network namespaces"* ]]; then
+	svc=$(submit check-b net-service --gpus 0.25 --kind service --port 8000 -- python3 -m http.server 8000)
+	addr=""
+	for _ in $(seq 150); do
+		addr=$(status "$svc" 'd["status"].get("address") or None')
+		[[ -n $addr ]] && break
+		sleep 0.2
+	done
+	probe='import socket, sys, time
+for i in range(50):
+    try:
+        socket.create_connection((sys.argv[1], 8000), timeout=2).close(); print("REACHED"); break
+    except ConnectionRefusedError: time.sleep(0.1)
+    except OSError as e: print("REFUSED", e); break
+else: print("NOTHING")'
+	same=$(submit check-b net-friend --gpus 0.25 -- python3 -c "$probe" "$addr")
+	other=$(submit check-a net-stranger --gpus 0.25 -- python3 -c "$probe" "$addr")
+	wait_phase "$same" 60 Succeeded Failed >/dev/null
+	wait_phase "$other" 60 Succeeded Failed >/dev/null
+	if [[ -n $addr ]] && logs "$same" | grep -q REACHED && logs "$other" | grep -q REFUSED; then
+		pass network "check-b's service at $addr: its team reaches it, check-a is refused"
+	else
+		fail network "address ${addr:-none}; same team: $(logs "$same" | tail -1); other team: $(logs "$other" | tail -1)"
+	fi
+	gf cancel "$svc" >/dev/null 2>&1
+else
+	skip network "no network namespaces here ($ISOLATION)"
+fi
+
+# 10. An acceptance card whose smoke stage reports bf16 TFLOP/s.
 if [[ -n $PY ]]; then
 	cat >"$SCRATCH/card.yaml" <<'EOF'
 kind: AcceptanceCard

@@ -39,7 +39,7 @@ func TestGPUCheckCPUHalf(t *testing.T) {
 	if m == nil || m[1] == "0" {
 		t.Errorf("gpu-check --simulate: want a summary with checks passed and none failed")
 	}
-	for _, check := range []string{"isolation", "node-ready", "share", "usage", "memory-share", "acceptance"} {
+	for _, check := range []string{"isolation", "node-ready", "share", "usage", "memory-share", "memory-limit", "network", "acceptance"} {
 		if !regexp.MustCompile(`(?m)^PASS .* ` + check + ` `).Match(out) {
 			t.Errorf("gpu-check --simulate: check %s did not pass", check)
 		}
