@@ -173,7 +173,12 @@ func tryClaim(slot int, root string) (*claim, string, error) {
 // and reports whether it did; the lock file keeps naming this data
 // directory, so that its tasks, if any still run, keep the slot from
 // others.
-func (c *claim) release() bool {
+func (c *claim) release() bool { return c.releaseAfter(nil) }
+
+// releaseAfter is release, running last (when it lets the slot go) while
+// it still holds it, so that no other server of the slot can have begun
+// to use what last removes.
+func (c *claim) releaseAfter(last func()) bool {
 	if c == nil || c.h == nil {
 		return false
 	}
@@ -183,6 +188,9 @@ func (c *claim) release() bool {
 	c.h = nil
 	if h.refs--; h.refs > 0 {
 		return false
+	}
+	if last != nil {
+		last()
 	}
 	delete(holds, c.slot)
 	h.f.Close()

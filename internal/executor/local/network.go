@@ -516,6 +516,14 @@ func newNamespaceAt(path string) error {
 	return <-errc
 }
 
+// The main goroutine keeps the main thread. Goroutines here move their
+// (locked) thread into a workload's network namespace and let it end with
+// them (newNamespaceAt, dialIn); the runtime does not end the main thread
+// but parks it, in that namespace, and the main thread's namespace is the
+// one /proc/self/net shows the whole process (the listeners' check reads
+// it). Locked here, at init, the main thread never runs another goroutine.
+func init() { runtime.LockOSThread() }
+
 // EnvAPIAddr names the address where a task reaches gpufleet's API (the
 // server on its bridge's gateway); every request wants a token still.
 const EnvAPIAddr = "GPUFLEET_ADDR"
