@@ -80,7 +80,7 @@ func claimSlot(root string, n, prefer int, usable func(slot int) error) (*claim,
 		rec.Slot, err = prefer, nil
 	}
 	if err == nil && rec.Slot >= 0 && rec.Slot < n {
-		c, holder, err := tryClaim(rec.Slot, root)
+		c, holder, err := tryClaim(rec.Slot, root, true)
 		if err != nil {
 			return nil, err
 		}
@@ -95,24 +95,29 @@ func claimSlot(root string, n, prefer int, usable func(slot int) error) (*claim,
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", mine, err)
 	}
+	// A slot no other data directory still names first; then one whose
+	// data directory runs no task (a server that ended and has not come
+	// back).
 	var last error
-	for slot := range n {
-		if err := usable(slot); err != nil {
-			last = err
-			continue
+	for _, evict := range []bool{false, true} {
+		for slot := range n {
+			if err := usable(slot); err != nil {
+				last = err
+				continue
+			}
+			c, _, err := tryClaim(slot, root, evict)
+			if err != nil {
+				return nil, err
+			}
+			if c == nil {
+				continue
+			}
+			if err := writeJSON(mine, claimRecord{Slot: slot, DataDir: root}); err != nil {
+				c.release()
+				return nil, err
+			}
+			return c, nil
 		}
-		c, _, err := tryClaim(slot, root)
-		if err != nil {
-			return nil, err
-		}
-		if c == nil {
-			continue
-		}
-		if err := writeJSON(mine, claimRecord{Slot: slot, DataDir: root}); err != nil {
-			c.release()
-			return nil, err
-		}
-		return c, nil
 	}
 	if last != nil {
 		return nil, fmt.Errorf("no free slot of user IDs and addresses among %d: %w", n, last)
@@ -121,9 +126,11 @@ func claimSlot(root string, n, prefer int, usable func(slot int) error) (*claim,
 }
 
 // tryClaim takes slot for root if no other server holds it and no task of
-// another data directory that held it still runs; it returns nil and who
-// holds it otherwise.
-func tryClaim(slot int, root string) (*claim, string, error) {
+// another data directory that held it still runs, and, unless evict, that
+// data directory no longer names the slot (it is gone: a test's, say); it
+// returns nil and who holds it otherwise. A server killed and started again
+// so finds its slot, and its teams' user IDs, still its own.
+func tryClaim(slot int, root string, evict bool) (*claim, string, error) {
 	heldMu.Lock()
 	defer heldMu.Unlock()
 	if h, ok := holds[slot]; ok {
@@ -153,6 +160,11 @@ func tryClaim(slot int, root string) (*claim, string, error) {
 		if liveTasksOf(prev.DataDir) {
 			f.Close()
 			return nil, "the tasks of " + prev.DataDir + ", still running", nil
+		}
+		var theirs claimRecord
+		if !evict && readJSON(filepath.Join(prev.DataDir, "slot.json"), &theirs) == nil && theirs.Slot == slot {
+			f.Close()
+			return nil, "the data directory " + prev.DataDir + ", whose server may start again", nil
 		}
 		c.prior = prev.DataDir
 	}

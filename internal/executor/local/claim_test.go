@@ -10,8 +10,9 @@ import (
 
 // TestServersOnOneHostHaveSlotsOfTheirOwn: two servers on one host (two
 // data directories) give their teams different user IDs and addresses; a
-// server of the same data directory, after the first has closed, takes
-// the same slot back (its teams keep their user IDs).
+// server of the same data directory, after the first has closed (or been
+// killed), takes the same slot back (its teams keep their user IDs), even
+// when another server started meanwhile.
 func TestServersOnOneHostHaveSlotsOfTheirOwn(t *testing.T) {
 	attempt := 0
 	uidOf := func(e *local.Executor, team string) string {
@@ -35,7 +36,12 @@ func TestServersOnOneHostHaveSlotsOfTheirOwn(t *testing.T) {
 	}
 
 	net := a.Isolation().Network
-	a.Close()
+	a.Close() // as a server killed: its data directory stays
+	// A server of another data directory, started meanwhile, takes
+	// another slot.
+	if c, _ := fullyIsolated(t); c.Isolation().Network == net {
+		t.Errorf("a new data directory took the network %s of one whose server may start again", net)
+	}
 	again, err := local.New(local.Options{DataDir: dirA})
 	if err != nil {
 		t.Fatal(err)
