@@ -37,6 +37,7 @@ var thirdParty = map[string]string{
 	"cobra":                   "github.com/spf13/cobra",
 	"pflag":                   "github.com/spf13/pflag",
 	"purego":                  "github.com/ebitengine/purego",
+	"coder/websocket":         "github.com/coder/websocket",
 }
 
 // rule is one row of the table: the package and what it may import.
