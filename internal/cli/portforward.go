@@ -57,6 +57,7 @@ its role in the team lost: it then says why and exits with an error.`,
 			context.AfterFunc(ctx, func() { ln.Close() })
 			var wg sync.WaitGroup
 			defer wg.Wait()
+			var stderr sync.Mutex // the streams' errors, one at a time
 			for {
 				conn, err := ln.Accept()
 				if err != nil {
@@ -73,7 +74,9 @@ its role in the team lost: it then says why and exits with an error.`,
 					defer conn.Close()
 					up, err := dialTunnel(ctx, c, w.ID, remote)
 					if err != nil {
+						stderr.Lock()
 						fmt.Fprintf(e.stderr, "error: %v\n", err)
+						stderr.Unlock()
 						return
 					}
 					defer up.Close()
