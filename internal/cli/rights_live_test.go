@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/config"
 )
 
 // Open streams end with their rights: a followed log, a port-forward and
@@ -312,9 +313,10 @@ func errString(err error) string {
 // The proxy to a workload's port: a WebSocket closes with a close frame
 // (1008) saying why, and a streamed answer is cut, within rightsDeadline
 // of the token's revocation, of the user's deletion (the browser's way in,
-// by the proxy cookie) or of its removal from the team.
+// by the proxy cookie), of its removal from the team or, on the
+// workload's own host, of its token's expiry.
 func TestLiveProxyEndsWithItsRights(t *testing.T) {
-	s := startLiveServer(t)
+	s := startLiveServerWith(t, func(c *config.Config) { c.Proxy.BaseURL = "http://apps.test" })
 	s.must(t, "create", "team", "lab")
 	id := strings.TrimSpace(s.must(t, "submit", "--team", "lab", "--kind", "notebook", "--gpus", "0.25", "--", "/usr/bin/python3", "-c", tickServer))
 	base := "http://" + s.addr + "/w/" + id + "/8888"
@@ -337,10 +339,15 @@ func TestLiveProxyEndsWithItsRights(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	// A WebSocket, by bearer token and by the proxy cookie a browser gets.
-	wsBy := func(hdr http.Header) *websocket.Conn {
+	// A WebSocket, by bearer token and by the proxy cookie a browser gets,
+	// under /w/ or on the workload's host.
+	wsBy := func(host string, hdr http.Header) *websocket.Conn {
 		t.Helper()
-		c, resp, err := websocket.Dial(ctx, base+"/ws", &websocket.DialOptions{HTTPHeader: hdr})
+		u := base + "/ws"
+		if host != "" {
+			u = "http://" + s.addr + "/ws"
+		}
+		c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{Host: host, HTTPHeader: hdr})
 		if err != nil {
 			t.Fatalf("WebSocket through the proxy: %v %+v", err, resp)
 		}
@@ -352,8 +359,12 @@ func TestLiveProxyEndsWithItsRights(t *testing.T) {
 		}
 		return c
 	}
-	bearer := wsBy(http.Header{"Authorization": {"Bearer " + mia}})
-	cookie := wsBy(http.Header{"Cookie": {"gpufleet-token=" + ned}})
+	bearer := wsBy("", http.Header{"Authorization": {"Bearer " + mia}})
+	cookie := wsBy("", http.Header{"Cookie": {"gpufleet-token=" + ned}})
+	s.userIn(t, "wes", "lab", "viewer")
+	wes := lastLine(s.must(t, "token", "create", "--user", "wes", "--expires-in", "6s"))
+	expires := time.Now().Add(6 * time.Second)
+	onHost := wsBy(id+"-8888.apps.test", http.Header{"Authorization": {"Bearer " + wes}})
 	// A streamed answer.
 	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/stream", nil)
 	req.Header.Set("Authorization", "Bearer "+vic)
@@ -369,7 +380,7 @@ func TestLiveProxyEndsWithItsRights(t *testing.T) {
 
 	closedWith := func(who string, c *websocket.Conn, lost time.Time, want string) {
 		t.Helper()
-		rctx, rcancel := context.WithTimeout(ctx, rightsDeadline)
+		rctx, rcancel := context.WithDeadline(ctx, lost.Add(rightsDeadline))
 		defer rcancel()
 		for {
 			_, msg, err := c.Read(rctx)
@@ -406,4 +417,5 @@ func TestLiveProxyEndsWithItsRights(t *testing.T) {
 	case <-time.After(rightsDeadline):
 		t.Errorf("vic's streamed answer still runs %s after its removal from the team", rightsDeadline)
 	}
+	closedWith("wes", onHost, expires, "the token expired")
 }
