@@ -132,13 +132,19 @@ func (c *Client) send(ctx context.Context, method, path string, hdr http.Header,
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var eb ErrorBody
-		if json.Unmarshal(b, &eb) == nil && eb.Error.Message != "" {
-			return nil, &StatusError{Status: resp.StatusCode, Err: eb.Error}
-		}
-		return nil, &StatusError{Status: resp.StatusCode, Err: Error{Code: CodeInternal, Message: strings.TrimSpace(string(b))}}
+		return nil, AnswerError(resp.StatusCode, b)
 	}
 	return resp, nil
+}
+
+// AnswerError is the error of an answer with a status other than 2xx: its
+// JSON error body, or else its text.
+func AnswerError(status int, body []byte) *StatusError {
+	var eb ErrorBody
+	if json.Unmarshal(body, &eb) == nil && eb.Error.Message != "" {
+		return &StatusError{Status: status, Err: eb.Error}
+	}
+	return &StatusError{Status: status, Err: Error{Code: CodeInternal, Message: strings.TrimSpace(string(body))}}
 }
 
 // StatusError is an error answer from the server.
@@ -219,7 +225,7 @@ func (c *Client) Logs(ctx context.Context, id string, follow bool) (io.ReadClose
 	if err != nil {
 		return nil, err
 	}
-	return resp.Body, nil
+	return followedBody{resp}, nil
 }
 
 // LogOptions chooses what part of a log to read.
@@ -255,8 +261,37 @@ func (c *Client) LogsWith(ctx context.Context, id string, o LogOptions) (io.Read
 	if err != nil {
 		return nil, err
 	}
-	return resp.Body, nil
+	return followedBody{resp}, nil
 }
+
+// StreamClosedTrailer is the trailer of a followed log that the server
+// ended because the caller's rights to it were lost (its token revoked or
+// expired, its user deleted, its role in the workload's team lost): it
+// says why, as the log's last line ("--- gpufleet: stream closed: the
+// token was revoked ---") does.
+const StreamClosedTrailer = "Gpufleet-Stream-Closed"
+
+// StreamClosedError ends the read of a log that the server ended because
+// the caller's rights to it were lost; Reason says which.
+type StreamClosedError struct{ Reason string }
+
+func (e *StreamClosedError) Error() string { return "the server closed the stream: " + e.Reason }
+
+// followedBody is a log's body: its end fails with StreamClosedError when
+// the server says it ended it.
+type followedBody struct{ resp *http.Response }
+
+func (b followedBody) Read(p []byte) (int, error) {
+	n, err := b.resp.Body.Read(p)
+	if err == io.EOF {
+		if why := b.resp.Trailer.Get(StreamClosedTrailer); why != "" {
+			err = &StreamClosedError{Reason: why}
+		}
+	}
+	return n, err
+}
+
+func (b followedBody) Close() error { return b.resp.Body.Close() }
 
 // DeleteTeam deletes a team (admins): refused (409) while it has pending
 // or running workloads; its finished workloads, service accounts and

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,8 +12,20 @@ import (
 	"strings"
 )
 
+// PortForwardURL is the address of a port-forward to port of workload id
+// (GET /workloads/{id}/portforward?port=N), for a WebSocket client: with
+// Upgrade: websocket, the stream is carried in binary messages, and a
+// close frame with code 1008 (policy violation) says why the server ended
+// it (the token was revoked or expired, its user deleted, or its role in
+// the workload's team lost).
+func (c *Client) PortForwardURL(id string, port int) string {
+	return c.Addr + "/api/v1/workloads/" + url.PathEscape(id) + "/portforward?port=" + strconv.Itoa(port)
+}
+
 // DialPortForward opens a raw TCP stream to port of a running workload,
-// over the API (GET /workloads/{id}/portforward with Upgrade: tcp).
+// over the API (GET /workloads/{id}/portforward with Upgrade: tcp). The
+// server closes it, without a word, once the token's rights to it are
+// lost; PortForwardURL's WebSocket says why.
 func (c *Client) DialPortForward(ctx context.Context, id string, port int) (net.Conn, error) {
 	u, err := url.Parse(c.Addr)
 	if err != nil {
@@ -76,11 +87,10 @@ func (c *Client) DialPortForward(ctx context.Context, id string, port int) (net.
 			io.ReadFull(br, b)
 		}
 		code, _ := strconv.Atoi(strings.Fields(status + " 0")[1])
-		var eb ErrorBody
-		if jsonErr := json.Unmarshal(b, &eb); jsonErr == nil && eb.Error.Message != "" {
-			return nil, &StatusError{Status: code, Err: eb.Error}
+		if len(b) == 0 {
+			return nil, fmt.Errorf("port-forward: %s", strings.TrimSpace(status))
 		}
-		return nil, fmt.Errorf("port-forward: %s", strings.TrimSpace(status))
+		return nil, AnswerError(code, b)
 	}
 	return &bufferedConn{Conn: conn, r: br}, nil
 }

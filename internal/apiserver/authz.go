@@ -223,6 +223,8 @@ type call struct {
 	// name its object and team.
 	audit      *core.AuditEntry
 	authorized bool
+	// session is the request's, when its route streams (sessions.go).
+	session *session
 }
 
 // authorize checks the caller's role in team against the route's need.
@@ -231,6 +233,10 @@ type call struct {
 func (c *call) authorize(team core.TeamName, kind, id string) error {
 	if c.audit != nil && c.audit.Team == "" {
 		c.audit.Team = string(team)
+	}
+	if c.session != nil {
+		// Checked again while the stream lasts.
+		c.session.need(team, c.rt.need)
 	}
 	if c.u.Admin {
 		c.authorized = true

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 )
@@ -69,10 +70,16 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 		since = off
 	}
 	// A log is long (16 MiB) or followed for as long as the workload
-	// runs: past the server's read and write timeouts.
-	w = newStreamWriter(w, r)
+	// runs: past the server's read and write timeouts, until its session
+	// ends.
+	sw := newStreamWriter(w, r)
+	defer sw.release()
+	w = sw
+	if follow {
+		w.Header().Set("Trailer", api.StreamClosedTrailer)
+	}
 	if lf, ok := s.logSource(wl.ID).(LogFollower); ok && follow {
-		return s.followStream(w, c, wl, lf)
+		return s.followStream(sw, c, wl, lf)
 	}
 	f, err := s.opts.Logs.Logs(wl.ID)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -111,7 +118,7 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 			return nil
 		}
 	}
-	flusher, _ := w.(http.Flusher)
+	ctx := r.Context()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -122,22 +129,26 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 			}
 		}
 		if f != nil {
-			if _, err := io.Copy(w, f); err != nil {
+			if _, err := io.Copy(w, untilDone{ctx, f}); err != nil && ctx.Err() == nil {
 				return nil // the client is gone
 			}
-			if flusher != nil {
-				flusher.Flush()
-			}
+			sw.Flush()
 		}
-		cur, err := s.opts.Store.Workload(r.Context(), wl.ID)
+		if ctx.Err() != nil {
+			sw.sayClosed(ctx)
+			return nil
+		}
+		cur, err := s.opts.Store.Workload(ctx, wl.ID)
 		if err != nil || cur.Status.Phase.Terminal() {
 			if f != nil {
-				io.Copy(w, f) // what was written before the end
+				io.Copy(w, untilDone{ctx, f}) // what was written before the end
 			}
+			sw.sayClosed(ctx)
 			return nil
 		}
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
+			sw.sayClosed(ctx)
 			return nil
 		case <-tick.C:
 		}
@@ -147,13 +158,13 @@ func (s *Server) logs(w http.ResponseWriter, c *call) error {
 // followStream follows a log that its source streams (a pod's): attempt
 // after attempt, until the workload has finished. Given ?limitBytes=, it
 // starts at the latest attempt rather than at the first.
-func (s *Server) followStream(w http.ResponseWriter, c *call, wl *core.Workload, lf LogFollower) error {
+func (s *Server) followStream(w *streamWriter, c *call, wl *core.Workload, lf LogFollower) error {
 	r := c.r
+	ctx := r.Context()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	fw := flushWriter{w: w}
-	fw.flusher, _ = w.(http.Flusher)
+	fw := flushWriter{w: w, flusher: w}
 	fw.flush()
 	// The stream cannot be cut to its last lines before its end is known:
 	// tailLines, like limitBytes, starts it at the latest attempt.
@@ -162,18 +173,20 @@ func (s *Server) followStream(w http.ResponseWriter, c *call, wl *core.Workload,
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		cur, err := s.opts.Store.Workload(r.Context(), wl.ID)
+		cur, err := s.opts.Store.Workload(ctx, wl.ID)
 		if err != nil {
+			w.sayClosed(ctx)
 			return nil
 		}
 		if cur.Status.Attempts > streamed {
-			rc, err := lf.FollowLogs(r.Context(), wl.ID, currentOnly)
+			rc, err := lf.FollowLogs(ctx, wl.ID, currentOnly)
 			if err == nil {
 				streamed = cur.Status.Attempts
-				_, err = io.Copy(fw, rc)
+				_, err = io.Copy(fw, untilDone{ctx, rc})
 				rc.Close()
-				if err != nil {
-					return nil // the client is gone
+				if err != nil || ctx.Err() != nil {
+					w.sayClosed(ctx)
+					return nil // the client is gone, or the session ended
 				}
 				currentOnly = true // what came before is sent
 				continue
@@ -183,7 +196,8 @@ func (s *Server) followStream(w http.ResponseWriter, c *call, wl *core.Workload,
 			return nil
 		}
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
+			w.sayClosed(ctx)
 			return nil
 		case <-tick.C:
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/store"
@@ -121,6 +124,9 @@ func declared(w *core.Workload) string {
 // its path without the prefix (X-Forwarded-Prefix says it), and the
 // answer (WebSocket upgrades included) comes back as the workload gives
 // it. A workload that does not run now answers 503 with Retry-After.
+// Each exchange is a session (sessions.go): once the caller's rights are
+// lost, a streamed answer is cut and a WebSocket closed (with a close
+// frame saying why: wsclose.go).
 func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A browser's first visit exchanges the token in the query for a
@@ -140,78 +146,91 @@ func (s *Server) proxy(rt *route, resolve func(*call) (target, error)) http.Hand
 			}
 		}
 		// Authenticated, limited and authorized as any API call (run), by
-		// a row of its own for this request.
-		var tg target
-		row := &route{pattern: rt.pattern, access: rt.access, need: rt.need, serve: func(_ *Server, c *call) (reply, error) {
-			var err error
-			tg, err = resolve(c)
-			return reply{}, err
-		}}
-		_, err := s.run(w, &call{r: r, rt: row})
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if exchange != "" {
-			s.setProxyCookie(w, r, exchange)
-			return
-		}
-		run := tg.w
-		addr, retry, err := s.endpoint(run, tg.port, true)
-		if err != nil {
-			w.Header().Set("Retry-After", retry)
-			s.fail(w, r, err)
-			return
-		}
-		// A proxied exchange may last (a notebook's WebSocket): the
-		// server's write deadline is for API answers.
-		hostMode := inHostMode(r)
-		rc := http.NewResponseController(w)
-		rc.SetWriteDeadline(time.Time{})
-		rc.SetReadDeadline(time.Time{})
-		rp := &httputil.ReverseProxy{
-			Transport: s.upstream,
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(&url.URL{Scheme: "http", Host: addr})
-				if hostMode {
-					// Its own origin: the path and host as the caller gave them.
-					pr.Out.URL.Path, pr.Out.URL.RawPath = pr.In.URL.Path, pr.In.URL.RawPath
-					pr.Out.Host = pr.In.Host
-				} else {
-					pr.Out.URL.Path = "/" + pr.In.PathValue("rest")
-					pr.Out.URL.RawPath = ""
-				}
-				pr.Out.Header.Del("Authorization")
-				pr.Out.Header.Del("Cookie")
-				for _, ck := range pr.In.Cookies() {
-					if ck.Name != ProxyCookie {
-						pr.Out.AddCookie(ck)
-					}
-				}
-				pr.SetXForwarded()
-				if !hostMode {
-					pr.Out.Header.Set("X-Forwarded-Prefix", tg.prefix)
-				}
-			},
-			// What a workload serves shares the portal's origin: it runs
-			// sandboxed (an origin of its own), so that its scripts cannot
-			// read the portal's session or call the API as the viewer.
-			ModifyResponse: func(resp *http.Response) error {
-				if hostMode {
-					hostCookies(resp.Header)
-					return nil
-				}
-				resp.Header.Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-downloads allow-modals")
-				resp.Header.Del("Set-Cookie")
+		// a row of its own for this request, which streams: its rights
+		// are checked again while it lasts.
+		row := &route{pattern: rt.pattern, access: rt.access, need: rt.need, stream: func(s *Server, w http.ResponseWriter, c *call) error {
+			tg, err := resolve(c)
+			if err != nil {
+				return err
+			}
+			if exchange != "" {
+				s.setProxyCookie(w, c.r, exchange)
 				return nil
-			},
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				w.Header().Set("Retry-After", "5")
-				s.fail(w, r, fmt.Errorf("workload %s does not answer on port %d: %v: %w", run.ID, tg.port, err, core.ErrUnavailable))
-			},
+			}
+			return s.forward(w, c.r, tg)
+		}}
+		if _, err := s.run(w, &call{r: r, rt: row}); err != nil {
+			s.fail(w, r, err)
 		}
-		rp.ServeHTTP(w, r)
 	})
+}
+
+// forward proxies an authorized request to its target, which must run
+// (503 with Retry-After otherwise), until the request's session ends.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, tg target) error {
+	run := tg.w
+	addr, retry, err := s.endpoint(run, tg.port, true)
+	if err != nil {
+		w.Header().Set("Retry-After", retry)
+		return err
+	}
+	// A proxied exchange may last (a notebook's WebSocket): the server's
+	// write deadline is for API answers.
+	hostMode := inHostMode(r)
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{})
+	rc.SetReadDeadline(time.Time{})
+	if isWebSocket(r) {
+		// Its frames pass through wsCloser, which closes it with a
+		// frame saying why when the session ends.
+		w = &wsHijacker{ResponseWriter: w, ctx: r.Context()}
+	}
+	rp := &httputil.ReverseProxy{
+		Transport: s.upstream,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(&url.URL{Scheme: "http", Host: addr})
+			if hostMode {
+				// Its own origin: the path and host as the caller gave them.
+				pr.Out.URL.Path, pr.Out.URL.RawPath = pr.In.URL.Path, pr.In.URL.RawPath
+				pr.Out.Host = pr.In.Host
+			} else {
+				pr.Out.URL.Path = "/" + pr.In.PathValue("rest")
+				pr.Out.URL.RawPath = ""
+			}
+			pr.Out.Header.Del("Authorization")
+			pr.Out.Header.Del("Cookie")
+			for _, ck := range pr.In.Cookies() {
+				if ck.Name != ProxyCookie {
+					pr.Out.AddCookie(ck)
+				}
+			}
+			pr.SetXForwarded()
+			if !hostMode {
+				pr.Out.Header.Set("X-Forwarded-Prefix", tg.prefix)
+			}
+		},
+		// What a workload serves shares the portal's origin: it runs
+		// sandboxed (an origin of its own), so that its scripts cannot
+		// read the portal's session or call the API as the viewer.
+		ModifyResponse: func(resp *http.Response) error {
+			if hostMode {
+				hostCookies(resp.Header)
+				return nil
+			}
+			resp.Header.Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-downloads allow-modals")
+			resp.Header.Del("Set-Cookie")
+			return nil
+		},
+		// What it cannot copy (a client gone, a session ended) goes to the
+		// server's log.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			w.Header().Set("Retry-After", "5")
+			s.fail(w, r, fmt.Errorf("workload %s does not answer on port %d: %v: %w", run.ID, tg.port, err, core.ErrUnavailable))
+		},
+	}
+	rp.ServeHTTP(w, r)
+	return nil
 }
 
 // endpoint is where a workload serves a declared port now (the
@@ -302,17 +321,21 @@ func (s *Server) setProxyCookie(w http.ResponseWriter, r *http.Request, tok stri
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
-// portForward answers GET /workloads/{id}/portforward?port=N with
-// Upgrade: tcp: once authorized (a member of the workload's team), the
-// connection becomes a raw TCP stream to the workload's port, as kubectl
-// port-forward does (gpufleet port-forward).
+// portForward answers GET /workloads/{id}/portforward?port=N: once
+// authorized (a member of the workload's team), the connection becomes a
+// stream to the workload's port, as kubectl port-forward does (gpufleet
+// port-forward). With Upgrade: websocket, the stream is the binary
+// messages of a WebSocket, closed when its session ends with a close frame
+// saying why (1008, policy violation); with Upgrade: tcp, it is raw TCP,
+// which is just closed.
 func (s *Server) portForward(w http.ResponseWriter, c *call) error {
 	wl, err := s.workload(c)
 	if err != nil {
 		return err
 	}
-	if !strings.EqualFold(c.r.Header.Get("Upgrade"), "tcp") {
-		return invalid("Upgrade", "a port-forward needs the header Upgrade: tcp (gpufleet port-forward does it)")
+	ws := isWebSocket(c.r)
+	if !ws && !strings.EqualFold(c.r.Header.Get("Upgrade"), "tcp") {
+		return invalid("Upgrade", "a port-forward needs the header Upgrade: websocket, or Upgrade: tcp for a raw stream (gpufleet port-forward does it)")
 	}
 	port, err := strconv.Atoi(c.r.URL.Query().Get("port"))
 	if err != nil || !declares(wl, port) {
@@ -330,6 +353,9 @@ func (s *Server) portForward(w http.ResponseWriter, c *call) error {
 	rc := http.NewResponseController(w)
 	rc.SetWriteDeadline(time.Time{})
 	rc.SetReadDeadline(time.Time{})
+	if ws {
+		return forwardWebSocket(w, c.r, up)
+	}
 	conn, brw, err := rc.Hijack()
 	if err != nil {
 		return err
@@ -339,19 +365,58 @@ func (s *Server) portForward(w http.ResponseWriter, c *call) error {
 	if _, err := io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n"); err != nil {
 		return nil
 	}
+	// A raw stream has no room for a reason: it is closed when its
+	// session ends.
+	stop := context.AfterFunc(c.r.Context(), func() { conn.Close(); up.Close() })
+	defer stop()
+	splice(conn, brw, up)
+	return nil
+}
+
+// splice copies between a client and a workload's port both ways, until
+// either side ends. What the client sent after its request may be in
+// from's buffer.
+func splice(client io.Writer, from io.Reader, up net.Conn) {
 	done := make(chan struct{}, 2)
 	go func() {
-		// What the client sent after its request is in brw's buffer.
-		io.Copy(up, brw)
+		io.Copy(up, from)
 		if tc, ok := up.(*net.TCPConn); ok {
 			tc.CloseWrite()
 		}
 		done <- struct{}{}
 	}()
 	go func() {
-		io.Copy(conn, up)
+		io.Copy(client, up)
 		done <- struct{}{}
 	}()
 	<-done
+}
+
+// forwardWebSocket carries a port-forward over a WebSocket until either
+// side ends it or its session ends, when its close frame says why.
+func forwardWebSocket(w http.ResponseWriter, r *http.Request, up net.Conn) error {
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return nil // Accept answered the client
+	}
+	ctx := r.Context()
+	// The stream outlives the session's context only to say why it ended.
+	nc := websocket.NetConn(context.WithoutCancel(ctx), c, websocket.MessageBinary)
+	ended := make(chan struct{})
+	go func() {
+		splice(nc, nc, up)
+		close(ended)
+	}()
+	select {
+	case <-ended:
+		c.Close(websocket.StatusNormalClosure, "")
+	case <-ctx.Done():
+		up.Close() // nothing more passes
+		if why := endedWhy(ctx); why != "" {
+			c.Close(websocket.StatusPolicyViolation, closeReason(why))
+		} else {
+			c.Close(websocket.StatusGoingAway, "the server is stopping")
+		}
+	}
 	return nil
 }

@@ -122,6 +122,8 @@ type Server struct {
 	// upstream is the proxy's transport to workloads: its connections
 	// are dialEndpoint's (proxy.go).
 	upstream *http.Transport
+	// sessions watches the streaming requests (sessions.go).
+	sessions *sessions
 }
 
 // MaxPageSize bounds one page of a list.
@@ -144,6 +146,7 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger}
 	s.upstream = http.DefaultTransport.(*http.Transport).Clone()
 	s.upstream.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) { return s.dialEndpoint(ctx, addr) }
+	s.sessions = &sessions{st: opts.Store, now: opts.Now, log: opts.Logger}
 	if rl := opts.RateLimit; rl.RequestsPerSecond > 0 {
 		s.opts.RateLimit.Burst = max(1, rl.Burst)
 		s.limiter = newLimiter(rl.RequestsPerSecond, s.opts.RateLimit.Burst)
@@ -340,8 +343,12 @@ func (s *Server) serve(rt *route) http.Handler {
 // run authenticates, limits and authorizes a request and calls the
 // route's handler.
 func (s *Server) run(w http.ResponseWriter, c *call) (reply, error) {
-	u, key, authErr := s.authenticate(c.r)
+	u, hash, authErr := s.authenticate(c.r)
+	// The caller's rate-limit bucket: its token's hash when the token is
+	// valid, else its address.
+	key := "addr " + clientAddr(c.r)
 	if u != nil {
+		key = "token " + hash
 		c.u = u
 		if c.audit != nil {
 			c.audit.User = u.Name
@@ -374,6 +381,12 @@ func (s *Server) run(w http.ResponseWriter, c *call) (reply, error) {
 		// admins too.
 		ctx = store.WithoutUserBound(ctx)
 	}
+	if c.rt.stream != nil {
+		// It may last: its rights are checked again while it does.
+		var end func()
+		ctx, end = s.sessions.begin(ctx, c, hash)
+		defer end()
+	}
 	c.r = c.r.WithContext(ctx)
 	var rep reply
 	var err error
@@ -392,25 +405,23 @@ func (s *Server) run(w http.ResponseWriter, c *call) (reply, error) {
 	return rep, err
 }
 
-// authenticate resolves the bearer token to a user. key names the caller's
-// rate-limit bucket: the token's hash when it is valid, else the client's
-// address.
-func (s *Server) authenticate(r *http.Request) (u *core.User, key string, err error) {
-	key = "addr " + clientAddr(r)
+// authenticate resolves the bearer token to a user, and returns the
+// token's hash with it.
+func (s *Server) authenticate(r *http.Request) (u *core.User, hash string, err error) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	tok = strings.TrimSpace(tok)
 	if !ok || tok == "" {
-		return nil, key, errUnauthenticated
+		return nil, "", errUnauthenticated
 	}
-	hash := HashToken(tok)
+	hash = HashToken(tok)
 	u, err = s.opts.Store.UserByTokenHash(r.Context(), hash, s.opts.Now())
 	if err != nil {
 		if errors.Is(err, core.ErrNotFound) {
-			return nil, key, errInvalidToken
+			return nil, "", errInvalidToken
 		}
-		return nil, key, err
+		return nil, "", err
 	}
-	return u, "token " + hash, nil
+	return u, hash, nil
 }
 
 // clientAddr is the request's remote IP address; no proxy header is

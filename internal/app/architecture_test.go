@@ -40,6 +40,7 @@ var thirdParty = map[string]string{
 	"netlink":                 "github.com/vishvananda/netlink",
 	"netns":                   "github.com/vishvananda/netns",
 	"nftables":                "github.com/google/nftables",
+	"coder/websocket":         "github.com/coder/websocket",
 }
 
 // rule is one row of the table: the package and what it may import.

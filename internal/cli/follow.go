@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -15,10 +16,13 @@ func followToEnd(ctx context.Context, e *env, c *api.Client, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(e.stdout, rc)
+	err = streamed(io.Copy(e.stdout, rc))
 	rc.Close()
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if ee := (exitError{}); errors.As(err, &ee) {
+		return ee // the server ended the stream, and said why
 	}
 	// The followed log ends when the workload has finished (or the
 	// connection broke): ask until its phase says so.

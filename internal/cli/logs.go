@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"io"
 	"time"
 
@@ -57,8 +58,7 @@ func newLogsCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer rc.Close()
-			_, err = io.Copy(e.stdout, rc)
-			return err
+			return streamed(io.Copy(e.stdout, rc))
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the workload finishes")
@@ -66,4 +66,14 @@ func newLogsCmd(e *env) *cobra.Command {
 	cmd.Flags().DurationVar(&since, "since", 0, "print only the output of the last DURATION (5s, 10m, 2h; to within a second), then follow with -f")
 	addTeamFlag(cmd, &team)
 	return cmd
+}
+
+// streamed is how a followed log's copy ends: a stream the server closed
+// for lost rights fails quietly (its last line said why).
+func streamed(_ int64, err error) error {
+	var closed *api.StreamClosedError
+	if errors.As(err, &closed) {
+		return exitError{code: 1}
+	}
+	return err
 }

@@ -386,12 +386,19 @@ func (s *liveServer) run(t *testing.T, token string, args ...string) result {
 
 func (s *liveServer) runCtx(t *testing.T, ctx context.Context, token string, args ...string) result {
 	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := s.runTo(t, ctx, token, &stdout, &stderr, args...)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// runTo runs the CLI against the server with token, writing its output
+// to stdout and stderr as it comes, and returns its exit code.
+func (s *liveServer) runTo(t *testing.T, ctx context.Context, token string, stdout, stderr io.Writer, args ...string) int {
+	t.Helper()
 	dir := t.TempDir()
 	vars := map[string]string{"GPUFLEET_ADDR": s.addr, "GPUFLEET_TOKEN": token, "XDG_CONFIG_HOME": dir, "HOME": dir}
-	var stdout, stderr bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] }, now: time.Now}
-	code := run(ctx, args, e)
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	e := &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, getenv: func(k string) string { return vars[k] }, now: time.Now}
+	return run(ctx, args, e)
 }
 
 func (s *liveServer) must(t *testing.T, args ...string) string {

@@ -54,6 +54,9 @@ type Store struct {
 
 	tokMu  sync.Mutex
 	tokens map[string]cachedUser // token hash → user, see UserByTokenHash
+	// accessChanged is closed by the next forgetTokens (AccessChanged);
+	// nil until someone waits. Under tokMu.
+	accessChanged chan struct{}
 
 	newID func() core.WorkloadID
 

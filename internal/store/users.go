@@ -122,18 +122,23 @@ func (s *Store) Tokens(ctx context.Context, user string) ([]core.Token, error) {
 		if err := rows.Scan(&t.ID, &t.Name, &t.User, &created, &exp, &rev); err != nil {
 			return nil, err
 		}
-		t.CreatedAt = fromNano(created)
-		if exp.Valid {
-			e := fromNano(exp.Int64)
-			t.ExpiresAt = &e
-		}
-		if rev.Valid {
-			r := fromNano(rev.Int64)
-			t.RevokedAt = &r
-		}
+		setTokenTimes(&t, created, exp, rev)
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+// setTokenTimes sets a token's times from their columns.
+func setTokenTimes(t *core.Token, created int64, exp, rev sql.NullInt64) {
+	t.CreatedAt = fromNano(created)
+	if exp.Valid {
+		e := fromNano(exp.Int64)
+		t.ExpiresAt = &e
+	}
+	if rev.Valid {
+		r := fromNano(rev.Int64)
+		t.RevokedAt = &r
+	}
 }
 
 // Token reads one token's record.
@@ -201,10 +206,86 @@ type cachedUser struct {
 // tokenCacheTTL bounds how long a cached token lookup is trusted.
 const tokenCacheTTL = 5 * time.Second
 
+// forgetTokens empties the cache of token lookups after a write that may
+// change who a token authenticates or what it may do, and wakes those
+// waiting on AccessChanged.
 func (s *Store) forgetTokens() {
 	s.tokMu.Lock()
 	clear(s.tokens)
+	if s.accessChanged != nil {
+		close(s.accessChanged)
+		s.accessChanged = nil
+	}
 	s.tokMu.Unlock()
+}
+
+// AccessChanged returns a channel closed at this store's next write that
+// may change who a token authenticates or what its user may do: a token
+// revoked, a user changed or deleted, a team deleted. The writes of other
+// servers sharing a PostgreSQL store close nothing here: what watches
+// access reads TokenHolders on a timer as well.
+func (s *Store) AccessChanged() <-chan struct{} {
+	s.tokMu.Lock()
+	defer s.tokMu.Unlock()
+	if s.accessChanged == nil {
+		s.accessChanged = make(chan struct{})
+	}
+	return s.accessChanged
+}
+
+// TokenHolder is a token's record and the user it belongs to, as read
+// again for a session that outlives the request that began it.
+type TokenHolder struct {
+	Token core.Token
+	User  *core.User
+}
+
+// TokenHolders reads, past the cache of token lookups (so that a change
+// another server made is seen at once), the record and user of each token
+// of hashes that still exists, revoked and expired ones included. A hash
+// missing from the answer is a token that is gone, with its user.
+func (s *Store) TokenHolders(ctx context.Context, hashes []string) (map[string]TokenHolder, error) {
+	out := make(map[string]TokenHolder, len(hashes))
+	const chunk = 500
+	for len(hashes) > 0 {
+		n := min(chunk, len(hashes))
+		args := make([]any, n)
+		for i, h := range hashes[:n] {
+			args[i] = h
+		}
+		hashes = hashes[n:]
+		q := `SELECT t.hash, t.id, t.name, t.user_name, t.created_at, t.expires_at, t.revoked_at, u.spec
+			FROM tokens t JOIN users u ON u.name = t.user_name WHERE t.hash IN (?` + strings.Repeat(", ?", n-1) + ")"
+		if err := s.scanTokenHolders(ctx, q, args, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) scanTokenHolders(ctx context.Context, q string, args []any, out map[string]TokenHolder) error {
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var hash string
+		var h TokenHolder
+		var created int64
+		var exp, rev sql.NullInt64
+		var spec []byte
+		if err := rows.Scan(&hash, &h.Token.ID, &h.Token.Name, &h.Token.User, &created, &exp, &rev, &spec); err != nil {
+			return err
+		}
+		setTokenTimes(&h.Token, created, exp, rev)
+		h.User = new(core.User)
+		if err := json.Unmarshal(spec, h.User); err != nil {
+			return err
+		}
+		out[hash] = h
+	}
+	return rows.Err()
 }
 
 func (s *Store) userByTokenHash(ctx context.Context, hash string, now time.Time) (*core.User, time.Time, error) {
