@@ -2,10 +2,12 @@ package control_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/executor"
 )
 
 // A workload's network policy reaches the executor with its attempt, so
@@ -16,9 +18,16 @@ func TestTaskCarriesTheNetworkPolicy(t *testing.T) {
 	w := h.submit(func(w *core.Workload) { w.Network = want })
 	h.start()
 	h.waitRunning(w.ID, 1)
-	tk, ok := h.task(h.exec, w.ID, 1)
-	if !ok {
-		t.Fatal("the fake runs no attempt of the workload")
+	// The attempt the fake was given, whether it still runs or not: the
+	// store says Running once the placement is committed, before the
+	// launcher's Start.
+	var tk executor.Task
+	deadline := time.Now().Add(10 * time.Second)
+	for ok := false; !ok || tk.Attempt != 1; tk, ok = h.exec.Task(w.ID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake was given no attempt 1 of the workload within 10 s: %+v", tk)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if diff := cmp.Diff(want, tk.Network); diff != "" {
 		t.Errorf("the task's network (-want +got):\n%s", diff)

@@ -205,6 +205,11 @@ type workloadNet struct {
 	Team  core.TeamName   `json:"team"`
 	Ports []int           `json:"ports,omitempty"`
 	ID    core.WorkloadID `json:"id"`
+	// Deny: the workload's own policy denies egress (an acceptance
+	// stage's data boundary), but for Allow, the ranges its allowed
+	// destinations resolved to; its team's policy applies after it.
+	Deny  bool     `json:"deny,omitempty"`
+	Allow []string `json:"allow,omitempty"`
 }
 
 // netState is DataDir/network.json.
@@ -315,7 +320,7 @@ func (m *netManager) Forwarding() string {
 // attach gives the workload a network namespace with an address, or
 // returns the one it has (a task adopted, a retry), and lets the
 // workloads of its team reach its declared ports.
-func (m *netManager) attach(id core.WorkloadID, team core.TeamName, ports []core.Port) (*workloadNet, error) {
+func (m *netManager) attach(id core.WorkloadID, team core.TeamName, ports []core.Port, policy core.Network) (*workloadNet, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if w, ok := m.nets[id]; ok {
@@ -331,6 +336,9 @@ func (m *netManager) attach(id core.WorkloadID, team core.TeamName, ports []core
 	w := &workloadNet{ID: id, NS: filepath.Join(m.dir, string(id)), Addr: addr, Team: team}
 	for _, p := range ports {
 		w.Ports = append(w.Ports, p.Port)
+	}
+	if policy.DeniesEgress() {
+		w.Deny, w.Allow = true, allowedRanges(policy.Allow)
 	}
 	if err := m.makeNamespace(w); err != nil {
 		m.removeNamespace(w)
@@ -620,4 +628,64 @@ func dialIn(ctx context.Context, w *workloadNet, port int) (net.Conn, error) {
 	}()
 	r := <-ch
 	return r.c, r.err
+}
+
+// allowedRanges turns a policy's allowed destinations (CIDRs, addresses or
+// host names, each with an optional :port) into IPv4 ranges: a name is
+// resolved now, by the server, and the host's name servers are allowed
+// with it, so that the workload can resolve it too. Ports are not kept:
+// a destination is allowed on every port. What does not resolve is left
+// out.
+func allowedRanges(allow []string) []string {
+	var out []string
+	names := false
+	for _, a := range allow {
+		host := a
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			host = h
+		}
+		if p, err := netip.ParsePrefix(host); err == nil && p.Addr().Is4() {
+			out = append(out, p.Masked().String())
+			continue
+		}
+		if ip, err := netip.ParseAddr(host); err == nil {
+			if ip.Is4() {
+				out = append(out, netip.PrefixFrom(ip, 32).String())
+			}
+			continue
+		}
+		names = true
+		ips, _ := net.LookupHost(host)
+		for _, s := range ips {
+			if ip, err := netip.ParseAddr(s); err == nil && ip.Is4() {
+				out = append(out, netip.PrefixFrom(ip, 32).String())
+			}
+		}
+	}
+	if names {
+		out = append(out, nameServers()...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// nameServers are the host's IPv4 name servers, from /etc/resolv.conf,
+// as /32 ranges; loopback ones are left out (a workload cannot reach the
+// host's loopback).
+func nameServers() []string {
+	b, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		if ip, err := netip.ParseAddr(f[1]); err == nil && ip.Is4() && !ip.IsLoopback() {
+			out = append(out, netip.PrefixFrom(ip, 32).String())
+		}
+	}
+	return out
 }

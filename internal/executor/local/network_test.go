@@ -88,8 +88,14 @@ func networked(t *testing.T, cfg local.Network) *local.Executor {
 // gave.
 func tries(t *testing.T, e *local.Executor, id core.WorkloadID, team core.TeamName, targets ...string) map[string]string {
 	t.Helper()
+	return triesWith(t, e, id, team, core.Network{}, targets...)
+}
+
+// triesWith is tries for a task with a network policy of its own.
+func triesWith(t *testing.T, e *local.Executor, id core.WorkloadID, team core.TeamName, policy core.Network, targets ...string) map[string]string {
+	t.Helper()
 	tk := task(id, append([]string{systemPython(t), "-c", reachScript}, targets...)...)
-	tk.Team = team
+	tk.Team, tk.Network = team, policy
 	if x := run(t, e, tk); x.ExitCode == nil || *x.ExitCode != 0 {
 		t.Fatalf("%s: %+v\n%s", id, x, output(t, e, id))
 	}
@@ -320,6 +326,26 @@ func TestWorkloadNetwork(t *testing.T) {
 			if !strings.HasPrefix(got[target], want) {
 				t.Errorf("team %s to the outside host: %s, want %s", team, got[target], want)
 			}
+		}
+	})
+
+	t.Run("a workload's own policy denies egress, but for what it allows", func(t *testing.T) {
+		target := out.addr + ":80"
+		for i, tc := range []struct {
+			policy core.Network
+			want   string
+		}{
+			{core.Network{Egress: core.EgressDeny}, "fail"},
+			{core.Network{Egress: core.EgressDeny, Allow: []string{out.addr + ":80"}}, "ok"},
+			{core.Network{Egress: core.EgressAllow}, "ok"},
+		} {
+			got := triesWith(t, e, core.WorkloadID(fmt.Sprintf("net-policy-%d", i)), "tc", tc.policy, target)
+			if !strings.HasPrefix(got[target], tc.want) {
+				t.Errorf("policy %+v in a team that allows egress: %s, want %s", tc.policy, got[target], tc.want)
+			}
+		}
+		if !e.EnforcesEgress() {
+			t.Error("the executor with network namespaces says it does not enforce egress")
 		}
 	})
 

@@ -72,6 +72,26 @@ func (m *netManager) apply() error {
 	rule(out, append(toBridge, &expr.Verdict{Kind: expr.VerdictJump, Chain: "between"})...)
 	rule(out, append(toBridge, refuse()...)...)
 
+	// out, per workload whose own policy denies egress: its allowed
+	// ranges, then nothing; its team's policy comes after.
+	for _, w := range m.sortedNets() {
+		if !w.Deny {
+			continue
+		}
+		a := w.Addr.As4()
+		from := append(isIPv4(),
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]})
+		if len(w.Allow) > 0 {
+			allowed := &nftables.Set{Table: t, Name: "w" + strconv.Itoa(int(a[3])), KeyType: nftables.TypeIPAddr, Interval: true}
+			if err := c.AddSet(allowed, intervals(w.Allow)); err != nil {
+				return fmt.Errorf("network: nftables set: %w", err)
+			}
+			rule(out, append(append(slices.Clone(from), lookupAddr(16, allowed)...), &expr.Verdict{Kind: expr.VerdictAccept})...)
+		}
+		rule(out, append(slices.Clone(from), refuse()...)...)
+	}
+
 	teams := m.teams()
 	for i, team := range teams {
 		k := strconv.Itoa(i)
@@ -153,6 +173,16 @@ func (m *netManager) apply() error {
 // prohibited), so that a connection fails at once instead of hanging.
 func refuse() []expr.Any {
 	return []expr.Any{&expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_ADMIN_PROHIBITED}}
+}
+
+// sortedNets lists the workloads' namespaces by address.
+func (m *netManager) sortedNets() []*workloadNet {
+	out := make([]*workloadNet, 0, len(m.nets))
+	for _, w := range m.nets {
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b *workloadNet) int { return a.Addr.Compare(b.Addr) })
+	return out
 }
 
 // teams lists the teams of the workloads that have a namespace, sorted.

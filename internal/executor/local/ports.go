@@ -229,3 +229,8 @@ func (e *Executor) Serves(addr string) bool {
 	_, _, ok := e.net.owner(addr)
 	return ok
 }
+
+// EnforcesEgress reports whether this executor enforces a task's own
+// network policy (executor.EgressEnforcer): where workloads have network
+// namespaces.
+func (e *Executor) EnforcesEgress() bool { return e.net != nil }

@@ -213,7 +213,7 @@ func (s *starting) network() error {
 	if e.net == nil {
 		return nil
 	}
-	w, err := e.net.attach(s.t.WorkloadID, s.t.Team, s.t.Ports)
+	w, err := e.net.attach(s.t.WorkloadID, s.t.Team, s.t.Ports, s.t.Network)
 	if err != nil {
 		return err
 	}
