@@ -201,7 +201,7 @@ var table = []route{
 	{pattern: "POST /api/v1/workloads/{id}/outputs", access: teamRole, need: core.RoleMember, doing: "reporting the outputs of team %s's workloads",
 		action: "report outputs", ok: http.StatusOK, serve: (*Server).reportOutputs},
 
-	// Advice for a workload brief (issue 18): the fleet's kinds of GPU,
+	// Advice for a workload brief: the fleet's kinds of GPU,
 	// what is free now and the pools' prices, no team's objects, so any
 	// caller. A POST for its body; nothing changes, and the audit trail
 	// records the call.

@@ -94,7 +94,7 @@ type ElasticOptions struct {
 }
 
 // Elastic asks burst pools for nodes when work waits for capacity that no
-// node has (issue 19, elastic pools). Each Step, for every pending
+// node has (elastic pools). Each Step, for every pending
 // workload that
 //
 //   - the scheduler left waiting for capacity (reason Unschedulable),

@@ -9,7 +9,7 @@ import (
 
 // launcher starts the placements Run's cycles commit, at most
 // StartParallelism at a time, without the cycle waiting for them: the next
-// cycle plans while pods are still being created (issue 20). Each placement
+// cycle plans while pods are still being created. Each placement
 // is committed before it is handed over, so the next snapshot already
 // counts its devices, and nothing is placed twice.
 //

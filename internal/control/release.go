@@ -43,8 +43,7 @@ type ReleaseOptions struct {
 	Logger *slog.Logger
 }
 
-// Releaser gives back idle burst capacity (issue 19: burst capacity idle
-// for burst.idleRelease is given back). A burst node (PoolKind burst)
+// Releaser gives back burst capacity idle for burst.idleRelease. A burst node (PoolKind burst)
 // that is Ready with no qualification asked for, schedulable and ready in
 // its cluster, with no workload running (or placed) on it, is released
 // once it has been idle for After: its state becomes Cordoned, reason

@@ -1,7 +1,7 @@
 // Package health reads what a GPU node's qualification commands print,
 // classifies the driver's Xid events, decides a node's qualification
 // verdict, and prints simulated outputs in the same formats, so simulated
-// GPUs go through the same parsers (issue 16).
+// GPUs go through the same parsers.
 //
 // It is pure: no exec, no files, no clock, no goroutines, no logging; it
 // imports the standard library and internal/core only. Running the

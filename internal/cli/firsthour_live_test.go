@@ -13,8 +13,8 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 )
 
-// TestLiveFirstHourVerbs: the verbs and flags issue 14 found missing, run
-// against a real server.
+// TestLiveFirstHourVerbs: the verbs and flags of a new user's first hour,
+// run against a real server.
 func TestLiveFirstHourVerbs(t *testing.T) {
 	s := startLiveServer(t)
 
