@@ -222,6 +222,9 @@ func TestHeartbeatRunsNoCycle(t *testing.T) {
 }
 
 func TestChangesArePacedUnderAFlood(t *testing.T) {
+	if raceDetector {
+		t.Skip("it times cycles, which the race detector slows several times over")
+	}
 	// Cycles made to last cycleLen (OnCycle runs inside the cycle): under a
 	// stream of submits, a cycle starts no sooner than paceFactor lengths
 	// after the last one ended, so the loop runs about one cycle per
