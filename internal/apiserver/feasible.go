@@ -2,11 +2,9 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
-	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
 )
 
@@ -22,31 +20,25 @@ type fleetCache struct {
 	nodes []*core.Node
 }
 
-// infeasible refuses, as a 400 naming the field, a request that no
-// registered node could ever hold, even empty (core.Feasible). It fails
-// open: without nodes, or when they cannot be read, the request is
+// admissionNodes are the registered nodes a submission must fit one of
+// (core.Admission.Nodes), read at most every fleetTTL. It fails open:
+// without nodes, or when they cannot be read, nil, and the request is
 // accepted and the scheduler explains.
-func (s *Server) infeasible(ctx context.Context, req core.Request) *api.FieldError {
+func (s *Server) admissionNodes(ctx context.Context) []*core.Node {
 	f := &s.fleet
 	f.mu.Lock()
-	nodes := f.nodes
-	if time.Since(f.at) > fleetTTL {
-		f.mu.Unlock()
-		ns, err := s.opts.Store.Nodes(ctx)
-		if err != nil {
-			return nil
-		}
-		nodes = make([]*core.Node, len(ns))
-		for i := range ns {
-			nodes[i] = &ns[i]
-		}
-		f.mu.Lock()
-		f.nodes, f.at = nodes, time.Now()
+	defer f.mu.Unlock()
+	if time.Since(f.at) <= fleetTTL {
+		return f.nodes
 	}
-	f.mu.Unlock()
-	var e *core.Infeasible
-	if err := core.Feasible(nodes, req); errors.As(err, &e) {
-		return &api.FieldError{Field: e.Field, Problem: "can never run as asked: " + e.Problem}
+	ns, err := s.opts.Store.Nodes(ctx)
+	if err != nil {
+		return nil
 	}
-	return nil
+	nodes := make([]*core.Node, len(ns))
+	for i := range ns {
+		nodes[i] = &ns[i]
+	}
+	f.nodes, f.at = nodes, time.Now()
+	return nodes
 }

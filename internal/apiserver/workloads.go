@@ -109,14 +109,6 @@ func mayHoldKey(body []byte, prefix string) bool {
 	return false
 }
 
-// residency is a workload's residency: its own, or its team's default.
-func residency(in *api.Workload, t *core.Team) []string {
-	if len(in.Residency) > 0 || t == nil {
-		return in.Residency
-	}
-	return slices.Clone(t.Residency)
-}
-
 // submitTeam is the team a submission goes to: the one it names, or, when
 // it names none, the caller's only team, the one team where it may submit,
 // or the default team.
@@ -176,45 +168,29 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 		// Never ignored: a workload that names an image expects to run in it.
 		errs = append(errs, api.FieldError{Field: "image", Problem: "this server runs workloads as processes on its own machine (the local executor) and has no container runtime: give a command without an image, or start the server with --container-runtime podman (or docker), or with --executor kubernetes"})
 	}
-	kind := core.Kind(in.Kind)
-	if kind == "" {
-		kind = core.KindJob
-	}
-	prio := in.Priority
-	if prio == "" {
-		prio = core.DefaultPriority(kind)
-	}
-	cl, known := core.Class(s.opts.PriorityClasses, prio)
-	if !known && api.ValidName(prio) {
-		errs = append(errs, api.FieldError{Field: "priority", Problem: fmt.Sprintf("unknown priority class %q (known: %s)", prio, strings.Join(s.classNames(), ", "))})
-	}
 	if len(errs) > 0 {
 		return nil, &fieldErrors{fields: errs}
 	}
-	if !t.AllowsClass(cl) {
-		return nil, forbidden("team %s may not use priority class %s (allowed: %s); a team-admin or an admin can grant it",
-			team, prio, strings.Join(s.allowedClasses(t), ", "))
+	w := workloadIn(in, team, u.Name)
+	if err := s.storageRefs(ctx, team, in, w); err != nil {
+		return nil, err
 	}
-	// A class that may not borrow runs only within the team's guarantee: a
-	// request larger than the whole guarantee could never run.
-	if !cl.MayBorrow && in.Resources.GPUs > 0 {
-		ask := int64(in.Resources.GPUs) * int64(max(1, in.Replicas))
-		if ask > t.Guaranteed {
-			return nil, &fieldErrors{fields: []api.FieldError{{Field: "priority", Problem: fmt.Sprintf(
-				"%s runs only within the team's guarantee, and team %s guarantees %s GPUs while this workload asks for %s; ask an admin to raise the guarantee or choose another class",
-				prio, team, api.Milli(t.Guaranteed), api.Milli(ask))}}}
-		}
+	adm := core.Admission{Team: t, Classes: s.opts.PriorityClasses, Nodes: s.admissionNodes(ctx)}
+	if err := adm.Admit(w); err != nil {
+		return nil, admissionError(err)
 	}
-	name := in.Name
-	if name == "" {
-		name = defaultName(in)
-	}
+	return w, nil
+}
+
+// workloadIn is a submitted workload as the domain holds it, before its
+// admission gives it its defaults.
+func workloadIn(in *api.Workload, team core.TeamName, owner string) *core.Workload {
 	w := &core.Workload{Spec: core.Spec{
-		Name:     name,
+		Name:     in.Name,
 		Team:     team,
-		Owner:    u.Name,
-		Kind:     kind,
-		Priority: prio,
+		Owner:    owner,
+		Kind:     core.Kind(in.Kind),
+		Priority: in.Priority,
 		Request: core.Request{
 			MilliGPU:     int64(in.Resources.GPUs),
 			GPUMemoryMiB: in.Resources.GPUMemoryMiB,
@@ -222,7 +198,7 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 			MilliCPU:     int64(in.Resources.CPU),
 			MemoryMiB:    in.Resources.MemoryMiB,
 			NodeSelector: in.NodeSelector,
-			Regions:      residency(in, t),
+			Regions:      in.Residency,
 			Replicas:     in.Replicas,
 		},
 		Image:       in.Image,
@@ -236,21 +212,29 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 	for _, p := range in.Ports {
 		w.Ports = append(w.Ports, core.Port{Name: p.Name, Port: p.Port})
 	}
-	if kind == core.KindNotebook && len(w.Ports) == 0 {
-		w.Ports = []core.Port{{Port: api.NotebookPort}}
-	}
 	w.ReadyPath = in.ReadyPath
 	if in.Network != nil {
 		w.Network = core.Network{Egress: in.Network.Egress, Allow: in.Network.Allow}
 	}
-	if err := s.storageRefs(ctx, team, in, w); err != nil {
-		return nil, err
+	return w
+}
+
+// admissionError is an admission's refusal as the API answers it: a 400
+// naming each field, or the 403 of a class the team may not use.
+func admissionError(err error) error {
+	var d *core.Disallowed
+	if errors.As(err, &d) {
+		return forbidden("%s", d.Msg)
 	}
-	// A request no node could ever hold is refused now, not left pending.
-	if ferr := s.infeasible(ctx, w.Request); ferr != nil {
-		return nil, &fieldErrors{fields: []api.FieldError{*ferr}}
+	var r *core.Refused
+	if errors.As(err, &r) {
+		fe := &fieldErrors{}
+		for _, p := range r.Problems {
+			fe.fields = append(fe.fields, api.FieldError{Field: p.Field, Problem: p.Problem})
+		}
+		return fe
 	}
-	return w, nil
+	return err
 }
 
 // serverOwned names the fields a submission may not set that Validate does
@@ -277,62 +261,11 @@ func (s *Server) classNames() []string {
 	return names
 }
 
-// allowedClasses lists the classes team t may use, most important first.
-func (s *Server) allowedClasses(t *core.Team) []string {
-	var out []string
-	for _, p := range s.sortedClasses() {
-		if t.AllowsClass(p) {
-			out = append(out, p.Name)
-		}
-	}
-	if len(out) == 0 {
-		out = []string{"none"}
-	}
-	return out
-}
-
 // sortedClasses are the priority classes, most important first.
 func (s *Server) sortedClasses() []core.PriorityClass {
 	cs := slices.Clone(s.opts.PriorityClasses)
 	slices.SortStableFunc(cs, func(a, b core.PriorityClass) int { return b.Value - a.Value })
 	return cs
-}
-
-// defaultName names a workload submitted without a name: after its
-// program's base name, or its image's ("ghcr.io/acme/serve:2" → "serve")
-// when only an image is given.
-func defaultName(in *api.Workload) string {
-	var name string
-	if len(in.Command) > 0 {
-		name = in.Command[0]
-	} else {
-		name, _, _ = strings.Cut(in.Image, "@")
-		if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
-			name = name[:i]
-		}
-	}
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	return sanitizeName(name)
-}
-
-// sanitizeName turns a program name into a valid workload name.
-func sanitizeName(s string) string {
-	b := []byte(strings.ToLower(s))
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
-			b[i] = '-'
-		}
-	}
-	n := strings.Trim(string(b), "-")
-	if len(n) > api.MaxNameLen {
-		n = strings.Trim(n[:api.MaxNameLen], "-")
-	}
-	if n == "" {
-		n = "workload"
-	}
-	return n
 }
 
 // workload reads the workload of the request's path and checks the
