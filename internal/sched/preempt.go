@@ -46,6 +46,15 @@ type teamState struct {
 	// byPool is the same by pool guarantee, for teams with
 	// GuaranteedByPool (work a model guarantee covers excluded).
 	byPool map[string]map[int]int64
+	// buckets are the team's guarantees with the running work each
+	// covers, for reclaim (quotaBucket); reclaimed is what the victims
+	// chosen from the team in this cycle hold. pend, pendFair and marked
+	// are victimScratch.admits's.
+	buckets   []*quotaBucket
+	reclaimed int64
+	pend      int64
+	pendFair  bool
+	marked    bool
 }
 
 // classify marks which running workloads of a team are within its
@@ -84,6 +93,7 @@ func (c *cycle) classify(ts *teamState) {
 				continue
 			}
 			usedByModel[key] += r.held
+			r.covered = true
 			continue
 		}
 		if key, ok := c.nodePoolKey(ts, r.w.Status.Placement); ok {
@@ -92,6 +102,7 @@ func (c *cycle) classify(ts *teamState) {
 				continue
 			}
 			usedByPool[key] += r.held
+			r.covered = true
 			continue
 		}
 		if r.class.IdleOnly || used+r.held > ts.team.Guaranteed {
@@ -99,7 +110,12 @@ func (c *cycle) classify(ts *teamState) {
 			continue
 		}
 		used += r.held
+		r.covered = true
 	}
+	for _, r := range ts.running {
+		r.bucket = c.bucketFor(ts, r)
+	}
+	c.reclaimable(ts)
 }
 
 // deviceKey returns the team's model guarantee covering the devices of a
@@ -246,6 +262,7 @@ const (
 	ruleIdleOnly
 	ruleGuarantee // its team is over quota; the preemptor's team reclaims its guarantee
 	ruleFairShare // its team is above its fair share; the preemptor's below
+	ruleWait      // a starvation reservation waits for it to end (never stopped)
 )
 
 // reason is Preempted within a team, Reclaimed across teams (quota, fair
@@ -353,12 +370,17 @@ func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamStat
 			out = append(out, candidate{r, v, ruleIdleOnly, vt == ts})
 		case vt != ts && r.over && inQuota:
 			out = append(out, candidate{r, v, ruleGuarantee, false})
-		case vt != ts && fairShareOK && r.over && vt.usage-r.held >= vt.share &&
+		case vt != ts && fairShareOK && r.over &&
 			v.Status.StartedAt != nil && c.now.Sub(*v.Status.StartedAt) >= c.opts.MinRuntime:
 			out = append(out, candidate{r, v, ruleFairShare, false})
 		}
-		if !gangs && len(out) > n && r.gang {
+		switch {
+		case len(out) == n:
+		case !gangs && r.gang:
 			out, sawGang = out[:n], true
+		case out[n].reclaims() && !c.scratch.admitsOne(out, n):
+			// Not with the victims chosen before it (quotaBucket).
+			out = out[:n]
 		}
 	}
 	return out, sawGang
@@ -670,10 +692,21 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 	sc.prepare(cands)
 	taken := sc.taken
 	set := sc.set[:0]
+	idx := sc.idx[:0] // set's candidates, by position
 	take := func(j int) {
 		taken[j] = true
 		set = append(set, cands[j])
+		idx = append(idx, j)
 		scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
+	}
+	// admits reports whether the candidates js may be taken with those
+	// taken already (victimScratch.admits).
+	admits := func(js []int) bool {
+		if sc.all {
+			return true
+		}
+		sc.tmp = append(append(sc.tmp[:0], idx...), js...)
+		return sc.admits(cands, sc.tmp)
 	}
 	fits := func() bool { return fitsWithinAt(scratch, req, maxShare) }
 	// freed is what candidate j holds on the device at position i of this
@@ -762,6 +795,9 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 						continue
 					}
 				}
+				if !admits(vs) {
+					continue
+				}
 				for _, j := range vs {
 					scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
 				}
@@ -804,8 +840,8 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 						k.add(req, cands[j])
 					}
 				}
-				if len(vs) == 0 || sum.MilliGPU < u.MilliGPU || sum.MemoryMiB < u.MemoryMiB {
-					continue // something that is not a candidate stays on it
+				if len(vs) == 0 || sum.MilliGPU < u.MilliGPU || sum.MemoryMiB < u.MemoryMiB || !admits(vs) {
+					continue // something that is not a candidate stays on it, or reclaim may not take them all
 				}
 				// Ties go to the device whose first victim comes first in
 				// victim order.
@@ -862,13 +898,18 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 							km.add(req, cands[j])
 						}
 					}
-					if room(u) && (!found || km.compare(k) < 0) {
-						found, k, set = true, km, set[:0]
-						for b, j := range vs {
-							if mask&(1<<b) != 0 {
-								set = append(set, j)
-							}
+					if !room(u) || (found && km.compare(k) >= 0) {
+						continue
+					}
+					pick := sc.fpick[:0]
+					for b, j := range vs {
+						if mask&(1<<b) != 0 {
+							pick = append(pick, j)
 						}
+					}
+					sc.fpick = pick
+					if admits(pick) {
+						found, k, set = true, km, append(set[:0], pick...)
 					}
 				}
 				if !found {
@@ -879,6 +920,9 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 				for _, j := range vs {
 					if room(u) {
 						break
+					}
+					if !admits(append(set, j)) {
+						continue
 					}
 					f, _ := freed(j, i)
 					u.MilliGPU -= f.MilliGPU
@@ -905,11 +949,11 @@ func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare 
 		if fits() {
 			break
 		}
-		if !taken[j] {
+		if sc.one[0] = j; !taken[j] && admits(sc.one[:]) {
 			take(j)
 		}
 	}
-	sc.set, sc.vs = set, vs
+	sc.set, sc.vs, sc.idx = set, vs, idx
 	if !fits() {
 		return nil
 	}
@@ -946,9 +990,16 @@ type victimScratch struct {
 	mark  []int
 	set   []candidate
 	order []candidate
-	// vs, devs, occ, ends, best, bestVs and fset are victimSet's lists of
-	// candidate and device positions.
-	vs, devs, occ, ends, best, bestVs, fset []int
+	// vs, devs, occ, ends, best, bestVs, fset, idx and tmp are
+	// victimSet's lists of candidate and device positions.
+	vs, devs, occ, ends, best, bestVs, fset, fpick, idx, tmp []int
+	// all is set when every candidate may be taken together (admits):
+	// then so may any of them.
+	all bool
+	// buckets, teams and one are admits's.
+	buckets []*quotaBucket
+	teams   []*teamState
+	one     [1]int
 }
 
 // prepare sizes the scratch for cands on the node sc.ns, and tabulates
@@ -961,6 +1012,17 @@ func (sc *victimScratch) prepare(cands []candidate) {
 	clear(sc.freed)
 	sc.on = resize(sc.on, len(cands)*n)
 	clear(sc.on)
+	sc.all = true
+	for j := range cands {
+		if cands[j].reclaims() {
+			sc.idx = resize(sc.idx, len(cands))
+			for k := range sc.idx {
+				sc.idx[k] = k
+			}
+			sc.all = sc.admits(cands, sc.idx)
+			break
+		}
+	}
 	name := sc.ns.node.Name
 	for j, v := range cands {
 		for _, a := range v.victim.Status.Placement {

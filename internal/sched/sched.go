@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,9 +25,10 @@ type Options struct {
 	// work of teams above theirs.
 	FairShareReclaim bool
 	// MinRuntime protects a workload from fair-share reclaim until it has run
-	// this long (reclaim of a guarantee is not delayed), and keeps a
-	// workload the scheduler stopped from starting again on borrowed
-	// capacity for this long (RecentlyPreempted).
+	// this long, and a workload within its team's guarantee from reclaim of
+	// a guarantee (reclaim of a guarantee is not delayed: work over quota
+	// is taken at once), and keeps a workload the scheduler stopped from
+	// starting again on borrowed capacity for this long (RecentlyPreempted).
 	MinRuntime time.Duration
 	// Packing names the policy that chooses among the places where a
 	// workload fits (see Policies); "" is PackGPUFleet. An unknown name
@@ -71,8 +73,21 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	c := newCycle(o, snap, now)
 	// Workloads holding a node from an earlier cycle go first: the
 	// capacity was promised to them, and deciding them first frees at once
-	// what they no longer need.
+	// what they no longer need. A preemptor whose victims are gone, that
+	// the scheduler itself stopped less than MinRuntime ago and that would
+	// now borrow (its team's higher classes, placed before it, took its
+	// guarantee) gives its hold back and is decided afresh in its turn,
+	// after the work within guarantees: started now, it could be where
+	// another team's guaranteed work, not decided yet, would reclaim it
+	// in the next cycle (RecentlyPreempted).
 	for _, p := range c.first {
+		if c.borrowsAgain(p) {
+			if pic, ok := c.pictured[p.id]; ok {
+				c.unpicture(p.w, pic)
+			}
+			c.release(p.id, nil)
+			continue
+		}
 		c.decide(p)
 		p.decided = true
 	}
@@ -222,6 +237,21 @@ func (c *cycle) othersWait(ts *teamState) bool {
 		}
 	}
 	return false
+}
+
+// borrowsAgain reports whether p, holding a node as a preemptor whose
+// victims are gone, was stopped by the scheduler less than MinRuntime ago
+// and would now borrow.
+func (c *cycle) borrowsAgain(p *pendingWork) bool {
+	return p.class != nil && !p.class.IdleOnly && p.w.Status.Reason == ReasonPreempting && c.recentlyStopped(p.w) &&
+		len(c.liveVictimsOf(p)) == 0 && !c.guaranteedNow(p)
+}
+
+// recentlyStopped reports whether the scheduler stopped w less than
+// MinRuntime ago.
+func (c *cycle) recentlyStopped(w *core.Workload) bool {
+	at := w.Status.PreemptedAt
+	return at != nil && c.now.Sub(*at) < c.opts.MinRuntime
 }
 
 // guaranteedNow is guaranteed for a pending workload of the cycle.
@@ -1096,7 +1126,7 @@ func (c *cycle) decideAll(p *pendingWork) {
 	// within its guarantee waits (it would reclaim it at once): a decision
 	// holds for MinRuntime. Batch is the exception: it lives on idle
 	// capacity.
-	if at := w.Status.PreemptedAt; at != nil && !inQuota && !class.IdleOnly && c.now.Sub(*at) < c.opts.MinRuntime && c.othersWait(ts) {
+	if at := w.Status.PreemptedAt; c.recentlyStopped(w) && !inQuota && !class.IdleOnly && c.othersWait(ts) {
 		c.unplaced(w, ReasonRecentlyPreempted, fmt.Sprintf("stopped for another workload at %s: it runs again within team %s's guarantee at once, or on borrowed capacity from %s",
 			at.UTC().Format(time.RFC3339), ts.team.Name, at.Add(c.opts.MinRuntime).UTC().Format(time.RFC3339)), "")
 		return
@@ -1172,7 +1202,7 @@ func (c *cycle) decideAll(p *pendingWork) {
 			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
 				msgs := preemptionMessages{preemptor: w}
 				for _, v := range vs {
-					v.chosen = true
+					c.chose(&v)
 					for i, a := range v.victim.Status.Placement {
 						if placedBefore(v.victim.Status.Placement, i) {
 							continue // core.Nodes: each node once, as first named
@@ -1750,21 +1780,37 @@ func fitsChoice(f *nodeState, req core.Request, ch choice) bool {
 		(n.MilliCPU == 0 || f.cpu+req.MilliCPU <= n.MilliCPU) && (n.MemoryMiB == 0 || f.mem+req.MemoryMiB <= n.MemoryMiB)
 }
 
-// reserve holds the node where w would fit soonest (the most free devices
-// of its model, then the fewest running workloads) for w alone.
+// reserve holds for w alone the node where it waits for the least to end
+// (reserveCost), and returns it.
 func (c *cycle) reserve(w *core.Workload) *nodeState {
-	var best *nodeState
-	var bestFree int64
+	type weighed struct {
+		ns    *nodeState
+		bound victimCost
+	}
+	var nodes []weighed
 	for _, ns := range c.nodes {
 		if ns.resv != nil || !ns.node.Schedulable || !modelOK(ns, w.Request) || !c.mayUse(ns, w) || !fitsEmpty(ns, w.Request) {
 			continue
 		}
-		free := ns.maxFree
-		if w.Request.WholeGPUs() > 0 {
-			free = int64(ns.freeOf(w.Request))
+		nodes = append(nodes, weighed{ns, drainBound(ns.futureState(c), drainRequest(ns, w.Request))})
+	}
+	slices.SortStableFunc(nodes, func(a, b weighed) int { return a.bound.compare(b.bound) })
+	var best *nodeState
+	var bestCost victimCost
+	var bestFree int64
+	var cands []candidate
+	for _, n := range nodes {
+		if best != nil && n.bound.compare(bestCost) > 0 {
+			break // no node left can wait for less
 		}
-		if best == nil || free > bestFree || (free == bestFree && len(ns.running) < len(best.running)) {
-			best, bestFree = ns, free
+		var k victimCost
+		k, cands = c.drainCost(n.ns, w.Request, cands)
+		free := n.ns.maxFree
+		if w.Request.WholeGPUs() > 0 {
+			free = int64(n.ns.freeOf(w.Request))
+		}
+		if best == nil || cmp.Or(k.compare(bestCost), cmp.Compare(bestFree, free), cmp.Compare(len(n.ns.running), len(best.running)), cmp.Compare(n.ns.pos, best.pos)) < 0 {
+			best, bestCost, bestFree = n.ns, k, free
 		}
 	}
 	if best != nil {
@@ -1772,6 +1818,93 @@ func (c *cycle) reserve(w *core.Workload) *nodeState {
 		c.reserveOn(best, w)
 	}
 	return best
+}
+
+// drainCost is what a starving request waits for to end on ns, by the
+// order of the eviction rules (victimCost): the cheapest set of the
+// workloads running there (stops under way and victims chosen done) whose
+// end leaves it room, as victimSet finds it among them all, the ones no
+// preemptor may take included (a reservation stops nothing: it waits).
+// For a gang of whole GPUs, room for as many replicas as the node could
+// hold (drainRequest); for a gang of fractions, room for one. A node with
+// no such set costs more than any that has one.
+func (c *cycle) drainCost(ns *nodeState, req core.Request, cands []candidate) (victimCost, []candidate) {
+	f := ns.futureState(c)
+	dr := drainRequest(ns, req)
+	if fitsWithinAt(f, dr, -1) {
+		return victimCost{}, cands
+	}
+	cands = cands[:0]
+	for _, r := range ns.running {
+		if !r.chosen && r.w.Status.StopRequested == "" {
+			cands = append(cands, candidate{r, r.w, ruleWait, false})
+		}
+	}
+	sortVictims(cands)
+	set := victimSet(f, dr, cands, -1, &c.scratch)
+	if set == nil {
+		return victimCost{gang: true, whole: true, milli: math.MaxInt64, n: math.MaxInt32}, cands
+	}
+	return costOf(dr, set), cands
+}
+
+// drainRequest is what a starving request needs room for on ns: one
+// replica, or, for a gang of whole GPUs, as many replicas as the node's
+// devices of the models it accepts hold, as one request.
+func drainRequest(ns *nodeState, req core.Request) core.Request {
+	one := req
+	one.Replicas = 0
+	k := req.WholeGPUs()
+	if req.Count() == 1 || k == 0 {
+		return one
+	}
+	n := 0
+	for i := range ns.node.GPUs {
+		if allows(&req, &ns.node.GPUs[i]) {
+			n++
+		}
+	}
+	wants := int64(max(1, min(req.Count(), n/k)))
+	one.MilliGPU, one.MilliCPU, one.MemoryMiB = req.MilliGPU*wants, req.MilliCPU*wants, req.MemoryMiB*wants
+	return one
+}
+
+// drainBound is a lower bound of drainCost on a node's future f: for
+// whole GPUs, what the least used devices it must clear hold; for a
+// share, the least any device holds beyond the room it needs.
+func drainBound(f *nodeState, req core.Request) victimCost {
+	var need int64
+	switch k := req.WholeGPUs(); {
+	case k > 0:
+		var held [16]int64
+		used := held[:0]
+		for i := range f.node.GPUs {
+			if allows(&req, &f.node.GPUs[i]) {
+				used = append(used, f.used[i].MilliGPU)
+			}
+		}
+		slices.Sort(used)
+		for _, m := range used[:min(k, len(used))] {
+			need += m
+		}
+	case req.Fractional():
+		need = -1
+		for i := range f.node.GPUs {
+			g := &f.node.GPUs[i]
+			milli, ok := shareMilli(&req, g)
+			if !ok || !allows(&req, g) {
+				continue
+			}
+			if over := max(0, f.used[i].MilliGPU+milli-1000); need < 0 || over < need {
+				need = over
+			}
+		}
+		need = max(0, need)
+	}
+	if need == 0 {
+		return victimCost{}
+	}
+	return victimCost{milli: need, n: 1}
 }
 
 // fitsEmpty reports whether req would fit on the node if it were empty.

@@ -407,8 +407,8 @@ func (c *cycle) promoteFair(ts *teamState) {
 	for len(ts.unfair) > 0 && ts.usage-ts.unfair[0].held >= ts.share {
 		r := ts.unfair[0]
 		ts.unfair = ts.unfair[1:]
-		if r.chosen {
-			continue
+		if r.chosen || !r.over {
+			continue // chosen, or reclaim may no longer take it (cycle.chose)
 		}
 		r.fair = true
 		for _, n := range core.Nodes(r.w.Status.Placement) {
