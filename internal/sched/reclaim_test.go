@@ -604,3 +604,27 @@ func TestReclaimedPreemptorDoesNotBorrowBeforeGuaranteedWork(t *testing.T) {
 		t.Errorf("victims %v, r waits: %t; want none, and r waiting", victims, ok)
 	}
 }
+
+// TestReservationGivenBackLeavesNoOneWaiting: node n is reserved, from the
+// cycle before, for team b's r, which would borrow. Decided in its turn,
+// after b's y (same team, higher class) took b to its limit, r would give
+// the reservation back after it had refused team c's x, left waiting with
+// n free. r is decided first of the work that would borrow: it starts,
+// and no one waits while capacity it fits is free (invariant 10).
+func TestReservationGivenBackLeavesNoOneWaiting(t *testing.T) {
+	n, m := node("n").gpus(1, h100).obj(), node("m").gpus(1, h100).obj()
+	now := t0.Add(time.Hour)
+	c := cluster{nodes: []*core.Node{n, m}, teams: []core.Team{team("b").limit(1000).obj(), team("c").obj()},
+		pending: []*core.Workload{
+			job("r").team("b").class("development").gpus(1000).created(t0).waiting(sched.ReasonUnschedulable, "n").obj(),
+			job("y").team("b").class("training").gpus(1000).created(now).obj(),
+			job("x").team("c").class("training").gpus(500).created(now).obj(),
+		}}
+	opts := sched.DefaultOptions()
+	snap := c.snapshot()
+	plan := opts.Schedule(snap, now)
+	invCheckNoIdleFit(t, newInvCycle(opts, snap, now, plan))
+	if placed, _, _ := outcome(plan); !slices.ContainsFunc(placed, func(p string) bool { return strings.HasPrefix(p, "r on ") }) {
+		t.Errorf("placed %v, want r among them", placed)
+	}
+}

@@ -71,6 +71,15 @@ func Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 //  5. return the plan, with every team's share.
 func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	c := newCycle(o, snap, now)
+	c.decideInOrder(c.decide)
+	c.plan.Shares = c.shares()
+	c.bufs = nil // the pool's now: a use after this panics, never races
+	return c.plan
+}
+
+// decideInOrder decides every pending workload with decide, in the
+// cycle's order.
+func (c *cycle) decideInOrder(decide func(*pendingWork)) {
 	// Workloads holding a node from an earlier cycle go first: the
 	// capacity was promised to them, and deciding them first frees at once
 	// what they no longer need. A preemptor whose victims are gone, that
@@ -88,33 +97,38 @@ func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 			c.release(p.id, nil)
 			continue
 		}
-		c.decide(p)
+		decide(p)
 		p.decided = true
 	}
 	// Then the workloads that run within their team's guarantee, and
 	// only then the ones that would borrow, in the order they came: work
 	// placed on borrowed capacity is never placed where guaranteed work
-	// of this cycle would reclaim it in the next.
+	// of this cycle would reclaim it in the next. Of those, a reserved
+	// workload whose reservation carried over goes first
+	// (reservedBorrower).
 	borrowing := c.bufs.borrowing // room for all: most, in a long queue
+	var reserved *pendingWork
 	for p := c.next(); p != nil; p = c.next() {
 		switch {
 		case p.decided:
+		case p == c.reservedBorrower && !c.guaranteedNow(p):
+			reserved = p
 		case !c.guaranteedNow(p):
 			borrowing = append(borrowing, p)
 		default:
-			c.decide(p)
+			decide(p)
 			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == p.id {
 				c.guaranteedWaiting[p.ts]++
 			}
 		}
 	}
-	for _, p := range borrowing {
-		c.decide(p)
+	if reserved != nil {
+		decide(reserved)
 	}
-	c.plan.Shares = c.shares()
+	for _, p := range borrowing {
+		decide(p)
+	}
 	c.bufs.give(borrowing)
-	c.bufs = nil // the pool's now: a use after this panics, never races
-	return c.plan
 }
 
 // decisionKey is what the decision of a plain workload (cycle.plain)
@@ -314,6 +328,10 @@ type cycle struct {
 	// resvOf is the workload a node is reserved for now, if any (there
 	// is one at a time).
 	resvOf core.WorkloadID
+	// reservedBorrower is the workload whose reservation carried over from
+	// the cycle before, when it would borrow: decided first of those
+	// that would.
+	reservedBorrower *pendingWork
 	// arrays counts, by job array, its tasks running or placed in this
 	// cycle, for the arrays' caps; arrayWanted its pending tasks counted
 	// in its team's demand (array.go).
@@ -769,10 +787,15 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		c.hold(ns, w)
 		c.reserveOn(ns, w)
 		c.reserved = true
-		// A reserved workload that would borrow is decided in its turn,
-		// after the work within its teams' guarantees.
+		// A reserved workload that would borrow is decided after the work
+		// within its teams' guarantees, and first of the rest: before
+		// any workload its reservation could refuse, so that one refused
+		// is never left waiting by a reservation given back later in the
+		// cycle (its workload at its team's limit, say).
 		if ns.resv.inQuota {
 			c.first = append(c.first, p)
+		} else {
+			c.reservedBorrower = p
 		}
 	}
 	for _, p := range nominated {
