@@ -21,8 +21,11 @@ type teamState struct {
 	share   int64 // fair share
 	// unfair lists, smallest first, the team's running workloads over its
 	// quota that fair-share reclaim may take once its usage grows
-	// (promoteFair).
+	// (promoteFair); fairs, largest first, those it may take now, batch
+	// aside, that victims taken from the team may make it no longer may
+	// (demoteFair).
 	unfair  []*runningWorkload
+	fairs   []*runningWorkload
 	running []*runningWorkload
 	// nodes lists the nodes where the team runs preemptible work (not
 	// stopping, not batch), in name order; changed, by place in nodes,

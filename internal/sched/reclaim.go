@@ -161,6 +161,7 @@ func (c *cycle) chose(v *candidate) {
 		return
 	}
 	v.team.reclaimed += v.held
+	c.demoteFair(v.team)
 	b := v.bucket
 	if b == nil {
 		return
