@@ -32,6 +32,7 @@ type quotaBucket struct {
 	guaranteed int64
 	levels     []quotaLevel       // by class value, highest first
 	work       []*runningWorkload // the team's running work in it
+	largest    int64              // the most one of work holds
 	marked     bool               // listed in a check under way (victimScratch.admits)
 }
 
@@ -125,6 +126,7 @@ func (c *cycle) reclaimable(ts *teamState) {
 			continue
 		}
 		r.bucket.work = append(r.bucket.work, r)
+		r.bucket.largest = max(r.bucket.largest, r.held)
 		if r.w.Status.StopRequested == "" {
 			r.bucket.level(r.class.Value).running += r.held
 		}
@@ -175,6 +177,9 @@ func (c *cycle) chose(v *candidate) {
 	case l.least == 0 || v.held < l.least:
 		l.least = v.held
 	}
+	if b.roomy() {
+		return
+	}
 	for _, r := range b.work {
 		if !r.over || r.chosen || !r.eligible || b.admitsAlone(r) {
 			continue
@@ -191,6 +196,21 @@ func (c *cycle) chose(v *candidate) {
 			}
 		}
 	}
+}
+
+// roomy reports whether reclaim may still take any one of the bucket's
+// workloads with the victims chosen from it: at every class, what the
+// team still runs there and above, less the largest of them, is at least
+// the guarantee (which implies every condition of quotaBucket).
+func (b *quotaBucket) roomy() bool {
+	var left int64
+	for i := range b.levels {
+		left += b.levels[i].running - b.levels[i].taken
+		if left-b.largest < b.guaranteed {
+			return false
+		}
+	}
+	return true
 }
 
 // admitsAlone reports whether reclaim may take r, of the bucket, with the
