@@ -54,6 +54,15 @@ type quotaLevel struct {
 	// none); covered is set once one within quota is reclaimed.
 	running, taken, least int64
 	covered               bool
+	// cands are the class's workloads reclaim could take alone when the
+	// cycle started, over quota [0] and within it [1], largest first;
+	// those it may no longer take come off the front (cycle.chose).
+	cands [2][]*runningWorkload
+	// left and limit are setLimits's: what the team still runs at this
+	// class and above, and the most one workload of it may hold for
+	// reclaim to take it alone.
+	left  int64
+	limit levelLimit
 	// pend, pendLeast and pendCovered are taken, least and covered for a
 	// set being weighed (admits).
 	pend, pendLeast int64
@@ -142,6 +151,21 @@ func (c *cycle) reclaimable(ts *teamState) {
 		} else {
 			r.over = over > 0
 		}
+		if r.over && r.eligible {
+			l := r.bucket.level(r.class.Value)
+			k := 0
+			if r.covered {
+				k = 1
+			}
+			l.cands[k] = append(l.cands[k], r)
+		}
+	}
+	for _, b := range ts.buckets {
+		for i := range b.levels {
+			for k := range b.levels[i].cands {
+				slices.SortStableFunc(b.levels[i].cands[k], heldDescending)
+			}
+		}
 	}
 }
 
@@ -180,20 +204,42 @@ func (c *cycle) chose(v *candidate) {
 	if b.roomy() {
 		return
 	}
-	for _, r := range b.work {
-		if !r.over || r.chosen || !r.eligible || b.admitsAlone(r) {
-			continue
+	// Reclaim may take a workload of a level alone while it holds at most
+	// a limit (setLimits): those above it come off, largest first.
+	b.setLimits()
+	for i := range b.levels {
+		for k, covered := range [2]bool{false, true} {
+			l := &b.levels[i]
+			limit := l.limit.over
+			if covered {
+				limit = l.limit.covered
+			}
+			for len(l.cands[k]) > 0 {
+				r := l.cands[k][0]
+				if !r.chosen && r.over && r.held <= limit {
+					break
+				}
+				l.cands[k] = l.cands[k][1:]
+				if !r.chosen && r.over {
+					c.unreclaimable(r)
+				}
+			}
 		}
-		wasFair := r.fair
-		r.over, r.fair = false, false
-		for i, a := range r.w.Status.Placement {
-			if placedBefore(r.w.Status.Placement, i) {
-				continue // core.Nodes: each node once, as first named
-			}
-			if ns := c.byName[a.Node]; ns != nil {
-				ns.retier(r, [tiers]bool{tierOver: true, tierFair: wasFair})
-				c.touch(ns)
-			}
+	}
+}
+
+// unreclaimable takes r out of the victim tiers it is counted in: reclaim
+// may no longer take it in this cycle.
+func (c *cycle) unreclaimable(r *runningWorkload) {
+	wasFair := r.fair
+	r.over, r.fair = false, false
+	for i, a := range r.w.Status.Placement {
+		if placedBefore(r.w.Status.Placement, i) {
+			continue // core.Nodes: each node once, as first named
+		}
+		if ns := c.byName[a.Node]; ns != nil {
+			ns.retier(r, [tiers]bool{tierOver: true, tierFair: wasFair})
+			c.touch(ns)
 		}
 	}
 }
@@ -213,19 +259,36 @@ func (b *quotaBucket) roomy() bool {
 	return true
 }
 
-// admitsAlone reports whether reclaim may take r, of the bucket, with the
-// victims chosen before it (the rule of quotaBucket).
-func (b *quotaBucket) admitsAlone(r *runningWorkload) bool {
-	l := b.level(r.class.Value)
-	l.pend = r.held
-	if r.covered {
-		l.pendCovered = true
-	} else {
-		l.pendLeast = r.held
+// levelLimit is the most a workload of a level may hold for reclaim to
+// take it alone, over quota and within it (-1: none may be taken).
+type levelLimit struct{ over, covered int64 }
+
+// setLimits sets, level by level (quotaLevel.limit), the most one
+// workload may hold for reclaim to take it alone with the victims chosen
+// before it: what the rule of quotaBucket leaves at its level and below
+// (a victim counts at its class and every lower one).
+func (b *quotaBucket) setLimits() {
+	var u int64
+	for i := range b.levels {
+		u += b.levels[i].running - b.levels[i].taken
+		b.levels[i].left = u
 	}
-	ok := b.admits()
-	l.pend, l.pendLeast, l.pendCovered = 0, 0, false
-	return ok
+	const none = int64(-1)
+	bound := int64(1 << 62) // the victims' conditions at this level and below
+	for i := len(b.levels) - 1; i >= 0; i-- {
+		l := &b.levels[i]
+		if l.covered {
+			bound = min(bound, l.left-b.guaranteed)
+		}
+		if l.least > 0 {
+			bound = min(bound, l.left+l.least-b.guaranteed-1)
+		}
+		l.limit = levelLimit{over: bound, covered: min(bound, l.left-b.guaranteed)}
+		if l.left <= b.guaranteed {
+			l.limit.over = none
+		}
+		l.limit.over, l.limit.covered = max(l.limit.over, none), max(l.limit.covered, none)
+	}
 }
 
 // admits reports whether the candidates js (of cands) may be taken
