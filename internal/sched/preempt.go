@@ -373,17 +373,12 @@ func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamStat
 			out = append(out, candidate{r, v, ruleIdleOnly, vt == ts})
 		case vt != ts && r.over && inQuota:
 			out = append(out, candidate{r, v, ruleGuarantee, false})
-		case vt != ts && fairShareOK && r.over &&
+		case vt != ts && fairShareOK && r.over && vt.usage-vt.reclaimed-r.held >= vt.share &&
 			v.Status.StartedAt != nil && c.now.Sub(*v.Status.StartedAt) >= c.opts.MinRuntime:
 			out = append(out, candidate{r, v, ruleFairShare, false})
 		}
-		switch {
-		case len(out) == n:
-		case !gangs && r.gang:
+		if !gangs && len(out) > n && r.gang {
 			out, sawGang = out[:n], true
-		case out[n].reclaims() && !c.scratch.admitsOne(out, n):
-			// Not with the victims chosen before it (quotaBucket).
-			out = out[:n]
 		}
 	}
 	return out, sawGang

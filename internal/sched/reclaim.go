@@ -343,12 +343,6 @@ func (sc *victimScratch) admits(cands []candidate, js []int) bool {
 	return ok
 }
 
-// admitsOne is admits for candidate j alone.
-func (sc *victimScratch) admitsOne(cands []candidate, j int) bool {
-	sc.one[0] = j
-	return sc.admits(cands, sc.one[:])
-}
-
 // bucketFor returns the bucket that r, running for ts, counts against:
 // the model guarantee covering its devices, else the pool guarantee
 // covering its node, else the total (classify's buckets); nil for batch.
