@@ -233,7 +233,10 @@
 //
 // Each node has summaries (free whole devices, largest free share) so that
 // a full node is skipped at once; a request shape that fitted nowhere is not
-// tried again in the cycle (usage only grows within a cycle), nor is a
+// tried again in the cycle (usage only grows within a cycle; nor, while
+// the starvation reservation that refused it lasts, one that fitted only
+// where the reservation refused it, for workloads it binds alike and of
+// the same max runtime: its refusals only grow too), nor is a
 // victim search that failed for the same team, class and shape (the keys
 // are the shape's number, given when the pending records are read, and
 // the team's and class's records: no string to hash). The
@@ -427,12 +430,14 @@
 // 50,000 at 1,000 nodes. Before these, time grew as nodes^0.67 over 250-12,500 nodes
 // (nodes^0.76 from 1,000) and as pending^0.46 from 10,000 to 50,000 at
 // 1,000 nodes (5,000 pending, 139-170 ms, cost more than 10,000: the
-// starving workload's reservation then refuses shapes that do not fit
-// elsewhere either, softly, so that each is tried again, and the scan of
-// every node explains each anew). What remains at 12,500 nodes (by CPU
-// profile): the placements (about 27% of the cycle's own work), the
-// victim searches (about 31%: the victim index's upkeep about 19, the
-// walks 12), the garbage collector (which shares the second core with the
+// starving workload's reservation then refused shapes that fitted nowhere
+// else either, softly, so that each was tried again, and the scan of
+// every node explained each anew; such refusals are now remembered while
+// the reservation lasts, noFitResv, and BenchmarkCycleReserved holds a
+// reservation through the whole queue: docs/PERFORMANCE.md). What
+// remains at 12,500 nodes (by CPU profile): the placements (about 27%
+// of the cycle's own work), the victim searches (about 31%: the victim
+// index's upkeep about 19, the walks 12), the garbage collector (which shares the second core with the
 // parallel setup; at 1,000 nodes a cycle with the collector off took
 // about 6 ms less); at 1,000 nodes, the victim searches (about 22 ms, from
 // 37: the teams' orders about 8, made about 870 times a cycle, bounding

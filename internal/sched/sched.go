@@ -304,6 +304,12 @@ type cycle struct {
 	// noFit remembers request shapes that fitted nowhere this cycle;
 	// usage only grows within a cycle, so they fit nowhere later either.
 	noFit map[fitKey]string
+	// noFitResv remembers, for workloads that would borrow, the shapes
+	// that fitted nowhere only because the starvation reservation refused
+	// them (backfill): its refusals only grow within a cycle for them (what
+	// it holds grows; its binding against them does not depend on usage),
+	// so the scan of every node that explains each is not made again.
+	noFitResv map[resvFitKey]string
 	// noVictims remembers (team, class, shape, and whether within quota
 	// and may burst) for which no victim set was found.
 	noVictims map[victimKey]bool
@@ -326,8 +332,9 @@ type cycle struct {
 	budgetSpent map[core.TeamName]string
 	reserved    bool // a starvation reservation was made this cycle
 	// resvOf is the workload a node is reserved for now, if any (there
-	// is one at a time).
+	// is one at a time), and resvAt that node.
 	resvOf core.WorkloadID
+	resvAt *nodeState
 	// reservedBorrower is the workload whose reservation carried over from
 	// the cycle before, when it would borrow: decided first of those
 	// that would.
@@ -593,7 +600,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		opts: o, now: now, classes: snap.Classes,
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
-		noFit:       map[fitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[int32]string{},
+		noFit:       map[fitKey]string{}, noFitResv: map[resvFitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[int32]string{},
 		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{}, victimIdx: map[shape]*victimIndex{}, decided: map[decisionKey]cachedDecision{}, scans: map[scanKey]scanMemo{},
 		budgetSpent: snap.BudgetExceeded,
 	}
@@ -1001,6 +1008,26 @@ type fitKey struct {
 	burst bool
 }
 
+// resvFitKey is noFitResv's key: a placement's shape and pass, its max
+// runtime (a reservation's backfill reads it), the workload the one
+// starvation reservation is for, and whether the reservation binds the
+// placement (binds: always for a workload that would borrow; for one
+// within its team's guarantee, while the reserved workload is within its
+// own, which, its team's usage only growing, once false stays so).
+type resvFitKey struct {
+	fit        fitKey
+	maxRuntime time.Duration
+	resv       core.WorkloadID
+	binds      bool
+}
+
+// resvFitKey is w's key in noFitResv, w within its team's guarantee or
+// not (inQuota), while a reservation lasts.
+func (c *cycle) resvFitKey(fk fitKey, w *core.Workload, inQuota bool) resvFitKey {
+	ns := c.resvAt
+	return resvFitKey{fit: fk, maxRuntime: w.MaxRuntime, resv: c.resvOf, binds: c.binds(ns, w, inQuota)}
+}
+
 // victimKey is noVictims's key: the team, the class (one of the cycle's),
 // the shape's number, whether within quota and whether it may burst. It
 // holds no string, so that it hashes at once.
@@ -1177,6 +1204,18 @@ func (c *cycle) decideAll(p *pendingWork) {
 	burst := c.burst.any && c.mayBurst(w)
 	fk := fitKey{p.shape, burst}
 	noFit, failed := c.noFit[fk]
+	// One that the starvation reservation refused (softly: another
+	// workload may fit where it did not) fails alike for another of its
+	// shape and max runtime that the reservation binds alike, while it
+	// lasts (resvFitKey).
+	var rk resvFitKey
+	if !failed && !holder && c.resvOf != "" {
+		rk = c.resvFitKey(fk, w, inQuota)
+		if why, ok := c.noFitResv[rk]; ok {
+			noFit, failed = why, true
+			c.uncacheable = true
+		}
+	}
 	if !failed || holder {
 		c.soft, c.budgetHit = false, false
 		as, why := c.place(w)
@@ -1198,9 +1237,13 @@ func (c *cycle) decideAll(p *pendingWork) {
 			return
 		}
 		noFit = why
-		if !holder && !c.soft {
+		switch {
+		case !holder && !c.soft:
 			c.noFit[fk] = why
-		} else {
+		case !holder && !c.budgetHit && c.resvOf != "" && c.resvOf != w.ID:
+			c.noFitResv[c.resvFitKey(fk, w, inQuota)] = why
+			c.uncacheable = true
+		default:
 			c.uncacheable = true // the next one may fit
 		}
 		// Where it fits, what it would take there is more than its team
@@ -1367,7 +1410,7 @@ func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
 		ns.reservedFor = slices.DeleteFunc(ns.reservedFor, func(x core.WorkloadID) bool { return x == id })
 		if ns.resv != nil && ns.resv.w.ID == id {
 			ns.resv = nil
-			c.resvOf = ""
+			c.resvOf, c.resvAt = "", nil
 		}
 		ns.holdVersion++
 		c.touch(ns)
