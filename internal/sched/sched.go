@@ -1266,43 +1266,7 @@ func (c *cycle) decideAll(p *pendingWork) {
 		vkey := victimKey{ts, p.class, p.shape, inQuota, burst}
 		if !c.noVictims[vkey] {
 			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
-				msgs := preemptionMessages{preemptor: w}
-				for _, v := range vs {
-					c.chose(&v)
-					for i, a := range v.victim.Status.Placement {
-						if placedBefore(v.victim.Status.Placement, i) {
-							continue // core.Nodes: each node once, as first named
-						}
-						if ns := c.byName[a.Node]; ns != nil {
-							ns.forgetChosen(v.runningWorkload)
-							c.touch(ns)
-						}
-					}
-					c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
-						Preemptor: w.ID, Reason: v.reason(), Message: msgs.of(v)})
-				}
-				// The node's future: the victims gone, this workload in.
-				// Where earlier preemptors are placed in it, it is kept as
-				// a stage first: what they count on must stay theirs.
-				f := node.futureState(c)
-				if node.pictures > 0 {
-					node.stages = append(node.stages, c.stage(f))
-				}
-				for _, v := range vs {
-					f.add(v.victim.Request, v.victim.Status.Placement, -1)
-				}
-				if ch, fits := fitsWithin(f, w.Request, maxShare); fits {
-					f.add(w.Request, assignments(ch, w.Request), +1)
-					node.pictures++
-				}
-				c.hold(node, w)
-				node.freeing = true
-				c.touch(node)
-				n := len(vs)
-				if n == 0 {
-					n = c.stopping(node)
-				}
-				c.unplaced(w, ReasonPreempting, "waiting for "+strconv.Itoa(n)+" preempted "+plural(n, "workload", "workloads")+" to stop on "+string(node.node.Name), node.node.Name)
+				c.preempt(w, node, vs, maxShare)
 				return
 			}
 			c.noVictims[vkey] = true
@@ -1352,6 +1316,50 @@ func (c *cycle) decideAll(p *pendingWork) {
 		msg = class.Name + " runs only on idle capacity: " + msg
 	}
 	c.unplaced(w, reason, msg, nominated)
+}
+
+// preempt plans the preemption of victims vs on node for w (which may take
+// at most maxShare of a device there, see reclaimOn): the victims are
+// chosen, the node's future pictures w in their room, and w waits for
+// them, nominated to the node.
+func (c *cycle) preempt(w *core.Workload, node *nodeState, vs []candidate, maxShare int64) {
+	msgs := preemptionMessages{preemptor: w}
+	for _, v := range vs {
+		c.chose(&v)
+		for i, a := range v.victim.Status.Placement {
+			if placedBefore(v.victim.Status.Placement, i) {
+				continue // core.Nodes: each node once, as first named
+			}
+			if ns := c.byName[a.Node]; ns != nil {
+				ns.forgetChosen(v.runningWorkload)
+				c.touch(ns)
+			}
+		}
+		c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
+			Preemptor: w.ID, Reason: v.reason(), Message: msgs.of(v)})
+	}
+	// The node's future: the victims gone, this workload in. Where earlier
+	// preemptors are placed in it, it is kept as a stage first: what they
+	// count on must stay theirs.
+	f := node.futureState(c)
+	if node.pictures > 0 {
+		node.stages = append(node.stages, c.stage(f))
+	}
+	for _, v := range vs {
+		f.add(v.victim.Request, v.victim.Status.Placement, -1)
+	}
+	if ch, fits := fitsWithin(f, w.Request, maxShare); fits {
+		f.add(w.Request, assignments(ch, w.Request), +1)
+		node.pictures++
+	}
+	c.hold(node, w)
+	node.freeing = true
+	c.touch(node)
+	n := len(vs)
+	if n == 0 {
+		n = c.stopping(node)
+	}
+	c.unplaced(w, ReasonPreempting, "waiting for "+strconv.Itoa(n)+" preempted "+plural(n, "workload", "workloads")+" to stop on "+string(node.node.Name), node.node.Name)
 }
 
 // stopping counts the workloads stopping, or chosen to stop, on a node.
