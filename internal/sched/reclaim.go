@@ -30,10 +30,9 @@ type quotaBucket struct {
 	kind       bucketKind
 	key        string
 	guaranteed int64
-	levels     []quotaLevel       // by class value, highest first
-	work       []*runningWorkload // the team's running work in it
-	largest    int64              // the most one of work holds
-	marked     bool               // listed in a check under way (victimScratch.admits)
+	levels     []quotaLevel // by class value, highest first
+	largest    int64        // the most one of the team's workloads in it holds
+	marked     bool         // listed in a check under way (victimScratch.admits)
 }
 
 // bucketKind is which guarantee a quotaBucket is.
@@ -134,7 +133,6 @@ func (c *cycle) reclaimable(ts *teamState) {
 		if r.bucket == nil {
 			continue
 		}
-		r.bucket.work = append(r.bucket.work, r)
 		r.bucket.largest = max(r.bucket.largest, r.held)
 		if r.w.Status.StopRequested == "" {
 			r.bucket.level(r.class.Value).running += r.held
