@@ -84,9 +84,11 @@ another simulator produced is replayed exactly; --inflate then only ends the
 run early, with the pod whose arrival reaches it.
 
 The table shows, for each policy at each --report level of arrived demand, the
-GPU demand placed (allocation, mean [min–max] over the seeds), the free GPU
-capacity no later pod could use (stranded) and the pods that found no place;
-then where the first pod failed. -o json prints every run and the same
+GPU demand placed (allocation, mean [min–max] over the seeds), an upper bound
+on what any policy, even one that knew every pod in advance, could place of
+the same pods (bound: a linear relaxation of the packing, the same for every
+policy of a seed), the free GPU capacity no later pod could use (stranded) and
+the pods that found no place; then where the first pod failed. -o json prints every run and the same
 summary. --plot draws allocation against arrived demand, one line per policy.
 
 Runs go on --parallel workers; progress goes to stderr, results to stdout.`,
@@ -428,14 +430,14 @@ func printPackingTable(w io.Writer, head string, sums []sim.PolicySummary) error
 	fmt.Fprintln(w, head)
 	fmt.Fprintln(w)
 	tw := newTabWriter(w)
-	fmt.Fprintln(tw, "ARRIVED\tPOLICY\tALLOCATION\tSTRANDED\tFAILED PODS")
+	fmt.Fprintln(tw, "ARRIVED\tPOLICY\tALLOCATION\tBOUND\tSTRANDED\tFAILED PODS")
 	levels := 0
 	for _, s := range sums {
 		levels = max(levels, len(s.Levels))
 	}
 	for i := range levels {
 		if i > 0 {
-			fmt.Fprintln(tw, "\t\t\t\t")
+			fmt.Fprintln(tw, "\t\t\t\t\t")
 		}
 		first := true
 		for _, s := range sums {
@@ -448,7 +450,11 @@ func printPackingTable(w io.Writer, head string, sums []sim.PolicySummary) error
 				arrived = formatLevel(l.Level)
 				first = false
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", arrived, s.Policy, formatStat(l.Allocation, formatPercent),
+			bound := "-"
+			if l.Bound != nil {
+				bound = formatStat(*l.Bound, formatPercent)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", arrived, s.Policy, formatStat(l.Allocation, formatPercent), bound,
 				formatPercent(l.Stranded.Mean), strconv.FormatFloat(l.FailedPods.Mean, 'f', 1, 64))
 		}
 	}

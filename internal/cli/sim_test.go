@@ -199,13 +199,28 @@ func TestSimPackingTable(t *testing.T) {
 			t.Errorf("table lacks policy %s:\n%s", p, got.stdout)
 		}
 	}
-	for _, s := range []string{"ALLOCATION", "STRANDED", "FAILED PODS", "FIRST FAILURE AT", "80%", "120%", "20 runs: 10 policies × seeds 3,4"} {
+	for _, s := range []string{"ALLOCATION", "BOUND", "STRANDED", "FAILED PODS", "FIRST FAILURE AT", "80%", "120%", "20 runs: 10 policies × seeds 3,4"} {
 		if !strings.Contains(got.stdout, s) {
 			t.Errorf("table lacks %q:\n%s", s, got.stdout)
 		}
 	}
-	// The comparison is computed from the runs.
+	// Every point has its sequence's bound, the same for every policy of
+	// a seed and never below the allocation.
 	rep := packingJSON(t, args...)
+	bounds := map[[2]int64]float64{}
+	for _, r := range rep.Runs {
+		for i, p := range r.Points {
+			if p.Bound == nil || *p.Bound+1e-9 < p.Allocation {
+				t.Fatalf("%s seed %d point %d: bound %v, allocation %g", r.Policy, r.Seed, i, p.Bound, p.Allocation)
+			}
+			k := [2]int64{r.Seed, int64(i)}
+			if b, ok := bounds[k]; ok && b != *p.Bound {
+				t.Errorf("seed %d point %d: bound %g for %s, %g for another policy", r.Seed, i, *p.Bound, r.Policy, b)
+			}
+			bounds[k] = *p.Bound
+		}
+	}
+	// The comparison is computed from the runs.
 	c, ok := sim.Compare(rep.Summary, sim.PolicyGPUFleet, sim.PolicyReservation)
 	if !ok {
 		t.Fatal("no comparison between gpufleet and reservation")

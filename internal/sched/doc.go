@@ -24,6 +24,15 @@
 // guarantee; a pending workload judged against the total counts all the
 // team's work there, the work its model and pool guarantees cover included.
 //
+// Which of a team's workloads the guarantee covers decides what starts
+// and what counts as borrowed, not which one reclaim takes: where a team
+// runs more than a guarantee at a class and above, reclaim may take any
+// of that work (a workload within quota once it has run MinRuntime) as
+// long as the team keeps the guarantee, and a workload over quota as long
+// as it would not be within the guarantee if submitted again (reclaim.go,
+// quotaBucket). So a fraction reclaims a fraction of a team that runs a
+// gang over quota next to fractions within it, not the gang.
+//
 // Only a schedulable node (its state Ready, see core.Node.Apply) takes
 // work, and on it no device whose health is Failed or Validating
 // (core.GPU.Usable): such a device counts as full, by a whole device more
@@ -62,9 +71,11 @@
 //     allows, where the packing policy (below) says it costs the workload
 //     mix least; burst nodes only as the burst policy says (below);
 //  5. otherwise it may preempt: lower classes of its own team, batch of any
-//     team, over-quota work of other teams when it reclaims its guarantee,
-//     and, with fair-share reclaim on, over-quota work of teams above their
-//     fair share that ran at least MinRuntime. Production is never a
+//     team, work of other teams beyond their guarantees (as above) when it
+//     reclaims its guarantee, and, with fair-share reclaim on, such work
+//     that ran at least MinRuntime of teams that stay at or above their
+//     fair share without it and every victim taken from them before in
+//     the cycle. Production is never a
 //     victim; batch never preempts; gangs do not preempt (their victims
 //     would span nodes). A request by memory is judged, node by node, by
 //     the share it takes there (reclaimOn): it reclaims a guarantee or a
@@ -112,7 +123,11 @@
 // # Eviction rules
 //
 // Among the workloads a preemptor may stop, it stops the cheapest set that
-// lets it fit (findVictims, victimSet):
+// lets it fit (findVictims, victimSet), whether it preempts within its
+// team, takes batch, or reclaims a guarantee or a fair share (a set that
+// reclaim's rules admit as a whole: reclaim.go); a starvation reservation
+// chooses its node by the same order, over what it waits for to end
+// there (below):
 //
 //   - on one node only;
 //   - no gang while a set without one suffices on some node;
@@ -157,7 +172,11 @@
 // one are decided first in the next cycle; a hold its holder no longer
 // needs is given back at once, and a preemptor its quota rules no longer
 // admit (its team took the room meanwhile) holds nothing and is decided
-// afresh.
+// afresh. So is, in its turn after the work within guarantees, one whose
+// victims are gone that the scheduler stopped less than MinRuntime ago
+// and that would now borrow (its team's higher classes, decided before
+// it, took its guarantee): started first, it could take room that another
+// team's guaranteed work, decided later, would reclaim in the next cycle.
 //
 // Gangs (replicas × GPUs) are placed replica by replica, each on the best
 // node given the ones before, and undone entirely if one does not fit.
@@ -186,7 +205,11 @@
 // placed if they fit (backfill). So that a large workload is not starved by
 // a stream of small ones, the workload that has waited longest past
 // Options.StarvationAfter (highest class first) gets a reservation on the
-// node where it would fit soonest (reserve.go). The node drains for it as
+// node where it waits for the least to end (reserve.go, drainCost): the
+// cheapest set of what runs there whose end leaves it room, in the order
+// of the eviction rules (no gang while a node needs none, then for a
+// fraction only fractions, the least capacity, the fewest workloads),
+// then the most free devices, the fewest running workloads, the name. The node drains for it as
 // its workloads finish, but the reservation holds only what the reserved
 // workload will use, as Slurm's backfill does: another workload may still
 // take the node where, next to what will still run there when the reserved
@@ -210,7 +233,10 @@
 //
 // Each node has summaries (free whole devices, largest free share) so that
 // a full node is skipped at once; a request shape that fitted nowhere is not
-// tried again in the cycle (usage only grows within a cycle), nor is a
+// tried again in the cycle (usage only grows within a cycle; nor, while
+// the starvation reservation that refused it lasts, one that fitted only
+// where the reservation refused it, for workloads it binds alike and of
+// the same max runtime: its refusals only grow too), nor is a
 // victim search that failed for the same team, class and shape (the keys
 // are the shape's number, given when the pending records are read, and
 // the team's and class's records: no string to hash). The
@@ -404,12 +430,14 @@
 // 50,000 at 1,000 nodes. Before these, time grew as nodes^0.67 over 250-12,500 nodes
 // (nodes^0.76 from 1,000) and as pending^0.46 from 10,000 to 50,000 at
 // 1,000 nodes (5,000 pending, 139-170 ms, cost more than 10,000: the
-// starving workload's reservation then refuses shapes that do not fit
-// elsewhere either, softly, so that each is tried again, and the scan of
-// every node explains each anew). What remains at 12,500 nodes (by CPU
-// profile): the placements (about 27% of the cycle's own work), the
-// victim searches (about 31%: the victim index's upkeep about 19, the
-// walks 12), the garbage collector (which shares the second core with the
+// starving workload's reservation then refused shapes that fitted nowhere
+// else either, softly, so that each was tried again, and the scan of
+// every node explained each anew; such refusals are now remembered while
+// the reservation lasts, noFitResv, and BenchmarkCycleReserved holds a
+// reservation through the whole queue: docs/PERFORMANCE.md). What
+// remains at 12,500 nodes (by CPU profile): the placements (about 27%
+// of the cycle's own work), the victim searches (about 31%: the victim
+// index's upkeep about 19, the walks 12), the garbage collector (which shares the second core with the
 // parallel setup; at 1,000 nodes a cycle with the collector off took
 // about 6 ms less); at 1,000 nodes, the victim searches (about 22 ms, from
 // 37: the teams' orders about 8, made about 870 times a cycle, bounding

@@ -228,9 +228,23 @@ func (ns *nodeState) ownTier(i int, r *runningWorkload) *eligTier {
 // victim searches weigh nodes in vain). The classes the node's own tiers
 // list stay (ownBelow does not change within a cycle).
 func (ns *nodeState) forgetChosen(r *runningWorkload) {
-	ns.tierVersion++
 	// The tiers as newCycle and promoteFair noted them.
-	in := [tiers]bool{tierOver: r.over, tierIdle: r.class.IdleOnly, tierFair: r.fair}
+	ns.retier(r, [tiers]bool{tierOver: r.over, tierIdle: r.class.IdleOnly, tierFair: r.fair})
+	if i := slices.Index(ns.teams, r.team); i >= 0 && !r.class.IdleOnly {
+		own := ns.ownTier(i, r)
+		own.reset()
+		for _, o := range ns.running {
+			if o.eligible && !o.chosen && o.team == r.team && !o.class.IdleOnly && o.class.Value == r.class.Value {
+				own.note(ns, o)
+			}
+		}
+	}
+}
+
+// retier makes the tiers in (those r was counted in) again from the
+// workloads they count now, r no longer among them.
+func (ns *nodeState) retier(r *runningWorkload, in [tiers]bool) {
+	ns.tierVersion++
 	for t := range ns.tiers {
 		if !in[t] {
 			continue
@@ -239,15 +253,6 @@ func (ns *nodeState) forgetChosen(r *runningWorkload) {
 		for _, o := range ns.running {
 			if o.eligible && !o.chosen && ((t == tierOver && o.over) || (t == tierIdle && o.class.IdleOnly) || (t == tierFair && o.fair)) {
 				ns.tiers[t].note(ns, o)
-			}
-		}
-	}
-	if i := slices.Index(ns.teams, r.team); i >= 0 && !r.class.IdleOnly {
-		own := ns.ownTier(i, r)
-		own.reset()
-		for _, o := range ns.running {
-			if o.eligible && !o.chosen && o.team == r.team && !o.class.IdleOnly && o.class.Value == r.class.Value {
-				own.note(ns, o)
 			}
 		}
 	}
@@ -618,8 +623,12 @@ type runningWorkload struct {
 	start int64
 	// gang is true for a workload of several replicas.
 	gang bool
-	// over is true when it runs beyond its team's guarantee.
-	over bool
+	// covered is true when it runs within its team's guarantee, by
+	// classify's order; over when reclaim may take it (reclaimable).
+	covered, over bool
+	// bucket is the guarantee of its team it counts against (nil for
+	// batch).
+	bucket *quotaBucket
 	// chosen is true once it is a victim in this cycle.
 	chosen bool
 	// eligible is false for workloads that can never be victims: unknown

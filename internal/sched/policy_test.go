@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -429,9 +430,11 @@ func BenchmarkCycle(b *testing.B) {
 		now := t0.Add(2 * time.Hour)
 		var plan core.Plan
 		b.ReportAllocs()
+		cpu := processCPU(b)
 		for b.Loop() {
 			plan = sched.DefaultOptions().Schedule(snap, now)
 		}
+		b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		b.ReportMetric(float64(len(plan.Placements)), "placed")
 		b.ReportMetric(float64(len(plan.Preemptions)), "preempted")
 	}
@@ -442,6 +445,52 @@ func BenchmarkCycle(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) { run(b, sz) })
 	}
+}
+
+// BenchmarkCycleReserved is BenchmarkCycle at 1,000 nodes with a gang of
+// two 8-GPU production replicas submitted before the rest: a gang does not
+// preempt, so it holds the cycle's starvation reservation while the queue
+// is decided. Every workload that only the reserved node could hold is
+// refused there, and before the scheduler remembered such refusals each
+// scanned every node to explain its own (the reason nodes=1000/pending=5000
+// took longer than pending=10000: docs/PERFORMANCE.md).
+//
+//	go test ./internal/sched -run '^$' -bench 'CycleReserved' -benchmem
+func BenchmarkCycleReserved(b *testing.B) {
+	for _, p := range []int{5000, 10000, 20000} {
+		b.Run(fmt.Sprintf("nodes=1000/pending=%d", p), func(b *testing.B) {
+			snap := benchCluster(1000, p)
+			g := job("gang").team("t00").class("production").gpus(8000).replicas(2).created(t0.Add(-time.Hour)).obj()
+			snap.Pending = append(snap.Pending, g)
+			now := t0.Add(2 * time.Hour)
+			var plan core.Plan
+			b.ReportAllocs()
+			cpu := processCPU(b)
+			for b.Loop() {
+				plan = sched.DefaultOptions().Schedule(snap, now)
+			}
+			b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			reserved := 0
+			for _, d := range plan.Unplaced {
+				if d.Workload == "gang" && d.Nominated != "" {
+					reserved = 1
+				}
+			}
+			b.ReportMetric(float64(len(plan.Placements)), "placed")
+			b.ReportMetric(float64(reserved), "reserved")
+		})
+	}
+}
+
+// processCPU is the CPU time the process has used (user and system, every
+// thread): a cycle's CPU, its parallel setup and the collector included,
+// steadier than wall time on a machine shared with others.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func TestFairShareIgnoresDemandThatCannotBeAdmitted(t *testing.T) {

@@ -21,8 +21,11 @@ type teamState struct {
 	share   int64 // fair share
 	// unfair lists, smallest first, the team's running workloads over its
 	// quota that fair-share reclaim may take once its usage grows
-	// (promoteFair).
+	// (promoteFair); fairs, largest first, those it may take now, batch
+	// aside, that victims taken from the team may make it no longer may
+	// (demoteFair).
 	unfair  []*runningWorkload
+	fairs   []*runningWorkload
 	running []*runningWorkload
 	// nodes lists the nodes where the team runs preemptible work (not
 	// stopping, not batch), in name order; changed, by place in nodes,
@@ -46,6 +49,15 @@ type teamState struct {
 	// byPool is the same by pool guarantee, for teams with
 	// GuaranteedByPool (work a model guarantee covers excluded).
 	byPool map[string]map[int]int64
+	// buckets are the team's guarantees with the running work each
+	// covers, for reclaim (quotaBucket); reclaimed is what the victims
+	// chosen from the team in this cycle hold. pend, pendFair and marked
+	// are victimScratch.admits's.
+	buckets   []*quotaBucket
+	reclaimed int64
+	pend      int64
+	pendFair  bool
+	marked    bool
 }
 
 // classify marks which running workloads of a team are within its
@@ -84,6 +96,7 @@ func (c *cycle) classify(ts *teamState) {
 				continue
 			}
 			usedByModel[key] += r.held
+			r.covered = true
 			continue
 		}
 		if key, ok := c.nodePoolKey(ts, r.w.Status.Placement); ok {
@@ -92,6 +105,7 @@ func (c *cycle) classify(ts *teamState) {
 				continue
 			}
 			usedByPool[key] += r.held
+			r.covered = true
 			continue
 		}
 		if r.class.IdleOnly || used+r.held > ts.team.Guaranteed {
@@ -99,7 +113,12 @@ func (c *cycle) classify(ts *teamState) {
 			continue
 		}
 		used += r.held
+		r.covered = true
 	}
+	for _, r := range ts.running {
+		r.bucket = c.bucketFor(ts, r)
+	}
+	c.reclaimable(ts)
 }
 
 // deviceKey returns the team's model guarantee covering the devices of a
@@ -246,6 +265,7 @@ const (
 	ruleIdleOnly
 	ruleGuarantee // its team is over quota; the preemptor's team reclaims its guarantee
 	ruleFairShare // its team is above its fair share; the preemptor's below
+	ruleWait      // a starvation reservation waits for it to end (never stopped)
 )
 
 // reason is Preempted within a team, Reclaimed across teams (quota, fair
@@ -353,7 +373,7 @@ func (c *cycle) victimsFor(w *core.Workload, cl core.PriorityClass, ts *teamStat
 			out = append(out, candidate{r, v, ruleIdleOnly, vt == ts})
 		case vt != ts && r.over && inQuota:
 			out = append(out, candidate{r, v, ruleGuarantee, false})
-		case vt != ts && fairShareOK && r.over && vt.usage-r.held >= vt.share &&
+		case vt != ts && fairShareOK && r.over && vt.usage-vt.reclaimed-r.held >= vt.share &&
 			v.Status.StartedAt != nil && c.now.Sub(*v.Status.StartedAt) >= c.opts.MinRuntime:
 			out = append(out, candidate{r, v, ruleFairShare, false})
 		}
@@ -665,268 +685,353 @@ const maxExactDevices = 10
 // order. The request may take at most maxShare of a device (-1: any; see
 // reclaimOn).
 func victimSet(future *nodeState, req core.Request, cands []candidate, maxShare int64, sc *victimScratch) []candidate {
-	scratch := &sc.ns
-	future.cloneInto(scratch)
+	future.cloneInto(&sc.ns)
 	sc.prepare(cands)
-	taken := sc.taken
-	set := sc.set[:0]
-	take := func(j int) {
-		taken[j] = true
-		set = append(set, cands[j])
-		scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
-	}
-	fits := func() bool { return fitsWithinAt(scratch, req, maxShare) }
-	// freed is what candidate j holds on the device at position i of this
-	// node.
-	freed := func(j, i int) (core.GPUUse, bool) {
-		k := j*len(scratch.node.GPUs) + i
-		return sc.freed[k], sc.on[k]
-	}
-	vs := sc.vs[:0]
+	v := &victimSearch{sc: sc, node: &sc.ns, req: req, cands: cands, maxShare: maxShare, set: sc.set[:0], idx: sc.idx[:0]}
+	ok := true
 	switch {
 	case req.WholeGPUs() > 0:
-		if fits() {
-			break
-		}
-		// The devices that can be cleared: every occupant a candidate.
-		// The occupants of devs[b] are occ[ends[b-1]:ends[b]].
-		devs, occ, ends := sc.devs[:0], sc.occ[:0], sc.ends[:0]
-		for i := range scratch.node.GPUs {
-			g := &scratch.node.GPUs[i]
-			u := scratch.used[i]
-			if !allows(&req, g) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
-				continue
-			}
-			start := len(occ)
-			var sum core.GPUUse
-			for j := range cands {
-				if f, ok := freed(j, i); ok {
-					occ = append(occ, j)
-					sum.MilliGPU += f.MilliGPU
-					sum.MemoryMiB += f.MemoryMiB
-				}
-			}
-			if len(occ) > start && sum.MilliGPU >= u.MilliGPU && sum.MemoryMiB >= u.MemoryMiB {
-				devs, ends = append(devs, i), append(ends, len(occ))
-			} else {
-				occ = occ[:start]
-			}
-		}
-		sc.devs, sc.occ, sc.ends = devs, occ, ends
-		occupants := func(b int) []int {
-			if b == 0 {
-				return occ[:ends[0]]
-			}
-			return occ[ends[b-1]:ends[b]]
-		}
-		if len(devs) <= maxExactDevices {
-			// A sufficient set that frees no device in vain is all the
-			// occupants of some set of devices: the cheapest such set,
-			// exactly (2^n sets of devices).
-			best, found := sc.best[:0], false
-			var bestCost victimCost
-			mark := resize(sc.mark, len(cands))
-			clear(mark)
-			sc.mark = mark
-			// A set that clears fewer devices than are missing cannot fit.
-			free := 0
-			for i := range scratch.node.GPUs {
-				g := &scratch.node.GPUs[i]
-				if u := scratch.used[i]; allows(&req, g) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
-					free++
-				}
-			}
-			missing := req.WholeGPUs() - free
-			for mask := 1; mask < 1<<len(devs); mask++ {
-				if bits.OnesCount(uint(mask)) < missing {
-					continue
-				}
-				vs = vs[:0]
-				var k victimCost
-				for b := range devs {
-					if mask&(1<<b) == 0 {
-						continue
-					}
-					for _, j := range occupants(b) {
-						if mark[j] != mask {
-							mark[j] = mask
-							vs = append(vs, j)
-							k.add(req, cands[j])
-						}
-					}
-				}
-				// Ties go to the set first in victim order.
-				slices.Sort(vs)
-				if found {
-					if d := k.compare(bestCost); d > 0 || (d == 0 && slices.Compare(vs, best) >= 0) {
-						continue
-					}
-				}
-				for _, j := range vs {
-					scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
-				}
-				ok := fits()
-				for _, j := range vs {
-					scratch.add(cands[j].victim.Request, cands[j].victim.Status.Placement, +1)
-				}
-				if ok {
-					best, bestCost, found = append(best[:0], vs...), k, true
-				}
-			}
-			sc.best = best
-			if !found {
-				return nil
-			}
-			for _, j := range best {
-				take(j)
-			}
-			break
-		}
-		// Many devices: free them one at a time, each time the one whose
-		// remaining occupants cost least to evict.
-		for !fits() {
-			bestDev, bestCost := -1, victimCost{}
-			var bestVs []int
-			for i := range scratch.node.GPUs {
-				g := &scratch.node.GPUs[i]
-				u := scratch.used[i]
-				if !allows(&req, g) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
-					continue
-				}
-				vs = vs[:0]
-				var k victimCost
-				var sum core.GPUUse
-				for j := range cands {
-					if f, on := freed(j, i); on && !taken[j] {
-						vs = append(vs, j)
-						sum.MilliGPU += f.MilliGPU
-						sum.MemoryMiB += f.MemoryMiB
-						k.add(req, cands[j])
-					}
-				}
-				if len(vs) == 0 || sum.MilliGPU < u.MilliGPU || sum.MemoryMiB < u.MemoryMiB {
-					continue // something that is not a candidate stays on it
-				}
-				// Ties go to the device whose first victim comes first in
-				// victim order.
-				if bestDev < 0 || cmp.Or(k.compare(bestCost), cmp.Compare(vs[0], bestVs[0])) < 0 {
-					bestDev, bestCost, bestVs = i, k, append(bestVs[:0], vs...)
-				}
-			}
-			if bestDev < 0 {
-				return nil
-			}
-			for _, j := range bestVs {
-				take(j)
-			}
-		}
+		ok = v.fits() || v.clearDevices()
 	case req.Fractional():
-		bestVs, have := sc.bestVs[:0], false
-		var bestCost victimCost
-		set := sc.fset[:0]
-		for i := range scratch.node.GPUs {
-			g := &scratch.node.GPUs[i]
-			milli, mem, ok := req.ShareOn(*g)
-			if !ok || !allows(&req, g) || (maxShare >= 0 && milli > maxShare) {
-				continue
-			}
-			vs = vs[:0]
-			for j := range cands {
-				if _, on := freed(j, i); on {
-					vs = append(vs, j)
-				}
-			}
-			// Cheapest first: fractions, then the smallest, then victim
-			// order.
-			slices.SortStableFunc(vs, func(a, b int) int {
-				var ka, kb victimCost
-				ka.add(req, cands[a])
-				kb.add(req, cands[b])
-				return ka.compare(kb)
-			})
-			u0 := scratch.used[i]
-			room := func(u core.GPUUse) bool { return u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB }
-			set = set[:0]
-			var k victimCost
-			if len(vs) <= maxExactVictims {
-				// Few occupants: the cheapest sufficient subset, exactly.
-				found := false
-				for mask := 1; mask < 1<<len(vs); mask++ {
-					u := u0
-					var km victimCost
-					for b, j := range vs {
-						if mask&(1<<b) != 0 {
-							f, _ := freed(j, i)
-							u.MilliGPU -= f.MilliGPU
-							u.MemoryMiB -= f.MemoryMiB
-							km.add(req, cands[j])
-						}
-					}
-					if room(u) && (!found || km.compare(k) < 0) {
-						found, k, set = true, km, set[:0]
-						for b, j := range vs {
-							if mask&(1<<b) != 0 {
-								set = append(set, j)
-							}
-						}
-					}
-				}
-				if !found {
-					continue
-				}
-			} else {
-				u := u0
-				for _, j := range vs {
-					if room(u) {
-						break
-					}
-					f, _ := freed(j, i)
-					u.MilliGPU -= f.MilliGPU
-					u.MemoryMiB -= f.MemoryMiB
-					k.add(req, cands[j])
-					set = append(set, j)
-				}
-				if !room(u) || len(set) == 0 {
-					continue
-				}
-			}
-			if !have || cmp.Or(k.compare(bestCost), cmp.Compare(slices.Min(set), slices.Min(bestVs))) < 0 {
-				bestVs, bestCost, have = append(bestVs[:0], set...), k, true
-			}
-		}
-		sc.bestVs, sc.fset = bestVs, set
-		for _, j := range bestVs {
-			take(j)
-		}
+		v.shareDevice()
+	}
+	if !ok {
+		sc.set, sc.idx = v.set, v.idx
+		return nil
 	}
 	// What remains (host CPU or memory, a request without GPUs): victim
 	// order.
 	for j := range cands {
-		if fits() {
+		if v.fits() {
 			break
 		}
-		if !taken[j] {
-			take(j)
+		if sc.one[0] = j; !sc.taken[j] && v.admits(sc.one[:]) {
+			v.take(j)
 		}
 	}
-	sc.set, sc.vs = set, vs
-	if !fits() {
+	sc.set, sc.idx = v.set, v.idx
+	if !v.fits() {
 		return nil
 	}
-	// Drop victims that are not needed, largest first (then first chosen).
+	return v.dropUnneeded()
+}
+
+// victimSearch is one victimSet call: the node's future as victims are
+// taken from it (node, sc.ns), the candidates, and the set taken so far
+// (set, and idx: the candidates' positions).
+type victimSearch struct {
+	sc       *victimScratch
+	node     *nodeState
+	req      core.Request
+	cands    []candidate
+	maxShare int64
+	set      []candidate
+	idx      []int
+}
+
+// take takes candidate j.
+func (v *victimSearch) take(j int) {
+	v.sc.taken[j] = true
+	v.set = append(v.set, v.cands[j])
+	v.idx = append(v.idx, j)
+	v.node.add(v.cands[j].victim.Request, v.cands[j].victim.Status.Placement, -1)
+}
+
+// admits reports whether the candidates js may be taken with those taken
+// already (victimScratch.admits).
+func (v *victimSearch) admits(js []int) bool {
+	sc := v.sc
+	if sc.all {
+		return true
+	}
+	sc.tmp = append(append(sc.tmp[:0], v.idx...), js...)
+	return sc.admits(v.cands, sc.tmp)
+}
+
+// fits reports whether the request fits the node as it is now.
+func (v *victimSearch) fits() bool { return fitsWithinAt(v.node, v.req, v.maxShare) }
+
+// freed is what candidate j holds on the device at position i of the node.
+func (v *victimSearch) freed(j, i int) (core.GPUUse, bool) {
+	k := j*len(v.node.node.GPUs) + i
+	return v.sc.freed[k], v.sc.on[k]
+}
+
+// clearDevices takes, for whole GPUs, the occupants of the devices whose
+// clearing costs least: exactly among up to maxExactDevices devices that
+// can be cleared, one device at a time beyond. It reports whether it found
+// enough.
+func (v *victimSearch) clearDevices() bool {
+	sc, node, req := v.sc, v.node, v.req
+	// The devices that can be cleared: every occupant a candidate.
+	// The occupants of devs[b] are occ[ends[b-1]:ends[b]].
+	devs, occ, ends := sc.devs[:0], sc.occ[:0], sc.ends[:0]
+	for i := range node.node.GPUs {
+		g := &node.node.GPUs[i]
+		u := node.used[i]
+		if !allows(&req, g) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
+			continue
+		}
+		start := len(occ)
+		var sum core.GPUUse
+		for j := range v.cands {
+			if f, ok := v.freed(j, i); ok {
+				occ = append(occ, j)
+				sum.MilliGPU += f.MilliGPU
+				sum.MemoryMiB += f.MemoryMiB
+			}
+		}
+		if len(occ) > start && sum.MilliGPU >= u.MilliGPU && sum.MemoryMiB >= u.MemoryMiB {
+			devs, ends = append(devs, i), append(ends, len(occ))
+		} else {
+			occ = occ[:start]
+		}
+	}
+	sc.devs, sc.occ, sc.ends = devs, occ, ends
+	if len(devs) <= maxExactDevices {
+		return v.clearExactly(devs, occ, ends)
+	}
+	return v.clearOneByOne()
+}
+
+// clearExactly takes the cheapest set of the devices devs (whose
+// occupants are occ, devs[b]'s ending at ends[b]) to clear: a sufficient
+// set that frees no device in vain is all the occupants of some set of
+// devices (2^n sets of devices).
+func (v *victimSearch) clearExactly(devs, occ, ends []int) bool {
+	sc, node, req, cands := v.sc, v.node, v.req, v.cands
+	occupants := func(b int) []int {
+		if b == 0 {
+			return occ[:ends[0]]
+		}
+		return occ[ends[b-1]:ends[b]]
+	}
+	best, found := sc.best[:0], false
+	var bestCost victimCost
+	mark := resize(sc.mark, len(cands))
+	clear(mark)
+	sc.mark = mark
+	// A set that clears fewer devices than are missing cannot fit.
+	free := 0
+	for i := range node.node.GPUs {
+		g := &node.node.GPUs[i]
+		if u := node.used[i]; allows(&req, g) && u.MilliGPU == 0 && u.MemoryMiB == 0 {
+			free++
+		}
+	}
+	missing := req.WholeGPUs() - free
+	vs := sc.vs[:0]
+	for mask := 1; mask < 1<<len(devs); mask++ {
+		if bits.OnesCount(uint(mask)) < missing {
+			continue
+		}
+		vs = vs[:0]
+		var k victimCost
+		for b := range devs {
+			if mask&(1<<b) == 0 {
+				continue
+			}
+			for _, j := range occupants(b) {
+				if mark[j] != mask {
+					mark[j] = mask
+					vs = append(vs, j)
+					k.add(req, cands[j])
+				}
+			}
+		}
+		// Ties go to the set first in victim order.
+		slices.Sort(vs)
+		if found {
+			if d := k.compare(bestCost); d > 0 || (d == 0 && slices.Compare(vs, best) >= 0) {
+				continue
+			}
+		}
+		if !v.admits(vs) {
+			continue
+		}
+		for _, j := range vs {
+			node.add(cands[j].victim.Request, cands[j].victim.Status.Placement, -1)
+		}
+		ok := v.fits()
+		for _, j := range vs {
+			node.add(cands[j].victim.Request, cands[j].victim.Status.Placement, +1)
+		}
+		if ok {
+			best, bestCost, found = append(best[:0], vs...), k, true
+		}
+	}
+	sc.best, sc.vs = best, vs
+	if !found {
+		return false
+	}
+	for _, j := range best {
+		v.take(j)
+	}
+	return true
+}
+
+// clearOneByOne frees devices one at a time, each time the one whose
+// remaining occupants cost least to evict, until the request fits.
+func (v *victimSearch) clearOneByOne() bool {
+	sc, node, req, cands := v.sc, v.node, v.req, v.cands
+	vs := sc.vs[:0]
+	defer func() { sc.vs = vs }()
+	for !v.fits() {
+		bestDev, bestCost := -1, victimCost{}
+		var bestVs []int
+		for i := range node.node.GPUs {
+			g := &node.node.GPUs[i]
+			u := node.used[i]
+			if !allows(&req, g) || (u.MilliGPU == 0 && u.MemoryMiB == 0) {
+				continue
+			}
+			vs = vs[:0]
+			var k victimCost
+			var sum core.GPUUse
+			for j := range cands {
+				if f, on := v.freed(j, i); on && !sc.taken[j] {
+					vs = append(vs, j)
+					sum.MilliGPU += f.MilliGPU
+					sum.MemoryMiB += f.MemoryMiB
+					k.add(req, cands[j])
+				}
+			}
+			if len(vs) == 0 || sum.MilliGPU < u.MilliGPU || sum.MemoryMiB < u.MemoryMiB || !v.admits(vs) {
+				continue // something that is not a candidate stays on it, or reclaim may not take them all
+			}
+			// Ties go to the device whose first victim comes first in
+			// victim order.
+			if bestDev < 0 || cmp.Or(k.compare(bestCost), cmp.Compare(vs[0], bestVs[0])) < 0 {
+				bestDev, bestCost, bestVs = i, k, append(bestVs[:0], vs...)
+			}
+		}
+		if bestDev < 0 {
+			return false
+		}
+		for _, j := range bestVs {
+			v.take(j)
+		}
+	}
+	return true
+}
+
+// shareDevice takes, for a share of a device, the cheapest set of the
+// occupants of one device that leaves it room: on each device the
+// cheapest sufficient set (exactly among up to maxExactVictims occupants;
+// else fractional first, smallest first), and the device whose set costs
+// least wins. It takes nothing where no device has such a set.
+func (v *victimSearch) shareDevice() {
+	sc, node, req, cands := v.sc, v.node, v.req, v.cands
+	bestVs, have := sc.bestVs[:0], false
+	var bestCost victimCost
+	set, vs := sc.fset[:0], sc.vs[:0]
+	for i := range node.node.GPUs {
+		g := &node.node.GPUs[i]
+		milli, mem, ok := req.ShareOn(*g)
+		if !ok || !allows(&req, g) || (v.maxShare >= 0 && milli > v.maxShare) {
+			continue
+		}
+		vs = vs[:0]
+		for j := range cands {
+			if _, on := v.freed(j, i); on {
+				vs = append(vs, j)
+			}
+		}
+		// Cheapest first: fractions, then the smallest, then victim
+		// order.
+		slices.SortStableFunc(vs, func(a, b int) int {
+			var ka, kb victimCost
+			ka.add(req, cands[a])
+			kb.add(req, cands[b])
+			return ka.compare(kb)
+		})
+		room := func(u core.GPUUse) bool { return u.MilliGPU+milli <= 1000 && u.MemoryMiB+mem <= g.MemoryMiB }
+		var k victimCost
+		if set, k, ok = v.shareSet(i, vs, set[:0], room); !ok {
+			continue
+		}
+		if !have || cmp.Or(k.compare(bestCost), cmp.Compare(slices.Min(set), slices.Min(bestVs))) < 0 {
+			bestVs, bestCost, have = append(bestVs[:0], set...), k, true
+		}
+	}
+	sc.bestVs, sc.fset, sc.vs = bestVs, set, vs
+	for _, j := range bestVs {
+		v.take(j)
+	}
+}
+
+// shareSet is the cheapest set of the occupants vs of device i (cheapest
+// first) whose removal leaves room, in set, and what it costs; false when
+// none does.
+func (v *victimSearch) shareSet(i int, vs, set []int, room func(core.GPUUse) bool) ([]int, victimCost, bool) {
+	sc, req, cands := v.sc, v.req, v.cands
+	u0 := v.node.used[i]
+	var k victimCost
+	if len(vs) <= maxExactVictims {
+		// Few occupants: the cheapest sufficient subset, exactly.
+		found := false
+		for mask := 1; mask < 1<<len(vs); mask++ {
+			u := u0
+			var km victimCost
+			for b, j := range vs {
+				if mask&(1<<b) != 0 {
+					f, _ := v.freed(j, i)
+					u.MilliGPU -= f.MilliGPU
+					u.MemoryMiB -= f.MemoryMiB
+					km.add(req, cands[j])
+				}
+			}
+			if !room(u) || (found && km.compare(k) >= 0) {
+				continue
+			}
+			pick := sc.fpick[:0]
+			for b, j := range vs {
+				if mask&(1<<b) != 0 {
+					pick = append(pick, j)
+				}
+			}
+			sc.fpick = pick
+			if v.admits(pick) {
+				found, k, set = true, km, append(set[:0], pick...)
+			}
+		}
+		return set, k, found
+	}
+	u := u0
+	for _, j := range vs {
+		if room(u) {
+			break
+		}
+		if !v.admits(append(set, j)) {
+			continue
+		}
+		f, _ := v.freed(j, i)
+		u.MilliGPU -= f.MilliGPU
+		u.MemoryMiB -= f.MemoryMiB
+		k.add(req, cands[j])
+		set = append(set, j)
+	}
+	return set, k, room(u) && len(set) > 0
+}
+
+// dropUnneeded drops the victims of the set that are not needed, largest
+// first (then first chosen), and returns what remains (nil when none is
+// needed: the request fits without victims).
+func (v *victimSearch) dropUnneeded() []candidate {
+	sc, set := v.sc, v.set
 	order := append(sc.order[:0], set...)
 	sc.order = order
 	slices.SortStableFunc(order, func(a, b candidate) int { return cmp.Compare(b.held, a.held) })
-	for _, v := range order {
+	for _, c := range order {
 		if len(set) == 1 {
 			break
 		}
-		scratch.add(v.victim.Request, v.victim.Status.Placement, +1)
-		if fits() {
-			set = slices.DeleteFunc(set, func(x candidate) bool { return x.victim == v.victim })
+		v.node.add(c.victim.Request, c.victim.Status.Placement, +1)
+		if v.fits() {
+			set = slices.DeleteFunc(set, func(x candidate) bool { return x.victim == c.victim })
 			continue
 		}
-		scratch.add(v.victim.Request, v.victim.Status.Placement, -1)
+		v.node.add(c.victim.Request, c.victim.Status.Placement, -1)
 	}
 	if len(set) == 0 {
 		return nil // it fits without victims: no set
@@ -946,9 +1051,16 @@ type victimScratch struct {
 	mark  []int
 	set   []candidate
 	order []candidate
-	// vs, devs, occ, ends, best, bestVs and fset are victimSet's lists of
-	// candidate and device positions.
-	vs, devs, occ, ends, best, bestVs, fset []int
+	// vs, devs, occ, ends, best, bestVs, fset, idx and tmp are
+	// victimSet's lists of candidate and device positions.
+	vs, devs, occ, ends, best, bestVs, fset, fpick, idx, tmp []int
+	// all is set when every candidate may be taken together (admits):
+	// then so may any of them.
+	all bool
+	// buckets, teams and one are admits's.
+	buckets []*quotaBucket
+	teams   []*teamState
+	one     [1]int
 }
 
 // prepare sizes the scratch for cands on the node sc.ns, and tabulates
@@ -961,6 +1073,17 @@ func (sc *victimScratch) prepare(cands []candidate) {
 	clear(sc.freed)
 	sc.on = resize(sc.on, len(cands)*n)
 	clear(sc.on)
+	sc.all = true
+	for j := range cands {
+		if cands[j].reclaims() {
+			sc.idx = resize(sc.idx, len(cands))
+			for k := range sc.idx {
+				sc.idx[k] = k
+			}
+			sc.all = sc.admits(cands, sc.idx)
+			break
+		}
+	}
 	name := sc.ns.node.Name
 	for j, v := range cands {
 		for _, a := range v.victim.Status.Placement {

@@ -120,7 +120,7 @@ func (c *cycle) reserveOn(ns *nodeState, w *core.Workload) {
 		inQuota, _, _, _ = c.withinGuarantee(w, ts, cl, c.askMilli(w))
 	}
 	ns.resv = &reservation{w: w, kept: kept, wants: wants, start: start, waits: waits, inQuota: inQuota}
-	c.resvOf = w.ID
+	c.resvOf, c.resvAt = w.ID, ns
 }
 
 // replicasFit counts how many replicas of req fit on ns, up to limit.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,9 +25,10 @@ type Options struct {
 	// work of teams above theirs.
 	FairShareReclaim bool
 	// MinRuntime protects a workload from fair-share reclaim until it has run
-	// this long (reclaim of a guarantee is not delayed), and keeps a
-	// workload the scheduler stopped from starting again on borrowed
-	// capacity for this long (RecentlyPreempted).
+	// this long, and a workload within its team's guarantee from reclaim of
+	// a guarantee (reclaim of a guarantee is not delayed: work over quota
+	// is taken at once), and keeps a workload the scheduler stopped from
+	// starting again on borrowed capacity for this long (RecentlyPreempted).
 	MinRuntime time.Duration
 	// Packing names the policy that chooses among the places where a
 	// workload fits (see Policies); "" is PackGPUFleet. An unknown name
@@ -69,37 +71,64 @@ func Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 //  5. return the plan, with every team's share.
 func (o Options) Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 	c := newCycle(o, snap, now)
+	c.decideInOrder(c.decide)
+	c.plan.Shares = c.shares()
+	c.bufs = nil // the pool's now: a use after this panics, never races
+	return c.plan
+}
+
+// decideInOrder decides every pending workload with decide, in the
+// cycle's order.
+func (c *cycle) decideInOrder(decide func(*pendingWork)) {
 	// Workloads holding a node from an earlier cycle go first: the
 	// capacity was promised to them, and deciding them first frees at once
-	// what they no longer need.
+	// what they no longer need. A preemptor whose victims are gone, that
+	// the scheduler itself stopped less than MinRuntime ago and that would
+	// now borrow (its team's higher classes, placed before it, took its
+	// guarantee) gives its hold back and is decided afresh in its turn,
+	// after the work within guarantees: started now, it could be where
+	// another team's guaranteed work, not decided yet, would reclaim it
+	// in the next cycle (RecentlyPreempted).
 	for _, p := range c.first {
-		c.decide(p)
+		if c.borrowsAgain(p) {
+			if pic, ok := c.pictured[p.id]; ok {
+				c.unpicture(p.w, pic)
+			}
+			c.release(p.id, nil)
+			continue
+		}
+		decide(p)
 		p.decided = true
 	}
 	// Then the workloads that run within their team's guarantee, and
 	// only then the ones that would borrow, in the order they came: work
 	// placed on borrowed capacity is never placed where guaranteed work
-	// of this cycle would reclaim it in the next.
+	// of this cycle would reclaim it in the next. Of those, a reserved
+	// workload whose reservation carried over goes first
+	// (reservedBorrower).
 	borrowing := c.bufs.borrowing // room for all: most, in a long queue
+	var reserved *pendingWork
 	for p := c.next(); p != nil; p = c.next() {
 		switch {
 		case p.decided:
+		case p == c.reservedBorrower && !c.guaranteedNow(p):
+			reserved = p
 		case !c.guaranteedNow(p):
 			borrowing = append(borrowing, p)
 		default:
-			c.decide(p)
+			decide(p)
 			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == p.id {
 				c.guaranteedWaiting[p.ts]++
 			}
 		}
 	}
-	for _, p := range borrowing {
-		c.decide(p)
+	if reserved != nil {
+		decide(reserved)
 	}
-	c.plan.Shares = c.shares()
+	for _, p := range borrowing {
+		decide(p)
+	}
 	c.bufs.give(borrowing)
-	c.bufs = nil // the pool's now: a use after this panics, never races
-	return c.plan
 }
 
 // decisionKey is what the decision of a plain workload (cycle.plain)
@@ -224,6 +253,21 @@ func (c *cycle) othersWait(ts *teamState) bool {
 	return false
 }
 
+// borrowsAgain reports whether p, holding a node as a preemptor whose
+// victims are gone, was stopped by the scheduler less than MinRuntime ago
+// and would now borrow.
+func (c *cycle) borrowsAgain(p *pendingWork) bool {
+	return p.class != nil && !p.class.IdleOnly && p.w.Status.Reason == ReasonPreempting && c.recentlyStopped(p.w) &&
+		len(c.liveVictimsOf(p)) == 0 && !c.guaranteedNow(p)
+}
+
+// recentlyStopped reports whether the scheduler stopped w less than
+// MinRuntime ago.
+func (c *cycle) recentlyStopped(w *core.Workload) bool {
+	at := w.Status.PreemptedAt
+	return at != nil && c.now.Sub(*at) < c.opts.MinRuntime
+}
+
 // guaranteedNow is guaranteed for a pending workload of the cycle.
 func (c *cycle) guaranteedNow(p *pendingWork) bool {
 	if p.class == nil || p.class.IdleOnly {
@@ -260,6 +304,12 @@ type cycle struct {
 	// noFit remembers request shapes that fitted nowhere this cycle;
 	// usage only grows within a cycle, so they fit nowhere later either.
 	noFit map[fitKey]string
+	// noFitResv remembers, for workloads that would borrow, the shapes
+	// that fitted nowhere only because the starvation reservation refused
+	// them (backfill): its refusals only grow within a cycle for them (what
+	// it holds grows; its binding against them does not depend on usage),
+	// so the scan of every node that explains each is not made again.
+	noFitResv map[resvFitKey]string
 	// noVictims remembers (team, class, shape, and whether within quota
 	// and may burst) for which no victim set was found.
 	noVictims map[victimKey]bool
@@ -282,8 +332,13 @@ type cycle struct {
 	budgetSpent map[core.TeamName]string
 	reserved    bool // a starvation reservation was made this cycle
 	// resvOf is the workload a node is reserved for now, if any (there
-	// is one at a time).
+	// is one at a time), and resvAt that node.
 	resvOf core.WorkloadID
+	resvAt *nodeState
+	// reservedBorrower is the workload whose reservation carried over from
+	// the cycle before, when it would borrow: decided first of those
+	// that would.
+	reservedBorrower *pendingWork
 	// arrays counts, by job array, its tasks running or placed in this
 	// cycle, for the arrays' caps; arrayWanted its pending tasks counted
 	// in its team's demand (array.go).
@@ -545,7 +600,7 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		opts: o, now: now, classes: snap.Classes,
 		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
 		terminating: map[core.WorkloadID][]*core.Workload{},
-		noFit:       map[fitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[int32]string{},
+		noFit:       map[fitKey]string{}, noFitResv: map[resvFitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[int32]string{},
 		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{}, victimIdx: map[shape]*victimIndex{}, decided: map[decisionKey]cachedDecision{}, scans: map[scanKey]scanMemo{},
 		budgetSpent: snap.BudgetExceeded,
 	}
@@ -739,10 +794,15 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 		c.hold(ns, w)
 		c.reserveOn(ns, w)
 		c.reserved = true
-		// A reserved workload that would borrow is decided in its turn,
-		// after the work within its teams' guarantees.
+		// A reserved workload that would borrow is decided after the work
+		// within its teams' guarantees, and first of the rest: before
+		// any workload its reservation could refuse, so that one refused
+		// is never left waiting by a reservation given back later in the
+		// cycle (its workload at its team's limit, say).
 		if ns.resv.inQuota {
 			c.first = append(c.first, p)
+		} else {
+			c.reservedBorrower = p
 		}
 	}
 	for _, p := range nominated {
@@ -948,6 +1008,26 @@ type fitKey struct {
 	burst bool
 }
 
+// resvFitKey is noFitResv's key: a placement's shape and pass, its max
+// runtime (a reservation's backfill reads it), the workload the one
+// starvation reservation is for, and whether the reservation binds the
+// placement (binds: always for a workload that would borrow; for one
+// within its team's guarantee, while the reserved workload is within its
+// own, which, its team's usage only growing, once false stays so).
+type resvFitKey struct {
+	fit        fitKey
+	maxRuntime time.Duration
+	resv       core.WorkloadID
+	binds      bool
+}
+
+// resvFitKey is w's key in noFitResv, w within its team's guarantee or
+// not (inQuota), while a reservation lasts.
+func (c *cycle) resvFitKey(fk fitKey, w *core.Workload, inQuota bool) resvFitKey {
+	ns := c.resvAt
+	return resvFitKey{fit: fk, maxRuntime: w.MaxRuntime, resv: c.resvOf, binds: c.binds(ns, w, inQuota)}
+}
+
 // victimKey is noVictims's key: the team, the class (one of the cycle's),
 // the shape's number, whether within quota and whether it may burst. It
 // holds no string, so that it hashes at once.
@@ -1096,7 +1176,7 @@ func (c *cycle) decideAll(p *pendingWork) {
 	// within its guarantee waits (it would reclaim it at once): a decision
 	// holds for MinRuntime. Batch is the exception: it lives on idle
 	// capacity.
-	if at := w.Status.PreemptedAt; at != nil && !inQuota && !class.IdleOnly && c.now.Sub(*at) < c.opts.MinRuntime && c.othersWait(ts) {
+	if at := w.Status.PreemptedAt; c.recentlyStopped(w) && !inQuota && !class.IdleOnly && c.othersWait(ts) {
 		c.unplaced(w, ReasonRecentlyPreempted, fmt.Sprintf("stopped for another workload at %s: it runs again within team %s's guarantee at once, or on borrowed capacity from %s",
 			at.UTC().Format(time.RFC3339), ts.team.Name, at.Add(c.opts.MinRuntime).UTC().Format(time.RFC3339)), "")
 		return
@@ -1124,6 +1204,18 @@ func (c *cycle) decideAll(p *pendingWork) {
 	burst := c.burst.any && c.mayBurst(w)
 	fk := fitKey{p.shape, burst}
 	noFit, failed := c.noFit[fk]
+	// One that the starvation reservation refused (softly: another
+	// workload may fit where it did not) fails alike for another of its
+	// shape and max runtime that the reservation binds alike, while it
+	// lasts (resvFitKey).
+	var rk resvFitKey
+	if !failed && !holder && c.resvOf != "" {
+		rk = c.resvFitKey(fk, w, inQuota)
+		if why, ok := c.noFitResv[rk]; ok {
+			noFit, failed = why, true
+			c.uncacheable = true
+		}
+	}
 	if !failed || holder {
 		c.soft, c.budgetHit = false, false
 		as, why := c.place(w)
@@ -1145,9 +1237,13 @@ func (c *cycle) decideAll(p *pendingWork) {
 			return
 		}
 		noFit = why
-		if !holder && !c.soft {
+		switch {
+		case !holder && !c.soft:
 			c.noFit[fk] = why
-		} else {
+		case !holder && !c.budgetHit && c.resvOf != "" && c.resvOf != w.ID:
+			c.noFitResv[c.resvFitKey(fk, w, inQuota)] = why
+			c.uncacheable = true
+		default:
 			c.uncacheable = true // the next one may fit
 		}
 		// Where it fits, what it would take there is more than its team
@@ -1170,43 +1266,7 @@ func (c *cycle) decideAll(p *pendingWork) {
 		vkey := victimKey{ts, p.class, p.shape, inQuota, burst}
 		if !c.noVictims[vkey] {
 			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
-				msgs := preemptionMessages{preemptor: w}
-				for _, v := range vs {
-					v.chosen = true
-					for i, a := range v.victim.Status.Placement {
-						if placedBefore(v.victim.Status.Placement, i) {
-							continue // core.Nodes: each node once, as first named
-						}
-						if ns := c.byName[a.Node]; ns != nil {
-							ns.forgetChosen(v.runningWorkload)
-							c.touch(ns)
-						}
-					}
-					c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
-						Preemptor: w.ID, Reason: v.reason(), Message: msgs.of(v)})
-				}
-				// The node's future: the victims gone, this workload in.
-				// Where earlier preemptors are placed in it, it is kept as
-				// a stage first: what they count on must stay theirs.
-				f := node.futureState(c)
-				if node.pictures > 0 {
-					node.stages = append(node.stages, c.stage(f))
-				}
-				for _, v := range vs {
-					f.add(v.victim.Request, v.victim.Status.Placement, -1)
-				}
-				if ch, fits := fitsWithin(f, w.Request, maxShare); fits {
-					f.add(w.Request, assignments(ch, w.Request), +1)
-					node.pictures++
-				}
-				c.hold(node, w)
-				node.freeing = true
-				c.touch(node)
-				n := len(vs)
-				if n == 0 {
-					n = c.stopping(node)
-				}
-				c.unplaced(w, ReasonPreempting, "waiting for "+strconv.Itoa(n)+" preempted "+plural(n, "workload", "workloads")+" to stop on "+string(node.node.Name), node.node.Name)
+				c.preempt(w, node, vs, maxShare)
 				return
 			}
 			c.noVictims[vkey] = true
@@ -1256,6 +1316,50 @@ func (c *cycle) decideAll(p *pendingWork) {
 		msg = class.Name + " runs only on idle capacity: " + msg
 	}
 	c.unplaced(w, reason, msg, nominated)
+}
+
+// preempt plans the preemption of victims vs on node for w (which may take
+// at most maxShare of a device there, see reclaimOn): the victims are
+// chosen, the node's future pictures w in their room, and w waits for
+// them, nominated to the node.
+func (c *cycle) preempt(w *core.Workload, node *nodeState, vs []candidate, maxShare int64) {
+	msgs := preemptionMessages{preemptor: w}
+	for _, v := range vs {
+		c.chose(&v)
+		for i, a := range v.victim.Status.Placement {
+			if placedBefore(v.victim.Status.Placement, i) {
+				continue // core.Nodes: each node once, as first named
+			}
+			if ns := c.byName[a.Node]; ns != nil {
+				ns.forgetChosen(v.runningWorkload)
+				c.touch(ns)
+			}
+		}
+		c.plan.Preemptions = append(c.plan.Preemptions, core.Preemption{Victim: v.victim.ID, Attempt: v.victim.Status.Attempts,
+			Preemptor: w.ID, Reason: v.reason(), Message: msgs.of(v)})
+	}
+	// The node's future: the victims gone, this workload in. Where earlier
+	// preemptors are placed in it, it is kept as a stage first: what they
+	// count on must stay theirs.
+	f := node.futureState(c)
+	if node.pictures > 0 {
+		node.stages = append(node.stages, c.stage(f))
+	}
+	for _, v := range vs {
+		f.add(v.victim.Request, v.victim.Status.Placement, -1)
+	}
+	if ch, fits := fitsWithin(f, w.Request, maxShare); fits {
+		f.add(w.Request, assignments(ch, w.Request), +1)
+		node.pictures++
+	}
+	c.hold(node, w)
+	node.freeing = true
+	c.touch(node)
+	n := len(vs)
+	if n == 0 {
+		n = c.stopping(node)
+	}
+	c.unplaced(w, ReasonPreempting, "waiting for "+strconv.Itoa(n)+" preempted "+plural(n, "workload", "workloads")+" to stop on "+string(node.node.Name), node.node.Name)
 }
 
 // stopping counts the workloads stopping, or chosen to stop, on a node.
@@ -1314,7 +1418,7 @@ func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
 		ns.reservedFor = slices.DeleteFunc(ns.reservedFor, func(x core.WorkloadID) bool { return x == id })
 		if ns.resv != nil && ns.resv.w.ID == id {
 			ns.resv = nil
-			c.resvOf = ""
+			c.resvOf, c.resvAt = "", nil
 		}
 		ns.holdVersion++
 		c.touch(ns)
@@ -1750,21 +1854,37 @@ func fitsChoice(f *nodeState, req core.Request, ch choice) bool {
 		(n.MilliCPU == 0 || f.cpu+req.MilliCPU <= n.MilliCPU) && (n.MemoryMiB == 0 || f.mem+req.MemoryMiB <= n.MemoryMiB)
 }
 
-// reserve holds the node where w would fit soonest (the most free devices
-// of its model, then the fewest running workloads) for w alone.
+// reserve holds for w alone the node where it waits for the least to end
+// (reserveCost), and returns it.
 func (c *cycle) reserve(w *core.Workload) *nodeState {
-	var best *nodeState
-	var bestFree int64
+	type weighed struct {
+		ns    *nodeState
+		bound victimCost
+	}
+	var nodes []weighed
 	for _, ns := range c.nodes {
 		if ns.resv != nil || !ns.node.Schedulable || !modelOK(ns, w.Request) || !c.mayUse(ns, w) || !fitsEmpty(ns, w.Request) {
 			continue
 		}
-		free := ns.maxFree
-		if w.Request.WholeGPUs() > 0 {
-			free = int64(ns.freeOf(w.Request))
+		nodes = append(nodes, weighed{ns, drainBound(ns.futureState(c), drainRequest(ns, w.Request))})
+	}
+	slices.SortStableFunc(nodes, func(a, b weighed) int { return a.bound.compare(b.bound) })
+	var best *nodeState
+	var bestCost victimCost
+	var bestFree int64
+	var cands []candidate
+	for _, n := range nodes {
+		if best != nil && n.bound.compare(bestCost) > 0 {
+			break // no node left can wait for less
 		}
-		if best == nil || free > bestFree || (free == bestFree && len(ns.running) < len(best.running)) {
-			best, bestFree = ns, free
+		var k victimCost
+		k, cands = c.drainCost(n.ns, w.Request, cands)
+		free := n.ns.maxFree
+		if w.Request.WholeGPUs() > 0 {
+			free = int64(n.ns.freeOf(w.Request))
+		}
+		if best == nil || cmp.Or(k.compare(bestCost), cmp.Compare(bestFree, free), cmp.Compare(len(n.ns.running), len(best.running)), cmp.Compare(n.ns.pos, best.pos)) < 0 {
+			best, bestCost, bestFree = n.ns, k, free
 		}
 	}
 	if best != nil {
@@ -1772,6 +1892,93 @@ func (c *cycle) reserve(w *core.Workload) *nodeState {
 		c.reserveOn(best, w)
 	}
 	return best
+}
+
+// drainCost is what a starving request waits for to end on ns, by the
+// order of the eviction rules (victimCost): the cheapest set of the
+// workloads running there (stops under way and victims chosen done) whose
+// end leaves it room, as victimSet finds it among them all, the ones no
+// preemptor may take included (a reservation stops nothing: it waits).
+// For a gang of whole GPUs, room for as many replicas as the node could
+// hold (drainRequest); for a gang of fractions, room for one. A node with
+// no such set costs more than any that has one.
+func (c *cycle) drainCost(ns *nodeState, req core.Request, cands []candidate) (victimCost, []candidate) {
+	f := ns.futureState(c)
+	dr := drainRequest(ns, req)
+	if fitsWithinAt(f, dr, -1) {
+		return victimCost{}, cands
+	}
+	cands = cands[:0]
+	for _, r := range ns.running {
+		if !r.chosen && r.w.Status.StopRequested == "" {
+			cands = append(cands, candidate{r, r.w, ruleWait, false})
+		}
+	}
+	sortVictims(cands)
+	set := victimSet(f, dr, cands, -1, &c.scratch)
+	if set == nil {
+		return victimCost{gang: true, whole: true, milli: math.MaxInt64, n: math.MaxInt32}, cands
+	}
+	return costOf(dr, set), cands
+}
+
+// drainRequest is what a starving request needs room for on ns: one
+// replica, or, for a gang of whole GPUs, as many replicas as the node's
+// devices of the models it accepts hold, as one request.
+func drainRequest(ns *nodeState, req core.Request) core.Request {
+	one := req
+	one.Replicas = 0
+	k := req.WholeGPUs()
+	if req.Count() == 1 || k == 0 {
+		return one
+	}
+	n := 0
+	for i := range ns.node.GPUs {
+		if allows(&req, &ns.node.GPUs[i]) {
+			n++
+		}
+	}
+	wants := int64(max(1, min(req.Count(), n/k)))
+	one.MilliGPU, one.MilliCPU, one.MemoryMiB = req.MilliGPU*wants, req.MilliCPU*wants, req.MemoryMiB*wants
+	return one
+}
+
+// drainBound is a lower bound of drainCost on a node's future f: for
+// whole GPUs, what the least used devices it must clear hold; for a
+// share, the least any device holds beyond the room it needs.
+func drainBound(f *nodeState, req core.Request) victimCost {
+	var need int64
+	switch k := req.WholeGPUs(); {
+	case k > 0:
+		var held [16]int64
+		used := held[:0]
+		for i := range f.node.GPUs {
+			if allows(&req, &f.node.GPUs[i]) {
+				used = append(used, f.used[i].MilliGPU)
+			}
+		}
+		slices.Sort(used)
+		for _, m := range used[:min(k, len(used))] {
+			need += m
+		}
+	case req.Fractional():
+		need = -1
+		for i := range f.node.GPUs {
+			g := &f.node.GPUs[i]
+			milli, ok := shareMilli(&req, g)
+			if !ok || !allows(&req, g) {
+				continue
+			}
+			if over := max(0, f.used[i].MilliGPU+milli-1000); need < 0 || over < need {
+				need = over
+			}
+		}
+		need = max(0, need)
+	}
+	if need == 0 {
+		return victimCost{}
+	}
+	return victimCost{milli: need, n: 1}
 }
 
 // fitsEmpty reports whether req would fit on the node if it were empty.

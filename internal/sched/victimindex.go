@@ -383,7 +383,7 @@ func merged(t *eligTier, own []classTier, below int, scratch *eligTier) *eligTie
 // grows (promoteFair).
 func (c *cycle) fairTiers() {
 	for _, ts := range c.teams {
-		ts.unfair = ts.unfair[:0]
+		ts.unfair, ts.fairs = ts.unfair[:0], ts.fairs[:0]
 		for _, r := range ts.running {
 			switch {
 			case !r.eligible:
@@ -392,29 +392,67 @@ func (c *cycle) fairTiers() {
 			case r.over && r.w.Status.StartedAt != nil && c.now.Sub(*r.w.Status.StartedAt) >= c.opts.MinRuntime:
 				if ts.usage-r.held >= ts.share {
 					r.fair = true
+					ts.fairs = append(ts.fairs, r)
 				} else {
 					ts.unfair = append(ts.unfair, r)
 				}
 			}
 		}
-		slices.SortStableFunc(ts.unfair, func(a, b *runningWorkload) int { return cmp.Compare(a.held, b.held) })
+		slices.SortStableFunc(ts.unfair, heldAscending)
+		slices.SortStableFunc(ts.fairs, heldDescending)
 	}
 }
 
+func heldAscending(a, b *runningWorkload) int  { return cmp.Compare(a.held, b.held) }
+func heldDescending(a, b *runningWorkload) int { return cmp.Compare(b.held, a.held) }
+
 // promoteFair counts in tierFair the workloads of ts that fair-share
-// reclaim may take now that its usage grew, and notes their nodes changed.
+// reclaim may take now that its usage grew (its usage without the victims
+// other teams took from it at least its fair share without them), and
+// notes their nodes changed.
 func (c *cycle) promoteFair(ts *teamState) {
-	for len(ts.unfair) > 0 && ts.usage-ts.unfair[0].held >= ts.share {
+	for len(ts.unfair) > 0 && ts.usage-ts.reclaimed-ts.unfair[0].held >= ts.share {
 		r := ts.unfair[0]
 		ts.unfair = ts.unfair[1:]
-		if r.chosen {
-			continue
+		if r.chosen || !r.over {
+			continue // chosen, or reclaim may no longer take it (cycle.chose)
 		}
 		r.fair = true
+		i, _ := slices.BinarySearchFunc(ts.fairs, r, heldDescending)
+		ts.fairs = slices.Insert(ts.fairs, i, r)
 		for _, n := range core.Nodes(r.w.Status.Placement) {
 			if ns := c.byName[n]; ns != nil {
 				ns.tiers[tierFair].note(ns, r)
 				ns.tierVersion++
+				c.touch(ns)
+			}
+		}
+	}
+}
+
+// demoteFair takes out of tierFair the workloads of ts that fair-share
+// reclaim may no longer take, now that other teams took victims from it
+// (the largest first: a team at its fair share without them), and lists
+// them again for promoteFair, should its usage grow.
+func (c *cycle) demoteFair(ts *teamState) {
+	for len(ts.fairs) > 0 {
+		r := ts.fairs[0]
+		if !r.chosen && r.fair && ts.usage-ts.reclaimed-r.held >= ts.share {
+			return
+		}
+		ts.fairs = ts.fairs[1:]
+		if r.chosen || !r.fair {
+			continue
+		}
+		r.fair = false
+		i, _ := slices.BinarySearchFunc(ts.unfair, r, heldAscending)
+		ts.unfair = slices.Insert(ts.unfair, i, r)
+		for i, a := range r.w.Status.Placement {
+			if placedBefore(r.w.Status.Placement, i) {
+				continue // core.Nodes: each node once, as first named
+			}
+			if ns := c.byName[a.Node]; ns != nil {
+				ns.retier(r, [tiers]bool{tierFair: true})
 				c.touch(ns)
 			}
 		}

@@ -462,28 +462,7 @@ func vrDrive(t *rapid.T, opts Options, snap *core.Snapshot) core.Plan {
 		vrCheckPlacement(t, c, p.w)
 		c.decide(p)
 	}
-	decided := map[core.WorkloadID]bool{}
-	for _, p := range c.first {
-		step(p)
-		decided[p.w.ID] = true
-	}
-	var borrowing []*pendingWork
-	for p := c.next(); p != nil; p = c.next() {
-		w := p.w
-		switch {
-		case decided[w.ID]:
-		case !c.guaranteed(w):
-			borrowing = append(borrowing, p)
-		default:
-			step(p)
-			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == w.ID {
-				c.guaranteedWaiting[c.team(w.Team)]++
-			}
-		}
-	}
-	for _, p := range borrowing {
-		step(p)
-	}
+	c.decideInOrder(step)
 	c.plan.Shares = c.shares()
 	return c.plan
 }

@@ -8,7 +8,10 @@
 //     once, to replay another simulator's sequence (OrderFile), arrive one
 //     at a time and never leave; each is placed by a packing policy or
 //     fails. It records the allocation, the stranded capacity and the
-//     failures as arrived demand grows. It uses sched.Packer, the
+//     failures as arrived demand grows, and beside them an upper bound on
+//     the allocation any policy could reach with the same pods (bound.go:
+//     a linear relaxation of the packing, solved once per sequence and
+//     shared by its policies). It uses sched.Packer, the
 //     scheduler's own placement code with persistent node states: a
 //     snapshot and a full cycle per pod would cost minutes for what
 //     placement alone decides. Two baselines follow the FGD authors'

@@ -111,6 +111,10 @@ type PackingConfig struct {
 	// in order, with the index in Nodes of the node it went on (-1 and
 	// false when it found none).
 	Placed func(pod trace.Pod, node int, ok bool)
+	// Bounds, when set, are the run's sequence's upper bounds at the
+	// Report levels (LevelBounds), copied into its points: they depend on
+	// the sequence alone, so a sweep finds them once for all policies.
+	Bounds []float64
 }
 
 // Point is the cluster at one level of arrived demand.
@@ -134,6 +138,11 @@ type Point struct {
 	// the reported points.
 	Stranded   float64 `json:"stranded"`
 	FailedPods int     `json:"failedPods"`
+	// Bound is an upper bound on the Allocation any policy, online or not,
+	// could reach with the pods arrived (Bound): how far from the limit the
+	// run is. Only in the reported points, when the run was given its
+	// sequence's bounds (null otherwise).
+	Bound *float64 `json:"bound"`
 }
 
 // PackingRun is the outcome of one run.
@@ -229,6 +238,18 @@ func spread(pods []trace.Pod) []core.Request {
 	return reqs
 }
 
+// Sequence returns the pods of a run in the order they arrive (order:
+// OrderShuffle, "" too, or OrderFile; see PackingConfig).
+func Sequence(pods []trace.Pod, order string, seed int64, inflate float64, capacity int64) ([]trace.Pod, error) {
+	switch order {
+	case "", OrderShuffle:
+		return Workload(pods, seed, inflate, capacity), nil
+	case OrderFile:
+		return FileOrder(pods, inflate, capacity), nil
+	}
+	return nil, fmt.Errorf("order %q: want one of %s", order, strings.Join(Orders(), ", "))
+}
+
 // FileOrder returns the pods in their order, each once, cut after the pod
 // whose arrival brings their summed GPU demand to inflate × capacity
 // (milli-GPU); all of them when they never reach it.
@@ -269,15 +290,12 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 	if err != nil {
 		return PackingRun{}, err
 	}
-	var seq []trace.Pod
-	switch cfg.Order {
-	case "", OrderShuffle:
+	seq, err := Sequence(cfg.Pods, cfg.Order, cfg.Seed, cfg.Inflate, capacity)
+	if err != nil {
+		return PackingRun{}, err
+	}
+	if cfg.Order == "" {
 		cfg.Order = OrderShuffle
-		seq = Workload(cfg.Pods, cfg.Seed, cfg.Inflate, capacity)
-	case OrderFile:
-		seq = FileOrder(cfg.Pods, cfg.Inflate, capacity)
-	default:
-		return PackingRun{}, fmt.Errorf("order %q: want one of %s", cfg.Order, strings.Join(Orders(), ", "))
 	}
 	run := PackingRun{Policy: cfg.Policy, Seed: cfg.Seed, Order: cfg.Order, Pods: len(seq), CapacityGPUs: gpus}
 	if run.Policy == "" {
@@ -324,6 +342,10 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 			pt := point()
 			pt.Arrived = report[nextReport]
 			pt.Stranded = frac(stranded(p, seq[i+1:], cfg.Pods))
+			if nextReport < len(cfg.Bounds) {
+				b := cfg.Bounds[nextReport]
+				pt.Bound = &b
+			}
 			run.Points = append(run.Points, pt)
 			nextReport++
 		}

@@ -42,6 +42,8 @@ type LevelSummary struct {
 	Reserved   Stat    `json:"reserved"`
 	Stranded   Stat    `json:"stranded"`
 	FailedPods Stat    `json:"failedPods"`
+	// Bound is over the runs' bounds (Point.Bound); nil when none has one.
+	Bound *Stat `json:"bound"`
 }
 
 // PolicySummary is what the runs of one policy, one per seed, add up to.
@@ -98,12 +100,15 @@ func summarizePolicy(policy string, runs []PackingRun, levels []float64) PolicyS
 		s.FirstFailureArrived, s.FailedRuns = &st, len(firsts)
 	}
 	for i := range points {
-		var arrived, alloc, reserved, stranded, failed []float64
+		var arrived, alloc, reserved, stranded, failed, bound []float64
 		for _, r := range runs {
 			if i >= len(r.Points) {
 				continue
 			}
 			p := r.Points[i]
+			if p.Bound != nil {
+				bound = append(bound, *p.Bound)
+			}
 			arrived = append(arrived, p.ArrivedExact)
 			alloc = append(alloc, p.Allocation)
 			reserved = append(reserved, p.Reserved)
@@ -113,6 +118,10 @@ func summarizePolicy(policy string, runs []PackingRun, levels []float64) PolicyS
 		l := LevelSummary{
 			Runs: len(arrived), Arrived: statOf(arrived), Allocation: statOf(alloc), Reserved: statOf(reserved),
 			Stranded: statOf(stranded), FailedPods: statOf(failed),
+		}
+		if len(bound) > 0 {
+			b := statOf(bound)
+			l.Bound = &b
 		}
 		l.Level = l.Arrived.Min
 		if i < len(levels) {

@@ -87,6 +87,22 @@ func Sweep(ctx context.Context, cfg SweepConfig) ([]PackingRun, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Each seed's sequence has its bounds, found once by the first of its
+	// runs, for all of them.
+	type seqBounds struct {
+		once sync.Once
+		v    []float64
+		err  error
+	}
+	bounds := map[int64]*seqBounds{}
+	for _, s := range cfg.Seeds {
+		bounds[s] = &seqBounds{}
+	}
+	report := cfg.Report
+	if report == nil {
+		report = DefaultReport
+	}
+	capacity := int64(GPUCount(cfg.Nodes)) * 1000
 	runs := make([]PackingRun, len(jobs))
 	errs := make([]error, len(jobs))
 	next := make(chan int)
@@ -99,11 +115,22 @@ func Sweep(ctx context.Context, cfg SweepConfig) ([]PackingRun, error) {
 				if cfg.Start != nil {
 					cfg.Start(i, label)
 				}
-				pc := PackingConfig{Nodes: cfg.Nodes, Pods: cfg.Pods, Policy: j.policy, Seed: j.seed, Order: cfg.Order, Inflate: cfg.Inflate, Report: cfg.Report}
+				sb := bounds[j.seed]
+				sb.once.Do(func() {
+					seq, err := Sequence(cfg.Pods, cfg.Order, j.seed, cfg.Inflate, capacity)
+					if err == nil {
+						sb.v, err = LevelBounds(cfg.Nodes, seq, report)
+					}
+					sb.err = err
+				})
+				pc := PackingConfig{Nodes: cfg.Nodes, Pods: cfg.Pods, Policy: j.policy, Seed: j.seed, Order: cfg.Order, Inflate: cfg.Inflate, Report: cfg.Report, Bounds: sb.v}
 				if cfg.Advance != nil {
 					pc.Progress = func(done, total int) { cfg.Advance(i, done, total) }
 				}
 				runs[i], errs[i] = Packing(pc)
+				if errs[i] == nil {
+					errs[i] = sb.err
+				}
 				if errs[i] != nil {
 					errs[i] = fmt.Errorf("%s: %w", label, errs[i])
 					cancel()

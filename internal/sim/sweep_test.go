@@ -37,15 +37,24 @@ func TestGPUCount(t *testing.T) {
 }
 
 // TestSweepOrderAndParallel runs every policy with every seed: the runs come
-// policy by policy, seed by seed, equal to single runs, whatever the number
-// of workers; the callbacks see every run start, advance and finish.
+// policy by policy, seed by seed, equal to single runs given their
+// sequence's bounds, whatever the number of workers; the callbacks see
+// every run start, advance and finish.
 func TestSweepOrderAndParallel(t *testing.T) {
 	nodes, pods := testTrace(t)
 	cfg := SweepConfig{Nodes: nodes, Pods: pods, Policies: []string{PolicyGPUFleet, PolicyReservation}, Seeds: []int64{3, 1, 2}, Inflate: 1.1}
 	var want []PackingRun
 	for _, p := range cfg.Policies {
 		for _, s := range cfg.Seeds {
-			r, err := Packing(PackingConfig{Nodes: nodes, Pods: pods, Policy: p, Seed: s, Inflate: cfg.Inflate})
+			seq, err := Sequence(pods, cfg.Order, s, cfg.Inflate, capacityOf(nodes))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bounds, err := LevelBounds(nodes, seq, DefaultReport)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Packing(PackingConfig{Nodes: nodes, Pods: pods, Policy: p, Seed: s, Inflate: cfg.Inflate, Bounds: bounds})
 			if err != nil {
 				t.Fatal(err)
 			}
