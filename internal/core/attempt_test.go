@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 )
 
 var e0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -117,4 +118,45 @@ func TestCPUTime(t *testing.T) {
 			t.Errorf("CPUTime(%v) = %v, want %v", in, got, want)
 		}
 	}
+}
+
+// Splitting a window in two splits an attempt's figures: the two parts
+// add up to the whole window's within a CPU-microsecond of rounding per
+// part, and the shares of each part are the attempt's own.
+func TestEfficiencyPartsAddUp(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		start := rapid.Int64Range(0, 1e12).Draw(t, "start")
+		run := rapid.Int64Range(1, 1e15).Draw(t, "run")
+		a := Attempt{Start: e0.Add(time.Duration(start)), End: e0.Add(time.Duration(start + run)),
+			MilliCPU: rapid.Int64Range(0, 1e6).Draw(t, "milliCPU"), MemoryMiB: rapid.Int64Range(0, 1<<22).Draw(t, "memMiB"),
+			Used: HostUse{CPU: time.Duration(rapid.Int64Range(0, 1e17).Draw(t, "cpu")), PeakMemoryBytes: rapid.Int64Range(0, 1<<42).Draw(t, "peak")}}
+		from := e0.Add(time.Duration(rapid.Int64Range(-1e12, start+run).Draw(t, "from")))
+		to := from.Add(time.Duration(rapid.Int64Range(0, 2e15).Draw(t, "span")))
+		mid := from.Add(time.Duration(rapid.Int64Range(0, int64(to.Sub(from))).Draw(t, "mid")))
+		var whole, parts Efficiency
+		whole.Add(a, from, to)
+		for _, w := range [][2]time.Time{{from, mid}, {mid, to}} {
+			var p Efficiency
+			p.Add(a, w[0], w[1])
+			if s, ok := p.CPUShare(); ok && a.Used.CPU >= time.Second && p.RequestedCPUMicros >= 1e6 {
+				want := float64(a.Used.CPU/time.Microsecond) / (float64(a.MilliCPU) * a.Runtime().Seconds() / 1000 * 1e6)
+				if math.Abs(s-want) > 1e-5*want+1e-5 {
+					t.Fatalf("the CPU share of [%s, %s) is %v, the attempt's %v", w[0], w[1], s, want)
+				}
+			}
+			parts.Merge(p)
+		}
+		if d := whole.CPUMicros - parts.CPUMicros; d < 0 || d > 2 {
+			t.Fatalf("CPU: whole %d µs, parts %d µs", whole.CPUMicros, parts.CPUMicros)
+		}
+		if d := whole.RequestedCPUMicros - parts.RequestedCPUMicros; d < 0 || d > 2 {
+			t.Fatalf("requested CPU: whole %d µs, parts %d µs", whole.RequestedCPUMicros, parts.RequestedCPUMicros)
+		}
+		if whole.PeakMemoryBytes != parts.PeakMemoryBytes && !(whole.Measured == 0 && parts.Measured == 0) {
+			t.Fatalf("peak: whole %d, parts %d", whole.PeakMemoryBytes, parts.PeakMemoryBytes)
+		}
+		if w, p := whole.RequestedByteSeconds, parts.RequestedByteSeconds; math.Abs(w-p) > 1e-9*w {
+			t.Fatalf("requested byte-seconds: whole %v, parts %v", w, p)
+		}
+	})
 }
