@@ -268,8 +268,8 @@ func TestCostPageInBrowser(t *testing.T) {
 	switch e := pr.Efficiency; {
 	case e == nil && used != "":
 		t.Errorf("the job's use was not measured, yet its row shows %q", used)
-	case e != nil && e.CPUSeconds != nil && !strings.Contains(used, fmt.Sprintf("%.1f CPU-s", *e.CPUSeconds)):
-		t.Errorf("the job's row shows %q used, want its %.1f CPU-seconds", used, *e.CPUSeconds)
+	case e != nil && e.CPUSeconds != nil && !shownCPUSeconds(used, *e.CPUSeconds):
+		t.Errorf("the job's row shows %q used, want its %v CPU-seconds", used, *e.CPUSeconds)
 	case e != nil && e.PeakMemoryBytes != nil && !strings.Contains(used, "peak "):
 		t.Errorf("the job's row shows %q used, want its peak memory", used)
 	case regexp.MustCompile(`(^|[^0-9.])0%`).MatchString(used):
@@ -386,4 +386,18 @@ func TestCostPageInBrowser(t *testing.T) {
 	for _, p := range b.problems {
 		t.Errorf("in the page: %s", p)
 	}
+}
+
+// shownCPUSeconds reports whether text shows sec CPU-seconds as the CLI
+// writes them: to a hundredth below 10, "<0.01" below that.
+func shownCPUSeconds(text string, sec float64) bool {
+	m := regexp.MustCompile(`(<0\.01|[0-9.]+) CPU-s`).FindStringSubmatch(text)
+	if m == nil {
+		return false
+	}
+	if m[1] == "<0.01" {
+		return sec < 0.005
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	return err == nil && math.Abs(v-sec) <= 0.05
 }
