@@ -214,6 +214,16 @@ func (c *Client) Events(ctx context.Context, id string) ([]Event, error) {
 	return out.Items, c.do(ctx, http.MethodGet, "/workloads/"+url.PathEscape(id)+"/events", nil, nil, &out)
 }
 
+// Attempts lists a workload's attempts that ended, with what each used of
+// its host, and their totals.
+func (c *Client) Attempts(ctx context.Context, id string) (*AttemptList, error) {
+	var out AttemptList
+	if err := c.do(ctx, http.MethodGet, "/workloads/"+url.PathEscape(id)+"/attempts", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Logs opens a workload's log. With follow, the stream stays open until the
 // workload finishes or ctx ends.
 func (c *Client) Logs(ctx context.Context, id string, follow bool) (io.ReadCloser, error) {

@@ -361,6 +361,12 @@ type CostRow struct {
 	FailedGPUHours    float64       `json:"failedGPUHours"`
 	PreemptedGPUHours float64       `json:"preemptedGPUHours"`
 	Retries           int64         `json:"retries"`
+	// Efficiency is what the row's attempts used of the host CPU and
+	// memory they requested, over their time in the window (an attempt's
+	// use is measured once, at its end, and counted in proportion to its
+	// time in the window): absent when none in the row was measured. The
+	// host cost bills the requests; this does not change it.
+	Efficiency *Efficiency `json:"efficiency,omitempty"`
 }
 
 // UnitOutputs is a row's outputs of one unit, with the cost of one

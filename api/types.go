@@ -167,6 +167,57 @@ type WorkloadUsage struct {
 	IdleSince *time.Time `json:"idleSince,omitempty"`
 }
 
+// Attempt is one attempt of a workload that ended: when it ran, how it
+// ended (the phase it ended in: Succeeded, Failed, Cancelled, or Preempted
+// and Lost for an attempt that was requeued), what it requested of its
+// host, all replicas together (CPU, MemoryMiB; absent: no request), and
+// what it used of it against that request.
+type Attempt struct {
+	Attempt        int       `json:"attempt"`
+	StartedAt      time.Time `json:"startedAt"`
+	FinishedAt     time.Time `json:"finishedAt"`
+	RuntimeSeconds float64   `json:"runtimeSeconds"`
+	Phase          string    `json:"phase"`
+	Reason         string    `json:"reason,omitempty"`
+	CPU            Milli     `json:"cpu,omitempty"`
+	MemoryMiB      int64     `json:"memoryMiB,omitempty"`
+	// Efficiency is what the attempt used; its figures are null where
+	// they were not measured (the local executor measures them in each
+	// attempt's cgroup; other executors do not).
+	Efficiency Efficiency `json:"efficiency"`
+}
+
+// AttemptList is the answer of GET /workloads/{id}/attempts: the
+// workload's attempts that ended, oldest first (a running attempt's use is
+// measured when it ends), and Total, their sums.
+type AttemptList struct {
+	Items []Attempt  `json:"items"`
+	Total Efficiency `json:"total"`
+}
+
+// Efficiency is what attempts used of the host CPU and memory they
+// requested. Billing stays on requests, as a cloud bills a VM; these
+// figures say how much of what was billed was used. Only what was measured
+// counts: a figure is null when no attempt measured it (or, for a share,
+// when none of them requested that resource), never 0.
+type Efficiency struct {
+	// MeasuredAttempts counts the attempts whose use was measured.
+	MeasuredAttempts int64 `json:"measuredAttempts"`
+	// CPUSeconds is the CPU time they used, in CPU-seconds.
+	// RequestedCPUSeconds is, over those that requested CPU, their
+	// request × their runtime; CPUEfficiency is the share of it they used
+	// (0.1 is 10%; above 1 when they used more than they requested).
+	CPUSeconds          *float64 `json:"cpuSeconds"`
+	RequestedCPUSeconds *float64 `json:"requestedCPUSeconds"`
+	CPUEfficiency       *float64 `json:"cpuEfficiency"`
+	// PeakMemoryBytes is the highest peak of one attempt, in bytes.
+	// MemoryEfficiency is, over those that requested memory, each one's
+	// peak over its request, weighted by its runtime (one attempt: its
+	// peak / its request).
+	PeakMemoryBytes  *int64   `json:"peakMemoryBytes"`
+	MemoryEfficiency *float64 `json:"memoryEfficiency"`
+}
+
 // UsageHistory is the cluster's use over time (GET /usage): one point per
 // sample interval, oldest first.
 type UsageHistory struct {

@@ -82,6 +82,7 @@ var table = []route{
 		action: "cancel workload", ok: http.StatusOK, serve: (*Server).cancelWorkload},
 	{pattern: "GET /api/v1/workloads/{id}/logs", access: teamRole, need: core.RoleViewer, stream: (*Server).logs},
 	{pattern: "GET /api/v1/workloads/{id}/events", access: teamRole, need: core.RoleViewer, serve: (*Server).events},
+	{pattern: "GET /api/v1/workloads/{id}/attempts", access: teamRole, need: core.RoleViewer, serve: (*Server).attempts},
 	{pattern: "GET /api/v1/workloads/{id}/usage", access: teamRole, need: core.RoleViewer, serve: (*Server).workloadUsage},
 	// A raw TCP stream to a workload's port (Upgrade: tcp): members, as
 	// for what reaches inside the workload.

@@ -203,6 +203,7 @@ func TestOpenAPIParametersAndAnswers(t *testing.T) {
 		{"DELETE /api/v1/workloads/{id}", nil, []string{"200", "401", "403", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/logs", []string{"query follow", "query limitBytes", "query sinceSeconds", "query tailLines"}, []string{"200", "400", "401", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/events", nil, []string{"200", "401", "404", "429"}},
+		{"GET /api/v1/workloads/{id}/attempts", nil, []string{"200", "401", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/usage", []string{"query window"}, []string{"200", "400", "401", "404", "429"}},
 		{"GET /api/v1/workloads/{id}/portforward", []string{"query port"}, []string{"101", "400", "401", "403", "404", "429", "503"}},
 		{"POST /api/v1/arrays", []string{"header Idempotency-Key"}, []string{"200", "201", "400", "401", "403", "413", "422", "429"}},
@@ -513,6 +514,9 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 	types["Array"] = reflect.TypeFor[api.Array]()
 	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()
 	types["WorkloadUsagePoint"] = reflect.TypeFor[api.WorkloadUsagePoint]()
+	types["Attempt"] = reflect.TypeFor[api.Attempt]()
+	types["AttemptList"] = reflect.TypeFor[api.AttemptList]()
+	types["Efficiency"] = reflect.TypeFor[api.Efficiency]()
 	// schemaName is the schema of a struct type that a property refers to.
 	schemaName := func(rt reflect.Type) string {
 		for name, t := range types {

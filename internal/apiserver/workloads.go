@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -416,6 +417,20 @@ func (s *Server) events(c *call) (reply, error) {
 			Reason: e.Reason, Message: e.Message, From: string(e.From), To: string(e.To)}))
 	}
 	return reply{status: http.StatusOK, body: out}, nil
+}
+
+// attempts lists a workload's attempts that ended, with what each used of
+// its host against its request (cost.Attempts).
+func (s *Server) attempts(c *call) (reply, error) {
+	w, err := s.workload(c)
+	if err != nil {
+		return reply{}, err
+	}
+	as, err := s.opts.Store.Attempts(c.r.Context(), w.ID)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusOK, body: cost.Attempts(as)}, nil
 }
 
 // toAPI converts a stored workload to its wire form.

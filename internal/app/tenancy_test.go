@@ -624,9 +624,10 @@ func (w *world) matrix() map[string]func(c caller) []probe {
 				inB(c, 200, probe{what: "foreign pending", method: "DELETE", path: "/api/v1/workloads/" + w.wlBPend}, wl(w.wlBPend)),
 			}
 		},
-		"GET /api/v1/workloads/{}/logs":   onWorkload("/logs", true, markerA),
-		"GET /api/v1/workloads/{}/events": onWorkload("/events", false, w.wlA),
-		"GET /api/v1/workloads/{}/usage":  onWorkload("/usage", false, `"points":`),
+		"GET /api/v1/workloads/{}/logs":     onWorkload("/logs", true, markerA),
+		"GET /api/v1/workloads/{}/events":   onWorkload("/events", false, w.wlA),
+		"GET /api/v1/workloads/{}/usage":    onWorkload("/usage", false, `"points":`),
+		"GET /api/v1/workloads/{}/attempts": onWorkload("/attempts", false, `"items":`),
 		// A port-forward is for members of the workload's team; without
 		// Upgrade: tcp, once authorized, it is a 400 naming the header.
 		"GET /api/v1/workloads/{}/portforward": func(c caller) []probe {

@@ -85,9 +85,15 @@ a workload that failed are UNACCEPTED, those of an acceptance card's stages
 (STAGE) are the card's (ACCEPTANCE), not the team's. The idle, failed and
 preempted GPU hours explain the cost and are inside it, not added to it.
 Money is in the currency's minor units (0.63), a cost per output with more
-digits only where it needs them. Members see their teams' rows; admins every
-team's and __idle__, what pools bill that nobody held. -o csv and -o json
-keep the exact values.`,
+digits only where it needs them. Where the executor measured what attempts
+used of their host (the local executor's cgroups), CPU-SECONDS-USED,
+CPU-EFFICIENCY (used over requested: CPU request × runtime), PEAK-MEMORY
+(the highest peak of one attempt) and MEMORY-EFFICIENCY (peak over the
+memory request, weighted by runtime) show it, "-" where nothing was
+measured; an attempt counts in proportion to its time in the window. The
+host cost still bills the requests. Members see their teams' rows; admins
+every team's and __idle__, what pools bill that nobody held. -o csv and -o
+json keep the exact values.`,
 		Example: `  gpufleet cost report --since 7d
   gpufleet cost report --by workload --from 2026-11-01T00:00:00Z --to 2026-12-01T00:00:00Z -o json
   gpufleet cost report --by label:project -o csv`,
@@ -144,11 +150,12 @@ func printCostTable(e *env, rep *api.CostReport) error {
 	rows := append(slices.Clone(rep.Items), rep.Total)
 	rows[len(rows)-1].Name = "TOTAL"
 	byWorkload := rep.By == api.CostByWorkload
-	var unaccepted, acceptance, stage bool
+	var unaccepted, acceptance, stage, measured bool
 	for _, r := range rows {
 		unaccepted = unaccepted || r.UnacceptedOutputs != 0
 		acceptance = acceptance || r.AcceptanceOutputs != 0
 		stage = stage || r.AcceptanceStage != ""
+		measured = measured || r.Efficiency != nil
 	}
 	head := []string{strings.ToUpper(rep.By)}
 	if byWorkload {
@@ -165,6 +172,9 @@ func printCostTable(e *env, rep *api.CostReport) error {
 		head = append(head, "ACCEPTANCE")
 	}
 	head = append(head, "IDLE-GPU-H", "FAILED-GPU-H", "PREEMPTED-GPU-H", "RETRIES")
+	if measured {
+		head = append(head, "CPU-SECONDS-USED", "CPU-EFFICIENCY", "PEAK-MEMORY", "MEMORY-EFFICIENCY")
+	}
 	t := newTable(e.stdout, head...)
 	for _, r := range rows {
 		for i, u := range unitLines(r) {
@@ -198,16 +208,47 @@ func printCostTable(e *env, rep *api.CostReport) error {
 			}
 			line = append(line, cell(func() string { return cost.GPUHours(r.IdleGPUHours) }), cell(func() string { return cost.GPUHours(r.FailedGPUHours) }),
 				cell(func() string { return cost.GPUHours(r.PreemptedGPUHours) }), cell(func() string { return strconv.FormatInt(r.Retries, 10) }))
+			if measured {
+				for _, v := range efficiencyCells(r.Efficiency) {
+					line = append(line, cell(func() string { return v }))
+				}
+			}
 			t.row(line...)
 		}
 	}
 	return t.flush()
 }
 
+// efficiencyCells are a row's efficiency columns in a table: CPU-seconds
+// used, the share of the requested CPU-seconds, the highest peak memory
+// and its share of the request; "-" where nothing was measured or
+// requested.
+func efficiencyCells(e *api.Efficiency) []string {
+	out := []string{"-", "-", "-", "-"}
+	if e == nil {
+		return out
+	}
+	if e.CPUSeconds != nil {
+		out[0] = cpuNumber(*e.CPUSeconds)
+	}
+	if e.CPUEfficiency != nil {
+		out[1] = formatShare(*e.CPUEfficiency)
+	}
+	if e.PeakMemoryBytes != nil {
+		out[2] = formatBytes(*e.PeakMemoryBytes)
+	}
+	if e.MemoryEfficiency != nil {
+		out[3] = formatShare(*e.MemoryEfficiency)
+	}
+	return out
+}
+
 // costColumns are the CSV columns of a report: the JSON names of a row's
-// fields and of its outputsByUnit entries.
+// fields and of its outputsByUnit entries, those of its efficiency as
+// efficiency.NAME.
 var costColumns = []string{"name", "workloadName", "acceptanceStage", "gpuHours", "acceleratorCost", "hostCost", "storageCost", "networkCost", "licenceCost", "totalCost",
-	"unit", "accepted", "rejected", "unaccepted", "acceptance", "costPerAccepted", "idleGPUHours", "failedGPUHours", "preemptedGPUHours", "retries"}
+	"unit", "accepted", "rejected", "unaccepted", "acceptance", "costPerAccepted", "idleGPUHours", "failedGPUHours", "preemptedGPUHours", "retries",
+	"efficiency.measuredAttempts", "efficiency.cpuSeconds", "efficiency.requestedCPUSeconds", "efficiency.cpuEfficiency", "efficiency.peakMemoryBytes", "efficiency.memoryEfficiency"}
 
 // printCostCSV writes a report as CSV with exact values: one line per row
 // and unit of its outputs, the row's own figures on its first line only
@@ -235,14 +276,34 @@ func printCostCSV(w io.Writer, rep *api.CostReport) error {
 				strconv.FormatInt(u.Acceptance, 10), per)
 			if i == 0 {
 				rec = append(rec, f(r.IdleGPUHours), f(r.FailedGPUHours), f(r.PreemptedGPUHours), strconv.FormatInt(r.Retries, 10))
+				rec = append(rec, efficiencyCSV(r.Efficiency)...)
 			} else {
-				rec = append(rec, "", "", "", "")
+				rec = append(rec, "", "", "", "", "", "", "", "", "", "")
 			}
 			cw.Write(rec)
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// efficiencyCSV is a row's efficiency in exact values, empty where
+// nothing was measured.
+func efficiencyCSV(e *api.Efficiency) []string {
+	if e == nil {
+		return []string{"0", "", "", "", "", ""}
+	}
+	f := func(v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*v, 'f', -1, 64)
+	}
+	peak := ""
+	if e.PeakMemoryBytes != nil {
+		peak = strconv.FormatInt(*e.PeakMemoryBytes, 10)
+	}
+	return []string{strconv.FormatInt(e.MeasuredAttempts, 10), f(e.CPUSeconds), f(e.RequestedCPUSeconds), f(e.CPUEfficiency), peak, f(e.MemoryEfficiency)}
 }
 
 func newCostExportCmd(e *env) *cobra.Command {

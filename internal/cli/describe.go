@@ -18,6 +18,9 @@ import (
 type workloadDescription struct {
 	Workload *api.Workload    `json:"workload"`
 	Events   []describedEvent `json:"events"`
+	// Attempts are its attempts that ended, with what each used of its
+	// host against its request.
+	Attempts *api.AttemptList `json:"attempts"`
 }
 
 // describedEvent is an event as the API sends it, except that the message
@@ -93,10 +96,14 @@ evidence --node NAME -o json).
 			if events == nil {
 				events = []api.Event{}
 			}
-			if ok, err := out.structured(e.stdout, workloadDescription{Workload: w, Events: describedEvents(events)}); ok {
+			attempts, err := c.Attempts(cmd.Context(), w.ID)
+			if err != nil {
 				return err
 			}
-			return describeWorkload(e.stdout, e.now(), w, events)
+			if ok, err := out.structured(e.stdout, workloadDescription{Workload: w, Events: describedEvents(events), Attempts: attempts}); ok {
+				return err
+			}
+			return describeWorkload(e.stdout, e.now(), w, events, attempts)
 		},
 	}
 	addTeamFlag(cmd, &team)
@@ -110,7 +117,7 @@ func isWorkloadKind(s string) bool { return s == "workload" || s == "workloads" 
 
 // describeWorkload writes a workload the way kubectl describe does: aligned
 // "Key: value" lines, nested sections indented, then the events.
-func describeWorkload(w io.Writer, now time.Time, wl *api.Workload, events []api.Event) error {
+func describeWorkload(w io.Writer, now time.Time, wl *api.Workload, events []api.Event, attempts *api.AttemptList) error {
 	tw := newTabWriter(w)
 	// Every line ends its key with a tab, section titles included, so that
 	// the values line up across the sections.
@@ -193,6 +200,7 @@ func describeWorkload(w io.Writer, now time.Time, wl *api.Workload, events []api
 		}
 		kv(1, "Usage", use)
 	}
+	describeAttempts(kv, section, s, attempts)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

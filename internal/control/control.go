@@ -135,6 +135,9 @@ type end struct {
 	reason   string
 	message  string
 	exitCode *int
+	// used is what the attempt used of its host, as its executor
+	// measured it, recorded with its end.
+	used core.HostUse
 }
 
 // Backoff between tries to record an end: doubling from retryMin up to
@@ -747,11 +750,12 @@ const ReasonMalformedMetrics = "MalformedMetrics"
 
 // decide says how an exit is recorded, from the workload as it is now.
 func decide(w *core.Workload, e executor.Exit) *end {
+	used := core.HostUse{CPU: core.CPUTime(e.CPUSeconds), PeakMemoryBytes: max(0, e.PeakMemoryBytes)}
 	if e.Reason == "Lost" && w.Status.StopRequested == "" {
-		return &end{requeue: true, phase: core.Lost, reason: "ProcessLost", message: e.Message}
+		return &end{requeue: true, phase: core.Lost, reason: "ProcessLost", message: e.Message, used: used}
 	}
 	phase, reason, msg := outcome(w, e)
-	return &end{requeue: phase == core.Preempted || phase == core.Lost, phase: phase, reason: reason, message: msg, exitCode: e.ExitCode}
+	return &end{requeue: phase == core.Preempted || phase == core.Lost, phase: phase, reason: reason, message: msg, exitCode: e.ExitCode, used: used}
 }
 
 // record writes an attempt's end to the store. A conflict (the attempt was
@@ -759,9 +763,9 @@ func decide(w *core.Workload, e executor.Exit) *end {
 func (l *Loop) record(ctx context.Context, w *core.Workload, attempt int, d end) error {
 	var err error
 	if d.requeue {
-		_, err = l.opts.Store.Requeue(ctx, w.ID, attempt, d.phase, d.reason, d.message, l.opts.Now())
+		_, err = l.opts.Store.RequeueUsed(ctx, w.ID, attempt, d.phase, d.reason, d.message, d.used, l.opts.Now())
 	} else {
-		_, err = l.opts.Store.Finish(ctx, w.ID, attempt, d.phase, d.reason, d.message, d.exitCode, l.opts.Now())
+		_, err = l.opts.Store.FinishUsed(ctx, w.ID, attempt, d.phase, d.reason, d.message, d.exitCode, d.used, l.opts.Now())
 	}
 	switch {
 	case errors.Is(err, core.ErrConflict):

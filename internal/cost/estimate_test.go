@@ -94,8 +94,6 @@ func TestEstimateAtAPoolsPrice(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func TestPriceAt(t *testing.T) {
 	prices := []api.Price{
 		{Pool: "p", Kind: api.PriceOnDemand, Rate: 1},

@@ -95,8 +95,8 @@ type Volume struct {
 
 // Input is everything a report or an export is computed from: a window
 // [From, To), the server's price versions, the pools' devices, the
-// allocation intervals that overlap the window with their workloads, and
-// the team volumes that existed in it.
+// allocation intervals that overlap the window with their workloads, the
+// team volumes that existed in it, and the attempts that ran in it.
 type Input struct {
 	From, To time.Time
 	// Now caps intervals still open (End zero); it is the report's clock,
@@ -108,6 +108,10 @@ type Input struct {
 	Intervals []Interval
 	Workloads map[core.WorkloadID]*Workload
 	Volumes   []Volume
+	// Attempts are the attempts that ended in or after the window and ran
+	// in it, with what they used of their host: a report's efficiency,
+	// which bills nothing.
+	Attempts []core.Attempt
 }
 
 // Visibility says which rows a caller may see: every team and the idle row

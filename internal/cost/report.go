@@ -53,6 +53,7 @@ type row struct {
 	gpu, failed, preempted, idle u128
 	retries                      int64
 	units                        map[string]*unitSums
+	eff                          core.Efficiency
 }
 
 // unitSums are a row's outputs of one unit; own is the money of the
@@ -200,6 +201,10 @@ func (r *row) wire() api.CostRow {
 		Retries:           r.retries,
 		OutputsByUnit:     []api.UnitOutputs{},
 	}
+	if r.eff.Measured > 0 {
+		eff := Efficiency(r.eff)
+		out.Efficiency = &eff
+	}
 	names := slices.Sorted(maps.Keys(r.units))
 	// What the row cost beyond the workloads of one unit is shared by
 	// the units in proportion to their own cost (equally when none has
@@ -335,6 +340,7 @@ func (rc *reportCells) rows(by string, vis Visibility) ([]*row, *row) {
 			}
 		}
 	}
+	rc.addEfficiency(func(c int32) *row { return get(e.rowName(c, by)) }, total, vis)
 	return out, total
 }
 

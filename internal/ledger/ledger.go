@@ -231,10 +231,15 @@ func (l *Ledger) Input(ctx context.Context, from, to, now time.Time) (cost.Input
 	return in, nil
 }
 
-// Report is cost.Report over the store for [from, to) as of now.
+// Report is cost.Report over the store for [from, to) as of now, with the
+// efficiency of the attempts that ran in the window (which bills nothing,
+// so that series, exports and budgets go without it).
 func (l *Ledger) Report(ctx context.Context, by string, from, to, now time.Time, vis cost.Visibility) (api.CostReport, error) {
 	in, err := l.Input(ctx, from, to, now)
 	if err != nil {
+		return api.CostReport{}, err
+	}
+	if in.Attempts, err = l.Store.AttemptsBetween(ctx, from, to); err != nil {
 		return api.CostReport{}, err
 	}
 	return cost.Report(in, by, vis)

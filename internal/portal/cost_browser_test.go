@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,6 +258,23 @@ func TestCostPageInBrowser(t *testing.T) {
 	if name := get(t, b, "the job's name", chromedp.Text(chromedp.CSS(row+" td:first-child"))); !strings.Contains(name, "cost-probe") {
 		t.Errorf("the job's row is named %q, want its name cost-probe beside its ID", name)
 	}
+	// What it used of its host, as the API's report by workload says,
+	// under its name: with no request, its CPU-seconds and peak memory;
+	// nothing where the executor measured nothing (no cgroups), never 0%.
+	var byWorkload api.CostReport
+	costCall(t, s, s.token, "GET", "/cost?by=workload&since=24h", nil, &byWorkload)
+	pr, _ := costRow(byWorkload, probe.ID)
+	used := get(t, b, "its CPU and memory used", chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector('%s .used') || {textContent: ''}).textContent`, row)))
+	switch e := pr.Efficiency; {
+	case e == nil && used != "":
+		t.Errorf("the job's use was not measured, yet its row shows %q", used)
+	case e != nil && e.CPUSeconds != nil && !shownCPUSeconds(used, *e.CPUSeconds):
+		t.Errorf("the job's row shows %q used, want its %v CPU-seconds", used, *e.CPUSeconds)
+	case e != nil && e.PeakMemoryBytes != nil && !strings.Contains(used, "peak "):
+		t.Errorf("the job's row shows %q used, want its peak memory", used)
+	case regexp.MustCompile(`(^|[^0-9.])0%`).MatchString(used):
+		t.Errorf("the job's row shows %q used", used)
+	}
 	// The total keeps images and jobs apart, each with its cost per
 	// accepted output, as the tile does; nothing says "several units".
 	type unitSeen struct {
@@ -368,4 +386,18 @@ func TestCostPageInBrowser(t *testing.T) {
 	for _, p := range b.problems {
 		t.Errorf("in the page: %s", p)
 	}
+}
+
+// shownCPUSeconds reports whether text shows sec CPU-seconds as the CLI
+// writes them: to a hundredth below 10, "<0.01" below that.
+func shownCPUSeconds(text string, sec float64) bool {
+	m := regexp.MustCompile(`(<0\.01|[0-9.]+) CPU-s`).FindStringSubmatch(text)
+	if m == nil {
+		return false
+	}
+	if m[1] == "<0.01" {
+		return sec < 0.005
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	return err == nil && math.Abs(v-sec) <= 0.05
 }

@@ -306,8 +306,15 @@ func closeAllocations(tx *wtx, id core.WorkloadID, now time.Time, outcome string
 // Finish records the end of a running attempt: phase is Succeeded, Failed or
 // Cancelled. A finish for another attempt than the current one, or for a
 // workload that is not Running, is ignored (and reported as ErrConflict), so
-// that a late report cannot touch a newer attempt.
+// that a late report cannot touch a newer attempt. The attempt is recorded
+// (Attempts) with its use unknown.
 func (s *Store) Finish(ctx context.Context, id core.WorkloadID, attempt int, phase core.Phase, reason, message string, exitCode *int, now time.Time) (*core.Workload, error) {
+	return s.FinishUsed(ctx, id, attempt, phase, reason, message, exitCode, core.HostUse{}, now)
+}
+
+// FinishUsed is Finish with what the attempt used of its host, recorded
+// with its end in the same transaction.
+func (s *Store) FinishUsed(ctx context.Context, id core.WorkloadID, attempt int, phase core.Phase, reason, message string, exitCode *int, used core.HostUse, now time.Time) (*core.Workload, error) {
 	if !phase.Terminal() {
 		return nil, fmt.Errorf("finish workload %s as %s: %w", id, phase, core.ErrInvalid)
 	}
@@ -321,6 +328,9 @@ func (s *Store) Finish(ctx context.Context, id core.WorkloadID, attempt int, pha
 			return fmt.Errorf("finish workload %s attempt %d: it is %s at attempt %d: %w", id, attempt, w.Status.Phase, w.Status.Attempts, core.ErrConflict)
 		}
 		t := now.UTC()
+		if err := recordAttempt(tx, w, phase, reason, used, t); err != nil {
+			return err
+		}
 		from := w.Status.Phase
 		w.Status.Phase, w.Status.Reason, w.Status.Message = phase, reason, message
 		w.Status.ExitCode = exitCode
@@ -356,9 +366,16 @@ func (s *Store) Finish(ctx context.Context, id core.WorkloadID, attempt int, pha
 
 // Requeue ends a running attempt that was preempted or lost (via is
 // core.Preempted or core.Lost) and puts the workload back in the queue as
-// Pending. Its allocations are closed and two events record the passage
+// Pending. Its allocations are closed, the attempt is recorded (Attempts,
+// ended in via, its use unknown) and two events record the passage
 // Running → via → Pending.
 func (s *Store) Requeue(ctx context.Context, id core.WorkloadID, attempt int, via core.Phase, reason, message string, now time.Time) (*core.Workload, error) {
+	return s.RequeueUsed(ctx, id, attempt, via, reason, message, core.HostUse{}, now)
+}
+
+// RequeueUsed is Requeue with what the attempt used of its host, recorded
+// with its end in the same transaction.
+func (s *Store) RequeueUsed(ctx context.Context, id core.WorkloadID, attempt int, via core.Phase, reason, message string, used core.HostUse, now time.Time) (*core.Workload, error) {
 	if via != core.Preempted && via != core.Lost {
 		return nil, fmt.Errorf("requeue workload %s via %s: %w", id, via, core.ErrInvalid)
 	}
@@ -372,6 +389,9 @@ func (s *Store) Requeue(ctx context.Context, id core.WorkloadID, attempt int, vi
 			return fmt.Errorf("requeue workload %s attempt %d: it is %s at attempt %d: %w", id, attempt, w.Status.Phase, w.Status.Attempts, core.ErrConflict)
 		}
 		t := now.UTC()
+		if err := recordAttempt(tx, w, via, reason, used, t); err != nil {
+			return err
+		}
 		if via == core.Preempted {
 			w.Status.Preemptions++
 		}

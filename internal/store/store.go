@@ -1151,9 +1151,15 @@ var migrations = [][]string{
 				COALESCE(json_extract(CAST(status AS TEXT), '$.outputs.rejected'), 0)
 			FROM workloads WHERE json_extract(CAST(status AS TEXT), '$.outputs') IS NOT NULL`,
 	},
+	{
+		// Each attempt's end with what it used of its host (CPU time,
+		// peak memory), beside what it requested.
+		attemptsTable,
+		attemptsIndex,
+	},
 }
 
-var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "volume_purges", "acceptance_runs", "leader_lease", "servers", "outputs"}
+var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "volume_purges", "acceptance_runs", "leader_lease", "servers", "outputs", "attempts"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var v int

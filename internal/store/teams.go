@@ -195,6 +195,7 @@ func (s *Store) DeleteTeam(ctx context.Context, name core.TeamName) error {
 			"DELETE FROM events WHERE workload_id IN (SELECT id FROM workloads WHERE team = ?)",
 			"DELETE FROM allocations WHERE team = ?",
 			"DELETE FROM outputs WHERE team = ?",
+			"DELETE FROM attempts WHERE team = ?",
 			"DELETE FROM workload_nodes WHERE workload_id IN (SELECT id FROM workloads WHERE team = ?)",
 			"DELETE FROM workloads WHERE team = ?",
 			"DELETE FROM budgets WHERE team = ?",

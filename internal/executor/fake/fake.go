@@ -63,6 +63,10 @@ type task struct {
 	t        executor.Task
 	stopping bool
 	killAt   time.Time // when stopping a task that ignores SIGTERM
+	// cpuSeconds and peakBytes are what the task used so far (Use),
+	// reported with its end.
+	cpuSeconds float64
+	peakBytes  int64
 }
 
 // New returns an empty fake executor.
@@ -120,6 +124,21 @@ func (f *Executor) Finish(id core.WorkloadID, attempt, exitCode int) bool {
 	}
 	code := exitCode
 	f.endLocked(tk, executor.Exit{ExitCode: &code, At: f.now()})
+	return true
+}
+
+// Use adds CPU time to a running task and raises its peak memory to
+// peakBytes if that is higher, as a cgroup counts them; its Exit reports
+// what it used. It reports whether the task was running.
+func (f *Executor) Use(id core.WorkloadID, attempt int, cpuSeconds float64, peakBytes int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tk := f.running[key{id, attempt}]
+	if tk == nil {
+		return false
+	}
+	tk.cpuSeconds += cpuSeconds
+	tk.peakBytes = max(tk.peakBytes, peakBytes)
 	return true
 }
 
@@ -184,6 +203,7 @@ func (f *Executor) tickLocked() {
 // endLocked removes a running task and delivers its exit.
 func (f *Executor) endLocked(tk *task, x executor.Exit) {
 	x.WorkloadID, x.Attempt = tk.t.WorkloadID, tk.t.Attempt
+	x.CPUSeconds, x.PeakMemoryBytes = tk.cpuSeconds, tk.peakBytes
 	delete(f.running, key{x.WorkloadID, x.Attempt})
 	switch {
 	case x.ExitCode != nil:

@@ -94,6 +94,56 @@ export function hours(v) {
   return (v < 0 ? '-' : '') + digits(n, d);
 }
 
+// share writes a share of a request as a percentage with at most one
+// decimal; a share too small for that is "<0.1%", never "0%".
+export function share(v) {
+  if (v > 0 && v < 0.0005) return '<0.1%';
+  return Math.round(v * 1000) / 10 + '%';
+}
+
+// bytes writes a size in the largest binary unit that keeps one decimal:
+// "203.7 MiB".
+export function bytes(v) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return String(Math.round(v * 10) / 10) + ' ' + units[i];
+}
+
+// cpuSeconds writes a number of CPU-seconds as the CLI does: one decimal,
+// two below 10, and "<0.01" for less, never 0.
+function cpuSeconds(v) {
+  if (v > 0 && v < 0.005) return '<0.01';
+  return v.toFixed(v < 10 ? 2 : 1);
+}
+
+// efficiency writes what a row's attempts used of the CPU and memory they
+// requested (api.Efficiency): "CPU 16.2% of request · memory 39.8% of
+// request", or what they used where they requested none ("1.5 CPU-s ·
+// peak 4.8 MiB"), with the figures behind it as its title; "—" where
+// nothing was measured, never 0%.
+export function efficiency(e) {
+  if (!e) return { text: '—', title: 'not measured' };
+  const known = (v) => v !== null && v !== undefined;
+  const parts = [];
+  const title = [];
+  if (known(e.cpuSeconds)) {
+    const used = cpuSeconds(e.cpuSeconds) + ' CPU-s';
+    parts.push(known(e.cpuEfficiency) ? 'CPU ' + share(e.cpuEfficiency) + ' of request' : used);
+    title.push(used + ' used' + (known(e.requestedCPUSeconds) ? ' of ' + cpuSeconds(e.requestedCPUSeconds) + ' CPU-s requested' : ' (no CPU request)'));
+  }
+  if (known(e.peakMemoryBytes)) {
+    const peak = 'peak ' + bytes(e.peakMemoryBytes);
+    parts.push(known(e.memoryEfficiency) ? 'memory ' + share(e.memoryEfficiency) + ' of request' : peak);
+    title.push(peak + (known(e.memoryEfficiency) ? ', ' + share(e.memoryEfficiency) + ' of the memory request' : ' (no memory request)'));
+  }
+  title.push(e.measuredAttempts + ' attempt' + (e.measuredAttempts === 1 ? '' : 's') + ' measured');
+  return { text: parts.join(' · ') || '—', title: title.join('; ') };
+}
+
 // alertAt is the spend at which a budget alerts (alertPercent, 80 when
 // the budget leaves it to the default).
 export function alertAt(b) {

@@ -1,7 +1,7 @@
 import { api } from '../api.js';
 import { h, replace, pct, errorBox, table, every, wid } from '../dom.js';
 import { stackedBars } from '../barchart.js';
-import { IDLE, money, moneyPer, hours, budgetBar, budgetNotices } from '../cost.js';
+import { IDLE, money, moneyPer, hours, budgetBar, budgetNotices, efficiency } from '../cost.js';
 
 // The windows the page offers: name (the URL's since=), label, length and
 // the step of the chart's bars.
@@ -268,10 +268,11 @@ function renderTable(box, report, by, emptyText) {
           : r.name || h('span', { class: 'muted' }, by.startsWith('label:') ? '(without ' + by.slice(6) + ')' : '(none)');
     const parts = [['accelerator', r.acceleratorCost], ['host', r.hostCost], ['storage', r.storageCost], ['network', r.networkCost], ['licences', r.licenceCost]];
     const none = r.name === IDLE || !(r.outputsByUnit || []).length;
+    const used = efficiency(r.efficiency);
     return {
       attrs: { 'data-name': r.name || '', class: r.name === IDLE ? 'idle' : '' },
       cells: [
-        name,
+        r.efficiency ? h('span', {}, name, h('span', { class: 'use-line muted small used', title: used.title }, 'Used: ' + used.text)) : name,
         h('span', { class: 'num' }, hours(r.gpuHours)),
         h('span', { class: 'num cost', title: parts.map(([k, v]) => `${k} ${money(v, cur)}`).join(' · ') }, money(r.totalCost, cur)),
         none ? h('span', { class: 'num accepted' }, r.name === IDLE ? '' : '0') : lines(r, 'num accepted', (u) => `${u.accepted} ${u.unit}`),
@@ -296,7 +297,7 @@ function renderTable(box, report, by, emptyText) {
     table('Cost per accepted output by ' + what.toLowerCase(), [what, 'GPU-hours', 'Cost', 'Accepted', 'Rejected', 'Per accepted output', 'Not counted', 'Failed GPU-h', 'Preempted GPU-h', 'Retries'],
       shown, { cls: 'cost' }),
     rows.length > TABLE_ROWS ? h('p', { class: 'help' }, `The ${TABLE_ROWS} costliest of ${rows.length}; `, h('code', {}, 'gpufleet cost report --by ' + by), ' lists them all.') : null,
-    h('p', { class: 'help' }, 'Per accepted output is the cost over the outputs the workloads reported accepted in the window ($GPUFLEET_OUTPUTS_FILE or the API, counted from the moment they are reported; one per succeeded job that reports none), one line per unit. Outputs of work that failed, and of acceptance stages, are shown but not counted. Hover a cost for its parts.'));
+    h('p', { class: 'help' }, 'Per accepted output is the cost over the outputs the workloads reported accepted in the window ($GPUFLEET_OUTPUTS_FILE or the API, counted from the moment they are reported; one per succeeded job that reports none), one line per unit. Outputs of work that failed, and of acceptance stages, are shown but not counted. Hover a cost for its parts. Used, under a row\'s name where the executor measured it: the share of their CPU request × runtime the attempts used, and of their memory request their peak (weighted by runtime); hover for the figures. The host cost bills the requests.'));
 }
 
 // singular turns a unit of outputs into one of them: "images" → "image".
