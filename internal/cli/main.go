@@ -14,12 +14,27 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
 // Main runs the gpufleet command line with args (without the program name)
 // and returns the process exit code. SIGINT and SIGTERM cancel the running
 // verb.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return MainWith(args, stdin, stdout, stderr, Options{})
+}
+
+// Options are what a binary built around the command line adds to it.
+type Options struct {
+	// Plot draws the packing experiment's allocation curves
+	// (internal/sim/plot.Allocation) for sim packing --plot: only
+	// cmd/gpufleet-sim links the plotting library, so that the server's
+	// binary goes without it.
+	Plot func(w io.Writer, format, title string, runs []sim.PackingRun) error
+}
+
+// MainWith is Main with what the binary adds (Options).
+func MainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, o Options) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, args, &env{
@@ -28,6 +43,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stderr: stderr,
 		getenv: os.Getenv,
 		now:    time.Now,
+		plot:   o.Plot,
 	})
 }
 
@@ -41,6 +57,9 @@ type env struct {
 
 	// The global --addr and --token flags, empty when not given.
 	addrFlag, tokenFlag string
+	// plot draws sim packing's curves; nil in a binary without the
+	// plotting library (Options.Plot).
+	plot func(w io.Writer, format, title string, runs []sim.PackingRun) error
 }
 
 // usageError is a mistake in how the command was called: exit code 2.

@@ -27,6 +27,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/executor/fake"
+	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/store"
 	gpuusage "github.com/gpufleet/gpufleet/internal/usage"
 )
@@ -421,6 +422,8 @@ type invocation struct {
 	args  []string
 	vars  map[string]string // the whole environment; nothing is read from the process's
 	stdin string
+	// plot is what gpufleet-sim adds (Options.Plot); nil as in gpufleet.
+	plot func(w io.Writer, format, title string, runs []sim.PackingRun) error
 }
 
 func runCLI(t *testing.T, inv invocation) result {
@@ -432,6 +435,7 @@ func runCLI(t *testing.T, inv invocation) result {
 		stderr: &stderr,
 		getenv: func(k string) string { return inv.vars[k] },
 		now:    func() time.Time { return testNow },
+		plot:   inv.plot,
 	}
 	code := run(context.Background(), inv.args, e)
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}

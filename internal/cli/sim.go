@@ -241,8 +241,11 @@ func runPacking(ctx context.Context, e *env, f packingFlags, o packingOptions, o
 	// before the table scrolls it away.
 	if o.plotFmt != "" {
 		title := fmt.Sprintf("%s on %s (%d GPUs), seeds %s", filepath.Base(f.pods), filepath.Base(f.nodes), gpus, formatSeeds(o.seeds))
+		if e.plot == nil {
+			return usagef("--plot: this binary leaves the plotting library out; gpufleet-sim draws (go build -o gpufleet-sim ./cmd/gpufleet-sim, then gpufleet-sim sim packing ... --plot %s)", f.plot)
+		}
 		var buf bytes.Buffer
-		if err := sim.PlotAllocation(&buf, o.plotFmt, title, runs); err != nil {
+		if err := e.plot(&buf, o.plotFmt, title, runs); err != nil {
 			return fmt.Errorf("--plot %s: %w", f.plot, err)
 		}
 		if err := os.WriteFile(f.plot, buf.Bytes(), 0o644); err != nil {

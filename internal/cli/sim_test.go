@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/sim/plot"
 )
 
 // The synthetic trace: 20 nodes (124 GPUs, two CPU-only nodes) and 200 pods
@@ -30,7 +31,16 @@ const realTrace = "../../../shared/traces/alibaba-gpu-v2023"
 // runPacking runs 'gpufleet sim packing' on the synthetic trace with args.
 func runPackingCLI(t *testing.T, args ...string) result {
 	t.Helper()
-	return runCLI(t, invocation{args: append([]string{"sim", "packing", "--nodes", simNodes, "--pods", simPods}, args...)})
+	return runCLI(t, invocation{args: append([]string{"sim", "packing", "--nodes", simNodes, "--pods", simPods}, args...), plot: plot.Allocation})
+}
+
+// TestPlotNeedsGPUFleetSim: gpufleet's own binary links no plotting
+// library, and says where --plot is drawn.
+func TestPlotNeedsGPUFleetSim(t *testing.T) {
+	got := runCLI(t, invocation{args: []string{"sim", "packing", "--nodes", simNodes, "--pods", simPods, "--seed", "1", "--plot", filepath.Join(t.TempDir(), "a.svg")}})
+	if got.code != 2 || !strings.Contains(got.stderr, "gpufleet-sim") {
+		t.Errorf("sim packing --plot in gpufleet: code %d, %q; want 2 naming gpufleet-sim", got.code, got.stderr)
+	}
 }
 
 // packingJSON runs with -o json and decodes the answer.

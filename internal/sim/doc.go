@@ -30,12 +30,13 @@
 // Sweep (sweep.go) runs every packing policy with every seed on a pool of
 // workers; ReplayPolicies (replays.go) replays a trace once per policy, side
 // by side; ServerTrace turns what a live server's API answers into a trace.
-// Summaries and plots of packing runs are in summary.go and plot.go
-// (gonum/plot). Traces come from package trace: the Alibaba openb CSVs or
+// Summaries of packing runs and the mean curves behind their plots are in
+// summary.go and curves.go; the plot itself is sim/plot's, which only
+// cmd/gpufleet-sim links. Traces come from package trace: the Alibaba openb CSVs or
 // gpufleet's own JSONL format (docs/TRACE-FORMAT.md). The CLI's 'gpufleet
 // sim' parses flags, reads files and prints; the rest is here.
 //
 // sim imports api (wire types, for ServerTrace), core, sched, store,
-// control, executor, executor/fake, trace and gonum/plot; only the cli
-// imports sim.
+// control, executor, executor/fake and trace; only the cli and sim/plot
+// import sim.
 package sim

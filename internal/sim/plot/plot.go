@@ -1,4 +1,8 @@
-package sim
+// Package plot draws the simulator's packing experiment: allocation
+// against arrived demand, one line per policy. It is the one package that
+// links gonum/plot (and its fonts), which only cmd/gpufleet-sim imports,
+// so that the server's binary goes without them.
+package plot
 
 import (
 	"fmt"
@@ -10,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/gpufleet/gpufleet/internal/sched"
+	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
 // palette gives each policy line its own colour; it wraps after eight.
@@ -24,52 +29,14 @@ var palette = []color.Color{
 	color.RGBA{23, 190, 207, 255},
 }
 
-// CurveLine is one policy's mean curve: arrived demand against allocation,
-// both in percent of the GPU capacity.
-type CurveLine struct {
-	Policy              string
-	Arrived, Allocation []float64
-}
-
-// MeanCurves averages the Curve of each policy's runs, point by point: every
-// run has a point at each 1% of arrived demand, so the i-th points match.
-// A policy's line stops where its shortest curve does. Policies come in the
-// order they first appear in runs; those with no curve are left out.
-func MeanCurves(runs []PackingRun) []CurveLine {
-	order, groups := byPolicy(runs)
-	var out []CurveLine
-	for _, policy := range order {
-		rs := groups[policy]
-		n := len(rs[0].Curve)
-		for _, r := range rs[1:] {
-			n = min(n, len(r.Curve))
-		}
-		if n == 0 {
-			continue
-		}
-		l := CurveLine{Policy: policy, Arrived: make([]float64, n), Allocation: make([]float64, n)}
-		for i := range n {
-			var arrived, alloc float64
-			for _, r := range rs {
-				arrived += r.Curve[i].Arrived
-				alloc += r.Curve[i].Allocation
-			}
-			l.Arrived[i] = 100 * arrived / float64(len(rs))
-			l.Allocation[i] = 100 * alloc / float64(len(rs))
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-// PlotAllocation draws the allocation ratio (%) against the arrived demand
+// Allocation draws the allocation ratio (%) against the arrived demand
 // (%), one line per policy averaged over its seeds (MeanCurves), and writes
 // it to w in format, "svg" or "png". The runs must carry their Curve.
-func PlotAllocation(w io.Writer, format, title string, runs []PackingRun) error {
+func Allocation(w io.Writer, format, title string, runs []sim.PackingRun) error {
 	if format != "svg" && format != "png" {
 		return fmt.Errorf("plot format %q: want svg or png", format)
 	}
-	lines := MeanCurves(runs)
+	lines := sim.MeanCurves(runs)
 	if len(lines) == 0 {
 		return fmt.Errorf("plot: no run has a curve")
 	}
@@ -142,7 +109,7 @@ func PlotAllocation(w io.Writer, format, title string, runs []PackingRun) error 
 }
 
 // lastArrived is the largest arrived demand of the lines (percent).
-func lastArrived(lines []CurveLine) float64 {
+func lastArrived(lines []sim.CurveLine) float64 {
 	top := 0.0
 	for _, l := range lines {
 		if n := len(l.Arrived); n > 0 {
