@@ -25,9 +25,10 @@ type NativeSource interface {
 	// submissions; taken tells the pods a workload holds already (they
 	// count toward their gang, and are not submitted again).
 	NativeSubmissions(ctx context.Context, taken func(uid string) bool) []executor.NativeSubmission
-	// NativePodWaits reports whether a pod of a pending native workload
-	// still waits for gpufleet (it exists, unbound, not being deleted).
-	NativePodWaits(ns string, p core.NativePod) bool
+	// NativePodLive reports whether a pod of a native workload is still
+	// there for gpufleet to place: it exists (that UID), is not being
+	// deleted and has not ended.
+	NativePodLive(ns string, p core.NativePod) bool
 	// NativeWait shows why the pods wait, once per change.
 	NativeWait(ctx context.Context, n core.Native, w executor.NativeWait) error
 	// NativeChanged is signalled when the pods change.
@@ -112,8 +113,8 @@ func (a *NativeAdmission) now() time.Time {
 
 // Reconcile runs one pass:
 //
-//  1. a pending native workload with a pod that no longer waits (deleted,
-//     bound by someone else) is cancelled;
+//  1. a pending native workload with a pod that is gone (deleted, being
+//     deleted, ended) is cancelled;
 //  2. each group of waiting pods no workload holds is admitted, or shown
 //     why not;
 //  3. each pending native workload shows the scheduler's explanation.
@@ -149,21 +150,24 @@ func (a *NativeAdmission) Reconcile(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// gone cancels a pending native workload whose pods no longer all wait
-// for gpufleet, and reports whether it did.
+// gone cancels a pending native workload one of whose pods is gone, and
+// reports whether it did. One placed meanwhile is left alone: its end is
+// the executor's to report.
 func (a *NativeAdmission) gone(ctx context.Context, w *core.Workload) bool {
 	var lost []string
 	for _, p := range w.Native.Pods {
-		if !a.Source.NativePodWaits(w.Native.Namespace, p) {
+		if !a.Source.NativePodLive(w.Native.Namespace, p) {
 			lost = append(lost, p.Name)
 		}
 	}
 	if len(lost) == 0 {
 		return false
 	}
-	msg := fmt.Sprintf("pod %s/%s no longer waits for gpufleet (deleted, or placed by someone else) before it was placed", w.Native.Namespace, strings.Join(lost, ", "))
-	if _, err := a.Store.RequestStop(ctx, w.ID, ReasonPodDeleted, msg, a.now()); err != nil {
-		a.log().Error("cancel a native workload whose pods are gone", "workload", w.ID, "err", err)
+	msg := fmt.Sprintf("pod %s/%s was deleted before gpufleet placed it", w.Native.Namespace, strings.Join(lost, ", "))
+	if err := a.Store.CancelPending(ctx, w.ID, ReasonPodDeleted, msg, a.now()); err != nil {
+		if !errors.Is(err, core.ErrConflict) {
+			a.log().Error("cancel a native workload whose pods are gone", "workload", w.ID, "err", err)
+		}
 		return false
 	}
 	delete(a.shown, w.ID)

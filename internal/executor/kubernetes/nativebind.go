@@ -120,17 +120,15 @@ func (e *Executor) NativeSubmissions(ctx context.Context, taken func(uid string)
 	return e.reader.submissions(ctx, pods, taken)
 }
 
-// NativePodWaits reports whether pod p of a native workload still waits
-// for gpufleet: it exists with that UID, unbound, not being deleted, not
-// ended. False too before the executor's start is finished (nothing is
-// known).
-func (e *Executor) NativePodWaits(ns string, p core.NativePod) bool {
+// NativePodLive reports whether pod p of a native workload is still there
+// for gpufleet: it exists with that UID, not being deleted, not ended.
+// True before the executor's start is finished: nothing is known yet.
+func (e *Executor) NativePodLive(ns string, p core.NativePod) bool {
 	if e.natives == nil || !e.started.Load() {
-		return true // unknown yet: not taken for gone
+		return true
 	}
 	pod, err := e.natives.Pods(ns).Get(p.Name)
-	return err == nil && string(pod.UID) == p.UID && pod.DeletionTimestamp == nil &&
-		pod.Spec.NodeName == "" && isNative(pod, e.opts.Native.SchedulerName)
+	return err == nil && string(pod.UID) == p.UID && pod.DeletionTimestamp == nil && isNative(pod, e.opts.Native.SchedulerName)
 }
 
 // NativeWait shows why native pods wait: a PodScheduled=False condition
@@ -423,6 +421,10 @@ func gpuWords(t executor.Task, p core.NativePod) string {
 // between its placement and its binding) bound in the background. False
 // when none of its pods is left. Callers hold mu.
 func (e *Executor) adoptNativeLocked(t executor.Task) bool {
+	if e.natives == nil {
+		e.log.Warn("a native workload runs, but this server admits no native pods (kubernetes.native): its pods are not watched", "workload", t.WorkloadID)
+		return false
+	}
 	at := &attempt{id: t.WorkloadID, attempt: t.Attempt, ns: t.Native.Namespace, pods: map[string]string{}, ends: map[string]executor.Exit{},
 		grace: t.GracePeriod, native: t.Native.Clone(), nodes: nativeNodes(t)}
 	unbound, ok := e.settleNativeLocked(at)
@@ -578,7 +580,11 @@ func (e *Executor) ExplainStop(id core.WorkloadID, attempt int, reason, message 
 // before the executor's start was finished: as adoptNativeLocked, or Lost
 // when none of its pods is left. Callers hold mu.
 func (e *Executor) settlePendingNativeLocked(at *attempt) {
-	unbound, ok := e.settleNativeLocked(at)
+	var unbound []core.NativePod
+	ok := e.natives != nil
+	if ok {
+		unbound, ok = e.settleNativeLocked(at)
+	}
 	if !ok {
 		e.log.Warn("native attempt remembered while the cluster could not be reached has no pod left", "workload", at.id, "attempt", at.attempt)
 		e.reportLocked(at, deletedExit(at.ns, at.native.Name, e.opts.Now()))
