@@ -143,8 +143,15 @@ func (a *NativeAdmission) Reconcile(ctx context.Context) error {
 		}
 	}
 	var errs []error
+	keys := map[string]bool{}
 	for _, sub := range a.Source.NativeSubmissions(ctx, func(uid string) bool { return taken[uid] }) {
+		keys[nativeKey(sub.Native)] = true
 		errs = append(errs, a.submit(ctx, snap, sub))
+	}
+	for k := range a.ended {
+		if !keys[k] {
+			delete(a.ended, k) // its pods are gone
+		}
 	}
 	errs = append(errs, a.explain(ctx, snap, pending))
 	return errors.Join(errs...)

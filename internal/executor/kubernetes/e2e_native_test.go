@@ -612,6 +612,9 @@ func TestE2ENativePyTorchJob(t *testing.T) {
 		w.Labels[core.LabelNativeOwner] != "PyTorchJob/"+n.ns+"/mnist" {
 		t.Fatalf("the PyTorchJob's workload: team %s, %d replicas, native %+v, labels %v", w.Team, w.Replicas, w.Native, w.Labels)
 	}
+	if d := string(n.cli("describe", w.ID)); !containsAll(d, n.ns, "mnist-worker-0, mnist-worker-1", "PyTorchJob/mnist (kubeflow.org/v1)") {
+		t.Errorf("gpufleet describe %s does not say where its pods are:\n%s", w.ID, d)
+	}
 
 	n.create(n.pod("serve", "prod", 2, func(p *corev1.Pod) { p.Labels[LabelPriority] = "production" }))
 	n.waitBound(60*time.Second, "serve")

@@ -226,7 +226,7 @@ type ask struct {
 func (r *nativeReader) askOf(p *corev1.Pod) ask {
 	var a ask
 	labels := r.opts.TeamLabels
-	if labels == nil {
+	if len(labels) == 0 {
 		labels = DefaultTeamLabels
 	}
 	for _, k := range labels {
