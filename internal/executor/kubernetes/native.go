@@ -222,9 +222,15 @@ type ask struct {
 	wait           *executor.NativeWait
 }
 
-// askOf reads a pod's team, priority and resources.
+// askOf reads a pod's resources, team and priority. What it asks of its
+// GPUs is checked first: a share waits whatever its team.
 func (r *nativeReader) askOf(p *corev1.Pod) ask {
 	var a ask
+	gpus, cpu, mem := podResources(p)
+	a.milliGPU, a.milliCPU, a.memoryMiB = gpus*1000, cpu, mem
+	if a.wait = gpuWait(p, gpus); a.wait != nil {
+		return a
+	}
 	labels := r.opts.TeamLabels
 	if len(labels) == 0 {
 		labels = DefaultTeamLabels
@@ -264,9 +270,6 @@ func (r *nativeReader) askOf(p *corev1.Pod) ask {
 			a.prio, a.prioFrom = name, "priorityClassName"
 		}
 	}
-	gpus, cpu, mem := podResources(p)
-	a.milliGPU, a.milliCPU, a.memoryMiB = gpus*1000, cpu, mem
-	a.wait = gpuWait(p, gpus)
 	return a
 }
 
