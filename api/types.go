@@ -97,9 +97,37 @@ type Workload struct {
 	// Network says what the workload may reach beyond the platform
 	// (egress); absent: what the executor allows by default.
 	Network *Network `json:"network,omitempty"`
+	// Native is set (by the server, never in a submission) on a workload
+	// that stands for pods made on a Kubernetes cluster directly, with
+	// kubectl or by a controller, with schedulerName gpufleet.
+	Native *Native `json:"native,omitempty"`
 
 	CreatedAt time.Time      `json:"createdAt,omitzero"`
 	Status    WorkloadStatus `json:"status,omitzero"`
+}
+
+// Native names the Kubernetes pods a workload stands for: one per
+// replica, in replica order, in one namespace, with the object that owns
+// them (a Job, a JobSet, a PyTorchJob).
+type Native struct {
+	// Cluster is the cluster of several the pods are in; absent for the
+	// server's only one.
+	Cluster   string `json:"cluster,omitempty"`
+	Namespace string `json:"namespace"`
+	// Name is the gang's name, or the pod's for a pod alone.
+	Name string `json:"name"`
+	// Group says what made the pods one gang (gpufleet.io/gang,
+	// pod-group-name, kueue.x-k8s.io/pod-group-name, PodGroup, owner).
+	Group string       `json:"group,omitempty"`
+	Pods  []string     `json:"pods"`
+	Owner *NativeOwner `json:"owner,omitempty"`
+}
+
+// NativeOwner is the controller of a native workload's pods.
+type NativeOwner struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
 }
 
 // Resources is what one workload asks for. GPUs is a count (1, 2, 8) or a

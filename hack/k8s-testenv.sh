@@ -230,7 +230,8 @@ cmd_up() {
 		--tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" --client-ca-file="$p/ca.crt" \
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file="$p/sa.pub" --service-account-signing-key-file="$p/sa.key" \
-		--service-cluster-ip-range=10.96.0.0/16 --authorization-mode=Node,RBAC --allow-privileged=true
+		--service-cluster-ip-range=10.96.0.0/16 --authorization-mode=Node,RBAC --allow-privileged=true \
+		--feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true
 	wait_for 90 "kube-apiserver /readyz" kcurl -f "https://127.0.0.1:$APISERVER_PORT/readyz"
 	check_alive kube-apiserver
 
@@ -241,7 +242,7 @@ cmd_up() {
 		--leader-elect=false --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
 		--service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
 		--cluster-signing-cert-file="$p/ca.crt" --cluster-signing-key-file="$p/ca.key" \
-		--controllers='*' --use-service-account-credentials=false
+		--controllers='*' --use-service-account-credentials=false --feature-gates=GenericWorkload=true
 	wait_for 60 "kube-scheduler /healthz" curl -fsSk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 	wait_for 60 "kube-controller-manager /healthz" curl -fsSk "https://127.0.0.1:$KCM_PORT/healthz"
 	wait_for 60 "the default ServiceAccount" kcurl -f "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/default/serviceaccounts/default"

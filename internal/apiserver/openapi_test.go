@@ -510,6 +510,8 @@ func TestOpenAPISchemasMirrorTheWireTypes(t *testing.T) {
 	} {
 		types[n] = t
 	}
+	types["Native"] = reflect.TypeFor[api.Native]()
+	types["NativeOwner"] = reflect.TypeFor[api.NativeOwner]()
 	types["ArraySpec"] = reflect.TypeFor[api.ArraySpec]()
 	types["Array"] = reflect.TypeFor[api.Array]()
 	types["WorkloadUsageHistory"] = reflect.TypeFor[api.WorkloadUsageHistory]()

@@ -245,6 +245,9 @@ func serverOwned(in *api.Workload) []api.FieldError {
 	if !in.CreatedAt.IsZero() {
 		errs = append(errs, api.FieldError{Field: "createdAt", Problem: "is set by the server"})
 	}
+	if in.Native != nil {
+		errs = append(errs, api.FieldError{Field: "native", Problem: "is set by the server, for pods made on a cluster with schedulerName gpufleet"})
+	}
 	st := in.Status
 	validated := st.Phase != "" || st.Attempts != 0 || len(st.Placement) != 0 // Validate names these
 	if !validated && (st.Reason != "" || st.Message != "" || st.ExitCode != nil || st.Preemptions != 0 || st.Placement != nil ||
@@ -474,6 +477,15 @@ func toAPI(w *core.Workload) *api.Workload {
 			PreemptedBy:   string(w.Status.PreemptedBy),
 			NominatedNode: string(w.Status.Nominated),
 		},
+	}
+	if n := w.Native; n != nil {
+		out.Native = &api.Native{Cluster: n.Cluster, Namespace: n.Namespace, Name: n.Name, Group: n.Group, Pods: []string{}}
+		for _, p := range n.Pods {
+			out.Native.Pods = append(out.Native.Pods, p.Name)
+		}
+		if o := n.Owner; o != nil {
+			out.Native.Owner = &api.NativeOwner{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name}
+		}
 	}
 	for _, a := range w.Status.Placement {
 		out.Status.Placement = append(out.Status.Placement, api.Placement{Replica: a.Replica, Node: string(a.Node), GPUIndex: a.GPUIndex,

@@ -198,7 +198,7 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 			}
 		}
 		return func() error {
-			return runLeader(ctx, loop, leaderParts{cfg: cfg, st: st, xs: xs, obs: obs, lifecycle: lifecycle, vr: vr, ex: ex, log: log, runs: runner})
+			return runLeader(ctx, loop, leaderParts{cfg: cfg, st: st, xs: xs, obs: obs, lifecycle: lifecycle, vr: vr, ex: ex, log: log, runs: runner, classes: classes})
 		}, nil
 	}
 	var runTerm func() error
@@ -584,6 +584,10 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 	if err != nil {
 		return nil, nil, err
 	}
+	dyn, err := kubernetes.NewDynamic(clientOptions(cfg))
+	if err != nil {
+		return nil, nil, err
+	}
 	several := cluster != ""
 	ns := &nodeSync{st: st, log: log.With("component", "nodes"), place: place, fence: fence, cluster: cluster}
 	var fenceToken func() int64
@@ -629,8 +633,11 @@ func startKubernetes(ctx context.Context, cfg config.Config, st *store.Store, lo
 				}
 			}
 		},
-		Fence:  fenceToken,
-		Logger: log.With("component", "executor"),
+		Fence: fenceToken,
+		Native: kubernetes.NativeOptions{SchedulerName: cfg.Kubernetes.Native.Scheduler(), TeamLabels: cfg.Kubernetes.Native.TeamLabels,
+			TeamAliases: cfg.Kubernetes.Native.TeamAliases, NamespaceTeamLabel: cfg.Kubernetes.Native.TeamLabel(), Cluster: cluster},
+		Dynamic: dyn,
+		Logger:  log.With("component", "executor"),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -30,7 +30,9 @@ type executors struct {
 	ex    executor.Executor // what the loop and the API use
 	local *local.Executor   // this machine's, if one of the clusters
 	kubes []*kubernetes.Executor
-	multi *multi.Executor // nil for a single executor
+	// kubeNames are their clusters' names ("" for the server's only one).
+	kubeNames []string
+	multi     *multi.Executor // nil for a single executor
 	// provisioners ask each Kubernetes cluster for nodes (elastic burst
 	// pools), by cluster name.
 	provisioners map[string]control.Provisioner
@@ -63,7 +65,7 @@ func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log
 			}
 			xs.reach[cfg.Clusters()[0].Name] = kex.Reachable
 			xs.resync = append(xs.resync, func(ctx context.Context) { ns.resync(ctx, kex.Nodes()) })
-			xs.ex, xs.kubes = kex, []*kubernetes.Executor{kex}
+			xs.ex, xs.kubes, xs.kubeNames = kex, []*kubernetes.Executor{kex}, []string{""}
 			xs.where = fmt.Sprintf("Kubernetes executor, %d GPU nodes", len(kex.Nodes()))
 			return xs, nil
 		}
@@ -89,6 +91,7 @@ func startExecutors(ctx context.Context, cfg config.Config, st *store.Store, log
 			}
 			xs.resync = append(xs.resync, func(ctx context.Context) { ns.resync(ctx, kex.Nodes()) })
 			xs.kubes = append(xs.kubes, kex)
+			xs.kubeNames = append(xs.kubeNames, cl.Name)
 			xs.reach[cl.Name] = kex.Reachable
 			xs.addProvisioner(cl.Name, clientOptions(c), kex, log)
 			clusters = append(clusters, multi.Cluster{Name: cl.Name, Executor: kex, NoEndpoints: !cfg.Kubernetes.ReachesPods()})

@@ -34,12 +34,14 @@ type leaderParts struct {
 	ex        executor.Executor
 	log       *slog.Logger
 	runs      *acceptrun.Runner
+	classes   []core.PriorityClass
 }
 
 // runLeader runs the control loop and, beside it, what writes with it (the
 // monitor, the local node's heartbeat, the node lifecycle, readiness
 // probes, volumes, elastic pools, the release of idle burst nodes,
-// checkpoint sweeps, the kernel log's Xid errors) until ctx ends or the
+// checkpoint sweeps, the kernel log's Xid errors, the admission of each
+// Kubernetes cluster's native pods) until ctx ends or the
 // loop fails; it returns once they have all stopped, so that a deposed
 // leader's term is over when it returns.
 func runLeader(ctx context.Context, loop *control.Loop, p leaderParts) error {
@@ -94,6 +96,14 @@ func runLeader(ctx context.Context, loop *control.Loop, p leaderParts) error {
 				}
 			}
 		})
+	}
+	for i, kex := range p.xs.kubes {
+		if cfg.Kubernetes.Native.Scheduler() == "" {
+			break
+		}
+		na := &control.NativeAdmission{Store: st, Source: kex, Cluster: p.xs.kubeNames[i], Classes: p.classes,
+			Logger: log.With("component", "native", "cluster", p.xs.kubeNames[i])}
+		wg.Go(func() { na.Run(ctx) })
 	}
 	return loop.Run(ctx)
 }

@@ -149,6 +149,17 @@ func describeWorkload(w io.Writer, now time.Time, wl *api.Workload, events []api
 		created = wl.CreatedAt.Format(time.RFC3339) + " (" + formatAge(now, wl.CreatedAt) + " ago)"
 	}
 	kv(0, "Created", created)
+	if n := wl.Native; n != nil { // pods made on the cluster with kubectl or a controller
+		section("Kubernetes")
+		kv(1, "Namespace", n.Namespace)
+		kv(1, "Pods", strings.Join(n.Pods, ", "))
+		if n.Group != "" {
+			kv(1, "Gang", n.Name+" (by "+n.Group+")")
+		}
+		if o := n.Owner; o != nil {
+			kv(1, "Owner", o.Kind+"/"+o.Name+" ("+o.APIVersion+")")
+		}
+	}
 	if wl.Image != "" { // only the kubernetes executor runs images
 		kv(0, "Image", wl.Image)
 	}

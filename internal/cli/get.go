@@ -300,7 +300,11 @@ func printWorkloads(e *env, format string, ws []api.Workload) error {
 		if w.Replicas > 1 {
 			ask = strconv.Itoa(w.Replicas) + "×" + ask // a gang: replicas × each one's GPUs, "3×1", as the portal shows it
 		}
-		row := []string{w.ID, w.Name, w.Team, w.Priority, ask, s.Phase, s.Reason,
+		name := w.Name
+		if n := w.Native; n != nil {
+			name = n.Namespace + "/" + n.Name // pods made with kubectl: where they are
+		}
+		row := []string{w.ID, name, w.Team, w.Priority, ask, s.Phase, s.Reason,
 			formatExitCode(s.ExitCode), strconv.Itoa(s.Attempts), placementNodes(s.Placement), formatAge(e.now(), w.CreatedAt)}
 		if format == outWide {
 			row = append(row, w.Kind, w.Owner, s.Message)

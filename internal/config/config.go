@@ -5,11 +5,14 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -192,6 +195,64 @@ type Kubernetes struct {
 	// ports. Nil: true when it runs in a pod (KUBERNETES_SERVICE_HOST is
 	// set).
 	PodNetwork *bool `json:"podNetwork,omitempty"`
+	// Native admits pods made with kubectl or by a controller whose
+	// spec.schedulerName is gpufleet's (docs/KUBERNETES.md).
+	Native Native `json:"native,omitzero"`
+}
+
+// Native configures the admission of native pods: pods that ask gpufleet
+// to place them (spec.schedulerName) without going through its API.
+type Native struct {
+	// Disabled leaves such pods alone (they stay Pending).
+	Disabled bool `json:"disabled,omitempty"`
+	// SchedulerName is the schedulerName that selects them; default
+	// "gpufleet".
+	SchedulerName string `json:"schedulerName,omitempty"`
+	// TeamLabels are the pod labels read, in order, as a pod's team;
+	// default gpufleet.io/team, kueue.x-k8s.io/queue-name,
+	// kai.scheduler/queue.
+	TeamLabels []string `json:"teamLabels,omitempty"`
+	// TeamAliases maps a value of those labels (a Kueue LocalQueue, a
+	// KAI queue) to a team; a value not in it is the team's name.
+	TeamAliases map[string]string `json:"teamAliases,omitempty"`
+	// NamespaceTeamLabel is the namespace label naming the team of the
+	// namespace's pods that name none; default gpufleet.io/team.
+	NamespaceTeamLabel string `json:"namespaceTeamLabel,omitempty"`
+}
+
+// DefaultSchedulerName is the schedulerName of native pods by default.
+const DefaultSchedulerName = "gpufleet"
+
+// Scheduler is the scheduler name native pods carry; empty when their
+// admission is off.
+func (n Native) Scheduler() string {
+	if n.Disabled {
+		return ""
+	}
+	return cmp.Or(n.SchedulerName, DefaultSchedulerName)
+}
+
+// TeamLabel is the namespace label that names a team.
+func (n Native) TeamLabel() string { return cmp.Or(n.NamespaceTeamLabel, "gpufleet.io/team") }
+
+// schedulerNameRE is what a schedulerName may be (a DNS subdomain, as
+// the API server wants; also safe in a field selector).
+var schedulerNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+
+// labelKeyRE is a Kubernetes label key: an optional DNS prefix and a name.
+var labelKeyRE = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+
+func (n Native) validate() []error {
+	var errs []error
+	if n.SchedulerName != "" && !schedulerNameRE.MatchString(n.SchedulerName) {
+		errs = append(errs, fmt.Errorf("kubernetes.native.schedulerName %q: want a DNS subdomain (lowercase letters, digits, '-' and '.')", n.SchedulerName))
+	}
+	for _, k := range append(slices.Clone(n.TeamLabels), n.NamespaceTeamLabel) {
+		if k != "" && !labelKeyRE.MatchString(k) {
+			errs = append(errs, fmt.Errorf("kubernetes.native: %q is not a label key", k))
+		}
+	}
+	return errs
 }
 
 // ReachesPods reports whether the server can reach pod IPs (PodNetwork).
@@ -234,7 +295,7 @@ func (k Kubernetes) validate() []error {
 	if k.NamespaceTemplate != "" && !strings.Contains(k.NamespaceTemplate, "{team}") {
 		errs = append(errs, fmt.Errorf("kubernetes.namespaceTemplate %q: want {team} in it", k.NamespaceTemplate))
 	}
-	return errs
+	return append(errs, k.Native.validate()...)
 }
 
 // DemoFakeGPUs is what --demo simulates when the machine has no GPUs.

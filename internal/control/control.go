@@ -230,8 +230,13 @@ func (l *Loop) adopt(ctx context.Context, w *core.Workload) error {
 	if w.Status.StopRequested == "" {
 		l.log.Warn("running workload lost across restart", "workload", w.ID, "attempt", w.Status.Attempts)
 	}
-	l.exit(ctx, executor.Exit{WorkloadID: w.ID, Attempt: w.Status.Attempts, Reason: "Lost",
-		Message: "the workload's process was not found after the control plane restarted"})
+	x := executor.Exit{WorkloadID: w.ID, Attempt: w.Status.Attempts, Reason: "Lost",
+		Message: "the workload's process was not found after the control plane restarted"}
+	if w.Native != nil {
+		// Its pods were deleted while no server watched them.
+		x.Reason, x.Message = ReasonPodDeleted, "its pods were gone when the server restarted"
+	}
+	l.exit(ctx, x)
 	return nil
 }
 
@@ -475,6 +480,9 @@ func (l *Loop) stops(ctx context.Context, snap *core.Snapshot, now time.Time) {
 			if err := a.AnnounceStop(w.ID, w.Status.Attempts, w.Status.StopRequested); err != nil {
 				l.log.Warn("announce a stop", "workload", w.ID, "err", err)
 			}
+		}
+		if x, ok := l.opts.Executor.(executor.StopExplainer); ok && w.Native != nil {
+			x.ExplainStop(w.ID, w.Status.Attempts, w.Status.StopRequested, RedactFor(snap, w.Team, w.Status.Message))
 		}
 		if err := l.opts.Executor.Stop(ctx, w.ID, w.Status.Attempts, stopGrace(snap, w)); err != nil {
 			l.log.Error("stop failed; retrying next cycle", "workload", w.ID, "err", err)
@@ -751,11 +759,32 @@ const ReasonMalformedMetrics = "MalformedMetrics"
 // decide says how an exit is recorded, from the workload as it is now.
 func decide(w *core.Workload, e executor.Exit) *end {
 	used := core.HostUse{CPU: core.CPUTime(e.CPUSeconds), PeakMemoryBytes: max(0, e.PeakMemoryBytes)}
+	var d *end
 	if e.Reason == "Lost" && w.Status.StopRequested == "" {
-		return &end{requeue: true, phase: core.Lost, reason: "ProcessLost", message: e.Message, used: used}
+		d = &end{requeue: true, phase: core.Lost, reason: "ProcessLost", message: e.Message, used: used}
+	} else {
+		phase, reason, msg := outcome(w, e)
+		d = &end{requeue: phase == core.Preempted || phase == core.Lost, phase: phase, reason: reason, message: msg, exitCode: e.ExitCode, used: used}
 	}
-	phase, reason, msg := outcome(w, e)
-	return &end{requeue: phase == core.Preempted || phase == core.Lost, phase: phase, reason: reason, message: msg, exitCode: e.ExitCode, used: used}
+	if w.Native != nil {
+		nativeEnd(w, e, d)
+	}
+	return d
+}
+
+// nativeEnd adapts the end of a native workload's attempt: it is never
+// requeued, since its pods are gone (evicted, lost) and their controller,
+// if any, makes new ones, which are a new workload; an attempt preempted
+// or lost is Failed with its reason (its GPU time, like a lost attempt's,
+// did no work that lasts); pods deleted by their owner are Cancelled.
+func nativeEnd(w *core.Workload, e executor.Exit, d *end) {
+	if e.Reason == ReasonPodDeleted && w.Status.StopRequested == "" {
+		*d = end{phase: core.Cancelled, reason: ReasonPodDeleted, message: e.Message, used: d.used}
+		return
+	}
+	if d.requeue {
+		d.requeue, d.phase = false, core.Failed
+	}
 }
 
 // record writes an attempt's end to the store. A conflict (the attempt was
@@ -828,6 +857,7 @@ func TaskFor(w *core.Workload) executor.Task {
 		Ports:       w.Ports,
 		Volumes:     w.Volumes,
 		Network:     w.Network,
+		Native:      w.Native,
 	}
 }
 

@@ -16,7 +16,17 @@ const NotebookPort = 8888
 type FieldProblem struct {
 	Field   string
 	Problem string
+	// Reason is the kind of refusal, a CamelCase word for events
+	// (AdmitUnknownClass, AdmitBeyondGuarantee, AdmitInfeasible).
+	Reason string
 }
+
+// Reasons of an admission's refusals.
+const (
+	AdmitUnknownClass    = "UnknownPriorityClass"
+	AdmitBeyondGuarantee = "BeyondGuarantee"
+	AdmitInfeasible      = "Infeasible"
+)
 
 // Refused is an admission's refusal: every problem it found, each naming
 // its field. It wraps ErrInvalid.
@@ -78,7 +88,7 @@ func (a Admission) Admit(w *Workload) error {
 	}
 	cl, known := Class(classes, w.Priority)
 	if !known {
-		return &Refused{[]FieldProblem{{"priority", fmt.Sprintf("unknown priority class %q (known: %s)", w.Priority, strings.Join(classNames(classes), ", "))}}}
+		return &Refused{[]FieldProblem{{"priority", fmt.Sprintf("unknown priority class %q (known: %s)", w.Priority, strings.Join(classNames(classes), ", ")), AdmitUnknownClass}}}
 	}
 	t := a.Team
 	if !t.AllowsClass(cl) {
@@ -90,7 +100,7 @@ func (a Admission) Admit(w *Workload) error {
 	if ask := w.Request.TotalMilliGPU(); !cl.MayBorrow && w.Request.MilliGPU > 0 && ask > t.Guaranteed {
 		return &Refused{[]FieldProblem{{"priority", fmt.Sprintf(
 			"%s runs only within the team's guarantee, and team %s guarantees %s GPUs while this workload asks for %s; ask an admin to raise the guarantee or choose another class",
-			w.Priority, t.Name, milliString(t.Guaranteed), milliString(ask))}}}
+			w.Priority, t.Name, milliString(t.Guaranteed), milliString(ask)), AdmitBeyondGuarantee}}}
 	}
 	if w.Name == "" {
 		w.Name = DefaultName(w.Command, w.Image)
@@ -104,7 +114,7 @@ func (a Admission) Admit(w *Workload) error {
 	if len(a.Nodes) > 0 {
 		var e *Infeasible
 		if err := Feasible(a.Nodes, w.Request); errors.As(err, &e) {
-			return &Refused{[]FieldProblem{{e.Field, "can never run as asked: " + e.Problem}}}
+			return &Refused{[]FieldProblem{{e.Field, "can never run as asked: " + e.Problem, AdmitInfeasible}}}
 		}
 	}
 	return nil

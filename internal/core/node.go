@@ -80,6 +80,9 @@ const (
 	LabelPool   = "gpufleet.io/pool"
 	LabelRegion = "gpufleet.io/region"
 	LabelNode   = "gpufleet.io/node"
+	// LabelCluster selects the nodes of one cluster (Node.Cluster) of
+	// several: a workload whose pods live in one (Native) runs there.
+	LabelCluster = "gpufleet.io/cluster"
 )
 
 // Label returns the value of a label, the well-known ones included.
@@ -91,6 +94,8 @@ func (n *Node) Label(key string) (string, bool) {
 		return n.Region, n.Region != ""
 	case LabelNode:
 		return string(n.Name), true
+	case LabelCluster:
+		return n.Cluster, n.Cluster != ""
 	}
 	v, ok := n.Labels[key]
 	return v, ok

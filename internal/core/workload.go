@@ -130,6 +130,80 @@ type Spec struct {
 	// denied, and the destinations allowed when denied. Zero: the
 	// executor's default.
 	Network Network `json:"network,omitzero"`
+	// Native is set on a workload that stands for pods submitted to a
+	// Kubernetes cluster directly (kubectl, a Job, a PyTorchJob) rather
+	// than through gpufleet: the executor binds those pods instead of
+	// making pods of its own.
+	Native *Native `json:"native,omitempty"`
+}
+
+// Native names the Kubernetes pods a workload stands for: one pod per
+// replica, in replica order, all in one namespace, with the object that
+// owns them.
+type Native struct {
+	// Cluster is the cluster (core.Node.Cluster) the pods are in; empty
+	// for a server with one.
+	Cluster   string `json:"cluster,omitempty"`
+	Namespace string `json:"namespace"`
+	// Name is the gang's name, or the pod's for a pod alone.
+	Name string `json:"name"`
+	// Group says what made the pods one gang: the label or annotation
+	// ("gpufleet.io/gang", "pod-group-name", ...), "PodGroup", or
+	// "owner"; empty for a pod alone.
+	Group string      `json:"group,omitempty"`
+	Pods  []NativePod `json:"pods"`
+	// Owner is the object the pods belong to (the JobSet of a Job's
+	// pods, not the Job), when they have one.
+	Owner *NativeOwner `json:"owner,omitempty"`
+}
+
+// NativePod is one pod of a native workload. The UID tells it from a pod
+// of the same name made again later.
+type NativePod struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
+// NativeOwner is the controller that made a native workload's pods.
+type NativeOwner struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid,omitempty"`
+}
+
+// String is "Kind/namespace/name", the value of the workload label
+// LabelNativeOwner.
+func (o NativeOwner) String(ns string) string { return o.Kind + "/" + ns + "/" + o.Name }
+
+// Labels a native workload carries, so that reports group by them
+// (cost --by label:gpufleet.io/owner).
+const (
+	LabelNativeNamespace = "gpufleet.io/namespace"
+	LabelNativeOwner     = "gpufleet.io/owner"
+)
+
+// Clone returns a deep copy.
+func (n *Native) Clone() *Native {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Pods = slices.Clone(n.Pods)
+	if n.Owner != nil {
+		o := *n.Owner
+		c.Owner = &o
+	}
+	return &c
+}
+
+// PodUIDs lists the UIDs of its pods.
+func (n *Native) PodUIDs() []string {
+	out := make([]string, len(n.Pods))
+	for i, p := range n.Pods {
+		out[i] = p.UID
+	}
+	return out
 }
 
 // Egress policies of a workload's network.
@@ -277,6 +351,7 @@ func (w *Workload) Clone() *Workload {
 	c.Volumes = slices.Clone(w.Volumes)
 	c.Datasets = slices.Clone(w.Datasets)
 	c.Network.Allow = slices.Clone(w.Network.Allow)
+	c.Native = w.Native.Clone()
 	if w.Array != nil {
 		a := *w.Array
 		c.Array = &a

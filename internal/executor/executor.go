@@ -64,6 +64,11 @@ type Task struct {
 	// executor that does not control it runs the task as it would
 	// otherwise (EgressEnforcer says which do).
 	Network core.Network
+	// Native, when set, names the pods the task stands for, which exist
+	// already (made with kubectl or by a controller): the executor binds
+	// replica i's pod to its node rather than make pods of its own, and
+	// Stop evicts them.
+	Native *core.Native
 }
 
 // EgressEnforcer is an executor that enforces a task's Network policy

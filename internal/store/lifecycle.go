@@ -421,6 +421,33 @@ func (s *Store) RequeueUsed(ctx context.Context, id core.WorkloadID, attempt int
 	return out, err
 }
 
+// CancelPending ends a workload that is still Pending (phase Cancelled),
+// as RequestStop does; a workload placed meanwhile (or ended) is left as
+// it is, and the error wraps core.ErrConflict.
+func (s *Store) CancelPending(ctx context.Context, id core.WorkloadID, reason, message string, now time.Time) error {
+	return s.do(ctx, func(tx *wtx) error {
+		w, err := getForUpdate(tx, id)
+		if err != nil {
+			return err
+		}
+		if w.Status.Phase != core.Pending {
+			return fmt.Errorf("cancel workload %s: it is %s, not Pending: %w", id, w.Status.Phase, core.ErrConflict)
+		}
+		return cancelLocked(tx, w, reason, message, now)
+	})
+}
+
+// cancelLocked records a Pending workload Cancelled.
+func cancelLocked(tx *wtx, w *core.Workload, reason, message string, now time.Time) error {
+	t := now.UTC()
+	w.Status.Phase, w.Status.Reason, w.Status.Message = core.Cancelled, reason, message
+	w.Status.FinishedAt = &t
+	if err := putStatus(tx, w); err != nil {
+		return err
+	}
+	return addEvent(tx, core.Event{WorkloadID: w.ID, Time: t, Reason: reason, Message: message, From: core.Pending, To: core.Cancelled})
+}
+
 // RequestStop asks for a workload to end. A Pending workload ends at once
 // (phase Cancelled); a Running one is marked with the reason and keeps its
 // GPUs until the executor reports its end, which the control loop records as
@@ -436,12 +463,7 @@ func (s *Store) RequestStop(ctx context.Context, id core.WorkloadID, reason, mes
 		t := now.UTC()
 		switch w.Status.Phase {
 		case core.Pending:
-			w.Status.Phase, w.Status.Reason, w.Status.Message = core.Cancelled, reason, message
-			w.Status.FinishedAt = &t
-			if err := putStatus(tx, w); err != nil {
-				return err
-			}
-			return addEvent(tx, core.Event{WorkloadID: id, Time: t, Reason: reason, Message: message, From: core.Pending, To: core.Cancelled})
+			return cancelLocked(tx, w, reason, message, now)
 		case core.Running:
 			if w.Status.StopRequested != "" {
 				return nil

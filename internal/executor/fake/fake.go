@@ -84,9 +84,10 @@ func New(opts Options) *Executor {
 	return f
 }
 
-// Start implements executor.Executor. It fails for an empty command, a
-// command whose argv[0] is "no-such-program" (wrapping exec.ErrNotFound),
-// and an attempt that is already running.
+// Start implements executor.Executor. It fails for an empty command (but
+// for a native task, whose pods exist already), a command whose argv[0]
+// is "no-such-program" (wrapping exec.ErrNotFound), and an attempt that is
+// already running.
 func (f *Executor) Start(ctx context.Context, t executor.Task) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -96,11 +97,11 @@ func (f *Executor) Start(ctx context.Context, t executor.Task) error {
 	switch {
 	case t.WorkloadID == "":
 		return fail(errors.New("empty workload ID"))
-	case len(t.Command) == 0:
+	case len(t.Command) == 0 && t.Native == nil:
 		return fail(errors.New("empty command"))
 	case f.running[k] != nil:
 		return fail(fmt.Errorf("attempt is already running: %w", fs.ErrExist))
-	case t.Command[0] == NoSuchProgram:
+	case len(t.Command) > 0 && t.Command[0] == NoSuchProgram:
 		err := &exec.Error{Name: t.Command[0], Err: exec.ErrNotFound}
 		f.logf(t.WorkloadID, "attempt %d failed to start: %v", t.Attempt, err)
 		return fail(err)
@@ -142,6 +143,22 @@ func (f *Executor) Use(id core.WorkloadID, attempt int, cpuSeconds float64, peak
 	return true
 }
 
+// End ends a running task with the reason an executor gives when the task
+// went without exiting by itself (kubernetes: "Lost" for a node gone,
+// "PodDeleted" for a native pod deleted by its owner), and delivers its
+// Exit. It reports whether the task was running.
+func (f *Executor) End(id core.WorkloadID, attempt int, reason, message string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tickLocked()
+	tk := f.running[key{id, attempt}]
+	if tk == nil {
+		return false
+	}
+	f.endLocked(tk, executor.Exit{Reason: reason, Message: message, At: f.now()})
+	return true
+}
+
 // Stop implements executor.Executor. A task ends at once with Signal
 // "SIGTERM", unless its command has the "ignore-sigterm" argument: then it
 // ends with "SIGKILL" once grace has passed on the fake's clock. Stopping a
@@ -155,7 +172,7 @@ func (f *Executor) Stop(ctx context.Context, id core.WorkloadID, attempt int, gr
 		return nil
 	}
 	now := f.now()
-	if !slices.Contains(tk.t.Command[1:], IgnoreSIGTERM) {
+	if len(tk.t.Command) == 0 || !slices.Contains(tk.t.Command[1:], IgnoreSIGTERM) {
 		f.logf(id, "attempt %d stopped (SIGTERM)", attempt)
 		f.endLocked(tk, executor.Exit{Signal: "SIGTERM", At: now})
 		return nil
@@ -208,6 +225,8 @@ func (f *Executor) endLocked(tk *task, x executor.Exit) {
 	switch {
 	case x.ExitCode != nil:
 		f.logf(x.WorkloadID, "attempt %d exited with code %d", x.Attempt, *x.ExitCode)
+	case x.Reason != "":
+		f.logf(x.WorkloadID, "attempt %d ended: %s: %s", x.Attempt, x.Reason, x.Message)
 	default:
 		f.logf(x.WorkloadID, "attempt %d killed by %s", x.Attempt, x.Signal)
 	}

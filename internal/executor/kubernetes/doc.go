@@ -111,6 +111,34 @@
 // attempt's exit. Pods with nodeName also skip kube-scheduler's preemption,
 // which is what we want: preemption is gpufleet's.
 //
+// # Native pods
+//
+// Pods that gpufleet did not make, made with kubectl or by a controller,
+// whose spec.schedulerName is Options.Native.SchedulerName ("gpufleet"),
+// are gpufleet's to place (docs/KUBERNETES.md). A second pod informer
+// (field selector spec.schedulerName; pods labelled gpufleet.io/managed
+// are left out) watches them, and NativeSubmissions groups those that
+// wait (unbound, not being deleted, held by no workload) into
+// submissions (native.go): a pod alone or a gang, by gpufleet.io/gang,
+// an upstream PodGroup (spec.schedulingGroup), KAI's pod-group-name,
+// Kueue's pod-group labels, or the pod's owner (a Job, a JobSet's Job, a
+// PyTorchJob, read with a few seconds' cache: nativelookup.go); each with
+// its team, class and GPUs, or the wait that names what is wrong. The
+// executor decides nothing: control.NativeAdmission admits them.
+//
+// A task with Task.Native is started by binding its pods, replica i's to
+// its node, with the Binding subresource and the pod's UID as a
+// precondition (nativebind.go), and a Scheduled Event; a pod bound there
+// already is left as it is, so that a start cut short and retried, or an
+// adoption, binds nothing twice. Stop evicts the pods (the Eviction API:
+// PodDisruptionBudgets hold, and a refused eviction fails the Stop, which
+// the loop retries), after ExplainStop's Event says why. Such an attempt
+// ends when all its pods have: by their phase, by the eviction, or
+// deleted by someone else (ReasonPodDeleted); gpufleet never deletes
+// them, whether an attempt fails or its node is lost. NativeWait writes a
+// waiting pod's PodScheduled=False condition and an Event, unless the
+// condition says so already (a restart writes no Event twice).
+//
 // # GPUs
 //
 // Whole GPUs are asked of the NVIDIA device plugin as

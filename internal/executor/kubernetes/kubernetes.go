@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -134,8 +135,14 @@ type Options struct {
 	// adoption is over (DeleteOrphans), a pod that appears untracked with
 	// an older token is a deposed leader's late start and is deleted, and
 	// the clean-ups of orphans run only with a token.
-	Fence  func() int64
-	Logger *slog.Logger
+	Fence func() int64
+	// Native configures the admission of pods made with kubectl or by a
+	// controller (schedulerName gpufleet): see native.go.
+	Native NativeOptions
+	// Dynamic reads the owners of native pods that are custom resources
+	// (JobSets, PyTorchJobs); nil: their pods wait, saying so.
+	Dynamic dynamic.Interface
+	Logger  *slog.Logger
 	// Now stamps the exits whose pod gives no finish time (Exit.At): a pod
 	// deleted or stuck before its container ended, a node lost; an exit
 	// with a container's FinishedAt keeps the kubelet's time. time.Now
@@ -178,6 +185,13 @@ type Executor struct {
 
 	openLogs podLogs // nil: the API server's pod log
 
+	// Native pods (native.go, nativebind.go); natives is nil when their
+	// admission is off.
+	natives    corelisters.PodLister
+	reader     nativeReader
+	nativeKeys map[string]key // namespace/name of a tracked native pod → its attempt
+	nativeCh   chan struct{}
+
 	// Reachability (reach.go), under mu.
 	unreachable bool
 	lastAnswer  time.Time  // of the API server's last answer to a check
@@ -211,6 +225,11 @@ type attempt struct {
 	// pods not yet looked for (settlePendingLocked does, once they can
 	// be).
 	pending bool
+	// native: the pods are a native workload's (Task.Native), bound by
+	// gpufleet, not made by it; uids holds their UIDs by name, and
+	// nodes the node each is to be bound to.
+	native *core.Native
+	nodes  map[string]string
 }
 
 const byWorkload = "workload"
@@ -259,6 +278,8 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 		orphaned:   map[string]bool{},
 		gone:       map[types.UID]time.Time{},
 		lastAnswer: time.Now(),
+		nativeKeys: map[string]key{},
+		nativeCh:   make(chan struct{}, 1),
 	}
 
 	// Pods: only gpufleet's, in every namespace (teams come and go).
@@ -302,17 +323,21 @@ func New(ctx context.Context, opts Options) (*Executor, error) {
 		return nil, err
 	}
 
+	factories := []informers.SharedInformerFactory{podFactory, nodeFactory}
+	nf, err := e.nativeInformers()
+	if err != nil {
+		return nil, err
+	}
+	factories = append(factories, nf...)
 	e.startInformers = func(ctx context.Context) error {
-		podFactory.Start(ctx.Done())
-		nodeFactory.Start(ctx.Done())
-		for typ, ok := range podFactory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				return fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
-			}
+		for _, f := range factories {
+			f.Start(ctx.Done())
 		}
-		for typ, ok := range nodeFactory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				return fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
+		for _, f := range factories {
+			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+				if !ok {
+					return fmt.Errorf("kubernetes executor: %v informer did not sync", typ)
+				}
 			}
 		}
 		return nil
@@ -365,6 +390,12 @@ func (e *Executor) mayList(ctx context.Context) error {
 	if _, err := e.opts.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: e.opts.NodeSelector, Limit: 1}); err != nil {
 		return fmt.Errorf("kubernetes executor: list nodes: %w (the executor needs list and watch on nodes: deploy/kubernetes/rbac.yaml)", err)
 	}
+	if e.opts.Native.NamespaceTeamLabel != "" {
+		if _, err := e.opts.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return fmt.Errorf("kubernetes executor: list namespaces, whose label %s names their pods' team: %w (the executor needs list and watch on namespaces: deploy/kubernetes/rbac.yaml)",
+				e.opts.Native.NamespaceTeamLabel, err)
+		}
+	}
 	return nil
 }
 
@@ -374,6 +405,9 @@ func (e *Executor) mayList(ctx context.Context) error {
 // It returns once the pods exist; a program that cannot run is reported on
 // Exits (StartError, ImagePullBackOff, ...), as only the kubelet knows.
 func (e *Executor) Start(ctx context.Context, t executor.Task) error {
+	if t.Native != nil {
+		return e.startNative(ctx, t)
+	}
 	fail := func(err error) error { return fmt.Errorf("start %s attempt %d: %w", t.WorkloadID, t.Attempt, err) }
 	switch {
 	case t.WorkloadID == "":
@@ -543,6 +577,10 @@ func (e *Executor) Stop(ctx context.Context, id core.WorkloadID, attempt int, gr
 	defer cancel()
 	var errs []error
 	for _, name := range names {
+		if at.native != nil {
+			errs = append(errs, e.evictPod(ctx, at, name, grace))
+			continue
+		}
 		errs = append(errs, e.deletePod(ctx, ns, name, grace))
 	}
 	return errors.Join(errs...)
@@ -574,10 +612,17 @@ func (e *Executor) Adopt(ctx context.Context, t executor.Task) (bool, error) {
 		return true, nil
 	}
 	if !e.started.Load() {
-		e.tasks[k] = &attempt{id: t.WorkloadID, attempt: t.Attempt, ns: namespaceFor(e.opts.NamespaceTemplate, t.Team),
+		at := &attempt{id: t.WorkloadID, attempt: t.Attempt, ns: namespaceFor(e.opts.NamespaceTemplate, t.Team),
 			pods: map[string]string{}, ends: map[string]executor.Exit{}, grace: t.GracePeriod, pending: true}
+		if t.Native != nil {
+			at.ns, at.native, at.nodes = t.Native.Namespace, t.Native.Clone(), nativeNodes(t)
+		}
+		e.tasks[k] = at
 		e.log.Info("attempt remembered until the cluster answers; its pods are adopted then", "workload", t.WorkloadID, "attempt", t.Attempt)
 		return true, nil
+	}
+	if t.Native != nil {
+		return e.adoptNativeLocked(t), nil
 	}
 	pods := e.attemptPods(t.WorkloadID, t.Attempt)
 	if len(pods) == 0 {
@@ -857,6 +902,10 @@ func (e *Executor) podLocked(at *attempt, p *corev1.Pod, deleted bool) {
 	if _, ended := at.ends[p.Name]; ended {
 		return
 	}
+	if at.native != nil {
+		e.nativePodLocked(at, p, deleted)
+		return
+	}
 	x, ended := podEnd(p, at.stopping, deleted, e.opts.Now())
 	if !ended {
 		return
@@ -875,6 +924,14 @@ func (e *Executor) reportLocked(at *attempt, x executor.Exit) {
 	x.WorkloadID, x.Attempt = at.id, at.attempt
 	delete(e.tasks, keyOf(at.id, at.attempt))
 	e.out.Put(x)
+	if at.native != nil {
+		// Their owner's pods: gpufleet binds and evicts them, and
+		// deletes none.
+		for name := range at.pods {
+			delete(e.nativeKeys, at.ns+"/"+name)
+		}
+		return
+	}
 	var rest []string
 	for name := range at.pods {
 		if _, ended := at.ends[name]; !ended {

@@ -156,6 +156,10 @@ func (e *Executor) settlePendingLocked() {
 			continue
 		}
 		at.pending = false
+		if at.native != nil {
+			e.settlePendingNativeLocked(at)
+			continue
+		}
 		pods := e.attemptPods(at.id, at.attempt)
 		if len(pods) == 0 {
 			e.log.Warn("attempt remembered while the cluster could not be reached has no pod: lost", "workload", at.id, "attempt", at.attempt)
@@ -268,8 +272,8 @@ func (e *Executor) returned(ctx context.Context) {
 	e.reportLiveNodes(ctx)
 
 	type del struct {
-		ns, name string
-		grace    time.Duration
+		at   *attempt
+		name string
 	}
 	var dels []del
 	e.mu.Lock()
@@ -279,7 +283,7 @@ func (e *Executor) returned(ctx context.Context) {
 		}
 		for name := range at.pods {
 			if _, ended := at.ends[name]; !ended {
-				dels = append(dels, del{at.ns, name, at.stopGrace})
+				dels = append(dels, del{at, name})
 			}
 		}
 	}
@@ -287,7 +291,13 @@ func (e *Executor) returned(ctx context.Context) {
 	e.mu.Unlock()
 	for _, d := range dels {
 		cctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
-		if err := e.deletePod(cctx, d.ns, d.name, d.grace); err != nil {
+		var err error
+		if d.at.native != nil {
+			err = e.evictPod(cctx, d.at, d.name, d.at.stopGrace)
+		} else {
+			err = e.deletePod(cctx, d.at.ns, d.name, d.at.stopGrace)
+		}
+		if err != nil {
 			e.log.Error("delete a pod stopped while the cluster was unreachable", "err", err)
 		}
 		cancel()

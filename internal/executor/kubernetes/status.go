@@ -114,12 +114,22 @@ func fillTerminated(x *executor.Exit, p *corev1.Pod, cs *corev1.ContainerStatus,
 	}
 }
 
-// taskStatus is the status of the pod's task container, if reported.
+// taskStatus is the status of the pod's task container, if reported. A
+// native pod's containers are its own: its first container that failed,
+// else its first that ended, else its first.
 func taskStatus(p *corev1.Pod) *corev1.ContainerStatus {
+	var ended *corev1.ContainerStatus
 	for i := range p.Status.ContainerStatuses {
-		if p.Status.ContainerStatuses[i].Name == containerName {
-			return &p.Status.ContainerStatuses[i]
+		cs := &p.Status.ContainerStatuses[i]
+		if cs.Name == containerName {
+			return cs
+		}
+		if t := cs.State.Terminated; t != nil && (ended == nil || t.ExitCode != 0 && ended.State.Terminated.ExitCode == 0) {
+			ended = cs
 		}
 	}
-	return nil
+	if ended == nil && len(p.Status.ContainerStatuses) > 0 && p.Labels[LabelManaged] != "true" {
+		return &p.Status.ContainerStatuses[0]
+	}
+	return ended
 }

@@ -12,8 +12,9 @@
 // does not run, is an error that names it. The route of each attempt is
 // remembered from just before the cluster starts (or adopts) it until its
 // exit has passed through Exits, and then forgotten. While remembered it
-// routes Stop, AnnounceStop (where that cluster's executor is an
-// executor.StopAnnouncer; otherwise it does nothing) and Endpoint (false
+// routes Stop, AnnounceStop and ExplainStop (where that cluster's
+// executor is an executor.StopAnnouncer or StopExplainer; otherwise they
+// do nothing) and Endpoint (false
 // where the cluster's executor has no Endpoint method, or the Cluster is
 // marked NoEndpoints). Stop of an attempt not remembered goes to every
 // cluster, where stopping a task that is not running is no error.

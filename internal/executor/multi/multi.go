@@ -306,6 +306,17 @@ func (m *Executor) AnnounceStop(id core.WorkloadID, attempt int, reason string) 
 	return nil
 }
 
+// ExplainStop implements executor.StopExplainer: it passes the reason to
+// the cluster that runs the attempt when that cluster's executor explains
+// stops; otherwise it does nothing.
+func (m *Executor) ExplainStop(id core.WorkloadID, attempt int, reason, message string) {
+	if i, ok := m.route(id, attempt); ok {
+		if x, ok := m.clusters[i].Executor.(executor.StopExplainer); ok {
+			x.ExplainStop(id, attempt, reason, message)
+		}
+	}
+}
+
 // Logs implements executor.Executor. For a workload with an attempt
 // remembered it is the log of the cluster of its highest such attempt,
 // unchanged (the local executor's is a file the API server seeks in and
