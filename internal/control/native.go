@@ -300,7 +300,6 @@ func nativeField(f string) string {
 	return f
 }
 
-
 // explain shows on the pods of each pending native workload why it waits,
 // as the scheduler last said, once per change; a message naming another
 // team's workload names it as the API does for this team.
