@@ -49,6 +49,9 @@ type held struct {
 	f    *os.File
 	root string
 	refs int
+	// net is the slot's workload network, one for all the executors of
+	// this process that hold the slot (their views must not diverge).
+	net *netManager
 }
 
 var (
@@ -261,4 +264,18 @@ func preferredSlot(uidsFile string, first int) (int, error) {
 		slot = s
 	}
 	return slot, nil
+}
+
+// sharedNet is the slot's workload network another executor of this
+// process made, if any.
+func (c *claim) sharedNet() *netManager {
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	return c.h.net
+}
+
+func (c *claim) setNet(nm *netManager) {
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	c.h.net = nm
 }

@@ -281,7 +281,14 @@ func claimAndSetUp(root string, opts Options, status *IsolationStatus) (*claim, 
 		c.release()
 		return nil, nil, nil, err
 	}
+	if nm := c.sharedNet(); nm != nil {
+		status.Network = nm.subnet.String()
+		return c, uids, nm, nil
+	}
 	nm, err := newNetManager(opts.Network, c.slot, root, c.prior != "")
+	if err == nil {
+		c.setNet(nm)
+	}
 	if err != nil {
 		status.Problems = append(status.Problems, "network namespaces: "+err.Error()+": tasks share the host's network")
 		return c, uids, nil, nil
@@ -296,7 +303,7 @@ func claimAndSetUp(root string, opts Options, status *IsolationStatus) (*claim, 
 func (e *Executor) Close() error {
 	e.slot.releaseAfter(func() {
 		if e.net != nil {
-			e.net.teardownIfIdle()
+			e.net.close()
 		}
 	})
 	return nil

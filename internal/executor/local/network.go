@@ -195,6 +195,9 @@ type netManager struct {
 	// reach (0: none).
 	apiPort int
 	nets    map[core.WorkloadID]*workloadNet
+	// closed: the server let its slot go, and another may hold it now: the
+	// bridge and the table are no longer this one's to write.
+	closed bool
 }
 
 // workloadNet is one workload's namespace: where it is, its address, its
@@ -323,6 +326,9 @@ func (m *netManager) Forwarding() string {
 func (m *netManager) attach(id core.WorkloadID, team core.TeamName, ports []core.Port, policy core.Network) (*workloadNet, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errors.New("network: this server has let its slot go")
+	}
 	if w, ok := m.nets[id]; ok {
 		if _, err := os.Stat(w.NS); err == nil {
 			return w, nil
@@ -483,13 +489,12 @@ func (m *netManager) makeNamespace(w *workloadNet) error {
 }
 
 // removeNamespace unmounts and removes the workload's namespace file: the
-// namespace, and its veth with it, go once its last process has.
+// namespace, and its veth with it, go once its last process has. (Not by
+// the veth's name: a server that has let its slot go may end its tasks
+// after another has taken the slot and its names.)
 func (m *netManager) removeNamespace(w *workloadNet) {
 	unix.Unmount(w.NS, unix.MNT_DETACH)
 	os.Remove(w.NS)
-	if l, err := netlink.LinkByName(m.vethName(w)); err == nil {
-		netlink.LinkDel(l)
-	}
 }
 
 // newNamespaceAt creates a network namespace and keeps it at path (a bind
@@ -555,12 +560,15 @@ func (m *netManager) serveAPI(port int) error {
 	return m.apply()
 }
 
-// teardownIfIdle removes the bridge and the table once no workload has a
-// namespace: a server that ends with tasks running leaves them, for the
-// next server of its data directory.
-func (m *netManager) teardownIfIdle() {
+// close gives up the bridge and the table, once no workload has a
+// namespace removes them, and from then on writes neither: a server that
+// ends with tasks running leaves them, for the next server of its data
+// directory, and its tasks' ends change nothing of them. Called while the
+// server still holds its slot.
+func (m *netManager) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.closed = true
 	if len(m.nets) > 0 {
 		return
 	}

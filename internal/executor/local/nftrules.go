@@ -33,6 +33,9 @@ import (
 // isolated; it answers ARP for the subnet), so it passes the forward hook.
 // IPv6 from the bridge is dropped: workloads have none.
 func (m *netManager) apply() error {
+	if m.closed {
+		return nil
+	}
 	c, err := nftables.New()
 	if err != nil {
 		return fmt.Errorf("network: nftables: %w", err)
