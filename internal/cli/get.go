@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,11 +13,7 @@ import (
 )
 
 func newGetCmd(e *env) *cobra.Command {
-	var opts api.ListOptions
-	var out *outputFlag
-	var watch bool
-	var node string // get evidence --node
-	var expand bool // get workloads --expand: a row per array task
+	g := &getRun{e: e}
 	cmd := &cobra.Command{
 		Use:   "get workloads|workload ID|NAME|nodes|teams|priorityclasses|users|user NAME|members TEAM|prices|budgets|secrets|volumes|storage|clusters|pools|servers|evidence --node NODE",
 		Short: "List workloads, nodes, teams, users or a team's members, or show one workload",
@@ -55,238 +52,233 @@ its result; -o json adds their raw outputs, as the API returns them.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.check(); err != nil {
+			if err := g.out.check(); err != nil {
 				return err
 			}
-			kind := args[0]
-			isWorkloads := kind == "workloads" || kind == "workload" || kind == "wl"
-			byTeam := slices.Contains([]string{"secrets", "secret", "volumes", "volume", "storage"}, kind)
-			if !isWorkloads && (opts.Phase != "" || opts.Limit != 0 || (opts.Team != "" && !byTeam)) {
-				return usagef("--team, --phase and --limit apply to workloads only (and --team to secrets, volumes and storage)")
+			res, ok := getResourceNamed(args[0])
+			if !ok {
+				return usagef("get %q: want %s", args[0], getKinds)
 			}
-			// get evidence --node (node.go).
-			isEvidence := kind == "evidence"
-			switch {
-			case isEvidence && node == "":
-				return usagef("get evidence --node NODE: which node?")
-			case !isEvidence && node != "":
-				return usagef("--node applies to evidence only")
-			}
-			if opts.Limit < 0 {
-				return usagef("--limit %d: must not be negative", opts.Limit)
-			}
-			isUsers := kind == "users" || kind == "user"
-			isMembers := kind == "members" || kind == "member"
-			switch {
-			case isMembers && len(args) != 2:
-				return usagef("get members TEAM: which team?")
-			case len(args) == 2 && !isWorkloads && !isUsers && !isMembers:
-				return usagef("get %s takes no name", kind)
+			if err := res.check(g, args); err != nil {
+				return err
 			}
 			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			switch {
-			case isWorkloads && len(args) == 2:
-				w, err := resolveWorkload(ctx, c, e.now(), args[1], opts.Team)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, w); ok {
-					return err
-				}
-				return printWorkloads(e, out.value, []api.Workload{*w})
-			case isWorkloads:
-				if opts.Phase, err = parsePhases(opts.Phase); err != nil {
-					return err
-				}
-				if watch {
-					if out.value == outYAML {
-						return usagef("--watch prints a table or one JSON object per line: want -o table, wide or json")
-					}
-					return watchWorkloads(ctx, e, c, opts, out.value)
-				}
-				ws, err := c.AllWorkloads(ctx, opts)
-				if err != nil {
-					return err
-				}
-				if len(ws) == 0 && opts.Team != "" {
-					if err := checkTeam(ctx, c, opts.Team); err != nil {
-						return err // a mistyped team, not an empty one
-					}
-				}
-				if opts.Limit > 0 && len(ws) > opts.Limit {
-					ws = ws[:opts.Limit]
-				}
-				if ok, err := out.structured(e.stdout, list(ws)); ok {
-					return err
-				}
-				if !expand {
-					ws = foldArrays(ws)
-				}
-				return printWorkloads(e, out.value, ws)
-			case kind == "nodes" || kind == "node":
-				ns, err := c.Nodes(ctx)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(ns)); ok {
-					return err
-				}
-				return printNodes(e, out.value, ns)
-			case isEvidence:
-				ev, err := c.NodeEvidence(ctx, node)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, ev); ok {
-					return err
-				}
-				return printEvidence(e, out.value, ev.Items)
-			case kind == "teams" || kind == "team":
-				ts, err := c.Teams(ctx)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(ts)); ok {
-					return err
-				}
-				return printTeams(e, out.value, ts)
-			case kind == "priorityclasses" || kind == "priorityclass" || kind == "pc":
-				pcs, err := c.PriorityClasses(ctx)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(pcs)); ok {
-					return err
-				}
-				t := newTable(e.stdout, "NAME", "VALUE", "PREEMPTIBLE", "MAY-BORROW", "IDLE-ONLY")
-				for _, pc := range pcs {
-					t.row(pc.Name, strconv.Itoa(pc.Value), strconv.FormatBool(pc.Preemptible), strconv.FormatBool(pc.MayBorrow), strconv.FormatBool(pc.IdleOnly))
-				}
-				return t.flush()
-			case isUsers && len(args) == 2:
-				u, err := c.User(ctx, args[1])
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, u); ok {
-					return err
-				}
-				return printUsers(e, out.value, []api.User{*u})
-			case isUsers:
-				us, err := c.Users(ctx)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(us)); ok {
-					return err
-				}
-				return printUsers(e, out.value, us)
-			case kind == "clusters" || kind == "cluster":
-				cs, err := c.Clusters(ctx)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(cs)); ok {
-					return err
-				}
-				return printClusters(e, cs)
-			case kind == "servers" || kind == "server":
-				ss, err := c.Servers(ctx)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(ss)); ok {
-					return err
-				}
-				return printServers(e, ss)
-			case kind == "pools" || kind == "pool":
-				ps, err := c.Pools(ctx)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(ps)); ok {
-					return err
-				}
-				return printPools(e, ps)
-			case kind == "prices" || kind == "price":
-				ps, err := c.Prices(ctx)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, ps); ok {
-					return err
-				}
-				return printPrices(e, ps)
-			case kind == "secrets" || kind == "secret":
-				if opts.Team == "" {
-					return usagef("get secrets --team TEAM: which team?")
-				}
-				ss, err := c.Secrets(ctx, opts.Team)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(ss)); ok {
-					return err
-				}
-				return printSecrets(e, ss)
-			case kind == "volumes" || kind == "volume":
-				vs, err := volumesOf(ctx, c, opts.Team)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(vs)); ok {
-					return err
-				}
-				return printVolumes(e, vs)
-			case kind == "storage":
-				ss, err := storageOf(ctx, c, opts.Team)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(ss)); ok {
-					return err
-				}
-				return printStorage(e, ss)
-			case kind == "budgets" || kind == "budget":
-				bs, err := c.Budgets(ctx)
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, bs); ok {
-					return err
-				}
-				return printBudgets(e, bs)
-			case isMembers:
-				us, err := c.Members(ctx, args[1])
-				if err != nil {
-					return err
-				}
-				if ok, err := out.structured(e.stdout, list(us)); ok {
-					return err
-				}
-				return printMembers(e, args[1], us)
-			default:
-				return usagef("get %q: want %s", kind, getKinds)
-			}
+			g.ctx, g.c, g.args = cmd.Context(), c, args
+			return res.run(g)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Team, "team", "", "only workloads of this team")
-	fl.StringVar(&opts.Phase, "phase", "", "only workloads in these phases, comma-separated, in any case (Pending, Running, Succeeded, Failed, Cancelled)")
-	fl.IntVar(&opts.Limit, "limit", 0, "at most this many workloads (default all)")
-	fl.StringVar(&node, "node", "", "the node whose evidence to list (get evidence)")
-	fl.BoolVar(&expand, "expand", false, "a row per task of each job array (default: one row per array, its tasks counted by phase)")
-	fl.BoolVarP(&watch, "watch", "w", false, "after the list, print each workload that appears or changes, until interrupted (-o json: one object per line)")
-	out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
+	fl.StringVar(&g.opts.Team, "team", "", "only workloads of this team")
+	fl.StringVar(&g.opts.Phase, "phase", "", "only workloads in these phases, comma-separated, in any case (Pending, Running, Succeeded, Failed, Cancelled)")
+	fl.IntVar(&g.opts.Limit, "limit", 0, "at most this many workloads (default all)")
+	fl.StringVar(&g.node, "node", "", "the node whose evidence to list (get evidence)")
+	fl.BoolVar(&g.expand, "expand", false, "a row per task of each job array (default: one row per array, its tasks counted by phase)")
+	fl.BoolVarP(&g.watch, "watch", "w", false, "after the list, print each workload that appears or changes, until interrupted (-o json: one object per line)")
+	g.out = addOutputFlag(cmd, outTable, outWide, outJSON, outYAML)
 	return cmd
+}
+
+// getRun is one run of get: its flags, its arguments, the client.
+type getRun struct {
+	e      *env
+	out    *outputFlag
+	opts   api.ListOptions
+	node   string // get evidence --node
+	expand bool   // get workloads --expand: a row per array task
+	watch  bool
+	ctx    context.Context
+	c      *api.Client
+	args   []string
+}
+
+// Whether a resource takes a name after its kind.
+const (
+	noName = iota
+	maybeName
+	needsName
+)
+
+// getResource is one kind of object get lists or shows, as kubectl's
+// resource table: the names it answers to (the first is its own), whether
+// it takes a name, which of get's flags apply, and how it is read and
+// printed.
+type getResource struct {
+	names []string
+	name  int    // noName, maybeName or needsName
+	what  string // what the name is, for "get members TEAM: which team?"
+	team  bool   // --team applies (a filter, or which team)
+	run   func(g *getRun) error
+}
+
+// getResources is every kind get knows.
+var getResources = []getResource{
+	{names: []string{"workloads", "workload", "wl"}, name: maybeName, team: true, run: getWorkloads},
+	{names: []string{"nodes", "node"}, run: func(g *getRun) error {
+		ns, err := g.c.Nodes(g.ctx)
+		return showList(g, ns, err, func() error { return printNodes(g.e, g.out.value, ns) })
+	}},
+	{names: []string{"evidence"}, run: func(g *getRun) error {
+		ev, err := g.c.NodeEvidence(g.ctx, g.node)
+		return show(g, ev, err, func() error { return printEvidence(g.e, g.out.value, ev.Items) })
+	}},
+	{names: []string{"teams", "team"}, run: func(g *getRun) error {
+		ts, err := g.c.Teams(g.ctx)
+		return showList(g, ts, err, func() error { return printTeams(g.e, g.out.value, ts) })
+	}},
+	{names: []string{"priorityclasses", "priorityclass", "pc"}, run: func(g *getRun) error {
+		pcs, err := g.c.PriorityClasses(g.ctx)
+		return showList(g, pcs, err, func() error { return printPriorityClasses(g.e, pcs) })
+	}},
+	{names: []string{"users", "user"}, name: maybeName, run: getUsers},
+	{names: []string{"members", "member"}, name: needsName, what: "TEAM", run: func(g *getRun) error {
+		us, err := g.c.Members(g.ctx, g.args[1])
+		return showList(g, us, err, func() error { return printMembers(g.e, g.args[1], us) })
+	}},
+	{names: []string{"clusters", "cluster"}, run: func(g *getRun) error {
+		cs, err := g.c.Clusters(g.ctx)
+		return showList(g, cs, err, func() error { return printClusters(g.e, cs) })
+	}},
+	{names: []string{"servers", "server"}, run: func(g *getRun) error {
+		ss, err := g.c.Servers(g.ctx)
+		return showList(g, ss, err, func() error { return printServers(g.e, ss) })
+	}},
+	{names: []string{"pools", "pool"}, run: func(g *getRun) error {
+		ps, err := g.c.Pools(g.ctx)
+		return showList(g, ps, err, func() error { return printPools(g.e, ps) })
+	}},
+	{names: []string{"prices", "price"}, run: func(g *getRun) error {
+		ps, err := g.c.Prices(g.ctx)
+		return show(g, ps, err, func() error { return printPrices(g.e, ps) })
+	}},
+	{names: []string{"secrets", "secret"}, team: true, run: func(g *getRun) error {
+		if g.opts.Team == "" {
+			return usagef("get secrets --team TEAM: which team?")
+		}
+		ss, err := g.c.Secrets(g.ctx, g.opts.Team)
+		return showList(g, ss, err, func() error { return printSecrets(g.e, ss) })
+	}},
+	{names: []string{"volumes", "volume"}, team: true, run: func(g *getRun) error {
+		vs, err := volumesOf(g.ctx, g.c, g.opts.Team)
+		return showList(g, vs, err, func() error { return printVolumes(g.e, vs) })
+	}},
+	{names: []string{"storage"}, team: true, run: func(g *getRun) error {
+		ss, err := storageOf(g.ctx, g.c, g.opts.Team)
+		return showList(g, ss, err, func() error { return printStorage(g.e, ss) })
+	}},
+	{names: []string{"budgets", "budget"}, run: func(g *getRun) error {
+		bs, err := g.c.Budgets(g.ctx)
+		return show(g, bs, err, func() error { return printBudgets(g.e, bs) })
+	}},
 }
 
 // getKinds lists what get knows, for usage errors.
 const getKinds = "workloads, workload ID, nodes, teams, priorityclasses, users, user NAME, members TEAM, prices, budgets, secrets --team TEAM, volumes, storage, clusters, pools, servers or evidence --node NODE"
+
+func getResourceNamed(kind string) (getResource, bool) {
+	for _, r := range getResources {
+		if slices.Contains(r.names, kind) {
+			return r, true
+		}
+	}
+	return getResource{}, false
+}
+
+// check refuses the flags and arguments that do not apply to r.
+func (r getResource) check(g *getRun, args []string) error {
+	kind, workloads := r.names[0], r.names[0] == "workloads"
+	if !workloads && (g.opts.Phase != "" || g.opts.Limit != 0 || (g.opts.Team != "" && !r.team)) {
+		return usagef("--team, --phase and --limit apply to workloads only (and --team to secrets, volumes and storage)")
+	}
+	switch {
+	case kind == "evidence" && g.node == "":
+		return usagef("get evidence --node NODE: which node?")
+	case kind != "evidence" && g.node != "":
+		return usagef("--node applies to evidence only")
+	case g.opts.Limit < 0:
+		return usagef("--limit %d: must not be negative", g.opts.Limit)
+	case r.name == needsName && len(args) != 2:
+		return usagef("get %s %s: which %s?", kind, r.what, strings.ToLower(r.what))
+	case r.name == noName && len(args) == 2:
+		return usagef("get %s takes no name", args[0])
+	}
+	return nil
+}
+
+// show prints v as asked: JSON or YAML as the API returned it, else print.
+func show[T any](g *getRun, v T, err error, print func() error) error {
+	if err != nil {
+		return err
+	}
+	if ok, err := g.out.structured(g.e.stdout, v); ok {
+		return err
+	}
+	return print()
+}
+
+// showList is show for a list, {"items": [...]} in JSON and YAML.
+func showList[T any](g *getRun, vs []T, err error, print func() error) error {
+	return show(g, list(vs), err, print)
+}
+
+// getWorkloads lists workloads (--team, --phase, --limit, --expand,
+// --watch) or shows one by ID or name.
+func getWorkloads(g *getRun) error {
+	e, c, ctx, opts, out := g.e, g.c, g.ctx, g.opts, g.out
+	if len(g.args) == 2 {
+		w, err := resolveWorkload(ctx, c, e.now(), g.args[1], opts.Team)
+		return show(g, w, err, func() error { return printWorkloads(e, out.value, []api.Workload{*w}) })
+	}
+	var err error
+	if opts.Phase, err = parsePhases(opts.Phase); err != nil {
+		return err
+	}
+	if g.watch {
+		if out.value == outYAML {
+			return usagef("--watch prints a table or one JSON object per line: want -o table, wide or json")
+		}
+		return watchWorkloads(ctx, e, c, opts, out.value)
+	}
+	ws, err := c.AllWorkloads(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if len(ws) == 0 && opts.Team != "" {
+		if err := checkTeam(ctx, c, opts.Team); err != nil {
+			return err // a mistyped team, not an empty one
+		}
+	}
+	if opts.Limit > 0 && len(ws) > opts.Limit {
+		ws = ws[:opts.Limit]
+	}
+	return showList(g, ws, nil, func() error {
+		if !g.expand {
+			ws = foldArrays(ws)
+		}
+		return printWorkloads(e, out.value, ws)
+	})
+}
+
+// getUsers lists users, or shows one by name.
+func getUsers(g *getRun) error {
+	if len(g.args) == 2 {
+		u, err := g.c.User(g.ctx, g.args[1])
+		return show(g, u, err, func() error { return printUsers(g.e, g.out.value, []api.User{*u}) })
+	}
+	us, err := g.c.Users(g.ctx)
+	return showList(g, us, err, func() error { return printUsers(g.e, g.out.value, us) })
+}
+
+// printPriorityClasses prints the priority classes as a table.
+func printPriorityClasses(e *env, pcs []api.PriorityClass) error {
+	t := newTable(e.stdout, "NAME", "VALUE", "PREEMPTIBLE", "MAY-BORROW", "IDLE-ONLY")
+	for _, pc := range pcs {
+		t.row(pc.Name, strconv.Itoa(pc.Value), strconv.FormatBool(pc.Preemptible), strconv.FormatBool(pc.MayBorrow), strconv.FormatBool(pc.IdleOnly))
+	}
+	return t.flush()
+}
 
 func printWorkloads(e *env, format string, ws []api.Workload) error {
 	header := []string{"ID", "NAME", "TEAM", "PRIORITY", "GPUS", "PHASE", "REASON", "EXIT", "ATTEMPTS", "NODE", "AGE"}
