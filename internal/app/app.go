@@ -662,7 +662,7 @@ func podClasses(cfg config.Config) []core.PriorityClass {
 // keeps: the node as its cluster reports it, placed) differs from the
 // one known to be in the store apart from updatedAt, which thus says
 // when the node came or last changed. The Releaser reads a burst node's
-// idle time from it (control.Releaser), so a restart, which compares
+// idle time from it (burst.Releaser), so a restart, which compares
 // the nodes its cluster lists with the records the store holds (load),
 // leaves an unchanged node's updatedAt as it was.
 type nodeSync struct {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/apiserver"
+	"github.com/gpufleet/gpufleet/internal/burst"
 	"github.com/gpufleet/gpufleet/internal/config"
-	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/executor/kubernetes"
@@ -35,7 +35,7 @@ type executors struct {
 	multi     *multi.Executor // nil for a single executor
 	// provisioners ask each Kubernetes cluster for nodes (elastic burst
 	// pools), by cluster name.
-	provisioners map[string]control.Provisioner
+	provisioners map[string]burst.Provisioner
 	// reported is the local node, whose record the heartbeat refreshes.
 	reported *core.Node
 	// resync writes each Kubernetes cluster's nodes that differ from the
@@ -287,42 +287,22 @@ func (xs *executors) addProvisioner(cluster string, o kubernetes.ClientOptions, 
 		var kp *kubernetes.Provisioner
 		if kp, err = kex.Provisioner(dyn); err == nil {
 			if xs.provisioners == nil {
-				xs.provisioners = map[string]control.Provisioner{}
+				xs.provisioners = map[string]burst.Provisioner{}
 			}
-			xs.provisioners[cluster] = kubeProvisioner{kp}
+			xs.provisioners[cluster] = kp
 			return
 		}
 	}
 	log.Warn("no provisioner for the cluster's burst pools", "cluster", cluster, "err", err)
 }
 
-// kubeProvisioner is a kubernetes Provisioner as the elastic reconciler
-// asks it: the namespace comes from the request's team.
-type kubeProvisioner struct{ p *kubernetes.Provisioner }
-
-func (k kubeProvisioner) Provision(ctx context.Context, r control.ProvisionRequest) (string, error) {
-	return k.p.Provision(ctx, kubernetes.ProvisionRequest{
-		Pool: r.Pool, Team: r.Team, Workload: r.Workload, GPUs: r.GPUs, Count: r.Count, GPUModel: r.GPUModel,
-		NodeSelector: r.NodeSelector, PoolSelector: r.PoolSelector, MilliCPU: r.MilliCPU, MemoryMiB: r.MemoryMiB,
-	})
-}
-
-func (k kubeProvisioner) ProvisionStatus(ctx context.Context, r control.ProvisionRequest, name string) (control.ProvisionState, string, error) {
-	st, msg, err := k.p.ProvisionStatus(ctx, k.p.Namespace(r.Team), name)
-	return control.ProvisionState(st), msg, err
-}
-
-func (k kubeProvisioner) DeleteProvision(ctx context.Context, r control.ProvisionRequest, name string) error {
-	return k.p.DeleteProvision(ctx, k.p.Namespace(r.Team), name)
-}
-
 // elastic is the reconciler that grows burst pools through their
 // clusters' provisioners; nil when no burst pool has one.
-func (xs *executors) elastic(cfg config.Config, st *store.Store, log *slog.Logger) *control.Elastic {
-	pools := map[string]control.ElasticPool{}
+func (xs *executors) elastic(cfg config.Config, st *store.Store, log *slog.Logger) *burst.Elastic {
+	pools := map[string]burst.ElasticPool{}
 	grows := false
 	for _, p := range cfg.Pools() {
-		ep := control.ElasticPool{Cluster: p.Cluster, Kind: p.Kind, Region: p.Region}
+		ep := burst.ElasticPool{Cluster: p.Cluster, Kind: p.Kind, Region: p.Region}
 		if p.Price != nil {
 			if r := cmp.Or(p.Price.OnDemand, p.Price.Reserved); r != nil {
 				ep.Price = *r
@@ -337,7 +317,7 @@ func (xs *executors) elastic(cfg config.Config, st *store.Store, log *slog.Logge
 	if !grows {
 		return nil
 	}
-	return control.NewElastic(st, control.ElasticOptions{Policy: burstPolicy(cfg), Pools: pools, Provisioners: xs.provisioners,
+	return burst.NewElastic(st, burst.ElasticOptions{Policy: burstPolicy(cfg), Pools: pools, Provisioners: xs.provisioners,
 		Logger: log.With("component", "elastic")})
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/acceptrun"
+	"github.com/gpufleet/gpufleet/internal/burst"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -68,7 +69,7 @@ func runLeader(ctx context.Context, loop *control.Loop, p leaderParts) error {
 		wg.Go(func() { el.Run(ctx) })
 	}
 	if slices.ContainsFunc(cfg.Pools(), func(pl config.Pool) bool { return pl.Kind == core.PoolBurst }) || releasedBefore(ctx, st) {
-		rel := control.NewReleaser(st, control.ReleaseOptions{After: cfg.Burst.IdleRelease.Duration, Policy: burstPolicy(cfg),
+		rel := burst.NewReleaser(st, burst.ReleaseOptions{After: cfg.Burst.IdleRelease.Duration, Policy: burstPolicy(cfg),
 			User: SystemUser, Logger: log.With("component", "release")})
 		wg.Go(func() { rel.Run(ctx) })
 	}
@@ -197,7 +198,7 @@ func releasedBefore(ctx context.Context, st *store.Store) bool {
 		return true // let the Releaser read them again, and say what fails
 	}
 	for _, s := range statuses {
-		if s.Reason == control.ReasonIdleReleased {
+		if s.Reason == burst.ReasonIdleReleased {
 			return true
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpufleet/gpufleet/internal/burst"
 	"github.com/gpufleet/gpufleet/internal/config"
-	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -212,7 +212,7 @@ func TestReleasedBefore(t *testing.T) {
 		t.Error("releasedBefore with no node released: true")
 	}
 	if _, err := st.UpdateNodeStatus(ctx, "b", at, func(n *core.Node, s *core.NodeStatus) ([]core.NodeEvent, error) {
-		s.State, s.Reason, s.Since = core.NodeCordoned, control.ReasonIdleReleased, at
+		s.State, s.Reason, s.Since = core.NodeCordoned, burst.ReasonIdleReleased, at
 		return nil, nil
 	}); err != nil {
 		t.Fatal(err)

@@ -54,19 +54,6 @@
 // Beside the loop, on goroutines of their own: the readiness Prober, the
 // VolumeReconciler (the executor's volumes follow the store's, deleted
 // volumes' data purged before a volume of their name is made again), the
-// usage Monitor, the Elastic reconciler, which asks a burst pool's
-// cluster for nodes (a ProvisioningRequest) for work that the burst policy
-// lets burst and that no burst pool it may use can hold, cheapest pool
-// first, backing off from a pool that fails (elastic.go), and the
-// Releaser, which gives back idle burst capacity (release.go): a burst
-// node on which no work has run for burst.idleRelease is Cordoned with
-// reason IdleReleased (an event, an audit entry, a log line), so that
-// nothing more lands on it and the cluster's autoscaler can remove it
-// once empty; the idle time is read from the store (allocation
-// intervals, the node's status and record), not memory, so that a
-// restart or a change of leader keeps it where the store allows (see
-// Releaser). A released node still ready is taken
-// back (Ready, reason TakenBack) for work the burst policy lets burst that
-// it can hold, before any new node is asked for: the Elastic reconciler
-// counts released nodes as room.
+// usage Monitor. Burst capacity (asking a cluster for nodes, giving idle
+// ones back) is package burst's, run beside the loop by the leader.
 package control

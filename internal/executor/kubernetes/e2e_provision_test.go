@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpufleet/gpufleet/internal/control"
+	"github.com/gpufleet/gpufleet/internal/burst"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/sched"
@@ -213,7 +213,7 @@ func TestE2EProvision(t *testing.T) {
 	ctx := t.Context()
 
 	t.Run("Provisioned", func(t *testing.T) {
-		req := ProvisionRequest{Pool: pool, Team: "ml", Workload: "wl-burst1", GPUs: 2, Count: 3, GPUModel: "NVIDIA-H100-80GB-HBM3", MilliCPU: 4000, MemoryMiB: 8192}
+		req := core.ProvisionRequest{Pool: pool, Team: "ml", Workload: "wl-burst1", GPUs: 2, Count: 3, GPUModel: "NVIDIA-H100-80GB-HBM3", MilliCPU: 4000, MemoryMiB: 8192}
 		name, err := p.Provision(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -221,9 +221,9 @@ func TestE2EProvision(t *testing.T) {
 		ns := p.Namespace("ml")
 		var msg string
 		x.waitFor(30*time.Second, "Provisioned", func() (bool, string) {
-			st, m, err := p.ProvisionStatus(ctx, ns, name)
+			st, m, err := p.ProvisionStatus(ctx, req, name)
 			msg = m
-			return st == ProvisionProvisioned, fmt.Sprintf("state %q %q %v", st, m, err)
+			return st == core.ProvisionProvisioned, fmt.Sprintf("state %q %q %v", st, m, err)
 		})
 		if !strings.Contains(msg, "3 nodes") {
 			t.Errorf("message %q: want the autoscaler's", msg)
@@ -244,7 +244,7 @@ func TestE2EProvision(t *testing.T) {
 		if err != nil || again != name {
 			t.Errorf("Provision again = %q, %v; want %q", again, err, name)
 		}
-		if err := p.DeleteProvision(ctx, ns, name); err != nil {
+		if err := p.DeleteProvision(ctx, req, name); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := dyn.Resource(ProvisioningGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -253,25 +253,25 @@ func TestE2EProvision(t *testing.T) {
 		if _, err := x.client.CoreV1().PodTemplates(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("pod template after DeleteProvision: %v; want NotFound", err)
 		}
-		if st, _, err := p.ProvisionStatus(ctx, ns, name); err != nil || st != ProvisionFailed {
+		if st, _, err := p.ProvisionStatus(ctx, req, name); err != nil || st != core.ProvisionFailed {
 			t.Errorf("status of a deleted request = %q, %v; want Failed", st, err)
 		}
-		if err := p.DeleteProvision(ctx, ns, name); err != nil {
+		if err := p.DeleteProvision(ctx, req, name); err != nil {
 			t.Errorf("DeleteProvision twice: %v", err)
 		}
 	})
 
 	t.Run("Failed", func(t *testing.T) {
-		name, err := p.Provision(ctx, ProvisionRequest{Pool: failPool, Team: "ml", Workload: "wl-burst2", GPUs: 8, Count: 1})
+		req := core.ProvisionRequest{Pool: failPool, Team: "ml", Workload: "wl-burst2", GPUs: 8, Count: 1}
+		name, err := p.Provision(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ns := p.Namespace("ml")
 		var msg string
 		x.waitFor(30*time.Second, "Failed", func() (bool, string) {
-			st, m, err := p.ProvisionStatus(ctx, ns, name)
+			st, m, err := p.ProvisionStatus(ctx, req, name)
 			msg = m
-			return st == ProvisionFailed, fmt.Sprintf("state %q %q %v", st, m, err)
+			return st == core.ProvisionFailed, fmt.Sprintf("state %q %q %v", st, m, err)
 		})
 		if !strings.Contains(msg, "CapacityUnavailable") || !strings.Contains(msg, "cannot grow") {
 			t.Errorf("message %q: want the Failed condition's reason and message", msg)
@@ -282,31 +282,11 @@ func TestE2EProvision(t *testing.T) {
 			}
 		}
 		// A failed request is not taken again: a new one is made.
-		again, err := p.Provision(ctx, ProvisionRequest{Pool: failPool, Team: "ml", Workload: "wl-burst2", GPUs: 8, Count: 1})
+		again, err := p.Provision(ctx, req)
 		if err != nil || again == name {
 			t.Errorf("Provision after Failed = %q, %v; want a new request", again, err)
 		}
 	})
-}
-
-// controlProvisioner adapts a Provisioner to control.Provisioner, as the
-// server's wiring does: the namespace comes from the request's team.
-type controlProvisioner struct{ p *Provisioner }
-
-func (c controlProvisioner) Provision(ctx context.Context, r control.ProvisionRequest) (string, error) {
-	return c.p.Provision(ctx, ProvisionRequest{
-		Pool: r.Pool, Team: r.Team, Workload: r.Workload, GPUs: r.GPUs, Count: r.Count, GPUModel: r.GPUModel,
-		NodeSelector: r.NodeSelector, PoolSelector: r.PoolSelector, MilliCPU: r.MilliCPU, MemoryMiB: r.MemoryMiB,
-	})
-}
-
-func (c controlProvisioner) ProvisionStatus(ctx context.Context, r control.ProvisionRequest, name string) (control.ProvisionState, string, error) {
-	st, msg, err := c.p.ProvisionStatus(ctx, c.p.Namespace(r.Team), name)
-	return control.ProvisionState(st), msg, err
-}
-
-func (c controlProvisioner) DeleteProvision(ctx context.Context, r control.ProvisionRequest, name string) error {
-	return c.p.DeleteProvision(ctx, c.p.Namespace(r.Team), name)
 }
 
 // TestE2EProvisionElastic runs control's Elastic reconciler on the real
@@ -360,13 +340,13 @@ func TestE2EProvisionElastic(t *testing.T) {
 	if _, err := st.ApplyPlan(ctx, core.Plan{Unplaced: []core.Decision{{Workload: w.ID, Reason: sched.ReasonUnschedulable, Message: "no capacity"}}}, now); err != nil {
 		t.Fatal(err)
 	}
-	el := control.NewElastic(st, control.ElasticOptions{
+	el := burst.NewElastic(st, burst.ElasticOptions{
 		Policy: sched.BurstPolicy{Classes: []string{"training"}},
-		Pools: map[string]control.ElasticPool{
+		Pools: map[string]burst.ElasticPool{
 			failPool: {Kind: core.PoolBurst, Region: "us-east", Price: 1},
 			pool:     {Kind: core.PoolBurst, Region: "us-east", Price: 2},
 		},
-		Provisioners: map[string]control.Provisioner{"": controlProvisioner{kp}},
+		Provisioners: map[string]burst.Provisioner{"": kp},
 		Timeout:      time.Minute,
 	})
 	var seen []string
@@ -378,7 +358,7 @@ func TestE2EProvisionElastic(t *testing.T) {
 		if len(r) == 1 && (len(seen) == 0 || seen[len(seen)-1] != r[0].Pool) {
 			seen = append(seen, r[0].Pool)
 		}
-		return len(r) == 1 && r[0].Pool == pool && r[0].State == control.ProvisionProvisioned, fmt.Sprintf("requests %+v", r)
+		return len(r) == 1 && r[0].Pool == pool && r[0].State == core.ProvisionProvisioned, fmt.Sprintf("requests %+v", r)
 	})
 	if want := []string{failPool, pool}; !slices.Equal(seen, want) {
 		t.Errorf("pools asked %v; want %v (the cheaper one failed)", seen, want)
@@ -483,7 +463,7 @@ func TestE2EProvisionIdleRelease(t *testing.T) {
 	}
 	released := func(node string) bool {
 		s, r := state(node)
-		return s == core.NodeCordoned && r == control.ReasonIdleReleased
+		return s == core.NodeCordoned && r == burst.ReasonIdleReleased
 	}
 
 	pool := x.id + "-burst"
@@ -506,13 +486,13 @@ func TestE2EProvisionIdleRelease(t *testing.T) {
 	}
 	ns := &nodeSync{t: t, e: e, st: st, known: map[core.NodeName]core.Node{}}
 	policy := sched.BurstPolicy{Classes: []string{"training"}}
-	el := control.NewElastic(st, control.ElasticOptions{
+	el := burst.NewElastic(st, burst.ElasticOptions{
 		Policy:       policy,
-		Pools:        map[string]control.ElasticPool{pool: {Kind: core.PoolBurst, Price: 1}},
-		Provisioners: map[string]control.Provisioner{"": controlProvisioner{kp}},
+		Pools:        map[string]burst.ElasticPool{pool: {Kind: core.PoolBurst, Price: 1}},
+		Provisioners: map[string]burst.Provisioner{"": kp},
 	})
 	const idle = 3 * time.Second
-	rel := control.NewReleaser(st, control.ReleaseOptions{After: idle, Policy: policy})
+	rel := burst.NewReleaser(st, burst.ReleaseOptions{After: idle, Policy: policy})
 	step := func() {
 		t.Helper()
 		ns.sync()
@@ -650,7 +630,7 @@ func TestE2EProvisionIdleRelease(t *testing.T) {
 	if err := rel.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s, r := state(string(node.Name)); s != core.NodeReady || r != control.ReasonTakenBack {
+	if s, r := state(string(node.Name)); s != core.NodeReady || r != burst.ReasonTakenBack {
 		t.Fatalf("gone node %s is %s (%s); want it taken back", node.Name, s, r)
 	}
 	var fresh core.Node
@@ -666,7 +646,7 @@ func TestE2EProvisionIdleRelease(t *testing.T) {
 	t.Logf("released %s, removed; took it back, then got %s", node.Name, fresh.Name)
 	time.Sleep(idle + time.Second)
 	step()
-	if s, r := state(string(node.Name)); s != core.NodeReady || r != control.ReasonTakenBack {
+	if s, r := state(string(node.Name)); s != core.NodeReady || r != burst.ReasonTakenBack {
 		t.Errorf("gone node %s is %s (%s) later; want it left taken back, not released again", node.Name, s, r)
 	}
 }

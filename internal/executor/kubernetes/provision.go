@@ -49,51 +49,6 @@ var ProvisioningGVR = schema.GroupVersionResource{Group: ProvisioningGroup, Vers
 // CRD of cluster-autoscaler is not installed).
 var ErrNoProvisioningAPI = errors.New("the cluster has no ProvisioningRequest API (autoscaling.x-k8s.io/v1 provisioningrequests); install cluster-autoscaler's ProvisioningRequest CRD")
 
-// ProvisionState is what became of a ProvisioningRequest.
-type ProvisionState string
-
-const (
-	ProvisionPending     ProvisionState = "Pending"     // neither Provisioned nor Failed yet
-	ProvisionProvisioned ProvisionState = "Provisioned" // the nodes exist (Provisioned=True)
-	ProvisionFailed      ProvisionState = "Failed"      // Failed=True, CapacityRevoked=True, or gone
-)
-
-// ProvisionRequest asks a pool for the capacity of one workload: Count
-// pods of GPUs whole devices each (of GPUModel when set: the exact
-// product, as the device reports it or as GPU feature discovery labels it,
-// "NVIDIA H100 80GB HBM3" or "NVIDIA-H100-80GB-HBM3"), with the node
-// selector's labels.
-type ProvisionRequest struct {
-	Pool         string
-	Team         core.TeamName
-	Workload     core.WorkloadID
-	GPUs         int // per pod
-	Count        int // pods
-	GPUModel     string
-	NodeSelector map[string]string
-	// PoolSelector holds the labels that put a node in the pool (the
-	// pool's configured node selector); empty: the pool label
-	// (Options.PoolLabel) set to Pool.
-	PoolSelector map[string]string
-	// MilliCPU and MemoryMiB, per pod, when the workload asks for them.
-	MilliCPU, MemoryMiB int64
-}
-
-// Validate names the first field that is wrong.
-func (r ProvisionRequest) Validate() error {
-	switch {
-	case r.Pool == "":
-		return errors.New("provision: pool is empty")
-	case r.Workload == "":
-		return errors.New("provision: workload is empty")
-	case r.GPUs < 1:
-		return fmt.Errorf("provision: gpus %d: want at least 1 per pod", r.GPUs)
-	case r.Count < 1:
-		return fmt.Errorf("provision: count %d: want 1 or more pods", r.Count)
-	}
-	return nil
-}
-
 // ProvisionerOptions configures a Provisioner.
 type ProvisionerOptions struct {
 	Client  clientset.Interface
@@ -160,11 +115,13 @@ func (p *Provisioner) HasAPI() (bool, error) {
 // Provision creates, in the team's namespace, a PodTemplate of the
 // workload's pod shape and a ProvisioningRequest of class
 // ClassAtomicScaleUp for Count such pods, both labelled gpufleet.io/managed,
-// workload, team and pool, and returns the request's name. If a request
+// workload, team and pool, and returns the request's name. The pods select
+// the request's PoolSelector, or when it is empty the pool label
+// (Options.PoolLabel) set to its Pool. If a request
 // of this workload for this pool exists already and has not failed (a
 // server that restarted), it returns that one instead. It fails with
 // ErrNoProvisioningAPI when the cluster has no such API.
-func (p *Provisioner) Provision(ctx context.Context, req ProvisionRequest) (string, error) {
+func (p *Provisioner) Provision(ctx context.Context, req core.ProvisionRequest) (string, error) {
 	if err := req.Validate(); err != nil {
 		return "", err
 	}
@@ -190,7 +147,7 @@ func (p *Provisioner) Provision(ctx context.Context, req ProvisionRequest) (stri
 	}
 	if existing != nil {
 		for _, it := range existing.Items {
-			if st, _ := stateOf(&it); st != ProvisionFailed && it.GetDeletionTimestamp() == nil {
+			if st, _ := stateOf(&it); st != core.ProvisionFailed && it.GetDeletionTimestamp() == nil {
 				return it.GetName(), nil
 			}
 		}
@@ -248,7 +205,7 @@ func (p *Provisioner) Provision(ctx context.Context, req ProvisionRequest) (stri
 // labels, the workload's own (gpufleet's well-known ones left out) and
 // the GPU model's product label, so that the autoscaler picks a node
 // group whose nodes gpufleet puts in the pool.
-func (p *Provisioner) podTemplate(req ProvisionRequest, ns string, labels map[string]string) *corev1.PodTemplate {
+func (p *Provisioner) podTemplate(req core.ProvisionRequest, ns string, labels map[string]string) *corev1.PodTemplate {
 	sel := maps.Clone(req.NodeSelector)
 	if sel == nil {
 		sel = map[string]string{}
@@ -296,14 +253,16 @@ func (p *Provisioner) podTemplate(req ProvisionRequest, ns string, labels map[st
 // ProvisionStatus reads a request's conditions: Failed (Failed=True, or
 // CapacityRevoked=True, or the request is gone), else Provisioned
 // (Provisioned=True), else Pending; the message is the deciding
-// condition's reason and message.
-func (p *Provisioner) ProvisionStatus(ctx context.Context, ns, name string) (ProvisionState, string, error) {
+// condition's reason and message. The request is looked for in the
+// namespace of req's team.
+func (p *Provisioner) ProvisionStatus(ctx context.Context, req core.ProvisionRequest, name string) (core.ProvisionState, string, error) {
+	ns := p.Namespace(req.Team)
 	obj, err := p.opts.Dynamic.Resource(ProvisioningGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		if ok, derr := p.HasAPI(); derr == nil && !ok {
 			return "", "", fmt.Errorf("provisioning request %s/%s: %w", ns, name, ErrNoProvisioningAPI)
 		}
-		return ProvisionFailed, fmt.Sprintf("provisioning request %s/%s no longer exists", ns, name), nil
+		return core.ProvisionFailed, fmt.Sprintf("provisioning request %s/%s no longer exists", ns, name), nil
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("provisioning request %s/%s: %w", ns, name, err)
@@ -315,7 +274,8 @@ func (p *Provisioner) ProvisionStatus(ctx context.Context, ns, name string) (Pro
 // DeleteProvision deletes a request and its PodTemplate; one already gone
 // is no error. The pods it was for are the executor's to delete; the
 // cluster's autoscaler scales the nodes down once they are unneeded.
-func (p *Provisioner) DeleteProvision(ctx context.Context, ns, name string) error {
+func (p *Provisioner) DeleteProvision(ctx context.Context, req core.ProvisionRequest, name string) error {
+	ns := p.Namespace(req.Team)
 	bg := metav1.DeletePropagationBackground
 	err := p.opts.Dynamic.Resource(ProvisioningGVR).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -329,7 +289,7 @@ func (p *Provisioner) DeleteProvision(ctx context.Context, ns, name string) erro
 }
 
 // stateOf reads the conditions of a request.
-func stateOf(obj *unstructured.Unstructured) (ProvisionState, string) {
+func stateOf(obj *unstructured.Unstructured) (core.ProvisionState, string) {
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	get := func(typ string) (bool, string) {
 		for _, c := range conds {
@@ -344,19 +304,19 @@ func stateOf(obj *unstructured.Unstructured) (ProvisionState, string) {
 		return false, ""
 	}
 	if ok, msg := get("Failed"); ok {
-		return ProvisionFailed, msg
+		return core.ProvisionFailed, msg
 	}
 	if ok, msg := get("CapacityRevoked"); ok {
-		return ProvisionFailed, msg
+		return core.ProvisionFailed, msg
 	}
 	if ok, msg := get("Provisioned"); ok {
-		return ProvisionProvisioned, msg
+		return core.ProvisionProvisioned, msg
 	}
 	_, msg := get("Provisioned")
 	if msg == "" {
 		_, msg = get("Accepted")
 	}
-	return ProvisionPending, msg
+	return core.ProvisionPending, msg
 }
 
 func (p *Provisioner) ensureNamespace(ctx context.Context, ns string) error {
@@ -378,7 +338,7 @@ func (p *Provisioner) ensureNamespace(ctx context.Context, ns string) error {
 
 // provisionName names a request and its template:
 // "gpufleet-<workload>-<pool>-<random>", a DNS label.
-func provisionName(req ProvisionRequest) string {
+func provisionName(req core.ProvisionRequest) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	base := dnsLabel("gpufleet-" + string(req.Workload) + "-" + req.Pool)

@@ -14,6 +14,8 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 // newFakeProvisioner is a Provisioner on fake clients; withAPI says
@@ -38,7 +40,7 @@ func newFakeProvisioner(t *testing.T, withAPI bool) (*Provisioner, *fake.Clients
 
 func TestProvisionNoAPI(t *testing.T) {
 	p, client, _ := newFakeProvisioner(t, false)
-	_, err := p.Provision(t.Context(), ProvisionRequest{Pool: "cloud", Team: "ml", Workload: "w1", GPUs: 1, Count: 1})
+	_, err := p.Provision(t.Context(), core.ProvisionRequest{Pool: "cloud", Team: "ml", Workload: "w1", GPUs: 1, Count: 1})
 	if !errors.Is(err, ErrNoProvisioningAPI) {
 		t.Fatalf("Provision without the CRD = %v; want ErrNoProvisioningAPI", err)
 	}
@@ -53,13 +55,13 @@ func TestProvisionNoAPI(t *testing.T) {
 func TestProvisionValidate(t *testing.T) {
 	p, _, _ := newFakeProvisioner(t, true)
 	for _, tc := range []struct {
-		req  ProvisionRequest
+		req  core.ProvisionRequest
 		want string
 	}{
-		{ProvisionRequest{Team: "ml", Workload: "w", GPUs: 1, Count: 1}, "pool"},
-		{ProvisionRequest{Pool: "c", GPUs: 1, Count: 1}, "workload"},
-		{ProvisionRequest{Pool: "c", Workload: "w", Count: 1}, "gpus"},
-		{ProvisionRequest{Pool: "c", Workload: "w", GPUs: 1}, "count"},
+		{core.ProvisionRequest{Team: "ml", Workload: "w", GPUs: 1, Count: 1}, "pool"},
+		{core.ProvisionRequest{Pool: "c", GPUs: 1, Count: 1}, "workload"},
+		{core.ProvisionRequest{Pool: "c", Workload: "w", Count: 1}, "gpus"},
+		{core.ProvisionRequest{Pool: "c", Workload: "w", GPUs: 1}, "count"},
 	} {
 		if _, err := p.Provision(t.Context(), tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Provision(%+v) = %v; want an error naming %s", tc.req, err, tc.want)
@@ -70,7 +72,7 @@ func TestProvisionValidate(t *testing.T) {
 func TestProvisionObjects(t *testing.T) {
 	p, client, dyn := newFakeProvisioner(t, true)
 	ctx := t.Context()
-	req := ProvisionRequest{
+	req := core.ProvisionRequest{
 		Pool: "cloud", Team: "ml", Workload: "wl-Abc", GPUs: 4, Count: 2, GPUModel: "NVIDIA H100 80GB HBM3",
 		NodeSelector: map[string]string{"zone": "a", "gpufleet.io/region": "us-east"}, MilliCPU: 8000, MemoryMiB: 1024,
 	}
@@ -122,14 +124,14 @@ func TestProvisionObjects(t *testing.T) {
 	}
 
 	// Pending until the autoscaler says otherwise, then its verdict.
-	if st, _, err := p.ProvisionStatus(ctx, "t-ml", name); err != nil || st != ProvisionPending {
+	if st, _, err := p.ProvisionStatus(ctx, req, name); err != nil || st != core.ProvisionPending {
 		t.Errorf("status of a new request = %q, %v; want Pending", st, err)
 	}
 	setConditions(t, dyn, pr, cond("Accepted", "True", "Ok", ""), cond("Provisioned", "True", "Done", "2 nodes"))
-	if st, msg, err := p.ProvisionStatus(ctx, "t-ml", name); err != nil || st != ProvisionProvisioned || msg != "Provisioned: Done: 2 nodes" {
+	if st, msg, err := p.ProvisionStatus(ctx, req, name); err != nil || st != core.ProvisionProvisioned || msg != "Provisioned: Done: 2 nodes" {
 		t.Errorf("status = %q %q %v; want Provisioned with the condition's words", st, msg, err)
 	}
-	if err := p.DeleteProvision(ctx, "t-ml", name); err != nil {
+	if err := p.DeleteProvision(ctx, req, name); err != nil {
 		t.Fatal(err)
 	}
 	// A pool known by its configured selector: the template selects its
@@ -148,7 +150,7 @@ func TestProvisionObjects(t *testing.T) {
 	if diff := cmp.Diff(wantSel, tpl2.Template.Spec.NodeSelector); diff != "" {
 		t.Errorf("node selector of a pool with a selector (-want +got):\n%s", diff)
 	}
-	if st, _, err := p.ProvisionStatus(ctx, "t-ml", name); err != nil || st != ProvisionFailed {
+	if st, _, err := p.ProvisionStatus(ctx, req, name); err != nil || st != core.ProvisionFailed {
 		t.Errorf("status of a deleted request = %q, %v; want Failed", st, err)
 	}
 	if _, err := client.CoreV1().PodTemplates("t-ml").Get(ctx, name, metav1.GetOptions{}); err == nil {
@@ -175,17 +177,17 @@ func TestProvisionStateOf(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		conds []any
-		want  ProvisionState
+		want  core.ProvisionState
 		msg   string
 	}{
-		{"none", nil, ProvisionPending, ""},
-		{"accepted", []any{cond("Accepted", "True", "Ok", "queued")}, ProvisionPending, "Accepted: Ok: queued"},
-		{"not yet", []any{cond("Provisioned", "False", "Waiting", "scaling up")}, ProvisionPending, "Provisioned: Waiting: scaling up"},
-		{"provisioned", []any{cond("Provisioned", "True", "Done", "")}, ProvisionProvisioned, "Provisioned: Done"},
-		{"booking expired keeps the nodes", []any{cond("Provisioned", "True", "Done", ""), cond("BookingExpired", "True", "Expired", "")}, ProvisionProvisioned, "Provisioned: Done"},
-		{"failed wins", []any{cond("Provisioned", "True", "Done", ""), cond("Failed", "True", "OutOfStock", "no H100")}, ProvisionFailed, "Failed: OutOfStock: no H100"},
-		{"revoked", []any{cond("Provisioned", "True", "Done", ""), cond("CapacityRevoked", "True", "Gone", "")}, ProvisionFailed, "CapacityRevoked: Gone"},
-		{"failed false", []any{cond("Failed", "False", "No", "")}, ProvisionPending, ""},
+		{"none", nil, core.ProvisionPending, ""},
+		{"accepted", []any{cond("Accepted", "True", "Ok", "queued")}, core.ProvisionPending, "Accepted: Ok: queued"},
+		{"not yet", []any{cond("Provisioned", "False", "Waiting", "scaling up")}, core.ProvisionPending, "Provisioned: Waiting: scaling up"},
+		{"provisioned", []any{cond("Provisioned", "True", "Done", "")}, core.ProvisionProvisioned, "Provisioned: Done"},
+		{"booking expired keeps the nodes", []any{cond("Provisioned", "True", "Done", ""), cond("BookingExpired", "True", "Expired", "")}, core.ProvisionProvisioned, "Provisioned: Done"},
+		{"failed wins", []any{cond("Provisioned", "True", "Done", ""), cond("Failed", "True", "OutOfStock", "no H100")}, core.ProvisionFailed, "Failed: OutOfStock: no H100"},
+		{"revoked", []any{cond("Provisioned", "True", "Done", ""), cond("CapacityRevoked", "True", "Gone", "")}, core.ProvisionFailed, "CapacityRevoked: Gone"},
+		{"failed false", []any{cond("Failed", "False", "No", "")}, core.ProvisionPending, ""},
 	} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": tc.conds}}}
 		if tc.conds == nil {

@@ -1,4 +1,4 @@
-package control
+package burst
 
 import (
 	"cmp"
@@ -15,45 +15,17 @@ import (
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
-// ProvisionState is what became of a request for capacity.
-type ProvisionState string
-
-const (
-	ProvisionPending     ProvisionState = "Pending"     // not yet answered
-	ProvisionProvisioned ProvisionState = "Provisioned" // the nodes exist
-	ProvisionFailed      ProvisionState = "Failed"      // refused, revoked or gone
-)
-
-// ProvisionRequest asks a burst pool of a cluster for the nodes of one
-// workload: Count pods of GPUs whole devices each (one for a fraction),
-// of GPUModel when the workload allows only one, on nodes with the
-// workload's node selector.
-type ProvisionRequest struct {
-	Cluster, Pool string
-	Team          core.TeamName
-	Workload      core.WorkloadID
-	GPUs          int // per pod
-	Count         int // pods
-	GPUModel      string
-	NodeSelector  map[string]string
-	// PoolSelector holds the labels that put a node in the pool
-	// (ElasticPool.Selector), for the new nodes to carry.
-	PoolSelector map[string]string
-	// MilliCPU and MemoryMiB per pod, when the workload asks for them.
-	MilliCPU, MemoryMiB int64
-}
-
 // Provisioner asks a cluster for capacity (the kubernetes executor does
 // it with ProvisioningRequests). Each call gets the request it is about,
 // so that one implementation may serve several clusters and find the
 // namespace from the team.
 type Provisioner interface {
 	// Provision asks for the capacity and returns the request's name.
-	Provision(ctx context.Context, req ProvisionRequest) (string, error)
+	Provision(ctx context.Context, req core.ProvisionRequest) (string, error)
 	// ProvisionStatus says what became of it, with the cluster's words.
-	ProvisionStatus(ctx context.Context, req ProvisionRequest, name string) (ProvisionState, string, error)
+	ProvisionStatus(ctx context.Context, req core.ProvisionRequest, name string) (core.ProvisionState, string, error)
 	// DeleteProvision withdraws it; one already gone is no error.
-	DeleteProvision(ctx context.Context, req ProvisionRequest, name string) error
+	DeleteProvision(ctx context.Context, req core.ProvisionRequest, name string) error
 }
 
 // ElasticPool is what the reconciler knows of a pool.
@@ -132,10 +104,10 @@ type Elastic struct {
 
 // elasticWL is what the reconciler remembers of one workload.
 type elasticWL struct {
-	req      ProvisionRequest // of the live request; Pool "" when none
+	req      core.ProvisionRequest // of the live request; Pool "" when none
 	name     string
 	asked    time.Time
-	state    ProvisionState
+	state    core.ProvisionState
 	message  string
 	failures int
 	blocked  map[string]time.Time // pool → not asked again before
@@ -178,7 +150,7 @@ type ElasticRequest struct {
 	Cluster  string
 	Pool     string
 	Name     string
-	State    ProvisionState
+	State    core.ProvisionState
 	Message  string
 	Asked    time.Time
 }
@@ -237,7 +209,7 @@ func (e *Elastic) Step(ctx context.Context) error {
 	// Live requests: read what became of them.
 	for _, id := range slices.Sorted(maps.Keys(e.byWL)) {
 		st := e.byWL[id]
-		if st.name == "" || st.state == ProvisionProvisioned {
+		if st.name == "" || st.state == core.ProvisionProvisioned {
 			continue
 		}
 		p := e.opts.Provisioners[st.req.Cluster]
@@ -251,9 +223,9 @@ func (e *Elastic) Step(ctx context.Context) error {
 		}
 		st.state, st.message = state, msg
 		switch {
-		case state == ProvisionProvisioned:
+		case state == core.ProvisionProvisioned:
 			e.log.Info("capacity provisioned", "workload", id, "pool", st.req.Pool, "request", st.name, "message", msg)
-		case state == ProvisionFailed:
+		case state == core.ProvisionFailed:
 			e.fail(ctx, st, now, "failed: "+msg, keep)
 		case now.Sub(st.asked) >= e.opts.Timeout:
 			e.fail(ctx, st, now, fmt.Sprintf("no answer after %s", e.opts.Timeout), keep)
@@ -293,7 +265,7 @@ func (e *Elastic) Step(ctx context.Context) error {
 			st.block(pool, now, e.opts)
 			continue
 		}
-		st.req, st.name, st.asked, st.state, st.message = req, name, now, ProvisionPending, ""
+		st.req, st.name, st.asked, st.state, st.message = req, name, now, core.ProvisionPending, ""
 		e.log.Info("capacity asked", "workload", w.ID, "cluster", req.Cluster, "pool", pool, "request", name, "pods", req.Count, "gpus", req.GPUs)
 	}
 	return first
@@ -320,7 +292,7 @@ func (e *Elastic) withdraw(ctx context.Context, st *elasticWL, why string) error
 		return fmt.Errorf("delete provisioning request %s for %s in pool %s: %w", st.name, st.req.Workload, st.req.Pool, err)
 	}
 	e.log.Info("capacity request withdrawn", "workload", st.req.Workload, "pool", st.req.Pool, "request", st.name, "why", why)
-	st.req, st.name, st.state, st.message = ProvisionRequest{}, "", "", ""
+	st.req, st.name, st.state, st.message = core.ProvisionRequest{}, "", "", ""
 	return nil
 }
 
@@ -490,9 +462,9 @@ func cloneUsage(u *core.NodeUsage) *core.NodeUsage {
 // one model of the fleet's devices that w allows, named in full ("H100"
 // may stand for "NVIDIA H100 80GB HBM3", which a node's labels carry);
 // else w's own when it lists one; else none.
-func provisionRequest(snap *core.Snapshot, w *core.Workload, pool string, p ElasticPool) ProvisionRequest {
+func provisionRequest(snap *core.Snapshot, w *core.Workload, pool string, p ElasticPool) core.ProvisionRequest {
 	r := w.Request
-	req := ProvisionRequest{
+	req := core.ProvisionRequest{
 		Cluster: p.Cluster, Pool: pool, PoolSelector: maps.Clone(p.Selector), Team: w.Team, Workload: w.ID,
 		GPUs: max(1, r.WholeGPUs()), Count: r.Count(),
 		NodeSelector: maps.Clone(r.NodeSelector), MilliCPU: r.MilliCPU, MemoryMiB: r.MemoryMiB,

@@ -1,4 +1,4 @@
-package control_test
+package burst_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufleet/gpufleet/internal/control"
+	"github.com/gpufleet/gpufleet/internal/burst"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/store"
@@ -18,20 +18,20 @@ import (
 // same store and clock; work of class training may burst at once.
 type releaseEnv struct {
 	*elasticEnv
-	rel *control.Releaser
+	rel *burst.Releaser
 }
 
 func newReleaseEnv(t *testing.T) *releaseEnv {
 	t.Helper()
-	x := &releaseEnv{elasticEnv: newElasticEnv(t, func(o *control.ElasticOptions) { o.Policy.After = 0 })}
+	x := &releaseEnv{elasticEnv: newElasticEnv(t, func(o *burst.ElasticOptions) { o.Policy.After = 0 })}
 	x.rel = x.releaser()
 	return x
 }
 
 // releaser is a Releaser of the env's store and clock, as a new leader
 // would make it.
-func (x *releaseEnv) releaser() *control.Releaser {
-	return control.NewReleaser(x.store, control.ReleaseOptions{
+func (x *releaseEnv) releaser() *burst.Releaser {
+	return burst.NewReleaser(x.store, burst.ReleaseOptions{
 		After:  10 * time.Minute,
 		Policy: sched.BurstPolicy{Classes: []string{"training"}},
 		Now:    func() time.Time { return x.now },
@@ -171,7 +171,7 @@ func TestReleaseIdleBurstNode(t *testing.T) {
 
 	x.advance(time.Minute + time.Second)
 	x.releaseStep()
-	x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeCordoned, burst.ReasonIdleReleased)
 	if x.schedulable("b0") {
 		t.Error("a released node is schedulable")
 	}
@@ -182,7 +182,7 @@ func TestReleaseIdleBurstNode(t *testing.T) {
 	if len(evs) != 1 {
 		t.Fatalf("events of b0 %+v; want one", evs)
 	}
-	if e := evs[0]; e.Reason != control.ReasonIdleReleased || e.From != core.NodeReady || e.To != core.NodeCordoned || !strings.Contains(e.Message, "10m0s") || !e.Time.Equal(x.now) {
+	if e := evs[0]; e.Reason != burst.ReasonIdleReleased || e.From != core.NodeReady || e.To != core.NodeCordoned || !strings.Contains(e.Message, "10m0s") || !e.Time.Equal(x.now) {
 		t.Errorf("event %+v; want IdleReleased, Ready → Cordoned, naming idleRelease, now", e)
 	}
 	var found bool
@@ -220,7 +220,7 @@ func TestReleaseIdleTimeFromStore(t *testing.T) {
 	x.finish(w)
 	x.advance(time.Minute)
 	x.releaseStep() // +22m
-	x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeCordoned, burst.ReasonIdleReleased)
 	x.wantState("b1", core.NodeReady, "") // idle for 1 minute only
 
 	// A restart at +25m: nothing remembered, every node written again.
@@ -233,11 +233,11 @@ func TestReleaseIdleTimeFromStore(t *testing.T) {
 	x.wantState("b1", core.NodeReady, "")
 	x.advance(time.Minute)
 	x.releaseStep() // +31m1s
-	x.wantState("b1", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b1", core.NodeCordoned, burst.ReasonIdleReleased)
 	x.wantState("b2", core.NodeReady, "")
 	x.advance(4 * time.Minute)
 	x.releaseStep() // +35m1s: 10m1s after the rewrite
-	x.wantState("b2", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b2", core.NodeCordoned, burst.ReasonIdleReleased)
 }
 
 // A node that ran no work is in service for idleRelease before it is
@@ -265,7 +265,7 @@ func TestReleaseWaitsForNewNodes(t *testing.T) {
 	x.wantState("b0", core.NodeReady, "by hand")
 	x.advance(5 * time.Minute)
 	x.releaseStep()
-	x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeCordoned, burst.ReasonIdleReleased)
 
 	// Not released: cordoned by an operator, not ready, not schedulable in
 	// its cluster, a qualification asked for.
@@ -302,8 +302,8 @@ func (x *releaseEnv) releaseTwo() {
 	x.burstNode("b1", "cheap", 2, nil)
 	x.advance(10 * time.Minute)
 	x.releaseStep()
-	x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
-	x.wantState("b1", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeCordoned, burst.ReasonIdleReleased)
+	x.wantState("b1", core.NodeCordoned, burst.ReasonIdleReleased)
 }
 
 // Work that may burst and fits the released nodes takes them back: the
@@ -319,7 +319,7 @@ func TestReleaseTakenBackForWaitingWork(t *testing.T) {
 	x.waiting(sched.ReasonQuotaLimit, nil)
 	x.releaseStep()
 	x.step()
-	x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeCordoned, burst.ReasonIdleReleased)
 	if n := x.prov.askedCount(); n != 0 {
 		t.Fatalf("asked %d", n)
 	}
@@ -332,15 +332,15 @@ func TestReleaseTakenBackForWaitingWork(t *testing.T) {
 	}
 	x.advance(time.Second)
 	x.releaseStep()
-	x.wantState("b0", core.NodeReady, control.ReasonTakenBack)
-	x.wantState("b1", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeReady, burst.ReasonTakenBack)
+	x.wantState("b1", core.NodeCordoned, burst.ReasonIdleReleased)
 	if !x.schedulable("b0") {
 		t.Error("b0 taken back but not schedulable")
 	}
 	evs := x.events("b0")
 	// The event is served to every caller: it names no workload (the
 	// waiting one may be another team's); the audit entry (admins) does.
-	if e := evs[len(evs)-1]; e.Reason != control.ReasonTakenBack || e.From != core.NodeCordoned || e.To != core.NodeReady || strings.Contains(e.Message, string(w.ID)) {
+	if e := evs[len(evs)-1]; e.Reason != burst.ReasonTakenBack || e.From != core.NodeCordoned || e.To != core.NodeReady || strings.Contains(e.Message, string(w.ID)) {
 		t.Errorf("last event %+v; want TakenBack, Cordoned → Ready, not naming %s", e, w.ID)
 	}
 	var found bool
@@ -358,10 +358,10 @@ func TestReleaseTakenBackForWaitingWork(t *testing.T) {
 	x.finish(w)
 	x.advance(9 * time.Minute)
 	x.releaseStep()
-	x.wantState("b0", core.NodeReady, control.ReasonTakenBack)
+	x.wantState("b0", core.NodeReady, burst.ReasonTakenBack)
 	x.advance(time.Minute + time.Second)
 	x.releaseStep()
-	x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeCordoned, burst.ReasonIdleReleased)
 }
 
 // Work whose replicas do not all fit takes nothing back, and the Elastic
@@ -372,8 +372,8 @@ func TestReleaseNotTakenBackWithoutRoom(t *testing.T) {
 	// 3 replicas of 2 GPUs on two nodes of 2: no room in cheap.
 	x.waiting(sched.ReasonUnschedulable, func(w *core.Workload) { w.Request = core.Request{MilliGPU: 2000, Replicas: 3} })
 	x.releaseStep()
-	x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
-	x.wantState("b1", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeCordoned, burst.ReasonIdleReleased)
+	x.wantState("b1", core.NodeCordoned, burst.ReasonIdleReleased)
 	x.step()
 	if n := x.prov.askedCount(); n != 1 || x.prov.asked[0].Pool != "cheap" {
 		t.Fatalf("asked %+v; want cheap once", x.prov.asked)
@@ -388,8 +388,8 @@ func TestReleaseNotTakenBackWithoutRoom(t *testing.T) {
 		t.Fatalf("asked %+v; want nothing", y.prov.asked)
 	}
 	y.releaseStep()
-	y.wantState("b0", core.NodeReady, control.ReasonTakenBack)
-	y.wantState("b1", core.NodeReady, control.ReasonTakenBack)
+	y.wantState("b0", core.NodeReady, burst.ReasonTakenBack)
+	y.wantState("b1", core.NodeReady, burst.ReasonTakenBack)
 }
 
 // A released node that its cluster removed is taken back once, is then
@@ -400,7 +400,7 @@ func TestReleaseGoneNode(t *testing.T) {
 	x.burstNode("b0", "cheap", 2, nil)
 	x.advance(10 * time.Minute)
 	x.releaseStep()
-	x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeCordoned, burst.ReasonIdleReleased)
 	// The autoscaler removes it: the cluster's sync rewrites it not
 	// schedulable (nodeSync.put of a node that left).
 	x.advance(time.Minute)
@@ -411,7 +411,7 @@ func TestReleaseGoneNode(t *testing.T) {
 		t.Fatalf("asked %d; want the released node counted", n)
 	}
 	x.releaseStep()
-	x.wantState("b0", core.NodeReady, control.ReasonTakenBack)
+	x.wantState("b0", core.NodeReady, burst.ReasonTakenBack)
 	if x.schedulable("b0") {
 		t.Fatal("a node its cluster no longer lists is schedulable")
 	}
@@ -438,26 +438,26 @@ func TestReleaseTakenBackBusyOrNotBurst(t *testing.T) {
 	// The race's outcome: released while the placement committed.
 	for _, n := range []core.NodeName{"b0", "b1"} {
 		if _, err := x.store.UpdateNodeStatus(context.Background(), n, x.now, func(_ *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
-			st.State, st.Reason = core.NodeCordoned, control.ReasonIdleReleased
+			st.State, st.Reason = core.NodeCordoned, burst.ReasonIdleReleased
 			return nil, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	x.releaseStep()
-	x.wantState("b0", core.NodeReady, control.ReasonTakenBack)
-	x.wantState("b1", core.NodeCordoned, control.ReasonIdleReleased)
+	x.wantState("b0", core.NodeReady, burst.ReasonTakenBack)
+	x.wantState("b1", core.NodeCordoned, burst.ReasonIdleReleased)
 	if evs := x.events("b0"); len(evs) != 1 || !strings.Contains(evs[0].Message, "work was placed") {
 		t.Errorf("events of b0 %+v", evs)
 	}
 	x.burstNode("b1", "cheap", 2, func(n *core.Node) { n.PoolKind = core.PoolOnDemand })
 	x.releaseStep()
-	x.wantState("b1", core.NodeReady, control.ReasonTakenBack)
+	x.wantState("b1", core.NodeReady, burst.ReasonTakenBack)
 }
 
 func TestReleaseOff(t *testing.T) {
 	x := newReleaseEnv(t)
-	x.rel = control.NewReleaser(x.store, control.ReleaseOptions{Policy: sched.BurstPolicy{Classes: []string{"training"}}, Now: func() time.Time { return x.now }})
+	x.rel = burst.NewReleaser(x.store, burst.ReleaseOptions{Policy: sched.BurstPolicy{Classes: []string{"training"}}, Now: func() time.Time { return x.now }})
 	x.burstNode("b0", "cheap", 2, nil)
 	x.advance(24 * time.Hour)
 	x.releaseStep()
@@ -481,9 +481,9 @@ func TestReleaseTakeBackCheapestPool(t *testing.T) {
 			x.burstNode("b0", "cheap", 2, nil)
 			x.advance(10 * time.Minute)
 			x.releaseStep()
-			x.wantState("b0", core.NodeCordoned, control.ReasonIdleReleased)
+			x.wantState("b0", core.NodeCordoned, burst.ReasonIdleReleased)
 			x.burstNode("d0", "dear", 2, nil)
-			x.rel = control.NewReleaser(x.store, control.ReleaseOptions{After: 10 * time.Minute,
+			x.rel = burst.NewReleaser(x.store, burst.ReleaseOptions{After: 10 * time.Minute,
 				Policy: sched.BurstPolicy{Classes: []string{"training"}, Prices: tc.prices}, Now: func() time.Time { return x.now }})
 			x.waiting(sched.ReasonUnschedulable, func(w *core.Workload) { w.Request = core.Request{MilliGPU: 2000} })
 			x.releaseStep()

@@ -1,4 +1,4 @@
-package control_test
+package burst_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufleet/gpufleet/internal/control"
+	"github.com/gpufleet/gpufleet/internal/burst"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/sched"
 	"github.com/gpufleet/gpufleet/internal/store"
@@ -24,15 +24,15 @@ type memProvisioner struct {
 	mu      sync.Mutex
 	n       int
 	live    map[string]*memRequest
-	asked   []control.ProvisionRequest // every Provision, in order
+	asked   []core.ProvisionRequest // every Provision, in order
 	deleted []string
 	refuse  map[string]error // pool → Provision fails
-	onAsk   func(name string, req control.ProvisionRequest)
+	onAsk   func(name string, req core.ProvisionRequest)
 }
 
 type memRequest struct {
-	req   control.ProvisionRequest
-	state control.ProvisionState
+	req   core.ProvisionRequest
+	state core.ProvisionState
 	msg   string
 }
 
@@ -40,7 +40,7 @@ func newMemProvisioner() *memProvisioner {
 	return &memProvisioner{live: map[string]*memRequest{}, refuse: map[string]error{}}
 }
 
-func (m *memProvisioner) Provision(_ context.Context, req control.ProvisionRequest) (string, error) {
+func (m *memProvisioner) Provision(_ context.Context, req core.ProvisionRequest) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.refuse[req.Pool]; err != nil {
@@ -48,7 +48,7 @@ func (m *memProvisioner) Provision(_ context.Context, req control.ProvisionReque
 	}
 	m.n++
 	name := fmt.Sprintf("pr-%s-%s-%d", req.Workload, req.Pool, m.n)
-	m.live[name] = &memRequest{req: req, state: control.ProvisionPending}
+	m.live[name] = &memRequest{req: req, state: core.ProvisionPending}
 	m.asked = append(m.asked, req)
 	if m.onAsk != nil {
 		m.onAsk(name, req)
@@ -56,12 +56,12 @@ func (m *memProvisioner) Provision(_ context.Context, req control.ProvisionReque
 	return name, nil
 }
 
-func (m *memProvisioner) ProvisionStatus(_ context.Context, req control.ProvisionRequest, name string) (control.ProvisionState, string, error) {
+func (m *memProvisioner) ProvisionStatus(_ context.Context, req core.ProvisionRequest, name string) (core.ProvisionState, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.live[name]
 	if r == nil {
-		return control.ProvisionFailed, "no such request", nil
+		return core.ProvisionFailed, "no such request", nil
 	}
 	if r.req.Workload != req.Workload || r.req.Pool != req.Pool {
 		return "", "", fmt.Errorf("request %s is of %s/%s, asked about %s/%s", name, r.req.Workload, r.req.Pool, req.Workload, req.Pool)
@@ -69,7 +69,7 @@ func (m *memProvisioner) ProvisionStatus(_ context.Context, req control.Provisio
 	return r.state, r.msg, nil
 }
 
-func (m *memProvisioner) DeleteProvision(_ context.Context, _ control.ProvisionRequest, name string) error {
+func (m *memProvisioner) DeleteProvision(_ context.Context, _ core.ProvisionRequest, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.live[name] != nil {
@@ -80,7 +80,7 @@ func (m *memProvisioner) DeleteProvision(_ context.Context, _ control.ProvisionR
 }
 
 // answer sets the state of the one live request for pool.
-func (m *memProvisioner) answer(t *testing.T, pool string, st control.ProvisionState, msg string) {
+func (m *memProvisioner) answer(t *testing.T, pool string, st core.ProvisionState, msg string) {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -119,12 +119,12 @@ type elasticEnv struct {
 	store *store.Store
 	now   time.Time
 	prov  *memProvisioner
-	el    *control.Elastic
+	el    *burst.Elastic
 }
 
 var e0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
-func newElasticEnv(t *testing.T, edit func(*control.ElasticOptions)) *elasticEnv {
+func newElasticEnv(t *testing.T, edit func(*burst.ElasticOptions)) *elasticEnv {
 	t.Helper()
 	ctx := context.Background()
 	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "gpufleet.db"))
@@ -136,14 +136,14 @@ func newElasticEnv(t *testing.T, edit func(*control.ElasticOptions)) *elasticEnv
 		t.Fatal(err)
 	}
 	x := &elasticEnv{t: t, store: s, now: e0, prov: newMemProvisioner()}
-	opts := control.ElasticOptions{
+	opts := burst.ElasticOptions{
 		Policy: sched.BurstPolicy{After: 2 * time.Minute, Classes: []string{"training"}},
-		Pools: map[string]control.ElasticPool{
+		Pools: map[string]burst.ElasticPool{
 			"onprem": {Cluster: "local", Kind: core.PoolOwned, Region: "eu-west"},
 			"cheap":  {Cluster: "k8s", Kind: core.PoolBurst, Region: "us-east", Price: 2, Selector: map[string]string{"nodepool": "cheap"}},
 			"dear":   {Cluster: "k8s", Kind: core.PoolBurst, Region: "us-west", Price: 3.5},
 		},
-		Provisioners: map[string]control.Provisioner{"k8s": x.prov},
+		Provisioners: map[string]burst.Provisioner{"k8s": x.prov},
 		Timeout:      5 * time.Minute,
 		Backoff:      time.Minute,
 		MaxBackoff:   4 * time.Minute,
@@ -152,7 +152,7 @@ func newElasticEnv(t *testing.T, edit func(*control.ElasticOptions)) *elasticEnv
 	if edit != nil {
 		edit(&opts)
 	}
-	x.el = control.NewElastic(s, opts)
+	x.el = burst.NewElastic(s, opts)
 	return x
 }
 
@@ -223,12 +223,12 @@ func TestElasticAsksCheapestOnceThenFailsOver(t *testing.T) {
 	if req.Workload != w.ID || req.Team != "a" || req.Cluster != "k8s" || req.GPUs != 2 || req.Count != 2 {
 		t.Errorf("request %+v; want 2 pods of 2 GPUs of workload %s, team a, cluster k8s", req, w.ID)
 	}
-	if r := x.el.Requests(); len(r) != 1 || r[0].State != control.ProvisionPending || r[0].Pool != "cheap" {
+	if r := x.el.Requests(); len(r) != 1 || r[0].State != core.ProvisionPending || r[0].Pool != "cheap" {
 		t.Errorf("Requests() = %+v; want one Pending for cheap", r)
 	}
 
 	// cheap fails: withdrawn, and dear is asked.
-	x.prov.answer(t, "cheap", control.ProvisionFailed, "Failed: OutOfStock")
+	x.prov.answer(t, "cheap", core.ProvisionFailed, "Failed: OutOfStock")
 	x.step()
 	x.step()
 	if got := x.prov.livePools(); !slices.Equal(got, []string{"dear"}) {
@@ -252,7 +252,7 @@ func TestElasticAsksCheapestOnceThenFailsOver(t *testing.T) {
 
 	// cheap fails again (third failure: 4 minutes' backoff), dear backs
 	// off 2 minutes since its timeout: nothing to ask for a while.
-	x.prov.answer(t, "cheap", control.ProvisionFailed, "Failed: again")
+	x.prov.answer(t, "cheap", core.ProvisionFailed, "Failed: again")
 	x.step()
 	x.step()
 	if got := x.prov.livePools(); len(got) != 0 {
@@ -266,10 +266,10 @@ func TestElasticAsksCheapestOnceThenFailsOver(t *testing.T) {
 }
 
 func TestElasticProvisionedThenStarts(t *testing.T) {
-	x := newElasticEnv(t, func(o *control.ElasticOptions) { o.Policy.After = 0 })
+	x := newElasticEnv(t, func(o *burst.ElasticOptions) { o.Policy.After = 0 })
 	w := x.waiting(sched.ReasonUnschedulable, nil)
 	x.step()
-	x.prov.answer(t, "cheap", control.ProvisionProvisioned, "Provisioned: 2 nodes")
+	x.prov.answer(t, "cheap", core.ProvisionProvisioned, "Provisioned: 2 nodes")
 	for range 3 {
 		x.advance(10 * time.Minute) // past the timeout: a provisioned request stays
 		x.step()
@@ -277,7 +277,7 @@ func TestElasticProvisionedThenStarts(t *testing.T) {
 	if n, live := x.prov.askedCount(), x.prov.livePools(); n != 1 || !slices.Equal(live, []string{"cheap"}) {
 		t.Fatalf("asked %d, live %v; want the one provisioned request kept", n, live)
 	}
-	if r := x.el.Requests(); len(r) != 1 || r[0].State != control.ProvisionProvisioned || r[0].Message != "Provisioned: 2 nodes" {
+	if r := x.el.Requests(); len(r) != 1 || r[0].State != core.ProvisionProvisioned || r[0].Message != "Provisioned: 2 nodes" {
 		t.Errorf("Requests() = %+v; want it Provisioned with the cluster's words", r)
 	}
 	// The nodes register and the scheduler places the workload there.
@@ -303,7 +303,7 @@ func TestElasticProvisionedThenStarts(t *testing.T) {
 }
 
 func TestElasticWithdrawsWhenCancelled(t *testing.T) {
-	x := newElasticEnv(t, func(o *control.ElasticOptions) { o.Policy.After = 0 })
+	x := newElasticEnv(t, func(o *burst.ElasticOptions) { o.Policy.After = 0 })
 	w := x.waiting(sched.ReasonUnschedulable, nil)
 	x.step()
 	if _, err := x.store.RequestStop(context.Background(), w.ID, "Cancelled", "by alice", x.now); err != nil {
@@ -325,7 +325,7 @@ func TestElasticAsksNothing(t *testing.T) {
 		reason string
 		edit   func(*core.Workload)
 		env    func(*elasticEnv)
-		opts   func(*control.ElasticOptions)
+		opts   func(*burst.ElasticOptions)
 	}{
 		{name: "class may not burst", reason: sched.ReasonUnschedulable, edit: func(w *core.Workload) { w.Priority = "batch" }},
 		{name: "quota, not capacity", reason: sched.ReasonQuotaLimit},
@@ -338,8 +338,8 @@ func TestElasticAsksNothing(t *testing.T) {
 			w.Request.NodeSelector = map[string]string{"nodepool": "other"}
 			w.Request.Regions = []string{"us-east"}
 		}},
-		{name: "no provisioner for the cluster", reason: sched.ReasonUnschedulable, opts: func(o *control.ElasticOptions) {
-			o.Provisioners = map[string]control.Provisioner{"other": newMemProvisioner()}
+		{name: "no provisioner for the cluster", reason: sched.ReasonUnschedulable, opts: func(o *burst.ElasticOptions) {
+			o.Provisioners = map[string]burst.Provisioner{"other": newMemProvisioner()}
 		}},
 		{name: "burst pools have room", reason: sched.ReasonUnschedulable, env: func(x *elasticEnv) {
 			x.node("c0", "cheap", 4) // both replicas of 2 GPUs fit
@@ -353,7 +353,7 @@ func TestElasticAsksNothing(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			x := newElasticEnv(t, func(o *control.ElasticOptions) {
+			x := newElasticEnv(t, func(o *burst.ElasticOptions) {
 				o.Policy.After = 0
 				if tc.opts != nil {
 					tc.opts(o)
@@ -372,7 +372,7 @@ func TestElasticAsksNothing(t *testing.T) {
 }
 
 func TestElasticRoomAndResidency(t *testing.T) {
-	x := newElasticEnv(t, func(o *control.ElasticOptions) { o.Policy.After = 0 })
+	x := newElasticEnv(t, func(o *burst.ElasticOptions) { o.Policy.After = 0 })
 	// cheap has one free 2-GPU node: one replica of two fits, so cheap
 	// is asked; dear is outside the residency.
 	x.node("c0", "cheap", 2)
@@ -391,7 +391,7 @@ func TestElasticRoomAndResidency(t *testing.T) {
 		t.Errorf("GPU model %q; want the fleet's full name for H100", m)
 	}
 	// cheap fails: dear may not be used, so nothing is asked.
-	x.prov.answer(t, "cheap", control.ProvisionFailed, "no")
+	x.prov.answer(t, "cheap", core.ProvisionFailed, "no")
 	x.step()
 	x.step()
 	if got := x.prov.livePools(); len(got) != 0 {
@@ -400,7 +400,7 @@ func TestElasticRoomAndResidency(t *testing.T) {
 }
 
 func TestElasticProvisionError(t *testing.T) {
-	x := newElasticEnv(t, func(o *control.ElasticOptions) { o.Policy.After = 0 })
+	x := newElasticEnv(t, func(o *burst.ElasticOptions) { o.Policy.After = 0 })
 	x.prov.refuse["cheap"] = errors.New("the cluster has no ProvisioningRequest API")
 	x.waiting(sched.ReasonUnschedulable, nil)
 	err := x.el.Step(context.Background())
