@@ -79,51 +79,24 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-	target := cmp.Or(cfg.Store, filepath.Join(cfg.DataDir, "gpufleet.db"))
-	st, err := store.OpenWith(ctx, target, store.Options{
-		// One server owns a SQLite store and writes every node through
-		// it: the decoded nodes can be kept between writes, which a cycle,
-		// a qualification step and a scrape would otherwise decode again
-		// each. Several servers share a PostgreSQL store, whose nodes
-		// another may change.
-		Cache:             !store.IsPostgres(target),
-		MaxPendingPerTeam: cfg.Limits.MaxPendingPerTeam,
-		MaxPendingPerUser: cfg.Limits.MaxPendingPerUser,
-	})
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-
 	tokenPath, err := ensureAdmin(ctx, st, cfg.DataDir)
 	if err != nil {
 		return err
 	}
-	teams := []core.TeamName{DefaultTeam}
-	if cfg.Demo {
-		teams = append(teams, DemoTeams...)
-	}
-	// The teams made here are the operator's own (the default team, the
-	// demo's): they may use every class, production included, as before
-	// teams had allowed classes. Teams created later start with the
-	// preemptible classes only, until an admin or their team-admin grants
-	// more. An existing team is left as it is.
-	var allClasses []string
-	for _, c := range cfg.PriorityClasses {
-		allClasses = append(allClasses, c.Name)
-	}
-	for _, name := range teams {
-		t := core.NewTeam(name, time.Now().UTC())
-		t.PriorityClasses = allClasses
-		if err := st.CreateTeam(ctx, t); err != nil && !errors.Is(err, core.ErrConflict) {
-			return err
-		}
+	teams, err := ensureTeams(ctx, st, cfg)
+	if err != nil {
+		return err
 	}
 	// With PostgreSQL, several servers may share the store: one of them,
 	// elected (internal/lead), runs the control loop and what writes with
 	// it; its writes and pods carry the lease's fencing token. A SQLite
 	// store has one server (the data dir's lock), which leads from the
-	// start, unfenced, as it always has.
+	// start, unfenced.
 	server := store.Server{Name: cmp.Or(cfg.ServerName, serverName(ln.Addr())), Addr: cmp.Or(cfg.AdvertiseAddr, ln.Addr().String()), PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	cfg.ServerName = server.Name
 	var elect *lead.Elector
@@ -137,125 +110,26 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 		return err
 	}
 	defer xs.close()
-	ex, where, try := xs.ex, xs.where, xs.try
-	classes := make([]core.PriorityClass, len(cfg.PriorityClasses))
-	for i, c := range cfg.PriorityClasses {
-		classes[i] = core.PriorityClass{Name: c.Name, Value: c.Value, Preemptible: c.Preemptible, MayBorrow: c.MayBorrow, IdleOnly: c.IdleOnly}
-	}
-	policy := sched.Options{StarvationAfter: cfg.Scheduler.StarvationAfter.Duration, FairShareReclaim: cfg.Scheduler.FairShareReclaim,
-		MinRuntime: cfg.Scheduler.MinRuntime.Duration, Burst: burstPolicy(cfg)}
-	lifecycle := qualify.New(qualify.Options{Store: st, Logger: log.With("component", "lifecycle"), Local: core.NodeName(cfg.NodeName),
-		Level: cfg.Qualification.Level, Every: cfg.Qualification.Every.Duration, RequireDCGM: cfg.Qualification.RequireDCGM,
-		Drain: cfg.Qualification.Policy == "drain", Tick: min(time.Second, cfg.ResyncPeriod), Sandbox: probeSandbox(xs.local), CUDAProbe: cfg.Qualification.CUDAProbe})
-	keyFile := cmp.Or(cfg.SecretsKeyFile, filepath.Join(cfg.DataDir, "secrets.key"))
-	keys, err := secrets.LoadOrCreate(keyFile)
+	p, err := newPlatform(ctx, cfg, st, xs, log)
 	if err != nil {
-		return fmt.Errorf("secrets key: %w", err)
+		return err
 	}
-	sealer := &secrets.Store{Store: st, Keys: keys}
-	led := &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: append(slices.Clone(cfg.Cost.Prices), cfg.PoolPrices()...), DefaultPool: cfg.Pool, Since: storeBirth(ctx, st)}
-	// The budgets are evaluated once before the first cycle; later, in the
-	// background (ledger.Gates).
-	if _, err := led.Budgets(ctx, time.Now().UTC(), 0); err != nil {
-		return fmt.Errorf("evaluate the budgets: %w", err)
-	}
-	obs := newObservability(cfg, st, xs.sampled(), led, lifecycle, log)
 	if elect == nil {
-		obs.metrics.Leader(true, 0)
+		p.obs.metrics.Leader(true, 0)
 	}
-	var vr *control.VolumeReconciler
-	if vols, ok := ex.(executor.Volumes); ok && (xs.multi == nil || xs.multi.KeepsVolumes()) {
-		vr = &control.VolumeReconciler{Store: st, Volumes: vols, Every: volumeEvery(cfg), Logger: log.With("component", "volumes")}
-	}
-	// The leader's work, for one term: the nodes written again, running
-	// work re-adopted, orphan pods deleted, then the control loop and what
-	// writes beside it, until ctx (the term) ends.
-	var runner *acceptrun.Runner // set below; the term's work starts after
-	leaderWork := func(ctx context.Context) (run func() error, err error) {
-		for _, resync := range xs.resync {
-			resync(ctx)
-		}
-		loop := control.New(control.Options{Store: st, Executor: ex, Logger: log.With("component", "control"), Resync: cfg.ResyncPeriod,
-			Classes: classes, Policy: &policy, Reporter: obs.metrics, OnCycle: obs.onCycle, StartParallelism: xs.startParallelism(), Budgets: led, Secrets: sealer,
-			Datasets: cfg.Storage.Datasets, Volumes: vr})
-		if err := loop.Reconcile(ctx); err != nil {
-			return nil, err
-		}
-		for _, kex := range xs.kubes {
-			// Every running workload is adopted now: a pod nobody adopted
-			// would run twice. Each deletion is recorded in the audit trail,
-			// where an operator looks for who deleted what (see the kubernetes
-			// package's doc).
-			orphans, err := kex.DeleteOrphans(ctx)
-			for _, o := range orphans {
-				log.Warn("deleted an orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "err", o.Err)
-				if aerr := st.AppendAudit(ctx, orphanAudit(o, "a restart")); aerr != nil {
-					log.Error("audit an orphan pod", "pod", o.Name, "err", aerr)
-				}
-			}
-			if err != nil {
-				log.Error("delete orphan pods", "err", err)
-			}
-		}
-		return func() error {
-			return runLeader(ctx, loop, leaderParts{cfg: cfg, st: st, xs: xs, obs: obs, lifecycle: lifecycle, vr: vr, ex: ex, log: log, runs: runner, classes: classes})
-		}, nil
-	}
+	// The term of a server that leads from the start begins before it
+	// serves (its nodes written again, its work re-adopted).
 	var runTerm func() error
 	if elect == nil {
-		if runTerm, err = leaderWork(ctx); err != nil {
+		if runTerm, err = p.leaderTerm(ctx); err != nil {
 			return err
 		}
 	}
-
-	hosts, _ := cfg.Proxy.URL() // checked by Validate
-	// Acceptance cards submit their stages' workloads through the API's
-	// own checks (srv.SubmitAs, set below).
-	runner = &acceptrun.Runner{Store: st, Usage: obs.tracker, Logger: log.With("component", "acceptance"),
-		Drain: func(ctx context.Context, node core.NodeName, reason string) error {
-			_, err := lifecycle.Drain(ctx, node, 0, "acceptance: "+reason)
-			return err
-		}}
-	runner.Server = server.Name
-	if xs.local != nil && xs.multi == nil {
-		runner.ReadVolume = xs.local.ReadVolumeFile
+	if err := p.openAcceptance(ctx, server.Name); err != nil {
+		return err
 	}
-	if enf, ok := ex.(executor.EgressEnforcer); ok {
-		runner.EnforcesEgress = enf.EnforcesEgress()
-	}
-	runner.Alive = func(ctx context.Context) (map[string]bool, error) { return aliveServers(ctx, st, cfg.LeaseTTL) }
-	if err := runner.Open(ctx); err != nil {
-		return fmt.Errorf("acceptance runs: %w", err)
-	}
-	defer runner.Close()
-	srv := apiserver.New(apiserver.Options{
-		Store:           st,
-		ServerName:      server.Name,
-		Logs:            ex,
-		Logger:          log.With("component", "api"),
-		MaxBodyBytes:    cfg.MaxBodyBytes,
-		DefaultTeam:     DefaultTeam,
-		PriorityClasses: classes,
-		OpenAPI:         api.OpenAPI,
-		RateLimit:       apiserver.RateLimit{RequestsPerSecond: cfg.Limits.RequestsPerSecond, Burst: cfg.Limits.Burst},
-		Usage:           obs.tracker,
-		Metrics:         obs.metrics.Handler(),
-		CommandsOnly:    xs.commandsOnly(),
-		Ledger:          led,
-		Lifecycle:       lifecycle,
-		Endpoints:       endpoints(cfg, ex),
-		Secrets:         sealer,
-		WorkloadHosts:   hosts,
-		Fleet:           fleetOf(cfg, xs),
-		Acceptance:      runner,
-		Storage:         apiserver.Storage{Limit: func(t core.TeamName) int64 { return cfg.Storage.Limit(string(t)) }, Datasets: datasetNames(cfg.Storage.Datasets)},
-	})
-	runner.Submit = srv
-	if endpoints(cfg, ex) != nil {
-		runner.Dial = srv
-	}
-	// The portal owns "/" and "/ui/"; every other path is the API's.
-	hs := newHTTPServer(srv.Front(portal.With(srv)), serverTimeouts)
+	defer p.runs.Close()
+	hs := newHTTPServer(p.api(server.Name), serverTimeouts)
 	// Workloads in network namespaces of their own reach the API on their
 	// bridge's gateway only.
 	gwLn, err := serveAPIToWorkloads(xs.local, ln, log)
@@ -268,42 +142,228 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	if xs.local != nil {
 		defer xs.local.Close()
 	}
-
 	fmt.Fprintf(out, "gpufleet: API on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "gpufleet: portal on http://%s/ (sign in with a token)\n", ln.Addr())
 	fmt.Fprintf(out, "gpufleet: admin token in %s\n", tokenPath)
-	fmt.Fprintf(out, "gpufleet: %s; teams: %v\n", where, teams)
-	fmt.Fprintf(out, "gpufleet: try  export GPUFLEET_ADDR=%s GPUFLEET_TOKEN=$(cat %s); gpufleet submit --gpus 0.5 -- %s\n", ln.Addr(), tokenPath, try)
-
+	fmt.Fprintf(out, "gpufleet: %s; teams: %v\n", xs.where, teams)
+	fmt.Fprintf(out, "gpufleet: try  export GPUFLEET_ADDR=%s GPUFLEET_TOKEN=$(cat %s); gpufleet submit --gpus 0.5 -- %s\n", ln.Addr(), tokenPath, xs.try)
 	keepHeapFloor()
+	if a := os.Getenv("GPUFLEET_PPROF_ADDR"); a != "" {
+		if err := loopbackOnly(a); err != nil {
+			return fmt.Errorf("GPUFLEET_PPROF_ADDR: %w", err)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go servePprof(ctx, a, log)
+	}
+	return p.serve(ctx, hs, ln, server, elect, runTerm)
+}
+
+// platform holds the server's parts: what the leader runs beside its
+// control loop and what the API serves.
+type platform struct {
+	cfg       config.Config
+	st        *store.Store
+	xs        *executors
+	obs       *observability
+	lifecycle *qualify.Qualifier
+	vr        *control.VolumeReconciler
+	ex        executor.Executor
+	log       *slog.Logger
+	runs      *acceptrun.Runner
+	classes   []core.PriorityClass
+	policy    sched.Options
+	sealer    *secrets.Store
+	led       *ledger.Ledger
+}
+
+// openStore opens the configured store (the data dir's SQLite file by
+// default).
+func openStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
+	target := cmp.Or(cfg.Store, filepath.Join(cfg.DataDir, "gpufleet.db"))
+	return store.OpenWith(ctx, target, store.Options{
+		// One server owns a SQLite store and writes every node through
+		// it: the decoded nodes can be kept between writes, which a cycle,
+		// a qualification step and a scrape would otherwise decode again
+		// each. Several servers share a PostgreSQL store, whose nodes
+		// another may change.
+		Cache:             !store.IsPostgres(target),
+		MaxPendingPerTeam: cfg.Limits.MaxPendingPerTeam,
+		MaxPendingPerUser: cfg.Limits.MaxPendingPerUser,
+	})
+}
+
+// ensureTeams makes the operator's own teams (the default team, the
+// demo's) when they do not exist, and returns their names. They may use
+// every class, production included; teams created later start with the
+// preemptible classes only, until an admin or their team-admin grants
+// more. An existing team is left as it is.
+func ensureTeams(ctx context.Context, st *store.Store, cfg config.Config) ([]core.TeamName, error) {
+	teams := []core.TeamName{DefaultTeam}
+	if cfg.Demo {
+		teams = append(teams, DemoTeams...)
+	}
+	var allClasses []string
+	for _, c := range cfg.PriorityClasses {
+		allClasses = append(allClasses, c.Name)
+	}
+	for _, name := range teams {
+		t := core.NewTeam(name, time.Now().UTC())
+		t.PriorityClasses = allClasses
+		if err := st.CreateTeam(ctx, t); err != nil && !errors.Is(err, core.ErrConflict) {
+			return nil, err
+		}
+	}
+	return teams, nil
+}
+
+// newPlatform makes the server's parts that its executors do not hold:
+// the node lifecycle, the team secrets, the ledger (its budgets evaluated
+// once before the first cycle, later in the background), observability
+// and the volume reconciler.
+func newPlatform(ctx context.Context, cfg config.Config, st *store.Store, xs *executors, log *slog.Logger) (*platform, error) {
+	p := &platform{cfg: cfg, st: st, xs: xs, ex: xs.ex, log: log}
+	p.classes = make([]core.PriorityClass, len(cfg.PriorityClasses))
+	for i, c := range cfg.PriorityClasses {
+		p.classes[i] = core.PriorityClass{Name: c.Name, Value: c.Value, Preemptible: c.Preemptible, MayBorrow: c.MayBorrow, IdleOnly: c.IdleOnly}
+	}
+	p.policy = sched.Options{StarvationAfter: cfg.Scheduler.StarvationAfter.Duration, FairShareReclaim: cfg.Scheduler.FairShareReclaim,
+		MinRuntime: cfg.Scheduler.MinRuntime.Duration, Burst: burstPolicy(cfg)}
+	p.lifecycle = qualify.New(qualify.Options{Store: st, Logger: log.With("component", "lifecycle"), Local: core.NodeName(cfg.NodeName),
+		Level: cfg.Qualification.Level, Every: cfg.Qualification.Every.Duration, RequireDCGM: cfg.Qualification.RequireDCGM,
+		Drain: cfg.Qualification.Policy == "drain", Tick: min(time.Second, cfg.ResyncPeriod), Sandbox: probeSandbox(xs.local), CUDAProbe: cfg.Qualification.CUDAProbe})
+	keys, err := secrets.LoadOrCreate(cmp.Or(cfg.SecretsKeyFile, filepath.Join(cfg.DataDir, "secrets.key")))
+	if err != nil {
+		return nil, fmt.Errorf("secrets key: %w", err)
+	}
+	p.sealer = &secrets.Store{Store: st, Keys: keys}
+	p.led = &ledger.Ledger{Store: st, Currency: cfg.Cost.Currency, FilePrices: append(slices.Clone(cfg.Cost.Prices), cfg.PoolPrices()...), DefaultPool: cfg.Pool, Since: storeBirth(ctx, st)}
+	if _, err := p.led.Budgets(ctx, time.Now().UTC(), 0); err != nil {
+		return nil, fmt.Errorf("evaluate the budgets: %w", err)
+	}
+	p.obs = newObservability(cfg, st, xs.sampled(), p.led, p.lifecycle, log)
+	if vols, ok := xs.ex.(executor.Volumes); ok && (xs.multi == nil || xs.multi.KeepsVolumes()) {
+		p.vr = &control.VolumeReconciler{Store: st, Volumes: vols, Every: volumeEvery(cfg), Logger: log.With("component", "volumes")}
+	}
+	p.runs = &acceptrun.Runner{} // opened by openAcceptance, before any term runs
+	return p, nil
+}
+
+// leaderTerm is the leader's work for one term: the nodes written again,
+// running work re-adopted, orphan pods deleted; the returned run is the
+// control loop and what writes beside it, until ctx (the term) ends.
+func (p *platform) leaderTerm(ctx context.Context) (run func() error, err error) {
+	for _, resync := range p.xs.resync {
+		resync(ctx)
+	}
+	loop := control.New(control.Options{Store: p.st, Executor: p.ex, Logger: p.log.With("component", "control"), Resync: p.cfg.ResyncPeriod,
+		Classes: p.classes, Policy: &p.policy, Reporter: p.obs.metrics, OnCycle: p.obs.onCycle, StartParallelism: p.xs.startParallelism(), Budgets: p.led, Secrets: p.sealer,
+		Datasets: p.cfg.Storage.Datasets, Volumes: p.vr})
+	if err := loop.Reconcile(ctx); err != nil {
+		return nil, err
+	}
+	for _, kex := range p.xs.kubes {
+		// Every running workload is adopted now: a pod nobody adopted
+		// would run twice. Each deletion is recorded in the audit trail,
+		// where an operator looks for who deleted what (see the kubernetes
+		// package's doc).
+		orphans, err := kex.DeleteOrphans(ctx)
+		for _, o := range orphans {
+			p.log.Warn("deleted an orphan pod", "namespace", o.Namespace, "pod", o.Name, "workload", o.Workload, "attempt", o.Attempt, "err", o.Err)
+			if aerr := p.st.AppendAudit(ctx, orphanAudit(o, "a restart")); aerr != nil {
+				p.log.Error("audit an orphan pod", "pod", o.Name, "err", aerr)
+			}
+		}
+		if err != nil {
+			p.log.Error("delete orphan pods", "err", err)
+		}
+	}
+	return func() error { return runLeader(ctx, loop, p) }, nil
+}
+
+// openAcceptance opens the acceptance runs of this server. Cards submit
+// their stages' workloads through the API's own checks (Submit, set by
+// api).
+func (p *platform) openAcceptance(ctx context.Context, server string) error {
+	r := p.runs
+	r.Store, r.Usage, r.Logger, r.Server = p.st, p.obs.tracker, p.log.With("component", "acceptance"), server
+	r.Drain = func(ctx context.Context, node core.NodeName, reason string) error {
+		_, err := p.lifecycle.Drain(ctx, node, 0, "acceptance: "+reason)
+		return err
+	}
+	if p.xs.local != nil && p.xs.multi == nil {
+		r.ReadVolume = p.xs.local.ReadVolumeFile
+	}
+	if enf, ok := p.ex.(executor.EgressEnforcer); ok {
+		r.EnforcesEgress = enf.EnforcesEgress()
+	}
+	r.Alive = func(ctx context.Context) (map[string]bool, error) { return aliveServers(ctx, p.st, p.cfg.LeaseTTL) }
+	if err := r.Open(ctx); err != nil {
+		return fmt.Errorf("acceptance runs: %w", err)
+	}
+	return nil
+}
+
+// api is the HTTP handler of the server: the portal owns "/" and "/ui/",
+// every other path is the API's.
+func (p *platform) api(server string) http.Handler {
+	cfg := p.cfg
+	hosts, _ := cfg.Proxy.URL() // checked by Validate
+	srv := apiserver.New(apiserver.Options{
+		Store:           p.st,
+		ServerName:      server,
+		Logs:            p.ex,
+		Logger:          p.log.With("component", "api"),
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		DefaultTeam:     DefaultTeam,
+		PriorityClasses: p.classes,
+		OpenAPI:         api.OpenAPI,
+		RateLimit:       apiserver.RateLimit{RequestsPerSecond: cfg.Limits.RequestsPerSecond, Burst: cfg.Limits.Burst},
+		Usage:           p.obs.tracker,
+		Metrics:         p.obs.metrics.Handler(),
+		CommandsOnly:    p.xs.commandsOnly(),
+		Ledger:          p.led,
+		Lifecycle:       p.lifecycle,
+		Endpoints:       endpoints(cfg, p.ex),
+		Secrets:         p.sealer,
+		WorkloadHosts:   hosts,
+		Fleet:           fleetOf(cfg, p.xs),
+		Acceptance:      p.runs,
+		Storage:         apiserver.Storage{Limit: func(t core.TeamName) int64 { return cfg.Storage.Limit(string(t)) }, Datasets: datasetNames(cfg.Storage.Datasets)},
+	})
+	p.runs.Submit = srv
+	if endpoints(cfg, p.ex) != nil {
+		p.runs.Dial = srv
+	}
+	return srv.Front(portal.With(srv))
+}
+
+// serve runs the HTTP server and the leader's work (runTerm from the start
+// without an elector, each won term's with one) until ctx ends or either
+// fails. Running workloads keep running: the next start re-adopts them.
+func (p *platform) serve(ctx context.Context, hs *http.Server, ln net.Listener, server store.Server, elect *lead.Elector, runTerm func() error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
 	wg.Add(2)
-	if a := os.Getenv("GPUFLEET_PPROF_ADDR"); a != "" {
-		if err := loopbackOnly(a); err != nil {
-			return fmt.Errorf("GPUFLEET_PPROF_ADDR: %w", err)
-		}
-		go servePprof(ctx, a, log)
-	}
 	if elect == nil {
 		go func() {
 			defer wg.Done()
 			errc <- runTerm()
 		}()
-		wg.Go(func() { lead.Heartbeat(ctx, st, server, 10*time.Second, log) })
+		wg.Go(func() { lead.Heartbeat(ctx, p.st, server, 10*time.Second, p.log) })
 	} else {
-		elect.SetOnChange(obs.metrics.Leader)
+		elect.SetOnChange(p.obs.metrics.Leader)
 		go func() {
 			defer wg.Done()
 			elect.Run(ctx, func(ctx context.Context) {
-				run, err := leaderWork(ctx)
+				run, err := p.leaderTerm(ctx)
 				if err == nil {
 					err = run()
 				}
 				if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrFenced) {
-					log.Error("the leader's work failed", "err", err)
+					p.log.Error("the leader's work failed", "err", err)
 					select {
 					case errc <- err:
 					default:
@@ -331,7 +391,6 @@ func RunWithLogger(ctx context.Context, cfg config.Config, out io.Writer, log *s
 	defer scancel()
 	hs.Shutdown(sctx)
 	wg.Wait()
-	// Running workloads keep running: the next start re-adopts them.
 	return runErr
 }
 

@@ -14,29 +14,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpufleet/gpufleet/internal/acceptrun"
 	"github.com/gpufleet/gpufleet/internal/burst"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
-	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/qualify"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
-
-// leaderParts are what the leader runs beside its control loop.
-type leaderParts struct {
-	cfg       config.Config
-	st        *store.Store
-	xs        *executors
-	obs       *observability
-	lifecycle *qualify.Qualifier
-	vr        *control.VolumeReconciler
-	ex        executor.Executor
-	log       *slog.Logger
-	runs      *acceptrun.Runner
-	classes   []core.PriorityClass
-}
 
 // runLeader runs the control loop and, beside it, what writes with it (the
 // monitor, the local node's heartbeat, the node lifecycle, readiness
@@ -45,7 +29,7 @@ type leaderParts struct {
 // Kubernetes cluster's native pods) until ctx ends or the
 // loop fails; it returns once they have all stopped, so that a deposed
 // leader's term is over when it returns.
-func runLeader(ctx context.Context, loop *control.Loop, p leaderParts) error {
+func runLeader(ctx context.Context, loop *control.Loop, p *platform) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -197,11 +197,34 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	if set("image") {
 		w.Image = f.image
 	}
+	var err error
+	if w.Env, err = mergeKV(w.Env, f.env, "--env"); err != nil {
+		return nil, err
+	}
+	if w.Labels, err = mergeKV(w.Labels, f.labels, "--label"); err != nil {
+		return nil, err
+	}
+	for _, apply := range []func(*api.Workload, *submitFlags, func(string) bool) error{
+		applyResourceFlags, applyPlacementFlags, applyRuntimeFlags, applyStorageFlags,
+	} {
+		if err := apply(w, f, set); err != nil {
+			return nil, err
+		}
+	}
+	if len(args) > 0 {
+		w.Command = args
+	}
+	return w, nil
+}
+
+// applyResourceFlags sets what the workload asks for: GPUs (one whole GPU
+// when neither the file nor a flag says), GPU memory, models, CPU, memory.
+func applyResourceFlags(w *api.Workload, f *submitFlags, set func(string) bool) error {
 	switch {
 	case set("gpus"):
 		q, err := api.ParseMilli(f.gpus)
 		if err != nil {
-			return nil, usagef("--gpus %q: %v", f.gpus, err)
+			return usagef("--gpus %q: %v", f.gpus, err)
 		}
 		w.Resources.GPUs = q
 		if !set("gpu-memory") {
@@ -213,7 +236,7 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	if set("gpu-memory") {
 		m, err := api.ParseMemoryMiB(f.gpuMemory)
 		if err != nil {
-			return nil, usagef("--gpu-memory %q: %v", f.gpuMemory, err)
+			return usagef("--gpu-memory %q: %v", f.gpuMemory, err)
 		}
 		w.Resources.GPUMemoryMiB = m
 		if !set("gpus") {
@@ -226,31 +249,34 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	if set("cpu") {
 		q, err := api.ParseMilli(f.cpu)
 		if err != nil {
-			return nil, usagef("--cpu %q: %v", f.cpu, err)
+			return usagef("--cpu %q: %v", f.cpu, err)
 		}
 		w.Resources.CPU = q
 	}
 	if set("memory") {
 		m, err := api.ParseMemoryMiB(f.memory)
 		if err != nil {
-			return nil, usagef("--memory %q: %v", f.memory, err)
+			return usagef("--memory %q: %v", f.memory, err)
 		}
 		w.Resources.MemoryMiB = m
 	}
-	var err error
-	if w.Env, err = mergeKV(w.Env, f.env, "--env"); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// applyPlacementFlags sets where the workload may run: replicas, node
+// selector, pool and regions.
+func applyPlacementFlags(w *api.Workload, f *submitFlags, set func(string) bool) error {
 	if set("replicas") {
 		// 0 would be sent as absent (one replica): refuse it here, as the
 		// server refuses "replicas": 0.
 		if f.replicas < 1 {
-			return nil, usagef("--replicas %d: a gang has at least one replica", f.replicas)
+			return usagef("--replicas %d: a gang has at least one replica", f.replicas)
 		}
 		w.Replicas = f.replicas
 	}
+	var err error
 	if w.NodeSelector, err = mergeKV(w.NodeSelector, f.selector, "--node-selector"); err != nil {
-		return nil, err
+		return err
 	}
 	if f.pool != "" {
 		if w.NodeSelector == nil {
@@ -266,20 +292,24 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 			}
 		}
 	}
-	if w.Labels, err = mergeKV(w.Labels, f.labels, "--label"); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// applyRuntimeFlags sets how the workload runs: working directory, limits
+// on its time, ports, readiness, secrets.
+func applyRuntimeFlags(w *api.Workload, f *submitFlags, set func(string) bool) error {
+	var err error
 	if set("workdir") {
 		w.WorkingDir = f.workdir
 	}
 	if set("max-runtime") {
 		if w.MaxRuntimeSeconds, err = parseSeconds(f.maxRuntime); err != nil {
-			return nil, usagef("--max-runtime %q: %v", f.maxRuntime, err)
+			return usagef("--max-runtime %q: %v", f.maxRuntime, err)
 		}
 	}
 	if set("grace-period") {
 		if w.GracePeriodSeconds, err = parseSeconds(f.gracePeriod); err != nil {
-			return nil, usagef("--grace-period %q: %v", f.gracePeriod, err)
+			return usagef("--grace-period %q: %v", f.gracePeriod, err)
 		}
 	}
 	if set("port") { // the flags replace the file's ports
@@ -287,7 +317,7 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 		for _, s := range f.ports {
 			p, err := parsePort(s)
 			if err != nil {
-				return nil, usagef("--port %q: %v", s, err)
+				return usagef("--port %q: %v", s, err)
 			}
 			w.Ports = append(w.Ports, p)
 		}
@@ -301,12 +331,18 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	if set("secret-file") {
 		w.SecretFiles = f.secretFiles
 	}
+	return nil
+}
+
+// applyStorageFlags sets the workload's volumes and dataset mounts; each
+// flag replaces what the file says.
+func applyStorageFlags(w *api.Workload, f *submitFlags, set func(string) bool) error {
 	if set("volume") { // the flags replace the file's volumes
 		w.Volumes = nil
 		for _, s := range f.volumes {
 			name, path, ro, err := parseMountFlag(s)
 			if err != nil {
-				return nil, usagef("--volume %q: %v", s, err)
+				return usagef("--volume %q: %v", s, err)
 			}
 			w.Volumes = append(w.Volumes, api.VolumeMount{Name: name, Path: path, ReadOnly: ro})
 		}
@@ -316,18 +352,15 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 		for _, s := range f.mounts {
 			name, path, _, err := parseMountFlag(s)
 			if err != nil {
-				return nil, usagef("--mount %q: %v", s, err)
+				return usagef("--mount %q: %v", s, err)
 			}
 			if strings.HasSuffix(s, ":rw") {
-				return nil, usagef("--mount %q: a dataset is mounted read-only", s)
+				return usagef("--mount %q: a dataset is mounted read-only", s)
 			}
 			w.Mounts = append(w.Mounts, api.Mount{Dataset: name, Path: path})
 		}
 	}
-	if len(args) > 0 {
-		w.Command = args
-	}
-	return w, nil
+	return nil
 }
 
 // parseMountFlag reads NAME:/path or NAME:/path:ro (or :rw).
