@@ -47,6 +47,10 @@ type cgroups struct {
 	parents []cgroupDir
 	// memMax is the memory all tasks together may use, in bytes.
 	memMax int64
+	// rel is the memory parent's path from its hierarchy's root, which a
+	// container runtime with the cgroupfs manager takes as a cgroup
+	// parent ("" when unknown).
+	rel string
 }
 
 // cgLimits are an attempt's limits.
@@ -72,6 +76,7 @@ func newCgroups(slot int, memMax int64) (*cgroups, error) {
 			return nil, err
 		}
 		c.parents = []cgroupDir{{Dir: parent}}
+		c.rel = relativeCgroup(parent, "")
 		if err := writeCg(parent, "memory.max", strconv.FormatInt(memMax, 10)); err != nil {
 			return nil, err
 		}
@@ -91,7 +96,47 @@ func newCgroups(slot int, memMax int64) (*cgroups, error) {
 	if err := writeCg(c.parent("memory"), "memory.limit_in_bytes", strconv.FormatInt(memMax, 10)); err != nil {
 		return nil, err
 	}
+	c.rel = relativeCgroup(c.parent("memory"), "memory")
 	return c, nil
+}
+
+// relativeCgroup is dir's path from the root of ctl's hierarchy ("" for
+// the v2 one); "" when no mount of it holds dir.
+func relativeCgroup(dir, ctl string) string {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return ""
+	}
+	root, ok := mounts[ctl]
+	if !ok {
+		return ""
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	return "/" + rel
+}
+
+// containerArgs are a container runtime's flags that give a container the
+// limits an attempt's cgroup would have, under the slot's parent cgroup:
+// the runtime makes the container's cgroup itself, so the container is
+// bounded by both its own limits and the slot's.
+func (c *cgroups) containerArgs(l cgLimits) []string {
+	mem := l.memBytes
+	if mem <= 0 || mem > c.memMax {
+		mem = c.memMax
+	}
+	var args []string
+	if c.rel != "" {
+		args = append(args, "--cgroup-parent", c.rel)
+	}
+	b := strconv.FormatInt(mem, 10)
+	args = append(args, "--memory", b, "--memory-swap", b, "--pids-limit", strconv.FormatInt(l.pidsMax, 10))
+	if l.milliCPU > 0 {
+		args = append(args, "--cpus", strconv.FormatFloat(float64(l.milliCPU)/1000, 'f', 3, 64))
+	}
+	return args
 }
 
 func (c *cgroups) parent(ctl string) string {
@@ -439,8 +484,7 @@ func (e *Executor) attemptCgroup(adir string, t executor.Task) ([]cgroupDir, err
 		return nil, nil
 	}
 	name := filepath.Base(filepath.Dir(adir)) + "-" + filepath.Base(adir)
-	r := t.Request
-	dirs, err := e.cg.create(name, cgLimits{memBytes: r.MemoryMiB * int64(r.Count()) << 20, milliCPU: r.MilliCPU * int64(r.Count()), pidsMax: e.pidsMax})
+	dirs, err := e.cg.create(name, e.limitsOf(t))
 	if err != nil {
 		return nil, err
 	}
@@ -449,4 +493,11 @@ func (e *Executor) attemptCgroup(adir string, t executor.Task) ([]cgroupDir, err
 		return nil, err
 	}
 	return dirs, nil
+}
+
+// limitsOf are the limits of a task's attempt: its memory and CPU requests
+// (for all its replicas), and the executor's bound on processes.
+func (e *Executor) limitsOf(t executor.Task) cgLimits {
+	r := t.Request
+	return cgLimits{memBytes: r.MemoryMiB * int64(r.Count()) << 20, milliCPU: r.MilliCPU * int64(r.Count()), pidsMax: e.pidsMax}
 }

@@ -178,6 +178,9 @@ func (e *Executor) containerCommand(t executor.Task, k key, own dirs, workDir st
 		"--security-opt", "no-new-privileges",
 		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
 	)
+	if e.cg != nil {
+		argv = append(argv, e.cg.containerArgs(e.limitsOf(t))...)
+	}
 	if rt.init {
 		// An init as PID 1 passes SIGTERM on to the task, which as PID 1
 		// would ignore it unless it handles it.

@@ -253,3 +253,29 @@ func TestContainerOfALostSupervisorIsRemoved(t *testing.T) {
 		}
 	}
 }
+
+// A container task is held to its attempt's limits as a process task is:
+// its memory request is its memory limit, its CPU request its quota, and
+// its processes are bounded, in a cgroup under the server's own.
+func TestContainerHasTheAttemptsLimits(t *testing.T) {
+	e, _, _ := containerExecutor(t)
+	tk := executor.Task{WorkloadID: "ctr-limits", Attempt: 1, Team: "ml", Image: containertest.Image, GracePeriod: 5 * time.Second,
+		Request: core.Request{MemoryMiB: 96, MilliCPU: 500},
+		Command: []string{"sh", "-c", `
+cat /proc/self/cgroup
+for f in /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max; do [ -r $f ] && echo "MEM $(cat $f)"; done
+for f in /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max; do [ -r $f ] && echo "PIDS $(cat $f)"; done
+true`},
+	}
+	x := run(t, e, tk)
+	out := output(t, e, tk.WorkloadID)
+	if x.ExitCode == nil || *x.ExitCode != 0 {
+		t.Fatalf("exit %+v; log:\n%s", x, out)
+	}
+	if !strings.Contains(out, "MEM "+strconv.Itoa(96<<20)+"\n") {
+		t.Errorf("the container's memory limit is not its request of 96 MiB; log:\n%s", out)
+	}
+	if !strings.Contains(out, "PIDS "+strconv.Itoa(local.DefaultPidsMax)+"\n") {
+		t.Errorf("the container's pids.max is not %d; log:\n%s", local.DefaultPidsMax, out)
+	}
+}
