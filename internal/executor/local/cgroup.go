@@ -30,6 +30,13 @@ import (
 // DefaultPidsMax bounds the processes (threads included) of an attempt.
 const DefaultPidsMax = 4096
 
+// slotCPUWeight is the CPU weight of all the slot's tasks together
+// (cgroup v2's scale, where 100 is the default; cpu.shares 256 on v1):
+// under contention the server, at the default weight, gets four times the
+// CPU its tasks get together, so a task that spins or forks without end
+// slows the API little. With no contention the tasks use every core.
+const slotCPUWeight = 25
+
 // cgroupControllers are the v1 hierarchies an attempt gets a cgroup in.
 var cgroupControllers = []string{"memory", "cpu", "cpuacct", "pids", "freezer"}
 
@@ -77,7 +84,8 @@ func newCgroups(slot int, memMax int64) (*cgroups, error) {
 		}
 		c.parents = []cgroupDir{{Dir: parent}}
 		c.rel = relativeCgroup(parent, "")
-		if err := writeCg(parent, "memory.max", strconv.FormatInt(memMax, 10)); err != nil {
+		if err := errors.Join(writeCg(parent, "memory.max", strconv.FormatInt(memMax, 10)),
+			writeCg(parent, "cpu.weight", strconv.Itoa(slotCPUWeight))); err != nil {
 			return nil, err
 		}
 		return c, nil
@@ -93,7 +101,8 @@ func newCgroups(slot int, memMax int64) (*cgroups, error) {
 		}
 		c.parents = append(c.parents, cgroupDir{Controller: ctl, Dir: dir})
 	}
-	if err := writeCg(c.parent("memory"), "memory.limit_in_bytes", strconv.FormatInt(memMax, 10)); err != nil {
+	if err := errors.Join(writeCg(c.parent("memory"), "memory.limit_in_bytes", strconv.FormatInt(memMax, 10)),
+		writeCg(c.parent("cpu"), "cpu.shares", strconv.Itoa(slotCPUWeight*1024/100))); err != nil {
 		return nil, err
 	}
 	c.rel = relativeCgroup(c.parent("memory"), "memory")

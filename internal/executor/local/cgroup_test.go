@@ -54,6 +54,18 @@ func TestCgroupLimits(t *testing.T) {
 		}
 	})
 
+	t.Run("the tasks together weigh a quarter of the server", func(t *testing.T) {
+		// The parent of the task's own cpu cgroup is the slot's.
+		tk := task("cg-weight", "/bin/sh", "-c", `p=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}cpu\(,[^:]*\)\{0,1\}:\(.*\)$/\3/p' /proc/self/cgroup)
+if [ -n "$p" ]; then cat "/sys/fs/cgroup/cpu$p/../cpu.shares"; else cat "/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)/../cpu.weight"; fi`)
+		tk.Team = "ta"
+		run(t, e, tk)
+		got := strings.TrimSpace(output(t, e, tk.WorkloadID))
+		if got != "256" && got != "25" {
+			t.Errorf("the slot's CPU weight is %q, want 256 (v1 cpu.shares) or 25 (v2 cpu.weight)", got)
+		}
+	})
+
 	t.Run("a fork storm stops at its bound", func(t *testing.T) {
 		storm := `import os, time
 n = 0
