@@ -286,9 +286,13 @@ func (m *netManager) setupBridge() error {
 	}
 	for key, v := range map[string]string{
 		"net/ipv4/conf/" + m.bridge + "/proxy_arp_pvlan": "1",
-		"net/ipv4/conf/" + m.bridge + "/send_redirects":  "0",
-		"net/ipv4/conf/" + m.bridge + "/forwarding":      "1",
-		"net/ipv6/conf/" + m.bridge + "/disable_ipv6":    "1",
+		// Proxy replies go at once: queued for a random delay (the
+		// default, up to 0.8 s), they were seen lost on this kind of
+		// host, and a workload then never reached its team's.
+		"net/ipv4/neigh/" + m.bridge + "/proxy_delay":   "0",
+		"net/ipv4/conf/" + m.bridge + "/send_redirects": "0",
+		"net/ipv4/conf/" + m.bridge + "/forwarding":     "1",
+		"net/ipv6/conf/" + m.bridge + "/disable_ipv6":   "1",
 	} {
 		if err := sysctl(key, v); err != nil {
 			return fmt.Errorf("network: %w", err)
