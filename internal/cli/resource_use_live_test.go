@@ -18,15 +18,23 @@ import (
 // (CI) makes that a failure.
 func requireCgroups(t *testing.T, s *liveServer) {
 	t.Helper()
+	requireIsolationOf(t, s, "cgroup")
+}
+
+// requireIsolationOf skips the test (fails it where isolation is
+// required) unless the server's node confines tasks with what (a word of
+// its isolation: "cgroup", "network namespaces").
+func requireIsolationOf(t *testing.T, s *liveServer, what string) {
+	t.Helper()
 	nodes, err := api.NewClient(s.addr, s.admin).Nodes(context.Background())
 	if err != nil || len(nodes) != 1 {
 		t.Fatalf("nodes: %v %v", nodes, err)
 	}
-	if iso := nodes[0].Isolation; !strings.Contains(iso, "cgroup") {
+	if iso := nodes[0].Isolation; !strings.Contains(iso, what) {
 		if os.Getenv("GPUFLEET_REQUIRE_ISOLATION") == "1" {
 			t.Fatalf("isolation is required (GPUFLEET_REQUIRE_ISOLATION=1) but the node says %q", iso)
 		}
-		t.Skipf("this machine runs no attempt in a cgroup: %s", iso)
+		t.Skipf("this machine gives tasks no %s: %s", what, iso)
 	}
 }
 
