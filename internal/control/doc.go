@@ -69,4 +69,7 @@
 // back (Ready, reason TakenBack) for work the burst policy lets burst that
 // it can hold, before any new node is asked for: the Elastic reconciler
 // counts released nodes as room.
+//
+// control imports core, sched, store, executor, usage and reclaim; the
+// API server and the edges never import it.
 package control
