@@ -1,9 +1,3 @@
-// Command gpufleet-sim is gpufleet's command line with the simulator's
-// plots: `gpufleet-sim sim packing ... --plot alloc.svg` draws allocation
-// against arrived demand, one line per policy. It is a binary of its own
-// because the plotting library (gonum/plot and its fonts) would more than
-// double what the server's binary carries for one flag; every other verb
-// is gpufleet's.
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Command gpufleet is the one binary of the platform: the server and every
-// client verb. All of it lives in internal/cli.
 package main
 
 import (

@@ -10,22 +10,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
 )
 
-// TestREADME walks the README's first hour: it starts the server as the
-// README's first command does (on a free port and a fresh data dir), then
-// runs every command of the README's ```sh blocks, in order, in one shell
-// (bash with pipefail where there is one, else sh), as a user would type
-// them, and fails with the command and its output at the first one that
-// fails. GPUFLEET_README names another README to walk.
+// TestREADME walks the README's first hour and the reference pages after
+// it: it starts the server as the README's first command does (on a free
+// port and a fresh data dir), then runs every command of the ```sh blocks
+// of the README and then of each docs/*.md, page by page in name order, in
+// one shell (bash with pipefail where there is one, else sh), as a user
+// would type them, and fails with the command and its output at the first
+// one that fails. GPUFLEET_README names another README to walk (with the
+// docs/ beside it). docs/README.md tells writers these rules.
 //
 // The walk happens in a fresh directory that stands for the clone: it links
 // the repository's files (so that the README's `go build` works) but has its
@@ -51,21 +55,7 @@ func TestREADME(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := readmeBlocks(string(md))
-	if len(blocks) == 0 {
-		t.Fatalf("%s: no ```sh block", path)
-	}
-	// The first block is the set-up: start the server, run the tests.
-	var setup []string
-	for _, c := range blocks[0] {
-		setup = append(setup, strings.TrimSpace(c.code()))
-	}
-	want := []string{"go run ./cmd/gpufleet server --demo", "go test ./..."}
-	if diff := cmp.Diff(want, setup); diff != "" {
-		t.Fatalf("%s: the first ```sh block must be the two set-up commands (-want +got):\n%s", path, diff)
-	}
-	if heading := strings.Index(string(md), "\n## "); heading >= 0 && blocks[0][0].line > strings.Count(string(md[:heading]), "\n") {
-		t.Fatalf("%s: the set-up commands must come first, before any section", path)
-	}
+	checkSetup(t, path, string(md), blocks)
 
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -96,12 +86,29 @@ func TestREADME(t *testing.T) {
 	t.Cleanup(func() { stopAll(t, client) }) // workloads outlive the server
 
 	sh := startShell(t, walk, append(cleanEnv(), "XDG_CONFIG_HOME="+filepath.Join(base, "config")))
-	for _, block := range blocks[1:] {
-		for _, c := range block {
+	pages := []readmePage{{path, blocks[1:]}}
+	docs, err := filepath.Glob(filepath.Join(filepath.Dir(path), "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range docs { // Glob sorts by name
+		md, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, readmePage{doc, readmeBlocks(string(md))})
+	}
+	var nBlocks, nRun, nSkipped int
+	for _, page := range pages {
+		path := page.path
+		nBlocks += len(page.blocks)
+		for _, c := range slices.Concat(page.blocks...) {
 			if c.needs() {
+				nSkipped++
 				t.Logf("%s:%d: not run: %s", path, c.line, c.text)
 				continue
 			}
+			nRun++
 			text := strings.ReplaceAll(c.text, "127.0.0.1:8080", addr)
 			var script string
 			if c.interrupted() {
@@ -127,6 +134,8 @@ func TestREADME(t *testing.T) {
 			t.Logf("%s:%d (%.1fs): %s\n%s", path, c.line, time.Since(start).Seconds(), c.text, out)
 		}
 	}
+	t.Logf("walked %d ```sh blocks of %d pages (and the set-up block): %d commands run, %d not run",
+		nBlocks, len(pages), nRun, nSkipped)
 
 	// Nothing the README started may be left running.
 	all, err := client.AllWorkloads(context.Background(), api.ListOptions{})
@@ -138,6 +147,51 @@ func TestREADME(t *testing.T) {
 			t.Errorf("the README leaves %s (%s, team %s) %s", w.ID, w.Name, w.Team, w.Status.Phase)
 		}
 	}
+}
+
+// checkSetup fails unless the README's first ```sh block is the two set-up
+// commands (start the server, run the tests), before any section.
+func checkSetup(t *testing.T, path, md string, blocks [][]readmeCmd) {
+	t.Helper()
+	if len(blocks) == 0 || len(blocks[0]) == 0 {
+		t.Fatalf("%s: no ```sh block", path)
+	}
+	var setup []string
+	for _, c := range blocks[0] {
+		setup = append(setup, strings.TrimSpace(c.code()))
+	}
+	want := []string{"go run ./cmd/gpufleet server --demo", "go test ./..."}
+	if diff := cmp.Diff(want, setup); diff != "" {
+		t.Fatalf("%s: the first ```sh block must be the two set-up commands (-want +got):\n%s", path, diff)
+	}
+	if heading := strings.Index(md, "\n## "); heading >= 0 && blocks[0][0].line > strings.Count(md[:heading], "\n") {
+		t.Fatalf("%s: the set-up commands must come first, before any section", path)
+	}
+}
+
+// readmeMaxChars bounds the README: it opens with the set-up, says what
+// gpufleet is, tours it and links to docs/, where reference goes.
+const readmeMaxChars = 12000
+
+// TestREADMEIsShort checks, without running anything, that the README
+// opens with the two set-up commands and stays under readmeMaxChars
+// characters.
+func TestREADMEIsShort(t *testing.T) {
+	path := filepath.Join("..", "..", "README.md")
+	md, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSetup(t, path, string(md), readmeBlocks(string(md)))
+	if n := utf8.RuneCount(md); n >= readmeMaxChars {
+		t.Errorf("%s is %d characters, at least %d: move reference material to docs/", path, n, readmeMaxChars)
+	}
+}
+
+// readmePage is a page the walk runs: its path and its ```sh blocks.
+type readmePage struct {
+	path   string
+	blocks [][]readmeCmd
 }
 
 func finished(w api.Workload) bool {

@@ -1,7 +1,3 @@
-// Package app builds the whole server from a Config and runs it until the
-// context ends. It holds wiring only: open the store, make sure an admin and
-// the teams exist, register this machine as a node, re-adopt running
-// workloads, then run the control loop and the HTTP server side by side.
 package app
 
 import (

@@ -10,7 +10,9 @@
 // builds a config.Config and hands over to app.Run. `sim` verbs read trace
 // files and hand over to package sim, which runs the scheduler offline.
 //
-// The package must not import the store, the scheduler, the control loop or
+// cli imports api, accept (to read a card file with its lines), cost (how
+// amounts and GPU-hours are shown), config and app (for `server`), sim and
+// trace (for `sim`); never the store, the scheduler, the control loop or
 // the executors (sim does, for the simulator).
 //
 // Exit codes: 0 success, 1 an error (a server error, an invalid workload, a

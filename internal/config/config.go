@@ -1,7 +1,3 @@
-// Package config holds the one Config struct of the gpufleet server: built as
-// Default(), then the file given with --config (Load), then flags, then
-// Validate(). After start-up it is read-only and
-// passed down as a value.
 package config
 
 import (

@@ -56,4 +56,7 @@
 // volumes' data purged before a volume of their name is made again), the
 // usage Monitor. Burst capacity (asking a cluster for nodes, giving idle
 // ones back) is package burst's, run beside the loop by the leader.
+//
+// control imports core, sched, store, executor, usage and reclaim; the
+// API server and the edges never import it.
 package control

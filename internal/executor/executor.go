@@ -1,10 +1,3 @@
-// Package executor defines how the control loop runs workloads: the Executor
-// interface and the types that cross it. Implementations live in
-// sub-packages (local: OS processes; fake: in memory) and all pass the
-// conformance suite in executortest.
-//
-// Executor is the one deliberately large interface in gpufleet: the control
-// loop is its only consumer and every implementation must offer all of it.
 package executor
 
 import (

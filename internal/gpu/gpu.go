@@ -1,6 +1,3 @@
-// Package gpu finds the GPUs of this machine with nvidia-smi, or makes
-// simulated ones from a spec such as "4xH100-80GB". It runs nvidia-smi as
-// argv, never through a shell.
 package gpu
 
 import (

@@ -16,9 +16,9 @@
 //     matrix, header possibly ANSI-underlined, NIC columns and rows, the
 //     affinity columns, the legend and the NIC legend ignored. Domains are
 //     the connected components of NV# links, numbered from 0 by lowest GPU
-//     index; a GPU without NVLink is its own domain. (internal/gpu, which
-//     sets core.GPU.Domain, puts every GPU in domain 0 when there is no
-//     NVLink at all; Qualify accepts that, see below.)
+//     index, a GPU without NVLink a domain of its own; without any NVLink
+//     every GPU is in domain 0 (a flat node). This is the one rule for
+//     core.GPU.Domain: internal/gpu's discovery uses this parser.
 //   - [ParseDCGMDiscovery]: dcgmi discovery --list, "N GPUs found." or "N
 //     GPUs found (Active).", then the GPU table; <<<NULL>>> values are
 //     empty; the count must match the rows (a truncated output is refused).
@@ -52,7 +52,8 @@
 //     it shows every advertised GPU, and the advertised Domain values
 //     partition the GPUs exactly as the NVLink domains do, whatever their
 //     labels (else TopologyMismatch). A topology without any NVLink
-//     matches GPUs all advertised in one domain (a flat node).
+//     matches GPUs advertised all in one domain or each in its own (a
+//     flat node), and no other grouping.
 //  3. DCGM: when dcgmi is not available, the node fails with
 //     DCGMNotAvailable if requireDCGM, else it passes with Reason
 //     DCGMNotAvailable as a note, and nothing else is checked. Otherwise

@@ -7,4 +7,6 @@
 // the API reports. Events (scheduling cycles, starts, preemptions, stops)
 // are counted as they happen, through the control loop's Reporter, which
 // Metrics implements. See docs/OBSERVABILITY.md for the list.
+//
+// metrics imports core and prometheus/client_golang.
 package metrics

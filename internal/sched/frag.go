@@ -221,8 +221,7 @@ func fgdDelta(m *Mix, weights []float64, fc *fragCache, a after) float64 {
 // whole nodes free. Each choice was kept because it raised the allocation
 // at 100% and 110% arrived demand over FGD and the other baselines on the
 // default trace and on the sampled variants (cpu, gpushare, gpuspec and
-// multigpu), not on one file alone; the closing note of issue 4 has the
-// figures.
+// multigpu), not on one file alone; docs/SIMULATOR.md has the figures.
 type fillScorer struct {
 	fragBase
 	// weights of the active shapes for the cluster as it is now.

@@ -48,8 +48,8 @@ type placer interface {
 // authorsBestFit is the FGD authors' BestFit score plugin with their
 // device choice. Feasibility is the scheduler's (host CPU and memory, GPU
 // model, share and GPU memory on the device, free devices for whole GPUs);
-// each placement is checked by core.Fits, the scheduler's one fit check,
-// before it is recorded, and the first that fails it stops the run.
+// each placement is checked by core.Fits, the fit check the store applies
+// at commit, before it is recorded, and the first that fails it stops the run.
 type authorsBestFit struct {
 	nodes []core.Node
 	views []sched.NodeView

@@ -37,6 +37,6 @@
 // sim' parses flags, reads files and prints; the rest is here.
 //
 // sim imports api (wire types, for ServerTrace), core, sched, store,
-// control, executor, executor/fake and trace; only the cli and sim/plot
-// import sim.
+// control, executor, executor/fake, cost and ledger (a replay's cost) and
+// trace; only the cli and sim/plot import sim.
 package sim

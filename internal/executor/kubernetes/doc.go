@@ -1,9 +1,9 @@
 // Package kubernetes runs gpufleet's tasks as pods on a Kubernetes cluster.
 // gpufleet stays the scheduler (quotas, fair share, preemption, fractions);
 // Kubernetes runs the containers. It is the only package of gpufleet that
-// imports Kubernetes libraries (client-go, informers; no polling). STYLE.md
-// calls it executor/kube; it is named after the engine like its siblings,
-// and imports client-go's own kubernetes package as clientset.
+// imports Kubernetes libraries (client-go, informers; no polling); it
+// imports client-go's own kubernetes package as clientset, and of
+// gpufleet's packages only executor and core.
 //
 // # Pods
 //

@@ -10,10 +10,10 @@
 // taken in 128 bits (math/bits), and in math/big in the one case where the
 // sum of the weights itself no longer fits in 64 bits.
 //
-// The package map in STYLE.md lets fairshare import core and resource. It
-// does not: teams arrive as plain names and int64 milli-GPU, so that the
-// simulator and offline tools can call it without building core values,
-// and so the maths can be read and tested on its own.
+// It does not import core: teams arrive as plain names and int64
+// milli-GPU, so that the simulator and offline tools can call it without
+// building core values, and so the maths can be read and tested on its
+// own.
 //
 // Decisions worth knowing before calling it:
 //

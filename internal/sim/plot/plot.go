@@ -1,7 +1,3 @@
-// Package plot draws the simulator's packing experiment: allocation
-// against arrived demand, one line per policy. It is the one package that
-// links gonum/plot (and its fonts), which only cmd/gpufleet-sim imports,
-// so that the server's binary goes without them.
 package plot
 
 import (
