@@ -320,7 +320,7 @@ func vrFindVictimsOf(c *cycle, w *core.Workload, cl core.PriorityClass, ts *team
 		return c.reclaimOn(ns, w, cl, ts, ask, inQuota)
 	}
 	if inQuota || ts.usage+ask <= ts.share {
-		for _, ns := range c.nodes {
+		for _, ns := range c.fleet.nodes {
 			askOn, inQuotaOn, maxShare, ok := usable(ns)
 			if !ok {
 				continue
@@ -334,7 +334,7 @@ func vrFindVictimsOf(c *cycle, w *core.Workload, cl core.PriorityClass, ts *team
 	var bestNode *nodeState
 	var best []candidate
 	var bestCost victimCost
-	for _, ns := range c.nodes {
+	for _, ns := range c.fleet.nodes {
 		askOn, inQuotaOn, maxShare, ok := usable(ns)
 		if !ok {
 			continue
@@ -352,7 +352,7 @@ func vrFindVictimsOf(c *cycle, w *core.Workload, cl core.PriorityClass, ts *team
 			continue
 		}
 		sortVictims(cands)
-		set := victimSet(ns.futureState(c), w.Request, cands, maxShare, &c.scratch)
+		set := victimSet(ns.futureState(c), w.Request, cands, maxShare, &c.victims.scratch)
 		if set == nil {
 			continue
 		}
@@ -415,15 +415,7 @@ func vrCheckPlacement(t *rapid.T, c *cycle, w *core.Workload) {
 	ts := c.team(w.Team)
 	ask := c.askMilli(w)
 	within, held, guaranteed, _ := c.withinGuarantee(w, ts, cl, ask)
-	c.inQuota, c.budget = !cl.IdleOnly && within, -1
-	if ts.team.Limit >= 0 {
-		c.budget = max(0, ts.team.Limit-ts.usage)
-	}
-	if !cl.MayBorrow {
-		if room := max(0, guaranteed-held); c.budget < 0 || room < c.budget {
-			c.budget = room
-		}
-	}
+	c.attempt.start(&pendingWork{ts: ts, class: &cl}, quotaStanding{inQuota: !cl.IdleOnly && within, held: held, guaranteed: guaranteed})
 	memo, idx := c.memoFor(w.Request)
 	if idx == nil {
 		return
@@ -431,7 +423,7 @@ func vrCheckPlacement(t *rapid.T, c *cycle, w *core.Workload) {
 	b1, k1, found := idx.search(c, w, memo)
 	var b2 choice
 	var k2 bool
-	for _, ns := range c.nodes {
+	for _, ns := range c.fleet.nodes {
 		if c.burst.any && ns.node.Burst() {
 			continue
 		}
