@@ -1,6 +1,6 @@
 package sched
 
-// Review tests of the victim index (victimindex.go) and the parked nodes
+// Agreement tests of the victim index (victimindex.go) and the parked nodes
 // of the placement index (index.go): on random clusters, driven through a
 // cycle decision by decision as Schedule drives it, the victim search
 // through the index must find what a search of every node finds (the
@@ -71,10 +71,10 @@ func vrUsage(nodes []*core.Node, running []*core.Workload) map[core.NodeName]*co
 	return u
 }
 
-// TestVictimIndexReviewHostCPU: the cheapest set frees host CPU on a node
+// TestVictimIndexFreesHostCPU: the cheapest set frees host CPU on a node
 // whose devices already have room for the preemptor's share, while the
 // only device with takeable work there would cost more to clear.
-func TestVictimIndexReviewHostCPU(t *testing.T) {
+func TestVictimIndexFreesHostCPU(t *testing.T) {
 	n1 := vrNode("n1", 3, "H100", 8000) // device 0 free, but 2 CPUs free
 	n2 := vrNode("n2", 1, "H100", 0)
 	running := []*core.Workload{
@@ -486,21 +486,21 @@ func vrProperty(hostCPU bool) func(*rapid.T) {
 	}
 }
 
-// TestVictimIndexReviewCheapest: on random clusters, before every
+// TestVictimIndexAgreesWithFullSearch: on random clusters, before every
 // decision of a cycle, the victim index finds the set a search of every
 // node finds, and the placement index the node the scan finds; without
 // host CPU bounds.
-func TestVictimIndexReviewCheapest(t *testing.T) {
+func TestVictimIndexAgreesWithFullSearch(t *testing.T) {
 	rapid.Check(t, vrProperty(false))
 }
 
-// TestVictimIndexReviewCheapestHostCPU is the same with host CPU bounds on
+// TestVictimIndexAgreesWithFullSearchHostCPU is the same with host CPU bounds on
 // nodes and requests.
-func TestVictimIndexReviewCheapestHostCPU(t *testing.T) {
+func TestVictimIndexAgreesWithFullSearchHostCPU(t *testing.T) {
 	rapid.Check(t, vrProperty(true))
 }
 
-// TestVictimIndexReviewPromotedFair: work that fair-share reclaim may take
+// TestVictimIndexFindsWorkPromotedToFair: work that fair-share reclaim may take
 // only once its team's usage grew in this cycle (promoteFair) is found by
 // a victim index made before it grew. Team c, below its fair share,
 // reclaims team d's batch on n4 (its search makes the index of the shape;
@@ -508,7 +508,7 @@ func TestVictimIndexReviewCheapestHostCPU(t *testing.T) {
 // places 2 GPUs on n3 (where the CPU the 500s ask is not), which puts it
 // 500 above its fair share of 2000 without either workload on n1; and
 // team b, below its share, reclaims one of them.
-func TestVictimIndexReviewPromotedFair(t *testing.T) {
+func TestVictimIndexFindsWorkPromotedToFair(t *testing.T) {
 	n1 := vrNode("n1", 1, "H100", 0)
 	n2 := vrNode("n2", 1, "H100", 0)
 	n3 := vrNode("n3", 2, "H100", 2000)
