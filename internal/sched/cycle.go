@@ -136,8 +136,9 @@ func (l *teamLedger) othersWait(ts *teamState) bool {
 //
 // Rule: nodes lists a workload's held nodes only when it is nominated
 // (only those are looked up again: heldBefore, plain, release); a hold is
-// added by cycle.hold and taken out by cycle.release once the workload's
-// decision is made, which keeps the node it is nominated to, if any.
+// added by cycle.hold and taken out by cycle.release, when the workload's
+// decision is made (keeping the node the decision nominates it to, if
+// any) or when it gives its hold back unused (borrowsAgain).
 // pictured is made when the cycle starts, and a preemptor's own entry is
 // taken out (cycle.unpicture) when it is decided again. terminating is
 // the snapshot's and never changes.

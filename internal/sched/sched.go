@@ -450,7 +450,7 @@ func (c *cycle) decide(p *pendingWork) {
 func (c *cycle) decideAll(p *pendingWork) {
 	plain := c.plainOf(p) // before its picture is taken out
 	// Nodes are held for a workload before its decision only from an
-	// earlier cycle, through its nomination (newCycle). (Its record says
+	// earlier cycle, through its nomination (carryHolds). (Its record says
 	// so: a workload decided as one a moment ago is decided without
 	// reading the workload itself.)
 	if p.nominated && len(c.holds.nodes[p.id]) > 0 {
@@ -461,7 +461,7 @@ func (c *cycle) decideAll(p *pendingWork) {
 	}
 	// Otherwise its picture in its node's future is taken out: what it is
 	// decided now is recorded anew (a placement, or a new preemption).
-	// (Only the nominated are pictured: newCycle.)
+	// (Only the nominated are pictured: carryHolds.)
 	if p.nominated {
 		c.unpictureOf(p.w)
 	}
@@ -552,7 +552,7 @@ func (c *cycle) waitsUnsearched(p *pendingWork) bool {
 		}
 	}
 	// A preemptor whose victims are still stopping waits for them; its
-	// node is held for it (see newCycle). One that its quota rules no
+	// node is held for it (carryHolds). One that its quota rules no
 	// longer admit (its team took the room meanwhile) holds nothing: it is
 	// decided afresh, and says which rule keeps it waiting.
 	if vs := c.liveVictimsOf(p); len(vs) > 0 && c.admissibleOf(p) {
@@ -849,7 +849,7 @@ func placedBefore(as []core.Assignment, i int) bool {
 
 // heldBefore returns the nodes held for w while it is placed, before its
 // own decision holds any: only a nominated workload holds nodes then
-// (newCycle), so the others skip the lookup.
+// (carryHolds), so the others skip the lookup.
 func (c *cycle) heldBefore(w *core.Workload) []*nodeState {
 	if w.Status.Nominated == "" {
 		return nil
