@@ -34,7 +34,7 @@ stages:
     type: review
 `
 
-func TestParseCardReadsTheIssueExample(t *testing.T) {
+func TestParseCardReadsEveryStageType(t *testing.T) {
 	c, err := ParseCard([]byte(goodCard))
 	if err != nil {
 		t.Fatal(err)

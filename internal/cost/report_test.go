@@ -69,9 +69,11 @@ func mustReport(t *testing.T, in Input, by string, vis Visibility) api.CostRepor
 
 func money(m Money) *Money { return &m }
 
-// The issue's example: a price of 3600 per GPU-hour is one unit per
-// GPU-second.
-func TestIssueExample(t *testing.T) {
+// TestReportChargesEachGPUSecond: at a price of 3600 per GPU-hour (one
+// unit per GPU-second), four workloads (two sharing a GPU, one failed)
+// cost their GPU-seconds, by workload, by team and per accepted output of
+// each unit.
+func TestReportChargesEachGPUSecond(t *testing.T) {
 	a := job("a", "vision", core.Succeeded, 6)
 	a.Reported, a.Outputs = true, []Output{{At: at(6), Accepted: 120, Rejected: 3, Unit: "images"}}
 	b := job("b", "vision", core.Succeeded, 20)

@@ -25,9 +25,9 @@ func fleet(pool, region, model string, mib int64, nodes, gpus int) []Node {
 	return out
 }
 
-// issueBrief is the check of issue 18: an 8B, 32-layer model with 8 KV
-// heads of dimension 128, bf16, context 8192, concurrency 16.
-func issueBrief() api.WorkloadBrief {
+// brief8B is the inference brief of an 8B, 32-layer model with 8 KV heads
+// of dimension 128, bf16, context 8192, concurrency 16.
+func brief8B() api.WorkloadBrief {
 	return api.WorkloadBrief{Workload: api.BriefInference, Precision: api.PrecisionBF16, ContextLength: 8192, Concurrency: 16,
 		Model: api.ModelSpec{Parameters: 8_030_000_000, Layers: 32, KVHeads: 8, HeadDim: 128, Hidden: 4096}}
 }
@@ -36,8 +36,10 @@ func within(got, want int64, pct float64) bool {
 	return math.Abs(float64(got-want)) <= pct/100*float64(want)
 }
 
-func TestPlanIssueCheck(t *testing.T) {
-	est := Memory(mustResolve(t, issueBrief()))
+// TestPlanSizesAn8BModel: the memory of brief8B's model, and the scope
+// and verdict of its plan on H100 and A10 fleets.
+func TestPlanSizesAn8BModel(t *testing.T) {
+	est := Memory(mustResolve(t, brief8B()))
 	if !within(est.WeightsBytes, 16_060_000_000, 10) {
 		t.Errorf("weights = %d bytes, want about 16.06 GB", est.WeightsBytes)
 	}
@@ -59,7 +61,7 @@ func TestPlanIssueCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := Advise(issueBrief(), Fleet{Nodes: tc.nodes}, now)
+			p, err := Advise(brief8B(), Fleet{Nodes: tc.nodes}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +129,7 @@ func TestPlanBadBriefsNameTheField(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := issueBrief()
+			b := brief8B()
 			tc.edit(&b)
 			_, err := Advise(b, Fleet{}, now)
 			fe, ok := err.(api.FieldErrors)
@@ -198,7 +200,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		}
 	})
 	t.Run("needs two GPUs of the fleet's largest", func(t *testing.T) {
-		b := issueBrief()
+		b := brief8B()
 		b.Concurrency = 64
 		p, err := Advise(b, Fleet{Nodes: fleet("a", "eu-west", "H100", 81920, 1, 1)}, now)
 		if err != nil {
@@ -209,7 +211,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		}
 	})
 	t.Run("residency leaves the other regions out", func(t *testing.T) {
-		b := issueBrief()
+		b := brief8B()
 		b.Residency = []string{"us-east"}
 		p, _ := Advise(b, Fleet{Nodes: h100}, now)
 		if len(p.Candidates) != 0 || !strings.Contains(p.Verdict, "residency") {
@@ -217,7 +219,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		}
 	})
 	t.Run("busy capacity fits but the wait is unknown", func(t *testing.T) {
-		p, _ := Advise(issueBrief(), Fleet{Nodes: busy, Pending: 3}, now)
+		p, _ := Advise(brief8B(), Fleet{Nodes: busy, Pending: 3}, now)
 		best := p.Best()
 		if best == nil || best.ExpectedWait != "unknown" || !strings.Contains(best.Why, "3 workloads wait") {
 			t.Errorf("best = %+v, want it to fit with an unknown wait and say why", best)
@@ -226,20 +228,20 @@ func TestPlanFleetAnswers(t *testing.T) {
 	t.Run("a node being qualified is capacity, not free now", func(t *testing.T) {
 		q := fleet("local", "eu-west", "H100", 81920, 1, 8)
 		q[0].Schedulable, q[0].Qualifying = false, true
-		p, _ := Advise(issueBrief(), Fleet{Nodes: q}, now)
+		p, _ := Advise(brief8B(), Fleet{Nodes: q}, now)
 		best := p.Best()
 		if best == nil || best.ExpectedWait != "unknown" || !strings.Contains(best.Why, "1 nodes of it are being qualified") {
 			t.Errorf("best = %+v, want it to fit, busy, qualifying said", best)
 		}
 	})
 	t.Run("a cordoned node is not capacity", func(t *testing.T) {
-		p, _ := Advise(issueBrief(), Fleet{Nodes: cordoned}, now)
+		p, _ := Advise(brief8B(), Fleet{Nodes: cordoned}, now)
 		if p.Best() != nil {
 			t.Errorf("a cordoned node gave %+v", p.Best())
 		}
 	})
 	t.Run("cost per hour and per request from the pool's rate", func(t *testing.T) {
-		b := issueBrief()
+		b := brief8B()
 		b.Targets.ThroughputPerSecond = 10
 		p, _ := Advise(b, Fleet{Nodes: h100, Prices: priced}, now)
 		best := p.Best()
@@ -252,7 +254,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		}
 	})
 	t.Run("cost of the run over the expected duration", func(t *testing.T) {
-		b := issueBrief()
+		b := brief8B()
 		b.ExpectedDuration = "8h"
 		p, _ := Advise(b, Fleet{Nodes: h100, Prices: priced}, now)
 		if best := p.Best(); best == nil || *best.CostPerUnit != usd("10") || best.Unit != "run" {
@@ -260,7 +262,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		}
 	})
 	t.Run("a duration that ends after the deadline is said", func(t *testing.T) {
-		b := issueBrief()
+		b := brief8B()
 		dl := now.Add(4 * time.Hour)
 		b.ExpectedDuration, b.Targets.Deadline = "8h", &dl
 		p, _ := Advise(b, Fleet{Nodes: h100}, now)
@@ -269,7 +271,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		}
 	})
 	t.Run("no price: no cost, still a candidate", func(t *testing.T) {
-		p, _ := Advise(issueBrief(), Fleet{Nodes: h100}, now)
+		p, _ := Advise(brief8B(), Fleet{Nodes: h100}, now)
 		if best := p.Best(); best == nil || best.CostPerHour != nil {
 			t.Errorf("best = %+v, want a candidate without a cost", best)
 		}

@@ -10,6 +10,19 @@ import (
 // (submit --array 0-999%50) allows.
 const ReasonArrayLimit = "ArrayLimit"
 
+// arrayCounts counts, by capped job array, its tasks running or placed in
+// this cycle (running, for the arrays' caps: arrayFull) and its pending
+// tasks counted in its team's demand (wanted, for fair shares:
+// arrayDemand).
+//
+// Rule: running is made from the snapshot when the cycle starts and only
+// counts up, once for each task placed (arrayStarted). wanted is counted
+// while the pending workloads are read, before any is decided, and not
+// after.
+type arrayCounts struct {
+	running, wanted map[core.WorkloadID]int
+}
+
 // runningArrays counts the running tasks of each capped job array.
 func runningArrays(running []*core.Workload) map[core.WorkloadID]int {
 	var out map[core.WorkloadID]int
@@ -29,20 +42,20 @@ func runningArrays(running []*core.Workload) map[core.WorkloadID]int {
 // records why it waits.
 func (c *cycle) arrayFull(w *core.Workload) bool {
 	a := w.Array
-	if a == nil || a.MaxRunning <= 0 || c.arrays[a.ID] < a.MaxRunning {
+	if a == nil || a.MaxRunning <= 0 || c.arrays.running[a.ID] < a.MaxRunning {
 		return false
 	}
-	c.unplaced(w, ReasonArrayLimit, fmt.Sprintf("array %s runs %d of its tasks, its cap (%%%d)", a.ID, c.arrays[a.ID], a.MaxRunning), "")
+	c.unplaced(w, ReasonArrayLimit, fmt.Sprintf("array %s runs %d of its tasks, its cap (%%%d)", a.ID, c.arrays.running[a.ID], a.MaxRunning), "")
 	return true
 }
 
 // arrayStarted counts w, placed in this cycle, against its array's cap.
 func (c *cycle) arrayStarted(w *core.Workload) {
 	if a := w.Array; a != nil && a.MaxRunning > 0 {
-		if c.arrays == nil {
-			c.arrays = map[core.WorkloadID]int{}
+		if c.arrays.running == nil {
+			c.arrays.running = map[core.WorkloadID]int{}
 		}
-		c.arrays[a.ID]++
+		c.arrays.running[a.ID]++
 	}
 }
 
@@ -56,12 +69,12 @@ func (c *cycle) arrayDemand(w *core.Workload) bool {
 	if a == nil || a.MaxRunning <= 0 {
 		return true
 	}
-	if c.arrayWanted == nil {
-		c.arrayWanted = map[core.WorkloadID]int{}
+	if c.arrays.wanted == nil {
+		c.arrays.wanted = map[core.WorkloadID]int{}
 	}
-	if c.arrays[a.ID]+c.arrayWanted[a.ID] >= a.MaxRunning {
+	if c.arrays.running[a.ID]+c.arrays.wanted[a.ID] >= a.MaxRunning {
 		return false
 	}
-	c.arrayWanted[a.ID]++
+	c.arrays.wanted[a.ID]++
 	return true
 }

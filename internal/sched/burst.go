@@ -165,7 +165,7 @@ func (c *cycle) burstNote(w *core.Workload, tried string) string {
 		return ""
 	}
 	var pools []string
-	for _, ns := range c.nodes {
+	for _, ns := range c.fleet.nodes {
 		if ns.node.Burst() && ns.node.Schedulable && resides(ns.node, w.Request) && ns.node.Matches(w.Request.NodeSelector) && modelOK(ns, w.Request) {
 			pools = append(pools, poolOf(ns.node))
 		}
@@ -198,7 +198,7 @@ func (c *cycle) residencyNote(w *core.Workload) string {
 	var inside, outside []string
 	free := req
 	free.Regions = nil
-	for _, ns := range c.nodes {
+	for _, ns := range c.fleet.nodes {
 		if !ns.node.Schedulable {
 			continue
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // TestResidencyAndBurst: residency is never violated, and a burst pool
-// takes a workload only as the burst policy allows (issue 19).
+// takes a workload only as the burst policy allows.
 func TestResidencyAndBurst(t *testing.T) {
 	onprem := func() *core.Node { return node("o1").gpus(2, h100).in("onprem", "eu-west", core.PoolOwned).obj() }
 	useast := func() *core.Node { return node("u1").gpus(2, h100).in("east", "us-east", core.PoolOwned).obj() }

@@ -46,8 +46,8 @@ func (a indexEntry) less(b indexEntry) bool {
 }
 
 func newShapeIndex(c *cycle, req core.Request, memo []scored) *shapeIndex {
-	x := &shapeIndex{pushed: make([]uint64, len(c.nodes)), parked: make([]futureVersion, len(c.nodes)), req: req, cursor: len(c.changed)}
-	for _, ns := range c.nodes {
+	x := &shapeIndex{pushed: make([]uint64, len(c.fleet.nodes)), parked: make([]futureVersion, len(c.fleet.nodes)), req: req, cursor: len(c.changed)}
+	for _, ns := range c.fleet.nodes {
 		x.note(c, ns, memo)
 	}
 	for i := len(x.heap)/2 - 1; i >= 0; i-- {
@@ -68,7 +68,7 @@ func (x *shapeIndex) note(c *cycle, ns *nodeState, memo []scored) {
 		x.parked[ns.pos], x.pushed[ns.pos] = futureVersion{}, 0
 	}
 	if m.version != ns.version+1 {
-		ch, reason := onNodeWith(ns, x.req, c.scorer)
+		ch, reason := onNodeWith(ns, x.req, c.scores.scorer)
 		*m = scored{version: ns.version + 1, gpu: ch.gpu, score: ch.score, why: reason}
 	}
 	if m.why != "" || x.pushed[ns.pos] == m.version {
@@ -85,7 +85,7 @@ func (x *shapeIndex) note(c *cycle, ns *nodeState, memo []scored) {
 // pass; found is false when the index cannot say (then the scan decides).
 func (x *shapeIndex) search(c *cycle, w *core.Workload, memo []scored) (best choice, keep, found bool) {
 	for ; x.cursor < len(c.changed); x.cursor++ {
-		if ns := c.nodes[c.changed[x.cursor]]; true {
+		if ns := c.fleet.nodes[c.changed[x.cursor]]; true {
 			n := len(x.heap)
 			x.note(c, ns, memo)
 			if len(x.heap) > n {
@@ -99,7 +99,7 @@ func (x *shapeIndex) search(c *cycle, w *core.Workload, memo []scored) (best cho
 	buf := x.buf[:0]
 	for len(x.heap) > 0 {
 		e := x.heap[0]
-		ns := c.nodes[e.pos]
+		ns := c.fleet.nodes[e.pos]
 		if ns.version+1 != e.version {
 			x.pop()
 			continue

@@ -1,7 +1,7 @@
 package sched_test
 
-// Property tests of the scheduler's safety and progress invariants (issue 3,
-// STYLE.md habit 11), checked against random clusters drawn with
+// Property tests of the scheduler's safety and progress invariants (STYLE.md
+// habit 11), checked against random clusters drawn with
 // pgregory.net/rapid, which shrinks a failing cluster to a small one and
 // prints it (see invDescribe) with the failure.
 //
@@ -1812,7 +1812,7 @@ func invDrawReclaim(t *rapid.T, requeue bool) invReclaim {
 	// Team b asks in one size. With mixed sizes the greedy scheduler can
 	// fragment what it reclaims (a small workload planned onto the only
 	// node a large one fits, neither preemptible by the other), which is a
-	// packing limit, not a reclaim rule; see the closing note of issue 3.
+	// packing limit, not a reclaim rule.
 	oneSize := rapid.SampledFrom(invSizes).Draw(t, "bSize")
 	for range rapid.IntRange(1, 30).Draw(t, "bWorkloads") {
 		var fit []int64

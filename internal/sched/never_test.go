@@ -33,7 +33,7 @@ func TestNeverMessageAsWholeFleet(t *testing.T) {
 				n.GPUs = append(n.GPUs, core.GPU{Index: g, Model: rapid.SampledFrom(models).Draw(t, "model"),
 					MemoryMiB: rapid.SampledFrom([]int64{24576, 81920}).Draw(t, "gpuMem")})
 			}
-			c.nodes = append(c.nodes, &nodeState{node: n, pos: i})
+			c.fleet.nodes = append(c.fleet.nodes, &nodeState{node: n, pos: i})
 			if n.Schedulable {
 				schedulable = append(schedulable, n)
 			}
@@ -58,7 +58,7 @@ func TestNeverMessageAsWholeFleet(t *testing.T) {
 		}
 		want := ""
 		switch {
-		case len(c.nodes) == 0:
+		case len(c.fleet.nodes) == 0:
 			want = "no nodes are registered"
 		case len(schedulable) > 0:
 			if err := core.Feasible(schedulable, req); err != nil {

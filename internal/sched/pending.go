@@ -69,7 +69,7 @@ type pendingBuffers struct {
 	// not kept (nil).
 	scores  [][]scored
 	nScores int
-	// nodes are the cycle's node states (cycle.nodes, newNodeStateIn),
+	// nodes are the cycle's node states (fleet.nodes, newNodeStateIn),
 	// the first nNodes in use; given back, each holds nothing but its
 	// device slice.
 	nodes  []*nodeState
@@ -231,7 +231,7 @@ func (c *cycle) readPending(pending []*core.Workload, mix *Mix) ([]pendingWork, 
 			w := pending[k]
 			p := &pws[k]
 			p.shape = t.number(shapeKey(w.Request))
-			if ts := c.teams[w.Team]; ts != nil { // read only here
+			if ts := c.teams.byName[w.Team]; ts != nil { // read only here
 				flags[k] = c.readOne(p, w, ts)
 				if flags[k]&pendingStarvable != 0 && (starver < 0 || c.starvesBefore(pws, k, starver)) {
 					starver = k
@@ -302,9 +302,9 @@ func (c *cycle) readPending(pending []*core.Workload, mix *Mix) ([]pendingWork, 
 		if l == nil || l.value != v {
 			l = byValue[v]
 			if l == nil {
-				l = &level{value: v, ord: len(c.levels)}
+				l = &level{value: v, ord: len(c.order.levels)}
 				byValue[v] = l
-				c.levels = append(c.levels, l)
+				c.order.levels = append(c.order.levels, l)
 			}
 			last = l
 		}
@@ -332,7 +332,7 @@ func (c *cycle) readPending(pending []*core.Workload, mix *Mix) ([]pendingWork, 
 	// highest class, then the longest waiting, among those that waited
 	// StarvationAfter and pass their quota rules.
 	if starver >= 0 {
-		c.starver = pending[starver]
+		c.starving.w = pending[starver]
 	}
 	return pws, queueOf
 }

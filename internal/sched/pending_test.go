@@ -19,11 +19,11 @@ import (
 // plainness), each team's pending work and demand.
 func pendingDigest(c *cycle) string {
 	var b strings.Builder
-	if c.starver != nil {
-		fmt.Fprintf(&b, "starver %s\n", c.starver.ID)
+	if c.starving.w != nil {
+		fmt.Fprintf(&b, "starver %s\n", c.starving.w.ID)
 	}
 	fmt.Fprintf(&b, "shapes %v\n", c.shapes)
-	for _, l := range c.levels {
+	for _, l := range c.order.levels {
 		fmt.Fprintf(&b, "level %d\n", l.value)
 		for _, q := range l.teams {
 			fmt.Fprintf(&b, " team %s pending %d demand %d:", q.team.team.Name, q.team.pending, q.team.demand)
@@ -83,7 +83,7 @@ func TestPendingReadInPartsAsInOrder(t *testing.T) {
 	// the queue in parts: in the snapshot's order, replaced only by one
 	// strictly before it (so the first of equals).
 	records := map[core.WorkloadID]*pendingWork{}
-	for _, l := range first.levels {
+	for _, l := range first.order.levels {
 		for _, q := range l.teams {
 			for _, p := range q.ws {
 				records[p.id] = p
@@ -101,8 +101,8 @@ func TestPendingReadInPartsAsInOrder(t *testing.T) {
 			starver, starverValue = w, p.class.Value
 		}
 	}
-	if starver == nil || first.starver != starver {
-		t.Fatalf("the starving workload is %v, want %v", first.starver, starver)
+	if starver == nil || first.starving.w != starver {
+		t.Fatalf("the starving workload is %v, want %v", first.starving.w, starver)
 	}
 	for _, procs := range []int{2, 3, 5, 8} {
 		runtime.GOMAXPROCS(procs)
@@ -111,7 +111,7 @@ func TestPendingReadInPartsAsInOrder(t *testing.T) {
 			t.Errorf("GOMAXPROCS=%d: the cycle starts otherwise than reading the queue in order:\n%s", procs, firstDiff(got, want))
 		}
 		// The packing mix, counted in order, weighs the same.
-		if !reflect.DeepEqual(c.scorer, first.scorer) {
+		if !reflect.DeepEqual(c.scores.scorer, first.scores.scorer) {
 			t.Errorf("GOMAXPROCS=%d: the scorer (its packing mix) differs from the one counted in order", procs)
 		}
 	}

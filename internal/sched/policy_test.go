@@ -451,9 +451,9 @@ func BenchmarkCycle(b *testing.B) {
 // two 8-GPU production replicas submitted before the rest: a gang does not
 // preempt, so it holds the cycle's starvation reservation while the queue
 // is decided. Every workload that only the reserved node could hold is
-// refused there, and before the scheduler remembered such refusals each
-// scanned every node to explain its own (the reason nodes=1000/pending=5000
-// took longer than pending=10000: docs/PERFORMANCE.md).
+// refused there; the refusals are remembered (refusalMemo.noFitResv), so
+// that not each of them scans every node to explain its own
+// (docs/PERFORMANCE.md).
 //
 //	go test ./internal/sched -run '^$' -bench 'CycleReserved' -benchmem
 func BenchmarkCycleReserved(b *testing.B) {

@@ -15,7 +15,7 @@ type teamState struct {
 	usage   int64 // milli-GPU held by running workloads, plus placements made this cycle
 	pending int64 // milli-GPU asked by pending workloads not yet placed
 	demand  int64 // the part of pending that could be admitted (for fair shares)
-	// decided is the team's table of decisions (cycle.decisionTable), by
+	// decided is the team's table of decisions (decisionMemo.table), by
 	// class and shape; nil until one is remembered.
 	decided []cachedDecision
 	share   int64 // fair share
@@ -127,7 +127,7 @@ func (c *cycle) deviceKey(ts *teamState, as []core.Assignment) (string, bool) {
 	if len(ts.team.GuaranteedByModel) == 0 || len(as) == 0 {
 		return "", false
 	}
-	ns := c.byName[as[0].Node]
+	ns := c.fleet.byName[as[0].Node]
 	if ns == nil {
 		return "", false
 	}
@@ -146,7 +146,7 @@ func (c *cycle) nodePoolKey(ts *teamState, as []core.Assignment) (string, bool) 
 	if len(ts.team.GuaranteedByPool) == 0 || len(as) == 0 {
 		return "", false
 	}
-	ns := c.byName[as[0].Node]
+	ns := c.fleet.byName[as[0].Node]
 	if ns == nil {
 		return "", false
 	}
@@ -178,7 +178,7 @@ func atOrAbove(byClass map[int]int64, value int) int64 {
 // guarantee, too.
 func (c *cycle) holdOn(ts *teamState, cl core.PriorityClass, as []core.Assignment, milli int64) {
 	ts.hold(cl, milli)
-	c.usageGen++
+	c.teams.usageGen++
 	if cl.IdleOnly {
 		return
 	}
@@ -593,7 +593,7 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 	if inQuota || ts.usage+ask <= ts.share {
 		var found *nodeState
 		x.walk([]*entryHeap{x.order(c, orderFreeing)}, func(int, victimEntry) bool { return false }, func(victimEntry) bool { return false }, func(e victimEntry) bool {
-			ns := c.nodes[e.pos]
+			ns := c.fleet.nodes[e.pos]
 			askOn, inQuotaOn, maxShare, ok := usable(ns)
 			if ok && (inQuotaOn || ts.usage+askOn <= ts.share) && ns.freeing && fitsWithinAt(ns.futureState(c), w.Request, maxShare) {
 				found, bestMax = ns, maxShare
@@ -625,9 +625,9 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 		tier = tierFair
 	}
 	qs := []*entryHeap{x.order(c, tier), x.team(c, ts, tier, cl.Value)}
-	skip := func(q int, e victimEntry) bool { return q == 0 && c.nodes[e.pos].ownBelow(ts, cl.Value) }
+	skip := func(q int, e victimEntry) bool { return q == 0 && c.fleet.nodes[e.pos].ownBelow(ts, cl.Value) }
 	x.walk(qs, skip, beaten, func(e victimEntry) bool {
-		ns := c.nodes[e.pos]
+		ns := c.fleet.nodes[e.pos]
 		askOn, inQuotaOn, maxShare, ok := usable(ns)
 		if !ok {
 			return true
@@ -648,7 +648,7 @@ func (c *cycle) findVictimsOf(w *core.Workload, cl core.PriorityClass, ts *teamS
 			return true
 		}
 		sortVictims(cands)
-		set := victimSet(ns.futureState(c), w.Request, cands, maxShare, &c.scratch)
+		set := victimSet(ns.futureState(c), w.Request, cands, maxShare, &c.victims.scratch)
 		if set == nil {
 			return true
 		}

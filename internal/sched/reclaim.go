@@ -235,7 +235,7 @@ func (c *cycle) unreclaimable(r *runningWorkload) {
 		if placedBefore(r.w.Status.Placement, i) {
 			continue // core.Nodes: each node once, as first named
 		}
-		if ns := c.byName[a.Node]; ns != nil {
+		if ns := c.fleet.byName[a.Node]; ns != nil {
 			ns.retier(r, [tiers]bool{tierOver: true, tierFair: wasFair})
 			c.touch(ns)
 		}

@@ -120,7 +120,7 @@ func (c *cycle) reserveOn(ns *nodeState, w *core.Workload) {
 		inQuota, _, _, _ = c.withinGuarantee(w, ts, cl, c.askMilli(w))
 	}
 	ns.resv = &reservation{w: w, kept: kept, wants: wants, start: start, waits: waits, inQuota: inQuota}
-	c.resvOf, c.resvAt = w.ID, ns
+	c.starving.of, c.starving.at = w.ID, ns
 }
 
 // replicasFit counts how many replicas of req fit on ns, up to limit.
@@ -198,7 +198,7 @@ func (c *cycle) backfillOn(ns *nodeState, w *core.Workload, req core.Request, ch
 		if i == ch.gpu || !ok || !allows(&req, g) || ns.used[i].MilliGPU+milli > 1000 || ns.used[i].MemoryMiB+mem > g.MemoryMiB {
 			continue
 		}
-		alt := choice{ns: ns, gpu: i, score: c.scorer.score(ns, req, i)}
+		alt := choice{ns: ns, gpu: i, score: c.scores.scorer.score(ns, req, i)}
 		if ok, keep := c.backfill(ns, w, req, assignments(alt, req)); ok && (!found || alt.score < best.score) {
 			best, bestKeep, found = alt, keep, true
 		}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
-	"github.com/gpufleet/gpufleet/internal/sched/fairshare"
 )
 
 // Options tune the policy. The zero value is not useful; start from
@@ -89,11 +88,9 @@ func (c *cycle) decideInOrder(decide func(*pendingWork)) {
 	// after the work within guarantees: started now, it could be where
 	// another team's guaranteed work, not decided yet, would reclaim it
 	// in the next cycle (RecentlyPreempted).
-	for _, p := range c.first {
+	for _, p := range c.order.first {
 		if c.borrowsAgain(p) {
-			if pic, ok := c.pictured[p.id]; ok {
-				c.unpicture(p.w, pic)
-			}
+			c.unpictureOf(p.w)
 			c.release(p.id, nil)
 			continue
 		}
@@ -105,20 +102,20 @@ func (c *cycle) decideInOrder(decide func(*pendingWork)) {
 	// placed on borrowed capacity is never placed where guaranteed work
 	// of this cycle would reclaim it in the next. Of those, a reserved
 	// workload whose reservation carried over goes first
-	// (reservedBorrower).
+	// (pendingOrder.reservedBorrower).
 	borrowing := c.bufs.borrowing // room for all: most, in a long queue
 	var reserved *pendingWork
-	for p := c.next(); p != nil; p = c.next() {
+	for p := c.order.next(c.teams.usageGen); p != nil; p = c.order.next(c.teams.usageGen) {
 		switch {
 		case p.decided:
-		case p == c.reservedBorrower && !c.guaranteedNow(p):
+		case p == c.order.reservedBorrower && !c.guaranteedNow(p):
 			reserved = p
 		case !c.guaranteedNow(p):
 			borrowing = append(borrowing, p)
 		default:
 			decide(p)
 			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == p.id {
-				c.guaranteedWaiting[p.ts]++
+				c.teams.waiting[p.ts]++
 			}
 		}
 	}
@@ -131,69 +128,6 @@ func (c *cycle) decideInOrder(decide func(*pendingWork)) {
 	c.bufs.give(borrowing)
 }
 
-// decisionKey is what the decision of a plain workload (cycle.plain)
-// depends on besides its team's usage: its team, class and shape. Nodes
-// only fill within a cycle, so a shape that fitted nowhere, or found no
-// victims, for one such workload does not for the next (noFit,
-// noVictims); its quota rules read its team's usage; its message, the
-// same, and whether other teams hold capacity (which, once true, stays).
-type decisionKey struct {
-	ts    *teamState
-	class *core.PriorityClass // in cycle.classes
-	shape int32               // in cycle.shapes
-}
-
-// cachedDecision is the last decision made for a decisionKey, with what
-// its team held then.
-type cachedDecision struct {
-	reason, message string
-	usage           int64
-	others          bool
-	set             bool // in a team's table (teamState.decided): one is there
-}
-
-// decisionTableAt is the most classes times shapes for which each team
-// keeps its decisions in a table (teamState.decided, by class and shape
-// number) rather than in the cycle's map: a table read costs no hashing,
-// and is small where the shapes are few.
-const decisionTableAt = 256
-
-// decisionOf returns the decision remembered for k, if any.
-func (c *cycle) decisionOf(k decisionKey) (cachedDecision, bool) {
-	if c.decisionTable {
-		if t := k.ts.decided; t != nil {
-			d := t[c.decisionSlot(k)]
-			return d, d.set
-		}
-		return cachedDecision{}, false
-	}
-	d, ok := c.decided[k]
-	return d, ok
-}
-
-// rememberDecision remembers d for k.
-func (c *cycle) rememberDecision(k decisionKey, d cachedDecision) {
-	if !c.decisionTable {
-		c.decided[k] = d
-		return
-	}
-	if k.ts.decided == nil {
-		k.ts.decided = make([]cachedDecision, len(c.classes)*len(c.shapes))
-	}
-	d.set = true
-	k.ts.decided[c.decisionSlot(k)] = d
-}
-
-// decisionSlot is k's place in its team's table: by class (its place in
-// cycle.classes), then shape.
-func (c *cycle) decisionSlot(k decisionKey) int {
-	i := 0
-	for &c.classes[i] != k.class {
-		i++
-	}
-	return i*len(c.shapes) + int(k.shape)
-}
-
 // plain reports whether w's decision depends only on its decisionKey and
 // its team's usage: it holds no node, has no victims stopping or picture
 // in a node's future, was not preempted lately, is no array task, may not
@@ -201,7 +135,7 @@ func (c *cycle) decisionSlot(k decisionKey) int {
 // names regions with room), and the cluster has no burst pool (whether it
 // may burst depends on how long it waited).
 func (c *cycle) plain(w *core.Workload) bool {
-	if !c.plainStatic(w) || w == c.starver {
+	if !c.plainStatic(w) || w == c.starving.w {
 		return false
 	}
 	// Nodes are held, and pictures made, at the start of a cycle for the
@@ -209,10 +143,10 @@ func (c *cycle) plain(w *core.Workload) bool {
 	if w.Status.Nominated == "" {
 		return true
 	}
-	if len(c.holders[w.ID]) > 0 {
+	if len(c.holds.nodes[w.ID]) > 0 {
 		return false
 	}
-	_, pictured := c.pictured[w.ID]
+	_, pictured := c.holds.pictured[w.ID]
 	return !pictured
 }
 
@@ -220,37 +154,7 @@ func (c *cycle) plain(w *core.Workload) bool {
 // cycle (pendingWork.plainBase keeps it, for a workload not nominated).
 func (c *cycle) plainStatic(w *core.Workload) bool {
 	return !c.burst.any && w.Status.PreemptedAt == nil && w.Array == nil && len(w.Request.Regions) == 0 &&
-		(len(c.terminating) == 0 || len(c.terminating[w.ID]) == 0)
-}
-
-// othersHold reports whether a team other than ts holds capacity. Usage
-// only grows within a cycle: two teams that hold some keep answering.
-func (c *cycle) othersHold(ts *teamState) bool {
-	if len(c.holding) < 2 {
-		c.holding = c.holding[:0]
-		for _, o := range c.teams {
-			if o.usage > 0 && len(c.holding) < 2 {
-				c.holding = append(c.holding, o)
-			}
-		}
-	}
-	for _, o := range c.holding {
-		if o != ts {
-			return true
-		}
-	}
-	return false
-}
-
-// othersWait reports whether work of a team other than ts, decided within
-// its guarantee in this cycle, was left waiting.
-func (c *cycle) othersWait(ts *teamState) bool {
-	for t, n := range c.guaranteedWaiting {
-		if n > 0 && t != ts {
-			return true
-		}
-	}
-	return false
+		(len(c.holds.terminating) == 0 || len(c.holds.terminating[w.ID]) == 0)
 }
 
 // borrowsAgain reports whether p, holding a node as a preemptor whose
@@ -287,214 +191,6 @@ func (c *cycle) guaranteed(w *core.Workload) bool {
 	return in
 }
 
-// cycle is the scratch state of one Schedule call.
-type cycle struct {
-	bufs    *pendingBuffers // arrays by pending workload (readPending)
-	opts    Options
-	now     time.Time
-	classes []core.PriorityClass
-	nodes   []*nodeState // by name
-	byName  map[core.NodeName]*nodeState
-	teams   map[core.TeamName]*teamState
-	// queues holds pending workloads by class value (descending), then by
-	// team; next pops them in scheduling order.
-	levels []*level
-	// terminating counts, per preemptor, its victims still stopping.
-	terminating map[core.WorkloadID][]*core.Workload
-	// noFit remembers request shapes that fitted nowhere this cycle;
-	// usage only grows within a cycle, so they fit nowhere later either.
-	noFit map[fitKey]string
-	// noFitResv remembers, for workloads that would borrow, the shapes
-	// that fitted nowhere only because the starvation reservation refused
-	// them (backfill): its refusals only grow within a cycle for them (what
-	// it holds grows; its binding against them does not depend on usage),
-	// so the scan of every node that explains each is not made again.
-	noFitResv map[resvFitKey]string
-	// noVictims remembers (team, class, shape, and whether within quota
-	// and may burst) for which no victim set was found.
-	noVictims map[victimKey]bool
-	maxGPUMem int64
-	// starver is the workload a node may be reserved for against
-	// starvation in this cycle, if any.
-	starver *core.Workload
-	// first are the workloads holding a node from an earlier cycle, in the
-	// order they are decided, before all others.
-	first []*pendingWork
-	// holders are the nominated workloads some nodes are held for, with
-	// the nodes (hold: the others' held nodes are never looked up).
-	holders map[core.WorkloadID][]*nodeState
-	// never remembers, by request shape (its number), why no node could
-	// hold it even empty ("" when some could).
-	never map[int32]string
-	plan  core.Plan
-	// budgetSpent names the teams whose hard budget is spent, with the
-	// message their waiting work shows (core.Snapshot.BudgetExceeded).
-	budgetSpent map[core.TeamName]string
-	reserved    bool // a starvation reservation was made this cycle
-	// resvOf is the workload a node is reserved for now, if any (there
-	// is one at a time), and resvAt that node.
-	resvOf core.WorkloadID
-	resvAt *nodeState
-	// reservedBorrower is the workload whose reservation carried over from
-	// the cycle before, when it would borrow: decided first of those
-	// that would.
-	reservedBorrower *pendingWork
-	// arrays counts, by job array, its tasks running or placed in this
-	// cycle, for the arrays' caps; arrayWanted its pending tasks counted
-	// in its team's demand (array.go).
-	arrays, arrayWanted map[core.WorkloadID]int
-	// pictured are the preemptors placed in a node's future at the start
-	// of the cycle, with where; a preemptor's own picture is taken out
-	// when it is decided again.
-	pictured map[core.WorkloadID]picture
-	// inQuota and budget describe the workload being placed: whether it
-	// runs within its team's guarantee, and the most milli-GPU its
-	// placement may take (its team's limit, and for a class that may not
-	// borrow its guarantee, less what the team holds; -1: no bound).
-	inQuota bool
-	budget  int64
-	// soft is set when a placement failed on a node for a reason that
-	// depends on the workload, not only its shape (a reservation, the
-	// budget): such a failure is not remembered in noFit.
-	soft bool
-	// budgetHit is set when a place was refused for the budget alone.
-	budgetHit bool
-	// guaranteedWaiting counts, per team, the workloads decided within its
-	// guarantee and left waiting in this cycle.
-	guaranteedWaiting map[*teamState]int
-	// kinds are the distinct device kinds (model and memory), for askMilli.
-	kinds []core.GPU
-	// kept are the replicas of the workload being placed that joined a
-	// reservation's picture, so that a gang that does not fit undoes them.
-	kept []keptReplica
-	// scorer is the packing policy; its weights are set once a cycle, so
-	// that a node's score for a request shape changes only when the node
-	// does: memo keeps them, per shape, by node position.
-	scorer scorer
-	memo   map[memoShape]*memoEntry
-	// changed lists every node changed (cycle.touch: a placement or its
-	// undo, a hold or its release, a preemption), in order: the shape and
-	// victim indexes catch up from it, and the scan memo stamps by its
-	// length.
-	changed []int32 // by position
-	// burst: whether any node is in a burst pool, and whether the pass
-	// under way places on burst nodes only.
-	burst burstState
-	// scratch is what victimSet works in, reused.
-	scratch victimScratch
-	// usageGen counts changes to the teams' usage (holdOn).
-	usageGen uint64
-	// holding caches up to two teams that hold capacity (othersHold).
-	holding []*teamState
-	// decided remembers the last decision of each decisionKey; uncacheable
-	// is set while a decision is made that the next one alike might not
-	// share.
-	// decisionTable: the decisions are kept in the teams' tables, not in
-	// decided (decisionTableAt).
-	decided       map[decisionKey]cachedDecision
-	decisionTable bool
-	uncacheable   bool
-	// scans remembers the explanations of placements that found nothing
-	// (placeOne).
-	scans map[scanKey]scanMemo
-	// clusters are the distinct clusters of the nodes, by name; a gang
-	// being placed in one of them names it in gangCluster.
-	clusters    []string
-	gangCluster *string
-	// shapes are the pending workloads' shapes, numbered in the order
-	// first seen (shapeNumbers.number).
-	shapeNumbers
-	// victimIdx holds the victim search's index of each preemptor shape
-	// (victimindex.go); orderNotes and teamNotes are the buffers its
-	// builds on several goroutines write in, one build at a time.
-	victimIdx  map[shape]*victimIndex
-	orderNotes []orderNote
-	teamNotes  []teamNote
-}
-
-// scored is a node's remembered score for a request shape, valid while the
-// node's version is version-1 (0: none).
-type scored struct {
-	version uint64
-	gpu     int
-	score   float64
-	why     string
-	// On a node held for preemptors: the choice that also fits its future
-	// and stages (futureChoice), and whether there is one, valid while
-	// the node, its future and its stages are as heldAt says.
-	heldAt futureVersion
-	heldCh choice
-	heldOK bool
-}
-
-// futureVersion identifies the state of a node, its future and its stages:
-// each only changes through add, which counts, and stages are only
-// appended, so a change to any of them changes it. Zero: none.
-type futureVersion struct {
-	node, future, stages, holds uint64
-	n                           int
-}
-
-func (ns *nodeState) futureVersion(c *cycle) futureVersion {
-	v := futureVersion{node: ns.version + 1, future: ns.futureState(c).version, n: len(ns.stages), holds: ns.holdVersion}
-	for _, st := range ns.stages {
-		v.stages += st.version
-	}
-	return v
-}
-
-// memoShape is what onNodeWith reads of a request.
-type memoShape struct {
-	milli, gpuMem, cpu, mem   int64
-	models, selector, regions string
-}
-
-// memoFor returns the remembered scores for req's shape, and the shape's
-// index (none for the random policy, whose scores are not functions of
-// the node: nothing is remembered).
-func (c *cycle) memoFor(req core.Request) ([]scored, *shapeIndex) {
-	if _, random := c.scorer.(*randomFit); random {
-		return make([]scored, len(c.nodes)), nil
-	}
-	k := memoShape{milli: req.MilliGPU, gpuMem: req.GPUMemoryMiB, cpu: req.MilliCPU, mem: req.MemoryMiB, models: strings.Join(req.GPUModels, "\x00"), regions: strings.Join(req.Regions, "\x00")}
-	if len(req.NodeSelector) > 0 {
-		keys := slices.Sorted(maps.Keys(req.NodeSelector))
-		for _, key := range keys {
-			k.selector += key + "=" + req.NodeSelector[key] + "\x00"
-		}
-	}
-	m, ok := c.memo[k]
-	if !ok {
-		m = &memoEntry{scores: c.newScores(len(c.nodes))}
-		c.memo[k] = m
-	}
-	if m.index == nil {
-		m.index = newShapeIndex(c, req, m.scores)
-	}
-	return m.scores, m.index
-}
-
-// memoEntry is what a cycle remembers of a request shape.
-type memoEntry struct {
-	scores []scored // by node position
-	index  *shapeIndex
-}
-
-type level struct {
-	value int
-	ord   int // its place among the levels as they were found (teamState.queues)
-	teams []*teamQueue
-	// best is the team next chose last, when the usages were at gen.
-	best *teamQueue
-	gen  uint64
-}
-
-type teamQueue struct {
-	team *teamState
-	ws   []*pendingWork // by submission
-	n    int            // its size, while the queues are made
-}
-
 // pendingWork is a pending workload with what its decision reads of it
 // that does not change within a cycle, found once when the cycle starts
 // rather than at every step that reads it (side by side, not spread over
@@ -519,8 +215,7 @@ type pendingWork struct {
 	decided        bool // among the first, decided already
 }
 
-// value is the workload's class value (0 for a class not defined, as
-// cycle.value).
+// value is the workload's class value (0 for a class not defined).
 func (p *pendingWork) value() int {
 	if p.class == nil {
 		return 0
@@ -533,7 +228,7 @@ func (c *cycle) plainOf(p *pendingWork) bool {
 	if !p.plainBase {
 		return c.plain(p.w)
 	}
-	return p.w != c.starver
+	return p.w != c.starving.w
 }
 
 // withinGuaranteeOf is withinGuarantee for a pending workload of the
@@ -595,233 +290,11 @@ func (t *shapeNumbers) add(k shape) int32 {
 	return int32(len(t.shapes) - 1)
 }
 
-func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
-	c := &cycle{
-		opts: o, now: now, classes: snap.Classes,
-		byName: map[core.NodeName]*nodeState{}, teams: map[core.TeamName]*teamState{},
-		terminating: map[core.WorkloadID][]*core.Workload{},
-		noFit:       map[fitKey]string{}, noFitResv: map[resvFitKey]string{}, noVictims: map[victimKey]bool{}, holders: map[core.WorkloadID][]*nodeState{}, never: map[int32]string{},
-		pictured: map[core.WorkloadID]picture{}, guaranteedWaiting: map[*teamState]int{}, victimIdx: map[shape]*victimIndex{}, decided: map[decisionKey]cachedDecision{}, scans: map[scanKey]scanMemo{},
-		budgetSpent: snap.BudgetExceeded,
+// unpictureOf takes w's picture out of its node's future, if it has one.
+func (c *cycle) unpictureOf(w *core.Workload) {
+	if pic, ok := c.holds.pictured[w.ID]; ok {
+		c.unpicture(w, pic)
 	}
-	// Most of a long queue waits: room for every decision at once.
-	c.plan.Unplaced = make([]core.Decision, 0, len(snap.Pending))
-	if c.classes == nil {
-		c.classes = core.DefaultPriorityClasses()
-	}
-	c.bufs = takePendingBuffers(len(snap.Pending))
-	c.nodes = make([]*nodeState, len(snap.Nodes))
-	states := c.bufs.nodeStates(len(snap.Nodes))
-	inParts(len(snap.Nodes), parallelNodesAt, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			c.nodes[i] = newNodeStateIn(states[i], snap.Nodes[i], snap.Usage[snap.Nodes[i].Name])
-		}
-	})
-	for i, n := range snap.Nodes {
-		ns := c.nodes[i]
-		c.burst.any = c.burst.any || n.Burst()
-		c.byName[n.Name] = ns
-		for gi := range n.GPUs {
-			g := &n.GPUs[gi]
-			c.maxGPUMem = max(c.maxGPUMem, g.MemoryMiB)
-			if n.Schedulable && !slices.ContainsFunc(c.kinds, func(k core.GPU) bool { return k.Model == g.Model && k.MemoryMiB == g.MemoryMiB }) {
-				c.kinds = append(c.kinds, core.GPU{Model: g.Model, MemoryMiB: g.MemoryMiB})
-			}
-		}
-	}
-	slices.SortFunc(c.nodes, func(a, b *nodeState) int { return cmp.Compare(a.node.Name, b.node.Name) })
-	for _, ns := range c.nodes {
-		if !slices.Contains(c.clusters, ns.node.Cluster) {
-			c.clusters = append(c.clusters, ns.node.Cluster)
-		}
-	}
-	slices.Sort(c.clusters)
-	for i, ns := range c.nodes {
-		ns.pos = i
-	}
-	for _, t := range snap.Teams {
-		c.teams[t.Name] = &teamState{team: t}
-	}
-	// The mix the packing policy weighs placements against: what runs and
-	// what waits (counted in the passes below, running work first).
-	mix := NewMix(o.Packing != PackFGD)
-	for _, n := range snap.Nodes {
-		mix.addHost(n)
-	}
-	// 1. usage of running workloads (their records in one array).
-	rws := make([]runningWorkload, len(snap.Running))
-	for k, w := range snap.Running {
-		mix.Add(w.Request, float64(w.Request.Count()))
-		ts := c.team(w.Team)
-		cl, known := c.classOf(w)
-		r := &rws[k]
-		*r = runningWorkload{w: w, class: cl, known: known, team: ts, held: heldMilli(w), start: startOf(w), gang: w.Request.Count() > 1,
-			eligible: known && cl.Preemptible && w.Status.StopRequested == ""}
-		c.holdOn(ts, cl, w.Status.Placement, r.held)
-		ts.running = append(ts.running, r)
-		for i, a := range w.Status.Placement {
-			if placedBefore(w.Status.Placement, i) {
-				continue // core.Nodes: each node once, as first named
-			}
-			if ns := c.byName[a.Node]; ns != nil {
-				ns.running = append(ns.running, r)
-				if w.Status.StopRequested != "" {
-					ns.freeing = true
-					ns.stoppingMilli += r.held
-				}
-			}
-		}
-		if w.Status.StopRequested != "" && w.Status.PreemptedBy != "" {
-			c.terminating[w.Status.PreemptedBy] = append(c.terminating[w.Status.PreemptedBy], w)
-		}
-	}
-	c.arrays = runningArrays(snap.Running)
-	// 2. within or over quota.
-	for _, ts := range c.teams {
-		c.classify(ts)
-	}
-	// 3. pending demand and queues, from one reading of each pending
-	// workload (pendingWork: what their decisions read of them; on a
-	// long queue read on several goroutines: readPending).
-	pws, queueOf := c.readPending(snap.Pending, mix)
-	c.decisionTable = len(c.classes)*len(c.shapes) <= decisionTableAt
-	mix.reweigh()
-	sc, err := newScorer(o.Packing, mix, 1)
-	if err != nil {
-		sc, _ = newScorer(PackGPUFleet, mix, 1)
-	}
-	setNodes(sc, c.nodes)
-	if pr, ok := sc.(preparer); ok {
-		pr.prepare() // the weights hold for the whole cycle
-	}
-	c.scorer = sc
-	c.memo = map[memoShape]*memoEntry{}
-	ws := c.bufs.ws[:len(pws)]
-	for _, l := range c.levels {
-		for _, q := range l.teams {
-			q.ws, ws = ws[:0:q.n], ws[q.n:]
-		}
-	}
-	for k, q := range queueOf {
-		q.ws = append(q.ws, &pws[k])
-	}
-	slices.SortFunc(c.levels, func(a, b *level) int { return cmp.Compare(b.value, a.value) })
-	var nominated []*pendingWork
-	for _, l := range c.levels {
-		slices.SortFunc(l.teams, func(a, b *teamQueue) int { return cmp.Compare(a.team.team.Name, b.team.team.Name) })
-		for _, q := range l.teams {
-			bySubmission := func(a, b *pendingWork) int {
-				if a.seq != b.seq {
-					return cmp.Compare(a.seq, b.seq)
-				}
-				return cmp.Compare(a.id, b.id)
-			}
-			// Often in order already (the snapshot's).
-			if !slices.IsSortedFunc(q.ws, bySubmission) {
-				slices.SortStableFunc(q.ws, bySubmission)
-			}
-		}
-	}
-	for i := range pws { // in the snapshot's order
-		if pws[i].nominated {
-			nominated = append(nominated, &pws[i])
-		}
-	}
-	// 4. fair shares of the schedulable capacity.
-	var capacity int64
-	for _, ns := range c.nodes {
-		if ns.node.Schedulable {
-			for gi := range ns.node.GPUs {
-				g := &ns.node.GPUs[gi]
-				if g.Usable() {
-					capacity += 1000
-				}
-			}
-		}
-	}
-	fts := make([]fairshare.Team, 0, len(c.teams))
-	for _, ts := range c.teams {
-		fts = append(fts, fairshare.Team{Name: string(ts.team.Name), Guaranteed: ts.team.Guaranteed, Limit: ts.team.Limit,
-			Weight: ts.team.Weight, Demand: ts.usage + ts.demand})
-	}
-	shares := fairshare.Shares(capacity, fts)
-	for _, ts := range c.teams {
-		ts.share = shares[string(ts.team.Name)]
-	}
-	// What preemptors could take, by tier, for the victim search.
-	c.fairTiers()
-	inParts(len(c.nodes), parallelNodesAt, func(lo, hi int) {
-		for _, ns := range c.nodes[lo:hi] {
-			for _, r := range ns.running {
-				if r.eligible {
-					ns.noteEligible(r)
-				}
-			}
-		}
-	})
-	for _, ns := range c.nodes {
-		ns.joinTeams()
-	}
-	for _, ts := range c.teams {
-		ts.lowest, ts.in = make([]int, len(ts.nodes)), make([]int, len(ts.nodes))
-	}
-	for _, ns := range c.nodes {
-		for i, ts := range ns.teams {
-			ts.lowest[ns.teamAt[i]] = ns.own[i][0].value
-			ts.in[ns.teamAt[i]] = i
-		}
-	}
-	// 5. Holds carried over from earlier cycles: a node nominated to a
-	// pending workload (a preemptor, or one that starved) stays held for
-	// it, so that the capacity its victims free, or its node's draining,
-	// goes to it and not to whoever comes first in this cycle's order.
-	// By class, submission and ID (stable: then in the snapshot's order).
-	slices.SortStableFunc(nominated, func(a, b *pendingWork) int {
-		return cmp.Or(cmp.Compare(b.value(), a.value()), cmp.Compare(a.seq, b.seq), cmp.Compare(a.id, b.id))
-	})
-	// First the one starvation reservation (the longest waiting workload of
-	// the highest class keeps its node), then the preemptors: those waiting
-	// on the starving node keep their claim too, but no new preemptor will
-	// join them there.
-	// (The workload that may hold a node against starvation, c.starver,
-	// was chosen with the queues.)
-	for _, p := range nominated {
-		w := p.w
-		ns := c.byName[w.Status.Nominated]
-		if ns == nil || c.reserved || w != c.starver || w.Status.Reason == ReasonPreempting || !c.mayUse(ns, w) {
-			continue
-		}
-		c.hold(ns, w)
-		c.reserveOn(ns, w)
-		c.reserved = true
-		// A reserved workload that would borrow is decided after the work
-		// within its teams' guarantees, and first of the rest: before
-		// any workload its reservation could refuse, so that one refused
-		// is never left waiting by a reservation given back later in the
-		// cycle (its workload at its team's limit, say).
-		if ns.resv.inQuota {
-			c.first = append(c.first, p)
-		} else {
-			c.reservedBorrower = p
-		}
-	}
-	for _, p := range nominated {
-		w := p.w
-		ns := c.byName[w.Status.Nominated]
-		if ns == nil || w.Status.Reason != ReasonPreempting || !c.admissibleOf(p) || !c.mayUse(ns, w) {
-			continue
-		}
-		c.first = append(c.first, p)
-		c.hold(ns, w)
-		f := ns.futureState(c)
-		if ch, why := onNode(f, w.Request); why == "" {
-			as := assignments(ch, w.Request)
-			f.add(w.Request, as, +1)
-			ns.pictures++
-			c.pictured[w.ID] = picture{ns, as}
-		}
-	}
-	return c
 }
 
 // unpicture takes w's picture out of its node's future.
@@ -832,7 +305,7 @@ func (c *cycle) unpicture(w *core.Workload, pic picture) {
 		st.add(w.Request, pic.as, -1)
 	}
 	pic.ns.pictures--
-	delete(c.pictured, w.ID)
+	delete(c.holds.pictured, w.ID)
 	c.touch(pic.ns)
 }
 
@@ -854,8 +327,8 @@ func (c *cycle) admissibleOf(p *pendingWork) bool {
 	if p.class == nil || p.class.IdleOnly {
 		return false
 	}
-	if len(c.budgetSpent) > 0 {
-		if _, spent := c.budgetSpent[p.w.Team]; spent && p.class.Preemptible {
+	if len(c.teams.budgetSpent) > 0 {
+		if _, spent := c.teams.budgetSpent[p.w.Team]; spent && p.class.Preemptible {
 			return false
 		}
 	}
@@ -880,58 +353,6 @@ func (ns *nodeState) futureState(c *cycle) *nodeState {
 		ns.future = f
 	}
 	return ns.future
-}
-
-// team returns the state of a team, creating one without quota for a team
-// the snapshot does not list.
-func (c *cycle) team(name core.TeamName) *teamState {
-	ts := c.teams[name]
-	if ts == nil {
-		ts = &teamState{team: core.NewTeam(name, time.Time{})}
-		c.teams[name] = ts
-	}
-	return ts
-}
-
-// next pops the next pending workload: the highest class first; within a
-// class, the team furthest below its fair share (usage/share, recomputed
-// as placements are made), then the team with the larger share, then by
-// team name; within a team, the earliest submitted.
-func (c *cycle) next() *pendingWork {
-	for len(c.levels) > 0 {
-		l := c.levels[0]
-		// The team chosen last stays the one to choose while no team's
-		// usage changed and it has work left.
-		if b := l.best; b != nil && l.gen == c.usageGen && len(b.ws) > 0 {
-			p := b.ws[0]
-			b.ws = b.ws[1:]
-			return p
-		}
-		var best *teamQueue
-		for _, q := range l.teams {
-			if len(q.ws) == 0 {
-				continue
-			}
-			if best == nil {
-				best = q
-				continue
-			}
-			// Furthest below its fair share first; at a tie, the team
-			// entitled to more.
-			if d := fairshare.CompareDeficit(q.team.usage, q.team.share, best.team.usage, best.team.share); d < 0 || (d == 0 && q.team.share > best.team.share) {
-				best = q
-			}
-		}
-		if best == nil {
-			c.levels = c.levels[1:]
-			continue
-		}
-		l.best, l.gen = best, c.usageGen
-		p := best.ws[0]
-		best.ws = best.ws[1:]
-		return p
-	}
-	return nil
 }
 
 // heldMilli is what a running workload holds.
@@ -960,7 +381,7 @@ func (c *cycle) perReplica(r core.Request) int64 {
 		return r.MilliGPU
 	}
 	per := int64(-1)
-	for _, g := range c.kinds {
+	for _, g := range c.fleet.kinds {
 		if milli, _, ok := r.ShareOn(g); ok && allows(&r, &g) && (per < 0 || milli < per) {
 			per = milli
 		}
@@ -968,16 +389,16 @@ func (c *cycle) perReplica(r core.Request) int64 {
 	switch {
 	case per >= 0:
 		return per
-	case c.maxGPUMem > 0:
-		return min(1000, (r.GPUMemoryMiB*1000+c.maxGPUMem-1)/c.maxGPUMem)
+	case c.fleet.maxGPUMem > 0:
+		return min(1000, (r.GPUMemoryMiB*1000+c.fleet.maxGPUMem-1)/c.fleet.maxGPUMem)
 	}
 	return 1000
 }
 
-// shape is a request's shape; what a cycle remembers by shape (never,
-// noFit, noVictims) it keys by the shape's number (shapeNumbers). It is
-// built without formatting: a request
-// with no model list, selector or residency allocates nothing.
+// shape is a request's shape; what a cycle remembers by shape
+// (refusalMemo, victimMemo.none) it keys by the shape's number
+// (shapeNumbers). It is built without formatting: a request with no model
+// list, selector or residency allocates nothing.
 type shape struct {
 	milli, gpuMem, cpu, mem   int64
 	replicas                  int
@@ -1000,44 +421,6 @@ func shapeKey(r core.Request) shape {
 	return k
 }
 
-// fitKey is noFit's key: a shape (its number), and whether the workload
-// may burst (it then tries more nodes than one of its shape that may
-// not).
-type fitKey struct {
-	shape int32
-	burst bool
-}
-
-// resvFitKey is noFitResv's key: a placement's shape and pass, its max
-// runtime (a reservation's backfill reads it), the workload the one
-// starvation reservation is for, and whether the reservation binds the
-// placement (binds: always for a workload that would borrow; for one
-// within its team's guarantee, while the reserved workload is within its
-// own, which, its team's usage only growing, once false stays so).
-type resvFitKey struct {
-	fit        fitKey
-	maxRuntime time.Duration
-	resv       core.WorkloadID
-	binds      bool
-}
-
-// resvFitKey is w's key in noFitResv, w within its team's guarantee or
-// not (inQuota), while a reservation lasts.
-func (c *cycle) resvFitKey(fk fitKey, w *core.Workload, inQuota bool) resvFitKey {
-	ns := c.resvAt
-	return resvFitKey{fit: fk, maxRuntime: w.MaxRuntime, resv: c.resvOf, binds: c.binds(ns, w, inQuota)}
-}
-
-// victimKey is noVictims's key: the team, the class (one of the cycle's),
-// the shape's number, whether within quota and whether it may burst. It
-// holds no string, so that it hashes at once.
-type victimKey struct {
-	team           *teamState
-	class          *core.PriorityClass
-	shape          int32
-	inQuota, burst bool
-}
-
 func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.NodeName) {
 	c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: w.ID, Reason: reason, Message: msg, Nominated: nominated})
 }
@@ -1048,63 +431,129 @@ func (c *cycle) unplaced(w *core.Workload, reason, msg string, nominated core.No
 //
 // Most workloads of a long queue are plain and decided as the last one of
 // their team, class and shape was: that decision is reused here, before
-// decideAll (whose frame is large, with its deferred work) is entered. For
-// a plain workload of a defined class, with no team's budget spent, what
-// decideAll checks before the reuse holds nothing against it (it holds no
-// node, is no array task, has no victims stopping and is pictured
-// nowhere), so the reuse is the same.
+// decideAll (whose frame is larger, with its deferred work) is entered.
+// For a plain workload of a defined class, with no team's budget spent,
+// what decideAll checks before the reuse holds nothing against it (it
+// holds no node, is no array task, has no victims stopping and is
+// pictured nowhere), so the reuse is the same.
 func (c *cycle) decide(p *pendingWork) {
-	if p.plainBase && p.class != nil && len(c.budgetSpent) == 0 && p.w != c.starver {
-		ts := p.ts
-		if d, ok := c.decisionOf(decisionKey{ts, p.class, p.shape}); ok && d.usage == ts.usage && d.others == c.othersHold(ts) {
-			c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: p.id, Reason: d.reason, Message: d.message})
-			return
-		}
+	if p.plainBase && p.class != nil && len(c.teams.budgetSpent) == 0 && p.w != c.starving.w && c.reuseDecision(p) {
+		return
 	}
 	c.decideAll(p)
 }
 
-// decideAll is decide in full.
+// decideAll is decide in full: what keeps p waiting without a search,
+// then its quota rules, then a place on free capacity, then victims to
+// preempt, or else a wait (perhaps on a node reserved against
+// starvation). Each step that decides p records its decision in the plan.
 func (c *cycle) decideAll(p *pendingWork) {
-	w := p.w
-	plain := c.plainOf(p)
+	plain := c.plainOf(p) // before its picture is taken out
 	// Nodes are held for a workload before its decision only from an
-	// earlier cycle, through its nomination (newCycle). (Its record says
+	// earlier cycle, through its nomination (carryHolds). (Its record says
 	// so: a workload decided as one a moment ago is decided without
 	// reading the workload itself.)
-	if p.nominated && len(c.holders[p.id]) > 0 {
-		defer func() {
-			var keep *nodeState
-			if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == w.ID {
-				keep = c.byName[c.plan.Unplaced[n-1].Nominated]
-			}
-			c.release(w.ID, keep)
-		}()
+	if p.nominated && len(c.holds.nodes[p.id]) > 0 {
+		defer c.releaseUnkept(p.id)
 	}
-	if p.class == nil {
-		c.unplaced(w, ReasonUnknownClass, fmt.Sprintf("priority class %q is not defined", w.Priority), "")
+	if c.waitsUnsearched(p) {
 		return
 	}
-	class := *p.class
+	// Otherwise its picture in its node's future is taken out: what it is
+	// decided now is recorded anew (a placement, or a new preemption).
+	// (Only the nominated are pictured: carryHolds.)
+	if p.nominated {
+		c.unpictureOf(p.w)
+	}
+	// A workload decided as one of its team, class and shape was a moment
+	// ago, with its team holding what it held then, is decided alike
+	// (decisionMemo); otherwise its decision is remembered for the next.
+	if plain {
+		if c.reuseDecision(p) {
+			return
+		}
+		c.decisions.uncacheable = false
+		defer c.rememberAlone(p, c.planMark())
+	}
+	q, ok := c.admit(p)
+	if !ok {
+		return
+	}
+	noFit, burst, decided := c.placeFree(p, q)
+	if decided || c.preemptFor(p, q, burst) {
+		return
+	}
+	c.wait(p, q, noFit, burst)
+}
+
+// releaseUnkept gives back the nodes held for id but the one its decision,
+// just made, is nominated to.
+func (c *cycle) releaseUnkept(id core.WorkloadID) {
+	var keep *nodeState
+	if n := len(c.plan.Unplaced); n > 0 && c.plan.Unplaced[n-1].Workload == id {
+		keep = c.fleet.byName[c.plan.Unplaced[n-1].Nominated]
+	}
+	c.release(id, keep)
+}
+
+// reuseDecision decides p as the decision remembered for its key, if that
+// still holds (its team holds what it held then, and other teams hold
+// capacity as they did), and reports whether it did.
+func (c *cycle) reuseDecision(p *pendingWork) bool {
+	ts := p.ts
+	if d, ok := c.decisions.of(decisionKey{ts, p.class, p.shape}); ok && d.usage == ts.usage && d.others == c.teams.othersHold(ts) {
+		c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: p.id, Reason: d.reason, Message: d.message})
+		return true
+	}
+	return false
+}
+
+// planMark is how many decisions of each kind a plan holds.
+type planMark struct{ unplaced, placed, preempted int }
+
+func (c *cycle) planMark() planMark {
+	return planMark{len(c.plan.Unplaced), len(c.plan.Placements), len(c.plan.Preemptions)}
+}
+
+// rememberAlone remembers the decision of plain workload p, made since the
+// plan was at m, for the next workload of its key: only where p waits,
+// nominated nowhere, having placed and preempted nothing, and nothing in
+// its decision was uncacheable.
+func (c *cycle) rememberAlone(p *pendingWork, m planMark) {
+	if c.decisions.uncacheable || len(c.plan.Placements) != m.placed || len(c.plan.Preemptions) != m.preempted || len(c.plan.Unplaced) != m.unplaced+1 {
+		return
+	}
+	if d := c.plan.Unplaced[m.unplaced]; d.Nominated == "" && d.Reason != ReasonPreempting {
+		ts := p.ts
+		c.decisions.remember(decisionKey{ts, p.class, p.shape}, cachedDecision{reason: d.Reason, message: d.Message, usage: ts.usage, others: c.teams.othersHold(ts)})
+	}
+}
+
+// waitsUnsearched decides p where no search could change its decision:
+// its class is not defined, its job array is at its cap, its team's hard
+// budget is spent (no more work that could be preempted starts;
+// production still runs), or it is a preemptor whose victims are still
+// stopping. It reports whether it did.
+func (c *cycle) waitsUnsearched(p *pendingWork) bool {
+	w := p.w
+	if p.class == nil {
+		c.unplaced(w, ReasonUnknownClass, fmt.Sprintf("priority class %q is not defined", w.Priority), "")
+		return true
+	}
 	// (A plain workload is no array task, has no victims stopping and
 	// was pictured in no node's future.)
 	if !p.plainBase && c.arrayFull(w) {
-		return
+		return true
 	}
-	ts, ask := p.ts, p.ask
-
-	// A team whose hard budget is spent starts no more work that could be
-	// preempted; production still runs.
-	if len(c.budgetSpent) > 0 {
-		if msg, spent := c.budgetSpent[w.Team]; spent && class.Preemptible {
+	if len(c.teams.budgetSpent) > 0 {
+		if msg, spent := c.teams.budgetSpent[w.Team]; spent && p.class.Preemptible {
 			c.unplaced(w, ReasonBudgetExceeded, msg, "")
-			return
+			return true
 		}
 	}
-
-	// A preemptor whose victims are still stopping waits for them; its node
-	// is held for it (see newCycle). One that its quota rules no longer
-	// admit (its team took the room meanwhile) holds nothing: it is
+	// A preemptor whose victims are still stopping waits for them; its
+	// node is held for it (carryHolds). One that its quota rules no
+	// longer admit (its team took the room meanwhile) holds nothing: it is
 	// decided afresh, and says which rule keeps it waiting.
 	if vs := c.liveVictimsOf(p); len(vs) > 0 && c.admissibleOf(p) {
 		node := vs[0].Status.Placement[0].Node
@@ -1112,169 +561,175 @@ func (c *cycle) decideAll(p *pendingWork) {
 			node = w.Status.Nominated
 		}
 		c.unplaced(w, ReasonPreempting, fmt.Sprintf("waiting for %d preempted %s to stop on %s", len(vs), plural(len(vs), "workload", "workloads"), node), node)
-		return
+		return true
 	}
-	// Otherwise its picture in its node's future is taken out: what it is
-	// decided now is recorded anew (a placement, or a new preemption).
-	// (Only the nominated are pictured: newCycle.)
-	if p.nominated {
-		if pic, ok := c.pictured[w.ID]; ok {
-			c.unpicture(w, pic)
-		}
-	}
+	return false
+}
 
-	// A workload decided as one of its team, class and shape was a moment
-	// ago, with its team holding what it held then, is decided alike
-	// (decisionKey).
-	if plain {
-		dk := decisionKey{ts, p.class, p.shape}
-		if d, ok := c.decisionOf(dk); ok && d.usage == ts.usage && d.others == c.othersHold(ts) {
-			c.plan.Unplaced = append(c.plan.Unplaced, core.Decision{Workload: p.id, Reason: d.reason, Message: d.message})
-			return
-		}
-		n, placed, preempted := len(c.plan.Unplaced), len(c.plan.Placements), len(c.plan.Preemptions)
-		c.uncacheable = false
-		defer func() {
-			if c.uncacheable || len(c.plan.Placements) != placed || len(c.plan.Preemptions) != preempted || len(c.plan.Unplaced) != n+1 {
-				return
-			}
-			if d := c.plan.Unplaced[n]; d.Nominated == "" && d.Reason != ReasonPreempting {
-				c.rememberDecision(dk, cachedDecision{reason: d.Reason, message: d.Message, usage: ts.usage, others: c.othersHold(ts)})
-			}
-		}()
-	}
+// quotaStanding is where a workload stands against its team's guarantee
+// (withinGuaranteeOf): whether it runs within it (never for an idle-only
+// class), what the team holds in its class and above, the guarantee, and
+// the guarantee's scope as a message names it.
+type quotaStanding struct {
+	inQuota          bool
+	held, guaranteed int64
+	scope            string
+}
+
+// admit checks what no place could change: that some node could ever
+// hold p, its team's limit, its class's quota rule, and, for a workload
+// the scheduler stopped lately, that it may start again now. Where one
+// fails it records why p waits and reports false.
+func (c *cycle) admit(p *pendingWork) (quotaStanding, bool) {
+	w, ts, ask, class := p.w, p.ts, p.ask, p.class
 	// A request no node could hold even empty says so first: no quota
 	// and no preemption would help it.
-	never, known := c.never[p.shape]
+	never, known := c.refusals.never[p.shape]
 	if !known {
 		never = c.neverMessage(w.Request)
-		c.never[p.shape] = never
+		c.refusals.never[p.shape] = never
 	}
 	if never != "" {
 		c.unplaced(w, ReasonUnschedulable, never, "")
-		return
+		return quotaStanding{}, false
 	}
-
-	// Quota rules.
 	if !ts.team.LimitAllows(ts.usage + ask) {
 		c.unplaced(w, ReasonQuotaLimit, fmt.Sprintf("team %s at its limit (%s/%s GPUs; this workload needs %s)", ts.team.Name, gpus(ts.usage), gpus(ts.team.Limit), gpus(ask)), "")
-		return
+		return quotaStanding{}, false
 	}
 	// Within quota: what the team holds in this class and above, plus this
 	// workload, stays within its guarantee (lower classes of the team can be
 	// preempted for it).
 	within, held, guaranteed, scope := c.withinGuaranteeOf(p)
-	inQuota := !class.IdleOnly && within
-	if !class.MayBorrow && !inQuota {
+	q := quotaStanding{inQuota: !class.IdleOnly && within, held: held, guaranteed: guaranteed, scope: scope}
+	if !class.MayBorrow && !q.inQuota {
 		c.unplaced(w, ReasonOverQuota, fmt.Sprintf("%s runs only within the team's guarantee: team %s holds %s of %s guaranteed %sGPUs in %s and above, and this workload needs %s",
 			class.Name, ts.team.Name, gpus(held), gpus(guaranteed), scope, class.Name, gpus(ask)), "")
-		return
+		return q, false
 	}
-
 	// A workload the scheduler stopped less than MinRuntime ago starts
 	// again only within its team's guarantee while another team's work
 	// within its guarantee waits (it would reclaim it at once): a decision
 	// holds for MinRuntime. Batch is the exception: it lives on idle
 	// capacity.
-	if at := w.Status.PreemptedAt; c.recentlyStopped(w) && !inQuota && !class.IdleOnly && c.othersWait(ts) {
+	if at := w.Status.PreemptedAt; c.recentlyStopped(w) && !q.inQuota && !class.IdleOnly && c.teams.othersWait(ts) {
 		c.unplaced(w, ReasonRecentlyPreempted, fmt.Sprintf("stopped for another workload at %s: it runs again within team %s's guarantee at once, or on borrowed capacity from %s",
 			at.UTC().Format(time.RFC3339), ts.team.Name, at.Add(c.opts.MinRuntime).UTC().Format(time.RFC3339)), "")
-		return
+		return q, false
 	}
+	return q, true
+}
 
-	// Place on free capacity, charging no more than the team's limit (and,
-	// for a class that may not borrow, its guarantee) leaves: a request
-	// by memory is charged the share it takes where it lands. A shape that
-	// fitted nowhere for a workload that holds no node fits nowhere for
-	// another such workload, unless a reservation or the budget refused
-	// it; one that holds a node always tries.
-	c.inQuota, c.budget = inQuota, -1
-	if ts.team.Limit >= 0 {
-		c.budget = max(0, ts.team.Limit-ts.usage)
-	}
-	if !class.MayBorrow {
-		room := max(0, guaranteed-held)
-		if c.budget < 0 || room < c.budget {
-			c.budget = room
-		}
-	}
+// placeFree places p on free capacity, charging no more than its team's
+// limit (and, for a class that may not borrow, its guarantee) leaves: a
+// request by memory is charged the share it takes where it lands. A shape
+// that fitted nowhere for a workload that holds no node fits nowhere for
+// another such workload, unless a reservation or the budget refused it;
+// one that holds a node always tries. It reports why p found no place,
+// whether p may burst, and whether p is decided: placed, or refused by
+// its budget alone.
+func (c *cycle) placeFree(p *pendingWork, q quotaStanding) (noFit string, burst, decided bool) {
+	w := p.w
+	c.attempt.start(p, q)
 	holder := len(c.heldBefore(w)) > 0
 	// A workload that may burst tries more nodes than one of its shape
 	// that may not: their failures are remembered apart.
-	burst := c.burst.any && c.mayBurst(w)
+	burst = c.burst.any && c.mayBurst(w)
 	fk := fitKey{p.shape, burst}
-	noFit, failed := c.noFit[fk]
+	noFit, failed := c.refusals.noFit[fk]
 	// One that the starvation reservation refused (softly: another
 	// workload may fit where it did not) fails alike for another of its
 	// shape and max runtime that the reservation binds alike, while it
 	// lasts (resvFitKey).
-	var rk resvFitKey
-	if !failed && !holder && c.resvOf != "" {
-		rk = c.resvFitKey(fk, w, inQuota)
-		if why, ok := c.noFitResv[rk]; ok {
+	if !failed && !holder && c.starving.of != "" {
+		if why, ok := c.refusals.noFitResv[c.resvFitKey(fk, w, q.inQuota)]; ok {
 			noFit, failed = why, true
-			c.uncacheable = true
+			c.decisions.uncacheable = true
 		}
 	}
-	if !failed || holder {
-		c.soft, c.budgetHit = false, false
-		as, why := c.place(w)
-		if as != nil {
-			c.plan.Placements = append(c.plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
-			c.arrayStarted(w)
-			c.holdOn(ts, class, as, heldOf(as))
-			c.promoteFair(ts)
-			ts.pending -= ask
-			var end time.Time
-			if w.MaxRuntime > 0 {
-				end = c.now.Add(w.MaxRuntime)
-			}
-			for _, n := range core.Nodes(as) {
-				on, _ := core.OnNode(as, n)
-				ns := c.byName[n]
-				ns.placed = append(ns.placed, item{req: w.Request, as: on, started: c.now, end: end})
-			}
-			return
-		}
-		noFit = why
-		switch {
-		case !holder && !c.soft:
-			c.noFit[fk] = why
-		case !holder && !c.budgetHit && c.resvOf != "" && c.resvOf != w.ID:
-			c.noFitResv[c.resvFitKey(fk, w, inQuota)] = why
-			c.uncacheable = true
-		default:
-			c.uncacheable = true // the next one may fit
-		}
-		// Where it fits, what it would take there is more than its team
-		// may still take: that is the limit (or, for a class that may not
-		// borrow, the guarantee) speaking, not a lack of room.
-		if c.budgetHit {
-			reason, bound := ReasonQuotaLimit, fmt.Sprintf("team %s's limit leaves %s GPUs", ts.team.Name, gpus(max(0, ts.team.Limit-ts.usage)))
-			if !class.MayBorrow && (ts.team.Limit < 0 || guaranteed-held < ts.team.Limit-ts.usage) {
-				reason, bound = ReasonOverQuota, fmt.Sprintf("%s runs only within the team's guarantee, and team %s has %s GPUs of it left", class.Name, ts.team.Name, gpus(max(0, guaranteed-held)))
-			}
-			c.unplaced(w, reason, fmt.Sprintf("%s, less than it takes where it fits: %s", bound, noFit), "")
-			return
-		}
+	if failed && !holder {
+		return noFit, burst, false
 	}
+	c.attempt.soft, c.attempt.budgetHit = false, false
+	as, why := c.place(w)
+	if as != nil {
+		c.placed(p, as)
+		return "", burst, true
+	}
+	switch {
+	case !holder && !c.attempt.soft:
+		c.refusals.noFit[fk] = why
+	case !holder && !c.attempt.budgetHit && c.starving.of != "" && c.starving.of != w.ID:
+		c.refusals.noFitResv[c.resvFitKey(fk, w, q.inQuota)] = why
+		c.decisions.uncacheable = true
+	default:
+		c.decisions.uncacheable = true // the next one may fit
+	}
+	if c.attempt.budgetHit {
+		c.refuseForBudget(p, q, why)
+		return why, burst, true
+	}
+	return why, burst, false
+}
 
-	// Preempt, if its class and quota allow it. Gangs do not preempt in
-	// this version: their victims would have to be found on several nodes
-	// at once.
-	if !class.IdleOnly && w.Request.Count() == 1 {
-		vkey := victimKey{ts, p.class, p.shape, inQuota, burst}
-		if !c.noVictims[vkey] {
-			if node, vs, maxShare := c.findVictims(w, class, ts, ask, inQuota); node != nil {
-				c.preempt(w, node, vs, maxShare)
-				return
-			}
-			c.noVictims[vkey] = true
-		}
+// placed records p's placement as: in the plan, its array's count, its
+// team's usage and its nodes' placements (for a reservation).
+func (c *cycle) placed(p *pendingWork, as []core.Assignment) {
+	w, ts := p.w, p.ts
+	c.plan.Placements = append(c.plan.Placements, core.Placement{Workload: w.ID, Assignments: as})
+	c.arrayStarted(w)
+	c.holdOn(ts, *p.class, as, heldOf(as))
+	c.promoteFair(ts)
+	ts.pending -= p.ask
+	var end time.Time
+	if w.MaxRuntime > 0 {
+		end = c.now.Add(w.MaxRuntime)
 	}
+	for _, n := range core.Nodes(as) {
+		on, _ := core.OnNode(as, n)
+		ns := c.fleet.byName[n]
+		ns.placed = append(ns.placed, item{req: w.Request, as: on, started: c.now, end: end})
+	}
+}
 
-	// Wait, and reserve a node if it has waited too long (or keep the one
-	// reserved for it before).
+// refuseForBudget records why p waits when, where it fits, what it would
+// take there is more than its team may still take: that is the limit (or,
+// for a class that may not borrow, the guarantee) speaking, not a lack of
+// room.
+func (c *cycle) refuseForBudget(p *pendingWork, q quotaStanding, noFit string) {
+	ts, class := p.ts, p.class
+	reason, bound := ReasonQuotaLimit, fmt.Sprintf("team %s's limit leaves %s GPUs", ts.team.Name, gpus(max(0, ts.team.Limit-ts.usage)))
+	if !class.MayBorrow && (ts.team.Limit < 0 || q.guaranteed-q.held < ts.team.Limit-ts.usage) {
+		reason, bound = ReasonOverQuota, fmt.Sprintf("%s runs only within the team's guarantee, and team %s has %s GPUs of it left", class.Name, ts.team.Name, gpus(max(0, q.guaranteed-q.held)))
+	}
+	c.unplaced(p.w, reason, fmt.Sprintf("%s, less than it takes where it fits: %s", bound, noFit), "")
+}
+
+// preemptFor plans a preemption for p, if its class and quota allow one
+// and some victims make room, and reports whether it did. Gangs do not
+// preempt: their victims would have to be found on several nodes at
+// once.
+func (c *cycle) preemptFor(p *pendingWork, q quotaStanding, burst bool) bool {
+	if p.class.IdleOnly || p.w.Request.Count() != 1 {
+		return false
+	}
+	vkey := victimKey{p.ts, p.class, p.shape, q.inQuota, burst}
+	if c.victims.none[vkey] {
+		return false
+	}
+	if node, vs, maxShare := c.findVictims(p.w, *p.class, p.ts, p.ask, q.inQuota); node != nil {
+		c.preempt(p.w, node, vs, maxShare)
+		return true
+	}
+	c.victims.none[vkey] = true
+	return false
+}
+
+// wait records why p waits (noFit: why it found no place), and reserves a
+// node for it if it is the workload that may hold one against starvation
+// (or keeps the one reserved for it before).
+func (c *cycle) wait(p *pendingWork, q quotaStanding, noFit string, burst bool) {
+	w, class := p.w, p.class
 	msg := noFit
 	// Say what residency and bursting do for it.
 	if c.burst.any && !burst {
@@ -1283,24 +738,13 @@ func (c *cycle) decideAll(p *pendingWork) {
 	if r := c.residencyNote(w); r != "" {
 		msg = r + "; " + msg
 	}
-	// Say why no preemption helps: what makes the capacity out of reach.
-	switch {
-	case class.IdleOnly || w.Request.Count() > 1 || !c.othersHold(ts):
-	case inQuota:
-		msg += "; team " + string(ts.team.Name) + " is within its guarantee, but what holds the capacity cannot be preempted for it (within quota, or a class that is never preempted)"
-	case ts.usage+ask > ts.share:
-		msg += "; team " + string(ts.team.Name) + " holds " + gpus(ts.usage) + " GPUs and its fair share is " + gpus(ts.share) + ", so it cannot reclaim more"
-	case !c.opts.FairShareReclaim:
-		msg += "; team " + string(ts.team.Name) + " is below its fair share, but fair-share reclaim is off"
-	default:
-		msg += "; team " + string(ts.team.Name) + " is below its fair share, but what holds the capacity is within its teams' quotas, has run less than " + c.opts.MinRuntime.String() + ", or is never preempted"
-	}
+	msg = c.noteUnreachable(msg, p, q)
 	var nominated core.NodeName
-	if w == c.starver {
+	if w == c.starving.w {
 		ns := c.heldFor(w.ID)
-		if ns == nil && !c.reserved {
+		if ns == nil && !c.starving.made {
 			if ns = c.reserve(w); ns != nil {
-				c.reserved = true
+				c.starving.made = true
 			}
 		}
 		if ns != nil {
@@ -1318,6 +762,24 @@ func (c *cycle) decideAll(p *pendingWork) {
 	c.unplaced(w, reason, msg, nominated)
 }
 
+// noteUnreachable adds to msg why no preemption helps p: what makes the
+// capacity out of reach (nothing where preemption is not for it, or no
+// other team holds capacity).
+func (c *cycle) noteUnreachable(msg string, p *pendingWork, q quotaStanding) string {
+	ts := p.ts
+	switch {
+	case p.class.IdleOnly || p.w.Request.Count() > 1 || !c.teams.othersHold(ts):
+		return msg
+	case q.inQuota:
+		return msg + "; team " + string(ts.team.Name) + " is within its guarantee, but what holds the capacity cannot be preempted for it (within quota, or a class that is never preempted)"
+	case ts.usage+p.ask > ts.share:
+		return msg + "; team " + string(ts.team.Name) + " holds " + gpus(ts.usage) + " GPUs and its fair share is " + gpus(ts.share) + ", so it cannot reclaim more"
+	case !c.opts.FairShareReclaim:
+		return msg + "; team " + string(ts.team.Name) + " is below its fair share, but fair-share reclaim is off"
+	}
+	return msg + "; team " + string(ts.team.Name) + " is below its fair share, but what holds the capacity is within its teams' quotas, has run less than " + c.opts.MinRuntime.String() + ", or is never preempted"
+}
+
 // preempt plans the preemption of victims vs on node for w (which may take
 // at most maxShare of a device there, see reclaimOn): the victims are
 // chosen, the node's future pictures w in their room, and w waits for
@@ -1330,7 +792,7 @@ func (c *cycle) preempt(w *core.Workload, node *nodeState, vs []candidate, maxSh
 			if placedBefore(v.victim.Status.Placement, i) {
 				continue // core.Nodes: each node once, as first named
 			}
-			if ns := c.byName[a.Node]; ns != nil {
+			if ns := c.fleet.byName[a.Node]; ns != nil {
 				ns.forgetChosen(v.runningWorkload)
 				c.touch(ns)
 			}
@@ -1387,30 +849,30 @@ func placedBefore(as []core.Assignment, i int) bool {
 
 // heldBefore returns the nodes held for w while it is placed, before its
 // own decision holds any: only a nominated workload holds nodes then
-// (newCycle), so the others skip the lookup.
+// (carryHolds), so the others skip the lookup.
 func (c *cycle) heldBefore(w *core.Workload) []*nodeState {
 	if w.Status.Nominated == "" {
 		return nil
 	}
-	return c.holders[w.ID]
+	return c.holds.nodes[w.ID]
 }
 
 // hold keeps ns for w. Only a nominated workload's held nodes are looked
 // up again (heldBefore, plain, and release when its decision is made), so
-// only those are listed in holders: a cycle holds nodes for thousands of
+// only those are listed in holdBook.nodes: a cycle holds nodes for thousands of
 // preemptors, each decided once.
 func (c *cycle) hold(ns *nodeState, w *core.Workload) {
 	ns.hold(w.ID)
 	c.touch(ns)
-	if w.Status.Nominated != "" && !slices.Contains(c.holders[w.ID], ns) {
-		c.holders[w.ID] = append(c.holders[w.ID], ns)
+	if w.Status.Nominated != "" && !slices.Contains(c.holds.nodes[w.ID], ns) {
+		c.holds.nodes[w.ID] = append(c.holds.nodes[w.ID], ns)
 	}
 }
 
 // release gives back the nodes held for id except keep.
 func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
 	var kept []*nodeState
-	for _, ns := range c.holders[id] {
+	for _, ns := range c.holds.nodes[id] {
 		if ns == keep {
 			kept = append(kept, ns)
 			continue
@@ -1418,17 +880,17 @@ func (c *cycle) release(id core.WorkloadID, keep *nodeState) {
 		ns.reservedFor = slices.DeleteFunc(ns.reservedFor, func(x core.WorkloadID) bool { return x == id })
 		if ns.resv != nil && ns.resv.w.ID == id {
 			ns.resv = nil
-			c.resvOf, c.resvAt = "", nil
+			c.starving.of, c.starving.at = "", nil
 		}
 		ns.holdVersion++
 		c.touch(ns)
 	}
-	c.holders[id] = kept
+	c.holds.nodes[id] = kept
 }
 
 // heldFor returns the node held for id by a starvation reservation, if any.
 func (c *cycle) heldFor(id core.WorkloadID) *nodeState {
-	for _, ns := range c.nodes {
+	for _, ns := range c.fleet.nodes {
 		if ns.resv != nil && ns.resv.w.ID == id {
 			return ns
 		}
@@ -1464,7 +926,7 @@ func (c *cycle) liveVictimsOf(p *pendingWork) []*core.Workload {
 // liveVictims lists the running workloads still stopping for w.
 func (c *cycle) liveVictims(w *core.Workload) []*core.Workload {
 	var out []*core.Workload
-	for _, v := range c.terminating[w.ID] {
+	for _, v := range c.holds.terminating[w.ID] {
 		if len(v.Status.Placement) > 0 {
 			out = append(out, v)
 		}
@@ -1500,14 +962,14 @@ func (c *cycle) placeIn(w *core.Workload) ([]core.Assignment, string) {
 	// A gang runs within one cluster (its replicas talk to each other):
 	// where the nodes span several, each is tried in turn, by name, and
 	// the first that holds every replica wins.
-	if len(c.clusters) < 2 {
+	if len(c.fleet.clusters) < 2 {
 		return c.placeGang(w)
 	}
 	var whys []string
-	for _, cl := range c.clusters {
-		c.gangCluster = &cl
+	for _, cl := range c.fleet.clusters {
+		c.attempt.gangCluster = &cl
 		as, why := c.placeGang(w)
-		c.gangCluster = nil
+		c.attempt.gangCluster = nil
 		if as != nil {
 			return as, ""
 		}
@@ -1525,16 +987,16 @@ func (c *cycle) placeIn(w *core.Workload) ([]core.Assignment, string) {
 // not fit (all or nothing).
 func (c *cycle) placeGang(w *core.Workload) ([]core.Assignment, string) {
 	var all []core.Assignment
-	budget, kept := c.budget, len(c.kept)
+	budget, kept := c.attempt.budget, len(c.attempt.kept)
 	for r := range w.Request.Count() {
 		as, why := c.placeOne(w, r)
 		if as == nil {
-			c.budget = budget
-			for _, k := range c.kept[kept:] {
+			c.attempt.budget = budget
+			for _, k := range c.attempt.kept[kept:] {
 				k.r.kept.add(w.Request, k.as, -1)
 			}
-			c.kept = c.kept[:kept]
-			for _, ns := range c.nodes {
+			c.attempt.kept = c.attempt.kept[:kept]
+			for _, ns := range c.fleet.nodes {
 				if on, _ := core.OnNode(all, ns.node.Name); len(on) > 0 {
 					c.commit(ns, w.Request, all, -1)
 				}
@@ -1567,20 +1029,20 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	if idx != nil && !c.burst.pass && req.Count() == 1 {
 		best, bestKeep, found = idx.search(c, w, memo)
 		if !found && !idx.broken && len(c.heldBefore(w)) == 0 && !c.reservedFor(w) {
-			sk, memoScan = scanKey{shapeKey(req), c.inQuota, w.MaxRuntime, c.budget}, true
-			if m, ok := c.scans[sk]; ok && m.stamp == len(c.changed) {
-				c.soft, c.budgetHit = c.soft || m.soft, c.budgetHit || m.budgetHit
+			sk, memoScan = scanKey{shapeKey(req), c.attempt.inQuota, w.MaxRuntime, c.attempt.budget}, true
+			if m, ok := c.refusals.scans[sk]; ok && m.stamp == len(c.changed) {
+				c.attempt.soft, c.attempt.budgetHit = c.attempt.soft || m.soft, c.attempt.budgetHit || m.budgetHit
 				return nil, m.why
 			}
 		}
 	}
 	if !found {
-		soft, budgetHit := c.soft, c.budgetHit
-		c.soft, c.budgetHit = false, false
-		defer func() { c.soft, c.budgetHit = c.soft || soft, c.budgetHit || budgetHit }()
+		soft, budgetHit := c.attempt.soft, c.attempt.budgetHit
+		c.attempt.soft, c.attempt.budgetHit = false, false
+		defer func() { c.attempt.soft, c.attempt.budgetHit = c.attempt.soft || soft, c.attempt.budgetHit || budgetHit }()
 		var why tally
-		considered := len(c.nodes)
-		for _, ns := range c.nodes {
+		considered := len(c.fleet.nodes)
+		for _, ns := range c.fleet.nodes {
 			if c.burst.any && ns.node.Burst() != c.burst.pass {
 				if c.burst.pass {
 					considered--
@@ -1589,7 +1051,7 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 				}
 				continue
 			}
-			if c.gangCluster != nil && ns.node.Cluster != *c.gangCluster {
+			if c.attempt.gangCluster != nil && ns.node.Cluster != *c.attempt.gangCluster {
 				why.add(whyCluster)
 				continue
 			}
@@ -1602,11 +1064,11 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 				continue
 			case whyStarving:
 				why.add(reason)
-				c.soft = true
+				c.attempt.soft = true
 				continue
 			case whyLimit:
 				why.add(reason)
-				c.soft, c.budgetHit = true, true
+				c.attempt.soft, c.attempt.budgetHit = true, true
 				continue
 			default:
 				why.add(reason)
@@ -1624,7 +1086,7 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 		if best.ns == nil {
 			msg := why.message(considered, req)
 			if memoScan {
-				c.scans[sk] = scanMemo{stamp: len(c.changed), why: msg, soft: c.soft, budgetHit: c.budgetHit}
+				c.refusals.scans[sk] = scanMemo{stamp: len(c.changed), why: msg, soft: c.attempt.soft, budgetHit: c.attempt.budgetHit}
 			}
 			return nil, msg
 		}
@@ -1636,10 +1098,10 @@ func (c *cycle) placeOne(w *core.Workload, replica int) ([]core.Assignment, stri
 	c.commit(best.ns, req, as, +1)
 	if bestKeep {
 		best.ns.resv.kept.add(req, as, +1)
-		c.kept = append(c.kept, keptReplica{best.ns.resv, as})
+		c.attempt.kept = append(c.attempt.kept, keptReplica{best.ns.resv, as})
 	}
-	if c.budget >= 0 {
-		c.budget -= heldOf(as)
+	if c.attempt.budget >= 0 {
+		c.attempt.budget -= heldOf(as)
 	}
 	return as, ""
 }
@@ -1653,28 +1115,9 @@ func (c *cycle) touch(ns *nodeState) {
 	}
 }
 
-// scanKey is what a placement's explanation depends on besides the nodes
-// (for a workload that holds no node and is reserved none): its shape,
-// whether it runs within its team's guarantee and its max runtime (a
-// reservation's backfill reads them), and what its team may still take.
-type scanKey struct {
-	shape      shape
-	inQuota    bool
-	maxRuntime time.Duration
-	budget     int64
-}
-
-// scanMemo is an explanation made while the nodes were at stamp (the
-// length of cycle.changed), with the soft reasons it met.
-type scanMemo struct {
-	stamp           int
-	why             string
-	soft, budgetHit bool
-}
-
 // reservedFor reports whether a node is reserved for w.
 func (c *cycle) reservedFor(w *core.Workload) bool {
-	return c.resvOf == w.ID && w.ID != ""
+	return c.starving.of == w.ID && w.ID != ""
 }
 
 // commit is nodeState.commit on a node of the cycle, noted for the shape
@@ -1693,7 +1136,7 @@ func (c *cycle) fitOn(ns *nodeState, w *core.Workload, req core.Request, m *scor
 	if m.version == ns.version+1 {
 		ch, reason = choice{ns: ns, gpu: m.gpu, score: m.score}, m.why
 	} else {
-		ch, reason = onNodeWith(ns, req, c.scorer)
+		ch, reason = onNodeWith(ns, req, c.scores.scorer)
 		*m = scored{version: ns.version + 1, gpu: ch.gpu, score: ch.score, why: reason}
 	}
 	if reason != "" {
@@ -1705,7 +1148,7 @@ func (c *cycle) fitOn(ns *nodeState, w *core.Workload, req core.Request, m *scor
 	// before its workload can start (backfill).
 	keep := false
 	switch {
-	case c.binds(ns, w, c.inQuota):
+	case c.binds(ns, w, c.attempt.inQuota):
 		var ok bool
 		if ch, keep, ok = c.backfillOn(ns, w, req, ch); !ok {
 			return choice{}, false, whyStarving
@@ -1737,7 +1180,7 @@ func (c *cycle) fitOn(ns *nodeState, w *core.Workload, req core.Request, m *scor
 		}
 	}
 	// What it takes there must stay within its team's budget.
-	if c.budget >= 0 && chargeOf(ch, req) > c.budget {
+	if c.attempt.budget >= 0 && chargeOf(ch, req) > c.attempt.budget {
 		return choice{}, false, whyLimit
 	}
 	return ch, keep, ""
@@ -1781,7 +1224,7 @@ func (c *cycle) futureChoice(ns *nodeState, req core.Request, ch choice) (choice
 		if !ns.fitsFutures(c, req, alt) {
 			continue
 		}
-		if alt.score = c.scorer.score(ns, req, i); !found || alt.score < best.score {
+		if alt.score = c.scores.scorer.score(ns, req, i); !found || alt.score < best.score {
 			best, found = alt, true
 		}
 	}
@@ -1862,7 +1305,7 @@ func (c *cycle) reserve(w *core.Workload) *nodeState {
 		bound victimCost
 	}
 	var nodes []weighed
-	for _, ns := range c.nodes {
+	for _, ns := range c.fleet.nodes {
 		if ns.resv != nil || !ns.node.Schedulable || !modelOK(ns, w.Request) || !c.mayUse(ns, w) || !fitsEmpty(ns, w.Request) {
 			continue
 		}
@@ -1915,7 +1358,7 @@ func (c *cycle) drainCost(ns *nodeState, req core.Request, cands []candidate) (v
 		}
 	}
 	sortVictims(cands)
-	set := victimSet(f, dr, cands, -1, &c.scratch)
+	set := victimSet(f, dr, cands, -1, &c.victims.scratch)
 	if set == nil {
 		return victimCost{gang: true, whole: true, milli: math.MaxInt64, n: math.MaxInt32}, cands
 	}
@@ -1990,8 +1433,8 @@ func fitsEmpty(ns *nodeState, req core.Request) bool {
 
 // shares reports every team's standing, sorted by team.
 func (c *cycle) shares() []core.TeamShare {
-	out := make([]core.TeamShare, 0, len(c.teams))
-	for _, ts := range c.teams {
+	out := make([]core.TeamShare, 0, len(c.teams.byName))
+	for _, ts := range c.teams.byName {
 		out = append(out, core.TeamShare{Team: ts.team.Name, Usage: ts.usage, Pending: max(0, ts.pending), FairShare: ts.share})
 	}
 	slices.SortFunc(out, func(a, b core.TeamShare) int { return cmp.Compare(a.Team, b.Team) })
@@ -2029,11 +1472,11 @@ func (c *cycle) classOf(w *core.Workload) (core.PriorityClass, bool) {
 // schedulable node alone could (as on a fleet of one kind of node), the
 // fleet is not weighed node by node.
 func (c *cycle) neverMessage(req core.Request) string {
-	if len(c.nodes) == 0 {
+	if len(c.fleet.nodes) == 0 {
 		return "no nodes are registered"
 	}
 	var nodes []*core.Node
-	for _, ns := range c.nodes {
+	for _, ns := range c.fleet.nodes {
 		if ns.node.Schedulable {
 			if len(nodes) == 0 && core.Feasible([]*core.Node{ns.node}, req) == nil {
 				return ""

@@ -100,23 +100,23 @@ func entryFor(ns *nodeState, slot int) victimEntry {
 // order).
 func (c *cycle) victimIndexFor(req core.Request) *victimIndex {
 	k := shapeKey(req)
-	x := c.victimIdx[k]
+	x := c.victims.index[k]
 	if x == nil {
-		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.nodes)), use: make([]uint8, len(c.nodes)), cursor: len(c.changed), teams: map[*teamState][]*teamHeap{}}
+		x = &victimIndex{req: req, stamps: make([]nodeStamp, len(c.fleet.nodes)), use: make([]uint8, len(c.fleet.nodes)), cursor: len(c.changed), teams: map[*teamState][]*teamHeap{}}
 		// Every node's future made and its stamp taken (on several
 		// goroutines for many nodes: each reads and changes its own
 		// node alone), for the orders made from them.
-		inParts(len(c.nodes), parallelNodesAt, func(lo, hi int) {
-			for _, ns := range c.nodes[lo:hi] {
+		inParts(len(c.fleet.nodes), parallelNodesAt, func(lo, hi int) {
+			for _, ns := range c.fleet.nodes[lo:hi] {
 				ns.futureState(c)
 				x.stamps[ns.pos] = stampOf(ns)
 				x.usable(ns)
 			}
 		})
-		c.victimIdx[k] = x
+		c.victims.index[k] = x
 	}
 	for ; x.cursor < len(c.changed); x.cursor++ {
-		x.note(c, c.nodes[c.changed[x.cursor]])
+		x.note(c, c.fleet.nodes[c.changed[x.cursor]])
 	}
 	return x
 }
@@ -186,13 +186,13 @@ func (x *victimIndex) order(c *cycle, o int) *entryHeap {
 	so := &x.orders[o]
 	if !so.made {
 		so.made = true
-		so.q = newEntryHeap(len(c.nodes), o == orderFreeing)
-		so.marked, so.dirty = make([]bool, len(c.nodes)), make([]int32, 0, min(len(c.nodes), 256))
+		so.q = newEntryHeap(len(c.fleet.nodes), o == orderFreeing)
+		so.marked, so.dirty = make([]bool, len(c.fleet.nodes)), make([]int32, 0, min(len(c.fleet.nodes), 256))
 		if o != orderFreeing {
-			so.q.h = make([]victimEntry, 0, len(c.nodes)) // most nodes run batch, which every tier counts
+			so.q.h = make([]victimEntry, 0, len(c.fleet.nodes)) // most nodes run batch, which every tier counts
 		}
-		if !inParallel(len(c.nodes), parallelNodesAt) {
-			for _, ns := range c.nodes {
+		if !inParallel(len(c.fleet.nodes), parallelNodesAt) {
+			for _, ns := range c.fleet.nodes {
 				if e, ok := x.entryOf(ns, o); ok {
 					so.q.set(e, true, false)
 				}
@@ -201,13 +201,13 @@ func (x *victimIndex) order(c *cycle, o int) *entryHeap {
 			// Each node's entry found on several goroutines, set in the
 			// heap here in the nodes' order: the heap is as made one node
 			// after the other.
-			if cap(c.orderNotes) < len(c.nodes) {
-				c.orderNotes = make([]orderNote, len(c.nodes))
+			if cap(c.victims.orderNotes) < len(c.fleet.nodes) {
+				c.victims.orderNotes = make([]orderNote, len(c.fleet.nodes))
 			}
-			notes := c.orderNotes[:len(c.nodes)]
-			inParts(len(c.nodes), parallelNodesAt, func(lo, hi int) {
+			notes := c.victims.orderNotes[:len(c.fleet.nodes)]
+			inParts(len(c.fleet.nodes), parallelNodesAt, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
-					notes[i].e, notes[i].ok = x.entryOf(c.nodes[i], o)
+					notes[i].e, notes[i].ok = x.entryOf(c.fleet.nodes[i], o)
 				}
 			})
 			for i := range notes {
@@ -220,7 +220,7 @@ func (x *victimIndex) order(c *cycle, o int) *entryHeap {
 		return &so.q
 	}
 	for _, pos := range so.dirty {
-		e, ok := x.entryOf(c.nodes[pos], o)
+		e, ok := x.entryOf(c.fleet.nodes[pos], o)
 		so.q.set(e, ok, true)
 		so.marked[pos] = false
 	}
@@ -317,10 +317,10 @@ func (x *victimIndex) team(c *cycle, ts *teamState, tier, below int) *entryHeap 
 	} else {
 		// As the index's own heaps (victimIndexFor): the nodes bounded on
 		// several goroutines, each with its own scratch, set in order.
-		if cap(c.teamNotes) < len(ts.nodes) {
-			c.teamNotes = make([]teamNote, len(ts.nodes), len(c.nodes))
+		if cap(c.victims.teamNotes) < len(ts.nodes) {
+			c.victims.teamNotes = make([]teamNote, len(ts.nodes), len(c.fleet.nodes))
 		}
-		notes := c.teamNotes[:len(ts.nodes)]
+		notes := c.victims.teamNotes[:len(ts.nodes)]
 		inParts(len(ts.nodes), 0, func(lo, hi int) {
 			var scratch eligTier
 			for k := lo; k < hi; k++ {
@@ -382,7 +382,7 @@ func merged(t *eligTier, own []classTier, below int, scratch *eligTier) *eligTie
 // lists per team, smallest first, those it may take once the team's usage
 // grows (promoteFair).
 func (c *cycle) fairTiers() {
-	for _, ts := range c.teams {
+	for _, ts := range c.teams.byName {
 		ts.unfair, ts.fairs = ts.unfair[:0], ts.fairs[:0]
 		for _, r := range ts.running {
 			switch {
@@ -421,7 +421,7 @@ func (c *cycle) promoteFair(ts *teamState) {
 		i, _ := slices.BinarySearchFunc(ts.fairs, r, heldDescending)
 		ts.fairs = slices.Insert(ts.fairs, i, r)
 		for _, n := range core.Nodes(r.w.Status.Placement) {
-			if ns := c.byName[n]; ns != nil {
+			if ns := c.fleet.byName[n]; ns != nil {
 				ns.tiers[tierFair].note(ns, r)
 				ns.tierVersion++
 				c.touch(ns)
@@ -451,7 +451,7 @@ func (c *cycle) demoteFair(ts *teamState) {
 			if placedBefore(r.w.Status.Placement, i) {
 				continue // core.Nodes: each node once, as first named
 			}
-			if ns := c.byName[a.Node]; ns != nil {
+			if ns := c.fleet.byName[a.Node]; ns != nil {
 				ns.retier(r, [tiers]bool{tierFair: true})
 				c.touch(ns)
 			}

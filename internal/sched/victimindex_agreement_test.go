@@ -1,6 +1,6 @@
 package sched
 
-// Review tests of the victim index (victimindex.go) and the parked nodes
+// Agreement tests of the victim index (victimindex.go) and the parked nodes
 // of the placement index (index.go): on random clusters, driven through a
 // cycle decision by decision as Schedule drives it, the victim search
 // through the index must find what a search of every node finds (the
@@ -71,10 +71,10 @@ func vrUsage(nodes []*core.Node, running []*core.Workload) map[core.NodeName]*co
 	return u
 }
 
-// TestVictimIndexReviewHostCPU: the cheapest set frees host CPU on a node
+// TestVictimIndexFreesHostCPU: the cheapest set frees host CPU on a node
 // whose devices already have room for the preemptor's share, while the
 // only device with takeable work there would cost more to clear.
-func TestVictimIndexReviewHostCPU(t *testing.T) {
+func TestVictimIndexFreesHostCPU(t *testing.T) {
 	n1 := vrNode("n1", 3, "H100", 8000) // device 0 free, but 2 CPUs free
 	n2 := vrNode("n2", 1, "H100", 0)
 	running := []*core.Workload{
@@ -320,7 +320,7 @@ func vrFindVictimsOf(c *cycle, w *core.Workload, cl core.PriorityClass, ts *team
 		return c.reclaimOn(ns, w, cl, ts, ask, inQuota)
 	}
 	if inQuota || ts.usage+ask <= ts.share {
-		for _, ns := range c.nodes {
+		for _, ns := range c.fleet.nodes {
 			askOn, inQuotaOn, maxShare, ok := usable(ns)
 			if !ok {
 				continue
@@ -334,7 +334,7 @@ func vrFindVictimsOf(c *cycle, w *core.Workload, cl core.PriorityClass, ts *team
 	var bestNode *nodeState
 	var best []candidate
 	var bestCost victimCost
-	for _, ns := range c.nodes {
+	for _, ns := range c.fleet.nodes {
 		askOn, inQuotaOn, maxShare, ok := usable(ns)
 		if !ok {
 			continue
@@ -352,7 +352,7 @@ func vrFindVictimsOf(c *cycle, w *core.Workload, cl core.PriorityClass, ts *team
 			continue
 		}
 		sortVictims(cands)
-		set := victimSet(ns.futureState(c), w.Request, cands, maxShare, &c.scratch)
+		set := victimSet(ns.futureState(c), w.Request, cands, maxShare, &c.victims.scratch)
 		if set == nil {
 			continue
 		}
@@ -415,15 +415,7 @@ func vrCheckPlacement(t *rapid.T, c *cycle, w *core.Workload) {
 	ts := c.team(w.Team)
 	ask := c.askMilli(w)
 	within, held, guaranteed, _ := c.withinGuarantee(w, ts, cl, ask)
-	c.inQuota, c.budget = !cl.IdleOnly && within, -1
-	if ts.team.Limit >= 0 {
-		c.budget = max(0, ts.team.Limit-ts.usage)
-	}
-	if !cl.MayBorrow {
-		if room := max(0, guaranteed-held); c.budget < 0 || room < c.budget {
-			c.budget = room
-		}
-	}
+	c.attempt.start(&pendingWork{ts: ts, class: &cl}, quotaStanding{inQuota: !cl.IdleOnly && within, held: held, guaranteed: guaranteed})
 	memo, idx := c.memoFor(w.Request)
 	if idx == nil {
 		return
@@ -431,7 +423,7 @@ func vrCheckPlacement(t *rapid.T, c *cycle, w *core.Workload) {
 	b1, k1, found := idx.search(c, w, memo)
 	var b2 choice
 	var k2 bool
-	for _, ns := range c.nodes {
+	for _, ns := range c.fleet.nodes {
 		if c.burst.any && ns.node.Burst() {
 			continue
 		}
@@ -494,21 +486,21 @@ func vrProperty(hostCPU bool) func(*rapid.T) {
 	}
 }
 
-// TestVictimIndexReviewCheapest: on random clusters, before every
+// TestVictimIndexAgreesWithFullSearch: on random clusters, before every
 // decision of a cycle, the victim index finds the set a search of every
 // node finds, and the placement index the node the scan finds; without
 // host CPU bounds.
-func TestVictimIndexReviewCheapest(t *testing.T) {
+func TestVictimIndexAgreesWithFullSearch(t *testing.T) {
 	rapid.Check(t, vrProperty(false))
 }
 
-// TestVictimIndexReviewCheapestHostCPU is the same with host CPU bounds on
+// TestVictimIndexAgreesWithFullSearchHostCPU is the same with host CPU bounds on
 // nodes and requests.
-func TestVictimIndexReviewCheapestHostCPU(t *testing.T) {
+func TestVictimIndexAgreesWithFullSearchHostCPU(t *testing.T) {
 	rapid.Check(t, vrProperty(true))
 }
 
-// TestVictimIndexReviewPromotedFair: work that fair-share reclaim may take
+// TestVictimIndexFindsWorkPromotedToFair: work that fair-share reclaim may take
 // only once its team's usage grew in this cycle (promoteFair) is found by
 // a victim index made before it grew. Team c, below its fair share,
 // reclaims team d's batch on n4 (its search makes the index of the shape;
@@ -516,7 +508,7 @@ func TestVictimIndexReviewCheapestHostCPU(t *testing.T) {
 // places 2 GPUs on n3 (where the CPU the 500s ask is not), which puts it
 // 500 above its fair share of 2000 without either workload on n1; and
 // team b, below its share, reclaims one of them.
-func TestVictimIndexReviewPromotedFair(t *testing.T) {
+func TestVictimIndexFindsWorkPromotedToFair(t *testing.T) {
 	n1 := vrNode("n1", 1, "H100", 0)
 	n2 := vrNode("n2", 1, "H100", 0)
 	n3 := vrNode("n3", 2, "H100", 2000)

@@ -1,7 +1,10 @@
 package sched_test
 
-// Scenarios of issue 13: decisions that never over-committed a GPU but
-// that a user would call broken. Each was a failing test first.
+// Scenarios where a decision can be safe (no GPU over-committed) and still
+// wrong to a user: which victims an eviction takes, backfill next to a
+// reservation, a limit for every request shape, no thrash between a
+// reservation and reclaim, the charge of a share where it lands, and a
+// guarantee that keeps what one cycle started within it.
 
 import (
 	"fmt"
