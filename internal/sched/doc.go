@@ -19,6 +19,13 @@
 // (packer.go) places one request at a time with the same code, for the
 // simulator's packing experiment. Fair shares come from package fairshare.
 //
+// A cycle's working state (cycle.go) is a few small types, each saying
+// what it holds and when it stays true: the fleet's nodes and their free
+// capacity (fleet), the teams' usage against their quotas (teamLedger),
+// the pending order (pendingOrder, order.go), held and reserved capacity
+// (holdBook, starvation), and the memos that spare repeated searches
+// (memo.go: refusals, decisions, victim sets, scores).
+//
 // The scheduler checks fit with its own fitsAs and its node summaries
 // (nodes.go), on its working copy of each node, not with core.Fits; the
 // property tests (invariants_test.go, sched_test.go) check every placement

@@ -418,7 +418,7 @@ func startOf(w *core.Workload) int64 {
 }
 
 // findVictims looks for the victims whose removal lets w fit at the least
-// cost, by the eviction rules (doc.go): on one node; no gang while a set
+// cost, by the eviction rules (docs/SCHEDULING.md): on one node; no gang while a set
 // without one suffices on some node; then the least GPU capacity evicted
 // (a victim's whole holding counts, all its replicas); for a fraction, a
 // set of fractional victims before any other; then the fewest victims,

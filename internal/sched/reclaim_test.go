@@ -82,7 +82,7 @@ func TestReclaimKeepsTheGuarantee(t *testing.T) {
 // (rcAdmits). On every node where no other preemption or stop is under
 // way, no set of them that reclaim admits, with the victims other
 // preemptors chose, costs less and lets the preemptor fit, in the order
-// of the eviction rules (doc.go): no gang, then (for a fraction) only
+// of the eviction rules (docs/SCHEDULING.md): no gang, then (for a fraction) only
 // fractions, then the least capacity, then the fewest victims. So no
 // chosen set has a strict subset, or a set without a gang, that would
 // also suffice. It also checks that the victims reclaimed from a team

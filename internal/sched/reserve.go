@@ -10,7 +10,7 @@ import (
 )
 
 // reservation is a node held against starvation for one workload (see
-// "Backfill and starvation" in doc.go). It holds only what the workload
+// "Backfill and starvation" in docs/SCHEDULING.md). It holds only what the workload
 // will use there: other workloads may take the rest, and may take what it
 // will use when they will be gone before it can start.
 type reservation struct {

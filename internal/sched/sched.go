@@ -64,7 +64,7 @@ func Schedule(snap *core.Snapshot, now time.Time) core.Plan {
 //  4. for each, check that it could ever run, its team's limit and its
 //     class's quota rule, then place it where the packing policy prefers
 //     among the places a hold or a reservation leaves it, or else look for
-//     the cheapest set of victims it may preempt (doc.go, eviction rules),
+//     the cheapest set of victims it may preempt (docs/SCHEDULING.md, eviction rules),
 //     or else explain why it waits, reserving a node for it if it has
 //     waited longer than StarvationAfter;
 //  5. return the plan, with every team's share.
