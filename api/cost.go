@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Price kinds: how a pool's GPUs are paid for.
@@ -113,8 +115,8 @@ func (p Price) Validate() []FieldError {
 		switch {
 		case m < 0:
 			add(field, "must not be negative")
-		case m > MaxMoney:
-			add(field, "must be at most %s", MaxMoney)
+		case m > quantity.MaxMoney:
+			add(field, "must be at most %s", quantity.MaxMoney)
 		}
 	}
 	period := func(field, s string, required bool) time.Duration {
@@ -235,8 +237,8 @@ func (b Budget) Validate() []FieldError {
 	switch {
 	case b.Monthly <= 0:
 		errs = append(errs, FieldError{"monthly", "must be a positive amount"})
-	case b.Monthly > MaxMoney:
-		errs = append(errs, FieldError{"monthly", fmt.Sprintf("must be at most %s", MaxMoney)})
+	case b.Monthly > quantity.MaxMoney:
+		errs = append(errs, FieldError{"monthly", fmt.Sprintf("must be at most %s", quantity.MaxMoney)})
 	}
 	if b.AlertPercent < 0 || b.AlertPercent > 100 {
 		errs = append(errs, FieldError{"alertPercent", "must be from 1 to 100 (0: the default, 80)"})

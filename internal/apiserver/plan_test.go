@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -36,7 +37,7 @@ func putGPUNode(t *testing.T, st *store.Store, name, pool, model string, mib int
 func TestPlanRoute(t *testing.T) {
 	f := newFixture(t, store.Options{}, RateLimit{}, func(o *Options) {
 		o.Ledger = &ledger.Ledger{Store: o.Store, Currency: "USD", Since: fixtureStart,
-			FilePrices: []api.Price{{Pool: "h100", Kind: api.PriceOnDemand, Rate: 2 * api.MoneyUnit}}}
+			FilePrices: []api.Price{{Pool: "h100", Kind: api.PriceOnDemand, Rate: 2 * quantity.MoneyUnit}}}
 	})
 	putGPUNode(t, f.st, "h", "h100", "H100", 81920, 8)
 
@@ -50,8 +51,8 @@ func TestPlanRoute(t *testing.T) {
 		if p.Memory.KVCacheBytes != 2*32*8*128*2*8192*16 || p.Memory.WeightsBytes != 16_060_000_000 {
 			t.Errorf("memory = %+v", p.Memory)
 		}
-		share, _ := api.ParseMilli(best.GPUs)
-		if best.CostPerHour == nil || *best.CostPerHour != api.Money(share)*2*api.MoneyUnit/1000 || p.Currency != "USD" || best.ExpectedWait != "0s" {
+		share, _ := quantity.ParseMilli(best.GPUs)
+		if best.CostPerHour == nil || *best.CostPerHour != quantity.Money(share)*2*quantity.MoneyUnit/1000 || p.Currency != "USD" || best.ExpectedWait != "0s" {
 			t.Errorf("best = %+v, currency %q; want 2 USD a GPU-hour for its share, free now", best, p.Currency)
 		}
 	})

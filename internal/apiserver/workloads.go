@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -446,10 +447,10 @@ func toAPI(w *core.Workload) *api.Workload {
 		Kind:     string(w.Kind),
 		Priority: w.Priority,
 		Resources: api.Resources{
-			GPUs:         api.Milli(w.Request.MilliGPU),
+			GPUs:         quantity.Milli(w.Request.MilliGPU),
 			GPUMemoryMiB: w.Request.GPUMemoryMiB,
 			GPUModels:    w.Request.GPUModels,
-			CPU:          api.Milli(w.Request.MilliCPU),
+			CPU:          quantity.Milli(w.Request.MilliCPU),
 			MemoryMiB:    w.Request.MemoryMiB,
 		},
 		Replicas:           w.Request.Replicas,

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
@@ -407,7 +408,7 @@ func planName(p *api.Plan) string {
 // reads it: the GPUs, model and pool asked for, the brief's residency and
 // owner, and a command to replace.
 func planSpec(p *api.Plan, c *api.PlanCandidate) *api.Workload {
-	gpus, _ := api.ParseMilli(c.GPUs)
+	gpus, _ := quantity.ParseMilli(c.GPUs)
 	w := &api.Workload{
 		Name:         planName(p),
 		Kind:         planKind(p.Brief.Workload),

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 func newSetCmd(e *env) *cobra.Command {
@@ -249,7 +250,7 @@ const unlimited = -1
 
 // parseGPUs reads a number of GPUs such as 8, 2.5 or 0.25 into milli-GPU.
 func parseGPUs(s string) (int64, error) {
-	m, err := api.ParseMilli(s)
+	m, err := quantity.ParseMilli(s)
 	if err != nil {
 		return 0, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // submitFlags holds submit's flags as typed; they are parsed into the
@@ -199,7 +200,7 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 	}
 	switch {
 	case set("gpus"):
-		q, err := api.ParseMilli(f.gpus)
+		q, err := quantity.ParseMilli(f.gpus)
 		if err != nil {
 			return nil, usagef("--gpus %q: %v", f.gpus, err)
 		}
@@ -224,7 +225,7 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 		w.Resources.GPUModels = f.gpuModels
 	}
 	if set("cpu") {
-		q, err := api.ParseMilli(f.cpu)
+		q, err := quantity.ParseMilli(f.cpu)
 		if err != nil {
 			return nil, usagef("--cpu %q: %v", f.cpu, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Cluster is one place work runs: this machine (executor local, real or
@@ -267,7 +268,7 @@ func (c Config) PoolPrices() []api.Price {
 		if rate == nil {
 			continue
 		}
-		out = append(out, api.Price{Pool: p.Name, Kind: "on-demand", Rate: api.Money(math.Round(*rate * 1e6))})
+		out = append(out, api.Price{Pool: p.Name, Kind: "on-demand", Rate: quantity.Money(math.Round(*rate * 1e6))})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Fleet is what the plan knows of the fleet: the nodes with their GPUs
@@ -277,7 +278,7 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 	var out []api.PlanCandidate
 	cap1 := usable(g.mib)
 	add := func(scope string, milli int64, replicas int, need, given int64, fits bool, why string) bool {
-		c := api.PlanCandidate{Scope: scope, GPUs: api.Milli(milli).String(), GPUModel: g.model, GPUMemoryMiB: g.mib,
+		c := api.PlanCandidate{Scope: scope, GPUs: quantity.Milli(milli).String(), GPUModel: g.model, GPUMemoryMiB: g.mib,
 			Pool: g.pool, Region: g.region, Fits: fits, ExpectedWait: "unknown"}
 		if replicas > 1 {
 			c.Replicas = replicas
@@ -315,7 +316,7 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 		share := int64(quarters) * 250
 		given := (g.mib << 20) * share / 1000
 		if add(api.ScopeFraction, share, 1, need1, given, true,
-			fmt.Sprintf("%s; %s of one %s GPU gives %s (%s after %d%% headroom)", memWord(1), api.Milli(share), gib(g.mib<<20), gib(given), gib(given*9/10), headroomTenths*10)) {
+			fmt.Sprintf("%s; %s of one %s GPU gives %s (%s after %d%% headroom)", memWord(1), quantity.Milli(share), gib(g.mib<<20), gib(given), gib(given*9/10), headroomTenths*10)) {
 			return out
 		}
 	} else if add(api.ScopeFraction, 750, 1, need1, (g.mib<<20)*3/4, false,
@@ -372,19 +373,19 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 // else the whole run over the expected duration. Each is computed exactly
 // and rounded half up to a micro-unit once. nil without a price (or,
 // per unit, without a target or a duration).
-func price(b api.WorkloadBrief, f Fleet, pool string, milli int64) (perHour, perUnit *api.Money, unit string) {
+func price(b api.WorkloadBrief, f Fleet, pool string, milli int64) (perHour, perUnit *quantity.Money, unit string) {
 	rate, ok := f.Prices[pool]
 	if !ok || rate == nil {
 		return nil, nil, ""
 	}
 	hourly := new(big.Rat).Mul(rate, big.NewRat(milli, 1000))
-	h := api.Money(roundHalfUp(hourly))
+	h := quantity.Money(roundHalfUp(hourly))
 	perHour = &h
 	switch {
 	case b.Targets.ThroughputPerSecond > 0:
 		unitsPerHour := new(big.Rat).SetFloat64(b.Targets.ThroughputPerSecond)
 		unitsPerHour.Mul(unitsPerHour, big.NewRat(3600, 1))
-		u := api.Money(roundHalfUp(new(big.Rat).Quo(hourly, unitsPerHour)))
+		u := quantity.Money(roundHalfUp(new(big.Rat).Quo(hourly, unitsPerHour)))
 		unit = b.Targets.Unit
 		if unit == "" {
 			unit = "request"
@@ -396,7 +397,7 @@ func price(b api.WorkloadBrief, f Fleet, pool string, milli int64) (perHour, per
 			return perHour, nil, ""
 		}
 		run := new(big.Rat).Mul(hourly, big.NewRat(int64(d/time.Second), 3600))
-		u := api.Money(roundHalfUp(run))
+		u := quantity.Money(roundHalfUp(run))
 		return perHour, &u, "run"
 	}
 	return perHour, nil, ""
@@ -425,7 +426,7 @@ func scopeRank(s string) int {
 // TotalMilli is the GPUs a candidate holds, in milli-GPU (gpus ×
 // replicas).
 func TotalMilli(c api.PlanCandidate) int64 {
-	m, err := api.ParseMilli(c.GPUs)
+	m, err := quantity.ParseMilli(c.GPUs)
 	if err != nil {
 		return 0
 	}
@@ -452,9 +453,9 @@ func Less(a, b api.PlanCandidate) int {
 		}
 		return 1
 	}
-	cost := func(c api.PlanCandidate) api.Money {
+	cost := func(c api.PlanCandidate) quantity.Money {
 		if c.CostPerHour == nil {
-			return api.MaxMoney * 1000
+			return quantity.MaxMoney * 1000
 		}
 		return *c.CostPerHour
 	}

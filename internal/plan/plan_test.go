@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -184,7 +185,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 	}
 	cordoned := fleet("local", "eu-west", "H100", 81920, 1, 8)
 	cordoned[0].Schedulable = false
-	usd := func(s string) api.Money { m, _ := api.ParseMoney(s); return m }
+	usd := func(s string) quantity.Money { m, _ := quantity.ParseMoney(s); return m }
 	priced := map[string]*big.Rat{"local": big.NewRat(int64(usd("2.50")), 1)}
 
 	big := api.WorkloadBrief{Workload: api.BriefTraining, Precision: "fp32", ContextLength: 4096, Batch: 8, Model: api.ModelSpec{Name: "llama-3-70b"}}

@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Property tests run with rapid under a fresh random seed every run; rapid
@@ -127,7 +128,7 @@ func TestPlanProperties(t *testing.T) {
 		// A candidate that fits holds the estimate within its headroom,
 		// in a region of the residency, and its gpus is what submit takes.
 		for _, c := range p.Candidates {
-			q, err := api.ParseMilli(c.GPUs)
+			q, err := quantity.ParseMilli(c.GPUs)
 			if err != nil || q <= 0 || (q < 1000 && c.Scope != api.ScopeFraction) || (q > 1000 && q%1000 != 0) {
 				t.Fatalf("gpus %q of a %s candidate is not a request", c.GPUs, c.Scope)
 			}
