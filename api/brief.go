@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // KindWorkloadBrief is the kind of a workload brief file.
@@ -246,7 +248,7 @@ func (b *WorkloadBrief) Validate() []FieldError {
 		}
 	}
 	if b.ExpectedDuration != "" {
-		d, err := ParsePeriod(b.ExpectedDuration)
+		d, err := quantity.ParsePeriod(b.ExpectedDuration)
 		switch {
 		case err != nil:
 			add("expectedDuration", "%v", err)

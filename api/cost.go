@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,10 +18,6 @@ const (
 
 // PriceKinds lists the price kinds, for messages.
 var PriceKinds = []string{PriceOnDemand, PriceReserved, PriceMonthly, PriceOwned}
-
-// HoursPerMonth is the month a monthly price and a depreciation in months
-// are counted in: a twelfth of 8760 hours.
-const HoursPerMonth = 730
 
 // Price is one version of a pool's price model: it applies from
 // EffectiveFrom until the pool's next version. A new version never rewrites
@@ -63,7 +58,7 @@ type Price struct {
 
 	// GPUHourRate is set by the server in its answers and ignored in
 	// requests: what the version bills one GPU for one hour (a monthly
-	// rate over HoursPerMonth, an owned GPU's purchase over its
+	// rate over quantity.HoursPerMonth, an owned GPU's purchase over its
 	// depreciation hours plus perGPUHour), rounded to a micro-unit for
 	// display; the ledger bills the exact rate.
 	GPUHourRate Money `json:"gpuHourRate,omitempty"`
@@ -73,29 +68,6 @@ type Price struct {
 type PriceList struct {
 	Currency string  `json:"currency"`
 	Items    []Price `json:"items"`
-}
-
-// ParsePeriod parses a duration as Go writes it ("8760h", "90m") or in days,
-// months of HoursPerMonth or years of 8760 hours ("30d", "36mo", "1y").
-func ParsePeriod(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	for _, u := range []struct {
-		suffix string
-		hours  int64
-	}{{"mo", HoursPerMonth}, {"d", 24}, {"y", 8760}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseInt(n, 10, 32)
-			if err != nil || v < 0 {
-				return 0, fmt.Errorf("%q is not a whole number of %s", s, u.suffix)
-			}
-			return time.Duration(v*u.hours) * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration such as 8760h, 30d, 36mo or 1y", s)
-	}
-	return d, nil
 }
 
 // Validate checks a price version, the one check of prices: the server runs
@@ -126,7 +98,7 @@ func (p Price) Validate() []FieldError {
 			}
 			return 0
 		}
-		d, err := ParsePeriod(s)
+		d, err := quantity.ParsePeriod(s)
 		switch {
 		case err != nil:
 			add(field, "%v", err)
@@ -442,7 +414,7 @@ type CostEstimate struct {
 	// Price is the pool's version the estimate used (with Pool).
 	Price *Price `json:"price,omitempty"`
 	Kind  string `json:"kind"`
-	// Rate is per GPU-hour (a monthly price over HoursPerMonth, an owned
+	// Rate is per GPU-hour (a monthly price over quantity.HoursPerMonth, an owned
 	// purchase over its depreciation), rounded to a micro-unit for
 	// display: Total is computed from the exact rate.
 	Rate  Money `json:"rate"`

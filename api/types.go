@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Workload kinds.
@@ -781,11 +783,9 @@ type StorageUsage struct {
 	LimitBytes int64  `json:"limitBytes"`
 }
 
-// Bounds of volumes and mounts.
-const (
-	MaxVolumeBytes = 1 << 50 // 1 PiB
-	MaxMounts      = 16      // volumes and mounts of one workload together
-)
+// MaxMounts bounds the volumes and mounts of one workload together (a
+// volume is at most quantity.MaxSizeBytes, 1 PiB).
+const MaxMounts = 16
 
 // Validate checks a volume as created.
 func (v Volume) Validate() []FieldError {
@@ -793,7 +793,7 @@ func (v Volume) Validate() []FieldError {
 	if !ValidName(v.Name) {
 		errs = append(errs, FieldError{"name", "must be lowercase letters, digits and '-', at most " + strconv.Itoa(MaxNameLen) + " characters"})
 	}
-	if v.SizeBytes <= 0 || v.SizeBytes > MaxVolumeBytes {
+	if v.SizeBytes <= 0 || v.SizeBytes > quantity.MaxSizeBytes {
 		errs = append(errs, FieldError{"sizeBytes", "want a size from 1 byte to 1 PiB (--size 100GiB)"})
 	}
 	return errs

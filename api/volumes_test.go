@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 func fieldNames(fe []FieldError) []string {
@@ -108,8 +110,8 @@ func TestVolumeValidate(t *testing.T) {
 		fields []string
 	}{
 		{Volume{Name: "ckpt", SizeBytes: 1}, []string{}},
-		{Volume{Name: "ckpt", SizeBytes: MaxVolumeBytes}, []string{}},
-		{Volume{Name: "ckpt", SizeBytes: MaxVolumeBytes + 1}, []string{"sizeBytes"}},
+		{Volume{Name: "ckpt", SizeBytes: quantity.MaxSizeBytes}, []string{}},
+		{Volume{Name: "ckpt", SizeBytes: quantity.MaxSizeBytes + 1}, []string{"sizeBytes"}},
 		{Volume{Name: "ckpt", SizeBytes: 0}, []string{"sizeBytes"}},
 		{Volume{Name: "ckpt", SizeBytes: -1}, []string{"sizeBytes"}},
 		{Volume{Name: "Ckpt", SizeBytes: 1}, []string{"name"}},

@@ -62,7 +62,7 @@ func (w *windowFlags) query(cmd *cobra.Command) (api.CostQuery, error) {
 		}
 	}
 	if q.Since != "" {
-		if d, err := api.ParsePeriod(q.Since); err != nil || d <= 0 {
+		if d, err := quantity.ParsePeriod(q.Since); err != nil || d <= 0 {
 			return q, usagef("--since %q: want a positive duration such as 24h, 7d or 30d", q.Since)
 		}
 	}

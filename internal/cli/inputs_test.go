@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // get reads a workload back from the real server as alice.
@@ -47,7 +48,7 @@ func TestSubmitSizes(t *testing.T) {
 		}
 	}
 	r := f.run(t, "submit", "--gpu-memory", "20 gigs", "--", "true")
-	want := `error: --gpu-memory "20 gigs": want a size such as 20GiB, 20GB or 512MiB: a number and one of the units ` + api.MemoryUnits + "\n"
+	want := `error: --gpu-memory "20 gigs": want a size such as 20GiB, 20GB or 512MiB: a number and one of the units ` + quantity.MemoryUnits + "\n"
 	if r.code != 2 || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("--gpu-memory '20 gigs': %+v, want exit 2 and %q", r, want)
 	}

@@ -212,7 +212,7 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 		w.Resources.GPUs = 1000
 	}
 	if set("gpu-memory") {
-		m, err := api.ParseMemoryMiB(f.gpuMemory)
+		m, err := quantity.ParseMemoryMiB(f.gpuMemory)
 		if err != nil {
 			return nil, usagef("--gpu-memory %q: %v", f.gpuMemory, err)
 		}
@@ -232,7 +232,7 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 		w.Resources.CPU = q
 	}
 	if set("memory") {
-		m, err := api.ParseMemoryMiB(f.memory)
+		m, err := quantity.ParseMemoryMiB(f.memory)
 		if err != nil {
 			return nil, usagef("--memory %q: %v", f.memory, err)
 		}

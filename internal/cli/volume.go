@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 func newCreateVolumeCmd(e *env) *cobra.Command {
@@ -34,7 +35,7 @@ team's namespace.`,
 			if size == "" {
 				return usagef("create volume: --size is required (100GiB)")
 			}
-			b, err := api.ParseSizeBytes(size)
+			b, err := quantity.ParseSizeBytes(size)
 			if err != nil {
 				return usagef("--size %q: %v", size, err)
 			}

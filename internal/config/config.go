@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Config configures `gpufleet server`.
@@ -268,7 +268,7 @@ func (k Kubernetes) CheckpointBytes() int64 {
 	if k.CheckpointSize == "" {
 		return 0
 	}
-	b, _ := api.ParseSizeBytes(k.CheckpointSize)
+	b, _ := quantity.ParseSizeBytes(k.CheckpointSize)
 	return b
 }
 
@@ -285,7 +285,7 @@ func (k Kubernetes) validate() []error {
 		errs = append(errs, fmt.Errorf("kubernetes.volumeAccessMode %q: want ReadWriteOnce, ReadWriteMany or ReadWriteOncePod", k.VolumeAccessMode))
 	}
 	if k.CheckpointSize != "" {
-		if _, err := api.ParseSizeBytes(k.CheckpointSize); err != nil {
+		if _, err := quantity.ParseSizeBytes(k.CheckpointSize); err != nil {
 			errs = append(errs, fmt.Errorf("kubernetes.checkpointSize %q: %w", k.CheckpointSize, err))
 		}
 	}

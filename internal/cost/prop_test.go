@@ -151,7 +151,7 @@ func oracle(in Input) (accel, host, licence, storage *big.Rat) {
 		case api.PriceMonthly:
 			r.SetFrac64(int64(p.Rate), 3600*730)
 		case api.PriceOwned:
-			d, _ := api.ParsePeriod(p.Depreciation)
+			d, _ := quantity.ParsePeriod(p.Depreciation)
 			r.SetFrac(big.NewInt(int64(p.Purchase)), big.NewInt(int64(d/time.Second)))
 			r.Add(r, big.NewRat(int64(p.PerGPUHour), 3600))
 		}
@@ -197,7 +197,7 @@ func oracle(in Input) (accel, host, licence, storage *big.Rat) {
 			billed := held
 			switch p.Kind {
 			case api.PriceReserved:
-				term, _ := api.ParsePeriod(p.Term)
+				term, _ := quantity.ParsePeriod(p.Term)
 				if p.EffectiveFrom.IsZero() || s < p.EffectiveFrom.Add(term).Unix() {
 					billed = max(held, int64(p.GPUs)*1000)
 				}

@@ -14,8 +14,8 @@ import (
 
 const gib = 1 << 30
 
-// month is the definition's month: api.HoursPerMonth hours.
-const month = api.HoursPerMonth * time.Hour
+// month is the definition's month: quantity.HoursPerMonth hours.
+const month = quantity.HoursPerMonth * time.Hour
 
 // storagePrice is a price of pool with StorageGiBMonth micro-units per
 // GiB-month (and a GPU rate, so that it is a whole version).

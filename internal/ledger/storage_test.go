@@ -20,7 +20,7 @@ func TestVolumesAreBilled(t *testing.T) {
 	ctx := context.Background()
 	st, l := setup(t)
 	const gib = 1 << 30
-	month := api.HoursPerMonth * time.Hour
+	month := quantity.HoursPerMonth * time.Hour
 	// 0.10 per GiB-month in the default pool, "local".
 	l.FilePrices = []api.Price{{Pool: "local", Kind: api.PriceOnDemand, Rate: quantity.MoneyUnit, StorageGiBMonth: quantity.MoneyUnit / 10}}
 	for _, v := range []core.Volume{

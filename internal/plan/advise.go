@@ -177,7 +177,7 @@ func Advise(b api.WorkloadBrief, f Fleet, now time.Time) (api.Plan, error) {
 	}
 	// 4. The deadline, judged against now and the expected duration.
 	if dl := rb.Targets.Deadline; dl != nil {
-		d, _ := api.ParsePeriod(rb.ExpectedDuration)
+		d, _ := quantity.ParsePeriod(rb.ExpectedDuration)
 		switch {
 		case !dl.After(now):
 			p.Verdict += "; the deadline " + dl.UTC().Format(time.RFC3339) + " has passed"
@@ -392,7 +392,7 @@ func price(b api.WorkloadBrief, f Fleet, pool string, milli int64) (perHour, per
 		}
 		return perHour, &u, unit
 	case b.ExpectedDuration != "":
-		d, err := api.ParsePeriod(b.ExpectedDuration)
+		d, err := quantity.ParsePeriod(b.ExpectedDuration)
 		if err != nil || d <= 0 {
 			return perHour, nil, ""
 		}
