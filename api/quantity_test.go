@@ -50,19 +50,3 @@ func TestParsePhase(t *testing.T) {
 		t.Errorf("ParsePhase(done) = %v", err)
 	}
 }
-
-// TestLabelErrorsSayTheRule: a label key or value that breaks the rule
-// says the rule.
-func TestLabelErrorsSayTheRule(t *testing.T) {
-	w := Workload{Command: []string{"true"}, Resources: Resources{GPUs: 1000}, Labels: map[string]string{"team": "ünïcode", "bad key!": "x"},
-		NodeSelector: map[string]string{"zone": "a b"}}
-	got := map[string]string{}
-	for _, e := range w.Validate() {
-		got[e.Field] += e.Problem
-	}
-	for _, f := range []string{"labels.team", "labels.bad key!", "nodeSelector.zone"} {
-		if !strings.Contains(got[f], LabelRule) {
-			t.Errorf("%s: %q, want the rule %q", f, got[f], LabelRule)
-		}
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/ledger"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 // MaxCostComputations bounds the reports, series and exports computed at
@@ -394,7 +395,7 @@ func (s *Server) reportOutputs(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	if fe := o.Validate(); len(fe) > 0 {
+	if fe := spec.CheckOutputs(o); len(fe) > 0 {
 		return reply{}, &fieldErrors{fields: fe}
 	}
 	if o.Accepted == 0 && o.Rejected == 0 {

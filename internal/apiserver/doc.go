@@ -1,5 +1,5 @@
 // Package apiserver serves gpufleet's REST API under /api/v1: it decodes the
-// api wire types, validates them (the same api.Workload.Validate the CLI
+// api wire types, validates them (the same spec.CheckWorkload the CLI
 // runs, plus the checks that need the store), calls the store, and maps
 // errors to HTTP status in one place (classify). Handlers make no scheduling
 // decisions and never touch the executor: logs come through the small

@@ -12,6 +12,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/ledger"
+	"github.com/gpufleet/gpufleet/internal/plan"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -44,7 +45,7 @@ func TestPlanRoute(t *testing.T) {
 	t.Run("the issue's brief on an H100 fleet: a fraction or one GPU, priced", func(t *testing.T) {
 		var p api.Plan
 		f.must("bob", "POST", "/api/v1/plan", issueBrief+`,"targets":{"throughputPerSecond":20}}`, http.StatusOK, &p)
-		best := p.Best()
+		best := plan.Best(&p)
 		if best == nil || (best.Scope != api.ScopeFraction && best.Scope != api.ScopeGPU) {
 			t.Fatalf("best = %+v (verdict %q), want a fraction or one GPU", best, p.Verdict)
 		}
@@ -88,7 +89,7 @@ func TestPlanRouteA10(t *testing.T) {
 	if err := json.Unmarshal([]byte(a.body), &p); err != nil || a.status != http.StatusOK {
 		t.Fatalf("answer %d %s", a.status, a.body)
 	}
-	best := p.Best()
+	best := plan.Best(&p)
 	if best == nil || best.Scope != api.ScopeNode || best.GPUs != "2" || !strings.Contains(p.Verdict, "needs more than one GPU") {
 		t.Errorf("best %+v, verdict %q; want 2 A10 on one node and more than one GPU said", best, p.Verdict)
 	}

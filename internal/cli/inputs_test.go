@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
@@ -132,7 +133,7 @@ func TestSubmitFileInPlainWords(t *testing.T) {
 func TestSubmitNamesTheFlag(t *testing.T) {
 	f := newTestServer(t)
 	r := f.run(t, "submit", "--team", "research", "--label", "owner=ünïcode", "--", "true")
-	if r.code != 1 || !strings.Contains(r.stderr, "labels.owner: value \"ünïcode\" is not a valid label value: "+api.LabelRule+" (or empty) (flag --label)") {
+	if r.code != 1 || !strings.Contains(r.stderr, "labels.owner: value \"ünïcode\" is not a valid label value: "+core.LabelRule+" (or empty) (flag --label)") {
 		t.Errorf("--label owner=ünïcode: %+v, want the rule and the flag", r)
 	}
 	r = f.run(t, "submit", "--team", "research", "--region", "eu-west", "--", "true")

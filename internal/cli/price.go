@@ -90,7 +90,7 @@ shows each node's pool.`,
 				}
 				p.EffectiveFrom = t
 			}
-			if fe := p.Validate(); len(fe) > 0 {
+			if fe := cost.CheckPrice(p); len(fe) > 0 {
 				return fieldUsage(fe)
 			}
 			c, err := e.client()
@@ -227,7 +227,7 @@ defaults (soft, alert at 80%).`,
 				}
 				b.AlertPercent = v
 			}
-			if fe := b.Validate(); len(fe) > 0 {
+			if fe := cost.CheckBudget(b); len(fe) > 0 {
 				return fieldUsage(fe)
 			}
 			c, err := e.client()

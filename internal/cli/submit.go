@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 // submitFlags holds submit's flags as typed; they are parsed into the
@@ -101,14 +103,14 @@ it is split into words as a shell would, but no shell runs it.`,
 				return err
 			}
 			if f.array != "" {
-				if w.Array, err = api.ParseArray(f.array); err != nil {
+				if w.Array, err = spec.ParseArray(f.array); err != nil {
 					return usagef("--array %v", err)
 				}
 			}
 			if w.Array != nil && f.follow {
 				return usagef("--follow follows one workload, not an array: wait for it with gpufleet wait ARRAYID")
 			}
-			if errs := w.Validate(); len(errs) > 0 {
+			if errs := spec.CheckWorkload(w); len(errs) > 0 {
 				return withFlags(&api.Error{Code: api.CodeInvalid, Message: "invalid workload, nothing was submitted", Fields: errs}, cmd.Flags().Changed)
 			}
 			c, err := e.client()
@@ -341,10 +343,10 @@ func parseMountFlag(s string) (name, path string, readOnly bool, err error) {
 		return "", "", false, fmt.Errorf("want NAME:/path or NAME:/path:ro")
 	}
 	name, path = parts[0], parts[1]
-	if !api.ValidName(name) {
+	if !core.ValidName(name) {
 		return "", "", false, fmt.Errorf("%q is not a name (lowercase letters, digits and '-')", name)
 	}
-	if problem := api.CheckMountPath(path); problem != "" {
+	if problem := core.CheckMountPath(path); problem != "" {
 		return "", "", false, errors.New(problem)
 	}
 	return name, path, readOnly, nil

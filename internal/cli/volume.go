@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 func newCreateVolumeCmd(e *env) *cobra.Command {
@@ -40,7 +41,7 @@ team's namespace.`,
 				return usagef("--size %q: %v", size, err)
 			}
 			v := api.Volume{Name: args[1], SizeBytes: b}
-			if fe := v.Validate(); len(fe) > 0 {
+			if fe := spec.CheckVolume(v); len(fe) > 0 {
 				return fieldUsage(fe)
 			}
 			c, err := e.client()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
@@ -138,7 +139,7 @@ func (c Config) validateClusters() []error {
 	for i, cl := range c.ClusterList {
 		at := fmt.Sprintf("clusters[%d]", i)
 		switch {
-		case !api.ValidName(cl.Name):
+		case !core.ValidName(cl.Name):
 			bad("%s.name %q: want lowercase letters, digits and '-'", at, cl.Name)
 		case clusters[cl.Name] != "":
 			bad("%s.name %q: named twice", at, cl.Name)

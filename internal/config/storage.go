@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
@@ -52,7 +52,7 @@ func (s Storage) validate() []error {
 	for _, n := range sortedKeys(s.Datasets) {
 		p := s.Datasets[n]
 		switch {
-		case !api.ValidName(n):
+		case !core.ValidName(n):
 			errs = append(errs, fmt.Errorf("storage.datasets.%s: a dataset's name is lowercase letters, digits and '-'", n))
 		case !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/":
 			errs = append(errs, fmt.Errorf("storage.datasets.%s %q: want an absolute, clean host path other than /", n, p))

@@ -40,7 +40,7 @@ func (l *Ledger) SetBudget(ctx context.Context, team core.TeamName, b api.Budget
 	if b.AlertPercent == 0 {
 		b.AlertPercent = 80
 	}
-	if fe := b.Validate(); len(fe) > 0 {
+	if fe := cost.CheckBudget(b); len(fe) > 0 {
 		return b, &FieldErrors{fe}
 	}
 	spec, err := json.Marshal(b)

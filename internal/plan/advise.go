@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 // Fleet is what the plan knows of the fleet: the nodes with their GPUs
@@ -145,7 +146,7 @@ func Advise(b api.WorkloadBrief, f Fleet, now time.Time) (api.Plan, error) {
 		largest = max(largest, g.mib)
 	}
 	p.Needs = needs(est, largest)
-	switch best := p.Best(); {
+	switch best := Best(&p); {
 	case best != nil:
 		ask := fmt.Sprintf("%s × %s (%s) in pool %s", best.GPUs, best.GPUModel, gib(best.GPUMemoryMiB<<20), best.Pool)
 		if best.Replicas > 1 {
@@ -351,9 +352,9 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 		return out
 	}
 	per := int64(largest)
-	for r := 2; r <= api.MaxReplicas; r++ {
+	for r := 2; r <= spec.MaxReplicas; r++ {
 		need := perGPU(est, per*int64(r))
-		if (need > cap1 || slow(per*int64(r)*1000)) && r < api.MaxReplicas {
+		if (need > cap1 || slow(per*int64(r)*1000)) && r < spec.MaxReplicas {
 			continue
 		}
 		why := fmt.Sprintf("%s across %d nodes × %d GPUs; each %s GPU gives %s after headroom", memWord(per*int64(r)), r, per, gib(g.mib<<20), gib(cap1))
@@ -484,12 +485,12 @@ func needs(est api.MemoryEstimate, mib int64) string {
 			return fmt.Sprintf("at least %d × %s in one NVLink domain (%s each, with %d%% headroom)", n, gib(mib<<20), gib(perGPU(est, n)), headroomTenths*10)
 		}
 	}
-	for r := int64(2); r <= api.MaxReplicas; r++ {
+	for r := int64(2); r <= spec.MaxReplicas; r++ {
 		if perGPU(est, 8*r) <= cap1 {
 			return fmt.Sprintf("at least %d nodes of 8 × %s in one NVLink domain each (%s per GPU)", r, gib(mib<<20), gib(perGPU(est, 8*r)))
 		}
 	}
-	return fmt.Sprintf("more than %d nodes of 8 × %s", api.MaxReplicas, gib(mib<<20))
+	return fmt.Sprintf("more than %d nodes of 8 × %s", spec.MaxReplicas, gib(mib<<20))
 }
 
 // gib writes bytes as GiB with one decimal (binary, as GPUs report

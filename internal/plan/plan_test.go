@@ -64,7 +64,7 @@ func TestPlanIssueCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			best := p.Best()
+			best := Best(&p)
 			if best == nil {
 				t.Fatalf("no candidate fits: %s\n%+v", p.Verdict, p.Candidates)
 			}
@@ -194,7 +194,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Best() != nil || !strings.Contains(p.Verdict, "nothing in the fleet fits") || !strings.Contains(p.Needs, "nodes of 8 × 24 GiB") {
+		if Best(&p) != nil || !strings.Contains(p.Verdict, "nothing in the fleet fits") || !strings.Contains(p.Needs, "nodes of 8 × 24 GiB") {
 			t.Errorf("verdict %q, needs %q; want nothing fits and nodes of 8 × 24 GiB", p.Verdict, p.Needs)
 		}
 	})
@@ -219,7 +219,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 	})
 	t.Run("busy capacity fits but the wait is unknown", func(t *testing.T) {
 		p, _ := Advise(issueBrief(), Fleet{Nodes: busy, Pending: 3}, now)
-		best := p.Best()
+		best := Best(&p)
 		if best == nil || best.ExpectedWait != "unknown" || !strings.Contains(best.Why, "3 workloads wait") {
 			t.Errorf("best = %+v, want it to fit with an unknown wait and say why", best)
 		}
@@ -228,22 +228,22 @@ func TestPlanFleetAnswers(t *testing.T) {
 		q := fleet("local", "eu-west", "H100", 81920, 1, 8)
 		q[0].Schedulable, q[0].Qualifying = false, true
 		p, _ := Advise(issueBrief(), Fleet{Nodes: q}, now)
-		best := p.Best()
+		best := Best(&p)
 		if best == nil || best.ExpectedWait != "unknown" || !strings.Contains(best.Why, "1 nodes of it are being qualified") {
 			t.Errorf("best = %+v, want it to fit, busy, qualifying said", best)
 		}
 	})
 	t.Run("a cordoned node is not capacity", func(t *testing.T) {
 		p, _ := Advise(issueBrief(), Fleet{Nodes: cordoned}, now)
-		if p.Best() != nil {
-			t.Errorf("a cordoned node gave %+v", p.Best())
+		if Best(&p) != nil {
+			t.Errorf("a cordoned node gave %+v", Best(&p))
 		}
 	})
 	t.Run("cost per hour and per request from the pool's rate", func(t *testing.T) {
 		b := issueBrief()
 		b.Targets.ThroughputPerSecond = 10
 		p, _ := Advise(b, Fleet{Nodes: h100, Prices: priced}, now)
-		best := p.Best()
+		best := Best(&p)
 		if best == nil || best.GPUs != "0.5" {
 			t.Fatalf("best = %+v, want 0.5 of an H100", best)
 		}
@@ -256,7 +256,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		b := issueBrief()
 		b.ExpectedDuration = "8h"
 		p, _ := Advise(b, Fleet{Nodes: h100, Prices: priced}, now)
-		if best := p.Best(); best == nil || *best.CostPerUnit != usd("10") || best.Unit != "run" {
+		if best := Best(&p); best == nil || *best.CostPerUnit != usd("10") || best.Unit != "run" {
 			t.Errorf("best = %+v, want 10 for the run", best)
 		}
 	})
@@ -271,7 +271,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 	})
 	t.Run("no price: no cost, still a candidate", func(t *testing.T) {
 		p, _ := Advise(issueBrief(), Fleet{Nodes: h100}, now)
-		if best := p.Best(); best == nil || best.CostPerHour != nil {
+		if best := Best(&p); best == nil || best.CostPerHour != nil {
 			t.Errorf("best = %+v, want a candidate without a cost", best)
 		}
 	})

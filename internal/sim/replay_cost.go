@@ -88,12 +88,12 @@ func OnDemandPrices(nodes []core.Node, rate quantity.Money) []api.Price {
 }
 
 // CheckReplayPrices checks the price versions of a replay as a server
-// checks those of its configuration file: each valid (api.Price.Validate),
+// checks those of its configuration file: each valid (cost.CheckPrice),
 // no two of a pool from the same time. A problem names the version by its
 // index, prices[i].field.
 func CheckReplayPrices(prices []api.Price) error {
 	for i, p := range prices {
-		fe := p.Validate()
+		fe := cost.CheckPrice(p)
 		if len(fe) == 0 {
 			fe = cost.CheckVersions(prices[:i], p, time.Time{})
 		}
