@@ -35,6 +35,12 @@ func (fe FieldErrors) Error() string {
 	return strings.Join(s, "; ")
 }
 
+// Add appends the problem of field, written as fmt.Sprintf writes format
+// and args.
+func (fe *FieldErrors) Add(field, format string, args ...any) {
+	*fe = append(*fe, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+}
+
 // UnmarshalJSON decodes resources strictly and names the field of a bad
 // quantity ("resources.gpus"), which encoding/json cannot do for values that
 // decode themselves.

@@ -44,10 +44,8 @@ func StageDisruptAfter(s api.Stage) time.Duration {
 // ("stages[1].criteria[0]"). It needs no server state: whether the team
 // and the target pool exist is the server's check.
 func CheckCard(c *api.AcceptanceCard) []api.FieldError {
-	var errs []api.FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, api.FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
+	var errs api.FieldErrors
+	add := errs.Add
 	if c.Kind != "" && c.Kind != api.KindAcceptanceCard {
 		add("kind", "must be %s, not %q", api.KindAcceptanceCard, c.Kind)
 	}
@@ -174,24 +172,24 @@ func Commits(d *api.Decision) bool { return d.Decision != api.DecisionReject }
 
 // CheckDecision checks a decision as submitted.
 func CheckDecision(d *api.Decision) []api.FieldError {
-	var errs []api.FieldError
+	var errs api.FieldErrors
 	known := false
 	for _, k := range api.Decisions {
 		known = known || d.Decision == k
 	}
 	if !known {
-		errs = append(errs, api.FieldError{Field: "decision", Problem: fmt.Sprintf("unknown decision %q: want one of %s", d.Decision, strings.Join(api.Decisions, ", "))})
+		errs.Add("decision", "unknown decision %q: want one of %s", d.Decision, strings.Join(api.Decisions, ", "))
 	}
 	if len(d.Note) > MaxDecisionNoteLen || strings.IndexByte(d.Note, 0) >= 0 {
-		errs = append(errs, api.FieldError{Field: "note", Problem: fmt.Sprintf("at most %d bytes, without NUL", MaxDecisionNoteLen)})
+		errs.Add("note", "at most %d bytes, without NUL", MaxDecisionNoteLen)
 	} else if d.Override && strings.TrimSpace(d.Note) == "" {
-		errs = append(errs, api.FieldError{Field: "note", Problem: "an override needs a note saying why the run's result is overridden"})
+		errs.Add("note", "an override needs a note saying why the run's result is overridden")
 	}
 	if d.By != "" {
-		errs = append(errs, api.FieldError{Field: "by", Problem: "is set by the server"})
+		errs.Add("by", "is set by the server")
 	}
 	if !d.At.IsZero() {
-		errs = append(errs, api.FieldError{Field: "at", Problem: "is set by the server"})
+		errs.Add("at", "is set by the server")
 	}
 	return errs
 }

@@ -93,10 +93,8 @@ func DeclaredPort(w *api.Workload, ref api.PortRef) (api.Port, bool) {
 // checkLoad checks a load spec l of a stage whose workload is w (nil when
 // the stage has none), each problem under at ("stages[2].load").
 func checkLoad(at string, l *api.LoadSpec, w *api.Workload) []api.FieldError {
-	var errs []api.FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, api.FieldError{Field: at + "." + field, Problem: fmt.Sprintf(format, args...)})
-	}
+	var errs api.FieldErrors
+	add := func(field, format string, args ...any) { errs.Add(at+"."+field, format, args...) }
 	switch {
 	case l.Port == "":
 		add("port", "is required: a declared port of the stage's workload, by name or number")

@@ -1,7 +1,6 @@
 package cost
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -14,10 +13,8 @@ import (
 // it on every version it stores (config file and API), the CLI before it
 // sends one. Each problem names its field by its wire name.
 func CheckPrice(p api.Price) []api.FieldError {
-	var errs []api.FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, api.FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
+	var errs api.FieldErrors
+	add := errs.Add
 	if p.Pool == "" {
 		add("pool", "is required")
 	} else if len(p.Pool) > 63 || strings.ContainsAny(p.Pool, " \t\n/\\\"'") {
@@ -117,18 +114,18 @@ func CheckPrice(p api.Price) []api.FieldError {
 
 // CheckBudget checks a budget.
 func CheckBudget(b api.Budget) []api.FieldError {
-	var errs []api.FieldError
+	var errs api.FieldErrors
 	switch {
 	case b.Monthly <= 0:
-		errs = append(errs, api.FieldError{Field: "monthly", Problem: "must be a positive amount"})
+		errs.Add("monthly", "must be a positive amount")
 	case b.Monthly > quantity.MaxMoney:
-		errs = append(errs, api.FieldError{Field: "monthly", Problem: fmt.Sprintf("must be at most %s", quantity.MaxMoney)})
+		errs.Add("monthly", "must be at most %s", quantity.MaxMoney)
 	}
 	if b.AlertPercent < 0 || b.AlertPercent > 100 {
-		errs = append(errs, api.FieldError{Field: "alertPercent", Problem: "must be from 1 to 100 (0: the default, 80)"})
+		errs.Add("alertPercent", "must be from 1 to 100 (0: the default, 80)")
 	}
 	if b.StopRunning && !b.Hard {
-		errs = append(errs, api.FieldError{Field: "stopRunning", Problem: "applies only to a hard budget"})
+		errs.Add("stopRunning", "applies only to a hard budget")
 	}
 	return errs
 }

@@ -52,10 +52,8 @@ func Precision(b *api.WorkloadBrief) string {
 // workload's memory terms, is the plan's check. The server and the CLI run
 // the same check.
 func CheckBrief(b *api.WorkloadBrief) []api.FieldError {
-	var errs []api.FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, api.FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
+	var errs api.FieldErrors
+	add := errs.Add
 	if b.Kind != "" && b.Kind != api.KindWorkloadBrief {
 		add("kind", "%q is not a brief: want %s", b.Kind, api.KindWorkloadBrief)
 	}

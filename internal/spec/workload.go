@@ -14,11 +14,12 @@ import (
 // dirPartRE is one element of a workload's working directory.
 var dirPartRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-// problems collects field problems in the order they are found.
-type problems []api.FieldError
+// problems collects field problems in the order they are found; the
+// checks of one spec's sections are its methods.
+type problems api.FieldErrors
 
 func (p *problems) add(field, format string, args ...any) {
-	*p = append(*p, api.FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	(*api.FieldErrors)(p).Add(field, format, args...)
 }
 
 // CheckWorkload checks a workload spec as submitted and returns every
