@@ -1,11 +1,6 @@
 package api
 
 import (
-	"fmt"
-	"math"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -34,20 +29,6 @@ const (
 
 // Disruptions lists the disruptions, for messages.
 var Disruptions = []string{DisruptRequeue, DisruptStop, DisruptDrain}
-
-// Bounds on an acceptance card.
-const (
-	MaxStages               = 32
-	MaxStageCount           = 16 // workloads one stage submits
-	MaxCriteria             = 64 // per stage
-	MaxCriterionLen         = 256
-	MaxMetricNameLen        = 128
-	MaxDisruptAfterSeconds  = 3600
-	DefaultDisruptAfterSecs = 10
-	MaxDecisionNoteLen      = 4096
-	MaxDecisions            = 100 // decisions one run keeps
-	MaxBriefFileLen         = 4096
-)
 
 // AcceptanceCard says how to prove a workload on real capacity: the brief
 // it must meet, the target, and stages in order, each one or more
@@ -88,14 +69,14 @@ type Stage struct {
 	// review stage, which runs nothing and must not have one.
 	Workload *Workload `json:"workload,omitempty"`
 	// Count is how many workloads of that spec the stage submits; 0 means
-	// 1. At most MaxStageCount.
+	// 1. At most 16.
 	Count int `json:"count,omitempty"`
 	// Disrupt is what gpufleet does to a failure stage's workload once it
 	// has run DisruptAfterSeconds: one of Disruptions. Failure stages only,
 	// and required there.
 	Disrupt string `json:"disrupt,omitempty"`
 	// DisruptAfterSeconds is how long the workload runs before the
-	// disruption; 0 means DefaultDisruptAfterSecs.
+	// disruption; 0 means 10.
 	DisruptAfterSeconds int64 `json:"disruptAfterSeconds,omitempty"`
 	// Load, on a load stage, is gpufleet's own load generator: it drives
 	// the stage's workload once it serves, and the stage ends when the
@@ -103,228 +84,9 @@ type Stage struct {
 	// reports.
 	Load *LoadSpec `json:"load,omitempty"`
 	// Criteria are expressions over the stage's metrics, each
-	// "METRIC OP NUMBER" (ParseCriterion). A criterion whose metric is not
+	// "METRIC OP NUMBER", such as "p95_latency_ms <= 200". A criterion whose metric is not
 	// reported fails.
 	Criteria []string `json:"criteria,omitempty"`
-}
-
-// Workloads is how many workloads the stage submits (Count, or 1).
-func (s Stage) Workloads() int {
-	if s.Count <= 0 {
-		return 1
-	}
-	return s.Count
-}
-
-// DisruptAfter is how long a failure stage's workload runs before gpufleet
-// disrupts it.
-func (s Stage) DisruptAfter() time.Duration {
-	if s.DisruptAfterSeconds <= 0 {
-		return DefaultDisruptAfterSecs * time.Second
-	}
-	return time.Duration(s.DisruptAfterSeconds) * time.Second
-}
-
-// Validate checks a card and returns every problem, each naming its field
-// ("stages[1].criteria[0]"). It needs no server state: whether the team
-// and the target pool exist is the server's check.
-func (c *AcceptanceCard) Validate() []FieldError {
-	var errs []FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
-	if c.Kind != "" && c.Kind != KindAcceptanceCard {
-		add("kind", "must be %s, not %q", KindAcceptanceCard, c.Kind)
-	}
-	if !ValidName(c.Name) {
-		add("name", "must be lowercase letters, digits and '-', starting and ending with a letter or digit, at most %d characters", MaxNameLen)
-	}
-	if c.Team != "" && !ValidName(c.Team) {
-		add("team", "is not a valid team name")
-	}
-	if c.Brief != nil {
-		if c.BriefFile != "" {
-			add("briefFile", "give either brief or briefFile, not both")
-		}
-		for _, fe := range c.Brief.Validate() {
-			switch {
-			case fe.Field == "model" && c.Brief.Model.Name == "" && c.Brief.Model.Parameters == 0:
-			case fe.Field == "contextLength" && c.Brief.ContextLength == 0:
-			default:
-				add("brief."+fe.Field, "%s", fe.Problem)
-			}
-		}
-	}
-	if len(c.BriefFile) > MaxBriefFileLen || strings.IndexByte(c.BriefFile, 0) >= 0 {
-		add("briefFile", "must be a path of at most %d bytes without NUL", MaxBriefFileLen)
-	}
-	if p := c.Target.Pool; p != "" && (len(p) > 63 || strings.ContainsAny(p, " \t\r\n/\\\"'")) {
-		add("target.pool", "%q is not a pool's name", p)
-	}
-	if m := c.Target.GPUModel; m != "" && (strings.TrimSpace(m) == "" || len(m) > 64) {
-		add("target.gpuModel", "must be a model name of at most 64 characters")
-	}
-	switch {
-	case len(c.Stages) == 0:
-		add("stages", "must list at least one stage")
-	case len(c.Stages) > MaxStages:
-		add("stages", "at most %d stages", MaxStages)
-	}
-	seen := map[string]int{}
-	runs := 0
-	for i, s := range c.Stages {
-		at := fmt.Sprintf("stages[%d]", i)
-		if !ValidName(s.Name) {
-			add(at+".name", "must be lowercase letters, digits and '-', at most %d characters", MaxNameLen)
-		} else if j, dup := seen[s.Name]; dup {
-			add(at+".name", "%q is also the name of stages[%d]", s.Name, j)
-		} else {
-			seen[s.Name] = i
-		}
-		known := false
-		for _, t := range StageTypes {
-			known = known || s.Type == t
-		}
-		if !known {
-			add(at+".type", "unknown stage type %q: want one of %s", s.Type, strings.Join(StageTypes, ", "))
-		}
-		if s.Type == StageReview {
-			if s.Workload != nil {
-				add(at+".workload", "a review stage runs nothing: it compares the recorded results with the brief's targets")
-			}
-			if s.Count != 0 {
-				add(at+".count", "a review stage runs nothing")
-			}
-			if i != len(c.Stages)-1 {
-				add(at+".type", "a review stage must be the last stage")
-			}
-		} else if known {
-			runs++
-			if s.Workload == nil {
-				add(at+".workload", "a %s stage needs the workload it runs", s.Type)
-			}
-		}
-		if s.Workload != nil {
-			for _, fe := range s.Workload.Validate() {
-				add(at+".workload."+fe.Field, "%s", fe.Problem)
-			}
-		}
-		if s.Count < 0 || s.Count > MaxStageCount {
-			add(at+".count", "must be from 1 to %d (0 means 1)", MaxStageCount)
-		}
-		if s.Type == StageFailure {
-			switch s.Disrupt {
-			case "":
-				add(at+".disrupt", "a failure stage needs a disruption: one of %s", strings.Join(Disruptions, ", "))
-			case DisruptRequeue, DisruptStop, DisruptDrain:
-			default:
-				add(at+".disrupt", "unknown disruption %q: want one of %s", s.Disrupt, strings.Join(Disruptions, ", "))
-			}
-			if s.DisruptAfterSeconds < 0 || s.DisruptAfterSeconds > MaxDisruptAfterSeconds {
-				add(at+".disruptAfterSeconds", "must be from 1 to %d (0 means %d)", MaxDisruptAfterSeconds, DefaultDisruptAfterSecs)
-			}
-		} else {
-			if s.Disrupt != "" {
-				add(at+".disrupt", "only a failure stage disrupts its workload")
-			}
-			if s.DisruptAfterSeconds != 0 {
-				add(at+".disruptAfterSeconds", "only a failure stage disrupts its workload")
-			}
-		}
-		if s.Load != nil {
-			if s.Type != StageLoad {
-				add(at+".load", "only a load stage has a load generator")
-			} else {
-				errs = append(errs, s.Load.validate(at+".load", s.Workload)...)
-			}
-		}
-		if len(s.Criteria) > MaxCriteria {
-			add(at+".criteria", "at most %d criteria", MaxCriteria)
-		}
-		for j, e := range s.Criteria {
-			if _, err := ParseCriterion(e); err != nil {
-				add(fmt.Sprintf("%s.criteria[%d]", at, j), "%v", err)
-			}
-		}
-	}
-	if len(c.Stages) > 0 && runs == 0 {
-		add("stages", "must have a stage that runs something (smoke, functional, load or failure)")
-	}
-	return errs
-}
-
-// Criterion operators.
-const (
-	OpLE = "<="
-	OpLT = "<"
-	OpGE = ">="
-	OpGT = ">"
-	OpEQ = "=="
-	OpNE = "!="
-)
-
-// Criterion is a parsed criterion: METRIC OP THRESHOLD.
-type Criterion struct {
-	Metric    string
-	Op        string
-	Threshold float64
-}
-
-var (
-	// MetricNameRE is what a metric's name is made of.
-	MetricNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
-	criterionRE  = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(<=|>=|==|!=|<|>)\s*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*$`)
-)
-
-// ParseCriterion parses "p95_latency_ms <= 200": a metric name (letters,
-// digits, '_' and '.', not starting with a digit), an operator (<=, <, >=,
-// >, ==, !=) and a finite decimal number (no hex, no NaN or Inf, no
-// units). Spaces around the operator are optional.
-func ParseCriterion(s string) (Criterion, error) {
-	if len(s) > MaxCriterionLen {
-		return Criterion{}, fmt.Errorf("criterion longer than %d characters", MaxCriterionLen)
-	}
-	m := criterionRE.FindStringSubmatch(s)
-	if m == nil {
-		return Criterion{}, fmt.Errorf("criterion %q does not parse: want METRIC OP NUMBER, such as \"p95_latency_ms <= 200\" (OP one of <=, <, >=, >, ==, !=)", s)
-	}
-	if len(m[1]) > MaxMetricNameLen {
-		return Criterion{}, fmt.Errorf("criterion %q: metric name longer than %d characters", s, MaxMetricNameLen)
-	}
-	v, err := strconv.ParseFloat(m[3], 64)
-	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return Criterion{}, fmt.Errorf("criterion %q: %s is not a finite number", s, m[3])
-	}
-	return Criterion{Metric: m[1], Op: m[2], Threshold: v}, nil
-}
-
-// String writes the criterion back: "p95_latency_ms <= 200".
-func (c Criterion) String() string {
-	return c.Metric + " " + c.Op + " " + strconv.FormatFloat(c.Threshold, 'g', -1, 64)
-}
-
-// Holds reports whether value meets the criterion. NaN meets none, not
-// even "!=". Equality is exact: criteria on measured fractions should use
-// <= or >=.
-func (c Criterion) Holds(value float64) bool {
-	if math.IsNaN(value) {
-		return false
-	}
-	switch c.Op {
-	case OpLE:
-		return value <= c.Threshold
-	case OpLT:
-		return value < c.Threshold
-	case OpGE:
-		return value >= c.Threshold
-	case OpGT:
-		return value > c.Threshold
-	case OpEQ:
-		return value == c.Threshold
-	case OpNE:
-		return value != c.Threshold
-	}
-	return false
 }
 
 // Run statuses.
@@ -459,32 +221,4 @@ type Decision struct {
 	By       string    `json:"by,omitempty"`
 	At       time.Time `json:"at,omitzero"`
 	Override bool      `json:"override,omitempty"`
-}
-
-// Commits reports whether a decision commits capacity (extend, reserve,
-// dedicate, scale): every decision but reject.
-func (d *Decision) Commits() bool { return d.Decision != DecisionReject }
-
-// Validate checks a decision as submitted.
-func (d *Decision) Validate() []FieldError {
-	var errs []FieldError
-	known := false
-	for _, k := range Decisions {
-		known = known || d.Decision == k
-	}
-	if !known {
-		errs = append(errs, FieldError{Field: "decision", Problem: fmt.Sprintf("unknown decision %q: want one of %s", d.Decision, strings.Join(Decisions, ", "))})
-	}
-	if len(d.Note) > MaxDecisionNoteLen || strings.IndexByte(d.Note, 0) >= 0 {
-		errs = append(errs, FieldError{Field: "note", Problem: fmt.Sprintf("at most %d bytes, without NUL", MaxDecisionNoteLen)})
-	} else if d.Override && strings.TrimSpace(d.Note) == "" {
-		errs = append(errs, FieldError{Field: "note", Problem: "an override needs a note saying why the run's result is overridden"})
-	}
-	if d.By != "" {
-		errs = append(errs, FieldError{Field: "by", Problem: "is set by the server"})
-	}
-	if !d.At.IsZero() {
-		errs = append(errs, FieldError{Field: "at", Problem: "is set by the server"})
-	}
-	return errs
 }

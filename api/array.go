@@ -2,15 +2,10 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 )
-
-// MaxArrayTasks bounds the tasks of one job array.
-const MaxArrayTasks = 100_000
 
 // ArraySpec makes a submission a job array (POST /arrays): one workload,
 // a task, for each index Start to End inclusive, each with env
@@ -35,57 +30,6 @@ func (a *ArraySpec) String() string {
 		s += "%" + strconv.Itoa(a.MaxRunning)
 	}
 	return s
-}
-
-// ParseArray reads an array range as --array takes it, Slurm's form:
-// "0-999", "0-999%50" (at most 50 running at once) or "7" (one task).
-func ParseArray(s string) (*ArraySpec, error) {
-	rng, capText, capped := strings.Cut(s, "%")
-	lo, hi, isRange := strings.Cut(rng, "-")
-	if !isRange {
-		hi = lo
-	}
-	start, err1 := strconv.Atoi(lo)
-	end, err2 := strconv.Atoi(hi)
-	if err1 != nil || err2 != nil || lo == "" || hi == "" {
-		return nil, fmt.Errorf("%q is not an array range: want START-END[%%MAX], such as 0-999 or 0-999%%50", s)
-	}
-	a := &ArraySpec{Start: start, End: end}
-	if capped {
-		if a.MaxRunning, err1 = strconv.Atoi(capText); err1 != nil || a.MaxRunning < 1 {
-			return nil, fmt.Errorf("%q: the cap after %% must be a whole number of tasks, at least 1", s)
-		}
-	}
-	if errs := a.validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("%q: %s", s, errs[0].Problem)
-	}
-	return a, nil
-}
-
-// validate checks a submitted array's range.
-func (a *ArraySpec) validate() []FieldError {
-	var errs []FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
-	switch {
-	case a.Start < 0:
-		add("array.start", "must not be negative")
-	case a.End < a.Start:
-		add("array.end", "%d is before start %d: the range is start to end, inclusive", a.End, a.Start)
-	case a.Len() > MaxArrayTasks:
-		add("array", "%d tasks, more than the %d one array may have: split the sweep", a.Len(), MaxArrayTasks)
-	}
-	if a.MaxRunning < 0 {
-		add("array.maxRunning", "must not be negative (0 or absent: no cap)")
-	}
-	if a.ID != "" {
-		add("array.id", "is set by the server")
-	}
-	if a.Index != nil {
-		add("array.index", "is set by the server")
-	}
-	return errs
 }
 
 // Array is a job array as the server reports it (POST and GET /arrays):

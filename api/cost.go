@@ -1,9 +1,6 @@
 package api
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -17,10 +14,6 @@ const (
 
 // PriceKinds lists the price kinds, for messages.
 var PriceKinds = []string{PriceOnDemand, PriceReserved, PriceMonthly, PriceOwned}
-
-// HoursPerMonth is the month a monthly price and a depreciation in months
-// are counted in: a twelfth of 8760 hours.
-const HoursPerMonth = 730
 
 // Price is one version of a pool's price model: it applies from
 // EffectiveFrom until the pool's next version. A new version never rewrites
@@ -61,7 +54,7 @@ type Price struct {
 
 	// GPUHourRate is set by the server in its answers and ignored in
 	// requests: what the version bills one GPU for one hour (a monthly
-	// rate over HoursPerMonth, an owned GPU's purchase over its
+	// rate over quantity.HoursPerMonth, an owned GPU's purchase over its
 	// depreciation hours plus perGPUHour), rounded to a micro-unit for
 	// display; the ledger bills the exact rate.
 	GPUHourRate Money `json:"gpuHourRate,omitempty"`
@@ -71,146 +64,6 @@ type Price struct {
 type PriceList struct {
 	Currency string  `json:"currency"`
 	Items    []Price `json:"items"`
-}
-
-// ParsePeriod parses a duration as Go writes it ("8760h", "90m") or in days,
-// months of HoursPerMonth or years of 8760 hours ("30d", "36mo", "1y").
-func ParsePeriod(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	for _, u := range []struct {
-		suffix string
-		hours  int64
-	}{{"mo", HoursPerMonth}, {"d", 24}, {"y", 8760}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseInt(n, 10, 32)
-			if err != nil || v < 0 {
-				return 0, fmt.Errorf("%q is not a whole number of %s", s, u.suffix)
-			}
-			return time.Duration(v*u.hours) * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration such as 8760h, 30d, 36mo or 1y", s)
-	}
-	return d, nil
-}
-
-// Validate checks a price version, the one check of prices: the server runs
-// it on every version it stores (config file and API), the CLI before it
-// sends one. Each problem names its field by its wire name.
-func (p Price) Validate() []FieldError {
-	var errs []FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
-	if p.Pool == "" {
-		add("pool", "is required")
-	} else if len(p.Pool) > 63 || strings.ContainsAny(p.Pool, " \t\n/\\\"'") {
-		add("pool", "must be a name of at most 63 characters without spaces, slashes or quotes")
-	}
-	money := func(field string, m Money) {
-		switch {
-		case m < 0:
-			add(field, "must not be negative")
-		case m > MaxMoney:
-			add(field, "must be at most %s", MaxMoney)
-		}
-	}
-	period := func(field, s string, required bool) time.Duration {
-		if s == "" {
-			if required {
-				add(field, "is required for the price kind %s", p.Kind)
-			}
-			return 0
-		}
-		d, err := ParsePeriod(s)
-		switch {
-		case err != nil:
-			add(field, "%v", err)
-		case d <= 0:
-			add(field, "must be positive")
-		case d > 100*8760*time.Hour:
-			add(field, "must be at most 100 years")
-		}
-		return d
-	}
-	unused := func(field string, set bool) {
-		if set {
-			add(field, "applies only to another price kind, not %s", p.Kind)
-		}
-	}
-	switch p.Kind {
-	case PriceOnDemand, PriceReserved, PriceMonthly:
-		money("rate", p.Rate)
-		if p.Rate == 0 {
-			add("rate", "is required for the price kind %s", p.Kind)
-		}
-		unused("purchase", p.Purchase != 0)
-		unused("depreciation", p.Depreciation != "")
-		unused("perGPUHour", p.PerGPUHour != 0)
-	case PriceOwned:
-		money("purchase", p.Purchase)
-		money("perGPUHour", p.PerGPUHour)
-		period("depreciation", p.Depreciation, p.Purchase != 0)
-		if p.Purchase == 0 && p.PerGPUHour == 0 {
-			add("purchase", "is required for an owned price (or perGPUHour)")
-		}
-		unused("rate", p.Rate != 0)
-	case "":
-		add("kind", "is required: one of %s", strings.Join(PriceKinds, ", "))
-	default:
-		add("kind", "%q is not a price kind: one of %s", p.Kind, strings.Join(PriceKinds, ", "))
-	}
-	if p.Kind == PriceReserved {
-		switch {
-		case p.GPUs <= 0:
-			add("gpus", "a reserved price commits a positive number of GPUs")
-		case p.GPUs > 1_000_000:
-			add("gpus", "must be at most a million")
-		}
-		period("term", p.Term, true)
-	} else {
-		unused("gpus", p.GPUs != 0)
-		unused("term", p.Term != "")
-	}
-	if p.BillingIncrement != "" {
-		if p.Kind != PriceOnDemand {
-			unused("billingIncrement", true)
-		} else if d, err := time.ParseDuration(p.BillingIncrement); err != nil || d < time.Second || d > 24*time.Hour {
-			add("billingIncrement", "%q must be a duration from 1s to 24h", p.BillingIncrement)
-		}
-	}
-	money("cpuCoreHour", p.CPUCoreHour)
-	money("memoryGiBHour", p.MemoryGiBHour)
-	money("egressGiB", p.EgressGiB)
-	money("storageGiBMonth", p.StorageGiBMonth)
-	money("licenceGPUHour", p.LicenceGPUHour)
-	if len(p.LicencePerWorkload) > 16 {
-		add("licencePerWorkload", "at most 16 workload kinds")
-	}
-	for k, m := range p.LicencePerWorkload {
-		if !validKind(k) {
-			add("licencePerWorkload."+k, "%q is not a workload kind: one of %s", k, strings.Join(WorkloadKinds, ", "))
-		}
-		money("licencePerWorkload."+k, m)
-	}
-	if !p.EffectiveFrom.IsZero() && (p.EffectiveFrom.Year() < 2000 || p.EffectiveFrom.Year() > 9999) {
-		add("effectiveFrom", "must be a time from year 2000 to 9999")
-	}
-	return errs
-}
-
-// WorkloadKinds lists the kinds of workload, for messages.
-var WorkloadKinds = []string{KindJob, KindService, KindNotebook}
-
-func validKind(k string) bool {
-	for _, w := range WorkloadKinds {
-		if w == k {
-			return true
-		}
-	}
-	return false
 }
 
 // Budget is a team's monthly budget (PUT /teams/{name}/budget).
@@ -227,24 +80,6 @@ type Budget struct {
 	Hard bool `json:"hard,omitempty"`
 	// StopRunning also stops running work then, lowest classes first.
 	StopRunning bool `json:"stopRunning,omitempty"`
-}
-
-// Validate checks a budget.
-func (b Budget) Validate() []FieldError {
-	var errs []FieldError
-	switch {
-	case b.Monthly <= 0:
-		errs = append(errs, FieldError{"monthly", "must be a positive amount"})
-	case b.Monthly > MaxMoney:
-		errs = append(errs, FieldError{"monthly", fmt.Sprintf("must be at most %s", MaxMoney)})
-	}
-	if b.AlertPercent < 0 || b.AlertPercent > 100 {
-		errs = append(errs, FieldError{"alertPercent", "must be from 1 to 100 (0: the default, 80)"})
-	}
-	if b.StopRunning && !b.Hard {
-		errs = append(errs, FieldError{"stopRunning", "applies only to a hard budget"})
-	}
-	return errs
 }
 
 // BudgetStatus is a budget with what the month has spent (GET
@@ -284,27 +119,6 @@ type Outputs struct {
 	Accepted int64  `json:"accepted"`
 	Rejected int64  `json:"rejected"`
 	Unit     string `json:"unit,omitempty"`
-}
-
-// MaxOutputs bounds the outputs one report adds.
-const MaxOutputs = 1_000_000_000_000
-
-// Validate checks one report of outputs.
-func (o Outputs) Validate() []FieldError {
-	var errs []FieldError
-	if o.Accepted < 0 || o.Accepted > MaxOutputs {
-		errs = append(errs, FieldError{"accepted", "must be from 0 to a thousand billion"})
-	}
-	if o.Rejected < 0 || o.Rejected > MaxOutputs {
-		errs = append(errs, FieldError{"rejected", "must be from 0 to a thousand billion"})
-	}
-	switch {
-	case o.Unit == "":
-		errs = append(errs, FieldError{"unit", "is required: what is counted (images, requests, tokens)"})
-	case len(o.Unit) > 32 || strings.ContainsAny(o.Unit, " \t\n\"'=") || strings.ContainsAny(o.Unit[:1], "-+=@"):
-		errs = append(errs, FieldError{"unit", "must be a word of at most 32 characters, starting with a letter or digit"})
-	}
-	return errs
 }
 
 // Cost report dimensions (by=).
@@ -440,7 +254,7 @@ type CostEstimate struct {
 	// Price is the pool's version the estimate used (with Pool).
 	Price *Price `json:"price,omitempty"`
 	Kind  string `json:"kind"`
-	// Rate is per GPU-hour (a monthly price over HoursPerMonth, an owned
+	// Rate is per GPU-hour (a monthly price over quantity.HoursPerMonth, an owned
 	// purchase over its depreciation), rounded to a micro-unit for
 	// display: Total is computed from the exact rate.
 	Rate  Money `json:"rate"`

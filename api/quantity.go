@@ -6,108 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
-// Milli is a decimal quantity held as thousandths: 1000 is one GPU (or one
-// CPU), 250 is a quarter. On the wire it is a plain JSON number such as 0.25
-// or 2; a quoted string ("0.25") is accepted too. More than three decimals is
-// an error, never a silent rounding.
-type Milli int64
+// Money is an amount of the server's currency, exact in micro-units
+// (1_000_000 is one dollar, or euro, ...). On the wire it is a plain JSON
+// number with up to six decimals, such as 576000 or 0.000278; a quoted
+// string is accepted too. It is quantity.Money itself, whose parser and
+// formatter are the wire form.
+type Money = quantity.Money
 
-// ParseMilli parses a decimal such as "2", "0.25" or ".5" into thousandths.
-func ParseMilli(s string) (Milli, error) {
-	v, err := milliDecimal.parse(s)
-	return Milli(v), err
-}
-
-// milliDecimal is how a Milli is written: three decimals, a whole part
-// below 2^40.
-var milliDecimal = decimal{digits: 3, word: "three", what: "quantity", maxWhole: 1<<40 - 1}
-
-// String renders the quantity as the shortest decimal: 0.25, 2, 1.5.
-func (m Milli) String() string { return milliDecimal.format(int64(m)) }
-
-// MarshalJSON writes the quantity as a JSON number.
-func (m Milli) MarshalJSON() ([]byte, error) { return []byte(m.String()), nil }
-
-// UnmarshalJSON reads a JSON number or a quoted decimal.
-func (m *Milli) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		b = []byte(s)
-	}
-	if bytes.ContainsAny(b, "eE") {
-		return fmt.Errorf("%q: exponents are not accepted", b)
-	}
-	v, err := ParseMilli(string(b))
-	if err != nil {
-		return err
-	}
-	*m = v
-	return nil
-}
-
-// MemoryUnits says which units ParseMemoryMiB accepts and what they mean,
-// for help texts and errors.
-const MemoryUnits = "MiB, GiB or TiB (also written M, G, T, Mi, Gi, Ti, MB, GB, TB, in any case), " +
-	"all powers of 1024: 1G = 1GB = 1GiB = 1024MiB; a bare number is MiB"
-
-// memoryUnits maps each unit, lowercased, to its size in MiB. Every unit is
-// binary, however it is spelt: people who type GB for GPU memory mean GiB
-// (an "80 GB" GPU reports 81920 MiB), and one rule is easier to remember
-// than Kubernetes' two (there G is 10^9 and Gi 2^30).
-var memoryUnits = map[string]int64{
-	"": 1, "m": 1, "mi": 1, "mb": 1, "mib": 1,
-	"g": 1 << 10, "gi": 1 << 10, "gb": 1 << 10, "gib": 1 << 10,
-	"t": 1 << 20, "ti": 1 << 20, "tb": 1 << 20, "tib": 1 << 20,
-}
-
-// ParseMemoryMiB parses a memory size such as "20GiB", "20GB", "512MiB",
-// "1.5T" or a bare number of MiB into MiB (see MemoryUnits: every unit is a
-// power of 1024, whatever its case or spelling). It is the one parser of
-// sizes: CLI flags and the MiB fields of workload files use it. A size
-// that is not a whole number of MiB, or not positive, is an error.
-func ParseMemoryMiB(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	i := strings.LastIndexFunc(s, func(r rune) bool { return r >= '0' && r <= '9' || r == '.' })
-	num, unit := strings.TrimSpace(s[:i+1]), strings.TrimSpace(s[i+1:])
-	mul, ok := memoryUnits[strings.ToLower(unit)]
-	if !ok || num == "" {
-		return 0, fmt.Errorf("want a size such as 20GiB, 20GB or 512MiB: a number and one of the units %s", MemoryUnits)
-	}
-	q, err := ParseMilli(num)
-	if err != nil {
-		return 0, fmt.Errorf("want a size such as 20GiB, 20GB or 512MiB: %w", err)
-	}
-	if q <= 0 {
-		return 0, fmt.Errorf("a memory size must be positive")
-	}
-	if q > Milli(MaxMemoryMiB)*1000 { // keeps the product below from wrapping
-		return 0, fmt.Errorf("%s is too large", s)
-	}
-	v := int64(q) * mul
-	if v%1000 != 0 {
-		return 0, fmt.Errorf("%s is not a whole number of MiB (%s MiB)", s, Milli(v))
-	}
-	return v / 1000, nil
-}
-
-// ParseSizeBytes reads a storage size such as "100GiB" (ParseMemoryMiB's
-// units, a whole number of MiB) into bytes, at most MaxVolumeBytes.
-func ParseSizeBytes(s string) (int64, error) {
-	mib, err := ParseMemoryMiB(s)
-	if err != nil {
-		return 0, err
-	}
-	if mib > MaxVolumeBytes>>20 {
-		return 0, fmt.Errorf("%s is over 1 PiB", s)
-	}
-	return mib << 20, nil
-}
+// Milli is a decimal quantity in thousandths: 1000 is one GPU (or one
+// CPU), 250 a quarter. On the wire it is a plain JSON number such as 0.25
+// or 2 (a quoted string is accepted too), with at most three decimals. It
+// is quantity.Milli itself.
+type Milli = quantity.Milli
 
 // FieldErrors is a list of field problems; it is an error so that a decoder
 // can return it and the server can name the fields.
@@ -119,6 +33,12 @@ func (fe FieldErrors) Error() string {
 		s[i] = f.Field + ": " + f.Problem
 	}
 	return strings.Join(s, "; ")
+}
+
+// Add appends the problem of field, written as fmt.Sprintf writes format
+// and args.
+func (fe *FieldErrors) Add(field, format string, args ...any) {
+	*fe = append(*fe, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
 }
 
 // UnmarshalJSON decodes resources strictly and names the field of a bad

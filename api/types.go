@@ -2,10 +2,6 @@ package api
 
 import (
 	"fmt"
-	"path"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -16,6 +12,9 @@ const (
 	KindService  = "service"
 	KindNotebook = "notebook"
 )
+
+// WorkloadKinds lists the kinds of workload, for messages.
+var WorkloadKinds = []string{KindJob, KindService, KindNotebook}
 
 // Workload phases. Pending → Running → Succeeded | Failed | Cancelled, and
 // Running → Preempted | Lost → Pending (requeue). Preempted and Lost are
@@ -29,6 +28,20 @@ const (
 	PhasePreempted = "Preempted"
 	PhaseLost      = "Lost"
 )
+
+// Phases are the phases a workload is in, as lists and filters name them.
+var Phases = []string{PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseCancelled}
+
+// ParsePhase returns the phase s names, in any case ("running" is
+// Running), or an error listing the phases.
+func ParsePhase(s string) (string, error) {
+	for _, p := range Phases {
+		if strings.EqualFold(strings.TrimSpace(s), p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown phase %q: want one of %s", s, strings.Join(Phases, ", "))
+}
 
 // Workload is a unit of work a team submits: a job, a service or a notebook.
 // The spec fields are set at submission and never change; Status is owned by
@@ -57,11 +70,11 @@ type Workload struct {
 	Env        map[string]string `json:"env,omitempty"`
 	WorkingDir string            `json:"workingDir,omitempty"`
 	// MaxRuntimeSeconds stops the workload (Failed, reason MaxRuntimeExceeded)
-	// once it has run this long; 0 means no limit. At most
-	// MaxRuntimeSeconds (365 days).
+	// once it has run this long; 0 means no limit. At most 365 days
+	// (31536000).
 	MaxRuntimeSeconds int64 `json:"maxRuntimeSeconds,omitempty"`
 	// GracePeriodSeconds is the time between SIGTERM and SIGKILL on cancel or
-	// preemption; 0 means the default (30 s). At most MaxGracePeriodSeconds.
+	// preemption; 0 means the default (30 s). At most 3600 (an hour).
 	GracePeriodSeconds int64             `json:"gracePeriodSeconds,omitempty"`
 	Labels             map[string]string `json:"labels,omitempty"`
 	// NodeSelector limits the workload to nodes carrying these labels;
@@ -71,7 +84,7 @@ type Workload struct {
 	// in (any of them), a hard constraint the scheduler never breaks. A
 	// region no pool has is refused at submit (it could never run).
 	Residency []string `json:"residency,omitempty"`
-	// Ports are the ports the workload serves on (at most MaxPorts); the
+	// Ports are the ports the workload serves on (at most 8); the
 	// server proxies /w/{id}/{port}/ to each, for the workload's team. A
 	// notebook declares 8888 when it declares none.
 	Ports []Port `json:"ports,omitempty"`
@@ -80,11 +93,11 @@ type Workload struct {
 	// and the proxy sends it nothing.
 	ReadyPath string `json:"readyPath,omitempty"`
 	// SecretEnv names secrets of the team whose keys become environment
-	// variables of the workload (at most MaxSecretRefs).
+	// variables of the workload (at most 16).
 	SecretEnv []string `json:"secretEnv,omitempty"`
 	// SecretFiles names secrets of the team whose keys become files,
 	// $GPUFLEET_SECRETS_DIR/<secret>/<key>, mode 0400 (at most
-	// MaxSecretRefs, with SecretEnv).
+	// 16, with SecretEnv).
 	SecretFiles []string `json:"secretFiles,omitempty"`
 	// Volumes mounts team volumes (gpufleet create volume) at their
 	// paths; Mounts mounts datasets, host directories the server's
@@ -132,9 +145,9 @@ type NativeOwner struct {
 
 // Resources is what one workload asks for. GPUs is a count (1, 2, 8) or a
 // fraction below one (0.5, 0.25); GPUMemoryMiB asks for a share of one GPU by
-// memory instead. The two are exclusive. Every number is bounded (Validate):
-// GPUs by MaxGPUsPerNode, GPUMemoryMiB by MaxGPUMemoryMiB, CPU by
-// MaxMilliCPU and MemoryMiB by MaxMemoryMiB, per replica.
+// memory instead. The two are exclusive. Every number is bounded, per
+// replica: GPUs by 8, GPUMemoryMiB by 1 TiB, CPU by 1024 and MemoryMiB by
+// 16 TiB (the server refuses more, naming the field).
 type Resources struct {
 	GPUs         Milli    `json:"gpus"`
 	GPUMemoryMiB int64    `json:"gpuMemoryMiB,omitempty"`
@@ -392,9 +405,9 @@ type GPUAllocation struct {
 }
 
 // Team owns workloads and holds a quota in milli-GPU (1000 = one GPU). The
-// server bounds the guarantee, the limit and each model guarantee by
-// MaxQuotaMilliGPU, the weight by MaxTeamWeight and the number of model
-// guarantees by MaxModelGuarantees.
+// server bounds the guarantee, the limit and each model guarantee by a
+// million GPUs, the weight by 1000 and the number of model guarantees by
+// 64.
 type Team struct {
 	Name string `json:"name"`
 	// GuaranteedMilliGPU is what the team always gets back, by reclaim,
@@ -416,7 +429,7 @@ type Team struct {
 	// gpufleet.io/pool) is within quota while the team's use there stays
 	// within this. A model guarantee covering a device takes precedence.
 	// Its sum is at most GuaranteedMilliGPU; its size is bounded by
-	// MaxModelGuarantees too.
+	// 64 too.
 	GuaranteedByPoolMilliGPU map[string]int64 `json:"guaranteedByPoolMilliGPU,omitempty"`
 	// PriorityClasses the team's workloads may use; empty means every
 	// preemptible class (production must be granted by name). An admin or
@@ -699,9 +712,6 @@ const (
 	EgressDeny  = "deny"
 )
 
-// MaxEgressAllow bounds a network's allowed destinations.
-const MaxEgressAllow = 64
-
 // Network is a workload's network policy: Egress deny keeps it from
 // reaching anything outside the platform but the destinations of Allow
 // (CIDRs, addresses or host names, with an optional :port). It is carried
@@ -724,12 +734,6 @@ type Port struct {
 	// port is at /w/{id}/{port}/ of the server's address).
 	URL string `json:"url,omitempty"`
 }
-
-// MaxPorts bounds the ports of one workload.
-const MaxPorts = 8
-
-// NotebookPort is the port a notebook declares when it declares none.
-const NotebookPort = 8888
 
 // Secret is a team secret (POST /teams/{team}/secrets). Data is given once,
 // at creation, and never returned: answers carry the keys only.
@@ -779,96 +783,4 @@ type StorageUsage struct {
 	SizeBytes  int64  `json:"sizeBytes"`
 	UsedBytes  int64  `json:"usedBytes"`
 	LimitBytes int64  `json:"limitBytes"`
-}
-
-// Bounds of volumes and mounts.
-const (
-	MaxVolumeBytes = 1 << 50 // 1 PiB
-	MaxMounts      = 16      // volumes and mounts of one workload together
-)
-
-// Validate checks a volume as created.
-func (v Volume) Validate() []FieldError {
-	var errs []FieldError
-	if !ValidName(v.Name) {
-		errs = append(errs, FieldError{"name", "must be lowercase letters, digits and '-', at most " + strconv.Itoa(MaxNameLen) + " characters"})
-	}
-	if v.SizeBytes <= 0 || v.SizeBytes > MaxVolumeBytes {
-		errs = append(errs, FieldError{"sizeBytes", "want a size from 1 byte to 1 PiB (--size 100GiB)"})
-	}
-	return errs
-}
-
-// reservedMountPaths are the directories a mount may not cover or sit
-// inside: the system a workload runs on, and the platform's own paths
-// (/gpufleet: a container's checkpoint, usage and secret directories).
-var reservedMountPaths = []string{"/bin", "/boot", "/dev", "/etc", "/gpufleet", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var/lib/gpufleet", "/var/run"}
-
-// CheckMountPath says what is wrong with the path of a mount, or "".
-func CheckMountPath(p string) string {
-	switch {
-	case p == "":
-		return "a mount needs a path"
-	case !strings.HasPrefix(p, "/"):
-		return fmt.Sprintf("%q: want an absolute path such as /data", p)
-	case len(p) > 256:
-		return "a path is at most 256 characters"
-	case strings.ContainsAny(p, "\x00:,\\") || slices.Contains(strings.Split(p, "/"), ".."):
-		return fmt.Sprintf("%q: a path may not hold '..', ':', ',' or a backslash", p)
-	case path.Clean(p) != p:
-		return fmt.Sprintf("%q: want a clean path (%s)", p, path.Clean(p))
-	case p == "/":
-		return "a mount cannot cover /"
-	}
-	for _, r := range reservedMountPaths {
-		switch {
-		case p == r || strings.HasPrefix(p, r+"/"):
-			return fmt.Sprintf("%q is inside %s, which the platform keeps", p, r)
-		case strings.HasPrefix(r, p+"/"):
-			return fmt.Sprintf("%q covers %s, which the platform keeps", p, r)
-		}
-	}
-	return ""
-}
-
-// Bounds of secrets.
-const (
-	MaxSecretBytes = 1 << 20 // a secret's keys and values together
-	MaxSecretKeys  = 64
-	MaxSecretRefs  = 16
-)
-
-// secretKeyRE is a secret key: a file name, as Kubernetes allows in a
-// Secret (letters, digits, '-', '_', '.'), not '.' or '..' (checked apart),
-// so that it can become a file; EnvNameRE says which keys can become
-// environment variables too.
-var secretKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// EnvNameRE matches the keys that can become environment variables.
-var EnvNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// Validate checks a secret as created: a name, keys that are file names
-// (no path, no traversal), at most MaxSecretBytes in all.
-func (s Secret) Validate() []FieldError {
-	var errs []FieldError
-	if !ValidName(s.Name) {
-		errs = append(errs, FieldError{"name", "must be lowercase letters, digits and '-', at most " + strconv.Itoa(MaxNameLen) + " characters"})
-	}
-	switch {
-	case len(s.Data) == 0:
-		errs = append(errs, FieldError{"data", "a secret needs at least one key"})
-	case len(s.Data) > MaxSecretKeys:
-		errs = append(errs, FieldError{"data", "at most " + strconv.Itoa(MaxSecretKeys) + " keys"})
-	}
-	size := 0
-	for k, v := range s.Data {
-		size += len(k) + len(v)
-		if !secretKeyRE.MatchString(k) || k == "." || k == ".." {
-			errs = append(errs, FieldError{"data." + k, "a key is a file name: letters, digits, '-', '_' and '.', at most 64, not . or .. (an environment variable name, such as HF_TOKEN, to use it with secretEnv)"})
-		}
-	}
-	if size > MaxSecretBytes {
-		errs = append(errs, FieldError{"data", "the keys and values are over 1 MiB"})
-	}
-	return errs
 }

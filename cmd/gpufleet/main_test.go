@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // These tests build the real binary and run it as a separate process, so
@@ -112,7 +113,7 @@ func TestKill9DuringSubmits(t *testing.T) {
 	killed := make(chan struct{})
 	var once sync.Once
 	var wg sync.WaitGroup
-	gpus := []api.Milli{250, 500, 1000}
+	gpus := []quantity.Milli{250, 500, 1000}
 	for i := range 500 {
 		wg.Go(func() {
 			w := &api.Workload{Command: []string{"sh", "-c", fmt.Sprintf("echo run-%d", i)}, Resources: api.Resources{GPUs: gpus[i%3]}}

@@ -79,9 +79,9 @@ func (e *CardError) FieldErrors() api.FieldErrors {
 }
 
 // ParseCard reads an acceptance card written in YAML or JSON (JSON is read
-// as YAML) and checks it (api.AcceptanceCard.Validate). Every problem names
+// as YAML) and checks it (CheckCard). Every problem names
 // its field and its line: syntax, unknown fields, values of the wrong
-// type, a missing or wrong kind, and what Validate finds. The error is a
+// type, a missing or wrong kind, and what CheckCard finds. The error is a
 // *CardError.
 func ParseCard(b []byte) (*api.AcceptanceCard, error) {
 	if len(b) > MaxCardBytes {
@@ -128,7 +128,7 @@ func ParseCard(b []byte) (*api.AcceptanceCard, error) {
 		}
 	}
 	// Decode and validate even after problems (the bad values left out),
-	// so that one pass reports everything, but for what Validate says of
+	// so that one pass reports everything, but for what CheckCard says of
 	// a field already reported.
 	js, err := json.Marshal(tree)
 	if err != nil {
@@ -153,7 +153,7 @@ func ParseCard(b []byte) (*api.AcceptanceCard, error) {
 			}
 		}
 	})
-	for _, fe := range card.Validate() {
+	for _, fe := range CheckCard(&card) {
 		if !slices.ContainsFunc(reported, func(f string) bool { return related(f, fe.Field) }) {
 			c.add(fe.Field, c.lineOf(fe.Field), fe.Problem)
 		}

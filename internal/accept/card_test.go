@@ -43,13 +43,13 @@ func TestParseCardReadsEveryStageType(t *testing.T) {
 		t.Fatalf("stages: got %d, want %d", got, want)
 	}
 	s := c.Stages[1]
-	if s.Workload == nil || s.Workload.Resources.GPUs != 1000 || s.Workloads() != 2 {
+	if s.Workload == nil || s.Workload.Resources.GPUs != 1000 || StageWorkloads(s) != 2 {
 		t.Errorf("load stage: got %+v", s)
 	}
 	if diff := cmp.Diff([]string{"p95_latency_ms <= 200", "memory_headroom_ratio >= 0.1"}, s.Criteria); diff != "" {
 		t.Errorf("criteria (-want +got):\n%s", diff)
 	}
-	if c.Stages[2].Disrupt != api.DisruptRequeue || c.Stages[2].DisruptAfter().Seconds() != api.DefaultDisruptAfterSecs {
+	if c.Stages[2].Disrupt != api.DisruptRequeue || StageDisruptAfter(c.Stages[2]).Seconds() != DefaultDisruptAfterSecs {
 		t.Errorf("failure stage: got %+v", c.Stages[2])
 	}
 	if tg := TargetsOf(c.Brief); tg.P95LatencyMs != 200 {

@@ -36,7 +36,7 @@ func Evaluate(criteria []string, metrics []api.Metric) []api.CriterionResult {
 	}
 	out := make([]api.CriterionResult, 0, len(criteria))
 	for _, e := range criteria {
-		c, err := api.ParseCriterion(e)
+		c, err := ParseCriterion(e)
 		if err != nil {
 			out = append(out, api.CriterionResult{Expression: e, Verdict: api.VerdictFail, Reason: err.Error()})
 			continue
@@ -46,7 +46,7 @@ func Evaluate(criteria []string, metrics []api.Metric) []api.CriterionResult {
 	return out
 }
 
-func judge(expr string, c api.Criterion, byName map[string]api.Metric) api.CriterionResult {
+func judge(expr string, c Criterion, byName map[string]api.Metric) api.CriterionResult {
 	r := api.CriterionResult{Expression: expr, Metric: c.Metric, Op: c.Op, Threshold: c.Threshold, Verdict: api.VerdictFail}
 	m, ok := byName[c.Metric]
 	if !ok {

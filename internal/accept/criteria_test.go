@@ -56,14 +56,14 @@ func TestEvaluate(t *testing.T) {
 func TestParseCriterion(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want api.Criterion
+		want Criterion
 		bad  string
 	}{
-		{in: "p95_latency_ms <= 200", want: api.Criterion{Metric: "p95_latency_ms", Op: "<=", Threshold: 200}},
-		{in: "  memory_headroom_ratio>=0.1 ", want: api.Criterion{Metric: "memory_headroom_ratio", Op: ">=", Threshold: 0.1}},
-		{in: "gpu.temp < -1.5e2", want: api.Criterion{Metric: "gpu.temp", Op: "<", Threshold: -150}},
-		{in: "exit_code != 0", want: api.Criterion{Metric: "exit_code", Op: "!=", Threshold: 0}},
-		{in: "x > .5", want: api.Criterion{Metric: "x", Op: ">", Threshold: 0.5}},
+		{in: "p95_latency_ms <= 200", want: Criterion{Metric: "p95_latency_ms", Op: "<=", Threshold: 200}},
+		{in: "  memory_headroom_ratio>=0.1 ", want: Criterion{Metric: "memory_headroom_ratio", Op: ">=", Threshold: 0.1}},
+		{in: "gpu.temp < -1.5e2", want: Criterion{Metric: "gpu.temp", Op: "<", Threshold: -150}},
+		{in: "exit_code != 0", want: Criterion{Metric: "exit_code", Op: "!=", Threshold: 0}},
+		{in: "x > .5", want: Criterion{Metric: "x", Op: ">", Threshold: 0.5}},
 		{in: "exit_code = 0", bad: "does not parse"},
 		{in: "x <= NaN", bad: "does not parse"},
 		{in: "x <= Inf", bad: "does not parse"},
@@ -76,7 +76,7 @@ func TestParseCriterion(t *testing.T) {
 		{in: "x <= " + strings.Repeat("1", 300), bad: "longer than"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := api.ParseCriterion(tc.in)
+			got, err := ParseCriterion(tc.in)
 			if tc.bad != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.bad) {
 					t.Errorf("got %+v, %v; want an error with %q", got, err, tc.bad)
@@ -107,14 +107,14 @@ func TestCriteriaProperties(t *testing.T) {
 		threshold := rapid.OneOf(rapid.Float64Range(-1e12, 1e12), rapid.SampledFrom([]float64{0, 1, -1, 0.1, 200})).Draw(t, "threshold")
 		space := rapid.SampledFrom([]string{"", " ", "  "}).Draw(t, "space")
 		expr := fmt.Sprintf("%s%s%s%s%s", name, space, op, space, num(threshold))
-		c, err := api.ParseCriterion(expr)
+		c, err := ParseCriterion(expr)
 		if err != nil {
 			t.Fatalf("%q: %v", expr, err)
 		}
-		if want := (api.Criterion{Metric: name, Op: op, Threshold: threshold}); c != want {
+		if want := (Criterion{Metric: name, Op: op, Threshold: threshold}); c != want {
 			t.Fatalf("%q parsed as %+v, want %+v", expr, c, want)
 		}
-		if back, err := api.ParseCriterion(c.String()); err != nil || back != c {
+		if back, err := ParseCriterion(c.String()); err != nil || back != c {
 			t.Fatalf("%q written as %q parses as %+v, %v", expr, c.String(), back, err)
 		}
 		value := rapid.OneOf(rapid.Float64Range(-1e12, 1e12), rapid.Just(threshold)).Draw(t, "value")

@@ -13,29 +13,29 @@ import (
 var ErrStillRunning = errors.New("the acceptance run is still running: decide once it has ended")
 
 // Decide records a decision on a run, by a person at a time: it checks
-// the decision (api.Decision.Validate), refuses a run still running
+// the decision (CheckDecision), refuses a run still running
 // (ErrStillRunning), refuses extend, reserve, dedicate and scale on a run
 // that did not pass unless the decision overrides it with a note, refuses
 // an override with nothing to override, and appends it to the run's
-// decisions (at most api.MaxDecisions), which it never rewrites; Decision
+// decisions (at most MaxDecisions), which it never rewrites; Decision
 // becomes the latest. A run recorded with a decision but no history (before
 // decisions were kept) starts its history with that decision. Problems
 // with the decision are api.FieldErrors naming the field.
 func Decide(run *api.AcceptanceRun, d api.Decision, by string, at time.Time) error {
-	if fe := d.Validate(); len(fe) > 0 {
+	if fe := CheckDecision(&d); len(fe) > 0 {
 		return api.FieldErrors(fe)
 	}
 	if run.Status == api.RunRunning {
 		return fmt.Errorf("acceptance run %s: %w", run.ID, ErrStillRunning)
 	}
 	switch {
-	case d.Commits() && run.Status != api.RunPassed && !d.Override:
+	case Commits(&d) && run.Status != api.RunPassed && !d.Override:
 		why := run.Status
 		if run.Message != "" {
 			why += ": " + run.Message
 		}
 		return api.FieldErrors{{Field: "override", Problem: fmt.Sprintf("acceptance run %s did not pass (%s): %s commits capacity on it only with override and a note saying why (accept decide --override --note ...)", run.ID, why, d.Decision)}}
-	case d.Override && !d.Commits():
+	case d.Override && !Commits(&d):
 		return api.FieldErrors{{Field: "override", Problem: "reject needs no override: it commits nothing"}}
 	case d.Override && run.Status == api.RunPassed:
 		return api.FieldErrors{{Field: "override", Problem: fmt.Sprintf("acceptance run %s passed: there is nothing to override", run.ID)}}
@@ -43,7 +43,7 @@ func Decide(run *api.AcceptanceRun, d api.Decision, by string, at time.Time) err
 	if len(run.Decisions) == 0 && run.Decision != nil {
 		run.Decisions = []api.Decision{*run.Decision}
 	}
-	if len(run.Decisions) >= api.MaxDecisions {
+	if len(run.Decisions) >= MaxDecisions {
 		return api.FieldErrors{{Field: "decision", Problem: fmt.Sprintf("acceptance run %s has %d decisions, the most one run keeps", run.ID, len(run.Decisions))}}
 	}
 	d.By, d.At = by, at.UTC()

@@ -100,7 +100,7 @@ func TestDecideRefuses(t *testing.T) {
 	if got := DecisionSummary(*run.Decision); got != "reserve (override: the SLO was relaxed)" {
 		t.Errorf("summary %q", got)
 	}
-	full := &api.AcceptanceRun{ID: "ar-6", Status: api.RunPassed, Decisions: make([]api.Decision, api.MaxDecisions)}
+	full := &api.AcceptanceRun{ID: "ar-6", Status: api.RunPassed, Decisions: make([]api.Decision, MaxDecisions)}
 	if err := Decide(full, api.Decision{Decision: api.DecisionReject}, "a", time.Now()); fieldOf(err) != "decision" {
 		t.Errorf("past the bound: got %v", err)
 	}

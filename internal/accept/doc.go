@@ -16,18 +16,18 @@
 // ("stages[1].criteria[0]") and its line: syntax errors, unknown fields
 // (at every level, the workload spec's included), values of the wrong JSON
 // type, YAML aliases and merge keys (not supported), keys given twice, and
-// everything api.AcceptanceCard.Validate finds: an unknown stage type, a
+// everything CheckCard finds: an unknown stage type, a
 // criterion that does not parse, a failure stage without disrupt (or
 // disrupt elsewhere), a review stage with a workload or not last, a
 // running stage without one, duplicate stage names, a card with no stage
 // that runs something, the workload spec's own checks and the brief's
 // (which, in a card, may leave out the model's shape and the context
-// length: the review needs only its targets). A problem Validate finds in
+// length: the review needs only its targets). A problem CheckCard finds in
 // a field already reported is not repeated.
 //
 // # Criteria
 //
-// A criterion is "METRIC OP NUMBER" (api.ParseCriterion): a metric name
+// A criterion is "METRIC OP NUMBER" (ParseCriterion): a metric name
 // (letters, digits, '_' and '.', not starting with a digit), one of <=, <,
 // >=, >, ==, != and a finite decimal number. Evaluate judges each one:
 // one that does not parse fails; one whose metric nobody reported fails

@@ -32,7 +32,7 @@ func TargetsOf(b *api.WorkloadBrief) Targets {
 func (t Targets) Criteria(recorded []api.Metric) []string {
 	var out []string
 	if t.P95LatencyMs > 0 {
-		out = append(out, api.Criterion{Metric: MetricP95Latency, Op: api.OpLE, Threshold: t.P95LatencyMs}.String())
+		out = append(out, Criterion{Metric: MetricP95Latency, Op: OpLE, Threshold: t.P95LatencyMs}.String())
 	}
 	if t.ThroughputPerSecond > 0 {
 		metric := MetricThroughput
@@ -44,7 +44,7 @@ func (t Targets) Criteria(recorded []api.Metric) []string {
 				metric = MetricOutputTokensSec
 			}
 		}
-		out = append(out, api.Criterion{Metric: metric, Op: api.OpGE, Threshold: t.ThroughputPerSecond}.String())
+		out = append(out, Criterion{Metric: metric, Op: OpGE, Threshold: t.ThroughputPerSecond}.String())
 	}
 	return out
 }

@@ -72,7 +72,7 @@ func (l *loadRun) notes() []string {
 
 // loadPort is the number of the declared port a load stage drives.
 func loadPort(st api.Stage) int {
-	p, _ := api.DeclaredPort(st.Workload, st.Load.Port)
+	p, _ := accept.DeclaredPort(st.Workload, st.Load.Port)
 	return p.Port
 }
 
@@ -84,13 +84,13 @@ func (r *Runner) startLoad(ctx context.Context, p *loadPlan, id core.WorkloadID)
 	l := &loadRun{done: make(chan struct{}), cancel: cancel}
 	cfg := loadgen.Config{
 		Protocol: p.spec.Protocol,
-		Path:     p.spec.RequestPath(),
+		Path:     accept.LoadPath(p.spec),
 		Host:     fmt.Sprintf("localhost:%d", p.port),
 		Requests: p.requests,
-		Steps:    p.spec.Steps(),
-		Duration: p.spec.StepDuration(),
+		Steps:    accept.LoadSteps(p.spec),
+		Duration: accept.LoadStepDuration(p.spec),
 		Count:    p.spec.Count,
-		Warmup:   p.spec.WarmupDuration(),
+		Warmup:   accept.LoadWarmup(p.spec),
 		Dial: func(ctx context.Context) (net.Conn, error) {
 			return r.Dial.DialWorkload(ctx, id, p.port)
 		},
@@ -139,9 +139,9 @@ func (r *Runner) loadRequests(ctx context.Context, team core.TeamName, card api.
 			return nil, api.FieldErrors{{Field: at, Problem: "this server cannot reach workloads' ports (its executor gives no endpoints): it runs no load generator"}}
 		}
 		l := st.Load
-		steps := time.Duration(len(l.Steps()))
-		if need, timeout := steps*(l.WarmupDuration()+l.StepDuration()), r.stageTimeout(st.Workload); need >= timeout {
-			return nil, api.FieldErrors{{Field: at + ".duration", Problem: fmt.Sprintf("%d steps of %s warm-up and %s take %s, as long as the stage's timeout (%s)", steps, l.WarmupDuration(), l.StepDuration(), need, timeout)}}
+		steps := time.Duration(len(accept.LoadSteps(l)))
+		if need, timeout := steps*(accept.LoadWarmup(l)+accept.LoadStepDuration(l)), r.stageTimeout(st.Workload); need >= timeout {
+			return nil, api.FieldErrors{{Field: at + ".duration", Problem: fmt.Sprintf("%d steps of %s warm-up and %s take %s, as long as the stage's timeout (%s)", steps, accept.LoadWarmup(l), accept.LoadStepDuration(l), need, timeout)}}
 		}
 		if l.RequestsFile == "" {
 			for _, b := range l.Requests {
@@ -168,7 +168,7 @@ func (r *Runner) readRequestsFile(ctx context.Context, team core.TeamName, l *ap
 	refuse := func(format string, args ...any) error {
 		return api.FieldErrors{{Problem: fmt.Sprintf(format, args...)}}
 	}
-	vol, file, _ := api.SplitRequestsFile(l.RequestsFile)
+	vol, file, _ := accept.SplitRequestsFile(l.RequestsFile)
 	if _, err := r.Store.Volume(ctx, team, vol); errors.Is(err, core.ErrNotFound) {
 		return nil, refuse("team %s has no volume %q: a requestsFile is a file in one of the team's volumes (VOLUME/PATH)", team, vol)
 	} else if err != nil {
@@ -177,7 +177,7 @@ func (r *Runner) readRequestsFile(ctx context.Context, team core.TeamName, l *ap
 	if r.ReadVolume == nil {
 		return nil, refuse("this server cannot read team volumes (they live where its executor runs workloads): give the requests in the card")
 	}
-	b, err := r.ReadVolume(ctx, team, vol, file, api.MaxLoadFileBytes)
+	b, err := r.ReadVolume(ctx, team, vol, file, accept.MaxLoadFileBytes)
 	if err != nil {
 		return nil, refuse("%s: %v", l.RequestsFile, err)
 	}
@@ -187,11 +187,11 @@ func (r *Runner) readRequestsFile(ctx context.Context, team core.TeamName, l *ap
 		if len(line) == 0 {
 			continue
 		}
-		if problem := api.LoadRequestProblem(l.Protocol, json.RawMessage(line)); problem != "" {
+		if problem := accept.LoadRequestProblem(l.Protocol, json.RawMessage(line)); problem != "" {
 			return nil, refuse("%s line %d: %s", l.RequestsFile, n+1, problem)
 		}
-		if len(out) == api.MaxLoadRequests {
-			return nil, refuse("%s has more than %d requests", l.RequestsFile, api.MaxLoadRequests)
+		if len(out) == accept.MaxLoadRequests {
+			return nil, refuse("%s has more than %d requests", l.RequestsFile, accept.MaxLoadRequests)
 		}
 		out = append(out, line)
 	}

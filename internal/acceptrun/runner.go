@@ -181,7 +181,7 @@ func (r *Runner) save(ctx context.Context, run *api.AcceptanceRun) error {
 	return r.Store.PutAcceptanceRun(ctx, store.AcceptanceRun{ID: run.ID, Team: core.TeamName(run.Team), Status: run.Status, CreatedAt: run.StartedAt, Spec: b})
 }
 
-// Start checks a card for u and starts a run of it: the card as Validate
+// Start checks a card for u and starts a run of it: the card as accept.CheckCard
 // checks it, a team of which u is a member, a target pool that some node
 // is in. It returns the stored run, Running, whose stages then run in the
 // background.
@@ -192,7 +192,7 @@ func (r *Runner) Start(ctx context.Context, u *core.User, card api.AcceptanceCar
 	if o.Pool != "" {
 		card.Target.Pool = o.Pool
 	}
-	if fe := card.Validate(); len(fe) > 0 {
+	if fe := accept.CheckCard(&card); len(fe) > 0 {
 		return nil, api.FieldErrors(fe)
 	}
 	if card.BriefFile != "" {

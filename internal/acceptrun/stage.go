@@ -90,8 +90,8 @@ func (r *Runner) stageTimeout(spec *api.Workload) time.Duration {
 func (r *Runner) stage(ctx context.Context, u *core.User, run *api.AcceptanceRun, i int, requests [][]byte) error {
 	st, sr := run.Card.Stages[i], &run.Stages[i]
 	spec := stageSpec(run, st)
-	ws := make([]*watched, 0, st.Workloads())
-	for range st.Workloads() {
+	ws := make([]*watched, 0, accept.StageWorkloads(st))
+	for range accept.StageWorkloads(st) {
 		w, err := r.Submit.SubmitAs(ctx, u, spec)
 		if err != nil {
 			return fmt.Errorf("submit the stage's workload: %w", err)
@@ -184,7 +184,7 @@ func (r *Runner) observe(ctx context.Context, st api.Stage, ws []*watched, load 
 		}
 		if st.Type == api.StageFailure {
 			switch {
-			case x.disrupted == nil && serving && now.Sub(*x.readyAt) >= st.DisruptAfter():
+			case x.disrupted == nil && serving && now.Sub(*x.readyAt) >= accept.StageDisruptAfter(st):
 				if err := r.disrupt(ctx, st, w); err != nil {
 					return false, err
 				}
@@ -262,7 +262,7 @@ func (r *Runner) recoveredAt(ctx context.Context, x *watched) *time.Time {
 func (r *Runner) disrupted(ctx context.Context, st api.Stage, ws []*watched, timeout time.Duration) []accept.Disrupted {
 	out := make([]accept.Disrupted, 0, len(ws))
 	for _, x := range ws {
-		d := accept.Disrupted{Workload: string(x.id), Phase: string(x.w.Status.Phase), DisruptAfter: st.DisruptAfter(),
+		d := accept.Disrupted{Workload: string(x.id), Phase: string(x.w.Status.Phase), DisruptAfter: accept.StageDisruptAfter(st),
 			DisruptedAt: x.disrupted, RecoveredAt: r.recoveredAt(ctx, x), Timeout: timeout}
 		if s := x.w.Status.StartedAt; s != nil {
 			end := r.now()

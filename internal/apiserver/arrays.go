@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/spec"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) submitArray(c *call) (reply, error) {
 		Replicas *int `json:"replicas"`
 	}
 	if json.Unmarshal(body, &given) == nil && given.Replicas != nil && *given.Replicas == 0 {
-		return reply{}, invalid("replicas", "must be from 1 to %d (omit it for one)", api.MaxReplicas)
+		return reply{}, invalid("replicas", "must be from 1 to %d (omit it for one)", spec.MaxReplicas)
 	}
 	for _, k := range []string{store.EnvArrayIndex, store.EnvArrayID} {
 		if _, ok := in.Env[k]; ok {

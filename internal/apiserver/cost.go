@@ -10,8 +10,10 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/ledger"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 // MaxCostComputations bounds the reports, series and exports computed at
@@ -82,7 +84,7 @@ func costWindow(c *call, now time.Time) (from, to time.Time, err error) {
 	case since != "" && f != "":
 		return from, to, invalid("since", "give since or from, not both")
 	case since != "":
-		d, perr := api.ParsePeriod(since)
+		d, perr := quantity.ParsePeriod(since)
 		if perr != nil || d <= 0 {
 			return from, to, invalid("since", "must be a positive duration such as 24h, 7d or 30d")
 		}
@@ -169,7 +171,7 @@ func (s *Server) costSeries(c *call) (reply, error) {
 	}
 	step := time.Hour
 	if v := c.r.URL.Query().Get("step"); v != "" {
-		d, perr := api.ParsePeriod(v)
+		d, perr := quantity.ParsePeriod(v)
 		if perr != nil || d < time.Minute {
 			return reply{}, invalid("step", "must be a duration of at least 1m, such as 1h or 1d")
 		}
@@ -393,7 +395,7 @@ func (s *Server) reportOutputs(c *call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	if fe := o.Validate(); len(fe) > 0 {
+	if fe := spec.CheckOutputs(o); len(fe) > 0 {
 		return reply{}, &fieldErrors{fields: fe}
 	}
 	if o.Accepted == 0 && o.Rejected == 0 {

@@ -20,8 +20,8 @@
 // whatever its answer (audit.go).
 //
 // A submission (a workload, a job array, an acceptance stage through
-// SubmitAs) goes through toCore: api's field checks
-// (api.Workload.Validate), the submitting team (the one named, else the
+// SubmitAs) goes through toCore: the spec's field checks
+// (spec.CheckWorkload, which the CLI runs too), the submitting team (the one named, else the
 // only team the caller may submit to, else the server's default team:
 // submitTeam), an image refused where no executor runs images
 // (Options.CommandsOnly), the team's volumes, datasets and secrets it
@@ -38,8 +38,9 @@
 //
 // # Imports
 //
-// api, core, store, and the domain packages whose routes it serves: cost,
-// ledger, plan, accept, acceptrun, qualify and secrets. Of executor, only
+// api, core, core/quantity, spec, store, and the domain packages whose
+// routes it serves: cost, ledger, plan, accept, acceptrun, qualify and
+// secrets. Of executor, only
 // its interface type, for LogRouter (a multi-cluster executor names the
 // executor that holds a workload's log); it never starts, stops or
 // watches work, and never imports sched or control. Its row in

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
@@ -80,7 +81,7 @@ func (s *Server) pools(c *call) (reply, error) {
 			p.ReadyNodes++
 		}
 		p.GPUs += len(n.GPUs)
-		p.AllocatedGPUs += api.Milli(held[n.Name])
+		p.AllocatedGPUs += quantity.Milli(held[n.Name])
 		if s.opts.Usage != nil {
 			for _, g := range n.GPUs {
 				if smp, ok := s.opts.Usage.GPU(n.Name, g.Index); ok {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 func (s *Server) nodes(c *call) (reply, error) {
@@ -44,7 +45,7 @@ func (s *Server) nodes(c *call) (reply, error) {
 		if name := c.r.PathValue("name"); name != "" && core.NodeName(name) != n.Name {
 			continue
 		}
-		an := api.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region, Zone: n.Zone, Cluster: n.Cluster, PoolKind: cmp.Or(n.PoolKind, core.PoolOwned), Labels: n.Labels, CPU: api.Milli(n.MilliCPU), Isolation: n.Isolation,
+		an := api.Node{Name: string(n.Name), Pool: n.Pool, Region: n.Region, Zone: n.Zone, Cluster: n.Cluster, PoolKind: cmp.Or(n.PoolKind, core.PoolOwned), Labels: n.Labels, CPU: quantity.Milli(n.MilliCPU), Isolation: n.Isolation,
 			MemoryMiB: n.MemoryMiB, Schedulable: n.Schedulable, GPUs: []api.GPU{}, UpdatedAt: n.UpdatedAt, State: string(core.NodeReady)}
 		st, hasStatus := statuses[n.Name]
 		if hasStatus {

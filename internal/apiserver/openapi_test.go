@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // openAPIDoc parses api.OpenAPI, or fails the test.
@@ -609,8 +610,8 @@ func jsonFields(rt reflect.Type) map[string]jsonField {
 
 var (
 	timeType  = reflect.TypeFor[time.Time]()
-	milliType = reflect.TypeFor[api.Milli]()
-	moneyType = reflect.TypeFor[api.Money]()
+	milliType = reflect.TypeFor[quantity.Milli]()
+	moneyType = reflect.TypeFor[quantity.Money]()
 	rawType   = reflect.TypeFor[json.RawMessage]()
 )
 

@@ -10,7 +10,9 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/ledger"
+	"github.com/gpufleet/gpufleet/internal/plan"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -36,22 +38,22 @@ func putGPUNode(t *testing.T, st *store.Store, name, pool, model string, mib int
 func TestPlanRoute(t *testing.T) {
 	f := newFixture(t, store.Options{}, RateLimit{}, func(o *Options) {
 		o.Ledger = &ledger.Ledger{Store: o.Store, Currency: "USD", Since: fixtureStart,
-			FilePrices: []api.Price{{Pool: "h100", Kind: api.PriceOnDemand, Rate: 2 * api.MoneyUnit}}}
+			FilePrices: []api.Price{{Pool: "h100", Kind: api.PriceOnDemand, Rate: 2 * quantity.MoneyUnit}}}
 	})
 	putGPUNode(t, f.st, "h", "h100", "H100", 81920, 8)
 
 	t.Run("the issue's brief on an H100 fleet: a fraction or one GPU, priced", func(t *testing.T) {
 		var p api.Plan
 		f.must("bob", "POST", "/api/v1/plan", issueBrief+`,"targets":{"throughputPerSecond":20}}`, http.StatusOK, &p)
-		best := p.Best()
+		best := plan.Best(&p)
 		if best == nil || (best.Scope != api.ScopeFraction && best.Scope != api.ScopeGPU) {
 			t.Fatalf("best = %+v (verdict %q), want a fraction or one GPU", best, p.Verdict)
 		}
 		if p.Memory.KVCacheBytes != 2*32*8*128*2*8192*16 || p.Memory.WeightsBytes != 16_060_000_000 {
 			t.Errorf("memory = %+v", p.Memory)
 		}
-		share, _ := api.ParseMilli(best.GPUs)
-		if best.CostPerHour == nil || *best.CostPerHour != api.Money(share)*2*api.MoneyUnit/1000 || p.Currency != "USD" || best.ExpectedWait != "0s" {
+		share, _ := quantity.ParseMilli(best.GPUs)
+		if best.CostPerHour == nil || *best.CostPerHour != quantity.Money(share)*2*quantity.MoneyUnit/1000 || p.Currency != "USD" || best.ExpectedWait != "0s" {
 			t.Errorf("best = %+v, currency %q; want 2 USD a GPU-hour for its share, free now", best, p.Currency)
 		}
 	})
@@ -87,7 +89,7 @@ func TestPlanRouteA10(t *testing.T) {
 	if err := json.Unmarshal([]byte(a.body), &p); err != nil || a.status != http.StatusOK {
 		t.Fatalf("answer %d %s", a.status, a.body)
 	}
-	best := p.Best()
+	best := plan.Best(&p)
 	if best == nil || best.Scope != api.ScopeNode || best.GPUs != "2" || !strings.Contains(p.Verdict, "needs more than one GPU") {
 		t.Errorf("best %+v, verdict %q; want 2 A10 on one node and more than one GPU said", best, p.Verdict)
 	}

@@ -12,23 +12,24 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
 // seedTotal is the seed's example: 100 GPUs × 8 per GPU-hour × 24 h × 30
 // days.
-const seedTotal = 576_000 * api.MoneyUnit
+const seedTotal = 576_000 * quantity.MoneyUnit
 
 // priceKinds are the four price kinds, each set to 8 per GPU-hour: a
 // monthly 5840 is 8 an hour at 730 h a month, an owned GPU bought for
 // 210240 over 36 months (26280 h) is 8 an hour.
 func priceKinds(from time.Time) []api.Price {
 	return []api.Price{
-		{Pool: "on-demand", Kind: api.PriceOnDemand, Rate: 8 * api.MoneyUnit, EffectiveFrom: from},
-		{Pool: "reserved", Kind: api.PriceReserved, Rate: 8 * api.MoneyUnit, GPUs: 100, Term: "8760h", EffectiveFrom: from},
-		{Pool: "monthly", Kind: api.PriceMonthly, Rate: 5840 * api.MoneyUnit, EffectiveFrom: from},
-		{Pool: "owned", Kind: api.PriceOwned, Purchase: 210240 * api.MoneyUnit, Depreciation: "36mo", EffectiveFrom: from},
+		{Pool: "on-demand", Kind: api.PriceOnDemand, Rate: 8 * quantity.MoneyUnit, EffectiveFrom: from},
+		{Pool: "reserved", Kind: api.PriceReserved, Rate: 8 * quantity.MoneyUnit, GPUs: 100, Term: "8760h", EffectiveFrom: from},
+		{Pool: "monthly", Kind: api.PriceMonthly, Rate: 5840 * quantity.MoneyUnit, EffectiveFrom: from},
+		{Pool: "owned", Kind: api.PriceOwned, Purchase: 210240 * quantity.MoneyUnit, Depreciation: "36mo", EffectiveFrom: from},
 	}
 }
 
@@ -82,12 +83,12 @@ func TestEveryPriceKindGivesTheSameFigureOnEveryPath(t *testing.T) {
 	focus := focusByPool(t, a.body)
 
 	// times100GPUs720h is a rate per GPU-hour for the seed's work.
-	times100GPUs720h := func(rate api.Money) api.Money { return rate * 100 * 720 }
+	times100GPUs720h := func(rate quantity.Money) quantity.Money { return rate * 100 * 720 }
 	for _, p := range kinds {
 		t.Run(p.Kind, func(t *testing.T) {
 			var est api.CostEstimate
 			f.must("member", "POST", "/api/v1/cost/estimate", `{"gpus":100,"hours":720,"pool":"`+p.Pool+`"}`, http.StatusOK, &est)
-			if est.Total != seedTotal || est.Rate != 8*api.MoneyUnit || est.Currency != "USD" {
+			if est.Total != seedTotal || est.Rate != 8*quantity.MoneyUnit || est.Currency != "USD" {
 				t.Errorf("estimate: %s at %s %s per GPU-hour, want 576000 at 8 USD", est.Total, est.Rate, est.Currency)
 			}
 			var pool *api.Pool
@@ -148,17 +149,17 @@ func TestEveryPriceKindGivesTheSameFigureOnEveryPath(t *testing.T) {
 }
 
 // TotalMilliOf is a plan candidate's GPUs in milli-GPU, all replicas.
-func TotalMilliOf(t *testing.T, c api.PlanCandidate) api.Milli {
+func TotalMilliOf(t *testing.T, c api.PlanCandidate) quantity.Milli {
 	t.Helper()
-	m, err := api.ParseMilli(c.GPUs)
+	m, err := quantity.ParseMilli(c.GPUs)
 	if err != nil {
 		t.Fatalf("candidate GPUs %q: %v", c.GPUs, err)
 	}
-	return m * api.Milli(max(c.Replicas, 1))
+	return m * quantity.Milli(max(c.Replicas, 1))
 }
 
 // focusByPool sums a FOCUS export's BilledCost by x_Pool.
-func focusByPool(t *testing.T, body string) map[string]api.Money {
+func focusByPool(t *testing.T, body string) map[string]quantity.Money {
 	t.Helper()
 	recs, err := csv.NewReader(strings.NewReader(body)).ReadAll()
 	if err != nil || len(recs) < 2 {
@@ -168,9 +169,9 @@ func focusByPool(t *testing.T, body string) map[string]api.Money {
 	for i, c := range recs[0] {
 		col[c] = i
 	}
-	out := map[string]api.Money{}
+	out := map[string]quantity.Money{}
 	for _, r := range recs[1:] {
-		m, err := api.ParseMoney(r[col["BilledCost"]])
+		m, err := quantity.ParseMoney(r[col["BilledCost"]])
 		if err != nil {
 			t.Fatalf("BilledCost %q: %v", r[col["BilledCost"]], err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/spec"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -38,7 +39,7 @@ func (s *Server) createSecret(c *call) (reply, error) {
 	if len(in.Keys) > 0 || !in.CreatedAt.IsZero() {
 		return reply{}, invalid("keys", "keys and createdAt are set by the server: give data")
 	}
-	if fe := in.Validate(); len(fe) > 0 {
+	if fe := spec.CheckSecret(in); len(fe) > 0 {
 		return reply{}, &fieldErrors{fields: fe}
 	}
 	sec, err := s.opts.Secrets.Create(c.r.Context(), team, in.Name, in.Data, s.opts.Now())

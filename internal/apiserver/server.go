@@ -23,6 +23,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/ledger"
 	"github.com/gpufleet/gpufleet/internal/qualify"
 	"github.com/gpufleet/gpufleet/internal/secrets"
+	"github.com/gpufleet/gpufleet/internal/spec"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -263,14 +264,14 @@ const MaxProxiedBodyBytes = 256 << 20
 
 // bodyLimit bounds a request's body: MaxBodyBytes, but for a workload's
 // port (MaxProxiedBodyBytes), and for a new secret,
-// whose values may take api.MaxSecretBytes (encoded as JSON, up to twice as
+// whose values may take spec.MaxSecretBytes (encoded as JSON, up to twice as
 // much), so that one over its bound is a 400 naming data rather than a 413.
 func (s *Server) bodyLimit(r *http.Request) int64 {
 	if strings.HasPrefix(r.URL.Path, "/w/") || strings.HasPrefix(r.URL.Path, "/s/") {
 		return MaxProxiedBodyBytes
 	}
 	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/v1/teams/") && strings.HasSuffix(r.URL.Path, "/secrets") {
-		return max(s.opts.MaxBodyBytes, 4*api.MaxSecretBytes)
+		return max(s.opts.MaxBodyBytes, 4*spec.MaxSecretBytes)
 	}
 	return s.opts.MaxBodyBytes
 }

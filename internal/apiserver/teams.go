@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 func (s *Server) teams(c *call) (reply, error) {
@@ -40,12 +41,12 @@ func toAPITeam(t core.Team, sh core.TeamShare) api.Team {
 }
 
 // quotaErrors checks the quota a team would be stored with, every field
-// set, with api.TeamQuota.Validate (the check the CLI runs too) and names
+// set, with spec.CheckQuota (the check the CLI runs too) and names
 // each bad field; a pool guarantee must name a configured pool when the
 // server is configured with pools (Options.Fleet).
 func (s *Server) quotaErrors(t core.Team) []api.FieldError {
-	errs := api.TeamQuota{GuaranteedMilliGPU: &t.Guaranteed, LimitMilliGPU: &t.Limit, Weight: &t.Weight,
-		GuaranteedByModelMilliGPU: t.GuaranteedByModel, GuaranteedByPoolMilliGPU: t.GuaranteedByPool}.Validate()
+	errs := spec.CheckQuota(api.TeamQuota{GuaranteedMilliGPU: &t.Guaranteed, LimitMilliGPU: &t.Limit, Weight: &t.Weight,
+		GuaranteedByModelMilliGPU: t.GuaranteedByModel, GuaranteedByPoolMilliGPU: t.GuaranteedByPool})
 	if len(s.opts.Fleet.Pools) == 0 {
 		return errs
 	}
@@ -113,7 +114,7 @@ func (s *Server) updateTeam(c *call) (reply, error) {
 			}
 		}
 		if in.Residency != nil {
-			if errs := api.ResidencyErrors(in.Residency); len(errs) > 0 {
+			if errs := spec.ResidencyErrors(in.Residency); len(errs) > 0 {
 				return &fieldErrors{fields: errs}
 			}
 			t.Residency = slices.Clip(in.Residency)
@@ -188,8 +189,8 @@ func (s *Server) createTeam(c *call) (reply, error) {
 	if err := decode(c.r, &in); err != nil {
 		return reply{}, err
 	}
-	if !api.ValidName(in.Name) {
-		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters", api.MaxNameLen)
+	if !core.ValidName(in.Name) {
+		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters", core.MaxNameLen)
 	}
 	c.setObject(in.Name)
 	c.audit.Team = in.Name
@@ -211,7 +212,7 @@ func (s *Server) createTeam(c *call) (reply, error) {
 		t.GuaranteedByPool = in.GuaranteedByPoolMilliGPU
 	}
 	errs := s.quotaErrors(t)
-	errs = append(errs, api.ResidencyErrors(in.Residency)...)
+	errs = append(errs, spec.ResidencyErrors(in.Residency)...)
 	t.Residency = in.Residency
 	if len(in.PriorityClasses) > 0 {
 		errs = append(errs, s.classErrors(in.PriorityClasses)...)

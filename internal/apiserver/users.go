@@ -27,7 +27,7 @@ func (s *Server) createUser(c *call) (reply, error) {
 		return reply{}, err
 	}
 	if !validUserName(in.Name) {
-		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters (a service account's: its team's name, a dot and its own)", api.MaxNameLen)
+		return reply{}, invalid("name", "must be lowercase letters, digits and '-', at most %d characters (a service account's: its team's name, a dot and its own)", core.MaxNameLen)
 	}
 	c.setObject(in.Name)
 	if in.Token != "" {
@@ -39,13 +39,13 @@ func (s *Server) createUser(c *call) (reply, error) {
 	// A metrics reader is a service account of no team.
 	nu := core.User{Name: in.Name, Admin: in.Admin, ServiceAccount: in.ServiceAccount || in.MetricsReader, MetricsReader: in.MetricsReader, CreatedAt: s.opts.Now().UTC()}
 	for i, t := range in.Teams {
-		if !api.ValidName(t) {
+		if !core.ValidName(t) {
 			return reply{}, invalid(fmt.Sprintf("teams[%d]", i), "is not a valid team name")
 		}
 		nu.SetRole(core.TeamName(t), core.RoleMember)
 	}
 	for i, m := range in.Memberships {
-		if !api.ValidName(m.Team) {
+		if !core.ValidName(m.Team) {
 			return reply{}, invalid(fmt.Sprintf("memberships[%d].team", i), "is not a valid team name")
 		}
 		role, err := core.ParseRole(m.Role)
@@ -104,11 +104,11 @@ func (s *Server) createUser(c *call) (reply, error) {
 // validUserName: a person's name is a valid name; a service account's may
 // be its team's name, a dot and its own ("research.ci").
 func validUserName(name string) bool {
-	if api.ValidName(name) {
+	if core.ValidName(name) {
 		return true
 	}
 	team, own, ok := strings.Cut(name, ".")
-	return ok && api.ValidName(team) && api.ValidName(own)
+	return ok && core.ValidName(team) && core.ValidName(own)
 }
 
 // users handles GET /users (admins).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/spec"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -54,7 +55,7 @@ func (s *Server) createVolume(c *call) (reply, error) {
 	case in.UsedBytes != 0 || !in.CreatedAt.IsZero() || !in.MeasuredAt.IsZero() || len(in.InUseBy) > 0:
 		return reply{}, invalid("usedBytes", "usedBytes, createdAt, measuredAt and inUseBy are set by the server: give name and sizeBytes")
 	}
-	if fe := in.Validate(); len(fe) > 0 {
+	if fe := spec.CheckVolume(in); len(fe) > 0 {
 		return reply{}, &fieldErrors{fields: fe}
 	}
 	v := core.Volume{Team: team, Name: in.Name, SizeBytes: in.SizeBytes, UsedBytes: -1, CreatedAt: s.opts.Now().UTC()}
@@ -160,7 +161,7 @@ func (s *Server) storageRefs(ctx context.Context, team core.TeamName, in *api.Wo
 			}
 			if refs.env {
 				for _, k := range sec.Keys {
-					if !api.EnvNameRE.MatchString(k) {
+					if !core.EnvNameRE.MatchString(k) {
 						bad(at, "secret %s has the key %q, which is no environment variable name: use it with secretFiles", n, k)
 						break
 					}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/secrets"
+	"github.com/gpufleet/gpufleet/internal/spec"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -328,7 +329,7 @@ func TestSecretKeysAreFileNames(t *testing.T) {
 // body, and stores nothing.
 func TestSecretOverItsBoundNamesData(t *testing.T) {
 	f := storageFixture(t)
-	big := strings.Repeat("x", api.MaxSecretBytes+1)
+	big := strings.Repeat("x", spec.MaxSecretBytes+1)
 	refused(t, "a secret of 1 MiB and a byte", f.do("tadmin", "POST", "/api/v1/teams/research/secrets", `{"name":"big","data":{"K":"`+big+`"}}`), "data")
 	var l api.List[api.Secret]
 	f.must("tadmin", "GET", "/api/v1/teams/research/secrets", "", http.StatusOK, &l)

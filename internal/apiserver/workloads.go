@@ -16,7 +16,9 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
+	"github.com/gpufleet/gpufleet/internal/spec"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
 
@@ -24,7 +26,7 @@ import (
 //
 //  1. read the body;
 //  2. decode strictly; find the team and check the caller's role there;
-//  3. validate every field (the same Validate the CLI runs, and the fields
+//  3. validate every field (the same spec.CheckWorkload the CLI runs, and the fields
 //     the server owns), then the checks that need the store: the priority
 //     class is known, allowed to the team, and, for a class that may not
 //     borrow, within the team's guarantee; and some registered node could
@@ -56,7 +58,7 @@ func (s *Server) submit(c *call) (reply, error) {
 	}
 	// (Decoded again only when it may be there: absent and 0 read alike.)
 	if in.Replicas == 0 && mayHoldKey(body, "replica") && json.Unmarshal(body, &given) == nil && given.Replicas != nil && *given.Replicas == 0 {
-		return reply{}, invalid("replicas", "must be from 1 to %d (omit it for one)", api.MaxReplicas)
+		return reply{}, invalid("replicas", "must be from 1 to %d (omit it for one)", spec.MaxReplicas)
 	}
 	w, err := s.toCore(c, &in)
 	if err != nil {
@@ -142,21 +144,21 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 	ctx, u := c.r.Context(), c.u
 	team, ferr := s.submitTeam(in, u)
 	if ferr != nil {
-		return nil, &fieldErrors{fields: append(in.Validate(), *ferr)}
+		return nil, &fieldErrors{fields: append(spec.CheckWorkload(in), *ferr)}
 	}
 	// A team the caller cannot see is refused as one that does not exist
 	// (the same answer, 400 naming the field); in its own team, a role too
 	// weak is a 403.
 	var t *core.Team
-	if api.ValidName(string(team)) && u.InTeam(team) {
+	if core.ValidName(string(team)) && u.InTeam(team) {
 		var err error
 		if t, err = s.opts.Store.Team(ctx, team); err != nil && !errors.Is(err, core.ErrNotFound) {
 			return nil, err
 		}
 	}
 	if t == nil {
-		errs := in.Validate()
-		if api.ValidName(string(team)) {
+		errs := spec.CheckWorkload(in)
+		if core.ValidName(string(team)) {
 			errs = append(errs, api.FieldError{Field: "team", Problem: fmt.Sprintf("team %q does not exist or you are not a member", team)})
 		}
 		return nil, &fieldErrors{fields: errs}
@@ -164,7 +166,7 @@ func (s *Server) toCore(c *call, in *api.Workload) (*core.Workload, error) {
 	if err := c.authorize(team, "team", string(team)); err != nil {
 		return nil, err
 	}
-	errs := append(in.Validate(), serverOwned(in)...)
+	errs := append(spec.CheckWorkload(in), serverOwned(in)...)
 	if s.opts.CommandsOnly && in.Image != "" {
 		// Never ignored: a workload that names an image expects to run in it.
 		errs = append(errs, api.FieldError{Field: "image", Problem: "this server runs workloads as processes on its own machine (the local executor) and has no container runtime: give a command without an image, or start the server with --container-runtime podman (or docker), or with --executor kubernetes"})
@@ -238,8 +240,8 @@ func admissionError(err error) error {
 	return err
 }
 
-// serverOwned names the fields a submission may not set that Validate does
-// not already: the server sets them.
+// serverOwned names the fields a submission may not set that spec.CheckWorkload
+// does not already: the server sets them.
 func serverOwned(in *api.Workload) []api.FieldError {
 	var errs []api.FieldError
 	if !in.CreatedAt.IsZero() {
@@ -249,7 +251,7 @@ func serverOwned(in *api.Workload) []api.FieldError {
 		errs = append(errs, api.FieldError{Field: "native", Problem: "is set by the server, for pods made on a cluster with schedulerName gpufleet"})
 	}
 	st := in.Status
-	validated := st.Phase != "" || st.Attempts != 0 || len(st.Placement) != 0 // Validate names these
+	validated := st.Phase != "" || st.Attempts != 0 || len(st.Placement) != 0 // spec.CheckWorkload names these
 	if !validated && (st.Reason != "" || st.Message != "" || st.ExitCode != nil || st.Preemptions != 0 || st.Placement != nil ||
 		st.StartedAt != nil || st.FinishedAt != nil || st.StopRequested != "" || st.PreemptedBy != "" || st.NominatedNode != "") {
 		errs = append(errs, api.FieldError{Field: "status", Problem: "is set by the server"})
@@ -356,8 +358,8 @@ func (s *Server) listWorkloads(c *call) (reply, error) {
 		}
 	}
 	name := q.Get("name")
-	if name != "" && !api.ValidName(name) {
-		return reply{}, invalid("name", "%q is not a workload name (lowercase letters, digits and '-', at most %d characters)", name, api.MaxNameLen)
+	if name != "" && !core.ValidName(name) {
+		return reply{}, invalid("name", "%q is not a workload name (lowercase letters, digits and '-', at most %d characters)", name, core.MaxNameLen)
 	}
 	ws, err := s.workloadsNamed(c, f, name)
 	if err != nil {
@@ -446,10 +448,10 @@ func toAPI(w *core.Workload) *api.Workload {
 		Kind:     string(w.Kind),
 		Priority: w.Priority,
 		Resources: api.Resources{
-			GPUs:         api.Milli(w.Request.MilliGPU),
+			GPUs:         quantity.Milli(w.Request.MilliGPU),
 			GPUMemoryMiB: w.Request.GPUMemoryMiB,
 			GPUModels:    w.Request.GPUModels,
-			CPU:          api.Milli(w.Request.MilliCPU),
+			CPU:          quantity.Milli(w.Request.MilliCPU),
 			MemoryMiB:    w.Request.MemoryMiB,
 		},
 		Replicas:           w.Request.Replicas,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // server is a real gpufleet server on loopback, run in-process.
@@ -120,7 +121,7 @@ func TestMixedWorkloadsEndToEnd(t *testing.T) {
 		case 2:
 			cmd, w = []string{"sh", "-c", "sleep 0.3; echo slept"}, want{api.PhaseSucceeded, 0, "slept"}
 		}
-		g, _ := api.ParseMilli(gpus[i%len(gpus)])
+		g, _ := quantity.ParseMilli(gpus[i%len(gpus)])
 		wl, err := s.admin.SubmitWorkload(ctx, &api.Workload{Team: "research", Command: cmd, Resources: api.Resources{GPUs: g}}, "")
 		if err != nil {
 			t.Fatalf("submit %d: %v", i, err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 // TestAttackMemberStealsTheAdminTokenThroughLDPreload: a member of team
@@ -71,12 +72,12 @@ __attribute__((constructor)) static void evil(void) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// In pieces: a variable's value is bounded (api.MaxEnvValueLen).
+	// In pieces: a variable's value is bounded (spec.MaxEnvValueLen).
 	b64 := base64.StdEncoding.EncodeToString(lib)
 	env := map[string]string{}
 	var parts []string
 	for i := 0; len(b64) > 0; i++ {
-		n := min(len(b64), api.MaxEnvValueLen-16)
+		n := min(len(b64), spec.MaxEnvValueLen-16)
 		name := "LIB" + strconv.Itoa(i)
 		env[name], b64 = b64[:n], b64[n:]
 		parts = append(parts, `"$`+name+`"`)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // The churn benchmark (issue 13): a real server on loopback, in-process, one
@@ -250,7 +251,7 @@ func TestChurn(t *testing.T) {
 					Team:      team,
 					Priority:  class,
 					Command:   []string{"sleep", strconv.Itoa(1 + rng.IntN(20))},
-					Resources: api.Resources{GPUs: api.Milli(sh.milli)},
+					Resources: api.Resources{GPUs: quantity.Milli(sh.milli)},
 				}
 				if sh.replicas > 1 {
 					w.Replicas = sh.replicas

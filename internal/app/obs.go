@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/ledger"
@@ -51,14 +51,14 @@ func newObservability(cfg config.Config, st *store.Store, ex executor.Executor, 
 			sums, err := led.Accrued(ctx, started, time.Now().UTC())
 			out := make(map[[2]string]float64, len(sums))
 			for k, v := range sums {
-				out[k] = float64(v) / float64(api.MoneyUnit)
+				out[k] = float64(v) / float64(quantity.MoneyUnit)
 			}
 			return out, err
 		},
 		Budgets: func(ctx context.Context) (map[core.TeamName]metrics.Budget, error) {
 			bs, err := led.Budgets(ctx, time.Now().UTC(), ledger.BudgetRefresh)
 			out := make(map[core.TeamName]metrics.Budget, len(bs))
-			unit := float64(api.MoneyUnit)
+			unit := float64(quantity.MoneyUnit)
 			for t, b := range bs {
 				out[t] = metrics.Budget{Spent: float64(b.Spent) / unit, Limit: float64(b.Monthly) / unit, SpentRatio: b.SpentRatio}
 			}

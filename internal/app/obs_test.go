@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // startObs starts a server on four simulated H100s with the demo teams,
@@ -47,7 +48,7 @@ func waitFor(t *testing.T, c *api.Client, id, what string, cond func(*api.Worklo
 
 func submitNB(t *testing.T, s *server, kind, gpus string, script string) *api.Workload {
 	t.Helper()
-	g, err := api.ParseMilli(gpus)
+	g, err := quantity.ParseMilli(gpus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func TestMetricsMatchTheAPI(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for _, sub := range []struct{ team, gpus string }{{"research", "1"}, {"research", "0.5"}, {"inference", "0.25"}, {"research", "4"}} {
-		g, _ := api.ParseMilli(sub.gpus)
+		g, _ := quantity.ParseMilli(sub.gpus)
 		w, err := s.admin.SubmitWorkload(ctx, &api.Workload{Team: sub.team, Command: []string{"sleep", "120"}, Resources: api.Resources{GPUs: g}, GracePeriodSeconds: 1}, "")
 		if err != nil {
 			t.Fatal(err)

@@ -307,7 +307,7 @@ records the decision and its note.`,
 			if err := out.check(); err != nil {
 				return err
 			}
-			if fe := d.Validate(); len(fe) > 0 {
+			if fe := accept.CheckDecision(&d); len(fe) > 0 {
 				return fieldUsage(fe)
 			}
 			c, err := e.client()

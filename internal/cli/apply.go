@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 // fleetFile is what `apply -f` reads. Quantities stay raw until they are
@@ -181,8 +182,8 @@ func readFleetFile(e *env, name string) ([]teamSpec, error) {
 		switch j, dup := seen[ft.Name]; {
 		case ft.Name == "":
 			bad("name", "is missing")
-		case !api.ValidName(ft.Name):
-			bad("name", fmt.Sprintf("%q: must be lowercase letters, digits and '-', at most %d characters", ft.Name, api.MaxNameLen))
+		case !core.ValidName(ft.Name):
+			bad("name", fmt.Sprintf("%q: must be lowercase letters, digits and '-', at most %d characters", ft.Name, core.MaxNameLen))
 		case dup:
 			bad("name", fmt.Sprintf("%q is declared already, in teams[%d]", ft.Name, j))
 		default:

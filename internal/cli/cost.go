@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
@@ -61,7 +62,7 @@ func (w *windowFlags) query(cmd *cobra.Command) (api.CostQuery, error) {
 		}
 	}
 	if q.Since != "" {
-		if d, err := api.ParsePeriod(q.Since); err != nil || d <= 0 {
+		if d, err := quantity.ParsePeriod(q.Since); err != nil || d <= 0 {
 			return q, usagef("--since %q: want a positive duration such as 24h, 7d or 30d", q.Since)
 		}
 	}
@@ -192,7 +193,7 @@ func printCostTable(e *env, rep *api.CostReport) error {
 			if stage {
 				line = append(line, cell(func() string { return r.AcceptanceStage }))
 			}
-			money := func(m api.Money) string { return cell(func() string { return cost.Amount(m, cur) }) }
+			money := func(m quantity.Money) string { return cell(func() string { return cost.Amount(m, cur) }) }
 			line = append(line, cell(func() string { return cost.GPUHours(r.GPUHours) }), money(r.AcceleratorCost), money(r.HostCost),
 				money(r.StorageCost+r.NetworkCost+r.LicenceCost), money(r.TotalCost))
 			per := ""
@@ -387,7 +388,7 @@ the last micro-unit.`,
 			if err := out.check(); err != nil {
 				return err
 			}
-			gpus, err := api.ParseMilli(gpusFlag)
+			gpus, err := quantity.ParseMilli(gpusFlag)
 			if err != nil || gpus <= 0 {
 				return usagef("--gpus %q: want a positive number of GPUs (100, 0.5)", gpusFlag)
 			}
@@ -397,8 +398,8 @@ the last micro-unit.`,
 			if util < 0 || util > 1 {
 				return usagef("--utilisation %v: want a share from 0 to 1 (0.6)", util)
 			}
-			parse := func(flag, v, per string) (api.Money, error) {
-				m, err := api.ParseMoney(v)
+			parse := func(flag, v, per string) (quantity.Money, error) {
+				m, err := quantity.ParseMoney(v)
 				if err != nil || m < 0 {
 					return 0, usagef("%s %q: want a non-negative amount per %s (8, 2.5)", flag, v, per)
 				}
@@ -483,7 +484,7 @@ func printEstimate(w io.Writer, est *api.CostEstimate) error {
 }
 
 // gpuWord is "GPU" for one, "GPUs" otherwise (0.5 GPUs).
-func gpuWord(n api.Milli) string {
+func gpuWord(n quantity.Milli) string {
 	if n == 1000 {
 		return "GPU"
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // The cost table shows each row's efficiency beside its cost, "-" where
@@ -17,12 +18,12 @@ import (
 func TestCostReportShowsEfficiency(t *testing.T) {
 	fl, in := func(v float64) *float64 { return &v }, func(v int64) *int64 { return &v }
 	rep := &api.CostReport{Currency: "USD", By: api.CostByWorkload, From: testNow, To: testNow.Add(time.Hour), Items: []api.CostRow{
-		{Name: "wl-1", WorkloadName: "sized", TotalCost: 2 * api.MoneyUnit, Efficiency: &api.Efficiency{MeasuredAttempts: 1, CPUSeconds: fl(120), RequestedCPUSeconds: fl(1200),
+		{Name: "wl-1", WorkloadName: "sized", TotalCost: 2 * quantity.MoneyUnit, Efficiency: &api.Efficiency{MeasuredAttempts: 1, CPUSeconds: fl(120), RequestedCPUSeconds: fl(1200),
 			CPUEfficiency: fl(0.1), PeakMemoryBytes: in(1288490189), MemoryEfficiency: fl(0.3)}},
-		{Name: "wl-2", WorkloadName: "unsized", TotalCost: api.MoneyUnit, Efficiency: &api.Efficiency{MeasuredAttempts: 1, CPUSeconds: fl(30), PeakMemoryBytes: in(5 << 20)}},
-		{Name: "wl-3", WorkloadName: "unmeasured", TotalCost: api.MoneyUnit},
+		{Name: "wl-2", WorkloadName: "unsized", TotalCost: quantity.MoneyUnit, Efficiency: &api.Efficiency{MeasuredAttempts: 1, CPUSeconds: fl(30), PeakMemoryBytes: in(5 << 20)}},
+		{Name: "wl-3", WorkloadName: "unmeasured", TotalCost: quantity.MoneyUnit},
 	}}
-	rep.Total = api.CostRow{TotalCost: 4 * api.MoneyUnit, Efficiency: &api.Efficiency{MeasuredAttempts: 2, CPUSeconds: fl(150), RequestedCPUSeconds: fl(1200),
+	rep.Total = api.CostRow{TotalCost: 4 * quantity.MoneyUnit, Efficiency: &api.Efficiency{MeasuredAttempts: 2, CPUSeconds: fl(150), RequestedCPUSeconds: fl(1200),
 		CPUEfficiency: fl(0.1), PeakMemoryBytes: in(1288490189), MemoryEfficiency: fl(0.3)}}
 	var out bytes.Buffer
 	if err := printCostTable(&env{stdout: &out}, rep); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // TestLiveCostOfCompletedWork drives the whole server on simulated GPUs and
@@ -30,7 +31,7 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	}
 	var prices api.PriceList
 	mustJSON(t, s.must(t, "get", "prices", "-o", "json"), &prices)
-	if len(prices.Items) != 1 || prices.Items[0].Rate != 3600*api.MoneyUnit || prices.Currency != "USD" {
+	if len(prices.Items) != 1 || prices.Items[0].Rate != 3600*quantity.MoneyUnit || prices.Currency != "USD" {
 		t.Fatalf("get prices: %+v", prices)
 	}
 	time.Sleep(1100 * time.Millisecond) // the price applies from its second on
@@ -61,7 +62,7 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	for _, r := range rep.Items {
 		rows[r.Name] = r
 	}
-	units := func(m api.Money) float64 { return float64(m) / float64(api.MoneyUnit) }
+	units := func(m quantity.Money) float64 { return float64(m) / float64(quantity.MoneyUnit) }
 	for id, sec := range held {
 		r, ok := rows[id]
 		if !ok {
@@ -94,7 +95,7 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	if r := rows[failed]; r.AcceptedOutputs != 0 || r.CostPerAcceptedOutput != nil || math.Abs(r.FailedGPUHours*3600-held[failed]) > 0.05 || r.AcceleratorCost == 0 {
 		t.Errorf("the failed job: %+v, want its cost once, in failed GPU-hours too, and no output", r)
 	}
-	var sum api.Money
+	var sum quantity.Money
 	for _, r := range rep.Items {
 		sum += r.TotalCost
 	}
@@ -135,9 +136,9 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 		}
 	}
 	billed, start := slices.Index(head, "BilledCost"), slices.Index(head, "ChargePeriodStart")
-	var focus api.Money
+	var focus quantity.Money
 	for _, r := range recs[1:] {
-		m, err := api.ParseMoney(r[billed])
+		m, err := quantity.ParseMoney(r[billed])
 		if err != nil {
 			t.Fatalf("BilledCost %q: %v", r[billed], err)
 		}
@@ -221,7 +222,7 @@ func mustJSON(t *testing.T, s string, v any) {
 // its cost per accepted output.
 func TestLiveOutputsCountAsTheyHappen(t *testing.T) {
 	s := startLiveServerWith(t, func(c *config.Config) {
-		c.Cost.Prices = []api.Price{{Pool: "local", Kind: api.PriceOnDemand, Rate: 3600 * api.MoneyUnit}}
+		c.Cost.Prices = []api.Price{{Pool: "local", Kind: api.PriceOnDemand, Rate: 3600 * quantity.MoneyUnit}}
 	})
 	c := api.NewClient("http://"+s.addr, s.admin)
 	ctx := context.Background()

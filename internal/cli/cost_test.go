@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // The estimate reproduces the seed's example exactly, at a rate and at a
@@ -23,7 +24,7 @@ func TestCostEstimate(t *testing.T) {
 	}
 	var est api.CostEstimate
 	mustJSON(t, s.must(t, "cost", "estimate", "--gpus", "100", "--hours", "720", "--rate", "8", "-o", "json"), &est)
-	if est.Total != 576000*api.MoneyUnit {
+	if est.Total != 576000*quantity.MoneyUnit {
 		t.Errorf("-o json total %s, want 576000", est.Total)
 	}
 	s.must(t, "set", "price", "local", "--monthly", "5840")
@@ -48,11 +49,11 @@ func TestCostEstimate(t *testing.T) {
 	}
 	// On-demand at 25%: 8 × 720 × 0.25 × 4 = 5760; reserved billed whole:
 	// 8 × 720 × 2 = 11520; break-even at 2/4 = 50%.
-	if reserved == nil || reserved.Total != 11520*api.MoneyUnit || reserved.BreakEvenUtilisation == nil || *reserved.BreakEvenUtilisation != 0.5 {
+	if reserved == nil || reserved.Total != 11520*quantity.MoneyUnit || reserved.BreakEvenUtilisation == nil || *reserved.BreakEvenUtilisation != 0.5 {
 		t.Errorf("compare: %+v", est.Compare)
 	}
 	for _, o := range est.Compare {
-		if o.Kind == api.PriceOnDemand && o.Total != 5760*api.MoneyUnit {
+		if o.Kind == api.PriceOnDemand && o.Total != 5760*quantity.MoneyUnit {
 			t.Errorf("on-demand at 25%%: %s, want 5760", o.Total)
 		}
 	}
@@ -86,7 +87,7 @@ func TestLiveCostBadInput(t *testing.T) {
 	c := api.NewClient("http://"+s.addr, s.admin)
 	ctx := context.Background()
 	future := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	if _, err := c.AddPrice(ctx, &api.Price{Pool: "local", Kind: api.PriceOnDemand, Rate: 2 * api.MoneyUnit, EffectiveFrom: future}); err != nil {
+	if _, err := c.AddPrice(ctx, &api.Price{Pool: "local", Kind: api.PriceOnDemand, Rate: 2 * quantity.MoneyUnit, EffectiveFrom: future}); err != nil {
 		t.Fatal(err)
 	}
 	wantField := func(name string, err error, status int, field string) {
@@ -114,7 +115,7 @@ func TestLiveCostBadInput(t *testing.T) {
 		{"a negative rate", api.Price{Pool: "local", Kind: api.PriceOnDemand, Rate: -1}, "rate"},
 		{"an unknown kind", api.Price{Pool: "local", Kind: "spot", Rate: 1}, "kind"},
 		{"reserved without GPUs", api.Price{Pool: "local", Kind: api.PriceReserved, Rate: 1, Term: "8760h"}, "gpus"},
-		{"owned without depreciation", api.Price{Pool: "local", Kind: api.PriceOwned, Purchase: 30000 * api.MoneyUnit}, "depreciation"},
+		{"owned without depreciation", api.Price{Pool: "local", Kind: api.PriceOwned, Purchase: 30000 * quantity.MoneyUnit}, "depreciation"},
 		{"the past", api.Price{Pool: "local", Kind: api.PriceOnDemand, Rate: 1, EffectiveFrom: time.Now().Add(-time.Hour)}, "effectiveFrom"},
 		{"a version at the same time", api.Price{Pool: "local", Kind: api.PriceOnDemand, Rate: 3, EffectiveFrom: future}, "effectiveFrom"},
 	} {
@@ -128,7 +129,7 @@ func TestLiveCostBadInput(t *testing.T) {
 		t.Errorf("set price --on-demand abc: exit %d %q", r.code, r.stderr)
 	}
 
-	_, err := c.SetBudget(ctx, "nosuchteam", &api.Budget{Monthly: 100 * api.MoneyUnit})
+	_, err := c.SetBudget(ctx, "nosuchteam", &api.Budget{Monthly: 100 * quantity.MoneyUnit})
 	wantField("a budget for a team that does not exist", err, http.StatusNotFound, "")
 	_, err = c.SetBudget(ctx, "default", &api.Budget{Monthly: -5})
 	wantField("a negative budget", err, http.StatusBadRequest, "monthly")
@@ -163,8 +164,8 @@ func TestLiveCostBadInput(t *testing.T) {
 		field string
 	}{
 		{"an estimate at a pool with no price", api.EstimateRequest{GPUs: 1000, Hours: 1, Pool: "nowhere"}, "pool"},
-		{"an estimate of negative hours", api.EstimateRequest{GPUs: 1000, Hours: -1, Rate: api.MoneyUnit}, "hours"},
-		{"an estimate in an unknown currency", api.EstimateRequest{GPUs: 1000, Hours: 1, Rate: api.MoneyUnit, Currency: "ZZZ"}, "currency"},
+		{"an estimate of negative hours", api.EstimateRequest{GPUs: 1000, Hours: -1, Rate: quantity.MoneyUnit}, "hours"},
+		{"an estimate in an unknown currency", api.EstimateRequest{GPUs: 1000, Hours: 1, Rate: quantity.MoneyUnit, Currency: "ZZZ"}, "currency"},
 	} {
 		_, err := c.Estimate(ctx, &tc.req)
 		wantField(tc.name, err, http.StatusBadRequest, tc.field)

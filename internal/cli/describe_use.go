@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // maxDescribedAttempts bounds the attempts describe shows: the latest
@@ -63,7 +64,7 @@ func describeAttempts(kv func(int, string, string), section func(string), s api.
 
 // cpuUse is one attempt's CPU time beside its request over its runtime:
 // "123.4 CPU-seconds over 10m0s of 2 CPUs requested: 10% used".
-func cpuUse(e api.Efficiency, cpu api.Milli, run time.Duration) string {
+func cpuUse(e api.Efficiency, cpu quantity.Milli, run time.Duration) string {
 	switch {
 	case e.CPUSeconds == nil:
 		return "not measured"
@@ -123,7 +124,7 @@ func cpuNumber(s float64) string {
 }
 
 // cpuCount writes a CPU request: "1 CPU", "2 CPUs", "0.5 CPUs".
-func cpuCount(m api.Milli) string {
+func cpuCount(m quantity.Milli) string {
 	if m == 1000 {
 		return "1 CPU"
 	}

@@ -3,9 +3,9 @@
 // Client verbs (submit, get, describe, why, logs, cancel, wait, create,
 // set, delete, apply, login, whoami, token, audit, plan) talk to the server only through the api client; they
 // translate flags and files into api types and answers into text, and decide
-// nothing themselves. The same api.Workload.Validate that the server runs is
-// run here before anything is sent, and so is api.TeamQuota.Validate for team
-// quotas (quotaProblems names the flags), and api.WorkloadBrief.Validate
+// nothing themselves. The same spec.CheckWorkload that the server runs is
+// run here before anything is sent, and so is spec.CheckQuota for team
+// quotas (quotaProblems names the flags), and plan.CheckBrief
 // for `plan`'s brief (briefErrors names each field and its line). `server`
 // builds a config.Config and hands over to app.Run. `sim` verbs read trace
 // files and hand over to package sim, which runs the scheduler offline.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 func newGetCmd(e *env) *cobra.Command {
@@ -317,14 +318,14 @@ func printTeams(e *env, format string, ts []api.Team) error {
 	for _, tm := range ts {
 		limit := "unlimited"
 		if l := tm.LimitMilliGPU; l != nil && *l >= 0 {
-			limit = api.Milli(*l).String()
+			limit = quantity.Milli(*l).String()
 		}
 		weight := tm.Weight
 		if weight == 0 {
 			weight = 1 // the default, which the server may leave out
 		}
-		row := []string{tm.Name, api.Milli(tm.GuaranteedMilliGPU).String(), limit, strconv.FormatInt(weight, 10),
-			api.Milli(tm.UsageMilliGPU).String(), api.Milli(tm.FairShareMilliGPU).String(), api.Milli(tm.PendingMilliGPU).String()}
+		row := []string{tm.Name, quantity.Milli(tm.GuaranteedMilliGPU).String(), limit, strconv.FormatInt(weight, 10),
+			quantity.Milli(tm.UsageMilliGPU).String(), quantity.Milli(tm.FairShareMilliGPU).String(), quantity.Milli(tm.PendingMilliGPU).String()}
 		if format == outWide {
 			classes := "preemptible" // none named: every preemptible class
 			if len(tm.PriorityClasses) > 0 {
@@ -353,7 +354,7 @@ func printNodes(e *env, format string, ns []api.Node) error {
 			memAlloc += g.AllocatedMemoryMiB
 			memTotal += g.MemoryMiB
 		}
-		row := []string{n.Name, n.State, gpuModels(n.GPUs), healthSummary(n.GPUs), fmt.Sprintf("%s/%d", api.Milli(milli), len(n.GPUs)), strconv.FormatBool(n.Schedulable)}
+		row := []string{n.Name, n.State, gpuModels(n.GPUs), healthSummary(n.GPUs), fmt.Sprintf("%s/%d", quantity.Milli(milli), len(n.GPUs)), strconv.FormatBool(n.Schedulable)}
 		if !wide {
 			t.row(row...)
 			continue
@@ -363,9 +364,9 @@ func printNodes(e *env, format string, ns []api.Node) error {
 		for _, g := range n.GPUs {
 			var holders []string
 			for _, a := range g.Allocations {
-				holders = append(holders, a.WorkloadID+"@"+api.Milli(a.MilliGPU).String())
+				holders = append(holders, a.WorkloadID+"@"+quantity.Milli(a.MilliGPU).String())
 			}
-			t.row(fmt.Sprintf("  %s/%d", n.Name, g.Index), " ", g.Model, gpuHealth(g), fmt.Sprintf("%s/1", api.Milli(g.AllocatedMilliGPU)),
+			t.row(fmt.Sprintf("  %s/%d", n.Name, g.Index), " ", g.Model, gpuHealth(g), fmt.Sprintf("%s/1", quantity.Milli(g.AllocatedMilliGPU)),
 				" ", formatMiB(g.AllocatedMemoryMiB)+"/"+formatMiB(g.MemoryMiB), formatUtil(g.Utilization), formatUsedMiB(g.MemoryUsedMiB),
 				" ", g.UUID, strings.Join(holders, ",")) // " ": blank, not "-"
 		}

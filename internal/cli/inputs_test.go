@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // get reads a workload back from the real server as alice.
@@ -47,7 +49,7 @@ func TestSubmitSizes(t *testing.T) {
 		}
 	}
 	r := f.run(t, "submit", "--gpu-memory", "20 gigs", "--", "true")
-	want := `error: --gpu-memory "20 gigs": want a size such as 20GiB, 20GB or 512MiB: a number and one of the units ` + api.MemoryUnits + "\n"
+	want := `error: --gpu-memory "20 gigs": want a size such as 20GiB, 20GB or 512MiB: a number and one of the units ` + quantity.MemoryUnits + "\n"
 	if r.code != 2 || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("--gpu-memory '20 gigs': %+v, want exit 2 and %q", r, want)
 	}
@@ -131,7 +133,7 @@ func TestSubmitFileInPlainWords(t *testing.T) {
 func TestSubmitNamesTheFlag(t *testing.T) {
 	f := newTestServer(t)
 	r := f.run(t, "submit", "--team", "research", "--label", "owner=ünïcode", "--", "true")
-	if r.code != 1 || !strings.Contains(r.stderr, "labels.owner: value \"ünïcode\" is not a valid label value: "+api.LabelRule+" (or empty) (flag --label)") {
+	if r.code != 1 || !strings.Contains(r.stderr, "labels.owner: value \"ünïcode\" is not a valid label value: "+core.LabelRule+" (or empty) (flag --label)") {
 		t.Errorf("--label owner=ünïcode: %+v, want the rule and the flag", r)
 	}
 	r = f.run(t, "submit", "--team", "research", "--region", "eu-west", "--", "true")

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // The node lifecycle's verbs: cordon, uncordon and drain (kubectl's),
@@ -523,10 +524,10 @@ func describeNode(w io.Writer, now time.Time, d nodeDescription) error {
 		for _, g := range n.GPUs {
 			var holders []string
 			for _, a := range g.Allocations {
-				holders = append(holders, a.WorkloadID+"@"+api.Milli(a.MilliGPU).String())
+				holders = append(holders, a.WorkloadID+"@"+quantity.Milli(a.MilliGPU).String())
 			}
 			t.row("  "+strconv.Itoa(g.Index), g.Model, g.UUID, or(g.Health, gpuHealthy), joinReason(g.HealthReason, g.HealthMessage),
-				api.Milli(g.AllocatedMilliGPU).String()+"/1", formatMiB(g.AllocatedMemoryMiB)+"/"+formatMiB(g.MemoryMiB), strings.Join(holders, ","))
+				quantity.Milli(g.AllocatedMilliGPU).String()+"/1", formatMiB(g.AllocatedMemoryMiB)+"/"+formatMiB(g.MemoryMiB), strings.Join(holders, ","))
 		}
 		if err := t.flush(); err != nil {
 			return err

@@ -22,7 +22,7 @@ import (
 
 // parsePort reads a port as --port takes it: a number (8888) or
 // NAME=NUMBER (http=8000). Only the form is checked here: the range, the
-// name and duplicates are api.Workload.Validate's.
+// name and duplicates are spec.CheckWorkload's.
 func parsePort(s string) (api.Port, error) {
 	name, num, named := strings.Cut(s, "=")
 	if !named {

@@ -17,7 +17,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
+	"github.com/gpufleet/gpufleet/internal/plan"
 )
 
 // poolLabel is the label every node carries with its pool (the server's
@@ -73,7 +76,7 @@ its command first); --card an acceptance card skeleton for it.`,
 			if err != nil {
 				return err
 			}
-			if fe := b.Validate(); len(fe) > 0 {
+			if fe := plan.CheckBrief(b); len(fe) > 0 {
 				return usageError{briefErrors(bf.name(), src, fe)}
 			}
 			c, err := e.client()
@@ -90,7 +93,7 @@ its command first); --card an acceptance card skeleton for it.`,
 			}
 			switch {
 			case spec || card:
-				best := p.Best()
+				best := plan.Best(p)
 				if best == nil {
 					return fmt.Errorf("nothing in the fleet fits, so there is no spec to print: %s", p.Verdict)
 				}
@@ -407,7 +410,7 @@ func planName(p *api.Plan) string {
 // reads it: the GPUs, model and pool asked for, the brief's residency and
 // owner, and a command to replace.
 func planSpec(p *api.Plan, c *api.PlanCandidate) *api.Workload {
-	gpus, _ := api.ParseMilli(c.GPUs)
+	gpus, _ := quantity.ParseMilli(c.GPUs)
 	w := &api.Workload{
 		Name:         planName(p),
 		Kind:         planKind(p.Brief.Workload),
@@ -441,7 +444,7 @@ func planCard(p *api.Plan, c *api.PlanCandidate) (*api.AcceptanceCard, error) {
 		return '-'
 	}, strings.ToLower(c.Pool)), "-")
 	name := planName(p)
-	if pool != "" && len(name)+len(pool) < api.MaxNameLen {
+	if pool != "" && len(name)+len(pool) < core.MaxNameLen {
 		name += "-" + pool
 	}
 	card := &api.AcceptanceCard{Kind: "AcceptanceCard", Name: name, Brief: &brief,
@@ -461,7 +464,7 @@ func planCard(p *api.Plan, c *api.PlanCandidate) (*api.AcceptanceCard, error) {
 		load = append(load, fmt.Sprintf("throughput_per_second >= %g", t.ThroughputPerSecond))
 	}
 	functional := []string{"exit_code == 0"}
-	if api.Trains(p.Brief.Workload) {
+	if plan.Trains(p.Brief.Workload) {
 		functional = append(functional, "checkpoint_restore_seconds <= 120")
 	}
 	card.Stages = []api.Stage{

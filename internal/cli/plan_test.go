@@ -9,7 +9,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/accept"
 	"github.com/gpufleet/gpufleet/internal/config"
+	"github.com/gpufleet/gpufleet/internal/plan"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 // issueBriefYAML is issue 18's check as a file: 8B parameters, 32
@@ -44,7 +47,7 @@ func TestPlanOnH100s(t *testing.T) {
 	r := s.run(t, s.admin, "plan", "-f", brief, "-o", "json")
 	var p api.Plan
 	mustJSON(t, r.stdout, &p)
-	best := p.Best()
+	best := plan.Best(&p)
 	if r.code != 0 || best == nil || (best.Scope != api.ScopeFraction && best.Scope != api.ScopeGPU) {
 		t.Fatalf("exit %d, best %+v, verdict %q: want a fraction or one GPU (%s)", r.code, best, p.Verdict, r.stderr)
 	}
@@ -64,7 +67,7 @@ func TestPlanOnH100s(t *testing.T) {
 	if r.code != 0 || err != nil {
 		t.Fatalf("--spec: exit %d %v:\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
-	if fe := w.Validate(); len(fe) > 0 || w.Resources.GPUs.String() != best.GPUs || w.Kind != api.KindService {
+	if fe := spec.CheckWorkload(w); len(fe) > 0 || w.Resources.GPUs.String() != best.GPUs || w.Kind != api.KindService {
 		t.Errorf("--spec %+v: %v; want %s GPUs as a service", w, fe, best.GPUs)
 	}
 	spec := writeFile(t, "spec.yaml", r.stdout)
@@ -79,7 +82,7 @@ func TestPlanOnH100s(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(r.stdout), &card); err != nil || r.code != 0 {
 		t.Fatalf("--card: exit %d %v:\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
-	if fe := card.Validate(); len(fe) > 0 || len(card.Stages) != 5 || !strings.Contains(strings.Join(card.Stages[2].Criteria, ";"), "p95_latency_ms <= 200") {
+	if fe := accept.CheckCard(&card); len(fe) > 0 || len(card.Stages) != 5 || !strings.Contains(strings.Join(card.Stages[2].Criteria, ";"), "p95_latency_ms <= 200") {
 		t.Errorf("--card %+v: %v", card, fe)
 	}
 }
@@ -130,7 +133,7 @@ func TestPlanSpecCarriesTheBrief(t *testing.T) {
 	p := &api.Plan{Brief: api.WorkloadBrief{Workload: api.BriefTraining, Model: api.ModelSpec{Name: "llama-3-70b"}, Residency: []string{"eu-west"}, Owner: "ml-platform"}}
 	c := &api.PlanCandidate{Scope: api.ScopeNodes, GPUs: "8", Replicas: 2, GPUModel: "H100", Pool: "eu"}
 	w := planSpec(p, c)
-	if fe := w.Validate(); len(fe) > 0 {
+	if fe := spec.CheckWorkload(w); len(fe) > 0 {
 		t.Fatalf("spec %+v: %v", w, fe)
 	}
 	if w.Name != "llama-3-70b-training" || w.Kind != api.KindJob || w.Resources.GPUs != 8000 || w.Replicas != 2 ||

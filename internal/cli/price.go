@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
@@ -44,11 +45,11 @@ shows each node's pool.`,
 			}
 			p := api.Price{Pool: args[0], Term: f.term, Depreciation: f.depreciation, BillingIncrement: f.increment, GPUs: f.gpus}
 			var kinds []string
-			money := func(flag, v string, dst *api.Money) error {
+			money := func(flag, v string, dst *quantity.Money) error {
 				if v == "" {
 					return nil
 				}
-				m, err := api.ParseMoney(v)
+				m, err := quantity.ParseMoney(v)
 				if err != nil {
 					return usagef("%s %q: %v", flag, v, err)
 				}
@@ -57,7 +58,7 @@ shows each node's pool.`,
 			}
 			for _, k := range []struct {
 				flag, kind, v string
-				dst           *api.Money
+				dst           *quantity.Money
 			}{{"--on-demand", api.PriceOnDemand, f.onDemand, &p.Rate}, {"--reserved", api.PriceReserved, f.reserved, &p.Rate},
 				{"--monthly", api.PriceMonthly, f.monthly, &p.Rate}, {"--owned", api.PriceOwned, f.owned, &p.Purchase}} {
 				if k.v == "" {
@@ -74,7 +75,7 @@ shows each node's pool.`,
 			}
 			for _, l := range []struct {
 				flag, v string
-				dst     *api.Money
+				dst     *quantity.Money
 			}{{"--per-gpu-hour", f.perGPUHour, &p.PerGPUHour}, {"--cpu-core-hour", f.cpuCoreHour, &p.CPUCoreHour},
 				{"--memory-gib-hour", f.memoryGiBHour, &p.MemoryGiBHour}, {"--egress-gib", f.egressGiB, &p.EgressGiB},
 				{"--storage-gib-month", f.storageGiBMonth, &p.StorageGiBMonth}, {"--licence-gpu-hour", f.licenceGPUHour, &p.LicenceGPUHour}} {
@@ -89,7 +90,7 @@ shows each node's pool.`,
 				}
 				p.EffectiveFrom = t
 			}
-			if fe := p.Validate(); len(fe) > 0 {
+			if fe := cost.CheckPrice(p); len(fe) > 0 {
 				return fieldUsage(fe)
 			}
 			c, err := e.client()
@@ -140,7 +141,7 @@ func fieldUsage(fe []api.FieldError) error {
 // per, and, for monthly and owned, what that is per GPU-hour as the ledger
 // bills it: "monthly 5840.00 USD/GPU-month = 8.00 USD/GPU-hour".
 func describePrice(p api.Price, currency string) string {
-	per := func(m api.Money, unit string) string {
+	per := func(m quantity.Money, unit string) string {
 		return cost.WithCurrency(cost.PerUnit(m, currency), currency) + "/" + unit
 	}
 	hourly := " = " + per(cost.HourlyRate(p), "GPU-hour")
@@ -214,7 +215,7 @@ defaults (soft, alert at 80%).`,
 			if err := out.check(); err != nil {
 				return err
 			}
-			m, err := api.ParseMoney(monthly)
+			m, err := quantity.ParseMoney(monthly)
 			if err != nil {
 				return usagef("--monthly %q: %v", monthly, err)
 			}
@@ -226,7 +227,7 @@ defaults (soft, alert at 80%).`,
 				}
 				b.AlertPercent = v
 			}
-			if fe := b.Validate(); len(fe) > 0 {
+			if fe := cost.CheckBudget(b); len(fe) > 0 {
 				return fieldUsage(fe)
 			}
 			c, err := e.client()
@@ -278,7 +279,7 @@ func printBudgets(e *env, bs *api.BudgetList) error {
 		case b.Alerting:
 			state = "alerting"
 		}
-		amount := func(m api.Money) string { return cost.WithCurrency(cost.Amount(m, b.Currency), b.Currency) }
+		amount := func(m quantity.Money) string { return cost.WithCurrency(cost.Amount(m, b.Currency), b.Currency) }
 		t.row(b.Team, amount(b.Monthly), amount(b.Spent), fmt.Sprintf("%.1f%%", 100*b.SpentRatio), amount(b.BurnPerHour), out,
 			fmt.Sprintf("%d%%", b.AlertPercent), strconv.FormatBool(b.Hard), state, b.ResetsAt.UTC().Format(time.RFC3339))
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 // echoServer answers every request with its path and its headers, one per
@@ -31,7 +32,7 @@ func TestLiveProxy(t *testing.T) {
 	id := strings.TrimSpace(s.must(t, "submit", "--kind", "notebook", "--gpus", "0.25", "--", "/usr/bin/python3", "-c", echoServer))
 	var w api.Workload
 	mustJSON(t, s.must(t, "get", "workload", id, "-o", "json"), &w)
-	if len(w.Ports) != 1 || w.Ports[0].Port != api.NotebookPort {
+	if len(w.Ports) != 1 || w.Ports[0].Port != core.NotebookPort {
 		t.Fatalf("a notebook's ports: %+v, want 8888 by default", w.Ports)
 	}
 	url := "http://" + s.addr + "/w/" + id + "/8888/some/page?q=1"

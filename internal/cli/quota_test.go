@@ -6,7 +6,7 @@ import (
 )
 
 // TestQuotaChecksAreTheServers checks that the CLI refuses, before sending
-// anything, what the server's quota check (api.TeamQuota.Validate) refuses,
+// anything, what the server's quota check (spec.CheckQuota) refuses,
 // model guarantees included, naming the flag or the file's key.
 func TestQuotaChecksAreTheServers(t *testing.T) {
 	tests := []struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 // workloadArg is how every verb that takes a workload documents its
@@ -44,7 +45,7 @@ func resolveWorkload(ctx context.Context, c *api.Client, now time.Time, arg, tea
 	}
 	notFound := err // the server's 404 for the ID; nil when it is in another team than team
 	var matches []api.Workload
-	if api.ValidName(arg) {
+	if core.ValidName(arg) {
 		all, err := c.AllWorkloads(ctx, api.ListOptions{Name: arg, Team: team})
 		if err != nil {
 			return nil, err

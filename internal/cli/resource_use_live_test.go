@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // requireCgroups skips a test where the live server's node measures no
@@ -100,7 +101,7 @@ func TestLiveResourceUseOfRealJobs(t *testing.T) {
 		*e.CPUSeconds < 1.4 || math.Abs(*e.RequestedCPUSeconds-2*runtime[busy]) > 0.1 || math.Abs(*e.CPUEfficiency - *e.CPUSeconds / *e.RequestedCPUSeconds) > 1e-9 {
 		t.Errorf("%s's row: efficiency %s, want about 1.5 of %.2f CPU-seconds requested", busy, efficiencyString(b.Efficiency), 2*runtime[busy])
 	}
-	if got := float64(b.HostCost) / float64(api.MoneyUnit); math.Abs(got-2*runtime[busy]) > 0.1 {
+	if got := float64(b.HostCost) / float64(quantity.MoneyUnit); math.Abs(got-2*runtime[busy]) > 0.1 {
 		t.Errorf("%s's host cost is %v, want its request billed: 2 CPUs × %.2f s", busy, got, runtime[busy])
 	}
 	if e := a.Efficiency; e == nil || e.PeakMemoryBytes == nil || e.MemoryEfficiency == nil || *e.PeakMemoryBytes < 200<<20 ||

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 func newCreateSecretCmd(e *env) *cobra.Command {
@@ -48,7 +49,7 @@ at most 1 MiB in all. To change a secret, delete it and create it again.`,
 				}
 				s.Data[k] = string(b)
 			}
-			if fe := s.Validate(); len(fe) > 0 {
+			if fe := spec.CheckSecret(s); len(fe) > 0 {
 				return fieldUsage(fe)
 			}
 			c, err := e.client()

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 func newSetCmd(e *env) *cobra.Command {
@@ -222,7 +224,7 @@ func (qf *quotaFlags) parse(cmd *cobra.Command) (api.TeamQuota, error) {
 				q.Residency = append(q.Residency, r)
 			}
 		}
-		for _, p := range api.ResidencyErrors(q.Residency) {
+		for _, p := range spec.ResidencyErrors(q.Residency) {
 			fail("residency", qf.residency, fmt.Errorf("%s: %s", p.Field, p.Problem))
 		}
 	}
@@ -249,7 +251,7 @@ const unlimited = -1
 
 // parseGPUs reads a number of GPUs such as 8, 2.5 or 0.25 into milli-GPU.
 func parseGPUs(s string) (int64, error) {
-	m, err := api.ParseMilli(s)
+	m, err := quantity.ParseMilli(s)
 	if err != nil {
 		return 0, err
 	}
@@ -289,13 +291,13 @@ var quotaFields = map[string]string{"guaranteedMilliGPU": "guaranteed", "limitMi
 	"guaranteedByPoolMilliGPU": "guaranteedByPool"}
 
 // quotaProblems checks the values of a quota that are set with the server's
-// own check (api.TeamQuota.Validate) and names each bad one by its short
+// own check (spec.CheckQuota) and names each bad one by its short
 // name (guaranteed, limit, weight, guaranteedByModel[.MODEL],
 // guaranteedByPool[.POOL]). A limit below the guarantee, or model or pool
 // guarantees above it, are problems only when the
 // guarantee is set; the server checks them against the stored values too.
 func quotaProblems(q api.TeamQuota) []api.FieldError {
-	errs := q.Validate()
+	errs := spec.CheckQuota(q)
 	for i, e := range errs {
 		field, model, _ := strings.Cut(e.Field, ".")
 		if short, ok := quotaFields[field]; ok {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/trace"
@@ -305,9 +306,9 @@ func (f *replayFlags) check() error {
 		return usagef("--currency %q: want an ISO 4217 code such as USD or EUR", f.currency)
 	}
 	if f.onDemand != "" {
-		m, err := api.ParseMoney(f.onDemand)
-		if err == nil && (m <= 0 || m > api.MaxMoney) {
-			err = fmt.Errorf("must be positive and at most %s", api.MaxMoney)
+		m, err := quantity.ParseMoney(f.onDemand)
+		if err == nil && (m <= 0 || m > quantity.MaxMoney) {
+			err = fmt.Errorf("must be positive and at most %s", quantity.MaxMoney)
 		}
 		if err != nil {
 			return usagef("--price-on-demand %q: %v", f.onDemand, err)
@@ -324,7 +325,7 @@ func (f *replayFlags) prices(cfg *sim.ReplayConfig) error {
 	cfg.Currency = f.currency
 	switch {
 	case f.onDemand != "":
-		m, _ := api.ParseMoney(f.onDemand) // checked
+		m, _ := quantity.ParseMoney(f.onDemand) // checked
 		cfg.Prices = sim.OnDemandPrices(cfg.Nodes, m)
 		return nil
 	case f.pricesFile == "":
@@ -495,7 +496,7 @@ func printReplayCost(w io.Writer, runs []sim.ReplayResult) error {
 
 // teamCost is a team's total in a replay's cost: 0 when its tasks held
 // nothing.
-func teamCost(c *sim.ReplayCost, team string) api.Money {
+func teamCost(c *sim.ReplayCost, team string) quantity.Money {
 	for _, row := range c.ByTeam {
 		if row.Name == team {
 			return row.TotalCost

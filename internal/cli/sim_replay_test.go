@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
 
@@ -250,13 +251,13 @@ func TestSimExportFromServer(t *testing.T) {
 // replayCost is the cost of a run in sim replay's -o json.
 type replayCost struct {
 	Currency             string
-	Total                api.Money
-	IdleCost             api.Money
+	Total                quantity.Money
+	IdleCost             quantity.Money
 	CompletedTasks       int64
-	CostPerCompletedTask *api.Money
+	CostPerCompletedTask *quantity.Money
 	ByTeam               []struct {
 		Name      string
-		TotalCost api.Money
+		TotalCost quantity.Money
 	}
 }
 
@@ -276,28 +277,28 @@ func TestSimReplayCostOnDemand(t *testing.T) {
 	if err := json.Unmarshal([]byte(got.stdout), &report); err != nil {
 		t.Fatalf("%v\n%s", err, got.stdout)
 	}
-	per := func(m api.Money) *api.Money { return &m }
-	row := func(name string, m api.Money) struct {
+	per := func(m quantity.Money) *quantity.Money { return &m }
+	row := func(name string, m quantity.Money) struct {
 		Name      string
-		TotalCost api.Money
+		TotalCost quantity.Money
 	} {
 		return struct {
 			Name      string
-			TotalCost api.Money
+			TotalCost quantity.Money
 		}{name, m}
 	}
-	unit := api.MoneyUnit
+	unit := quantity.MoneyUnit
 	want := []struct {
 		Policy string
 		Cost   *replayCost
 	}{
 		{"gpufleet", &replayCost{Currency: "USD", Total: 100 * unit, CompletedTasks: 4, CostPerCompletedTask: per(25 * unit), ByTeam: []struct {
 			Name      string
-			TotalCost api.Money
+			TotalCost quantity.Money
 		}{row("default", 100*unit)}}},
 		{"reservation", &replayCost{Currency: "USD", Total: 400 * unit, CompletedTasks: 4, CostPerCompletedTask: per(100 * unit), ByTeam: []struct {
 			Name      string
-			TotalCost api.Money
+			TotalCost quantity.Money
 		}{row("default", 400*unit)}}},
 	}
 	if diff := cmp.Diff(want, report.Runs); diff != "" {

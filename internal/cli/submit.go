@@ -13,6 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 // submitFlags holds submit's flags as typed; they are parsed into the
@@ -100,14 +103,14 @@ it is split into words as a shell would, but no shell runs it.`,
 				return err
 			}
 			if f.array != "" {
-				if w.Array, err = api.ParseArray(f.array); err != nil {
+				if w.Array, err = spec.ParseArray(f.array); err != nil {
 					return usagef("--array %v", err)
 				}
 			}
 			if w.Array != nil && f.follow {
 				return usagef("--follow follows one workload, not an array: wait for it with gpufleet wait ARRAYID")
 			}
-			if errs := w.Validate(); len(errs) > 0 {
+			if errs := spec.CheckWorkload(w); len(errs) > 0 {
 				return withFlags(&api.Error{Code: api.CodeInvalid, Message: "invalid workload, nothing was submitted", Fields: errs}, cmd.Flags().Changed)
 			}
 			c, err := e.client()
@@ -222,7 +225,7 @@ func buildWorkload(cmd *cobra.Command, e *env, f *submitFlags, args []string) (*
 func applyResourceFlags(w *api.Workload, f *submitFlags, set func(string) bool) error {
 	switch {
 	case set("gpus"):
-		q, err := api.ParseMilli(f.gpus)
+		q, err := quantity.ParseMilli(f.gpus)
 		if err != nil {
 			return usagef("--gpus %q: %v", f.gpus, err)
 		}
@@ -234,7 +237,7 @@ func applyResourceFlags(w *api.Workload, f *submitFlags, set func(string) bool) 
 		w.Resources.GPUs = 1000
 	}
 	if set("gpu-memory") {
-		m, err := api.ParseMemoryMiB(f.gpuMemory)
+		m, err := quantity.ParseMemoryMiB(f.gpuMemory)
 		if err != nil {
 			return usagef("--gpu-memory %q: %v", f.gpuMemory, err)
 		}
@@ -247,14 +250,14 @@ func applyResourceFlags(w *api.Workload, f *submitFlags, set func(string) bool) 
 		w.Resources.GPUModels = f.gpuModels
 	}
 	if set("cpu") {
-		q, err := api.ParseMilli(f.cpu)
+		q, err := quantity.ParseMilli(f.cpu)
 		if err != nil {
 			return usagef("--cpu %q: %v", f.cpu, err)
 		}
 		w.Resources.CPU = q
 	}
 	if set("memory") {
-		m, err := api.ParseMemoryMiB(f.memory)
+		m, err := quantity.ParseMemoryMiB(f.memory)
 		if err != nil {
 			return usagef("--memory %q: %v", f.memory, err)
 		}
@@ -373,10 +376,10 @@ func parseMountFlag(s string) (name, path string, readOnly bool, err error) {
 		return "", "", false, fmt.Errorf("want NAME:/path or NAME:/path:ro")
 	}
 	name, path = parts[0], parts[1]
-	if !api.ValidName(name) {
+	if !core.ValidName(name) {
 		return "", "", false, fmt.Errorf("%q is not a name (lowercase letters, digits and '-')", name)
 	}
-	if problem := api.CheckMountPath(path); problem != "" {
+	if problem := core.CheckMountPath(path); problem != "" {
 		return "", "", false, errors.New(problem)
 	}
 	return name, path, readOnly, nil

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 func newCreateVolumeCmd(e *env) *cobra.Command {
@@ -34,12 +36,12 @@ team's namespace.`,
 			if size == "" {
 				return usagef("create volume: --size is required (100GiB)")
 			}
-			b, err := api.ParseSizeBytes(size)
+			b, err := quantity.ParseSizeBytes(size)
 			if err != nil {
 				return usagef("--size %q: %v", size, err)
 			}
 			v := api.Volume{Name: args[1], SizeBytes: b}
-			if fe := v.Validate(); len(fe) > 0 {
+			if fe := spec.CheckVolume(v); len(fe) > 0 {
 				return fieldUsage(fe)
 			}
 			c, err := e.client()

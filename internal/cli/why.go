@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // whyAnswer is why's -o json and -o yaml answer: the workload's current
@@ -133,7 +134,7 @@ func describePlacement(ps []api.Placement) string {
 		on := byNode[n]
 		switch {
 		case len(on) == 1 && on[0].MilliGPU > 0 && on[0].MilliGPU < 1000:
-			parts[i] = fmt.Sprintf("%s (%s of gpu %d)", n, api.Milli(on[0].MilliGPU), on[0].GPUIndex)
+			parts[i] = fmt.Sprintf("%s (%s of gpu %d)", n, quantity.Milli(on[0].MilliGPU), on[0].GPUIndex)
 		case len(on) == 1 && on[0].MilliGPU == 0 && on[0].MemoryMiB > 0:
 			parts[i] = fmt.Sprintf("%s (%s of gpu %d)", n, formatMiB(on[0].MemoryMiB), on[0].GPUIndex)
 		case len(on) == 1:

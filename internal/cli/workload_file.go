@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // decodeWorkloadFile reads a workload spec written as YAML or JSON, with the
@@ -17,7 +18,7 @@ import (
 // API's form: a command written as one line ("command: python train.py
 // --epochs 3") is split into words as a shell would, though no shell runs
 // it; resources.gpuMemoryMiB and resources.memoryMiB take a size with a
-// unit ("20GiB", "8G"; api.MemoryUnits) as well as a number of MiB; a
+// unit ("20GiB", "8G"; quantity.MemoryUnits) as well as a number of MiB; a
 // port in ports may be a number (8888) or a "NAME=NUMBER" string as --port
 // takes it, besides the API's {name, port} mapping; and a
 // number or a boolean where the API wants a string (command: [sleep, 2],
@@ -72,7 +73,7 @@ func decodeWorkloadFile(b []byte) (*api.Workload, error) {
 			if !ok {
 				continue
 			}
-			mib, err := api.ParseMemoryMiB(s)
+			mib, err := quantity.ParseMemoryMiB(s)
 			if err != nil {
 				errs = append(errs, api.FieldError{Field: "resources." + k, Problem: fmt.Sprintf("%q: %v", s, err)})
 				continue

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Cluster is one place work runs: this machine (executor local, real or
@@ -137,7 +139,7 @@ func (c Config) validateClusters() []error {
 	for i, cl := range c.ClusterList {
 		at := fmt.Sprintf("clusters[%d]", i)
 		switch {
-		case !api.ValidName(cl.Name):
+		case !core.ValidName(cl.Name):
 			bad("%s.name %q: want lowercase letters, digits and '-'", at, cl.Name)
 		case clusters[cl.Name] != "":
 			bad("%s.name %q: named twice", at, cl.Name)
@@ -267,7 +269,7 @@ func (c Config) PoolPrices() []api.Price {
 		if rate == nil {
 			continue
 		}
-		out = append(out, api.Price{Pool: p.Name, Kind: "on-demand", Rate: api.Money(math.Round(*rate * 1e6))})
+		out = append(out, api.Price{Pool: p.Name, Kind: "on-demand", Rate: quantity.Money(math.Round(*rate * 1e6))})
 	}
 	return out
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Config configures `gpufleet server`.
@@ -264,7 +264,7 @@ func (k Kubernetes) CheckpointBytes() int64 {
 	if k.CheckpointSize == "" {
 		return 0
 	}
-	b, _ := api.ParseSizeBytes(k.CheckpointSize)
+	b, _ := quantity.ParseSizeBytes(k.CheckpointSize)
 	return b
 }
 
@@ -281,7 +281,7 @@ func (k Kubernetes) validate() []error {
 		errs = append(errs, fmt.Errorf("kubernetes.volumeAccessMode %q: want ReadWriteOnce, ReadWriteMany or ReadWriteOncePod", k.VolumeAccessMode))
 	}
 	if k.CheckpointSize != "" {
-		if _, err := api.ParseSizeBytes(k.CheckpointSize); err != nil {
+		if _, err := quantity.ParseSizeBytes(k.CheckpointSize); err != nil {
 			errs = append(errs, fmt.Errorf("kubernetes.checkpointSize %q: %w", k.CheckpointSize, err))
 		}
 	}

@@ -31,7 +31,7 @@ func (c Cost) validate() []error {
 	}
 	seen := map[string]bool{}
 	for i, p := range c.Prices {
-		for _, fe := range p.Validate() {
+		for _, fe := range cost.CheckPrice(p) {
 			errs = append(errs, fmt.Errorf("cost.prices[%d].%s: %s", i, fe.Field, fe.Problem))
 		}
 		if p.Kind == api.PriceReserved && p.EffectiveFrom.IsZero() {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 func TestCostConfig(t *testing.T) {
@@ -26,7 +26,7 @@ cost:
 	if c.Pool != "onprem" || c.Cost.Currency != "EUR" || len(c.Cost.Prices) != 2 {
 		t.Fatalf("pool %q currency %q prices %d", c.Pool, c.Cost.Currency, len(c.Cost.Prices))
 	}
-	if p := c.Cost.Prices[0]; p.Purchase != 30000*api.MoneyUnit || p.PerGPUHour != 400_000 || !p.EffectiveFrom.IsZero() {
+	if p := c.Cost.Prices[0]; p.Purchase != 30000*quantity.MoneyUnit || p.PerGPUHour != 400_000 || !p.EffectiveFrom.IsZero() {
 		t.Errorf("owned price %+v", p)
 	}
 	if p := c.Cost.Prices[1]; p.Rate != 3_200_000 || !p.EffectiveFrom.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) {

@@ -5,7 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Storage configures team volumes and datasets.
@@ -29,7 +30,7 @@ func (s Storage) Limit(team string) int64 {
 	if v == "" {
 		return -1
 	}
-	b, err := api.ParseSizeBytes(v)
+	b, err := quantity.ParseSizeBytes(v)
 	if err != nil {
 		return -1
 	}
@@ -39,19 +40,19 @@ func (s Storage) Limit(team string) int64 {
 func (s Storage) validate() []error {
 	var errs []error
 	if s.TeamLimit != "" {
-		if _, err := api.ParseSizeBytes(s.TeamLimit); err != nil {
+		if _, err := quantity.ParseSizeBytes(s.TeamLimit); err != nil {
 			errs = append(errs, fmt.Errorf("storage.teamLimit %q: %w", s.TeamLimit, err))
 		}
 	}
 	for _, t := range sortedKeys(s.Teams) {
-		if _, err := api.ParseSizeBytes(s.Teams[t]); err != nil {
+		if _, err := quantity.ParseSizeBytes(s.Teams[t]); err != nil {
 			errs = append(errs, fmt.Errorf("storage.teams.%s %q: %w", t, s.Teams[t], err))
 		}
 	}
 	for _, n := range sortedKeys(s.Datasets) {
 		p := s.Datasets[n]
 		switch {
-		case !api.ValidName(n):
+		case !core.ValidName(n):
 			errs = append(errs, fmt.Errorf("storage.datasets.%s: a dataset's name is lowercase letters, digits and '-'", n))
 		case !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/":
 			errs = append(errs, fmt.Errorf("storage.datasets.%s %q: want an absolute, clean host path other than /", n, p))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // DefaultAlertPercent is a budget's alert level when it names none.
@@ -178,7 +179,7 @@ func roundHalfUp(r *big.Rat) int64 {
 	num.Add(num, r.Denom())
 	num.Quo(num, new(big.Int).Lsh(r.Denom(), 1))
 	if !num.IsInt64() {
-		return int64(api.MaxMoney) * 1000
+		return int64(quantity.MaxMoney) * 1000
 	}
 	return num.Int64()
 }

@@ -3,12 +3,12 @@ package cost
 import (
 	"testing"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 func TestAmountsForPeople(t *testing.T) {
 	m := func(s string) Money {
-		v, err := api.ParseMoney(s)
+		v, err := quantity.ParseMoney(s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,7 +59,7 @@
 //   - storage: StorageGiBMonth per GiB-month of each team volume
 //     (Input.Volumes): SizeBytes / 2^30 × its months inside the window,
 //     from Created to Deleted (zero: up to min(To, Now)), a month being
-//     api.HoursPerMonth (730) hours as for monthly prices, so a GiB-month
+//     quantity.HoursPerMonth (730) hours as for monthly prices, so a GiB-month
 //     is 2^30 bytes × 730 h and the price is an exact fraction per
 //     byte-nanosecond. Volumes have no pool of their own: the caller puts
 //     them in the server's default pool, whose version in effect bills

@@ -3,6 +3,7 @@ package cost
 import (
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Efficiency is the wire form of what attempts used against what they
@@ -35,7 +36,7 @@ func Attempts(as []core.Attempt) api.AttemptList {
 		e.AddAll(a)
 		total.Merge(e)
 		out.Items = append(out.Items, api.Attempt{Attempt: a.Number, StartedAt: a.Start, FinishedAt: a.End, RuntimeSeconds: a.Runtime().Seconds(),
-			Phase: string(a.Phase), Reason: a.Reason, CPU: api.Milli(a.MilliCPU), MemoryMiB: a.MemoryMiB, Efficiency: Efficiency(e)})
+			Phase: string(a.Phase), Reason: a.Reason, CPU: quantity.Milli(a.MilliCPU), MemoryMiB: a.MemoryMiB, Efficiency: Efficiency(e)})
 	}
 	out.Total = Efficiency(total)
 	return out

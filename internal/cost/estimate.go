@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Estimate answers an estimate request against the server's price versions
@@ -69,8 +70,8 @@ func Estimate(req api.EstimateRequest, prices []api.Price, currency string, now 
 		if !knownKind(kind) {
 			add(field+"kind", "%q is not a price kind: one of %s", kind, strings.Join(api.PriceKinds, ", "))
 		}
-		if rate < 0 || rate > api.MaxMoney {
-			add(field+"rate", "must be from 0 to %s", api.MaxMoney)
+		if rate < 0 || rate > quantity.MaxMoney {
+			add(field+"rate", "must be from 0 to %s", quantity.MaxMoney)
 		}
 		if kind == api.PriceOwned {
 			return api.Price{Kind: kind, PerGPUHour: rate}

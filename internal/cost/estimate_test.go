@@ -8,11 +8,12 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // estimate is Estimate of gpus (milli-GPU) for hours at kind and rate, in
 // USD with no price versions.
-func estimate(gpus api.Milli, hours float64, kind string, rate Money, u float64, compare []api.EstimateOption) (api.CostEstimate, error) {
+func estimate(gpus quantity.Milli, hours float64, kind string, rate Money, u float64, compare []api.EstimateOption) (api.CostEstimate, error) {
 	return Estimate(api.EstimateRequest{GPUs: gpus, Hours: hours, Kind: kind, Rate: rate, Utilisation: &u, Compare: compare}, nil, "USD", at(0))
 }
 

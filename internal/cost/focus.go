@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // FOCUSColumns are the columns of a FOCUS 1.3 export, in order: the 23
@@ -111,11 +112,11 @@ const (
 
 	focusStorageService  = "gpufleet storage"
 	focusStorageCategory = "Storage"
-	focusStorageUnit     = "GiB-Months" // the unit of StorageGiBMonth; a month is api.HoursPerMonth hours
+	focusStorageUnit     = "GiB-Months" // the unit of StorageGiBMonth; a month is quantity.HoursPerMonth hours
 )
 
 // gibMonths converts byte-nanoseconds to GiB-months (for display).
-func gibMonths(q u128) float64 { return q.float() / (1 << 30) / (api.HoursPerMonth * nsPerHour) }
+func gibMonths(q u128) float64 { return q.float() / (1 << 30) / (quantity.HoursPerMonth * nsPerHour) }
 
 type focusRow struct {
 	start, end int64
@@ -153,7 +154,7 @@ type focusRow struct {
 //     TEAM/NAME, ResourceType "Volume", x_Workload empty), its storage
 //     in the period; PricingQuantity and ConsumedQuantity are its
 //     GiB-months there (PricingUnit and ConsumedUnit "GiB-Months", a
-//     month of api.HoursPerMonth hours), x_StorageCost its cost. A volume
+//     month of quantity.HoursPerMonth hours), x_StorageCost its cost. A volume
 //     whose pool has no price has rows of cost 0.
 //   - Purchase: per reserved commitment (ResourceId and
 //     CommitmentDiscountId "pool/P/reserved/T"), BilledCost what the

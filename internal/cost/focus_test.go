@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // mandatory are the 21 mandatory columns of FOCUS 1.2, which 1.3 keeps
@@ -88,12 +89,12 @@ func TestFOCUS(t *testing.T) {
 		if err := json.Unmarshal([]byte(get("Tags")), &tags); err != nil {
 			t.Errorf("tags %q: %v", get("Tags"), err)
 		}
-		b, err := api.ParseMoney(get("BilledCost"))
+		b, err := quantity.ParseMoney(get("BilledCost"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		billed += b
-		ec, _ := api.ParseMoney(get("EffectiveCost"))
+		ec, _ := quantity.ParseMoney(get("EffectiveCost"))
 		switch {
 		case get("ChargeCategory") == "Purchase":
 			purchase += b

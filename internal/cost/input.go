@@ -5,10 +5,11 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Money is an exact amount in micro-units of the server's currency.
-type Money = api.Money
+type Money = quantity.Money
 
 // Outcome is how the attempt an interval belongs to ended.
 type Outcome string

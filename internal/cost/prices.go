@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // PriceAt returns the version of pool's price in effect at t: the one with
@@ -127,8 +128,8 @@ const (
 var (
 	ratGPUHour = big.NewInt(milliNsPerGPUHour)
 	// ratByteMonth is a GiB-month in byte-nanoseconds: 2^30 bytes ×
-	// api.HoursPerMonth hours, the month of monthly prices.
-	ratByteMonth = new(big.Int).Mul(big.NewInt(1<<30), big.NewInt(api.HoursPerMonth*nsPerHour))
+	// quantity.HoursPerMonth hours, the month of monthly prices.
+	ratByteMonth = new(big.Int).Mul(big.NewInt(1<<30), big.NewInt(quantity.HoursPerMonth*nsPerHour))
 )
 
 // rates are a version's prices as exact fractions of a micro-unit per unit
@@ -233,7 +234,7 @@ func newBook(prices []api.Price, devices []PoolGPUs) *book {
 				all = append(all, pending{s, r})
 			case api.PriceReserved:
 				termEnd := int64(maxNs)
-				if d, err := api.ParsePeriod(v.Term); err == nil && d > 0 && start != minNs {
+				if d, err := quantity.ParsePeriod(v.Term); err == nil && d > 0 && start != minNs {
 					if start <= maxNs-int64(d) {
 						termEnd = start + int64(d)
 					}

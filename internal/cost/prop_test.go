@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // genInput draws pools with price versions of every kind, intervals and
@@ -150,7 +151,7 @@ func oracle(in Input) (accel, host, licence, storage *big.Rat) {
 		case api.PriceMonthly:
 			r.SetFrac64(int64(p.Rate), 3600*730)
 		case api.PriceOwned:
-			d, _ := api.ParsePeriod(p.Depreciation)
+			d, _ := quantity.ParsePeriod(p.Depreciation)
 			r.SetFrac(big.NewInt(int64(p.Purchase)), big.NewInt(int64(d/time.Second)))
 			r.Add(r, big.NewRat(int64(p.PerGPUHour), 3600))
 		}
@@ -196,7 +197,7 @@ func oracle(in Input) (accel, host, licence, storage *big.Rat) {
 			billed := held
 			switch p.Kind {
 			case api.PriceReserved:
-				term, _ := api.ParsePeriod(p.Term)
+				term, _ := quantity.ParsePeriod(p.Term)
 				if p.EffectiveFrom.IsZero() || s < p.EffectiveFrom.Add(term).Unix() {
 					billed = max(held, int64(p.GPUs)*1000)
 				}
@@ -249,14 +250,14 @@ func sumFOCUS(t *rapid.T, b []byte) (billed Money, n int) {
 	return billed, len(recs) - 1
 }
 
-// parseMicro reads a decimal amount exactly, beyond api.MaxMoney too (a
+// parseMicro reads a decimal amount exactly, beyond quantity.MaxMoney too (a
 // drawn owned price over seconds can bill more than a billion units).
 func parseMicro(t *rapid.T, col, s string) Money {
 	r, ok := new(big.Rat).SetString(s)
 	if !ok {
 		t.Fatalf("%s %q is not a number", col, s)
 	}
-	r.Mul(r, big.NewRat(int64(api.MoneyUnit), 1))
+	r.Mul(r, big.NewRat(int64(quantity.MoneyUnit), 1))
 	if !r.IsInt() || !r.Num().IsInt64() {
 		t.Fatalf("%s %q is not a whole number of micro-units", col, s)
 	}
@@ -397,10 +398,10 @@ func checkCommitments(t *rapid.T, b []byte) {
 		k := key{id, r[col["ChargePeriodStart"]]}
 		switch r[col["ChargeCategory"]] {
 		case "Purchase":
-			m, _ := api.ParseMoney(r[col["BilledCost"]])
+			m, _ := quantity.ParseMoney(r[col["BilledCost"]])
 			purchase[k] += m
 		case "Usage":
-			m, _ := api.ParseMoney(r[col["EffectiveCost"]])
+			m, _ := quantity.ParseMoney(r[col["EffectiveCost"]])
 			used[k] += m
 		}
 	}

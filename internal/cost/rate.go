@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // GPUHourRate is what a price version bills for one GPU for one hour, in
 // micro-units, exactly: the rate of on-demand and reserved, a monthly rate
-// over api.HoursPerMonth, an owned GPU's purchase price over its
+// over quantity.HoursPerMonth, an owned GPU's purchase price over its
 // depreciation in hours plus its rate per GPU-hour. It is the one
 // conversion of a price to a GPU-hour: the ledger, estimates, plans and
 // the rates shown to people all go through it. A version of no kind (or an
@@ -21,9 +22,9 @@ func GPUHourRate(p api.Price) *big.Rat {
 	case api.PriceOnDemand, api.PriceReserved:
 		r.SetInt64(int64(p.Rate))
 	case api.PriceMonthly:
-		r.SetFrac64(int64(p.Rate), api.HoursPerMonth)
+		r.SetFrac64(int64(p.Rate), quantity.HoursPerMonth)
 	case api.PriceOwned:
-		if d, err := api.ParsePeriod(p.Depreciation); err == nil && d > 0 && p.Purchase > 0 {
+		if d, err := quantity.ParsePeriod(p.Depreciation); err == nil && d > 0 && p.Purchase > 0 {
 			// Purchase / (d in hours) = Purchase × 3600e9 / d in ns.
 			r.SetFrac(new(big.Int).Mul(big.NewInt(int64(p.Purchase)), big.NewInt(int64(time.Hour))), big.NewInt(int64(d)))
 		}

@@ -11,13 +11,14 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 var t0 = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 
 func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 
-func units(u int64) Money { return Money(u) * api.MoneyUnit }
+func units(u int64) Money { return Money(u) * quantity.MoneyUnit }
 
 // perSecond is 3600 per GPU-hour: one unit per GPU-second.
 func perSecond(pool string) api.Price {

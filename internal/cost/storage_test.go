@@ -9,12 +9,13 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 const gib = 1 << 30
 
-// month is the definition's month: api.HoursPerMonth hours.
-const month = api.HoursPerMonth * time.Hour
+// month is the definition's month: quantity.HoursPerMonth hours.
+const month = quantity.HoursPerMonth * time.Hour
 
 // storagePrice is a price of pool with StorageGiBMonth micro-units per
 // GiB-month (and a GPU rate, so that it is a whole version).
@@ -32,7 +33,7 @@ func exactStorage(perGiBMonth Money, size int64, d time.Duration) Money {
 }
 
 func TestStorageHalfAMonth(t *testing.T) {
-	tenth := api.MoneyUnit / 10 // 0.10 per GiB-month
+	tenth := quantity.MoneyUnit / 10 // 0.10 per GiB-month
 	// A window of one month, the volume in its second half: 100 × 0.10 / 2.
 	in := Input{From: t0, To: t0.Add(month), Now: t0.Add(month), Currency: "USD",
 		Prices:  []api.Price{storagePrice("local", tenth, time.Time{})},
@@ -67,7 +68,7 @@ func TestStorageHalfAMonth(t *testing.T) {
 }
 
 func TestStorageLifetime(t *testing.T) {
-	tenth := api.MoneyUnit / 10
+	tenth := quantity.MoneyUnit / 10
 	now := t0.Add(146 * time.Hour)
 	in := Input{From: t0, To: t0.Add(month), Now: now, Currency: "USD",
 		Prices: []api.Price{storagePrice("local", tenth, time.Time{})},
@@ -114,7 +115,7 @@ func TestStorageLifetime(t *testing.T) {
 func TestStoragePriceVersions(t *testing.T) {
 	half := t0.Add(month / 2)
 	in := Input{From: t0, To: t0.Add(month), Now: t0.Add(month), Currency: "USD",
-		Prices: []api.Price{storagePrice("local", api.MoneyUnit/10, t0.Add(-time.Hour)), storagePrice("local", 3*api.MoneyUnit/10, half)},
+		Prices: []api.Price{storagePrice("local", quantity.MoneyUnit/10, t0.Add(-time.Hour)), storagePrice("local", 3*quantity.MoneyUnit/10, half)},
 		Volumes: []Volume{
 			{Team: "alpha", Name: "data", Pool: "local", SizeBytes: 10 * gib, Created: t0.Add(-time.Hour)},
 			// No price in this pool: 0, but its row is there.
@@ -137,7 +138,7 @@ func TestStoragePriceVersions(t *testing.T) {
 
 func TestStorageWithWorkloads(t *testing.T) {
 	in := Input{From: t0, To: at(3600), Now: at(3600), Currency: "USD",
-		Prices:    []api.Price{{Pool: "p", Kind: api.PriceOnDemand, Rate: units(3600), StorageGiBMonth: 730 * api.MoneyUnit}},
+		Prices:    []api.Price{{Pool: "p", Kind: api.PriceOnDemand, Rate: units(3600), StorageGiBMonth: 730 * quantity.MoneyUnit}},
 		Intervals: []Interval{iv("a", "p", 0, 1000, 0, 1800)},
 		Workloads: workloads(job("a", "alpha", core.Succeeded, 1800)),
 		// 1 GiB at 730 per GiB-month: 1 per hour.
@@ -184,7 +185,7 @@ func TestFOCUSStorage(t *testing.T) {
 		if r[col["x_StorageCost"]] != r[col["BilledCost"]] || r[col["x_AcceleratorCost"]] != "0" {
 			t.Errorf("row %v: x_StorageCost is the cost", r)
 		}
-		m, err := api.ParseMoney(r[col["BilledCost"]])
+		m, err := quantity.ParseMoney(r[col["BilledCost"]])
 		if err != nil {
 			t.Fatal(err)
 		}

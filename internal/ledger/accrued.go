@@ -4,14 +4,14 @@ import (
 	"context"
 	"time"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
 // accrued is the last answer of Accrued, for a counter that never goes
 // down.
 type accrued struct {
-	sums map[[2]string]api.Money
+	sums map[[2]string]quantity.Money
 }
 
 // Accrued returns the cost accrued since start (the server's start) per
@@ -20,7 +20,7 @@ type accrued struct {
 // billed once, its billing increment included), and each sum is kept at
 // least what it was before: a counter does not go down when a rounding
 // moves a micro-unit from one row to another.
-func (l *Ledger) Accrued(ctx context.Context, start, now time.Time) (map[[2]string]api.Money, error) {
+func (l *Ledger) Accrued(ctx context.Context, start, now time.Time) (map[[2]string]quantity.Money, error) {
 	in, err := l.Input(ctx, start, now, now)
 	if err != nil {
 		return nil, err
@@ -28,7 +28,7 @@ func (l *Ledger) Accrued(ctx context.Context, start, now time.Time) (map[[2]stri
 	totals := cost.Totals(in)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sums := make(map[[2]string]api.Money, len(totals))
+	sums := make(map[[2]string]quantity.Money, len(totals))
 	for k, v := range l.acc.sums {
 		sums[k] = v
 	}

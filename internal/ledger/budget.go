@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
@@ -25,7 +26,7 @@ type budgetCache struct {
 type reachedKey struct {
 	team    core.TeamName
 	month   time.Time
-	monthly api.Money
+	monthly quantity.Money
 }
 
 // BudgetRefresh is how old an evaluation of the budgets may be when the
@@ -39,7 +40,7 @@ func (l *Ledger) SetBudget(ctx context.Context, team core.TeamName, b api.Budget
 	if b.AlertPercent == 0 {
 		b.AlertPercent = 80
 	}
-	if fe := b.Validate(); len(fe) > 0 {
+	if fe := cost.CheckBudget(b); len(fe) > 0 {
 		return b, &FieldErrors{fe}
 	}
 	spec, err := json.Marshal(b)

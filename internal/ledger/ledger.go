@@ -83,7 +83,7 @@ func (l *Ledger) AddPrice(ctx context.Context, p api.Price, now time.Time) (api.
 	}
 	p.EffectiveFrom = p.EffectiveFrom.UTC().Truncate(time.Second)
 	p.GPUHourRate = 0 // the server's to say, never stored
-	if fe := p.Validate(); len(fe) > 0 {
+	if fe := cost.CheckPrice(p); len(fe) > 0 {
 		return p, &FieldErrors{fe}
 	}
 	existing, err := l.Prices(ctx)

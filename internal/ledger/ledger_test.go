@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/store"
 )
@@ -93,7 +94,7 @@ func TestInputKeepsThePoolAnIntervalBeganIn(t *testing.T) {
 func TestPricesAndReport(t *testing.T) {
 	ctx := context.Background()
 	st, l := setup(t)
-	l.FilePrices = []api.Price{{Pool: "east", Kind: api.PriceOnDemand, Rate: 3600 * api.MoneyUnit}}
+	l.FilePrices = []api.Price{{Pool: "east", Kind: api.PriceOnDemand, Rate: 3600 * quantity.MoneyUnit}}
 	run(t, st, t0, t0.Add(10*time.Second))
 	ps, err := l.Prices(ctx)
 	if err != nil || len(ps) != 1 || !ps[0].EffectiveFrom.Equal(t0) {
@@ -104,7 +105,7 @@ func TestPricesAndReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Two GPUs for 10 s at one unit per GPU-second.
-	if rep.Total.AcceleratorCost != 20*api.MoneyUnit {
+	if rep.Total.AcceleratorCost != 20*quantity.MoneyUnit {
 		t.Errorf("accelerator cost %s, want 20", rep.Total.AcceleratorCost)
 	}
 	// A new version: not in the past, not at an existing version's time.
@@ -112,7 +113,7 @@ func TestPricesAndReport(t *testing.T) {
 	if _, err := l.AddPrice(ctx, api.Price{Pool: "east", Kind: api.PriceOnDemand, Rate: 1, EffectiveFrom: t0.Add(time.Minute)}, now); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("a version in the past: %v", err)
 	}
-	p, err := l.AddPrice(ctx, api.Price{Pool: "east", Kind: api.PriceOnDemand, Rate: 2 * api.MoneyUnit}, now)
+	p, err := l.AddPrice(ctx, api.Price{Pool: "east", Kind: api.PriceOnDemand, Rate: 2 * quantity.MoneyUnit}, now)
 	if err != nil || !p.EffectiveFrom.Equal(now) {
 		t.Fatalf("a version from now: %+v %v", p, err)
 	}
@@ -124,10 +125,10 @@ func TestPricesAndReport(t *testing.T) {
 func TestBudgetGates(t *testing.T) {
 	ctx := context.Background()
 	st, l := setup(t)
-	l.FilePrices = []api.Price{{Pool: "east", Kind: api.PriceOnDemand, Rate: 3600 * api.MoneyUnit}}
+	l.FilePrices = []api.Price{{Pool: "east", Kind: api.PriceOnDemand, Rate: 3600 * quantity.MoneyUnit}}
 	now := time.Now().UTC()
 	run(t, st, now.Add(-20*time.Second), now.Add(-10*time.Second))
-	if _, err := l.SetBudget(ctx, "a", api.Budget{Monthly: 10 * api.MoneyUnit, Hard: true}); err != nil {
+	if _, err := l.SetBudget(ctx, "a", api.Budget{Monthly: 10 * quantity.MoneyUnit, Hard: true}); err != nil {
 		t.Fatal(err)
 	}
 	gates, err := l.Gates(ctx, time.Now().UTC())
@@ -154,7 +155,7 @@ func TestBudgetGates(t *testing.T) {
 func TestBudgetRunsOutInTheFutureOrSaysSinceWhen(t *testing.T) {
 	ctx := context.Background()
 	st, l := setup(t)
-	l.FilePrices = []api.Price{{Pool: "east", Kind: api.PriceOnDemand, Rate: 3600 * api.MoneyUnit}}
+	l.FilePrices = []api.Price{{Pool: "east", Kind: api.PriceOnDemand, Rate: 3600 * quantity.MoneyUnit}}
 	// Two GPUs from t0, still held: 2 units a second.
 	w, _, err := st.CreateWorkload(ctx, &core.Workload{CreatedAt: t0, Spec: core.Spec{Team: "a", Owner: "ann", Priority: "training",
 		Command: []string{"x"}, Request: core.Request{MilliGPU: 2000}}}, nil, t0)
@@ -165,7 +166,7 @@ func TestBudgetRunsOutInTheFutureOrSaysSinceWhen(t *testing.T) {
 	if res, err := st.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: w.ID, Assignments: as}}}, t0); err != nil || res[0].Err != nil {
 		t.Fatal(err, res)
 	}
-	if _, err := l.SetBudget(ctx, "a", api.Budget{Monthly: 210 * api.MoneyUnit, Hard: true}); err != nil {
+	if _, err := l.SetBudget(ctx, "a", api.Budget{Monthly: 210 * quantity.MoneyUnit, Hard: true}); err != nil {
 		t.Fatal(err)
 	}
 	at := t0.Add(100 * time.Second) // spent 200 of 210: 5 s left
@@ -173,7 +174,7 @@ func TestBudgetRunsOutInTheFutureOrSaysSinceWhen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := bs["a"]; b.Spent != 200*api.MoneyUnit || b.ExhaustedAt == nil || !b.ExhaustedAt.Equal(at.Add(5*time.Second)) || b.ExhaustedSince != nil {
+	if b := bs["a"]; b.Spent != 200*quantity.MoneyUnit || b.ExhaustedAt == nil || !b.ExhaustedAt.Equal(at.Add(5*time.Second)) || b.ExhaustedSince != nil {
 		t.Fatalf("at t0+100s: %+v, want 200 spent, running out 5 s later", b)
 	}
 	if b := budgetsAt(t, l, at.Add(2*time.Second), time.Hour)["a"]; b.ExhaustedAt == nil || !b.ExhaustedAt.Equal(at.Add(5*time.Second)) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 )
 
@@ -19,9 +20,9 @@ func TestVolumesAreBilled(t *testing.T) {
 	ctx := context.Background()
 	st, l := setup(t)
 	const gib = 1 << 30
-	month := api.HoursPerMonth * time.Hour
+	month := quantity.HoursPerMonth * time.Hour
 	// 0.10 per GiB-month in the default pool, "local".
-	l.FilePrices = []api.Price{{Pool: "local", Kind: api.PriceOnDemand, Rate: api.MoneyUnit, StorageGiBMonth: api.MoneyUnit / 10}}
+	l.FilePrices = []api.Price{{Pool: "local", Kind: api.PriceOnDemand, Rate: quantity.MoneyUnit, StorageGiBMonth: quantity.MoneyUnit / 10}}
 	for _, v := range []core.Volume{
 		{Team: "a", Name: "data", SizeBytes: 100 * gib, CreatedAt: t0},
 		{Team: "a", Name: "tmp", SizeBytes: 10 * gib, CreatedAt: t0},
@@ -56,7 +57,7 @@ func TestVolumesAreBilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 100 × 0.10 + 10 × 0.10 × 73/730.
-	if len(rep.Items) != 1 || rep.Items[0].Name != "a" || rep.Items[0].StorageCost != 10*api.MoneyUnit+api.MoneyUnit/10 {
+	if len(rep.Items) != 1 || rep.Items[0].Name != "a" || rep.Items[0].StorageCost != 10*quantity.MoneyUnit+quantity.MoneyUnit/10 {
 		t.Fatalf("rows %+v: want team a's storage 10.10", rep.Items)
 	}
 	var buf bytes.Buffer
@@ -71,14 +72,14 @@ func TestVolumesAreBilled(t *testing.T) {
 	for i, c := range recs[0] {
 		col[c] = i
 	}
-	var billed api.Money
+	var billed quantity.Money
 	ids := map[string]bool{}
 	for _, r := range recs[1:] {
 		if r[col["ServiceCategory"]] != "Storage" {
 			t.Errorf("row %v: want storage only", r)
 		}
 		ids[r[col["ResourceId"]]] = true
-		m, _ := api.ParseMoney(r[col["BilledCost"]])
+		m, _ := quantity.ParseMoney(r[col["BilledCost"]])
 		billed += m
 	}
 	if !ids["a/data"] || !ids["a/tmp"] || len(ids) != 2 || billed != rep.Total.TotalCost {

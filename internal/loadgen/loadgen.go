@@ -154,7 +154,7 @@ func (g *generator) step(ctx context.Context, n int) accept.LoadStepRecord {
 	}
 	limit := int64(g.c.Count)
 	if g.c.Duration > 0 {
-		limit = api.MaxLoadCount
+		limit = accept.MaxLoadCount
 	}
 	var mu sync.Mutex
 	var started atomic.Int64
@@ -246,7 +246,7 @@ func (g *generator) send(ctx context.Context) accept.LoadRequest {
 		r.Err = strings.TrimSpace(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, firstLine(b)))
 		return r
 	}
-	answer := bufio.NewReader(&limited{r: resp.Body, left: api.MaxLoadAnswerBytes})
+	answer := bufio.NewReader(&limited{r: resp.Body, left: accept.MaxLoadAnswerBytes})
 	switch {
 	case g.c.Protocol == api.ProtocolOpenAI && streamed(resp, answer):
 		err = readStream(answer, &r)
@@ -315,7 +315,7 @@ var errNoToken = errors.New("the answer streamed no token")
 // first token; each later one is a gap of the inter-token latency.
 func readStream(body io.Reader, r *accept.LoadRequest) error {
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), api.MaxLoadAnswerBytes)
+	sc.Buffer(make([]byte, 64<<10), accept.MaxLoadAnswerBytes)
 	var last time.Time
 	chunks, usage := 0, -1
 	for sc.Scan() {
@@ -382,8 +382,8 @@ func readAnswer(body io.Reader, r *accept.LoadRequest) error {
 	return nil
 }
 
-// errTooLong fails an answer longer than api.MaxLoadAnswerBytes.
-var errTooLong = fmt.Errorf("the answer is longer than %d bytes", api.MaxLoadAnswerBytes)
+// errTooLong fails an answer longer than accept.MaxLoadAnswerBytes.
+var errTooLong = fmt.Errorf("the answer is longer than %d bytes", accept.MaxLoadAnswerBytes)
 
 // limited reads at most left bytes, then fails with errTooLong.
 type limited struct {

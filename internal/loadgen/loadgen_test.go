@@ -57,7 +57,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case "huge":
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"choices":[{"text":"` + strings.Repeat("x", api.MaxLoadAnswerBytes) + `"}]}`))
+		w.Write([]byte(`{"choices":[{"text":"` + strings.Repeat("x", accept.MaxLoadAnswerBytes) + `"}]}`))
 		return
 	}
 	if body["stream"] != true {
@@ -190,7 +190,7 @@ func TestFailuresSayWhy(t *testing.T) {
 	s := &server{tokens: 1}
 	for _, tc := range []struct{ body, want string }{
 		{`{"prompt":"fail"}`, "HTTP 503: model not loaded"},
-		{`{"prompt":"huge","stream":false}`, fmt.Sprintf("longer than %d bytes", api.MaxLoadAnswerBytes)},
+		{`{"prompt":"huge","stream":false}`, fmt.Sprintf("longer than %d bytes", accept.MaxLoadAnswerBytes)},
 	} {
 		c, _ := start(t, s, tc.body)
 		c.Steps, c.Count = []int{1}, 1

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/spec"
 )
 
 // Fleet is what the plan knows of the fleet: the nodes with their GPUs
@@ -144,7 +146,7 @@ func Advise(b api.WorkloadBrief, f Fleet, now time.Time) (api.Plan, error) {
 		largest = max(largest, g.mib)
 	}
 	p.Needs = needs(est, largest)
-	switch best := p.Best(); {
+	switch best := Best(&p); {
 	case best != nil:
 		ask := fmt.Sprintf("%s × %s (%s) in pool %s", best.GPUs, best.GPUModel, gib(best.GPUMemoryMiB<<20), best.Pool)
 		if best.Replicas > 1 {
@@ -176,7 +178,7 @@ func Advise(b api.WorkloadBrief, f Fleet, now time.Time) (api.Plan, error) {
 	}
 	// 4. The deadline, judged against now and the expected duration.
 	if dl := rb.Targets.Deadline; dl != nil {
-		d, _ := api.ParsePeriod(rb.ExpectedDuration)
+		d, _ := quantity.ParsePeriod(rb.ExpectedDuration)
 		switch {
 		case !dl.After(now):
 			p.Verdict += "; the deadline " + dl.UTC().Format(time.RFC3339) + " has passed"
@@ -277,7 +279,7 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 	var out []api.PlanCandidate
 	cap1 := usable(g.mib)
 	add := func(scope string, milli int64, replicas int, need, given int64, fits bool, why string) bool {
-		c := api.PlanCandidate{Scope: scope, GPUs: api.Milli(milli).String(), GPUModel: g.model, GPUMemoryMiB: g.mib,
+		c := api.PlanCandidate{Scope: scope, GPUs: quantity.Milli(milli).String(), GPUModel: g.model, GPUMemoryMiB: g.mib,
 			Pool: g.pool, Region: g.region, Fits: fits, ExpectedWait: "unknown"}
 		if replicas > 1 {
 			c.Replicas = replicas
@@ -315,7 +317,7 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 		share := int64(quarters) * 250
 		given := (g.mib << 20) * share / 1000
 		if add(api.ScopeFraction, share, 1, need1, given, true,
-			fmt.Sprintf("%s; %s of one %s GPU gives %s (%s after %d%% headroom)", memWord(1), api.Milli(share), gib(g.mib<<20), gib(given), gib(given*9/10), headroomTenths*10)) {
+			fmt.Sprintf("%s; %s of one %s GPU gives %s (%s after %d%% headroom)", memWord(1), quantity.Milli(share), gib(g.mib<<20), gib(given), gib(given*9/10), headroomTenths*10)) {
 			return out
 		}
 	} else if add(api.ScopeFraction, 750, 1, need1, (g.mib<<20)*3/4, false,
@@ -350,9 +352,9 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 		return out
 	}
 	per := int64(largest)
-	for r := 2; r <= api.MaxReplicas; r++ {
+	for r := 2; r <= spec.MaxReplicas; r++ {
 		need := perGPU(est, per*int64(r))
-		if (need > cap1 || slow(per*int64(r)*1000)) && r < api.MaxReplicas {
+		if (need > cap1 || slow(per*int64(r)*1000)) && r < spec.MaxReplicas {
 			continue
 		}
 		why := fmt.Sprintf("%s across %d nodes × %d GPUs; each %s GPU gives %s after headroom", memWord(per*int64(r)), r, per, gib(g.mib<<20), gib(cap1))
@@ -372,31 +374,31 @@ func scopes(b api.WorkloadBrief, est api.MemoryEstimate, g *group, f Fleet) []ap
 // else the whole run over the expected duration. Each is computed exactly
 // and rounded half up to a micro-unit once. nil without a price (or,
 // per unit, without a target or a duration).
-func price(b api.WorkloadBrief, f Fleet, pool string, milli int64) (perHour, perUnit *api.Money, unit string) {
+func price(b api.WorkloadBrief, f Fleet, pool string, milli int64) (perHour, perUnit *quantity.Money, unit string) {
 	rate, ok := f.Prices[pool]
 	if !ok || rate == nil {
 		return nil, nil, ""
 	}
 	hourly := new(big.Rat).Mul(rate, big.NewRat(milli, 1000))
-	h := api.Money(roundHalfUp(hourly))
+	h := quantity.Money(roundHalfUp(hourly))
 	perHour = &h
 	switch {
 	case b.Targets.ThroughputPerSecond > 0:
 		unitsPerHour := new(big.Rat).SetFloat64(b.Targets.ThroughputPerSecond)
 		unitsPerHour.Mul(unitsPerHour, big.NewRat(3600, 1))
-		u := api.Money(roundHalfUp(new(big.Rat).Quo(hourly, unitsPerHour)))
+		u := quantity.Money(roundHalfUp(new(big.Rat).Quo(hourly, unitsPerHour)))
 		unit = b.Targets.Unit
 		if unit == "" {
 			unit = "request"
 		}
 		return perHour, &u, unit
 	case b.ExpectedDuration != "":
-		d, err := api.ParsePeriod(b.ExpectedDuration)
+		d, err := quantity.ParsePeriod(b.ExpectedDuration)
 		if err != nil || d <= 0 {
 			return perHour, nil, ""
 		}
 		run := new(big.Rat).Mul(hourly, big.NewRat(int64(d/time.Second), 3600))
-		u := api.Money(roundHalfUp(run))
+		u := quantity.Money(roundHalfUp(run))
 		return perHour, &u, "run"
 	}
 	return perHour, nil, ""
@@ -425,7 +427,7 @@ func scopeRank(s string) int {
 // TotalMilli is the GPUs a candidate holds, in milli-GPU (gpus ×
 // replicas).
 func TotalMilli(c api.PlanCandidate) int64 {
-	m, err := api.ParseMilli(c.GPUs)
+	m, err := quantity.ParseMilli(c.GPUs)
 	if err != nil {
 		return 0
 	}
@@ -452,9 +454,9 @@ func Less(a, b api.PlanCandidate) int {
 		}
 		return 1
 	}
-	cost := func(c api.PlanCandidate) api.Money {
+	cost := func(c api.PlanCandidate) quantity.Money {
 		if c.CostPerHour == nil {
-			return api.MaxMoney * 1000
+			return quantity.MaxMoney * 1000
 		}
 		return *c.CostPerHour
 	}
@@ -483,12 +485,12 @@ func needs(est api.MemoryEstimate, mib int64) string {
 			return fmt.Sprintf("at least %d × %s in one NVLink domain (%s each, with %d%% headroom)", n, gib(mib<<20), gib(perGPU(est, n)), headroomTenths*10)
 		}
 	}
-	for r := int64(2); r <= api.MaxReplicas; r++ {
+	for r := int64(2); r <= spec.MaxReplicas; r++ {
 		if perGPU(est, 8*r) <= cap1 {
 			return fmt.Sprintf("at least %d nodes of 8 × %s in one NVLink domain each (%s per GPU)", r, gib(mib<<20), gib(perGPU(est, 8*r)))
 		}
 	}
-	return fmt.Sprintf("more than %d nodes of 8 × %s", api.MaxReplicas, gib(mib<<20))
+	return fmt.Sprintf("more than %d nodes of 8 × %s", spec.MaxReplicas, gib(mib<<20))
 }
 
 // gib writes bytes as GiB with one decimal (binary, as GPUs report

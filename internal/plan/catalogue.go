@@ -68,17 +68,17 @@ func names() string {
 // Resolve returns the brief with the catalogue's shape filled in (fields
 // the brief gives win) and the defaults made explicit (precision bf16;
 // concurrency 1 for serving, batch 1 for training), or every problem as
-// api.FieldErrors: those of Validate, an unknown model name, and a shape
+// api.FieldErrors: those of CheckBrief, an unknown model name, and a shape
 // too incomplete for the workload's memory terms (serving needs layers, KV
 // heads and head dimension for the KV cache; training needs layers and
 // hidden size for the activations).
 func Resolve(b api.WorkloadBrief) (api.WorkloadBrief, error) {
-	errs := api.FieldErrors(b.Validate())
+	errs := api.FieldErrors(CheckBrief(&b))
 	if len(errs) > 0 {
 		return b, errs
 	}
 	b.Kind = api.KindWorkloadBrief
-	b.Precision = b.BriefPrecision()
+	b.Precision = Precision(&b)
 	b.Residency = slices.Clone(b.Residency)
 	if b.Model.Name != "" {
 		m, ok := Lookup(b.Model.Name)
@@ -102,7 +102,7 @@ func Resolve(b api.WorkloadBrief) (api.WorkloadBrief, error) {
 			errs = append(errs, api.FieldError{Field: field, Problem: "is needed for " + what + " of " + b.Workload + ": give it, or a catalogue model.name (" + names() + ")"})
 		}
 	}
-	if api.Trains(b.Workload) {
+	if Trains(b.Workload) {
 		need("model.layers", b.Model.Layers, "the activations")
 		need("model.hidden", b.Model.Hidden, "the activations")
 		if b.Batch == 0 {

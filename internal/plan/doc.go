@@ -20,7 +20,7 @@
 // shape; fields given beside a name override the catalogue's. Resolve
 // fills the shape in, makes the defaults explicit (precision bf16;
 // concurrency 1 for serving, batch 1 for training) and refuses, as
-// api.FieldErrors naming the field, what Validate refuses, an unknown name
+// api.FieldErrors naming the field, what CheckBrief refuses, an unknown name
 // and a shape too incomplete for the workload's terms.
 //
 // # The estimate
@@ -92,7 +92,7 @@
 //     parallelism), the overhead on every GPU. It fits only where a node
 //     has that many of the group's GPUs in one domain.
 //  4. nodes: replicas nodes of the group's largest domain, the fewest that
-//     hold it (at most api.MaxReplicas).
+//     hold it (at most spec.MaxReplicas).
 //
 // A candidate fits when what each GPU holds is at most 90% of what it is
 // given. Less orders them: scope, fewer GPUs in all, those that fit first,

@@ -85,7 +85,7 @@ func Memory(b api.WorkloadBrief) api.MemoryEstimate {
 		*field += bytes
 		est.Lines = append(est.Lines, api.MemoryLine{Name: name, Bytes: bytes, Formula: fmt.Sprintf(format, args...)})
 	}
-	trains := api.Trains(b.Workload)
+	trains := Trains(b.Workload)
 	hb := halfBytes(p)
 
 	// 1. Weights: params × bytes per parameter (QLoRA: a 4-bit NF4 base),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -65,7 +66,7 @@ func TestPlanSizesAn8BModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			best := p.Best()
+			best := Best(&p)
 			if best == nil {
 				t.Fatalf("no candidate fits: %s\n%+v", p.Verdict, p.Candidates)
 			}
@@ -186,7 +187,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 	}
 	cordoned := fleet("local", "eu-west", "H100", 81920, 1, 8)
 	cordoned[0].Schedulable = false
-	usd := func(s string) api.Money { m, _ := api.ParseMoney(s); return m }
+	usd := func(s string) quantity.Money { m, _ := quantity.ParseMoney(s); return m }
 	priced := map[string]*big.Rat{"local": big.NewRat(int64(usd("2.50")), 1)}
 
 	big := api.WorkloadBrief{Workload: api.BriefTraining, Precision: "fp32", ContextLength: 4096, Batch: 8, Model: api.ModelSpec{Name: "llama-3-70b"}}
@@ -195,7 +196,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Best() != nil || !strings.Contains(p.Verdict, "nothing in the fleet fits") || !strings.Contains(p.Needs, "nodes of 8 × 24 GiB") {
+		if Best(&p) != nil || !strings.Contains(p.Verdict, "nothing in the fleet fits") || !strings.Contains(p.Needs, "nodes of 8 × 24 GiB") {
 			t.Errorf("verdict %q, needs %q; want nothing fits and nodes of 8 × 24 GiB", p.Verdict, p.Needs)
 		}
 	})
@@ -220,7 +221,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 	})
 	t.Run("busy capacity fits but the wait is unknown", func(t *testing.T) {
 		p, _ := Advise(brief8B(), Fleet{Nodes: busy, Pending: 3}, now)
-		best := p.Best()
+		best := Best(&p)
 		if best == nil || best.ExpectedWait != "unknown" || !strings.Contains(best.Why, "3 workloads wait") {
 			t.Errorf("best = %+v, want it to fit with an unknown wait and say why", best)
 		}
@@ -229,22 +230,22 @@ func TestPlanFleetAnswers(t *testing.T) {
 		q := fleet("local", "eu-west", "H100", 81920, 1, 8)
 		q[0].Schedulable, q[0].Qualifying = false, true
 		p, _ := Advise(brief8B(), Fleet{Nodes: q}, now)
-		best := p.Best()
+		best := Best(&p)
 		if best == nil || best.ExpectedWait != "unknown" || !strings.Contains(best.Why, "1 nodes of it are being qualified") {
 			t.Errorf("best = %+v, want it to fit, busy, qualifying said", best)
 		}
 	})
 	t.Run("a cordoned node is not capacity", func(t *testing.T) {
 		p, _ := Advise(brief8B(), Fleet{Nodes: cordoned}, now)
-		if p.Best() != nil {
-			t.Errorf("a cordoned node gave %+v", p.Best())
+		if Best(&p) != nil {
+			t.Errorf("a cordoned node gave %+v", Best(&p))
 		}
 	})
 	t.Run("cost per hour and per request from the pool's rate", func(t *testing.T) {
 		b := brief8B()
 		b.Targets.ThroughputPerSecond = 10
 		p, _ := Advise(b, Fleet{Nodes: h100, Prices: priced}, now)
-		best := p.Best()
+		best := Best(&p)
 		if best == nil || best.GPUs != "0.5" {
 			t.Fatalf("best = %+v, want 0.5 of an H100", best)
 		}
@@ -257,7 +258,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 		b := brief8B()
 		b.ExpectedDuration = "8h"
 		p, _ := Advise(b, Fleet{Nodes: h100, Prices: priced}, now)
-		if best := p.Best(); best == nil || *best.CostPerUnit != usd("10") || best.Unit != "run" {
+		if best := Best(&p); best == nil || *best.CostPerUnit != usd("10") || best.Unit != "run" {
 			t.Errorf("best = %+v, want 10 for the run", best)
 		}
 	})
@@ -272,7 +273,7 @@ func TestPlanFleetAnswers(t *testing.T) {
 	})
 	t.Run("no price: no cost, still a candidate", func(t *testing.T) {
 		p, _ := Advise(brief8B(), Fleet{Nodes: h100}, now)
-		if best := p.Best(); best == nil || best.CostPerHour != nil {
+		if best := Best(&p); best == nil || best.CostPerHour != nil {
 			t.Errorf("best = %+v, want a candidate without a cost", best)
 		}
 	})

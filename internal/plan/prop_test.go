@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // Property tests run with rapid under a fresh random seed every run; rapid
@@ -22,7 +23,7 @@ func genBrief(t *rapid.T) api.WorkloadBrief {
 	switch {
 	case b.Workload == api.BriefFinetuneQLoRA:
 		precisions = []string{"", api.PrecisionFP32, api.PrecisionBF16, api.PrecisionFP16}
-	case api.Trains(b.Workload):
+	case Trains(b.Workload):
 		precisions = []string{"", api.PrecisionFP32, api.PrecisionBF16, api.PrecisionFP16, api.PrecisionFP8}
 	}
 	b.Precision = rapid.SampledFrom(precisions).Draw(t, "precision")
@@ -37,16 +38,16 @@ func genBrief(t *rapid.T) api.WorkloadBrief {
 			return small
 		}
 		b.Model = api.ModelSpec{
-			Parameters: rapid.Int64Range(1, top(200_000_000_000, api.MaxParameters)).Draw(t, "parameters"),
-			Layers:     rapid.Int64Range(1, top(128, api.MaxLayers)).Draw(t, "layers"),
-			KVHeads:    rapid.Int64Range(1, top(64, api.MaxKVHeads)).Draw(t, "kvHeads"),
-			HeadDim:    rapid.Int64Range(1, top(256, api.MaxHeadDim)).Draw(t, "headDim"),
-			Hidden:     rapid.Int64Range(1, top(16384, api.MaxHidden)).Draw(t, "hidden"),
+			Parameters: rapid.Int64Range(1, top(200_000_000_000, MaxParameters)).Draw(t, "parameters"),
+			Layers:     rapid.Int64Range(1, top(128, MaxLayers)).Draw(t, "layers"),
+			KVHeads:    rapid.Int64Range(1, top(64, MaxKVHeads)).Draw(t, "kvHeads"),
+			HeadDim:    rapid.Int64Range(1, top(256, MaxHeadDim)).Draw(t, "headDim"),
+			Hidden:     rapid.Int64Range(1, top(16384, MaxHidden)).Draw(t, "hidden"),
 		}
 	}
 	b.ContextLength = rapid.Int64Range(1, 131072).Draw(t, "contextLength")
 	n := rapid.Int64Range(0, 256).Draw(t, "sequences")
-	if api.Trains(b.Workload) || rapid.Bool().Draw(t, "batch") {
+	if Trains(b.Workload) || rapid.Bool().Draw(t, "batch") {
 		b.Batch = n
 	} else {
 		b.Concurrency = n
@@ -127,7 +128,7 @@ func TestPlanProperties(t *testing.T) {
 		// A candidate that fits holds the estimate within its headroom,
 		// in a region of the residency, and its gpus is what submit takes.
 		for _, c := range p.Candidates {
-			q, err := api.ParseMilli(c.GPUs)
+			q, err := quantity.ParseMilli(c.GPUs)
 			if err != nil || q <= 0 || (q < 1000 && c.Scope != api.ScopeFraction) || (q > 1000 && q%1000 != 0) {
 				t.Fatalf("gpus %q of a %s candidate is not a request", c.GPUs, c.Scope)
 			}

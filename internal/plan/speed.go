@@ -97,7 +97,7 @@ var tokenUnits = []string{"token", "tokens", "output-token", "output-tokens"}
 // tokens a second (unit token or tokens) or the requests a second
 // (request, the default).
 func Speed(b api.WorkloadBrief, est api.MemoryEstimate, model string, mib, milli int64) *api.SpeedEstimate {
-	if api.Trains(b.Workload) {
+	if Trains(b.Workload) {
 		return nil
 	}
 	s := &api.SpeedEstimate{Estimate: estimateWord}

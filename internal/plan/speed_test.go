@@ -119,7 +119,7 @@ func TestTargetsChangeTheAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if best := p.Best(); best == nil || best.Scope != api.ScopeFraction || best.Speed == nil || best.Speed.Reachable != nil {
+	if best := Best(&p); best == nil || best.Scope != api.ScopeFraction || best.Speed == nil || best.Speed.Reachable != nil {
 		t.Fatalf("no target: best %+v", best)
 	}
 	b.Targets = api.BriefTargets{ThroughputPerSecond: 500, Unit: "tokens"}
@@ -127,7 +127,7 @@ func TestTargetsChangeTheAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	best := p.Best()
+	best := Best(&p)
 	if best == nil || best.Scope != api.ScopeNode || best.GPUs != "4" || best.Speed.Reachable == nil || !*best.Speed.Reachable {
 		t.Fatalf("500 tokens/s of one sequence: best %+v (%s), want 4 GPUs of one node", best, p.Verdict)
 	}
@@ -141,7 +141,7 @@ func TestTargetsChangeTheAdvice(t *testing.T) {
 	}
 	b.Targets = api.BriefTargets{ThroughputPerSecond: 1e6, Unit: "tokens"}
 	p, _ = Advise(b, f, now)
-	if best := p.Best(); best == nil || !strings.Contains(p.Verdict, "out of reach on every candidate that fits") {
+	if best := Best(&p); best == nil || !strings.Contains(p.Verdict, "out of reach on every candidate that fits") {
 		t.Errorf("an unreachable target: best %+v, verdict %q", best, p.Verdict)
 	}
 }

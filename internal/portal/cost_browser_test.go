@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // costCall sends one request to the server's API with token and decodes
@@ -180,7 +181,7 @@ func TestCostPageInBrowser(t *testing.T) {
 		for _, bs := range budgets.Items {
 			seen[bs.Team] = bs
 		}
-		if r, i := seen["research"], seen["inference"]; r.Monthly == 100*api.MoneyUnit && i.Exceeded {
+		if r, i := seen["research"], seen["inference"]; r.Monthly == 100*quantity.MoneyUnit && i.Exceeded {
 			spent = float64(r.Spent) / 1e6
 			if !first {
 				t.Logf("GET /budgets reported the budgets set %v after they were set (at first: %+v)", time.Since(began).Round(time.Millisecond), firstSeen)

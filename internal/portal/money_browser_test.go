@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/portal"
 )
@@ -46,13 +46,13 @@ func TestMoneyRuleInBrowserIsTheCLIs(t *testing.T) {
 	}
 	var wants []want
 	for _, m := range micros {
-		v, _ := json.Marshal(api.Money(m)) // as the API writes it
+		v, _ := json.Marshal(quantity.Money(m)) // as the API writes it
 		var f float64
 		if err := json.Unmarshal(v, &f); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range currencies {
-			wants = append(wants, want{V: f, Currency: c, Amount: cost.Amount(api.Money(m), c), PerUnit: cost.PerUnit(api.Money(m), c)})
+			wants = append(wants, want{V: f, Currency: c, Amount: cost.Amount(quantity.Money(m), c), PerUnit: cost.PerUnit(quantity.Money(m), c)})
 		}
 	}
 	in, _ := json.Marshal(wants)

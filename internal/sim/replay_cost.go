@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/cost"
 	"github.com/gpufleet/gpufleet/internal/ledger"
 )
@@ -30,12 +31,12 @@ type ReplayCost struct {
 	Currency string `json:"currency"`
 	// Total is every line of the ledger: accelerator time (idle included),
 	// host and licence lines.
-	Total           api.Money `json:"total"`
-	AcceleratorCost api.Money `json:"acceleratorCost"`
+	Total           quantity.Money `json:"total"`
+	AcceleratorCost quantity.Money `json:"acceleratorCost"`
 	// IdleCost is what owned, monthly and reserved prices bill for GPUs
 	// that no task held (the ledger's api.IdleRow); Total and
 	// AcceleratorCost include it. On-demand prices bill no idle time.
-	IdleCost api.Money `json:"idleCost"`
+	IdleCost quantity.Money `json:"idleCost"`
 	// GPUHours are held by the tasks (the lost work of preempted attempts
 	// included); IdleGPUHours are billed and held by none.
 	GPUHours     float64 `json:"gpuHours"`
@@ -45,7 +46,7 @@ type ReplayCost struct {
 	CompletedTasks int64 `json:"completedTasks"`
 	// CostPerCompletedTask is Total / CompletedTasks rounded half-up to a
 	// micro-unit; null when no task completed.
-	CostPerCompletedTask *api.Money `json:"costPerCompletedTask"`
+	CostPerCompletedTask *quantity.Money `json:"costPerCompletedTask"`
 	// ByTeam are the ledger's rows by team, highest total first; the idle
 	// row (api.IdleRow) is among them when there is idle cost.
 	ByTeam []api.CostRow `json:"byTeam"`
@@ -78,7 +79,7 @@ func ReplayPools(nodes []core.Node) []string {
 
 // OnDemandPrices is one on-demand price of rate per GPU-hour, since always,
 // for each pool of nodes (ReplayPools).
-func OnDemandPrices(nodes []core.Node, rate api.Money) []api.Price {
+func OnDemandPrices(nodes []core.Node, rate quantity.Money) []api.Price {
 	var out []api.Price
 	for _, p := range ReplayPools(nodes) {
 		out = append(out, api.Price{Pool: p, Kind: api.PriceOnDemand, Rate: rate})
@@ -87,12 +88,12 @@ func OnDemandPrices(nodes []core.Node, rate api.Money) []api.Price {
 }
 
 // CheckReplayPrices checks the price versions of a replay as a server
-// checks those of its configuration file: each valid (api.Price.Validate),
+// checks those of its configuration file: each valid (cost.CheckPrice),
 // no two of a pool from the same time. A problem names the version by its
 // index, prices[i].field.
 func CheckReplayPrices(prices []api.Price) error {
 	for i, p := range prices {
-		fe := p.Validate()
+		fe := cost.CheckPrice(p)
 		if len(fe) == 0 {
 			fe = cost.CheckVersions(prices[:i], p, time.Time{})
 		}

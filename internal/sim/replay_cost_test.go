@@ -12,13 +12,14 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/trace"
 )
 
 // units is n whole units of money.
-func units(n float64) api.Money { return api.Money(n * float64(api.MoneyUnit)) }
+func units(n float64) quantity.Money { return quantity.Money(n * float64(quantity.MoneyUnit)) }
 
-func moneyPtr(m api.Money) *api.Money { return &m }
+func moneyPtr(m quantity.Money) *quantity.Money { return &m }
 
 // perSecond is 3600 per GPU-hour: one unit per GPU-second.
 var perSecond = units(3600)
@@ -102,7 +103,7 @@ func TestReplayCostPoolsAndVersions(t *testing.T) {
 		t.Fatal("no cost")
 	}
 	got := struct {
-		Total, PerTask api.Money
+		Total, PerTask quantity.Money
 		Completed      int64
 		GPUHours       float64
 		Unpriced       []string
@@ -191,20 +192,20 @@ func TestReplayCostProperty(t *testing.T) {
 			t.Fatalf("cost %v, %d of %d completed, %d preemptions; want a cost and all completed, none preempted", c, res.Completed, n, res.Preemptions)
 		}
 		// A milli-GPU-second at one unit per GPU-second is 1000 micro-units.
-		held := api.Money(heldMilliSeconds) * 1000
-		want := struct{ Total, Accelerator, Idle api.Money }{held, held, 0}
+		held := quantity.Money(heldMilliSeconds) * 1000
+		want := struct{ Total, Accelerator, Idle quantity.Money }{held, held, 0}
 		if owned {
-			billed := api.Money(int64(gpus)*int64(res.Makespan)) * api.MoneyUnit
-			want = struct{ Total, Accelerator, Idle api.Money }{billed, billed, billed - held}
+			billed := quantity.Money(int64(gpus)*int64(res.Makespan)) * quantity.MoneyUnit
+			want = struct{ Total, Accelerator, Idle quantity.Money }{billed, billed, billed - held}
 		}
-		got := struct{ Total, Accelerator, Idle api.Money }{c.Total, c.AcceleratorCost, c.IdleCost}
+		got := struct{ Total, Accelerator, Idle quantity.Money }{c.Total, c.AcceleratorCost, c.IdleCost}
 		if got != want {
 			t.Fatalf("cost %+v, want %+v (makespan %gs)", got, want, res.Makespan)
 		}
 		if c.CompletedTasks != int64(n) || c.CostPerCompletedTask == nil {
 			t.Fatalf("%d completed tasks, per task %v; want %d and a cost", c.CompletedTasks, c.CostPerCompletedTask, n)
 		}
-		if per, want := *c.CostPerCompletedTask, (2*c.Total+api.Money(n))/(2*api.Money(n)); per != want {
+		if per, want := *c.CostPerCompletedTask, (2*c.Total+quantity.Money(n))/(2*quantity.Money(n)); per != want {
 			t.Fatalf("cost per completed task %v, want %v / %d rounded half-up = %v", per, c.Total, n, want)
 		}
 		if d := c.GPUHours - float64(heldMilliSeconds)/1000/3600; d > 1e-9 || d < -1e-9 {

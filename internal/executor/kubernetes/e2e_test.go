@@ -43,6 +43,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/store/pgtest"
 )
 
@@ -616,7 +617,7 @@ func TestE2EKindsAndClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	classes := map[string]int32{"production": 1000, "training": 500, "development": 300, "batch": 100}
-	sizes := []api.Milli{1000, 2000, 500}
+	sizes := []quantity.Milli{1000, 2000, 500}
 	var ids []string
 	i := 0
 	for _, kind := range []string{api.KindJob, api.KindService, api.KindNotebook} {

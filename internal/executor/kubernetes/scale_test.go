@@ -16,12 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
 // scaleMix is the mix of sizes the scale test submits, in GPUs and shares
 // of the workloads: 2,000 workloads ask for 678 of 800 GPUs.
 var scaleMix = []struct {
-	gpus  api.Milli
+	gpus  quantity.Milli
 	share float64
 }{{250, 0.80}, {500, 0.15}, {1000, 0.04}, {2000, 0.008}, {4000, 0.002}}
 
@@ -44,8 +45,8 @@ func TestScale(t *testing.T) {
 	ctx := t.Context()
 
 	// The sizes, shuffled so that they arrive mixed.
-	var sizes []api.Milli
-	var asked api.Milli
+	var sizes []quantity.Milli
+	var asked quantity.Milli
 	for i, m := range scaleMix {
 		n := int(m.share * float64(workloads))
 		if i == len(scaleMix)-1 {

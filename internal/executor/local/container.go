@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 )
 
@@ -149,7 +149,7 @@ func isRuntimeOnly(name string) bool {
 func (e *Executor) containerCommand(t executor.Task, k key, own dirs, workDir string, env []string,
 	mounts []taskMount, secrets, netns string, uid, gid int) (argv, rtEnv []string, err error) {
 	rt := e.rt
-	if problem := api.ImageReference(t.Image); problem != "" {
+	if problem := core.ImageReference(t.Image); problem != "" {
 		return nil, nil, fmt.Errorf("image %s", problem)
 	}
 	if len(t.SecretEnv) > 0 {

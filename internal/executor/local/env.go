@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/executor"
 )
 
@@ -67,7 +67,7 @@ func taskEnv(t executor.Task, path, home string) []string {
 	}
 	if t.Request.Fractional() && len(t.Assignments) > 0 {
 		a := t.Assignments[0]
-		env[EnvGPUFraction] = api.Milli(a.MilliGPU).String()
+		env[EnvGPUFraction] = quantity.Milli(a.MilliGPU).String()
 		env[EnvGPUMemoryLimit] = strconv.FormatInt(a.MemoryMiB, 10)
 	}
 

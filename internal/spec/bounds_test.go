@@ -1,10 +1,12 @@
-package api
+package spec
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpufleet/gpufleet/api"
 )
 
 // TestNumbersAreBounded: every number of a submitted workload outside its
@@ -13,33 +15,33 @@ import (
 // negative, no limit at all; 18446744074 s became 290 ms). The bounds
 // themselves are valid.
 func TestNumbersAreBounded(t *testing.T) {
-	base := func() Workload {
-		return Workload{Command: []string{"true"}, Resources: Resources{GPUs: 1000}}
+	base := func() api.Workload {
+		return api.Workload{Command: []string{"true"}, Resources: api.Resources{GPUs: 1000}}
 	}
 	for _, tc := range []struct {
 		field string
-		edit  func(w *Workload, over bool)
+		edit  func(w *api.Workload, over bool)
 	}{
-		{"maxRuntimeSeconds", func(w *Workload, over bool) { w.MaxRuntimeSeconds = MaxRuntimeSeconds + b2i(over) }},
-		{"gracePeriodSeconds", func(w *Workload, over bool) { w.GracePeriodSeconds = MaxGracePeriodSeconds + b2i(over) }},
-		{"replicas", func(w *Workload, over bool) { w.Replicas = MaxReplicas + int(b2i(over)) }},
-		{"resources.gpus", func(w *Workload, over bool) { w.Resources.GPUs = MaxGPUsPerNode*1000 + Milli(1000*b2i(over)) }},
-		{"resources.gpuMemoryMiB", func(w *Workload, over bool) {
+		{"maxRuntimeSeconds", func(w *api.Workload, over bool) { w.MaxRuntimeSeconds = MaxRuntimeSeconds + b2i(over) }},
+		{"gracePeriodSeconds", func(w *api.Workload, over bool) { w.GracePeriodSeconds = MaxGracePeriodSeconds + b2i(over) }},
+		{"replicas", func(w *api.Workload, over bool) { w.Replicas = MaxReplicas + int(b2i(over)) }},
+		{"resources.gpus", func(w *api.Workload, over bool) { w.Resources.GPUs = MaxGPUsPerNode*1000 + api.Milli(1000*b2i(over)) }},
+		{"resources.gpuMemoryMiB", func(w *api.Workload, over bool) {
 			w.Resources.GPUs, w.Resources.GPUMemoryMiB = 0, MaxGPUMemoryMiB+b2i(over)
 		}},
-		{"resources.cpu", func(w *Workload, over bool) { w.Resources.CPU = MaxMilliCPU + Milli(b2i(over)) }},
-		{"resources.memoryMiB", func(w *Workload, over bool) { w.Resources.MemoryMiB = MaxMemoryMiB + b2i(over) }},
+		{"resources.cpu", func(w *api.Workload, over bool) { w.Resources.CPU = MaxMilliCPU + api.Milli(b2i(over)) }},
+		{"resources.memoryMiB", func(w *api.Workload, over bool) { w.Resources.MemoryMiB = MaxMemoryMiB + b2i(over) }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			w := base()
 			tc.edit(&w, false)
-			if p := w.Validate(); len(p) > 0 {
+			if p := CheckWorkload(&w); len(p) > 0 {
 				t.Errorf("at the bound: %v, want valid", p)
 			}
 			w = base()
 			tc.edit(&w, true)
-			if !names(w.Validate(), tc.field) {
-				t.Errorf("one over the bound: %v, want a problem with %s", w.Validate(), tc.field)
+			if !names(CheckWorkload(&w), tc.field) {
+				t.Errorf("one over the bound: %v, want a problem with %s", CheckWorkload(&w), tc.field)
 			}
 		})
 	}
@@ -48,15 +50,15 @@ func TestNumbersAreBounded(t *testing.T) {
 	for mib, ok := range map[int64]bool{0: true, MinMemoryMiB - 1: false, 1: false, MinMemoryMiB: true} {
 		w := base()
 		w.Resources.MemoryMiB = mib
-		if got := names(w.Validate(), "resources.memoryMiB"); got == ok {
-			t.Errorf("memoryMiB %d: %v, want valid %t", mib, w.Validate(), ok)
+		if got := names(CheckWorkload(&w), "resources.memoryMiB"); got == ok {
+			t.Errorf("memoryMiB %d: %v, want valid %t", mib, CheckWorkload(&w), ok)
 		}
 	}
 	for _, secs := range []int64{9223372037, 18446744074, 1 << 62, -1} {
 		w := base()
 		w.MaxRuntimeSeconds = secs
-		if !names(w.Validate(), "maxRuntimeSeconds") {
-			t.Errorf("maxRuntimeSeconds %d: %v, want a problem with maxRuntimeSeconds", secs, w.Validate())
+		if !names(CheckWorkload(&w), "maxRuntimeSeconds") {
+			t.Errorf("maxRuntimeSeconds %d: %v, want a problem with maxRuntimeSeconds", secs, CheckWorkload(&w))
 		}
 	}
 	if d := time.Duration(MaxRuntimeSeconds) * time.Second; d/time.Second != MaxRuntimeSeconds {
@@ -65,7 +67,7 @@ func TestNumbersAreBounded(t *testing.T) {
 }
 
 // TestHugeMaxRuntimeDecodes: a number too large for int64 is refused by the
-// decoder; one that fits but is over the bound by Validate. Either way the
+// decoder; one that fits but is over the bound by CheckWorkload. Either way the
 // problem names maxRuntimeSeconds.
 func TestHugeMaxRuntimeDecodes(t *testing.T) {
 	for _, v := range []string{"9223372037", "18446744074", "99999999999999999999", "1e3", "1.5"} {
@@ -79,8 +81,8 @@ func TestHugeMaxRuntimeDecodes(t *testing.T) {
 			}
 			continue
 		}
-		if !names(w.Validate(), "maxRuntimeSeconds") {
-			t.Errorf("%s: decoded to %d and validated as %v, want a problem with maxRuntimeSeconds", v, w.MaxRuntimeSeconds, w.Validate())
+		if !names(CheckWorkload(w), "maxRuntimeSeconds") {
+			t.Errorf("%s: decoded to %d and validated as %v, want a problem with maxRuntimeSeconds", v, w.MaxRuntimeSeconds, CheckWorkload(w))
 		}
 	}
 }
@@ -92,7 +94,7 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-func names(ps []FieldError, field string) bool {
+func names(ps []api.FieldError, field string) bool {
 	for _, p := range ps {
 		if p.Field == field {
 			return true

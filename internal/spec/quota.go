@@ -1,16 +1,16 @@
-package api
+package spec
 
 import (
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core/quantity"
 )
 
-// MaxModelNameLen bounds the name of a GPU model in a model guarantee.
-const MaxModelNameLen = 64
-
-// Validate checks a team's quota, the one check of quotas: the API server
+// CheckQuota checks a team's quota, the one check of quotas: the API server
 // runs it on the team as it would be stored (every field set), the CLI on
 // the values a user gives (create team, set quota, apply -f), before
 // sending them. Only the fields that are set are checked; the limit is
@@ -23,33 +23,30 @@ const MaxModelNameLen = 64
 // guaranteedByPoolMilliGPU.POOL) and says it in GPUs. Every number is
 // bounded (MaxQuotaMilliGPU, MaxTeamWeight, MaxModelGuarantees), so that the
 // sums here and in the scheduler cannot overflow.
-func (q TeamQuota) Validate() []FieldError {
-	var errs []FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
+func CheckQuota(q api.TeamQuota) []api.FieldError {
+	var errs problems
 	const million = "a million GPUs"
 	g := q.GuaranteedMilliGPU
 	if g != nil {
 		switch {
 		case *g < 0:
-			add("guaranteedMilliGPU", "must not be negative")
+			errs.add("guaranteedMilliGPU", "must not be negative")
 		case *g > MaxQuotaMilliGPU:
-			add("guaranteedMilliGPU", "must be at most %s", million)
+			errs.add("guaranteedMilliGPU", "must be at most %s", million)
 		}
 	}
 	if l := q.LimitMilliGPU; l != nil {
 		switch {
 		case *l < -1:
-			add("limitMilliGPU", "must be a number of GPUs, or unlimited (-1)")
+			errs.add("limitMilliGPU", "must be a number of GPUs, or unlimited (-1)")
 		case *l > MaxQuotaMilliGPU:
-			add("limitMilliGPU", "must be unlimited (-1) or at most %s", million)
+			errs.add("limitMilliGPU", "must be unlimited (-1) or at most %s", million)
 		case *l >= 0 && g != nil && *l < *g:
-			add("limitMilliGPU", "%s GPUs is below the guarantee of %s", Milli(*l), Milli(*g))
+			errs.add("limitMilliGPU", "%s GPUs is below the guarantee of %s", quantity.Milli(*l), quantity.Milli(*g))
 		}
 	}
 	if w := q.Weight; w != nil && (*w < 1 || *w > MaxTeamWeight) {
-		add("weight", "must be from 1 to %d", MaxTeamWeight)
+		errs.add("weight", "must be from 1 to %d", MaxTeamWeight)
 	}
 	errs = append(errs, guaranteeProblems("guaranteedByModelMilliGPU", "model", q.GuaranteedByModelMilliGPU, g,
 		func(m string) bool { return strings.TrimSpace(m) != "" && len(m) <= MaxModelNameLen },
@@ -62,39 +59,32 @@ func (q TeamQuota) Validate() []FieldError {
 	return errs
 }
 
-// MaxPoolNameLen bounds the name of a pool in a pool guarantee (a label
-// value).
-const MaxPoolNameLen = 63
-
 // guaranteeProblems checks a team's guarantees by model or by pool (field,
 // noun): each from 0 to MaxQuotaMilliGPU, at most MaxModelGuarantees of
 // them, each name as nameOK says (nameRule says it), and their sum at most
 // the guarantee g when it is set. Whether a model or pool exists is the
 // server's check (it knows the fleet).
-func guaranteeProblems(field, noun string, by map[string]int64, g *int64, nameOK func(string) bool, nameRule string) []FieldError {
-	var errs []FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
+func guaranteeProblems(field, noun string, by map[string]int64, g *int64, nameOK func(string) bool, nameRule string) []api.FieldError {
+	var errs problems
 	if len(by) > MaxModelGuarantees {
-		add(field, "at most %d %ss", MaxModelGuarantees, noun)
+		errs.add(field, "at most %d %ss", MaxModelGuarantees, noun)
 	}
 	var sum int64
 	bad := false
 	for _, name := range slices.Sorted(maps.Keys(by)) {
 		if !nameOK(name) {
-			add(field, "%s name %q %s", noun, name, nameRule)
+			errs.add(field, "%s name %q %s", noun, name, nameRule)
 		}
 		v := by[name]
 		if v < 0 || v > MaxQuotaMilliGPU {
-			add(field+"."+name, "must be from 0 to a million GPUs")
+			errs.add(field+"."+name, "must be from 0 to a million GPUs")
 			bad = true
 			continue
 		}
 		sum += v
 	}
 	if !bad && g != nil && *g >= 0 && sum > *g {
-		add(field, "the %s guarantees add up to %s GPUs, more than the team's guarantee of %s; raise the guarantee too", noun, Milli(sum), Milli(*g))
+		errs.add(field, "the %s guarantees add up to %s GPUs, more than the team's guarantee of %s; raise the guarantee too", noun, quantity.Milli(sum), quantity.Milli(*g))
 	}
 	return errs
 }

@@ -1,4 +1,4 @@
-package api
+package spec
 
 import (
 	"bytes"
@@ -10,12 +10,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/gpufleet/gpufleet/api"
 )
 
 // decodeStrict decodes a submitted workload the way the server does: one
 // JSON object, unknown fields refused.
-func decodeStrict(b []byte) (*Workload, error) {
-	var w Workload
+func decodeStrict(b []byte) (*api.Workload, error) {
+	var w api.Workload
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
@@ -27,9 +28,9 @@ func decodeStrict(b []byte) (*Workload, error) {
 	return &w, nil
 }
 
-var errMore = FieldErrors{{Field: "body", Problem: "holds more than one JSON value"}}
+var errMore = api.FieldErrors{{Field: "body", Problem: "holds more than one JSON value"}}
 
-// knownField matches every field name Validate and the decoder may report.
+// knownField matches every field name CheckWorkload and the decoder may report.
 // A problem must name one of them (a map key or an index may follow).
 var knownField = regexp.MustCompile(`^(name|team|priority|kind|replicas|command|command\[\d+\]|env|env\..*|workingDir|` +
 	`maxRuntimeSeconds|gracePeriodSeconds|labels|labels\..*|nodeSelector|nodeSelector\..*|id|owner|status|createdAt|` +
@@ -94,13 +95,13 @@ func FuzzWorkloadDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		w, err := decodeStrict(b)
 		if err != nil {
-			var fe FieldErrors
+			var fe api.FieldErrors
 			if errors.As(err, &fe) {
 				checkFields(t, b, fe)
 			}
 			return
 		}
-		problems := w.Validate()
+		problems := CheckWorkload(w)
 		checkFields(t, b, problems)
 		if len(problems) > 0 {
 			return
@@ -116,7 +117,7 @@ func FuzzWorkloadDecode(f *testing.F) {
 		if diff := cmp.Diff(w, w2, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("round trip changed the workload (-first +second):\n%s\ninput: %q", diff, b)
 		}
-		if p := w2.Validate(); len(p) > 0 {
+		if p := CheckWorkload(w2); len(p) > 0 {
 			t.Fatalf("valid workload invalid after a round trip: %v\ninput: %q", p, b)
 		}
 		checkConversions(t, w, b)
@@ -126,7 +127,7 @@ func FuzzWorkloadDecode(f *testing.F) {
 // checkConversions fails when a number of a valid workload does not survive
 // the conversions the server makes: seconds to a time.Duration, MiB to
 // bytes, and a quantity times the replicas.
-func checkConversions(t *testing.T, w *Workload, in []byte) {
+func checkConversions(t *testing.T, w *api.Workload, in []byte) {
 	t.Helper()
 	for _, s := range []struct {
 		field string
@@ -154,7 +155,7 @@ func checkConversions(t *testing.T, w *Workload, in []byte) {
 	}
 }
 
-func checkFields(t *testing.T, in []byte, fe []FieldError) {
+func checkFields(t *testing.T, in []byte, fe []api.FieldError) {
 	t.Helper()
 	for _, p := range fe {
 		if p.Field == "" || p.Problem == "" || !knownField.MatchString(p.Field) {
@@ -164,7 +165,7 @@ func checkFields(t *testing.T, in []byte, fe []FieldError) {
 }
 
 // TestKnownFieldPattern keeps the fuzz target's field check honest: it
-// accepts what Validate reports and refuses what no workload has.
+// accepts what CheckWorkload reports and refuses what no workload has.
 func TestKnownFieldPattern(t *testing.T) {
 	for _, f := range []string{"resources.gpus", "env.A-B", "command[3]", "labels.x", "status", "createdAt", "resources.gpuModels[0]"} {
 		if !knownField.MatchString(f) {

@@ -1,19 +1,22 @@
-package api
+package spec
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/core"
 )
 
 func TestParseArray(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
-		want ArraySpec
+		want api.ArraySpec
 	}{
-		{"0-999", ArraySpec{Start: 0, End: 999}},
-		{"0-999%50", ArraySpec{Start: 0, End: 999, MaxRunning: 50}},
-		{"7", ArraySpec{Start: 7, End: 7}},
-		{"3-3%1", ArraySpec{Start: 3, End: 3, MaxRunning: 1}},
+		{"0-999", api.ArraySpec{Start: 0, End: 999}},
+		{"0-999%50", api.ArraySpec{Start: 0, End: 999, MaxRunning: 50}},
+		{"7", api.ArraySpec{Start: 7, End: 7}},
+		{"3-3%1", api.ArraySpec{Start: 3, End: 3, MaxRunning: 1}},
 	} {
 		got, err := ParseArray(tt.in)
 		if err != nil || got.Start != tt.want.Start || got.End != tt.want.End || got.MaxRunning != tt.want.MaxRunning {
@@ -40,21 +43,21 @@ func TestParseArray(t *testing.T) {
 	}
 }
 
-func TestArrayValidate(t *testing.T) {
+func TestCheckArray(t *testing.T) {
 	i := 3
 	for _, tt := range []struct {
-		a     ArraySpec
+		a     api.ArraySpec
 		field string
 	}{
-		{ArraySpec{Start: -1, End: 2}, "array.start"},
-		{ArraySpec{Start: 4, End: 2}, "array.end"},
-		{ArraySpec{Start: 0, End: MaxArrayTasks}, "array"},
-		{ArraySpec{End: 2, MaxRunning: -1}, "array.maxRunning"},
-		{ArraySpec{End: 2, ID: "wl-x"}, "array.id"},
-		{ArraySpec{End: 2, Index: &i}, "array.index"},
+		{api.ArraySpec{Start: -1, End: 2}, "array.start"},
+		{api.ArraySpec{Start: 4, End: 2}, "array.end"},
+		{api.ArraySpec{Start: 0, End: core.MaxArrayTasks}, "array"},
+		{api.ArraySpec{End: 2, MaxRunning: -1}, "array.maxRunning"},
+		{api.ArraySpec{End: 2, ID: "wl-x"}, "array.id"},
+		{api.ArraySpec{End: 2, Index: &i}, "array.index"},
 	} {
-		w := Workload{Command: []string{"true"}, Array: &tt.a}
-		errs := w.Validate()
+		w := api.Workload{Command: []string{"true"}, Array: &tt.a}
+		errs := CheckWorkload(&w)
 		found := false
 		for _, e := range errs {
 			found = found || e.Field == tt.field
@@ -63,8 +66,8 @@ func TestArrayValidate(t *testing.T) {
 			t.Errorf("%+v: errors %v, want one naming %s", tt.a, errs, tt.field)
 		}
 	}
-	w := Workload{Command: []string{"true"}, Resources: Resources{GPUs: 1000}, Array: &ArraySpec{Start: 0, End: MaxArrayTasks - 1, MaxRunning: 50}}
-	if errs := w.Validate(); len(errs) != 0 {
+	w := api.Workload{Command: []string{"true"}, Resources: api.Resources{GPUs: 1000}, Array: &api.ArraySpec{Start: 0, End: core.MaxArrayTasks - 1, MaxRunning: 50}}
+	if errs := CheckWorkload(&w); len(errs) != 0 {
 		t.Errorf("the largest array refused: %v", errs)
 	}
 }

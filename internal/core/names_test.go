@@ -1,0 +1,54 @@
+package core
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckMountPath(t *testing.T) {
+	for _, p := range []string{"/data", "/ckpt", "/home/me/cache", "/var/lib/data", "/workspace/a-b_c.d", "/mnt/" + strings.Repeat("x", 250)} {
+		if problem := CheckMountPath(p); problem != "" {
+			t.Errorf("CheckMountPath(%q) = %q, want it accepted", p, problem)
+		}
+	}
+	for _, p := range []string{
+		"", "data", "./data", "/", "/data/", "/data//x", "/data/./x", "/data/../etc", "/..", "/a/..",
+		"/a:b", "/a,b", `/a\b`, "/a\x00b",
+		"/proc", "/proc/x", "/etc", "/etc/passwd", "/dev/shm", "/sys/fs", "/usr/bin", "/tmp", "/tmp/x",
+		"/var/lib/gpufleet", "/var/lib/gpufleet/volumes", "/run/secrets", "/var/run/docker.sock", "/lib64",
+		"/" + strings.Repeat("x", 256),
+	} {
+		if CheckMountPath(p) == "" {
+			t.Errorf("CheckMountPath(%q) accepted, want a problem", p)
+		}
+	}
+	// A prefix of a reserved name is not inside it.
+	for _, p := range []string{"/procs", "/etcetera", "/tmpdata", "/usrdata"} {
+		if problem := CheckMountPath(p); problem != "" {
+			t.Errorf("CheckMountPath(%q) = %q, want it accepted", p, problem)
+		}
+	}
+}
+
+// reservedMountPaths are directories a mount may "not cover or sit
+// inside": a mount at a parent of one (/var covers /var/lib/gpufleet and
+// /var/run) hides it as surely as one at it.
+func TestCheckMountPathRefusesParentsOfReservedPaths(t *testing.T) {
+	for _, p := range []string{"/var", "/var/lib"} {
+		if CheckMountPath(p) == "" {
+			t.Errorf("CheckMountPath(%q) accepted; it covers a reserved path (/var/lib/gpufleet, /var/run)", p)
+		}
+	}
+}
+
+// /gpufleet is where the local executor puts a container task's
+// checkpoint, usage and secret directories, and it refuses a mount there
+// at start: the API refuses it at submit, naming the field, rather than
+// accept a workload that fails when it starts.
+func TestCheckMountPathRefusesTheContainerPaths(t *testing.T) {
+	for _, p := range []string{"/gpufleet", "/gpufleet/secrets"} {
+		if CheckMountPath(p) == "" {
+			t.Errorf("CheckMountPath(%q) accepted; the local executor refuses it at start", p)
+		}
+	}
+}
