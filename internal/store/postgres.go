@@ -269,7 +269,10 @@ func openPostgres(ctx context.Context, target string, opts Options) (*Store, err
 	}
 	s := newStore(w, opts)
 	s.pg, s.where = cfg, where
-	s.revs = map[core.WorkloadID]int64{}
+	// The teams are kept while the listener hears the other servers'
+	// commits (cache.go); until it does, they are read every time.
+	s.teams = cache[core.Team]{on: true, ttl: tokenCacheTTL}
+	s.teams.suspended.Store(true)
 	if err := s.migratePG(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used: %w", where, err)
@@ -427,6 +430,11 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 		if err == nil {
 			_, err = conn.Exec(ctx, "LISTEN "+notifyChannel)
 		}
+		if err == nil {
+			// Listening: from here on a commit that changes a team
+			// is heard (and what was kept before is forgotten).
+			s.teams.suspend(false)
+		}
 		if err != nil {
 			if conn != nil {
 				conn.Close(context.Background())
@@ -442,8 +450,11 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 		backoff = 100 * time.Millisecond
 		for ctx.Err() == nil {
 			wctx, wcancel := context.WithTimeout(ctx, time.Second)
-			_, err := conn.WaitForNotification(wctx)
+			n, err := conn.WaitForNotification(wctx)
 			wcancel()
+			if err == nil && strings.Contains(n.Payload, "teams") {
+				s.teams.forget()
+			}
 			s.syncView(ctx)
 			if err == nil {
 				// A commit of some server changed something: the
@@ -455,6 +466,8 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 				break // the connection failed: connect again
 			}
 		}
+		// Deaf until connected again: the teams are read every time.
+		s.teams.suspend(true)
 		conn.Close(context.Background())
 	}
 }
@@ -501,12 +514,10 @@ func (s *Store) syncView(ctx context.Context) error {
 			}
 			if w.Status.Phase == core.Pending || w.Status.Phase == core.Running {
 				s.active[w.ID] = w
-				s.revs[w.ID] = g.rev
 				s.countPending(w, +1)
 				s.putOrder(w)
 			} else if old != nil {
 				delete(s.active, w.ID)
-				delete(s.revs, w.ID)
 				s.dropOrder(old)
 			}
 		}
