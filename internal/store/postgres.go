@@ -207,6 +207,9 @@ var pgMigrations = [][]string{{
 			COALESCE((EXTRACT(EPOCH FROM (s->>'finishedAt')::timestamptz) * 1000000)::BIGINT, (EXTRACT(EPOCH FROM now()) * 1000000)::BIGINT) * 1000,
 			COALESCE(s->'outputs'->>'unit', ''), COALESCE((s->'outputs'->>'accepted')::BIGINT, 0), COALESCE((s->'outputs'->>'rejected')::BIGINT, 0)
 		FROM (SELECT id, team, convert_from(status, 'UTF8')::jsonb AS s FROM workloads) w WHERE s->'outputs' IS NOT NULL`,
+}, {
+	// Allocations by length and start (SQLite's version 10).
+	allocationsSpan,
 }}
 
 // leaseTable, serversTable and outputsTable are the same in both dialects

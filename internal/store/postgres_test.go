@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -133,7 +134,7 @@ func TestPostgresBadInput(t *testing.T) {
 	if _, err := db.Exec("UPDATE gpufleet_schema SET version = 99"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(ctx, url); err == nil || !strings.Contains(err.Error(), "version 99 is newer than this gpufleet (2)") {
+	if _, err := Open(ctx, url); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("version 99 is newer than this gpufleet (%d)", pgSchemaVersion)) {
 		t.Errorf("newer schema: %v", err)
 	}
 	// A database holding other tables is not taken for a store.

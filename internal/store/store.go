@@ -1219,6 +1219,12 @@ var migrations = [][]string{
 				COALESCE(json_extract(CAST(status AS TEXT), '$.outputs.rejected'), 0)
 			FROM workloads WHERE json_extract(CAST(status AS TEXT), '$.outputs') IS NOT NULL`,
 	},
+	{
+		// Allocations by length and start: a window's intervals are
+		// read without the rows before and after it (cost.go,
+		// AllocationsBetween).
+		allocationsSpan,
+	},
 }
 
 var tables = []string{"workloads", "events", "allocations", "nodes", "teams", "users", "tokens", "workload_nodes", "audit", "prices", "budgets", "node_status", "node_events", "evidence", "secrets", "volumes", "volume_purges", "acceptance_runs", "leader_lease", "servers", "outputs"}
