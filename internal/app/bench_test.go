@@ -175,6 +175,11 @@ func concurrently(b *testing.B, clients int, op, addr, token string, do func(*ap
 	b.ReportMetric(float64(cpu.server.Microseconds())/calls, "server-cpu-us/"+op)
 	b.ReportMetric(float64(cpu.client.Microseconds())/calls, "client-cpu-us/"+op)
 	b.ReportMetric(100*cpu.total.Seconds()/elapsed.Seconds()/float64(runtime.GOMAXPROCS(0)), "cpu-%")
+	if *breakdown {
+		for name, d := range cpu.parts {
+			b.ReportMetric(float64(d.Microseconds())/calls, name+"-us/"+op)
+		}
+	}
 	return len(all)
 }
 
