@@ -540,6 +540,31 @@ func (s *Store) syncView(ctx context.Context) error {
 	return nil
 }
 
+// syncTo brings the view up to rev, the last rev drawn, read under the
+// write lock: every row of a rev up to it is committed or was never (only
+// a batch holding the lock draws revs), so once syncView has read what
+// was committed, nothing up to rev is left to read. When the view is at
+// rev already (no other server wrote since), nothing is read.
+func (s *Store) syncTo(ctx context.Context, rev int64) error {
+	s.syncMu.Lock()
+	at := s.rev
+	s.syncMu.Unlock()
+	if at == rev {
+		return nil
+	}
+	if err := s.syncView(ctx); err != nil {
+		return err
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.rev < rev {
+		s.mu.Lock()
+		s.rev = rev
+		s.mu.Unlock()
+	}
+	return nil
+}
+
 // scanKnown decodes a workload row, taking the spec (which never changes
 // once stored) from the view when the workload is in it, so that following
 // the writes of a busy server does not decode every spec again.

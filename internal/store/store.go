@@ -733,6 +733,7 @@ type batch struct {
 	// changed: one that others should hear of (not a heartbeat).
 	wrote, changed bool
 	lease          *leaseRow // read once, by the first fenced write
+	pw             *pgWrite  // on PostgreSQL, what BEGIN and COMMIT carry
 	err            error     // set by abort: every write fails with it
 	seq            int64     // its place in the writer's order (noteWrite)
 }
@@ -765,6 +766,12 @@ func (s *Store) begin(ops []*op) *batch {
 	if err := s.brokenSync(); err != nil {
 		return fail(err) // stopped for good (durable.go)
 	}
+	if s.pg != nil {
+		// One writer at a time over every server (see writeLock),
+		// taken with the BEGIN (pgtx.go).
+		b.pw = &pgWrite{}
+		ctx = context.WithValue(ctx, pgWriteKey{}, b.pw)
+	}
 	sqltx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		s.rollback()
@@ -772,15 +779,11 @@ func (s *Store) begin(ops []*op) *batch {
 	}
 	b.tx = &wtx{Tx: sqltx, s: s}
 	if s.pg != nil {
-		// One writer at a time over every server (see writeLock).
-		if _, err := b.tx.Exec("SELECT pg_advisory_xact_lock(?)", writeLock); err != nil {
-			b.tx.Rollback()
-			return fail(fmt.Errorf("lock: %w", err))
-		}
 		// Under the lock no other server commits: the view, brought up
 		// to the last commit, is exact for the checks the batch makes
-		// with it (the pending bounds).
-		if err := s.syncView(ctx); err != nil {
+		// with it (the pending bounds). It is already when no rev was
+		// drawn since the last it applied.
+		if err := s.syncTo(ctx, b.pw.rev); err != nil {
 			b.tx.Rollback()
 			return fail(fmt.Errorf("read the other servers' writes: %w", err))
 		}
@@ -888,21 +891,17 @@ func (s *Store) end(b *batch, idle bool) {
 		b.fail(flushError(err))
 		return
 	}
-	var rev int64 // on PostgreSQL, the last rev this batch gave a workload
 	if s.pg != nil && (b.changed || len(tx.changed) > 0) {
 		// Every server's loop hears of the change (a quota, a node, a
-		// workload) at COMMIT, as this one's does through notify. Under
-		// the write lock only this batch draws revs: the sequence's
-		// last value is its last.
-		// The payload names what the other servers keep (cache.go).
+		// workload) at COMMIT, as this one's does through notify; the
+		// payload names what the other servers keep (cache.go). Under
+		// the write lock only this batch draws revs: the last one drawn
+		// before the COMMIT is its last (pgTx.Commit reads it).
 		payload := ""
 		if tx.teams {
 			payload = "teams"
 		}
-		if err := tx.QueryRow("SELECT last_value FROM workload_rev, pg_notify(?, ?) n", notifyChannel, payload).Scan(&rev); err != nil {
-			b.fail(fmt.Errorf("notify: %w", err))
-			return
-		}
+		b.pw.notify = &payload
 	}
 	if err := s.brokenSync(); err != nil {
 		// An fsync failed while this batch was open: nothing after it
@@ -932,7 +931,7 @@ func (s *Store) end(b *batch, idle bool) {
 		}
 		// The view follows the database, in commit order, with the other
 		// servers' writes; this batch is in it before it is acknowledged.
-		s.applyOwn(tx, rev)
+		s.applyOwn(tx, b.pw.last)
 		b.acknowledge()
 		return
 	}
