@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"github.com/gpufleet/gpufleet/internal/store/pgtest"
 	"slices"
 	"sync"
 	"testing"
@@ -134,5 +135,81 @@ func TestTeamChangeHeardByOtherServer(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// TestAcknowledgedSurviveADatabaseKill submits from many goroutines into a
+// PostgreSQL server of the test's own and kills it (SIGKILL of every
+// process) while they do: every submit acknowledged before the kill must
+// be found once the server is started again. The writer commits without
+// waiting for the log's flush (pgsync.go), so a commit may sit in the
+// server's memory only: a batch acknowledged before the syncer's flush
+// would be lost.
+func TestAcknowledgedSurviveADatabaseKill(t *testing.T) {
+	pgOnly(t)
+	in := pgtest.Private(t)
+	url := in.DB(t)
+	ctx := context.Background()
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var acked []core.WorkloadID
+	killed := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for {
+				w, _, err := s.CreateWorkload(ctx, workload(100), nil, t0)
+				if err != nil {
+					select {
+					case <-killed:
+						return // the server is gone: the submits fail
+					default:
+						t.Errorf("submit before the kill: %v", err)
+						return
+					}
+				}
+				mu.Lock()
+				acked = append(acked, w.ID)
+				n := len(acked)
+				mu.Unlock()
+				if n == 2000 {
+					close(killed)
+					in.Kill()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s.Close()
+	if err := in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	stored, err := s2.Workloads(ctx, WorkloadFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[core.WorkloadID]bool{}
+	for _, w := range stored {
+		have[w.ID] = true
+	}
+	lost := 0
+	for _, id := range acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d acknowledged submits lost by the kill", lost, len(acked))
 	}
 }

@@ -19,6 +19,9 @@ import (
 // each (several statements in one message, one answer). pgWrite carries
 // them between the writer and the connection (pgConn.BeginTx, pgTx.Commit).
 type pgWrite struct {
+	// async: the COMMIT does not wait for the flush (synchronous_commit
+	// off for this transaction): the syncer's does (pgsync.go).
+	async bool
 	// rev is set at BEGIN, last at COMMIT: the last rev drawn
 	// (lastRevQuery), under the lock.
 	rev, last int64
@@ -42,7 +45,11 @@ func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx,
 		return c.Conn.BeginTx(ctx, opts)
 	}
 	pc := c.Conn.Conn().PgConn()
-	res, err := pc.Exec(ctx, fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(%d); %s", writeLock, lastRevQuery)).ReadAll()
+	q := fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(%d); %s", writeLock, lastRevQuery)
+	if pw.async {
+		q += "; SET LOCAL synchronous_commit TO off"
+	}
+	res, err := pc.Exec(ctx, q).ReadAll()
 	if err == nil {
 		pw.rev, err = lastRev(res, 2)
 	}

@@ -294,8 +294,14 @@ func openPostgres(ctx context.Context, target string, opts Options) (*Store, err
 		s.Close()
 		return nil, fmt.Errorf("store %s: load active workloads: %w", where, err)
 	}
-	s.wg.Add(2)
+	s.pgSync = &pgSync{batches: make(chan *batch, MaxBatch)}
+	if err := s.pgSync.connect(ctx, cfg, 0); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store %s: %w", where, err)
+	}
+	s.wg.Add(3)
 	go s.writer()
+	go s.pgSyncer(cfg)
 	go s.listen(cfg)
 	return s, nil
 }

@@ -108,6 +108,11 @@ type Store struct {
 	// wal, on a durable SQLite store, syncs the WAL apart from the
 	// COMMIT (durable.go); nil on PostgreSQL and with NoSync.
 	wal *walSync
+	// pgSync, on PostgreSQL, takes the writer's batches to the syncer that
+	// acknowledges them once flushed (pgsync.go).
+	pgSync *pgSync
+	// commits counts the writer's commits on PostgreSQL (batch.commit).
+	commits atomic.Int64
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -649,6 +654,9 @@ func (s *Store) writer() {
 	if s.wal != nil {
 		defer close(s.wal.batches) // after the last batch: the syncer stops
 	}
+	if s.pgSync != nil {
+		defer close(s.pgSync.batches) // likewise (pgsync.go)
+	}
 	for {
 		var first *op
 		select {
@@ -734,6 +742,7 @@ type batch struct {
 	wrote, changed bool
 	lease          *leaseRow // read once, by the first fenced write
 	pw             *pgWrite  // on PostgreSQL, what BEGIN and COMMIT carry
+	commit         int64     // on PostgreSQL, its place in Store.commits
 	err            error     // set by abort: every write fails with it
 	seq            int64     // its place in the writer's order (noteWrite)
 }
@@ -769,7 +778,7 @@ func (s *Store) begin(ops []*op) *batch {
 	if s.pg != nil {
 		// One writer at a time over every server (see writeLock),
 		// taken with the BEGIN (pgtx.go).
-		b.pw = &pgWrite{}
+		b.pw = &pgWrite{async: true}
 		ctx = context.WithValue(ctx, pgWriteKey{}, b.pw)
 	}
 	sqltx, err := s.write.BeginTx(ctx, nil)
@@ -926,13 +935,12 @@ func (s *Store) end(b *batch, idle bool) {
 	}
 	s.forgetCached(tx)
 	if s.pg != nil {
-		if b.wrote {
-			s.noteWrite(nil, b.seq)
-		}
 		// The view follows the database, in commit order, with the other
-		// servers' writes; this batch is in it before it is acknowledged.
+		// servers' writes; this batch is in it before it is acknowledged,
+		// by the syncer once the database has flushed it (pgsync.go).
+		b.commit = s.commits.Add(1)
 		s.applyOwn(tx, b.pw.last)
-		b.acknowledge()
+		s.pgSync.batches <- b
 		return
 	}
 	s.mu.Lock()

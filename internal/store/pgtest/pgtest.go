@@ -224,23 +224,14 @@ func (in *Instance) CPU() (time.Duration, error) {
 		return 0, errors.New("the server is not running")
 	}
 	pg := in.cmd.Process.Pid
-	procs, err := os.ReadDir("/proc")
+	st, err := procStat(pg)
 	if err != nil {
 		return 0, err
 	}
-	var ticks int64
-	for _, e := range procs {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := procStat(pid)
-		if err != nil || (pid != pg && st.ppid != pg) {
-			continue // gone since the listing, or not the server's
-		}
-		ticks += st.utime + st.stime
-		if pid == pg {
-			ticks += st.cutime + st.cstime
+	ticks := st.utime + st.stime + st.cutime + st.cstime
+	for _, pid := range children(pg) {
+		if st, err := procStat(pid); err == nil { // else gone since the listing
+			ticks += st.utime + st.stime
 		}
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
@@ -283,11 +274,39 @@ func (in *Instance) Restart() error {
 
 // Kill stops the server at once (SIGKILL of the postmaster and its
 // children); Start starts it again.
+//
+// Every backend and helper runs in a session of its own (PostgreSQL's
+// children call setsid), so the postmaster's process group is the
+// postmaster alone: its children are found by their parent and killed with
+// it, as a crash of the machine would stop them. (A backend left running
+// holds the shared memory, and the next start waits for it to notice its
+// postmaster gone.)
 func (in *Instance) Kill() {
 	if in.cmd != nil && in.cmd.Process != nil {
-		syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		pg := in.cmd.Process.Pid
+		kids := children(pg)
+		syscall.Kill(-pg, syscall.SIGKILL)
+		for _, pid := range kids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 		<-in.done
 	}
+}
+
+// children lists the processes whose parent is pid.
+func children(pid int) []int {
+	procs, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range procs {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := procStat(p); err == nil && st.ppid == pid {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Start starts a stopped server again.
