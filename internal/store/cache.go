@@ -59,6 +59,10 @@ func (c *cache[T]) get(read func() ([]T, error)) ([]T, error) {
 	return rows, nil
 }
 
+// keeps reports whether the rows are kept now (not on, or suspended: every
+// get reads them all, and a caller after one row had better read that one).
+func (c *cache[T]) keeps() bool { return c.on && !c.suspended.Load() }
+
 // suspend stops keeping rows (on), or starts again (off); either way what
 // is kept is forgotten.
 func (c *cache[T]) suspend(on bool) {
