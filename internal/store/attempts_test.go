@@ -122,9 +122,9 @@ func TestAttemptsAreRecordedAfterTheMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := []string{"DROP TABLE attempts", "PRAGMA user_version = 9"}
+	back := []string{"DROP INDEX allocations_span", "DROP TABLE attempts", "PRAGMA user_version = 9"}
 	if backend == "postgres" {
-		back = []string{"DROP TABLE attempts", "UPDATE gpufleet_schema SET version = 2"}
+		back = []string{"DROP INDEX allocations_span", "DROP TABLE attempts", "UPDATE gpufleet_schema SET version = 2"}
 	}
 	for _, stmt := range back {
 		if _, err := db.Exec(stmt); err != nil {

@@ -51,7 +51,18 @@ func setAuditObject(ctx context.Context, object, team string) {
 	}
 }
 
+// clearAuditObject forgets the object the entry names when it is object.
+func clearAuditObject(ctx context.Context, object string) {
+	if a := auditOf(ctx); a != nil && !a.written && a.entry.Object == object {
+		a.entry.Object = ""
+	}
+}
+
 func insertAudit(tx *wtx, e *core.AuditEntry) error {
+	if tx.deferredOp {
+		tx.deferAudit(e) // with the write's own deferred row (pgdefer.go)
+		return nil
+	}
 	id, err := tx.insert(`INSERT INTO audit (time, user_name, role, action, method, path, object, team, status, message)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, "id", unixNano(e.Time), e.User, e.Role, e.Action, e.Method, e.Path, e.Object, e.Team, e.Status, e.Message)
 	if err != nil {

@@ -127,9 +127,52 @@ func (s *Store) Budget(ctx context.Context, team core.TeamName) ([]byte, error) 
 
 // AllocationsBetween lists the allocation intervals that overlap [from, to):
 // begun before to and not ended by from (open ones included), oldest first.
+//
+// It reads the window's rows, not the table: an interval that overlaps the
+// window began before its end and, when it has ended, no longer before its
+// start than the interval lasted. The rows are indexed by their length's
+// class (spanClass: open, up to an hour, a day, a week, five weeks, longer)
+// and their start, so that each class is read from its longest length
+// before the window: the rows of a month of a year of history, not the
+// year (BenchmarkReportAtScale in internal/ledger). Open intervals (at
+// most the devices' slices) and those longer than five weeks (at most one
+// per slice every five weeks) are read from the first.
 func (s *Store) AllocationsBetween(ctx context.Context, from, to time.Time) ([]core.Allocation, error) {
-	return s.queryAllocations(ctx, selectAllocations+` WHERE start < ? AND ("end" IS NULL OR "end" > ?) ORDER BY id`, unixNano(to), unixNano(from))
+	f, t := unixNano(from), unixNano(to)
+	args := []any{t}
+	for _, max := range spanBounds {
+		args = append(args, f-int64(max), t, f)
+	}
+	args = append(args, t, f)
+	return s.queryAllocations(ctx, allocationsBetween, args...)
 }
+
+// spanBounds are the longest lengths of the classes of closed intervals
+// that spanClass names 1, 2, 3 and 4; a longer one is of class 5, an open
+// one of class 0.
+var spanBounds = []time.Duration{time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 35 * 24 * time.Hour}
+
+// spanClass is the expression the index allocations_span and the queries
+// that use it share (an expression index is used by a query that spells
+// it the same way): the class of an interval's length, by spanBounds.
+const spanClass = `(CASE WHEN "end" IS NULL THEN 0 WHEN "end" - start <= 3600000000000 THEN 1 WHEN "end" - start <= 86400000000000 THEN 2 ` +
+	`WHEN "end" - start <= 604800000000000 THEN 3 WHEN "end" - start <= 3024000000000000 THEN 4 ELSE 5 END)`
+
+// allocationsSpan indexes allocations by spanClass and start.
+const allocationsSpan = `CREATE INDEX allocations_span ON allocations(` + spanClass + `, start)`
+
+// allocationsBetween is AllocationsBetween's query, one part a class: the
+// open intervals begun before the window's end; each bounded class begun
+// no longer than its bound before the window's start; the longest begun
+// before its end.
+var allocationsBetween = func() string {
+	q := selectAllocations + ` WHERE ` + spanClass + ` = 0 AND start < ?`
+	for i := range spanBounds {
+		q += fmt.Sprintf(` UNION ALL `+selectAllocations+` WHERE %s = %d AND start >= ? AND start < ? AND "end" > ?`, spanClass, i+1)
+	}
+	q += fmt.Sprintf(` UNION ALL `+selectAllocations+` WHERE %s = %d AND start < ? AND "end" > ?`, spanClass, len(spanBounds)+1)
+	return q + ` ORDER BY id`
+}()
 
 // WorkloadsByID returns the workloads of the given IDs that exist.
 func (s *Store) WorkloadsByID(ctx context.Context, ids []core.WorkloadID) (map[core.WorkloadID]*core.Workload, error) {

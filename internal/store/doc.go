@@ -121,24 +121,42 @@
 // refused, and an unreachable one fails Open: nothing falls back to SQLite.
 //
 // The writer works as on SQLite, one goroutine batching writes under
-// savepoints and acknowledging after COMMIT; each batch first takes a
-// transaction-scoped advisory lock (writeLock), so that the writes of all
-// servers are serialized as one SQLite writer serializes them: the checks a
-// write makes in its transaction (core.Fits, the lease) hold until it
-// commits. A lost connection fails the batch with core.ErrUnavailable
-// (nothing acknowledged) and database/sql reconnects for the next.
+// savepoints; each batch first takes a transaction-scoped advisory lock
+// (writeLock), so that the writes of all servers are serialized as one
+// SQLite writer serializes them: the checks a write makes in its
+// transaction (core.Fits, the lease) hold until it commits. A lost
+// connection fails the batch with core.ErrUnavailable (nothing
+// acknowledged) and database/sql reconnects for the next. Every statement
+// is a round trip, so a batch sends few: the lock and the last rev go with
+// its BEGIN, its notification and last rev with its COMMIT (pgtx.go), and
+// the rows of its submits without an idempotency key are written together,
+// in one statement from arrays, with their audit entries (pgdefer.go); a
+// plan's explanations are one UPDATE. As on SQLite the flush is pipelined
+// (pgsync.go): the writer commits without waiting for PostgreSQL's flush
+// (synchronous_commit off for its transactions alone) and a syncer
+// acknowledges each batch once a commit of its own, made as the server's
+// settings say, has returned: the log is flushed in order, so that flush
+// is the batch's. A batch is visible to readers, and to the other servers,
+// up to one flush before its writes are acknowledged. The teams are kept
+// in memory while the store listens to the database (cache.go): a commit
+// that changes one names "teams" in its notification.
 //
 // The view of active workloads must also follow the other servers' writes.
 // A trigger stamps every inserted or updated workload row with rev, the
 // next value of a sequence; under the write lock revs grow in commit order.
-// After each of its own commits, and on every NOTIFY the trigger sends
-// (PostgreSQL delivers it at COMMIT) or at least every second, a server
-// reads the rows with rev above the last it applied, in rev order, and
-// applies them to its view (syncView): only committed rows, never its own
-// uncommitted state, and in one order for all servers. Two things stay per
-// server: the token cache (a revoke on another server takes effect here
-// within tokenCacheTTL) and the pending bounds (counted from this server's
-// view, which lags others' submits by at most one sync).
+// On every NOTIFY the trigger sends (PostgreSQL delivers it at COMMIT), at
+// least every second, and at a batch's start when a rev was drawn since the
+// last it applied, a server reads the rows with rev above that one, in rev
+// order, and applies them to its view (syncView): only committed rows,
+// never its own uncommitted state, and in one order for all servers. After
+// its own commit it applies its batch's changes, which are those rows, as
+// SQLite's writer does, unless syncView has read them already (applyOwn).
+// Three things stay per server: the token cache (a revoke on another
+// server takes effect here within tokenCacheTTL), the teams kept (a change
+// on another server forgotten when its notification arrives, within
+// tokenCacheTTL from a server that does not name it) and the pending
+// bounds (counted from this server's view, which lags others' submits by
+// at most one sync).
 //
 // # The leader lease
 //

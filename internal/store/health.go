@@ -62,8 +62,15 @@ func isForeignKey(err error) bool {
 	}
 	var se *sqlite.Error
 	var pe *pgconn.PgError
-	return errors.As(err, &se) && se.Code() == sqliteForeignKey || errors.As(err, &pe) && pe.Code == "23503"
+	return errors.Is(err, errNoTeam) || errors.As(err, &se) && se.Code() == sqliteForeignKey || errors.As(err, &pe) && pe.Code == "23503"
 }
+
+// errNoTeam and errIDTaken are what a deferred submit's row left out
+// (pgdefer.go) would have met: the team's foreign key, the ID's index.
+var (
+	errNoTeam  = errors.New("no such team")
+	errIDTaken = errors.New("the workload ID is taken")
+)
 
 // isIDTaken reports whether err is a workload's INSERT refused for an ID
 // that another row has.
@@ -76,7 +83,7 @@ func isIDTaken(err error) bool {
 	// SQLite names the index's columns: "UNIQUE constraint failed:
 	// workloads.id" ends there, where the idempotency index's names
 	// workloads.owner and workloads.idem_key.
-	return errors.As(err, &se) && se.Code() == sqliteUnique && strings.Contains(se.Error(), "failed: workloads.id (") ||
+	return errors.Is(err, errIDTaken) || errors.As(err, &se) && se.Code() == sqliteUnique && strings.Contains(se.Error(), "failed: workloads.id (") ||
 		errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "workloads_id_key"
 }
 

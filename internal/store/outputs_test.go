@@ -87,9 +87,9 @@ func TestOutputsReportedBeforeTheirTimesWereKeptAreKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := []string{"DROP TABLE attempts", "DROP TABLE outputs", "PRAGMA user_version = 8"}
+	back := []string{"DROP INDEX allocations_span", "DROP TABLE attempts", "DROP TABLE outputs", "PRAGMA user_version = 8"}
 	if backend == "postgres" {
-		back = []string{"DROP TABLE attempts", "DROP TABLE outputs", "UPDATE gpufleet_schema SET version = 1"}
+		back = []string{"DROP INDEX allocations_span", "DROP TABLE attempts", "DROP TABLE outputs", "UPDATE gpufleet_schema SET version = 1"}
 	}
 	for _, stmt := range back {
 		if _, err := db.Exec(stmt); err != nil {

@@ -211,6 +211,9 @@ var pgMigrations = [][]string{{
 	// Each attempt's end with what it used (SQLite's version 10).
 	attemptsTable,
 	attemptsIndex,
+}, {
+	// Allocations by length and start (SQLite's version 11).
+	allocationsSpan,
 }}
 
 // leaseTable, serversTable and outputsTable are the same in both dialects
@@ -273,7 +276,10 @@ func openPostgres(ctx context.Context, target string, opts Options) (*Store, err
 	}
 	s := newStore(w, opts)
 	s.pg, s.where = cfg, where
-	s.revs = map[core.WorkloadID]int64{}
+	// The teams are kept while the listener hears the other servers'
+	// commits (cache.go); until it does, they are read every time.
+	s.teams = cache[core.Team]{on: true, ttl: tokenCacheTTL}
+	s.teams.suspended.Store(true)
 	if err := s.migratePG(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store %s cannot be used: %w", where, err)
@@ -292,8 +298,14 @@ func openPostgres(ctx context.Context, target string, opts Options) (*Store, err
 		s.Close()
 		return nil, fmt.Errorf("store %s: load active workloads: %w", where, err)
 	}
-	s.wg.Add(2)
+	s.pgSync = &pgSync{batches: make(chan *batch, MaxBatch)}
+	if err := s.pgSync.connect(ctx, cfg, 0); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store %s: %w", where, err)
+	}
+	s.wg.Add(3)
 	go s.writer()
+	go s.pgSyncer(cfg)
 	go s.listen(cfg)
 	return s, nil
 }
@@ -431,6 +443,11 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 		if err == nil {
 			_, err = conn.Exec(ctx, "LISTEN "+notifyChannel)
 		}
+		if err == nil {
+			// Listening: from here on a commit that changes a team
+			// is heard (and what was kept before is forgotten).
+			s.teams.suspend(false)
+		}
 		if err != nil {
 			if conn != nil {
 				conn.Close(context.Background())
@@ -446,8 +463,11 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 		backoff = 100 * time.Millisecond
 		for ctx.Err() == nil {
 			wctx, wcancel := context.WithTimeout(ctx, time.Second)
-			_, err := conn.WaitForNotification(wctx)
+			n, err := conn.WaitForNotification(wctx)
 			wcancel()
+			if err == nil && strings.Contains(n.Payload, "teams") {
+				s.teams.forget()
+			}
 			s.syncView(ctx)
 			if err == nil {
 				// A commit of some server changed something: the
@@ -459,6 +479,8 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 				break // the connection failed: connect again
 			}
 		}
+		// Deaf until connected again: the teams are read every time.
+		s.teams.suspend(true)
 		conn.Close(context.Background())
 	}
 }
@@ -505,12 +527,10 @@ func (s *Store) syncView(ctx context.Context) error {
 			}
 			if w.Status.Phase == core.Pending || w.Status.Phase == core.Running {
 				s.active[w.ID] = w
-				s.revs[w.ID] = g.rev
 				s.countPending(w, +1)
 				s.putOrder(w)
 			} else if old != nil {
 				delete(s.active, w.ID)
-				delete(s.revs, w.ID)
 				s.dropOrder(old)
 			}
 		}
@@ -526,6 +546,31 @@ func (s *Store) syncView(ctx context.Context) error {
 		case s.notify <- struct{}{}:
 		default:
 		}
+	}
+	return nil
+}
+
+// syncTo brings the view up to rev, the last rev drawn, read under the
+// write lock: every row of a rev up to it is committed or was never (only
+// a batch holding the lock draws revs), so once syncView has read what
+// was committed, nothing up to rev is left to read. When the view is at
+// rev already (no other server wrote since), nothing is read.
+func (s *Store) syncTo(ctx context.Context, rev int64) error {
+	s.syncMu.Lock()
+	at := s.rev
+	s.syncMu.Unlock()
+	if at == rev {
+		return nil
+	}
+	if err := s.syncView(ctx); err != nil {
+		return err
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.rev < rev {
+		s.mu.Lock()
+		s.rev = rev
+		s.mu.Unlock()
 	}
 	return nil
 }

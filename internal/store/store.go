@@ -99,13 +99,11 @@ type Store struct {
 	// pg is the configuration of a PostgreSQL store (nil: SQLite), where
 	// its redacted address for messages. Its view of the active workloads
 	// follows the commits of every server by rev (syncView): rev is the
-	// last applied, revs that of each workload in the view, both under
-	// syncMu and mu.
+	// last applied, under syncMu and mu.
 	pg     *pgx.ConnConfig
 	where  string
 	syncMu sync.Mutex
 	rev    int64
-	revs   map[core.WorkloadID]int64
 
 	// fenced counts the fenced writes refused (FencedWrites).
 	fenced atomic.Int64
@@ -113,6 +111,11 @@ type Store struct {
 	// wal, on a durable SQLite store, syncs the WAL apart from the
 	// COMMIT (durable.go); nil on PostgreSQL and with NoSync.
 	wal *walSync
+	// pgSync, on PostgreSQL, takes the writer's batches to the syncer that
+	// acknowledges them once flushed (pgsync.go).
+	pgSync *pgSync
+	// commits counts the writer's commits on PostgreSQL (batch.commit).
+	commits atomic.Int64
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -169,6 +172,12 @@ type wtx struct {
 	// the writer, before the commit and again after it, before anyone is
 	// told.
 	nodes, teams bool
+	// On PostgreSQL, the rows of deferred writes not written yet
+	// (pgdefer.go); op, the place in the batch of the write running;
+	// deferOK, whether it may defer its rows; deferredOp, whether it did.
+	rows                deferred
+	op                  int
+	deferOK, deferredOp bool
 }
 
 // maxStmts bounds how many distinct queries the writer keeps prepared:
@@ -378,9 +387,23 @@ type op struct {
 	// bare: fn fails, if at all, before it changes anything or with a
 	// storage error (doBare); on SQLite it runs with no savepoint. On
 	// PostgreSQL a failed statement aborts the whole transaction, so
-	// every write keeps its savepoint there.
+	// every write keeps its savepoint there, but a deferred one.
 	bare bool
+	// deferred: on PostgreSQL, fn may defer its rows (opDeferred,
+	// pgdefer.go); it runs no statement that can fail but for a storage
+	// error, and so needs no savepoint.
+	deferred bool
 }
+
+// opKind is how a write runs in its batch: under its own savepoint; bare,
+// with none on SQLite (op.bare); or deferred on PostgreSQL, bare on SQLite.
+type opKind uint8
+
+const (
+	opSavepoint opKind = iota
+	opBare
+	opDeferred
+)
 
 // MaxBatch bounds how many writes share one transaction (and one fsync).
 const MaxBatch = 256
@@ -572,7 +595,7 @@ func (s *Store) Changed() <-chan struct{} { return s.notify }
 
 // do queues fn as one write and waits until it is durable or failed.
 func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
-	return s.queue(ctx, fn, false)
+	return s.queue(ctx, fn, opSavepoint)
 }
 
 // doBare is do for a write whose fn fails, if at all, before its first
@@ -580,10 +603,10 @@ func (s *Store) do(ctx context.Context, fn func(tx *wtx) error) error {
 // op.bare), whose two statements and journalled pages a submit then does
 // not pay.
 func (s *Store) doBare(ctx context.Context, fn func(tx *wtx) error) error {
-	return s.queue(ctx, fn, true)
+	return s.queue(ctx, fn, opBare)
 }
 
-func (s *Store) queue(ctx context.Context, fn func(tx *wtx) error, bare bool) error {
+func (s *Store) queue(ctx context.Context, fn func(tx *wtx) error, kind opKind) error {
 	a := auditOf(ctx)
 	audited := false // the entry is in this write, to be committed with it
 	if a != nil && !a.written {
@@ -601,7 +624,8 @@ func (s *Store) queue(ctx context.Context, fn func(tx *wtx) error, bare bool) er
 			return nil
 		}
 	}
-	o := &op{fn: fn, err: make(chan error, 1), fence: fenceOf(ctx), quiet: ctx.Value(quietKey{}) != nil, bare: bare && s.pg == nil}
+	o := &op{fn: fn, err: make(chan error, 1), fence: fenceOf(ctx), quiet: ctx.Value(quietKey{}) != nil,
+		bare: kind != opSavepoint && s.pg == nil, deferred: kind == opDeferred && s.pg != nil}
 	select {
 	case s.ops <- o:
 	case <-s.done:
@@ -632,6 +656,9 @@ func (s *Store) writer() {
 	defer s.wg.Done()
 	if s.wal != nil {
 		defer close(s.wal.batches) // after the last batch: the syncer stops
+	}
+	if s.pgSync != nil {
+		defer close(s.pgSync.batches) // likewise (pgsync.go)
 	}
 	for {
 		var first *op
@@ -717,6 +744,8 @@ type batch struct {
 	// changed: one that others should hear of (not a heartbeat).
 	wrote, changed bool
 	lease          *leaseRow // read once, by the first fenced write
+	pw             *pgWrite  // on PostgreSQL, what BEGIN and COMMIT carry
+	commit         int64     // on PostgreSQL, its place in Store.commits
 	err            error     // set by abort: every write fails with it
 	seq            int64     // its place in the writer's order (noteWrite)
 }
@@ -749,6 +778,12 @@ func (s *Store) begin(ops []*op) *batch {
 	if err := s.brokenSync(); err != nil {
 		return fail(err) // stopped for good (durable.go)
 	}
+	if s.pg != nil {
+		// One writer at a time over every server (see writeLock),
+		// taken with the BEGIN (pgtx.go).
+		b.pw = &pgWrite{async: true}
+		ctx = context.WithValue(ctx, pgWriteKey{}, b.pw)
+	}
 	sqltx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		s.rollback()
@@ -756,15 +791,11 @@ func (s *Store) begin(ops []*op) *batch {
 	}
 	b.tx = &wtx{Tx: sqltx, s: s}
 	if s.pg != nil {
-		// One writer at a time over every server (see writeLock).
-		if _, err := b.tx.Exec("SELECT pg_advisory_xact_lock(?)", writeLock); err != nil {
-			b.tx.Rollback()
-			return fail(fmt.Errorf("lock: %w", err))
-		}
 		// Under the lock no other server commits: the view, brought up
 		// to the last commit, is exact for the checks the batch makes
-		// with it (the pending bounds).
-		if err := s.syncView(ctx); err != nil {
+		// with it (the pending bounds). It is already when no rev was
+		// drawn since the last it applied.
+		if err := s.syncTo(ctx, b.pw.rev); err != nil {
 			b.tx.Rollback()
 			return fail(fmt.Errorf("read the other servers' writes: %w", err))
 		}
@@ -787,6 +818,14 @@ func (b *batch) run(o *op) {
 		return
 	}
 	tx := b.tx
+	if !o.deferred {
+		// The deferred rows first: statements run in the writes' order.
+		if err := tx.flush(b.errs); err != nil {
+			b.ops = append(b.ops, o)
+			b.fail(flushError(err))
+			return
+		}
+	}
 	b.ops = append(b.ops, o)
 	b.errs = append(b.errs, nil)
 	i := len(b.ops) - 1
@@ -802,7 +841,11 @@ func (b *batch) run(o *op) {
 		}
 	}
 	var fnErr, err error
-	if o.bare {
+	if o.deferred {
+		tx.op, tx.deferOK = i, true
+		fnErr, err = tx.bare(func() error { return o.fn(tx) })
+		tx.deferOK, tx.deferredOp = false, false
+	} else if o.bare {
 		fnErr, err = tx.bare(func() error { return o.fn(tx) })
 	} else if fnErr, err = tx.savepoint("op", func() error { return o.fn(tx) }); err != nil && !isStorage(err) {
 		err = fmt.Errorf("savepoint: %w", err)
@@ -845,7 +888,6 @@ func (b *batch) abort(err error) {
 // the caller took the syncer's token, which a batch that fails gives back),
 // otherwise at once.
 func (s *Store) end(b *batch, idle bool) {
-	ctx := context.Background()
 	tx := b.tx
 	if idle {
 		defer func() {
@@ -857,13 +899,21 @@ func (s *Store) end(b *batch, idle bool) {
 	// Readers that fill a cache from here to the COMMIT read the old
 	// rows; the second forget, below, keeps them from storing them.
 	s.forgetCached(tx)
-	if s.pg != nil && b.changed {
+	if err := tx.flush(b.errs); err != nil {
+		b.fail(flushError(err))
+		return
+	}
+	if s.pg != nil && (b.changed || len(tx.changed) > 0) {
 		// Every server's loop hears of the change (a quota, a node, a
-		// workload) at COMMIT, as this one's does through notify.
-		if _, err := tx.Exec("SELECT pg_notify(?, '')", notifyChannel); err != nil {
-			b.fail(fmt.Errorf("notify: %w", err))
-			return
+		// workload) at COMMIT, as this one's does through notify; the
+		// payload names what the other servers keep (cache.go). Under
+		// the write lock only this batch draws revs: the last one drawn
+		// before the COMMIT is its last (pgTx.Commit reads it).
+		payload := ""
+		if tx.teams {
+			payload = "teams"
 		}
+		b.pw.notify = &payload
 	}
 	if err := s.brokenSync(); err != nil {
 		// An fsync failed while this batch was open: nothing after it
@@ -888,40 +938,18 @@ func (s *Store) end(b *batch, idle bool) {
 	}
 	s.forgetCached(tx)
 	if s.pg != nil {
-		if b.wrote {
-			s.noteWrite(nil, b.seq)
-		}
 		// The view follows the database, in commit order, with the other
-		// servers' writes; this batch is in it before it is acknowledged.
-		if err := s.syncView(ctx); err != nil {
-			// Committed: acknowledged; the listener catches up.
-			_ = err
-		}
-		b.acknowledge()
+		// servers' writes; this batch is in it before it is acknowledged,
+		// by the syncer once the database has flushed it (pgsync.go).
+		b.commit = s.commits.Add(1)
+		s.applyOwn(tx, b.pw.last)
+		s.pgSync.batches <- b
 		return
 	}
 	s.mu.Lock()
 	clear(s.committing)
 	s.forgetExplained(tx)
-	for _, w := range tx.changed {
-		old := s.active[w.ID]
-		if old != nil {
-			s.countPending(old, -1)
-		}
-		if w.Status.Phase == core.Pending || w.Status.Phase == core.Running {
-			c := w
-			if !tx.kept[w] {
-				c = w.Clone()
-			}
-			carryExplanation(tx, old, c)
-			s.active[w.ID] = c
-			s.countPending(c, +1)
-			s.putOrder(c)
-		} else if old != nil {
-			delete(s.active, w.ID)
-			s.dropOrder(old)
-		}
-	}
+	s.applyChanges(tx)
 	s.mu.Unlock()
 	if s.wal != nil {
 		// Acknowledged once the syncer's fsync has made it durable.
@@ -935,6 +963,56 @@ func (s *Store) end(b *batch, idle bool) {
 		s.noteWrite(nil, b.seq)
 	}
 	b.acknowledge()
+}
+
+// applyChanges brings the view up to tx, committed: the workloads its
+// writes changed, in their order. Callers hold mu.
+func (s *Store) applyChanges(tx *wtx) {
+	for _, w := range tx.changed {
+		old := s.active[w.ID]
+		if old != nil {
+			s.countPending(old, -1)
+		}
+		if w.Status.Phase == core.Pending || w.Status.Phase == core.Running {
+			c := w
+			if !tx.kept[w] {
+				c = w.Clone()
+			}
+			if s.pg == nil {
+				carryExplanation(tx, old, c)
+			}
+			s.active[w.ID] = c
+			s.countPending(c, +1)
+			s.putOrder(c)
+		} else if old != nil {
+			delete(s.active, w.ID)
+			s.dropOrder(old)
+		}
+	}
+}
+
+// applyOwn brings a PostgreSQL store's view up to tx, committed, whose last
+// rev was rev, from the workloads its writes changed, which are their rows
+// (no row is read back and decoded again): unless syncView has already
+// read them (the listener, woken by the commit's notification, may be
+// first), together with any other server's commits after it, which must
+// not be overwritten by older values. Under the write lock no other server
+// committed a workload between syncView's read at the batch's start and
+// this commit, so the view is then at this batch's first rev, or at its
+// last or beyond.
+func (s *Store) applyOwn(tx *wtx, rev int64) {
+	if len(tx.changed) == 0 {
+		return
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.rev >= rev {
+		return
+	}
+	s.mu.Lock()
+	s.applyChanges(tx)
+	s.rev = rev
+	s.mu.Unlock()
 }
 
 // acknowledge delivers each write's outcome and tells whoever waits on
@@ -1156,6 +1234,12 @@ var migrations = [][]string{
 		// peak memory), beside what it requested.
 		attemptsTable,
 		attemptsIndex,
+	},
+	{
+		// Allocations by length and start: a window's intervals are
+		// read without the rows before and after it (cost.go,
+		// AllocationsBetween).
+		allocationsSpan,
 	},
 }
 

@@ -752,7 +752,7 @@ func TestMigratesVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{
-		"DROP TABLE attempts", "DROP TABLE outputs", "DROP TABLE servers", "DROP TABLE leader_lease", "DROP TABLE acceptance_runs", "DROP TABLE volume_purges", "DROP TABLE volumes", "DROP TABLE secrets", "DROP TABLE node_status", "DROP TABLE node_events", "DROP TABLE evidence",
+		"DROP INDEX allocations_span", "DROP TABLE attempts", "DROP TABLE outputs", "DROP TABLE servers", "DROP TABLE leader_lease", "DROP TABLE acceptance_runs", "DROP TABLE volume_purges", "DROP TABLE volumes", "DROP TABLE secrets", "DROP TABLE node_status", "DROP TABLE node_events", "DROP TABLE evidence",
 		"DROP TABLE prices", "DROP TABLE budgets", "DROP INDEX allocations_start", "ALTER TABLE allocations DROP COLUMN outcome", "ALTER TABLE allocations DROP COLUMN pool",
 		"DROP INDEX tokens_id", "DROP INDEX tokens_user", "ALTER TABLE tokens DROP COLUMN id", "ALTER TABLE tokens DROP COLUMN name",
 		"DROP TABLE audit",

@@ -124,7 +124,7 @@ func (s *Store) Shares() []core.TeamShare {
 
 // Team reads one team.
 func (s *Store) Team(ctx context.Context, name core.TeamName) (*core.Team, error) {
-	if s.teams.on {
+	if s.teams.keeps() {
 		teams, err := s.decodedTeams(ctx)
 		if err != nil {
 			return nil, err

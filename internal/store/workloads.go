@@ -111,18 +111,15 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 			}
 			return err
 		}
-		seq, err := tx.insert(`INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, "seq",
-			string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status)
-		if isForeignKey(err) {
-			return fmt.Errorf("team %q: %w", w.Team, core.ErrNotFound)
+		if tx.canDefer() {
+			// Written with the batch's other submits (pgdefer.go).
+			setAuditObject(ctx, string(w.ID), string(w.Team))
+			tx.deferSubmit(w, spec, status)
+			out, created = w, true
+			return nil
 		}
-		if isIDTaken(err) {
-			// A refusal, so that the bare write fails alone (the INSERT
-			// took back only itself), not its batch; drawn again below.
-			return fmt.Errorf("workload ID %s is taken: %w (%w)", w.ID, core.ErrConflict, err)
-		}
-		if err != nil {
+		seq, err := tx.insert(insertWorkload, "seq", string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), key, hash, spec, status)
+		if err = insertError(w, err); err != nil {
 			return err
 		}
 		setAuditObject(ctx, string(w.ID), string(w.Team))
@@ -131,14 +128,41 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 		out, created = w, true
 		return nil
 	}
+	kind := opBare
+	if idem == nil && s.pg != nil {
+		kind = opDeferred
+	}
 	err = withFreshID(s.newID, func(id core.WorkloadID) error {
+		if kind == opDeferred && w.ID != "" {
+			// A deferred write named the ID it drew, taken, in its
+			// audit entry before its row failed.
+			clearAuditObject(ctx, string(w.ID))
+		}
 		w.ID = id
-		return s.doBare(ctx, insert)
+		return s.queue(ctx, insert, kind)
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return out, created, nil
+}
+
+// insertWorkload stores a new workload's row.
+const insertWorkload = `INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insertError is what a submit's INSERT of w answers for err: a team that
+// does not exist (the foreign key), an ID taken, as refusals, so that the
+// write fails alone (on SQLite the INSERT took back only itself), not its
+// batch; an ID taken is drawn again (withFreshID).
+func insertError(w *core.Workload, err error) error {
+	switch {
+	case isForeignKey(err):
+		return fmt.Errorf("team %q: %w", w.Team, core.ErrNotFound)
+	case isIDTaken(err):
+		return fmt.Errorf("workload ID %s is taken: %w (%w)", w.ID, core.ErrConflict, err)
+	}
+	return err
 }
 
 // withFreshID calls write with an ID from newID, and again with the next

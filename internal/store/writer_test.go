@@ -248,7 +248,7 @@ func TestExplanationOutOfStepFails(t *testing.T) {
 	d := core.Decision{Workload: w.ID, Reason: "QuotaLimit", Message: "at the limit"}
 	err := s.do(ctx, func(tx *wtx) error {
 		var events []core.Event
-		return setPendingReason(tx, d, t0, &events)
+		return setPendingReason(tx, d, t0, &events, new([]pendingStatus))
 	})
 	if err == nil {
 		t.Error("explanation written over a row that is not Pending")
@@ -300,7 +300,11 @@ func submitAndExplain(t *testing.T, tx *wtx, c *core.Workload, id core.WorkloadI
 	}
 	tx.changed = append(tx.changed, c)
 	var events []core.Event
-	if err := setPendingReason(tx, core.Decision{Workload: c.ID, Reason: "QuotaLimit", Message: "at the limit"}, t0, &events); err != nil {
+	var statuses []pendingStatus
+	if err := setPendingReason(tx, core.Decision{Workload: c.ID, Reason: "QuotaLimit", Message: "at the limit"}, t0, &events, &statuses); err != nil {
+		return err
+	}
+	if err := putPendingStatuses(tx, statuses); err != nil {
 		return err
 	}
 	return addEvents(tx, events)

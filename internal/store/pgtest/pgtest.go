@@ -41,6 +41,20 @@ func DB(t testing.TB) string {
 		}
 		t.Skipf("no PostgreSQL: %v", err)
 	}
+	return newDatabase(t, base)
+}
+
+// DB returns the URL of a new, empty database on the server, dropped when t
+// ends.
+func (in *Instance) DB(t testing.TB) string {
+	t.Helper()
+	return newDatabase(t, in.URL)
+}
+
+// newDatabase makes a new, empty database on the server of base (a URL),
+// dropped when t ends, and returns its URL.
+func newDatabase(t testing.TB, base string) string {
+	t.Helper()
 	var b [6]byte
 	rand.Read(b[:])
 	name := "gpufleet_test_" + hex.EncodeToString(b[:])
@@ -143,6 +157,10 @@ type Instance struct {
 	cred *syscall.Credential
 	cmd  *exec.Cmd
 	done chan struct{}
+	// durable: the server makes each commit durable (fsync and
+	// synchronous_commit on), as a deployment does; the tests' servers
+	// run with fsync off, for speed.
+	durable bool
 }
 
 // Private starts a server for t alone (stopped at its end): for tests that
@@ -161,6 +179,77 @@ func Private(t testing.TB) *Instance {
 	return in
 }
 
+// Durable starts a server for t alone (stopped at its end) that makes each
+// commit durable before it answers, as a deployment does: fsync and
+// synchronous_commit on, the other settings PostgreSQL's defaults. It is
+// for benchmarks, which must measure what a deployment gets, and it skips
+// or fails as DB does when no binaries are found. Its URL names its
+// postgres database; CPU reports what its processes used.
+func Durable(t testing.TB) *Instance {
+	t.Helper()
+	in, err := launchWith(true)
+	if err != nil {
+		if os.Getenv("GPUFLEET_REQUIRE_POSTGRES") != "" {
+			t.Fatalf("PostgreSQL required (GPUFLEET_REQUIRE_POSTGRES): %v", err)
+		}
+		t.Skipf("no PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { in.stop(); os.RemoveAll(in.dir) })
+	return in
+}
+
+// CPU is the CPU time, user and system, the server's processes have used
+// so far: the postmaster and its children running (every backend and
+// helper is its child, each in a session of its own), and the children
+// that have ended, which the postmaster reaped. It reads /proc, so it works on Linux only, and
+// counts in the kernel's clock ticks (10 ms on most systems): measure
+// spans of seconds.
+func (in *Instance) CPU() (time.Duration, error) {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return 0, errors.New("the server is not running")
+	}
+	pg := in.cmd.Process.Pid
+	st, err := procStat(pg)
+	if err != nil {
+		return 0, err
+	}
+	ticks := st.utime + st.stime + st.cutime + st.cstime
+	for _, pid := range children(pg) {
+		if st, err := procStat(pid); err == nil { // else gone since the listing
+			ticks += st.utime + st.stime
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// clockTicks is the unit of /proc's CPU times (USER_HZ), 100 on Linux.
+const clockTicks = 100
+
+type stat struct {
+	ppid                         int
+	utime, stime, cutime, cstime int64
+}
+
+// procStat reads the parent and the CPU times of process pid from
+// /proc/pid/stat (proc(5): fields 4 and 14 to 17).
+func procStat(pid int) (stat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return stat{}, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return stat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:])) // from field 3, the state
+	if len(f) < 15 {
+		return stat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	num := func(field int) int64 { n, _ := strconv.ParseInt(f[field-3], 10, 64); return n }
+	return stat{ppid: int(num(4)), utime: num(14), stime: num(15), cutime: num(16), cstime: num(17)}, nil
+}
+
 // Restart stops the server (fast shutdown: connections are cut) and starts
 // it again on the same files and port, waiting until it answers.
 func (in *Instance) Restart() error {
@@ -170,11 +259,39 @@ func (in *Instance) Restart() error {
 
 // Kill stops the server at once (SIGKILL of the postmaster and its
 // children); Start starts it again.
+//
+// Every backend and helper runs in a session of its own (PostgreSQL's
+// children call setsid), so the postmaster's process group is the
+// postmaster alone: its children are found by their parent and killed with
+// it, as a crash of the machine would stop them. (A backend left running
+// holds the shared memory, and the next start waits for it to notice its
+// postmaster gone.)
 func (in *Instance) Kill() {
 	if in.cmd != nil && in.cmd.Process != nil {
-		syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		pg := in.cmd.Process.Pid
+		kids := children(pg)
+		syscall.Kill(-pg, syscall.SIGKILL)
+		for _, pid := range kids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 		<-in.done
 	}
+}
+
+// children lists the processes whose parent is pid.
+func children(pid int) []int {
+	procs, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range procs {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := procStat(p); err == nil && st.ppid == pid {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Start starts a stopped server again.
@@ -198,7 +315,9 @@ func (in *Instance) stop() {
 	}
 }
 
-func launch() (*Instance, error) {
+func launch() (*Instance, error) { return launchWith(false) }
+
+func launchWith(durable bool) (*Instance, error) {
 	bin, err := Binaries()
 	if err != nil {
 		return nil, err
@@ -207,7 +326,7 @@ func launch() (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &Instance{dir: dir, bin: bin}
+	in := &Instance{dir: dir, bin: bin, durable: durable}
 	if os.Getuid() == 0 {
 		u, err := user.Lookup("nobody")
 		if err != nil {
@@ -237,8 +356,14 @@ func launch() (*Instance, error) {
 }
 
 func (in *Instance) run() error {
-	pg := exec.Command(filepath.Join(in.bin, "postgres"), "-D", filepath.Join(in.dir, "data"), "-p", strconv.Itoa(in.port), "-k", in.dir,
-		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
+	args := []string{"-D", filepath.Join(in.dir, "data"), "-p", strconv.Itoa(in.port), "-k", in.dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=300"}
+	if in.durable {
+		args = append(args, "-c", "fsync=on", "-c", "synchronous_commit=on")
+	} else {
+		args = append(args, "-c", "fsync=off", "-c", "shared_buffers=64MB")
+	}
+	pg := exec.Command(filepath.Join(in.bin, "postgres"), args...)
 	pg.SysProcAttr = &syscall.SysProcAttr{Credential: in.cred, Pdeathsig: syscall.SIGINT, Setpgid: true}
 	pg.Dir = in.dir
 	logf, err := os.OpenFile(filepath.Join(in.dir, "postgres.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
