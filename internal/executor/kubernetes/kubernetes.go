@@ -191,6 +191,10 @@ type Executor struct {
 	reader     nativeReader
 	nativeKeys map[string]key // namespace/name of a tracked native pod → its attempt
 	nativeCh   chan struct{}
+	// waitsShown remembers the wait last written on each native pod, so
+	// that a second NativeWait before the informer sees the first one's
+	// condition writes no second Event (nativebind.go).
+	waitsShown shownWaits
 
 	// Reachability (reach.go), under mu.
 	unreachable bool

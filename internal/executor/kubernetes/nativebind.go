@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -135,7 +137,8 @@ func (e *Executor) NativePodLive(ns string, p core.NativePod) bool {
 // with w's reason and text and an Event (Warning or Normal, as w says),
 // on each pod still waiting whose condition says something else; a pod
 // that says it already is left alone, so that a restart writes no Event
-// twice.
+// twice, and so is one this executor last showed the same wait, though
+// the informer's copy does not say so yet.
 func (e *Executor) NativeWait(ctx context.Context, n core.Native, w executor.NativeWait) error {
 	if e.natives == nil {
 		return nil
@@ -159,13 +162,56 @@ func (e *Executor) NativeWait(ctx context.Context, n core.Native, w executor.Nat
 		if c := podScheduled(p); c != nil && c.Status == corev1.ConditionFalse && c.Reason == w.Reason && c.Message == msg {
 			continue
 		}
+		if e.waitsShown.seen(p.UID, w.Reason, msg) {
+			continue
+		}
 		if err := e.setUnscheduled(ctx, p, w.Reason, msg); err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		e.waitsShown.record(p.Namespace, p.Name, p.UID, w.Reason, msg, e.natives)
 		errs = append(errs, e.podEvent(ctx, n.Namespace, np, typ, w.Reason, msg))
 	}
 	return errors.Join(errs...)
+}
+
+// shownWaits is the wait each native pod was last shown, by UID: what the
+// informer's copy of the pod says only some milliseconds later. Entries of
+// pods that are gone are dropped once the map has doubled since the last
+// sweep, so it stays about as large as the set of waiting pods.
+type shownWaits struct {
+	mu    sync.Mutex
+	m     map[types.UID]shownWait
+	swept int
+}
+
+type shownWait struct {
+	ns, name, reason, msg string
+}
+
+func (s *shownWaits) seen(uid types.UID, reason, msg string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.m[uid]
+	return ok && w.reason == reason && w.msg == msg
+}
+
+func (s *shownWaits) record(ns, name string, uid types.UID, reason, msg string, pods corelisters.PodLister) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.UID]shownWait{}
+	}
+	s.m[uid] = shownWait{ns: ns, name: name, reason: reason, msg: msg}
+	if len(s.m) <= 2*s.swept+64 {
+		return
+	}
+	for u, w := range s.m {
+		if p, err := pods.Pods(w.ns).Get(w.name); err != nil || p.UID != u || p.Spec.NodeName != "" {
+			delete(s.m, u)
+		}
+	}
+	s.swept = len(s.m)
 }
 
 // maxEventMessage bounds the message of an Event (the API server's own
