@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -260,5 +261,43 @@ func (h *harness) waitSnapshotRunning(ids ...core.WorkloadID) {
 			}
 		}
 		return running == len(ids), fmt.Sprintf("%d of them are", running)
+	})
+}
+
+// countingSampler counts its samples, and reports none.
+type countingSampler struct{ n atomic.Int64 }
+
+func (c *countingSampler) Sample(context.Context, *core.Snapshot) (core.Sample, error) {
+	c.n.Add(1)
+	return core.Sample{}, nil
+}
+
+// TestMonitorSamplesEveryInterval: Run samples at once, then every
+// Interval, on the clock it waits on (the bubble's), until its context
+// ends.
+func TestMonitorSamplesEveryInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		smp := &countingSampler{}
+		m := control.NewMonitor(control.MonitorOptions{Store: h.store, Sampler: smp, Interval: 10 * time.Second})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		synctest.Wait()
+		if n := smp.n.Load(); n != 1 {
+			t.Errorf("%d samples at the start, want 1", n)
+		}
+		time.Sleep(35 * time.Second) // the bubble's clock
+		if n := smp.n.Load(); n != 4 {
+			t.Errorf("%d samples after 35s, want 4: at once, then every 10s", n)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		time.Sleep(time.Minute)
+		if n := smp.n.Load(); n != 4 {
+			t.Errorf("%d samples a minute after Run returned, want still 4", n)
+		}
 	})
 }
