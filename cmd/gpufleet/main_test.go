@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // These tests build the real binary and run it as a separate process, so
@@ -52,22 +53,19 @@ func serve(t *testing.T, bin, dir, addr string) *proc {
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, addr: addr}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if _, ok := testwait.Within(20*time.Second, func() (bool, string) {
 		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
+		if err != nil {
+			return false, ""
 		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			b, _ := os.ReadFile(filepath.Join(dir, "..", "server.log"))
-			t.Fatalf("server not ready after 20s; log:\n%s", b)
-		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == 200, ""
+	}); !ok {
+		cmd.Process.Kill()
+		b, _ := os.ReadFile(filepath.Join(dir, "..", "server.log"))
+		t.Fatalf("server not ready after 20s; log:\n%s", b)
 	}
+	return p
 }
 
 func (p *proc) stop() {
@@ -168,19 +166,13 @@ func TestKill9DuringSubmits(t *testing.T) {
 	deadline := time.Now().Add(4 * time.Minute) // generous: CI runs a control plane and a browser alongside
 	for _, id := range acked {
 		var w *api.Workload
-		for {
-			w, err = client.GetWorkload(ctx, id)
-			if err != nil {
+		testwait.Until(t, time.Until(deadline), id+" to finish", func() (bool, string) {
+			if w, err = client.GetWorkload(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			if w.Status.Phase == api.PhaseSucceeded || w.Status.Phase == api.PhaseFailed || w.Status.Phase == api.PhaseCancelled {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still %s", id, w.Status.Phase)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			p := w.Status.Phase
+			return p == api.PhaseSucceeded || p == api.PhaseFailed || p == api.PhaseCancelled, "it is " + p
+		})
 		if w.Status.Phase != api.PhaseSucceeded {
 			t.Errorf("%s: %s (%s: %s), want Succeeded", id, w.Status.Phase, w.Status.Reason, w.Status.Message)
 		}

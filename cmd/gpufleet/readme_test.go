@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // TestREADME walks the README's first hour and the reference pages after
@@ -530,26 +531,22 @@ func startServer(t *testing.T, bin, dir, logPath, addr string, args ...string) {
 			<-done
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
+	if _, ok := testwait.Within(20*time.Second, func() (bool, string) {
 		select {
 		case <-done:
 			b, _ := os.ReadFile(logPath)
 			t.Fatalf("the server exited; log:\n%s", b)
 		default:
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("server not ready after 20s; log:\n%s", b)
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, ""
 		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, ""
+	}); !ok {
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("server not ready after 20s; log:\n%s", b)
 	}
 }
 

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/store"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // TestFullDiskAnswers507AndNotReady: on a server whose store's disk is full,
@@ -114,17 +116,10 @@ func TestFullDiskAnswers507AndNotReady(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Until(t, 5*time.Second, "readyz to answer 200 once space returned", func() (bool, string) {
 		a := do("GET", "/readyz", "")
-		if a.status == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readyz once space returned: %d %s, want 200", a.status, a.body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return a.status == http.StatusOK, fmt.Sprintf("%d %s", a.status, a.body)
+	})
 	if a := do("POST", "/api/v1/workloads", job); a.status != http.StatusCreated {
 		t.Errorf("submit once space returned: %d %s", a.status, a.body)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // TestTeamAdminCannotTakeOverAnotherTeamsServiceAccount replays issue 12's
@@ -105,11 +106,7 @@ func TestOtherTeamsEventsNameNoWorkload(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for end := time.Now().Add(20 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(end) {
-				t.Fatalf("no %s after 20s", what)
-			}
-		}
+		testwait.Until(t, 20*time.Second, what, func() (bool, string) { return ok(), "not yet" })
 	}
 	var beta, alpha []string
 	for range 4 {

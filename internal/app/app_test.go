@@ -19,6 +19,7 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // server is a real gpufleet server on loopback, run in-process.
@@ -62,13 +63,12 @@ func start(t testing.TB, dir string) *server {
 // removeAll removes dir, trying again while workloads that outlived their
 // server still write into it.
 func removeAll(t testing.TB, dir string) {
-	var err error
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if err = os.RemoveAll(dir); err == nil {
-			return
-		}
+	if saw, ok := testwait.Within(10*time.Second, func() (bool, string) {
+		err := os.RemoveAll(dir)
+		return err == nil, fmt.Sprint(err)
+	}); !ok {
+		t.Errorf("remove %s: %s", dir, saw)
 	}
-	t.Errorf("remove %s: %v", dir, err)
 }
 
 func (s *server) stop() {
@@ -77,23 +77,54 @@ func (s *server) stop() {
 	s.done <- nil // let a second stop return
 }
 
-func waitDone(t testing.TB, c *api.Client, id string) *api.Workload {
+// waitFor waits until cond holds for the workload (30 s at most), and
+// returns it. The API has no watch: testwait polls it.
+func waitFor(t testing.TB, c *api.Client, id, what string, cond func(*api.Workload) bool) *api.Workload {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		w, err := c.GetWorkload(context.Background(), id)
-		if err != nil {
+	var w *api.Workload
+	testwait.Until(t, 30*time.Second, fmt.Sprintf("workload %s to be %s", id, what), func() (bool, string) {
+		var err error
+		if w, err = c.GetWorkload(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
+		return cond(w), fmt.Sprintf("it is %s/%s %q", w.Status.Phase, w.Status.Reason, w.Status.Message)
+	})
+	return w
+}
+
+// waitDone waits until the workload has finished.
+func waitDone(t testing.TB, c *api.Client, id string) *api.Workload {
+	t.Helper()
+	return waitFor(t, c, id, "finished", func(w *api.Workload) bool {
 		switch w.Status.Phase {
 		case api.PhaseSucceeded, api.PhaseFailed, api.PhaseCancelled:
-			return w
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workload %s still %s after 30s", id, w.Status.Phase)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	})
+}
+
+// waitLog follows the workload's log, which the server streams as it is
+// written, until it holds s, and returns what it read. It fails t when the
+// log ends (the workload finished) or 30 s pass without s.
+func waitLog(t testing.TB, c *api.Client, id, s string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := c.Logs(ctx, id, true)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer rc.Close()
+	var got []byte
+	for buf := make([]byte, 4096); !bytes.Contains(got, []byte(s)); {
+		n, err := rc.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil && !bytes.Contains(got, []byte(s)) {
+			t.Fatalf("log of %s: no %q before %v; it holds %q", id, s, err, got)
+		}
+	}
+	return string(got)
 }
 
 // TestMixedWorkloadsEndToEnd submits a mix of whole, multi-GPU and
@@ -152,7 +183,7 @@ func TestMixedWorkloadsEndToEnd(t *testing.T) {
 					}
 				}
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // the watcher's pace
 		}
 	})
 	for id, w := range wants {
@@ -332,9 +363,7 @@ func TestRestartReadoptsRunningWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for !strings.Contains(readLog(t, s.admin, w.ID), "begin-marker") {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLog(t, s.admin, w.ID, "begin-marker")
 	s.stop()
 	s2 := start(t, dir)
 	got := waitDone(t, s2.admin, w.ID)
@@ -380,20 +409,7 @@ func TestReclaimEndToEnd(t *testing.T) {
 	}
 	waitPhase := func(id, phase string) *api.Workload {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			w, err := s.admin.GetWorkload(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if w.Status.Phase == phase {
-				return w
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s is %s (%s: %s), want %s", id, w.Status.Phase, w.Status.Reason, w.Status.Message, phase)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		return waitFor(t, s.admin, id, phase, func(w *api.Workload) bool { return w.Status.Phase == phase })
 	}
 	for _, id := range research {
 		waitPhase(id, api.PhaseRunning)
@@ -532,23 +548,19 @@ func TestNodesShowWhoHoldsEachGPU(t *testing.T) {
 			waitDone(t, s.admin, id)
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		nodes, _ := s.admin.Nodes(ctx)
+	testwait.Until(t, 10*time.Second, "the admin to see both holders", func() (bool, string) {
+		nodes, err := s.admin.Nodes(ctx)
+		if err != nil || len(nodes) == 0 {
+			return false, fmt.Sprintf("nodes %v, %v", nodes, err)
+		}
 		held := map[string]bool{}
 		for _, g := range nodes[0].GPUs {
 			for _, a := range g.Allocations {
 				held[a.WorkloadID] = true
 			}
 		}
-		if held[mine.ID] && held[theirs.ID] {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("admin does not see both holders: %+v", nodes[0].GPUs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return held[mine.ID] && held[theirs.ID], fmt.Sprintf("%+v", nodes[0].GPUs)
+	})
 	nodes, err := api.NewClient(s.addr, alice.Token).Nodes(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -590,23 +602,17 @@ func TestWrongMethodIs405(t *testing.T) {
 // test if it exits first or is not ready within 10 s.
 func waitReady(t testing.TB, addr string, done <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
+	testwait.Until(t, 10*time.Second, "the server to be ready", func() (bool, string) {
 		select {
 		case err := <-done:
 			t.Fatalf("server exited: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("server not ready after 10s")
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
 }

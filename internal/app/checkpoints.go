@@ -46,25 +46,31 @@ func sweepCheckpoints(ctx context.Context, st *store.Store, ex checkpointSweeper
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		ws, err := st.Workloads(ctx, store.WorkloadFilter{Phases: []core.Phase{core.Succeeded, core.Failed, core.Cancelled}})
-		if err != nil && ctx.Err() == nil {
-			log.Warn("checkpoints: list ended workloads", "err", err)
-		}
-		now := time.Now()
-		for _, w := range ws {
-			if swept[w.ID] || w.Status.FinishedAt == nil || now.Sub(*w.Status.FinishedAt) < retention {
-				continue
-			}
-			if err := ex.DeleteWorkload(ctx, w.Team, w.ID); err != nil {
-				log.Warn("checkpoints: remove", "workload", w.ID, "err", err)
-				continue
-			}
-			swept[w.ID] = true
-		}
+		sweepOnce(ctx, st, ex, retention, swept, log)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// sweepOnce is one pass of sweepCheckpoints; swept holds the workloads
+// whose checkpoints are gone already.
+func sweepOnce(ctx context.Context, st *store.Store, ex checkpointSweeper, retention time.Duration, swept map[core.WorkloadID]bool, log *slog.Logger) {
+	ws, err := st.Workloads(ctx, store.WorkloadFilter{Phases: []core.Phase{core.Succeeded, core.Failed, core.Cancelled}})
+	if err != nil && ctx.Err() == nil {
+		log.Warn("checkpoints: list ended workloads", "err", err)
+	}
+	now := time.Now()
+	for _, w := range ws {
+		if swept[w.ID] || w.Status.FinishedAt == nil || now.Sub(*w.Status.FinishedAt) < retention {
+			continue
+		}
+		if err := ex.DeleteWorkload(ctx, w.Team, w.ID); err != nil {
+			log.Warn("checkpoints: remove", "workload", w.ID, "err", err)
+			continue
+		}
+		swept[w.ID] = true
 	}
 }

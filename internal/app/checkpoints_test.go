@@ -55,9 +55,11 @@ func TestSweepCheckpoints(t *testing.T) {
 		return w.ID
 	}
 	old, recent, active := mk(time.Now().Add(-2*time.Hour)), mk(time.Now().Add(-time.Minute)), mk(time.Time{})
-	cctx, cancel := context.WithCancel(ctx)
-	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
-	sweepCheckpoints(cctx, st, localSweeper{ex}, time.Hour, time.Hour, slog.New(slog.DiscardHandler))
+	swept := map[core.WorkloadID]bool{}
+	sweepOnce(ctx, st, localSweeper{ex}, time.Hour, swept, slog.New(slog.DiscardHandler))
+	if !swept[old] || len(swept) != 1 {
+		t.Errorf("swept %v, want only %s", swept, old)
+	}
 	for id, want := range map[core.WorkloadID]bool{old: false, recent: true, active: true} {
 		_, err := os.Stat(filepath.Join(dir, "workloads", string(id), "checkpoint"))
 		if got := err == nil; got != want {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // The churn benchmark (issue 13): a real server on loopback, in-process, one
@@ -240,7 +241,7 @@ func TestChurn(t *testing.T) {
 			offset := time.Duration(wi) * interval / time.Duration(workers)
 			for k := range each {
 				if d := time.Until(begin.Add(offset + time.Duration(k)*interval)); d > 0 {
-					time.Sleep(d)
+					time.Sleep(d) // the load's pace
 				}
 				if ctx.Err() != nil {
 					return
@@ -678,20 +679,18 @@ func cleanup(ctx context.Context, t *testing.T, c *api.Client) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for _, phase := range []string{api.PhasePending, api.PhaseRunning} {
-		for time.Now().Before(deadline) {
+		var listErr error
+		saw, ok := testwait.Within(time.Until(deadline), func() (bool, string) {
 			ws, err := c.AllWorkloads(ctx, api.ListOptions{Phase: phase})
 			if err != nil {
-				t.Errorf("list %s workloads: %v", phase, err)
-				return
+				listErr = err
+				return true, ""
 			}
 			var todo []string
 			for _, w := range ws {
 				if w.Status.StopRequested == "" {
 					todo = append(todo, w.ID)
 				}
-			}
-			if len(ws) == 0 {
-				break
 			}
 			var wg sync.WaitGroup
 			for g := range 8 {
@@ -707,13 +706,16 @@ func cleanup(ctx context.Context, t *testing.T, c *api.Client) {
 				})
 			}
 			wg.Wait()
-			if len(todo) == 0 {
-				time.Sleep(200 * time.Millisecond)
-			}
+			return len(ws) == 0, fmt.Sprintf("%d %s", len(ws), phase)
+		})
+		if listErr != nil {
+			t.Errorf("list %s workloads: %v", phase, listErr)
+			return
 		}
-	}
-	if time.Now().After(deadline) {
-		t.Errorf("workloads still running 2 minutes after the end")
+		if !ok {
+			t.Errorf("workloads still there 2 minutes after the end: %s", saw)
+			return
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // The disk-full scenario: a real server, in a process of its own, with its
@@ -207,17 +208,11 @@ func readyz(t *testing.T, addr string) (int, string) {
 // waitReadyz waits until /readyz answers want.
 func waitReadyz(t *testing.T, addr string, want int, why string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if saw, ok := testwait.Within(10*time.Second, func() (bool, string) {
 		status, body := readyz(t, addr)
-		if status == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("readyz %s: %d %s, want %d", why, status, body, want)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		return status == want, fmt.Sprintf("%d %s", status, body)
+	}); !ok {
+		t.Errorf("readyz %s: %s, want %d", why, saw, want)
 	}
 }
 
@@ -237,15 +232,8 @@ func startRunning(t *testing.T, s *server, n int, sleep string) []string {
 		}
 		ids = append(ids, w.ID)
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	for _, id := range ids {
-		for !strings.Contains(readLog(t, s.admin, id), marker) {
-			if time.Now().After(deadline) {
-				w, _ := s.admin.GetWorkload(context.Background(), id)
-				t.Fatalf("%s did not start within 30s: %+v", id, w.Status)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitLog(t, s.admin, id, marker)
 	}
 	return ids
 }
@@ -308,7 +296,9 @@ func TestDiskFull(t *testing.T) {
 	if status, body := readyz(t, p.addr); !strings.Contains(body, "no space left") {
 		t.Errorf("readyz on a full disk: %d %s, want it to say no space is left", status, body)
 	}
-	time.Sleep(time.Until(ranAt.Add(4 * time.Second))) // the jobs have ended, on a full disk
+	// The jobs (sleep 2) have ended, on a full disk, which nothing can
+	// record: their own run time, and 2 s more, is the wait.
+	time.Sleep(time.Until(ranAt.Add(4 * time.Second)))
 	if status, body := readyz(t, p.addr); status != http.StatusServiceUnavailable {
 		t.Errorf("readyz on a full disk, later: %d %s, want 503", status, body)
 	}
@@ -327,7 +317,7 @@ func TestDiskFull(t *testing.T) {
 	acked = append(acked, more...)
 	checkRefusedForSpace(t, status, body)
 	waitReadyz(t, p.addr, http.StatusServiceUnavailable, "on a full disk, before kill -9")
-	time.Sleep(time.Until(ranAt.Add(4 * time.Second)))
+	time.Sleep(time.Until(ranAt.Add(4 * time.Second))) // the jobs have ended, as above
 	p.kill9()
 	p.dumpLog(t)
 	free()

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // TestFloorPercent: the GOGC that lets the heap reach the floor, the
@@ -116,11 +118,11 @@ func TestHeapFloorChild(t *testing.T) {
 	runtime.GC()
 	keepHeapFloor()
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	for deadline := time.Now().Add(500 * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
+	// A percent left alone changes at no moment: the wait for a change
+	// ends after 500 ms without one.
+	testwait.Within(500*time.Millisecond, func() (bool, string) {
 		metrics.Read(s)
-		if s[0].Value.Uint64() != 100 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return s[0].Value.Uint64() != 100, ""
+	})
 	fmt.Printf("gogc=%d\n", s[0].Value.Uint64())
 }

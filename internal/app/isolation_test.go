@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpufleet/gpufleet/api"
 )
@@ -41,7 +40,7 @@ func TestWorkloadsCannotReadThePlatformsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLogContains(t, ac, victim.ID, marker)
+	waitLog(t, ac, victim.ID, marker)
 
 	data, _ := filepath.Abs(s.cfg.DataDir)
 	vdir := filepath.Join(data, "workloads", victim.ID)
@@ -94,18 +93,6 @@ func requireIsolated(t *testing.T, s *server) {
 		}
 		t.Skipf("this machine cannot isolate workloads: %s", iso)
 	}
-}
-
-// waitLogContains waits until the workload's log holds s.
-func waitLogContains(t *testing.T, c *api.Client, id, s string) {
-	t.Helper()
-	for i := 0; i < 300; i++ {
-		if strings.Contains(readLog(t, c, id), s) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("log of %s: no %q", id, s)
 }
 
 // TestUnisolatedServerRefusesSeveralTeams: a server that cannot isolate

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpufleet/gpufleet/api"
 )
@@ -40,13 +39,7 @@ func TestTokensDoNotLeak(t *testing.T) {
 	h.must(alice.Token, "GET", "/api/v1/whoami", "", 200, nil)
 	var wl api.Workload
 	h.must(alice.Token, "POST", "/api/v1/workloads", `{"team":"`+teamA+`","command":["sh","-c","echo hello-from-alice; sleep 60"],"gracePeriodSeconds":1,"resources":{"gpus":0.5}}`, http.StatusCreated, &wl)
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(h.do(alice.Token, "GET", "/api/v1/workloads/"+wl.ID+"/logs", "").body, "hello-from-alice") {
-		if time.Now().After(deadline) {
-			t.Fatal("no log after 20s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitLog(t, api.NewClient(s.addr, alice.Token), wl.ID, "hello-from-alice")
 	h.must(alice.Token, "GET", "/api/v1/workloads/"+wl.ID+"/events", "", 200, nil)
 	h.must(alice.Token, "DELETE", "/api/v1/workloads/"+wl.ID, "", 200, nil)
 	waitDone(t, s.admin, wl.ID)

@@ -22,7 +22,7 @@ func TestLogsSince(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLogContains(t, s.admin, w.ID, "late-line")
+	waitLog(t, s.admin, w.ID, "late-line")
 	read := func(o api.LogOptions) string {
 		t.Helper()
 		rc, err := s.admin.LogsWith(ctx, w.ID, o)

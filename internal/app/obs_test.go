@@ -16,6 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // startObs starts a server on four simulated H100s with the demo teams,
@@ -25,25 +26,6 @@ func startObs(t testing.TB, dir string, edit func(*config.Config)) *server {
 	cfg := testConfig(t, dir)
 	edit(&cfg)
 	return startWith(t, cfg, io.Discard)
-}
-
-// waitFor polls a workload until cond holds (30 s at most).
-func waitFor(t *testing.T, c *api.Client, id, what string, cond func(*api.Workload) bool) *api.Workload {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		w, err := c.GetWorkload(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cond(w) {
-			return w
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workload %s not %s after 30s: %s/%s %q", id, what, w.Status.Phase, w.Status.Reason, w.Status.Message)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func submitNB(t *testing.T, s *server, kind, gpus string, script string) *api.Workload {
@@ -128,15 +110,13 @@ func TestIdleNotebookIsReclaimed(t *testing.T) {
 	}
 	// The points after the reclaim: two running.
 	var h *api.UsageHistory
-	for end := time.Now().Add(10 * time.Second); ; {
+	testwait.Until(t, 10*time.Second, "a usage point with two running", func() (bool, string) {
 		if h, err = s.admin.Usage(ctx, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(h.Points); (n > 0 && h.Points[n-1].Running == 2) || time.Now().After(end) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		n := len(h.Points)
+		return n > 0 && h.Points[n-1].Running == 2, fmt.Sprintf("%d points", n)
+	})
 	if len(h.Points) < 4 || h.IntervalSeconds != 0.25 {
 		t.Fatalf("usage: %d points every %gs, want several every 0.25s", len(h.Points), h.IntervalSeconds)
 	}
@@ -245,29 +225,24 @@ func TestMetricsMatchTheAPI(t *testing.T) {
 		}
 	}()
 	// Wait for a sample, so that the utilisation series exist.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if h, err := s.admin.Usage(ctx, time.Minute); err == nil && len(h.Points) > 0 {
-			break
+	testwait.Until(t, 10*time.Second, "a usage sample", func() (bool, string) {
+		h, err := s.admin.Usage(ctx, time.Minute)
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no usage sample after 10s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(h.Points) > 0, "no point"
+	})
 
 	// The starts are counted just after they are committed: wait for the
 	// three.
 	var status int
 	var hdr http.Header
 	var body string
-	for end := time.Now().Add(10 * time.Second); ; {
+	testwait.Until(t, 10*time.Second, "three starts counted", func() (bool, string) {
 		status, hdr, body = scrape(t, s.addr, s.admin.Token)
-		if series(t, body)["gpufleet_queue_wait_seconds_count"] >= 3 || time.Now().After(end) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		n := series(t, body)["gpufleet_queue_wait_seconds_count"]
+		return n >= 3, fmt.Sprintf("gpufleet_queue_wait_seconds_count %v", n)
+	})
 	if testing.Verbose() {
 		for _, l := range strings.Split(body, "\n") {
 			if strings.HasPrefix(l, "gpufleet_") {

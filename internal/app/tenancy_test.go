@@ -138,7 +138,7 @@ func (h *hclient) do(token, method, path, body string) answer {
 		if a.status == http.StatusTooManyRequests && h.retry429 && attempt < 20 && strings.Contains(a.body, api.CodeRateLimited) {
 			h.waited++
 			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-			time.Sleep(time.Duration(max(1, min(secs, 3))) * time.Second)
+			time.Sleep(time.Duration(max(1, min(secs, 3))) * time.Second) // as the server's Retry-After asks
 			continue
 		}
 		return a
@@ -290,19 +290,11 @@ func (w *world) freshPending() string {
 
 func (w *world) waitRunningWithLog(id, marker string) {
 	w.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var wl api.Workload
-		w.h.must(w.admin.token, "GET", "/api/v1/workloads/"+id, "", 200, &wl)
-		if wl.Status.Phase == api.PhaseRunning {
-			if a := w.h.do(w.admin.token, "GET", "/api/v1/workloads/"+id+"/logs", ""); strings.Contains(a.body, marker) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("%s is %s without %q in its log after 20s", id, wl.Status.Phase, marker)
-		}
-		time.Sleep(50 * time.Millisecond)
+	waitLog(w.t, api.NewClient(w.h.addr, w.admin.token), id, marker)
+	var wl api.Workload
+	w.h.must(w.admin.token, "GET", "/api/v1/workloads/"+id, "", 200, &wl)
+	if wl.Status.Phase != api.PhaseRunning {
+		w.t.Fatalf("%s wrote %q and is %s, want Running", id, marker, wl.Status.Phase)
 	}
 }
 

@@ -54,7 +54,7 @@ func TestLiveArray(t *testing.T) {
 				most = max(most, n)
 				mu.Unlock()
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // the sampler's pace
 		}
 	})
 	if r := s.run(t, s.admin, "wait", id, "--timeout", "60s"); r.code != 0 {

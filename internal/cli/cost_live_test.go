@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // TestLiveCostOfCompletedWork drives the whole server on simulated GPUs and
@@ -171,12 +173,10 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	}
 	next := strings.TrimSpace(s.run(t, tina, "submit", "--team", "thrifty", "--gpus", "0.25", "--", "sleep", "1").stdout)
 	var w api.Workload
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	testwait.Within(10*time.Second, func() (bool, string) {
 		mustJSON(t, s.run(t, tina, "get", "workload", next, "-o", "json").stdout, &w)
-		if w.Status.Reason == "BudgetExceeded" {
-			break
-		}
-	}
+		return w.Status.Reason == "BudgetExceeded", ""
+	})
 	if w.Status.Phase != "Pending" || w.Status.Reason != "BudgetExceeded" || !strings.Contains(w.Status.Message, "of 0.50 USD") || !strings.Contains(w.Status.Message, "resets at") {
 		t.Errorf("next workload of a team over its hard budget: %s/%s %q", w.Status.Phase, w.Status.Reason, w.Status.Message)
 	}
@@ -196,12 +196,10 @@ func TestLiveCostOfCompletedWork(t *testing.T) {
 	if got := s.must(t, "delete", "budget", "thrifty"); got != "budget/thrifty deleted\n" {
 		t.Errorf("delete budget: %q", got)
 	}
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	testwait.Within(10*time.Second, func() (bool, string) {
 		mustJSON(t, s.run(t, tina, "get", "workload", next, "-o", "json").stdout, &w)
-		if w.Status.Phase != "Pending" {
-			break
-		}
-	}
+		return w.Status.Phase != "Pending", ""
+	})
 	if w.Status.Phase == "Pending" {
 		t.Errorf("after the budget is removed: %s/%s %q, want it started", w.Status.Phase, w.Status.Reason, w.Status.Message)
 	}
@@ -233,18 +231,13 @@ func TestLiveOutputsCountAsTheyHappen(t *testing.T) {
 	for _, id := range []string{images, plain, failed} {
 		s.run(t, s.admin, "wait", id)
 	}
-	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.Until(t, 20*time.Second, "the service to run", func() (bool, string) {
 		w, err := c.GetWorkload(ctx, svc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w.Status.Phase == api.PhaseRunning {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the service is %s: %s", w.Status.Phase, w.Status.Message)
-		}
-	}
+		return w.Status.Phase == api.PhaseRunning, fmt.Sprintf("it is %s: %s", w.Status.Phase, w.Status.Message)
+	})
 	if _, err := c.ReportOutputs(ctx, svc, &api.Outputs{Accepted: 30, Unit: "requests"}); err != nil {
 		t.Fatal(err)
 	}

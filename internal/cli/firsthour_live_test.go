@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -111,33 +112,61 @@ func TestLiveFirstHourVerbs(t *testing.T) {
 	t.Run("get workloads --watch -o json prints a line per change", func(t *testing.T) {
 		defer func(d time.Duration) { watchInterval = d }(watchInterval)
 		watchInterval = 50 * time.Millisecond
+		// The team's limit of 0 holds the workload Pending until the
+		// watch has printed it, in its first list: each step below waits
+		// for the line that the watch prints.
 		s.must(t, "create", "team", "watched")
-		ctx, cancel := context.WithCancel(context.Background())
-		res := make(chan result, 1)
-		go func() {
-			res <- s.runCtx(t, ctx, s.admin, "get", "workloads", "--team", "watched", "--watch", "-o", "json")
-		}()
-		time.Sleep(200 * time.Millisecond)
+		s.must(t, "set", "quota", "watched", "--limit", "0")
 		id := strings.TrimSpace(s.must(t, "submit", "--team", "watched", "--gpus", "0.25", "--", "sleep", "0.5"))
-		s.must(t, "wait", id)
-		time.Sleep(300 * time.Millisecond)
-		cancel()
-		r := <-res
-		if r.code != 0 {
-			t.Fatalf("watch: exit %d %s", r.code, r.stderr)
-		}
+		ctx, cancel := context.WithCancel(context.Background())
+		out, w := io.Pipe()
+		var stderr bytes.Buffer
+		code := make(chan int, 1)
+		go func() {
+			code <- s.runTo(t, ctx, s.admin, w, &stderr, "get", "workloads", "--team", "watched", "--watch", "-o", "json")
+			w.Close()
+		}()
+		lines := make(chan string)
+		go func() {
+			defer close(lines)
+			for sc := bufio.NewScanner(out); sc.Scan(); {
+				lines <- sc.Text()
+			}
+		}()
 		var phases []string
-		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-			var w api.Workload
-			if err := json.Unmarshal([]byte(line), &w); err != nil {
-				t.Fatalf("a line that is not one JSON object: %q (%v)", line, err)
-			}
-			if w.ID == id && (len(phases) == 0 || phases[len(phases)-1] != w.Status.Phase) {
-				phases = append(phases, w.Status.Phase)
+		next := func(want string) {
+			t.Helper()
+			for len(phases) == 0 || phases[len(phases)-1] != want {
+				select {
+				case line, ok := <-lines:
+					if !ok {
+						t.Fatalf("the watch ended (%s) before %s was %s; phases seen: %v", stderr.String(), id, want, phases)
+					}
+					var w api.Workload
+					if err := json.Unmarshal([]byte(line), &w); err != nil {
+						t.Fatalf("a line that is not one JSON object: %q (%v)", line, err)
+					}
+					if w.ID == id && (len(phases) == 0 || phases[len(phases)-1] != w.Status.Phase) {
+						phases = append(phases, w.Status.Phase)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatalf("no line with %s %s in 30s; phases seen: %v", id, want, phases)
+				}
 			}
 		}
-		if len(phases) < 2 || phases[len(phases)-1] != api.PhaseSucceeded {
-			t.Errorf("phases seen: %v, want changes ending in Succeeded", phases)
+		next(api.PhasePending)
+		s.must(t, "set", "quota", "watched", "--limit", "unlimited")
+		next(api.PhaseSucceeded)
+		cancel()
+		go func() {
+			for range lines {
+			}
+		}()
+		if c := <-code; c != 0 {
+			t.Fatalf("watch: exit %d %s", c, stderr.String())
+		}
+		if len(phases) < 2 || phases[0] != api.PhasePending {
+			t.Errorf("phases seen: %v, want Pending first, and changes ending in Succeeded", phases)
 		}
 	})
 

@@ -22,38 +22,35 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/qualify"
 	"github.com/gpufleet/gpufleet/internal/store"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // pollDeadline bounds every wait of these tests for the server to get
 // somewhere.
 const pollDeadline = 15 * time.Second
 
-// eventually calls check every 50 ms until it returns "" (it holds), and
-// fails the test with its last complaint once pollDeadline has passed.
+// eventually checks until check returns "" (it holds), and fails the test
+// with its last complaint once pollDeadline has passed. The API has no
+// watch: testwait polls it.
 func eventually(t *testing.T, what string, check func() string) {
 	t.Helper()
-	deadline := time.Now().Add(pollDeadline)
-	for {
+	testwait.Until(t, pollDeadline, what, func() (bool, string) {
 		msg := check()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: after %s, %s", what, pollDeadline, msg)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return msg == "", msg
+	})
 }
 
 // holdsFor checks that check keeps returning "" for d: something the server
-// must not do over several of its cycles (its resync period is 100 ms).
+// must not do over several of its cycles (its resync period is 100 ms). No
+// event marks that nothing happened: the window is the test.
 func holdsFor(t *testing.T, d time.Duration, what string, check func() string) {
 	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	testwait.Within(d, func() (bool, string) {
 		if msg := check(); msg != "" {
 			t.Fatalf("%s: %s", what, msg)
 		}
-	}
+		return false, ""
+	})
 }
 
 // describeNodeJSON is describe node N -o json, decoded.

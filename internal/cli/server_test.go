@@ -29,6 +29,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/executor/fake"
 	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/store"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 	gpuusage "github.com/gpufleet/gpufleet/internal/usage"
 )
 
@@ -335,17 +336,14 @@ func startLiveServerWith(t *testing.T, configure func(*config.Config)) *liveServ
 	done := make(chan error, 1)
 	go func() { done <- app.RunWithLogger(ctx, cfg, io.Discard, slog.New(slog.DiscardHandler)) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+	testwait.Until(t, 10*time.Second, "the server to be ready", func() (bool, string) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(end) {
-			t.Fatal("server not ready after 10s")
-		}
-	}
+		resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
 	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
 	if err != nil {
 		t.Fatal(err)
@@ -367,14 +365,12 @@ func startLiveServerWith(t *testing.T, configure func(*config.Config)) *liveServ
 				c.CancelWorkload(ctx, w.ID)
 			}
 		}
-		for ctx.Err() == nil {
+		if _, ok := testwait.Within(20*time.Second, func() (bool, string) {
 			ws, err := c.AllWorkloads(ctx, api.ListOptions{})
-			if err != nil || !slices.ContainsFunc(ws, func(w api.Workload) bool { return w.Status.Phase == api.PhaseRunning }) {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
+			return err != nil || !slices.ContainsFunc(ws, func(w api.Workload) bool { return w.Status.Phase == api.PhaseRunning }), ""
+		}); !ok {
+			t.Errorf("workloads still running 20 s after their cancel")
 		}
-		t.Errorf("workloads still running 20 s after their cancel")
 	})
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,17 +22,28 @@ import (
 )
 
 // These are component tests: the real store on a file, the fake executor, a
-// virtual clock, and the loop running on its own goroutine. Conditions are
-// awaited by polling the store; the loop's resync is short so that each wait
-// is brief, and the deadline is generous so that a slow machine (or -race)
-// does not make them flaky.
+// virtual clock (Options.Now), and the loop running on its own goroutine.
+// A test that runs the loop runs in a synctest bubble, so that the loop's
+// timers (Resync, the safety resync, a wake the plan asked for) and the
+// fake's run on the bubble's clock, which moves only once every goroutine
+// of the test (the loop, its launcher, the store's writer) waits: until
+// checks a condition each time they all wait, and lets that clock move on
+// otherwise. Nothing waits on the machine's clock, so that a slow machine
+// (or -race) changes no outcome, and a timing the test checks is exact.
 
 var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
 const (
-	resync   = 20 * time.Millisecond
+	resync = 20 * time.Millisecond
+	// deadline and poll are on the bubble's clock: how long until waits,
+	// and by how much it lets the clock move on while its condition is
+	// false.
 	deadline = 15 * time.Second
 	poll     = 2 * time.Millisecond
+	// spinCycles is more cycles than any test runs (a failed wait of
+	// deadline runs deadline/resync); a loop that runs that many spins,
+	// and is stopped, so that the test fails instead of never settling.
+	spinCycles = 10000
 )
 
 // clock is a virtual clock shared by the loop, the fake executor and the
@@ -62,6 +74,9 @@ type harness struct {
 	exec   *fake.Executor
 	clock  *clock
 	cycles atomic.Int64 // cycles run by the loops started with run
+	// halts cancels the loops started with run (halt).
+	mu    sync.Mutex
+	halts []context.CancelFunc
 }
 
 func newHarness(t *testing.T) *harness {
@@ -99,7 +114,24 @@ func (h *harness) options(ex executor.Executor) control.Options {
 		Executor: ex,
 		Now:      h.clock.Now,
 		Resync:   resync,
-		OnCycle:  func(time.Duration, core.Plan) { h.cycles.Add(1) },
+		OnCycle:  h.counted,
+	}
+}
+
+// counted counts a cycle, and halts the loops once they spin (spinCycles).
+func (h *harness) counted(time.Duration, core.Plan) {
+	if h.cycles.Add(1) == spinCycles {
+		h.t.Errorf("the loops ran %d cycles: one spins; halted", spinCycles)
+		h.halt()
+	}
+}
+
+// halt cancels the loops started with run, without waiting for them.
+func (h *harness) halt() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, cancel := range h.halts {
+		cancel()
 	}
 }
 
@@ -108,6 +140,9 @@ func (h *harness) options(ex executor.Executor) control.Options {
 func (h *harness) run(loop *control.Loop) (stop func()) {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	h.mu.Lock()
+	h.halts = append(h.halts, cancel)
+	h.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- loop.Run(ctx) }()
 	var once sync.Once
@@ -155,21 +190,36 @@ func (h *harness) get(id core.WorkloadID) *core.Workload {
 	return w
 }
 
-// waitFor polls the store until cond holds for the workload, and returns it.
-func (h *harness) waitFor(id core.WorkloadID, what string, cond func(*core.Workload) bool) *core.Workload {
+// until waits until ok holds, in a test that runs in a synctest bubble: it
+// checks ok each time every other goroutine of the bubble waits, and
+// otherwise lets the bubble's clock move on by poll, which fires the timers
+// due meanwhile. It fails the test with ok's account of what it saw once
+// deadline has passed on that clock.
+func (h *harness) until(what string, ok func() (bool, string)) {
 	h.t.Helper()
 	end := time.Now().Add(deadline)
 	for {
-		w := h.get(id)
-		if cond(w) {
-			return w
+		synctest.Wait()
+		done, saw := ok()
+		if done {
+			return
 		}
 		if time.Now().After(end) {
-			h.t.Fatalf("workload %s: waited %s for it to be %s; it is %s (reason %q, message %q, attempt %d)",
-				id, deadline, what, w.Status.Phase, w.Status.Reason, w.Status.Message, w.Status.Attempts)
+			h.t.Fatalf("waited %s for %s: %s", deadline, what, saw)
 		}
-		time.Sleep(poll)
+		time.Sleep(poll) // the bubble's clock: returns at once
 	}
+}
+
+// waitFor waits until cond holds for the workload, and returns it.
+func (h *harness) waitFor(id core.WorkloadID, what string, cond func(*core.Workload) bool) *core.Workload {
+	h.t.Helper()
+	var w *core.Workload
+	h.until(fmt.Sprintf("workload %s to be %s", id, what), func() (bool, string) {
+		w = h.get(id)
+		return cond(w), fmt.Sprintf("it is %s (reason %q, message %q, attempt %d)", w.Status.Phase, w.Status.Reason, w.Status.Message, w.Status.Attempts)
+	})
+	return w
 }
 
 // waitRunning waits until the workload runs the given attempt.
@@ -190,13 +240,10 @@ func (h *harness) waitEnded(id core.WorkloadID) *core.Workload {
 func (h *harness) waitCycles(n int64) {
 	h.t.Helper()
 	want := h.cycles.Load() + n
-	end := time.Now().Add(deadline)
-	for h.cycles.Load() < want {
-		if time.Now().After(end) {
-			h.t.Fatalf("waited %s for %d cycles; %d ran", deadline, n, h.cycles.Load()-want+n)
-		}
-		time.Sleep(poll)
-	}
+	h.until(fmt.Sprintf("%d cycles", n), func() (bool, string) {
+		got := h.cycles.Load()
+		return got >= want, fmt.Sprintf("%d ran", got-want+n)
+	})
 }
 
 // task returns the attempt of a workload that the fake runs.
@@ -286,258 +333,274 @@ func TestPlaceStartAndFinish(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
-			w := h.submit(func(w *core.Workload) { w.Env = map[string]string{"SEED": "7"} })
-			h.start()
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t)
+				w := h.submit(func(w *core.Workload) { w.Env = map[string]string{"SEED": "7"} })
+				h.start()
 
-			got := h.waitRunning(w.ID, 1)
-			wantPlacement := []core.Assignment{gpu(0)}
-			if diff := cmp.Diff(wantPlacement, got.Status.Placement); diff != "" {
-				t.Errorf("stored placement (-want +got):\n%s", diff)
-			}
-			if got.Status.StartedAt == nil || !got.Status.StartedAt.Equal(t0) {
-				t.Errorf("StartedAt: got %v, want %v (the loop's clock)", got.Status.StartedAt, t0)
-			}
-			// The store commits the placement before the loop calls Start.
-			h.waitCycles(1)
-			tk, ok := h.task(h.exec, w.ID, 1)
-			if !ok {
-				t.Fatalf("the executor does not run attempt 1; it runs %+v", h.exec.Running())
-			}
-			want := executor.Task{
-				WorkloadID:  w.ID,
-				Attempt:     1,
-				Team:        w.Team,
-				Priority:    w.Priority,
-				Command:     []string{"train", "--epochs=1"},
-				Env:         map[string]string{"SEED": "7"},
-				Request:     core.Request{MilliGPU: 1000},
-				Assignments: wantPlacement,
-				GracePeriod: core.DefaultGracePeriod,
-			}
-			if diff := cmp.Diff(want, tk); diff != "" {
-				t.Errorf("started task (-want +got):\n%s", diff)
-			}
-			if as := h.allocations(w.ID); len(as) != 1 || as[0].End != nil || as[0].Attempt != 1 {
-				t.Errorf("allocations while running: got %+v, want one open interval for attempt 1", as)
-			}
+				got := h.waitRunning(w.ID, 1)
+				wantPlacement := []core.Assignment{gpu(0)}
+				if diff := cmp.Diff(wantPlacement, got.Status.Placement); diff != "" {
+					t.Errorf("stored placement (-want +got):\n%s", diff)
+				}
+				if got.Status.StartedAt == nil || !got.Status.StartedAt.Equal(t0) {
+					t.Errorf("StartedAt: got %v, want %v (the loop's clock)", got.Status.StartedAt, t0)
+				}
+				// The store commits the placement before the loop calls Start.
+				h.waitCycles(1)
+				tk, ok := h.task(h.exec, w.ID, 1)
+				if !ok {
+					t.Fatalf("the executor does not run attempt 1; it runs %+v", h.exec.Running())
+				}
+				want := executor.Task{
+					WorkloadID:  w.ID,
+					Attempt:     1,
+					Team:        w.Team,
+					Priority:    w.Priority,
+					Command:     []string{"train", "--epochs=1"},
+					Env:         map[string]string{"SEED": "7"},
+					Request:     core.Request{MilliGPU: 1000},
+					Assignments: wantPlacement,
+					GracePeriod: core.DefaultGracePeriod,
+				}
+				if diff := cmp.Diff(want, tk); diff != "" {
+					t.Errorf("started task (-want +got):\n%s", diff)
+				}
+				if as := h.allocations(w.ID); len(as) != 1 || as[0].End != nil || as[0].Attempt != 1 {
+					t.Errorf("allocations while running: got %+v, want one open interval for attempt 1", as)
+				}
 
-			h.clock.Advance(time.Minute)
-			if !h.exec.Finish(w.ID, 1, tc.code) {
-				t.Fatalf("Finish: the task is not running")
-			}
-			got = h.waitEnded(w.ID)
-			if got.Status.Phase != tc.wantPhase || got.Status.Reason != tc.wantReason {
-				t.Errorf("after exit code %d: got %s/%s, want %s/%s", tc.code, got.Status.Phase, got.Status.Reason, tc.wantPhase, tc.wantReason)
-			}
-			if diff := cmp.Diff(ptr(tc.code), got.Status.ExitCode); diff != "" {
-				t.Errorf("exit code (-want +got):\n%s", diff)
-			}
-			if end := t0.Add(time.Minute); got.Status.FinishedAt == nil || !got.Status.FinishedAt.Equal(end) {
-				t.Errorf("FinishedAt: got %v, want %v", got.Status.FinishedAt, end)
-			}
-			h.checkAllClosed(w.ID)
+				h.clock.Advance(time.Minute)
+				if !h.exec.Finish(w.ID, 1, tc.code) {
+					t.Fatalf("Finish: the task is not running")
+				}
+				got = h.waitEnded(w.ID)
+				if got.Status.Phase != tc.wantPhase || got.Status.Reason != tc.wantReason {
+					t.Errorf("after exit code %d: got %s/%s, want %s/%s", tc.code, got.Status.Phase, got.Status.Reason, tc.wantPhase, tc.wantReason)
+				}
+				if diff := cmp.Diff(ptr(tc.code), got.Status.ExitCode); diff != "" {
+					t.Errorf("exit code (-want +got):\n%s", diff)
+				}
+				if end := t0.Add(time.Minute); got.Status.FinishedAt == nil || !got.Status.FinishedAt.Equal(end) {
+					t.Errorf("FinishedAt: got %v, want %v", got.Status.FinishedAt, end)
+				}
+				h.checkAllClosed(w.ID)
+			})
 		})
 	}
 }
 
 func TestStartFailure(t *testing.T) {
 	t.Run("a program that does not exist fails with StartError and frees its GPU", func(t *testing.T) {
-		h := newHarness(t)
-		w := h.submit(func(w *core.Workload) { w.Command = []string{fake.NoSuchProgram, "--flag"} })
-		h.start()
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := h.submit(func(w *core.Workload) { w.Command = []string{fake.NoSuchProgram, "--flag"} })
+			h.start()
 
-		got := h.waitEnded(w.ID)
-		if got.Status.Phase != core.Failed || got.Status.Reason != control.ReasonStartError {
-			t.Errorf("got %s/%s, want Failed/%s", got.Status.Phase, got.Status.Reason, control.ReasonStartError)
-		}
-		if !strings.Contains(got.Status.Message, fake.NoSuchProgram) {
-			t.Errorf("message: got %q, want the start error naming %q", got.Status.Message, fake.NoSuchProgram)
-		}
-		if got.Status.ExitCode != nil || got.Status.Attempts != 1 {
-			t.Errorf("got exit code %v after %d attempts, want none after 1", got.Status.ExitCode, got.Status.Attempts)
-		}
-		h.checkAllClosed(w.ID)
-		usage, err := h.store.Usage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if held := usage["n1"].GPUs; len(held) != 0 {
-			t.Errorf("GPUs held on n1 after the failed start: %v, want none", held)
-		}
-		// The whole node is free again: a four-GPU workload runs.
-		all := h.submit(func(w *core.Workload) { w.Request.MilliGPU = 4000 })
-		h.waitRunning(all.ID, 1)
-		if got := h.get(w.ID); got.Status.Phase != core.Failed || got.Status.Attempts != 1 {
-			t.Errorf("failed workload changed later: %s attempt %d", got.Status.Phase, got.Status.Attempts)
-		}
+			got := h.waitEnded(w.ID)
+			if got.Status.Phase != core.Failed || got.Status.Reason != control.ReasonStartError {
+				t.Errorf("got %s/%s, want Failed/%s", got.Status.Phase, got.Status.Reason, control.ReasonStartError)
+			}
+			if !strings.Contains(got.Status.Message, fake.NoSuchProgram) {
+				t.Errorf("message: got %q, want the start error naming %q", got.Status.Message, fake.NoSuchProgram)
+			}
+			if got.Status.ExitCode != nil || got.Status.Attempts != 1 {
+				t.Errorf("got exit code %v after %d attempts, want none after 1", got.Status.ExitCode, got.Status.Attempts)
+			}
+			h.checkAllClosed(w.ID)
+			usage, err := h.store.Usage(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held := usage["n1"].GPUs; len(held) != 0 {
+				t.Errorf("GPUs held on n1 after the failed start: %v, want none", held)
+			}
+			// The whole node is free again: a four-GPU workload runs.
+			all := h.submit(func(w *core.Workload) { w.Request.MilliGPU = 4000 })
+			h.waitRunning(all.ID, 1)
+			if got := h.get(w.ID); got.Status.Phase != core.Failed || got.Status.Attempts != 1 {
+				t.Errorf("failed workload changed later: %s attempt %d", got.Status.Phase, got.Status.Attempts)
+			}
+		})
 	})
 }
 
 func TestStop(t *testing.T) {
 	t.Run("cancel of a running workload stops the task and ends Cancelled", func(t *testing.T) {
-		h := newHarness(t)
-		w := h.submit(nil)
-		h.start()
-		h.waitRunning(w.ID, 1)
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := h.submit(nil)
+			h.start()
+			h.waitRunning(w.ID, 1)
 
-		if _, err := h.store.RequestStop(context.Background(), w.ID, control.ReasonCancelled, "cancelled by alice", h.clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		got := h.waitEnded(w.ID)
-		if got.Status.Phase != core.Cancelled || got.Status.Reason != control.ReasonCancelled || got.Status.Message != "cancelled by alice" {
-			t.Errorf("got %s/%s %q, want Cancelled/Cancelled %q", got.Status.Phase, got.Status.Reason, got.Status.Message, "cancelled by alice")
-		}
-		if !strings.Contains(logs(t, h.exec, w.ID), "attempt 1 stopped (SIGTERM)") {
-			t.Errorf("the executor was not asked to stop attempt 1; its log:\n%s", logs(t, h.exec, w.ID))
-		}
-		if tks := h.exec.Running(); len(tks) != 0 {
-			t.Errorf("tasks still running: %+v", tks)
-		}
-		h.checkAllClosed(w.ID)
+			if _, err := h.store.RequestStop(context.Background(), w.ID, control.ReasonCancelled, "cancelled by alice", h.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			got := h.waitEnded(w.ID)
+			if got.Status.Phase != core.Cancelled || got.Status.Reason != control.ReasonCancelled || got.Status.Message != "cancelled by alice" {
+				t.Errorf("got %s/%s %q, want Cancelled/Cancelled %q", got.Status.Phase, got.Status.Reason, got.Status.Message, "cancelled by alice")
+			}
+			if !strings.Contains(logs(t, h.exec, w.ID), "attempt 1 stopped (SIGTERM)") {
+				t.Errorf("the executor was not asked to stop attempt 1; its log:\n%s", logs(t, h.exec, w.ID))
+			}
+			if tks := h.exec.Running(); len(tks) != 0 {
+				t.Errorf("tasks still running: %+v", tks)
+			}
+			h.checkAllClosed(w.ID)
+		})
 	})
 
 	t.Run("a stop is sent once while the task takes its grace period", func(t *testing.T) {
-		h := newHarness(t)
-		w := h.submit(func(w *core.Workload) {
-			w.Command = []string{"serve", fake.IgnoreSIGTERM}
-			w.GracePeriod = 10 * time.Second
-		})
-		h.start()
-		h.waitRunning(w.ID, 1)
-		if _, err := h.store.RequestStop(context.Background(), w.ID, control.ReasonCancelled, "cancelled by alice", h.clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		h.waitFor(w.ID, "asked to stop", func(w *core.Workload) bool { return w.Status.StopRequested != "" })
-		h.waitCycles(5)
-		if got := h.get(w.ID); got.Status.Phase != core.Running {
-			t.Fatalf("before the grace has passed: got %s, want Running", got.Status.Phase)
-		}
-		if n := strings.Count(logs(t, h.exec, w.ID), "ignores SIGTERM"); n != 1 {
-			t.Errorf("stops sent to the executor: got %d, want 1; its log:\n%s", n, logs(t, h.exec, w.ID))
-		}
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := h.submit(func(w *core.Workload) {
+				w.Command = []string{"serve", fake.IgnoreSIGTERM}
+				w.GracePeriod = 10 * time.Second
+			})
+			h.start()
+			h.waitRunning(w.ID, 1)
+			if _, err := h.store.RequestStop(context.Background(), w.ID, control.ReasonCancelled, "cancelled by alice", h.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			h.waitFor(w.ID, "asked to stop", func(w *core.Workload) bool { return w.Status.StopRequested != "" })
+			h.waitCycles(5)
+			if got := h.get(w.ID); got.Status.Phase != core.Running {
+				t.Fatalf("before the grace has passed: got %s, want Running", got.Status.Phase)
+			}
+			if n := strings.Count(logs(t, h.exec, w.ID), "ignores SIGTERM"); n != 1 {
+				t.Errorf("stops sent to the executor: got %d, want 1; its log:\n%s", n, logs(t, h.exec, w.ID))
+			}
 
-		h.clock.Advance(10 * time.Second)
-		h.exec.Tick()
-		got := h.waitEnded(w.ID)
-		if got.Status.Phase != core.Cancelled || got.Status.Reason != control.ReasonCancelled {
-			t.Errorf("after SIGKILL: got %s/%s, want Cancelled/Cancelled", got.Status.Phase, got.Status.Reason)
-		}
-		h.checkAllClosed(w.ID)
+			h.clock.Advance(10 * time.Second)
+			h.exec.Tick()
+			got := h.waitEnded(w.ID)
+			if got.Status.Phase != core.Cancelled || got.Status.Reason != control.ReasonCancelled {
+				t.Errorf("after SIGKILL: got %s/%s, want Cancelled/Cancelled", got.Status.Phase, got.Status.Reason)
+			}
+			h.checkAllClosed(w.ID)
+		})
 	})
 }
 
 func TestMaxRuntime(t *testing.T) {
 	t.Run("a workload past its max runtime is stopped and fails with MaxRuntimeExceeded", func(t *testing.T) {
-		h := newHarness(t)
-		w := h.submit(func(w *core.Workload) { w.MaxRuntime = 50 * time.Millisecond })
-		h.start()
-		h.waitRunning(w.ID, 1)
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := h.submit(func(w *core.Workload) { w.MaxRuntime = 50 * time.Millisecond })
+			h.start()
+			h.waitRunning(w.ID, 1)
 
-		h.clock.Advance(49 * time.Millisecond)
-		h.waitCycles(3)
-		if got := h.get(w.ID); got.Status.Phase != core.Running || got.Status.StopRequested != "" {
-			t.Fatalf("1ms before its max runtime: got %s (stop requested %q), want Running and no stop", got.Status.Phase, got.Status.StopRequested)
-		}
+			h.clock.Advance(49 * time.Millisecond)
+			h.waitCycles(3)
+			if got := h.get(w.ID); got.Status.Phase != core.Running || got.Status.StopRequested != "" {
+				t.Fatalf("1ms before its max runtime: got %s (stop requested %q), want Running and no stop", got.Status.Phase, got.Status.StopRequested)
+			}
 
-		h.clock.Advance(time.Millisecond)
-		got := h.waitEnded(w.ID)
-		if got.Status.Phase != core.Failed || got.Status.Reason != control.ReasonMaxRuntime {
-			t.Errorf("got %s/%s, want Failed/%s", got.Status.Phase, got.Status.Reason, control.ReasonMaxRuntime)
-		}
-		if want := "stopped after its max runtime of 50ms"; got.Status.Message != want {
-			t.Errorf("message: got %q, want %q", got.Status.Message, want)
-		}
-		if !strings.Contains(logs(t, h.exec, w.ID), "attempt 1 stopped (SIGTERM)") {
-			t.Errorf("the executor was not asked to stop attempt 1; its log:\n%s", logs(t, h.exec, w.ID))
-		}
-		h.checkAllClosed(w.ID)
+			h.clock.Advance(time.Millisecond)
+			got := h.waitEnded(w.ID)
+			if got.Status.Phase != core.Failed || got.Status.Reason != control.ReasonMaxRuntime {
+				t.Errorf("got %s/%s, want Failed/%s", got.Status.Phase, got.Status.Reason, control.ReasonMaxRuntime)
+			}
+			if want := "stopped after its max runtime of 50ms"; got.Status.Message != want {
+				t.Errorf("message: got %q, want %q", got.Status.Message, want)
+			}
+			if !strings.Contains(logs(t, h.exec, w.ID), "attempt 1 stopped (SIGTERM)") {
+				t.Errorf("the executor was not asked to stop attempt 1; its log:\n%s", logs(t, h.exec, w.ID))
+			}
+			h.checkAllClosed(w.ID)
+		})
 	})
 }
 
 func TestMoreDemandThanGPUs(t *testing.T) {
 	t.Run("the first four run, the rest wait and start in submission order", func(t *testing.T) {
-		h := newHarness(t)
-		var ws []*core.Workload
-		for range 6 {
-			ws = append(ws, h.submit(nil))
-		}
-		h.start()
-
-		for _, w := range ws[:4] {
-			h.waitRunning(w.ID, 1)
-		}
-		for _, w := range ws[4:] {
-			got := h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
-			if got.Status.Phase != core.Pending {
-				t.Errorf("%s: got %s, want Pending", w.ID, got.Status.Phase)
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			var ws []*core.Workload
+			for range 6 {
+				ws = append(ws, h.submit(nil))
 			}
-			if !strings.Contains(got.Status.Message, "not enough free whole GPUs") {
-				t.Errorf("%s: message %q, want it to say there are not enough free whole GPUs", w.ID, got.Status.Message)
+			h.start()
+
+			for _, w := range ws[:4] {
+				h.waitRunning(w.ID, 1)
 			}
-		}
-		h.waitCycles(1)
-		if n := len(h.exec.Running()); n != 4 {
-			t.Errorf("tasks running: got %d, want 4", n)
-		}
+			for _, w := range ws[4:] {
+				got := h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+				if got.Status.Phase != core.Pending {
+					t.Errorf("%s: got %s, want Pending", w.ID, got.Status.Phase)
+				}
+				if !strings.Contains(got.Status.Message, "not enough free whole GPUs") {
+					t.Errorf("%s: message %q, want it to say there are not enough free whole GPUs", w.ID, got.Status.Message)
+				}
+			}
+			h.waitCycles(1)
+			if n := len(h.exec.Running()); n != 4 {
+				t.Errorf("tasks running: got %d, want 4", n)
+			}
 
-		// Finishing the second frees its GPU for the fifth; the sixth waits.
-		freed := h.get(ws[1].ID).Status.Placement
-		h.exec.Finish(ws[1].ID, 1, 0)
-		fifth := h.waitRunning(ws[4].ID, 1)
-		if diff := cmp.Diff(freed, fifth.Status.Placement); diff != "" {
-			t.Errorf("the fifth workload's placement (-freed +got):\n%s", diff)
-		}
-		h.waitCycles(2)
-		if got := h.get(ws[5].ID); got.Status.Phase != core.Pending {
-			t.Errorf("sixth workload with no GPU free: got %s, want Pending", got.Status.Phase)
-		}
+			// Finishing the second frees its GPU for the fifth; the sixth waits.
+			freed := h.get(ws[1].ID).Status.Placement
+			h.exec.Finish(ws[1].ID, 1, 0)
+			fifth := h.waitRunning(ws[4].ID, 1)
+			if diff := cmp.Diff(freed, fifth.Status.Placement); diff != "" {
+				t.Errorf("the fifth workload's placement (-freed +got):\n%s", diff)
+			}
+			h.waitCycles(2)
+			if got := h.get(ws[5].ID); got.Status.Phase != core.Pending {
+				t.Errorf("sixth workload with no GPU free: got %s, want Pending", got.Status.Phase)
+			}
 
-		h.exec.Finish(ws[2].ID, 1, 0)
-		h.waitRunning(ws[5].ID, 1)
-		h.waitCycles(1)
-		if n := len(h.exec.Running()); n != 4 {
-			t.Errorf("tasks running at the end: got %d, want 4", n)
-		}
+			h.exec.Finish(ws[2].ID, 1, 0)
+			h.waitRunning(ws[5].ID, 1)
+			h.waitCycles(1)
+			if n := len(h.exec.Running()); n != 4 {
+				t.Errorf("tasks running at the end: got %d, want 4", n)
+			}
+		})
 	})
 }
 
 func TestPendingExplanationIsWrittenOnce(t *testing.T) {
 	t.Run("an unchanged reason is not recorded again", func(t *testing.T) {
-		h := newHarness(t)
-		w := h.submit(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
-		h.start()
-		h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := h.submit(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
+			h.start()
+			h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
 
-		h.waitCycles(20)
-		if n := countEvents(h.events(w.ID), "Unschedulable"); n != 1 {
-			t.Errorf("Unschedulable events after 20 cycles: got %d, want 1", n)
-		}
+			h.waitCycles(20)
+			if n := countEvents(h.events(w.ID), "Unschedulable"); n != 1 {
+				t.Errorf("Unschedulable events after 20 cycles: got %d, want 1", n)
+			}
+		})
 	})
 
 	t.Run("an unchanged reason does not make the loop run without a change", func(t *testing.T) {
-		// Writing the same explanation again would be a commit, whose change
-		// signal starts the next cycle at once: the loop would spin. With a
-		// resync of an hour, only the first cycle and the changes made so
-		// far (the explanation) may start one.
-		h := newHarness(t)
-		w := h.submit(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
-		opts := h.options(h.exec)
-		opts.Resync = time.Hour
-		h.run(control.New(opts))
-		h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+		synctest.Test(t, func(t *testing.T) {
+			// Writing the same explanation again would be a commit, whose change
+			// signal starts the next cycle at once: the loop would spin. With a
+			// resync of an hour, only the first cycle and the changes made so
+			// far (the explanation) may start one.
+			h := newHarness(t)
+			w := h.submit(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
+			opts := h.options(h.exec)
+			opts.Resync = time.Hour
+			h.run(control.New(opts))
+			h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
 
-		// A window in which a spinning loop runs dozens of cycles; a slow
-		// machine only makes the count smaller.
-		for range 50 {
-			time.Sleep(poll)
-		}
-		if n := h.cycles.Load(); n > 3 {
-			t.Errorf("cycles with no tick and only the explanation written: got %d, want at most 3", n)
-		}
-		if n := countEvents(h.events(w.ID), "Unschedulable"); n != 1 {
-			t.Errorf("Unschedulable events: got %d, want 1", n)
-		}
+			// Settled: every goroutine waits (a loop that spins never does,
+			// and is halted after spinCycles), and a second of the
+			// bubble's clock passes.
+			synctest.Wait()
+			time.Sleep(time.Second) // the bubble's clock
+			if n := h.cycles.Load(); n != 2 {
+				t.Errorf("cycles with no tick and only the explanation written: got %d, want 2 (the first, and the explanation's)", n)
+			}
+			if n := countEvents(h.events(w.ID), "Unschedulable"); n != 1 {
+				t.Errorf("Unschedulable events: got %d, want 1", n)
+			}
+		})
 	})
 }
 
@@ -555,156 +618,166 @@ func TestReconcile(t *testing.T) {
 	}
 
 	t.Run("a task the new executor does not know is requeued as Lost and started as attempt 2", func(t *testing.T) {
-		h := newHarness(t)
-		w := runOnce(h)
-		h.clock.Advance(time.Minute)
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := runOnce(h)
+			h.clock.Advance(time.Minute)
 
-		ex := fake.New(fake.Options{Now: h.clock.Now})
-		loop := control.New(h.options(ex))
-		if err := loop.Reconcile(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		got := h.get(w.ID)
-		if got.Status.Phase != core.Pending || got.Status.Reason != string(core.Lost) || got.Status.Placement != nil {
-			t.Errorf("after Reconcile: got %s/%s placement %v, want Pending/Lost with no placement", got.Status.Phase, got.Status.Reason, got.Status.Placement)
-		}
-		h.checkAllClosed(w.ID)
-		evs := h.events(w.ID)
-		if n := countEvents(evs, "ProcessLost"); n != 1 {
-			t.Errorf("ProcessLost events: got %d, want 1 (%+v)", n, evs)
-		}
-		if n := countEvents(evs, "Requeued"); n != 1 {
-			t.Errorf("Requeued events: got %d, want 1 (%+v)", n, evs)
-		}
+			ex := fake.New(fake.Options{Now: h.clock.Now})
+			loop := control.New(h.options(ex))
+			if err := loop.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := h.get(w.ID)
+			if got.Status.Phase != core.Pending || got.Status.Reason != string(core.Lost) || got.Status.Placement != nil {
+				t.Errorf("after Reconcile: got %s/%s placement %v, want Pending/Lost with no placement", got.Status.Phase, got.Status.Reason, got.Status.Placement)
+			}
+			h.checkAllClosed(w.ID)
+			evs := h.events(w.ID)
+			if n := countEvents(evs, "ProcessLost"); n != 1 {
+				t.Errorf("ProcessLost events: got %d, want 1 (%+v)", n, evs)
+			}
+			if n := countEvents(evs, "Requeued"); n != 1 {
+				t.Errorf("Requeued events: got %d, want 1 (%+v)", n, evs)
+			}
 
-		h.run(loop)
-		h.waitRunning(w.ID, 2)
-		h.waitCycles(1)
-		tk, ok := h.task(ex, w.ID, 2)
-		if !ok {
-			t.Fatalf("the new executor does not run attempt 2; it runs %+v", ex.Running())
-		}
-		if diff := cmp.Diff(h.get(w.ID).Status.Placement, tk.Assignments); diff != "" {
-			t.Errorf("attempt 2's assignments (-stored +started):\n%s", diff)
-		}
-		as := h.allocations(w.ID)
-		if len(as) != 2 || as[0].Attempt != 1 || as[0].End == nil || as[1].Attempt != 2 || as[1].End != nil {
-			t.Errorf("allocations: got %+v, want attempt 1 closed and attempt 2 open", as)
-		}
+			h.run(loop)
+			h.waitRunning(w.ID, 2)
+			h.waitCycles(1)
+			tk, ok := h.task(ex, w.ID, 2)
+			if !ok {
+				t.Fatalf("the new executor does not run attempt 2; it runs %+v", ex.Running())
+			}
+			if diff := cmp.Diff(h.get(w.ID).Status.Placement, tk.Assignments); diff != "" {
+				t.Errorf("attempt 2's assignments (-stored +started):\n%s", diff)
+			}
+			as := h.allocations(w.ID)
+			if len(as) != 2 || as[0].Attempt != 1 || as[0].End == nil || as[1].Attempt != 2 || as[1].End != nil {
+				t.Errorf("allocations: got %+v, want attempt 1 closed and attempt 2 open", as)
+			}
+		})
 	})
 
 	t.Run("a task the new executor still runs is adopted and keeps attempt 1", func(t *testing.T) {
-		h := newHarness(t)
-		w := runOnce(h)
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := runOnce(h)
 
-		ex := fake.New(fake.Options{Now: h.clock.Now})
-		if err := ex.Start(context.Background(), control.TaskFor(w)); err != nil {
-			t.Fatal(err)
-		}
-		loop := control.New(h.options(ex))
-		if err := loop.Reconcile(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		h.run(loop)
-		h.waitCycles(3)
-		got := h.get(w.ID)
-		if got.Status.Phase != core.Running || got.Status.Attempts != 1 {
-			t.Fatalf("after Reconcile: got %s attempt %d, want Running attempt 1", got.Status.Phase, got.Status.Attempts)
-		}
-		if diff := cmp.Diff(w.Status.Placement, got.Status.Placement); diff != "" {
-			t.Errorf("placement after Reconcile (-before +after):\n%s", diff)
-		}
-		if n := len(ex.Running()); n != 1 {
-			t.Errorf("tasks on the new executor: got %d (%+v), want the adopted one", n, ex.Running())
-		}
+			ex := fake.New(fake.Options{Now: h.clock.Now})
+			if err := ex.Start(context.Background(), control.TaskFor(w)); err != nil {
+				t.Fatal(err)
+			}
+			loop := control.New(h.options(ex))
+			if err := loop.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			h.run(loop)
+			h.waitCycles(3)
+			got := h.get(w.ID)
+			if got.Status.Phase != core.Running || got.Status.Attempts != 1 {
+				t.Fatalf("after Reconcile: got %s attempt %d, want Running attempt 1", got.Status.Phase, got.Status.Attempts)
+			}
+			if diff := cmp.Diff(w.Status.Placement, got.Status.Placement); diff != "" {
+				t.Errorf("placement after Reconcile (-before +after):\n%s", diff)
+			}
+			if n := len(ex.Running()); n != 1 {
+				t.Errorf("tasks on the new executor: got %d (%+v), want the adopted one", n, ex.Running())
+			}
 
-		// Its exit is recorded as that of any task.
-		ex.Finish(w.ID, 1, 0)
-		got = h.waitEnded(w.ID)
-		if got.Status.Phase != core.Succeeded || got.Status.Attempts != 1 {
-			t.Errorf("after its exit: got %s attempt %d, want Succeeded attempt 1", got.Status.Phase, got.Status.Attempts)
-		}
+			// Its exit is recorded as that of any task.
+			ex.Finish(w.ID, 1, 0)
+			got = h.waitEnded(w.ID)
+			if got.Status.Phase != core.Succeeded || got.Status.Attempts != 1 {
+				t.Errorf("after its exit: got %s attempt %d, want Succeeded attempt 1", got.Status.Phase, got.Status.Attempts)
+			}
+		})
 	})
 
 	t.Run("a lost task whose cancel was requested ends Cancelled, not requeued", func(t *testing.T) {
-		h := newHarness(t)
-		w := h.submit(func(w *core.Workload) { w.Command = []string{"serve", fake.IgnoreSIGTERM} })
-		stop := h.run(control.New(h.options(h.exec)))
-		h.waitRunning(w.ID, 1)
-		if _, err := h.store.RequestStop(context.Background(), w.ID, control.ReasonCancelled, "cancelled by alice", h.clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		h.waitFor(w.ID, "asked to stop", func(w *core.Workload) bool { return w.Status.StopRequested != "" })
-		stop()
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := h.submit(func(w *core.Workload) { w.Command = []string{"serve", fake.IgnoreSIGTERM} })
+			stop := h.run(control.New(h.options(h.exec)))
+			h.waitRunning(w.ID, 1)
+			if _, err := h.store.RequestStop(context.Background(), w.ID, control.ReasonCancelled, "cancelled by alice", h.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			h.waitFor(w.ID, "asked to stop", func(w *core.Workload) bool { return w.Status.StopRequested != "" })
+			stop()
 
-		loop := control.New(h.options(fake.New(fake.Options{Now: h.clock.Now})))
-		if err := loop.Reconcile(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		got := h.get(w.ID)
-		if got.Status.Phase != core.Cancelled || got.Status.Reason != control.ReasonCancelled || got.Status.Attempts != 1 {
-			t.Errorf("after Reconcile: got %s/%s attempt %d, want Cancelled/Cancelled attempt 1", got.Status.Phase, got.Status.Reason, got.Status.Attempts)
-		}
-		h.checkAllClosed(w.ID)
+			loop := control.New(h.options(fake.New(fake.Options{Now: h.clock.Now})))
+			if err := loop.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := h.get(w.ID)
+			if got.Status.Phase != core.Cancelled || got.Status.Reason != control.ReasonCancelled || got.Status.Attempts != 1 {
+				t.Errorf("after Reconcile: got %s/%s attempt %d, want Cancelled/Cancelled attempt 1", got.Status.Phase, got.Status.Reason, got.Status.Attempts)
+			}
+			h.checkAllClosed(w.ID)
+		})
 	})
 }
 
 func TestLateExit(t *testing.T) {
 	t.Run("the exit of an old attempt does not touch the newer one", func(t *testing.T) {
-		h := newHarness(t)
-		w := h.submit(nil)
-		sentinel := h.submit(nil)
-		h.start()
-		h.waitRunning(w.ID, 1)
-		h.waitRunning(sentinel.ID, 1)
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := h.submit(nil)
+			sentinel := h.submit(nil)
+			h.start()
+			h.waitRunning(w.ID, 1)
+			h.waitRunning(sentinel.ID, 1)
 
-		// Attempt 1 is given up (preempted, say) while its task still runs.
-		if _, err := h.store.Requeue(context.Background(), w.ID, 1, core.Preempted, "Preempted", "test", h.clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		h.waitRunning(w.ID, 2)
-		h.waitCycles(1)
-		if _, ok := h.task(h.exec, w.ID, 2); !ok {
-			t.Fatalf("attempt 2 is not running; the executor runs %+v", h.exec.Running())
-		}
+			// Attempt 1 is given up (preempted, say) while its task still runs.
+			if _, err := h.store.Requeue(context.Background(), w.ID, 1, core.Preempted, "Preempted", "test", h.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			h.waitRunning(w.ID, 2)
+			h.waitCycles(1)
+			if _, ok := h.task(h.exec, w.ID, 2); !ok {
+				t.Fatalf("attempt 2 is not running; the executor runs %+v", h.exec.Running())
+			}
 
-		h.exec.Finish(w.ID, 1, 1)
-		// Exits are handled in order: once the sentinel's is recorded,
-		// attempt 1's has been too.
-		h.exec.Finish(sentinel.ID, 1, 0)
-		h.waitEnded(sentinel.ID)
+			h.exec.Finish(w.ID, 1, 1)
+			// Exits are handled in order: once the sentinel's is recorded,
+			// attempt 1's has been too.
+			h.exec.Finish(sentinel.ID, 1, 0)
+			h.waitEnded(sentinel.ID)
 
-		got := h.get(w.ID)
-		if got.Status.Phase != core.Running || got.Status.Attempts != 2 || got.Status.ExitCode != nil {
-			t.Errorf("after attempt 1's exit: got %s attempt %d exit code %v, want Running attempt 2", got.Status.Phase, got.Status.Attempts, got.Status.ExitCode)
-		}
-		if as := h.allocations(w.ID); len(as) != 2 || as[1].Attempt != 2 || as[1].End != nil {
-			t.Errorf("allocations: got %+v, want attempt 2's open", as)
-		}
+			got := h.get(w.ID)
+			if got.Status.Phase != core.Running || got.Status.Attempts != 2 || got.Status.ExitCode != nil {
+				t.Errorf("after attempt 1's exit: got %s attempt %d exit code %v, want Running attempt 2", got.Status.Phase, got.Status.Attempts, got.Status.ExitCode)
+			}
+			if as := h.allocations(w.ID); len(as) != 2 || as[1].Attempt != 2 || as[1].End != nil {
+				t.Errorf("allocations: got %+v, want attempt 2's open", as)
+			}
 
-		h.exec.Finish(w.ID, 2, 0)
-		got = h.waitEnded(w.ID)
-		if got.Status.Phase != core.Succeeded || got.Status.Attempts != 2 {
-			t.Errorf("after attempt 2's exit: got %s attempt %d, want Succeeded attempt 2", got.Status.Phase, got.Status.Attempts)
-		}
+			h.exec.Finish(w.ID, 2, 0)
+			got = h.waitEnded(w.ID)
+			if got.Status.Phase != core.Succeeded || got.Status.Attempts != 2 {
+				t.Errorf("after attempt 2's exit: got %s attempt %d, want Succeeded attempt 2", got.Status.Phase, got.Status.Attempts)
+			}
+		})
 	})
 
 	t.Run("an exit after the workload has finished changes nothing", func(t *testing.T) {
-		h := newHarness(t)
-		w := h.submit(func(w *core.Workload) { w.Command = []string{"serve", fake.IgnoreSIGTERM} })
-		sentinel := h.submit(nil)
-		h.start()
-		h.waitRunning(w.ID, 1)
-		h.waitRunning(sentinel.ID, 1)
-		if _, err := h.store.Finish(context.Background(), w.ID, 1, core.Failed, "NodeFailed", "test", nil, h.clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		h.exec.Finish(w.ID, 1, 0)
-		h.exec.Finish(sentinel.ID, 1, 0)
-		h.waitEnded(sentinel.ID)
-		if got := h.get(w.ID); got.Status.Phase != core.Failed || got.Status.Reason != "NodeFailed" || got.Status.ExitCode != nil {
-			t.Errorf("got %s/%s exit code %v, want Failed/NodeFailed unchanged", got.Status.Phase, got.Status.Reason, got.Status.ExitCode)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			w := h.submit(func(w *core.Workload) { w.Command = []string{"serve", fake.IgnoreSIGTERM} })
+			sentinel := h.submit(nil)
+			h.start()
+			h.waitRunning(w.ID, 1)
+			h.waitRunning(sentinel.ID, 1)
+			if _, err := h.store.Finish(context.Background(), w.ID, 1, core.Failed, "NodeFailed", "test", nil, h.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			h.exec.Finish(w.ID, 1, 0)
+			h.exec.Finish(sentinel.ID, 1, 0)
+			h.waitEnded(sentinel.ID)
+			if got := h.get(w.ID); got.Status.Phase != core.Failed || got.Status.Reason != "NodeFailed" || got.Status.ExitCode != nil {
+				t.Errorf("got %s/%s exit code %v, want Failed/NodeFailed unchanged", got.Status.Phase, got.Status.Reason, got.Status.ExitCode)
+			}
+		})
 	})
 }
 
@@ -746,58 +819,62 @@ func (l *lossy) lose(id core.WorkloadID, attempt int, msg string) {
 
 func TestLostExit(t *testing.T) {
 	t.Run("a task reported Lost is requeued and started again", func(t *testing.T) {
-		h := newHarness(t)
-		ex := newLossy(t, h.exec)
-		w := h.submit(nil)
-		h.run(control.New(h.options(ex)))
-		h.waitRunning(w.ID, 1)
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			ex := newLossy(t, h.exec)
+			w := h.submit(nil)
+			h.run(control.New(h.options(ex)))
+			h.waitRunning(w.ID, 1)
 
-		ex.lose(w.ID, 1, "the supervisor is gone")
-		h.waitRunning(w.ID, 2)
-		h.waitCycles(1)
-		if _, ok := h.task(h.exec, w.ID, 2); !ok {
-			t.Fatalf("attempt 2 is not running; the executor runs %+v", h.exec.Running())
-		}
-		evs := h.events(w.ID)
-		var lost []core.Event
-		for _, e := range evs {
-			if e.Reason == "ProcessLost" {
-				lost = append(lost, e)
+			ex.lose(w.ID, 1, "the supervisor is gone")
+			h.waitRunning(w.ID, 2)
+			h.waitCycles(1)
+			if _, ok := h.task(h.exec, w.ID, 2); !ok {
+				t.Fatalf("attempt 2 is not running; the executor runs %+v", h.exec.Running())
 			}
-		}
-		if len(lost) != 1 || lost[0].Message != "the supervisor is gone" || lost[0].From != core.Running || lost[0].To != core.Lost {
-			t.Errorf("ProcessLost events: got %+v, want one Running → Lost with the executor's message", lost)
-		}
-		if n := countEvents(evs, "Requeued"); n != 1 {
-			t.Errorf("Requeued events: got %d, want 1", n)
-		}
-		if as := h.allocations(w.ID); len(as) != 2 || as[0].End == nil || as[1].End != nil {
-			t.Errorf("allocations: got %+v, want attempt 1 closed and attempt 2 open", as)
-		}
+			evs := h.events(w.ID)
+			var lost []core.Event
+			for _, e := range evs {
+				if e.Reason == "ProcessLost" {
+					lost = append(lost, e)
+				}
+			}
+			if len(lost) != 1 || lost[0].Message != "the supervisor is gone" || lost[0].From != core.Running || lost[0].To != core.Lost {
+				t.Errorf("ProcessLost events: got %+v, want one Running → Lost with the executor's message", lost)
+			}
+			if n := countEvents(evs, "Requeued"); n != 1 {
+				t.Errorf("Requeued events: got %d, want 1", n)
+			}
+			if as := h.allocations(w.ID); len(as) != 2 || as[0].End == nil || as[1].End != nil {
+				t.Errorf("allocations: got %+v, want attempt 1 closed and attempt 2 open", as)
+			}
+		})
 	})
 
 	t.Run("a cancelled task reported Lost is not started again", func(t *testing.T) {
-		h := newHarness(t)
-		ex := newLossy(t, h.exec)
-		// The task ignores SIGTERM, so that the stop leaves it running
-		// until it is lost.
-		w := h.submit(func(w *core.Workload) { w.Command = []string{"serve", fake.IgnoreSIGTERM} })
-		h.run(control.New(h.options(ex)))
-		h.waitRunning(w.ID, 1)
-		if _, err := h.store.RequestStop(context.Background(), w.ID, control.ReasonCancelled, "cancelled by alice", h.clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		h.waitFor(w.ID, "asked to stop", func(w *core.Workload) bool { return w.Status.StopRequested != "" })
-		h.waitCycles(2)
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			ex := newLossy(t, h.exec)
+			// The task ignores SIGTERM, so that the stop leaves it running
+			// until it is lost.
+			w := h.submit(func(w *core.Workload) { w.Command = []string{"serve", fake.IgnoreSIGTERM} })
+			h.run(control.New(h.options(ex)))
+			h.waitRunning(w.ID, 1)
+			if _, err := h.store.RequestStop(context.Background(), w.ID, control.ReasonCancelled, "cancelled by alice", h.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			h.waitFor(w.ID, "asked to stop", func(w *core.Workload) bool { return w.Status.StopRequested != "" })
+			h.waitCycles(2)
 
-		ex.lose(w.ID, 1, "the supervisor is gone")
-		got := h.waitFor(w.ID, "no longer running attempt 1", func(w *core.Workload) bool {
-			return w.Status.Phase != core.Running || w.Status.Attempts != 1
+			ex.lose(w.ID, 1, "the supervisor is gone")
+			got := h.waitFor(w.ID, "no longer running attempt 1", func(w *core.Workload) bool {
+				return w.Status.Phase != core.Running || w.Status.Attempts != 1
+			})
+			if got.Status.Phase != core.Cancelled || got.Status.Reason != control.ReasonCancelled || got.Status.Attempts != 1 {
+				t.Errorf("got %s/%s attempt %d, want Cancelled/Cancelled attempt 1", got.Status.Phase, got.Status.Reason, got.Status.Attempts)
+			}
+			h.checkAllClosed(w.ID)
 		})
-		if got.Status.Phase != core.Cancelled || got.Status.Reason != control.ReasonCancelled || got.Status.Attempts != 1 {
-			t.Errorf("got %s/%s attempt %d, want Cancelled/Cancelled attempt 1", got.Status.Phase, got.Status.Reason, got.Status.Attempts)
-		}
-		h.checkAllClosed(w.ID)
 	})
 }
 

@@ -2,6 +2,7 @@ package control_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/control"
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor/fake"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // TestIdleCPU measures what an idle loop costs: the harness's one node is
@@ -56,14 +58,10 @@ func TestIdleCPU(t *testing.T) {
 	opts.OnCycle = func(d time.Duration, _ core.Plan) { h.cycles.Add(1); mu.Lock(); last = d; mu.Unlock() }
 	h.run(control.New(opts))
 	// Settled: the fillers run and the 50,000 explanations are written.
-	end := time.Now().Add(5 * time.Minute)
-	for len(ex.Running()) < 4 || h.cycles.Load() < 2 {
-		if time.Now().After(end) {
-			t.Fatalf("the loop did not settle: %d running, %d cycles", len(ex.Running()), h.cycles.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(5 * time.Second)
+	testwait.Until(t, 5*time.Minute, "the loop to settle", func() (bool, string) {
+		return len(ex.Running()) >= 4 && h.cycles.Load() >= 2, fmt.Sprintf("%d running, %d cycles", len(ex.Running()), h.cycles.Load())
+	})
+	time.Sleep(5 * time.Second) // a measurement: what the start left to do is done
 
 	ctx, cancel := context.WithCancel(context.Background())
 	beat := make(chan struct{})
@@ -86,7 +84,7 @@ func TestIdleCPU(t *testing.T) {
 		}
 	}()
 	c0, n0, w0 := cpu(t), h.cycles.Load(), time.Now()
-	time.Sleep(window)
+	time.Sleep(window) // the window measured, on the wall clock as the CPU time is
 	cancel()
 	<-beat
 	used, wall, cycles := cpu(t)-c0, time.Since(w0), h.cycles.Load()-n0

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/control"
@@ -14,13 +15,16 @@ import (
 )
 
 // These tests run the loop on its own clock (Options.Now nil) and the fake
-// executor on real timers, so that the loop sleeps until what it waits for:
-// with a long Resync, anything that happens sooner than the safety resync
-// (60 × Resync) happened because an event or a timer the plan asked for
-// woke the loop.
+// executor on its timers, in a synctest bubble: the loop sleeps until what
+// it waits for, on the bubble's clock, which moves only while every
+// goroutine waits. With a long Resync, anything that happens sooner than
+// the safety resync (60 × Resync) happened because an event or a timer the
+// plan asked for woke the loop; and the times the tests read are exact: a
+// cycle that runs at once on a change runs with no time passed.
 
-// realLoop starts a loop on the wall clock with the given Resync and policy
-// (sched.DefaultOptions when nil) and returns its executor.
+// realLoop starts a loop on the bubble's clock with the given Resync and
+// policy (sched.DefaultOptions when nil), waits for its first cycle and
+// returns its executor.
 func (h *harness) realLoop(resync time.Duration, policy *sched.Options, edit func(*control.Options)) *fake.Executor {
 	h.t.Helper()
 	ex := fake.New(fake.Options{})
@@ -33,19 +37,11 @@ func (h *harness) realLoop(resync time.Duration, policy *sched.Options, edit fun
 	}
 	before := h.cycles.Load()
 	h.run(control.New(opts))
-	// The first cycle (which may be over before a waitCycles could count
-	// from it).
-	end := time.Now().Add(deadline)
-	for h.cycles.Load() == before {
-		if time.Now().After(end) {
-			h.t.Fatalf("waited %s for the loop's first cycle", deadline)
-		}
-		time.Sleep(poll)
-	}
+	h.until("the loop's first cycle", func() (bool, string) { return h.cycles.Load() > before, "none ran" })
 	return ex
 }
 
-// submitNow submits with the harness's clock set to the wall clock, so that
+// submitNow submits with the harness's clock set to the bubble's, so that
 // the workload's submission time is now.
 func (h *harness) submitNow(edit func(*core.Workload)) *core.Workload {
 	h.t.Helper()
@@ -55,36 +51,53 @@ func (h *harness) submitNow(edit func(*core.Workload)) *core.Workload {
 	return h.submit(edit)
 }
 
+// pendingNode submits a workload that never fits (8 GPUs on a node of 4),
+// waits for its explanation and for the cycle that explanation's commit
+// runs, and returns the node, for a test to rewrite.
+func (h *harness) pendingNode() core.Node {
+	h.t.Helper()
+	w := h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
+	h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+	synctest.Wait()
+	ns, err := h.store.Nodes(context.Background())
+	if err != nil || len(ns) != 1 {
+		h.t.Fatalf("nodes: %v %v", ns, err)
+	}
+	return ns[0]
+}
+
 func TestSubmitAndExitWakeTheLoop(t *testing.T) {
-	h := newHarness(t)
-	ex := h.realLoop(time.Hour, nil, nil)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		ex := h.realLoop(time.Hour, nil, nil)
 
-	// A submission is a change: it runs at once, not at a tick (the
-	// safety resync is 60 hours away).
-	began := time.Now()
-	var running []core.WorkloadID
-	for range 4 {
-		running = append(running, h.submitNow(nil).ID)
-	}
-	for _, id := range running {
-		h.waitRunning(id, 1)
-	}
-	if d := time.Since(began); d > 5*time.Second {
-		t.Errorf("four submissions took %s to run", d)
-	}
+		// A submission is a change: it runs at once, not at a tick (the
+		// safety resync is 60 hours away).
+		began := time.Now()
+		var running []core.WorkloadID
+		for range 4 {
+			running = append(running, h.submitNow(nil).ID)
+		}
+		for _, id := range running {
+			h.waitRunning(id, 1)
+		}
+		if d := time.Since(began); d != 0 {
+			t.Errorf("four submissions ran %s after their submission, want at once", d)
+		}
 
-	// The node is full: the fifth waits, and runs once an exit frees a GPU.
-	waiting := h.submitNow(nil)
-	h.waitFor(waiting.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
-	began = time.Now()
-	if !ex.Finish(running[0], 1, 0) {
-		t.Fatal("Finish: the task is not running")
-	}
-	h.waitEnded(running[0])
-	h.waitRunning(waiting.ID, 1)
-	if d := time.Since(began); d > 5*time.Second {
-		t.Errorf("the exit took %s to start the waiting workload", d)
-	}
+		// The node is full: the fifth waits, and runs once an exit frees a GPU.
+		waiting := h.submitNow(nil)
+		h.waitFor(waiting.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+		began = time.Now()
+		if !ex.Finish(running[0], 1, 0) {
+			t.Fatal("Finish: the task is not running")
+		}
+		h.waitEnded(running[0])
+		h.waitRunning(waiting.ID, 1)
+		if d := time.Since(began); d != 0 {
+			t.Errorf("the exit started the waiting workload %s later, want at once", d)
+		}
+	})
 }
 
 func TestStarvationWakesTheLoop(t *testing.T) {
@@ -92,219 +105,206 @@ func TestStarvationWakesTheLoop(t *testing.T) {
 	// once it has waited StarvationAfter, the next cycle reserves the node
 	// for it. Nothing else changes: only the wake the plan asked for can
 	// run that cycle before the safety resync (6 s).
-	h := newHarness(t)
-	policy := sched.DefaultOptions()
-	policy.StarvationAfter = 300 * time.Millisecond
-	h.realLoop(100*time.Millisecond, &policy, nil)
-	small := h.submitNow(nil)
-	h.waitRunning(small.ID, 1)
-	big := h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 4000 })
-	h.waitFor(big.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
-	if got := h.get(big.ID); strings.Contains(got.Status.Message, "reserved for it") {
-		t.Fatalf("reserved before it waited StarvationAfter: %q", got.Status.Message)
-	}
-	got := h.waitFor(big.ID, "holding a reservation", func(w *core.Workload) bool {
-		return strings.Contains(w.Status.Message, "n1 is reserved for it")
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		policy := sched.DefaultOptions()
+		policy.StarvationAfter = 300 * time.Millisecond
+		h.realLoop(100*time.Millisecond, &policy, nil)
+		small := h.submitNow(nil)
+		h.waitRunning(small.ID, 1)
+		big := h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 4000 })
+		h.waitFor(big.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
+		if got := h.get(big.ID); strings.Contains(got.Status.Message, "reserved for it") {
+			t.Fatalf("reserved before it waited StarvationAfter: %q", got.Status.Message)
+		}
+		got := h.waitFor(big.ID, "holding a reservation", func(w *core.Workload) bool {
+			return strings.Contains(w.Status.Message, "n1 is reserved for it")
+		})
+		// The wait checks every poll: the reservation came in the poll
+		// that ends when it is seen.
+		if waited := time.Since(big.CreatedAt); waited < policy.StarvationAfter || waited > policy.StarvationAfter+poll {
+			t.Errorf("reserved %s after its submission, want at StarvationAfter (300ms), long before the safety resync (6s): %q", waited, got.Status.Message)
+		}
 	})
-	if waited := time.Since(big.CreatedAt); waited > 2500*time.Millisecond {
-		t.Errorf("reserved %s after its submission, want soon after StarvationAfter (300ms) and before the safety resync (6s): %q", waited, got.Status.Message)
-	}
 }
 
 func TestMaxRuntimeWakesTheLoop(t *testing.T) {
 	// A max runtime passing is a time the loop sleeps until.
-	h := newHarness(t)
-	h.realLoop(200*time.Millisecond, nil, nil) // safety resync: 12 s
-	w := h.submitNow(func(w *core.Workload) { w.MaxRuntime = 300 * time.Millisecond })
-	started := h.waitRunning(w.ID, 1).Status.StartedAt
-	got := h.waitEnded(w.ID)
-	if got.Status.Reason != control.ReasonMaxRuntime {
-		t.Fatalf("got %s/%s, want Failed/%s", got.Status.Phase, got.Status.Reason, control.ReasonMaxRuntime)
-	}
-	if d := got.Status.FinishedAt.Sub(*started); d > 4*time.Second {
-		t.Errorf("a 300ms max runtime was stopped after %s", d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.realLoop(200*time.Millisecond, nil, nil) // safety resync: 12 s
+		w := h.submitNow(func(w *core.Workload) { w.MaxRuntime = 300 * time.Millisecond })
+		started := h.waitRunning(w.ID, 1).Status.StartedAt
+		got := h.waitEnded(w.ID)
+		if got.Status.Reason != control.ReasonMaxRuntime {
+			t.Fatalf("got %s/%s, want Failed/%s", got.Status.Phase, got.Status.Reason, control.ReasonMaxRuntime)
+		}
+		if d := got.Status.FinishedAt.Sub(*started); d != w.MaxRuntime {
+			t.Errorf("a 300ms max runtime was stopped after %s, want 300ms", d)
+		}
+	})
 }
 
 func TestSafetyResync(t *testing.T) {
 	// With nothing to do, the loop still runs every 60 × Resync, and no
 	// more often.
-	h := newHarness(t)
-	h.realLoop(10*time.Millisecond, nil, nil) // safety resync: 600ms
-	before := h.cycles.Load()
-	time.Sleep(2 * time.Second)
-	n := h.cycles.Load() - before
-	if n < 1 {
-		t.Errorf("idle for 2s: %d cycles, want the safety resync's (about 3)", n)
-	}
-	if n > 10 {
-		t.Errorf("idle for 2s: %d cycles, want about 3 (every 600ms), not one every Resync (10ms)", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.realLoop(10*time.Millisecond, nil, nil) // safety resync: 600ms
+		before := h.cycles.Load()
+		time.Sleep(2 * time.Second) // the bubble's clock: a window idle but for the loop's timers
+		if n := h.cycles.Load() - before; n != 3 {
+			t.Errorf("idle for 2s: %d cycles, want the safety resync's 3 (every 600ms), not one every Resync (10ms)", n)
+		}
+	})
 }
 
 func TestBudgetGateChangeWakesTheLoop(t *testing.T) {
 	// The gates are read every Resync; a read that finds them unchanged
 	// runs no cycle, one that finds a team's budget spent runs one, which
 	// stops the team's running work.
-	h := newHarness(t)
-	b := &gates{}
-	h.realLoop(50*time.Millisecond, nil, func(o *control.Options) { o.Budgets = b }) // safety resync: 3 s
-	w := h.submitNow(nil)
-	h.waitRunning(w.ID, 1)
-	time.Sleep(300 * time.Millisecond) // the cycles of the start settle
-	before := h.cycles.Load()
-	time.Sleep(time.Second)
-	if n := h.cycles.Load() - before; n > 1 {
-		t.Errorf("unchanged gates: %d cycles in 1s, want none (the safety resync is 3s)", n)
-	}
-	b.mu.Lock()
-	reads := b.reads
-	b.mu.Unlock()
-	if reads < 3 {
-		t.Errorf("the gates were read %d times in 1.3s, want about one every Resync (50ms)", reads)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const resync = 50 * time.Millisecond // safety resync: 3 s
+		h := newHarness(t)
+		b := &gates{}
+		h.realLoop(resync, nil, func(o *control.Options) { o.Budgets = b })
+		w := h.submitNow(nil)
+		h.waitRunning(w.ID, 1)
+		before := h.cycles.Load()
+		b.mu.Lock()
+		reads := b.reads
+		b.mu.Unlock()
+		time.Sleep(time.Second) // the bubble's clock: a window with the gates unchanged
+		if n := h.cycles.Load() - before; n != 0 {
+			t.Errorf("unchanged gates: %d cycles in 1s, want none (the safety resync is 3s)", n)
+		}
+		b.mu.Lock()
+		reads = b.reads - reads
+		b.mu.Unlock()
+		// A read due at an end of the window, at the same instant as the
+		// test's own timer, may fall on either side of it.
+		if want := int(time.Second / resync); reads < want-1 || reads > want+1 {
+			t.Errorf("the gates were read %d times in 1s, want %d: one every Resync (50ms)", reads, want)
+		}
 
-	// Just after the safety resync's cycle, so that only a read of the
-	// gates can run the next one within 1.5s.
-	h.waitCycles(1)
-	began := time.Now()
-	b.set("a", core.BudgetGate{Exceeded: true, StopRunning: true, Message: "team a has spent its budget", Month: "2026-12"})
-	// Stopped, or already requeued by the stop.
-	h.waitFor(w.ID, "stopped for its budget", func(w *core.Workload) bool {
-		return w.Status.StopRequested == control.ReasonBudgetExceeded || w.Status.Phase == core.Pending && w.Status.Reason == control.ReasonBudgetExceeded
+		// Just after the safety resync's cycle, so that only a read of the
+		// gates can run the next one before the safety resync's next.
+		h.waitCycles(1)
+		began := time.Now()
+		b.set("a", core.BudgetGate{Exceeded: true, StopRunning: true, Message: "team a has spent its budget", Month: "2026-12"})
+		// Stopped, or already requeued by the stop.
+		h.waitFor(w.ID, "stopped for its budget", func(w *core.Workload) bool {
+			return w.Status.StopRequested == control.ReasonBudgetExceeded || w.Status.Phase == core.Pending && w.Status.Reason == control.ReasonBudgetExceeded
+		})
+		if d := time.Since(began); d > resync+poll {
+			t.Errorf("a spent budget took %s to stop the team's work, want the next read of the gates (every %s)", d, resync)
+		}
 	})
-	if d := time.Since(began); d > 1500*time.Millisecond {
-		t.Errorf("a spent budget took %s to stop the team's work", d)
-	}
 }
 
 func TestHeartbeatRunsNoCycle(t *testing.T) {
 	// A node's record rewritten with only its updatedAt new (the server's
 	// heartbeat of its local node) changes nothing the schedule sees: no
 	// cycle. A change of the node itself runs one.
-	h := newHarness(t)
-	h.realLoop(time.Hour, nil, nil)
-	w := h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 }) // never fits: stays pending
-	h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
-	time.Sleep(100 * time.Millisecond) // the cycle the explanation's commit ran
-	node := func() core.Node {
-		ns, err := h.store.Nodes(context.Background())
-		if err != nil || len(ns) != 1 {
-			t.Fatalf("nodes: %v %v", ns, err)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.realLoop(time.Hour, nil, nil)
+		n := h.pendingNode()
+		before := h.cycles.Load()
+		for i := range 5 {
+			n.UpdatedAt = time.Now().Add(time.Duration(i) * time.Second).UTC()
+			if err := h.store.PutNode(context.Background(), n); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // the loop has taken this heartbeat
 		}
-		return ns[0]
-	}
-	before := h.cycles.Load()
-	for i := range 5 {
-		n := node()
-		n.UpdatedAt = time.Now().Add(time.Duration(i) * time.Second).UTC()
+		if n := h.cycles.Load() - before; n != 0 {
+			t.Errorf("five heartbeats ran %d cycles, want none", n)
+		}
+		n.Labels = map[string]string{"rack": "r1"}
+		before = h.cycles.Load()
 		if err := h.store.PutNode(context.Background(), n); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := h.cycles.Load() - before; n != 0 {
-		t.Errorf("five heartbeats ran %d cycles, want none", n)
-	}
-	n := node()
-	n.Labels = map[string]string{"rack": "r1"}
-	before = h.cycles.Load()
-	if err := h.store.PutNode(context.Background(), n); err != nil {
-		t.Fatal(err)
-	}
-	end := time.Now().Add(deadline)
-	for h.cycles.Load() == before {
-		if time.Now().After(end) {
-			t.Fatalf("a node's new labels ran no cycle in %s", deadline)
+		synctest.Wait()
+		if n := h.cycles.Load() - before; n != 1 {
+			t.Errorf("a node's new labels ran %d cycles, want 1, at once", n)
 		}
-		time.Sleep(poll)
-	}
+	})
 }
 
 func TestChangesArePacedUnderAFlood(t *testing.T) {
-	if raceDetector {
-		t.Skip("it times cycles, which the race detector slows several times over")
-	}
 	// Cycles made to last cycleLen (OnCycle runs inside the cycle): under a
 	// stream of submits, a cycle starts no sooner than paceFactor lengths
 	// after the last one ended, so the loop runs about one cycle per
 	// (1+paceFactor) × cycleLen, not one per cycleLen back to back; and a
 	// change after a quiet spell still runs its cycle at once.
-	const cycleLen = 15 * time.Millisecond
-	const period = (1 + control.PaceFactor) * cycleLen
-	h := newHarness(t)
-	var started []time.Time
-	var mu sync.Mutex
-	h.realLoop(time.Hour, nil, func(o *control.Options) {
-		next := o.OnCycle
-		o.OnCycle = func(d time.Duration, p core.Plan) {
-			mu.Lock()
-			started = append(started, time.Now().Add(-d))
-			mu.Unlock()
-			time.Sleep(cycleLen)
-			next(d, p)
+	synctest.Test(t, func(t *testing.T) {
+		const cycleLen = 15 * time.Millisecond
+		const period = (1 + control.PaceFactor) * cycleLen
+		h := newHarness(t)
+		var started []time.Time
+		var mu sync.Mutex
+		h.realLoop(time.Hour, nil, func(o *control.Options) {
+			next := o.OnCycle
+			o.OnCycle = func(d time.Duration, p core.Plan) {
+				mu.Lock()
+				started = append(started, time.Now().Add(-d))
+				mu.Unlock()
+				time.Sleep(cycleLen) // the bubble's clock: the cycle's length
+				next(d, p)
+			}
+		})
+		count := func() int { mu.Lock(); defer mu.Unlock(); return len(started) }
+		// quiet waits until the last cycle's pace is over.
+		quiet := func() {
+			synctest.Wait()
+			time.Sleep(period) // the bubble's clock
 		}
-	})
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(started) }
-	// quiet waits until no cycle has started for a period and a cycle:
-	// past the last one's pace.
-	quiet := func() {
-		for {
-			n := count()
-			time.Sleep(period + cycleLen)
-			if count() == n {
-				return
+		quiet()
+
+		// After a quiet spell a submit runs a cycle at once.
+		before := count()
+		h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 }) // never fits: stays pending
+		sent := time.Now()
+		synctest.Wait()
+		if count() == before {
+			t.Fatal("no cycle after a submit")
+		}
+		mu.Lock()
+		wait := started[before].Sub(sent)
+		mu.Unlock()
+		if wait != 0 {
+			t.Errorf("after a quiet spell a submit waited %s for its cycle, want it at once", wait)
+		}
+
+		// A flood: a submit every 5 ms for 1.2 s.
+		quiet()
+		const flood = 1200 * time.Millisecond
+		before = count()
+		for began := time.Now(); time.Since(began) < flood; {
+			h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
+			time.Sleep(5 * time.Millisecond) // the bubble's clock: the flood's pace
+		}
+		n := count() - before
+		// Back to back: flood/cycleLen = 80; paced: flood/period = 8, and
+		// the cycle under way when the flood ends.
+		if most := int(flood/period) + 1; n > most {
+			t.Errorf("a flood of submits over %s ran %d cycles, want at most %d (one per %s)", flood, n, most, period)
+		}
+		if least := int(flood / period); n < least {
+			t.Errorf("a flood of submits over %s ran %d cycles, want at least %d: scheduled all along", flood, n, least)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := before + 1; i < len(started); i++ {
+			// The cycle before started[i] lasted cycleLen, so started[i]
+			// comes at least a period after started[i-1].
+			if gap := started[i].Sub(started[i-1]); gap < period {
+				t.Errorf("cycle %d started %s after the one before, want at least %s", i, gap, period)
 			}
 		}
-	}
-	quiet()
-
-	// After a quiet spell a submit runs a cycle at once.
-	before := count()
-	h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 }) // never fits: stays pending
-	sent := time.Now()                                                // committed (the cycle may have begun)
-	end := time.Now().Add(deadline)
-	for count() == before {
-		if time.Now().After(end) {
-			t.Fatalf("no cycle in %s after a submit", deadline)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	mu.Lock()
-	wait := started[before].Sub(sent)
-	mu.Unlock()
-	if wait > cycleLen {
-		t.Errorf("after a quiet spell a submit waited %s for its cycle, want it at once (under %s)", wait, cycleLen)
-	}
-
-	// A flood: a submit every 5 ms for 1.2 s.
-	quiet()
-	const flood = 1200 * time.Millisecond
-	before = count()
-	began := time.Now()
-	for time.Since(began) < flood {
-		h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
-		time.Sleep(5 * time.Millisecond)
-	}
-	n := count() - before
-	// Back to back: flood/cycleLen = 80; paced: about flood/period = 8.
-	// Allow for the store's commits and a slow machine.
-	if most := int(flood/period) + 3; n > most {
-		t.Errorf("a flood of submits over %s ran %d cycles, want at most %d (one per %s)", flood, n, most, period)
-	}
-	if n < 3 {
-		t.Errorf("a flood of submits over %s ran %d cycles, want them scheduled all along", flood, n)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for i := before + 1; i < len(started); i++ {
-		// The cycle before started[i] lasted at least cycleLen, so
-		// started[i] comes at least a period after started[i-1] (the
-		// first of the flood may follow a cycle of the quiet spell).
-		if gap := started[i].Sub(started[i-1]); gap < period-5*time.Millisecond {
-			t.Errorf("cycle %d started %s after the one before, want at least %s", i, gap, period)
-		}
-	}
+	})
 }
 
 func TestManyExplanationsAreAllWritten(t *testing.T) {
@@ -337,36 +337,33 @@ func TestHeartbeatsWithinThePaceRunNoCycle(t *testing.T) {
 	// over. (A review found every such wait ending in a full cycle, which
 	// opened a new pace for the next heartbeat: 6-8 cycles in 1 s of
 	// heartbeats.)
-	const cycleLen = 40 * time.Millisecond
-	h := newHarness(t)
-	h.realLoop(time.Hour, nil, func(o *control.Options) {
-		next := o.OnCycle
-		o.OnCycle = func(d time.Duration, p core.Plan) {
-			time.Sleep(cycleLen)
-			next(d, p)
+	synctest.Test(t, func(t *testing.T) {
+		const cycleLen = 40 * time.Millisecond
+		const pace = control.PaceFactor * cycleLen
+		h := newHarness(t)
+		h.realLoop(time.Hour, nil, func(o *control.Options) {
+			next := o.OnCycle
+			o.OnCycle = func(d time.Duration, p core.Plan) {
+				time.Sleep(cycleLen) // the bubble's clock: the cycle's length
+				next(d, p)
+			}
+		})
+		n := h.pendingNode()
+		time.Sleep(pace) // the bubble's clock: the last cycle's pace is over
+		// One real change, then a heartbeat every 10 ms for 1 s.
+		before := h.cycles.Load()
+		h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
+		for began := time.Now(); time.Since(began) < time.Second; {
+			n.UpdatedAt = time.Now().UTC()
+			if err := h.store.PutNode(context.Background(), n); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond) // the bubble's clock: the heartbeats' pace
+		}
+		time.Sleep(cycleLen + pace) // the bubble's clock: a cycle and its pace, for what the last heartbeat would run
+		// The submit's cycle, and the one its explanation's commit runs.
+		if got := h.cycles.Load() - before; got != 2 {
+			t.Errorf("a submit and 1 s of heartbeats ran %d cycles, want 2", got)
 		}
 	})
-	w := h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 }) // never fits: stays pending
-	h.waitFor(w.ID, "explained as Unschedulable", func(w *core.Workload) bool { return w.Status.Reason == "Unschedulable" })
-	time.Sleep(500 * time.Millisecond)
-	ns, err := h.store.Nodes(context.Background())
-	if err != nil || len(ns) != 1 {
-		t.Fatalf("nodes: %v %v", ns, err)
-	}
-	n := ns[0]
-	// One real change, then a heartbeat every 10 ms for 1 s.
-	before := h.cycles.Load()
-	h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 8000 })
-	for began := time.Now(); time.Since(began) < time.Second; {
-		n.UpdatedAt = time.Now().UTC()
-		if err := h.store.PutNode(context.Background(), n); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(3 * cycleLen)
-	// The submit's cycle, and the one its explanation's commit runs.
-	if got := h.cycles.Load() - before; got > 2 {
-		t.Errorf("a submit and 1 s of heartbeats ran %d cycles, want at most 2", got)
-	}
 }

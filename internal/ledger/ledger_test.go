@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
@@ -197,4 +198,48 @@ func budgetsAt(t *testing.T, l *Ledger, now time.Time, maxAge time.Duration) map
 		t.Fatal(err)
 	}
 	return bs
+}
+
+// Gates never waits for an evaluation of the budgets: it answers the last
+// one and, once that is BudgetRefresh old, starts the next in the
+// background, whose answer the next Gates gives. In a synctest bubble the
+// refresh is done once every goroutine waits (synctest.Wait), and the
+// evaluation's age is on the bubble's clock.
+func TestGatesRefreshInTheBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		time.Sleep(time.Hour) // the bubble's clock: 01:00 on the first of a month
+		st, l := setup(t)
+		now := time.Now().UTC()
+		l.FilePrices = []api.Price{{Pool: "east", Kind: api.PriceOnDemand, Rate: 3600 * quantity.MoneyUnit}}
+		l.Since = now.Add(-time.Minute)                                // the file's price applies from then
+		run(t, st, now.Add(-20*time.Second), now.Add(-10*time.Second)) // 2 GPUs for 10 s: 20
+		if _, err := l.SetBudget(ctx, "a", api.Budget{Monthly: 30 * quantity.MoneyUnit, Hard: true}); err != nil {
+			t.Fatal(err)
+		}
+		exceeded := func() bool {
+			t.Helper()
+			gates, err := l.Gates(ctx, time.Now().UTC())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return gates["a"].Exceeded
+		}
+		if exceeded() {
+			t.Fatal("20 of a budget of 30 spent: exceeded, want not")
+		}
+		run(t, st, now.Add(-10*time.Second), now) // 20 more: 40 of 30
+		synctest.Wait()
+		if exceeded() {
+			t.Error("exceeded by an evaluation younger than BudgetRefresh, which Gates should have answered")
+		}
+		time.Sleep(BudgetRefresh) // the bubble's clock: the evaluation is that old
+		if exceeded() {
+			t.Error("Gates waited for the refresh, want the last evaluation at once")
+		}
+		synctest.Wait() // the refresh Gates started is done
+		if !exceeded() {
+			t.Error("not exceeded after the refresh: 40 of 30 spent")
+		}
+	})
 }

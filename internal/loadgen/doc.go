@@ -13,7 +13,7 @@
 // started during the warm-up are not counted; the measured part ends
 // after Duration (no request is started later) or after Count requests.
 // Requests still in flight at the end may take Drain longer, then fail
-// as cut off. An answer is read up to api.MaxLoadAnswerBytes; a longer
+// as cut off. An answer is read up to accept.MaxLoadAnswerBytes; a longer
 // one fails. Run returns when every step has run, or ctx ends (the steps
 // measured so far, the one cut short marked so).
 //

@@ -26,6 +26,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/app"
 	"github.com/gpufleet/gpufleet/internal/config"
 	"github.com/gpufleet/gpufleet/internal/portal"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // The browser test drives the portal in a real headless Chromium against a
@@ -100,29 +101,21 @@ func startServer(t *testing.T) *server {
 		<-done
 		// Workloads outlive the server by design; one that ends now
 		// writes its exit status while the dir goes: try again.
-		for end := time.Now().Add(10 * time.Second); os.RemoveAll(dir) != nil && time.Now().Before(end); {
-			time.Sleep(100 * time.Millisecond)
-		}
+		testwait.Within(10*time.Second, func() (bool, string) { return os.RemoveAll(dir) == nil, "" })
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	testwait.Until(t, 10*time.Second, "the server to be ready", func() (bool, string) {
 		select {
 		case err := <-done:
 			t.Fatalf("server exited: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("server not ready after 10s")
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
 	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
 	if err != nil {
 		t.Fatal(err)
@@ -604,14 +597,14 @@ func TestPortalInBrowser(t *testing.T) {
 	}
 	t.Cleanup(func() { s.admin.CancelWorkload(context.Background(), long.ID) })
 	var why string
-	for deadline := time.Now().Add(10 * time.Second); why == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if w, err := s.admin.GetWorkload(context.Background(), big.ID); err == nil && w.Status.Message != "" {
-			why = w.Status.Message
+	testwait.Until(t, 10*time.Second, "the scheduler's reason for the 4-GPU workload", func() (bool, string) {
+		w, err := s.admin.GetWorkload(context.Background(), big.ID)
+		if err != nil {
+			return false, err.Error()
 		}
-	}
-	if why == "" {
-		t.Fatal("the scheduler gave no reason for the 4-GPU workload")
-	}
+		why = w.Status.Message
+		return why != "", "none"
+	})
 	b.run(t, "why it is pending",
 		chromedp.Navigate(s.url+"/#/workloads/"+big.ID),
 		waitJS(fmt.Sprintf(`document.getElementById('why').textContent.includes(%q)`, why)))
@@ -620,14 +613,12 @@ func TestPortalInBrowser(t *testing.T) {
 	// The memory hog: where the server enforces GPU memory shares, it
 	// ends Failed with GPUMemoryLimitExceeded, and its page says so.
 	var hw *api.Workload
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	testwait.Within(10*time.Second, func() (bool, string) {
 		if hw, err = s.admin.GetWorkload(context.Background(), hog.ID); err != nil {
 			t.Fatal(err)
 		}
-		if hw.Status.Phase != api.PhaseRunning && hw.Status.Phase != api.PhasePending {
-			break
-		}
-	}
+		return hw.Status.Phase != api.PhaseRunning && hw.Status.Phase != api.PhasePending, ""
+	})
 	if hw.Status.Reason == "GPUMemoryLimitExceeded" {
 		b.run(t, "a workload over its GPU memory share",
 			chromedp.Navigate(s.url+"/#/workloads/"+hog.ID),

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // costCall sends one request to the server's API with token and decodes
@@ -129,19 +130,16 @@ func TestCostPageInBrowser(t *testing.T) {
 	done := func(id string) *api.Workload {
 		t.Helper()
 		var w *api.Workload
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		testwait.Until(t, 30*time.Second, id+" to succeed", func() (bool, string) {
 			if w, err = s.admin.GetWorkload(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			if w.Status.Phase == api.PhaseSucceeded {
-				return w
+			if p := w.Status.Phase; p != api.PhasePending && p != api.PhaseRunning && p != api.PhaseSucceeded {
+				t.Fatalf("%s ended %s %s: %s", id, p, w.Status.Reason, w.Status.Message)
 			}
-			if w.Status.Phase != api.PhasePending && w.Status.Phase != api.PhaseRunning {
-				t.Fatalf("%s ended %s %s: %s", id, w.Status.Phase, w.Status.Reason, w.Status.Message)
-			}
-		}
-		t.Fatalf("%s (%s) did not succeed within 30 s: %s %s: %s", id, w.Name, w.Status.Phase, w.Status.Reason, w.Status.Message)
-		return nil
+			return w.Status.Phase == api.PhaseSucceeded, fmt.Sprintf("%s (%s) is %s %s: %s", id, w.Name, w.Status.Phase, w.Status.Reason, w.Status.Message)
+		})
+		return w
 	}
 	pw := done(probe.ID)
 	done(burn.ID)
@@ -169,30 +167,17 @@ func TestCostPageInBrowser(t *testing.T) {
 	// The server evaluates budgets at most BudgetRefresh (10 s) apart: wait
 	// until it reports both, inference's exceeded, as the page must show.
 	var spent float64
-	began := time.Now()
-	var firstSeen []api.BudgetStatus
-	for first := true; ; first = false {
+	testwait.Until(t, 15*time.Second, "GET /budgets to say research's is 100 and inference's is exceeded", func() (bool, string) {
 		var budgets api.BudgetList
 		costCall(t, s, s.token, "GET", "/budgets", nil, &budgets)
-		if first {
-			firstSeen = budgets.Items
-		}
 		seen := map[string]api.BudgetStatus{}
 		for _, bs := range budgets.Items {
 			seen[bs.Team] = bs
 		}
-		if r, i := seen["research"], seen["inference"]; r.Monthly == 100*quantity.MoneyUnit && i.Exceeded {
-			spent = float64(r.Spent) / 1e6
-			if !first {
-				t.Logf("GET /budgets reported the budgets set %v after they were set (at first: %+v)", time.Since(began).Round(time.Millisecond), firstSeen)
-			}
-			break
-		}
-		if time.Since(began) > 15*time.Second {
-			t.Fatalf("15 s after the budgets were set GET /budgets says %+v; want research's of 100 and inference's exceeded", budgets.Items)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		r, i := seen["research"], seen["inference"]
+		spent = float64(r.Spent) / 1e6
+		return r.Monthly == 100*quantity.MoneyUnit && i.Exceeded, fmt.Sprintf("%+v", budgets.Items)
+	})
 
 	b.run(t, "sign in",
 		chromedp.Navigate(s.url+"/"),

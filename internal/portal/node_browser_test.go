@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // nodeEvidence is GET /nodes/{name}/evidence's answer.
@@ -24,15 +25,11 @@ type nodeEvidence struct {
 func waitNode(t *testing.T, s *server, what string, ok func(*api.Node) bool) *api.Node {
 	t.Helper()
 	var n api.Node
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.Until(t, 15*time.Second, "node-a to be "+what, func() (bool, string) {
 		costCall(t, s, s.token, "GET", "/nodes/node-a", nil, &n)
-		if ok(&n) {
-			return &n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 15 s node-a is %s (%s: %s), not %s", n.State, n.StateReason, n.StateMessage, what)
-		}
-	}
+		return ok(&n), fmt.Sprintf("it is %s (%s: %s)", n.State, n.StateReason, n.StateMessage)
+	})
+	return &n
 }
 
 // latestRun is the evidence of the node's last qualification run.

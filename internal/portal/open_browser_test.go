@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // openSeen is what the workload page shows of its Open links.
@@ -60,20 +61,16 @@ func TestOpenButtonInBrowser(t *testing.T) {
 	}
 
 	// What the link opens: the notebook's own page, once it answers.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.Until(t, 20*time.Second, "the notebook to answer through the proxy", func() (bool, string) {
 		req, _ := http.NewRequest("GET", s.url+"/w/"+nb.ID+"/8888/", nil)
 		req.Header.Set("Authorization", "Bearer "+s.token)
 		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the notebook does not answer through the proxy after 20 s (%v)", err)
-		}
-	}
+		resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
 	b.run(t, "follow the link in this tab",
 		chromedp.Navigate(links[0].Href),
 		waitJS(`document.body !== null && document.body.innerText.includes('Directory listing')`))

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // clusterSeen is what the Pools page shows of one cluster.
@@ -136,18 +137,16 @@ func TestPoolsPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testwait.Until(t, 30*time.Second, w.ID+" to run", func() (bool, string) {
 		got, err := s.admin.GetWorkload(ctx, w.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status.Phase == api.PhaseRunning {
-			break
+		if p := got.Status.Phase; p != api.PhasePending && p != api.PhaseRunning {
+			t.Fatalf("%s is %s %s: %s, want Running", w.ID, p, got.Status.Reason, got.Status.Message)
 		}
-		if got.Status.Phase != api.PhasePending || time.Now().After(deadline) {
-			t.Fatalf("%s is %s %s: %s, want Running", w.ID, got.Status.Phase, got.Status.Reason, got.Status.Message)
-		}
-	}
+		return got.Status.Phase == api.PhaseRunning, fmt.Sprintf("it is %s %s: %s", got.Status.Phase, got.Status.Reason, got.Status.Message)
+	})
 	// The page refreshes on its own (every 5 s): no reload.
 	b.run(t, "see 0.5 allocated without a reload",
 		jsDo(`window.__notReloaded = true`),
@@ -199,16 +198,11 @@ func TestPoolsPageShowsEveryPriceKindPerGPUHour(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#token"), s.token+kb.Enter), chromedp.WaitVisible(chromedp.CSS("#dashboard")))
 	for _, k := range kinds {
 		// Wait for the version to be in effect, then open the page anew.
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		testwait.Until(t, 20*time.Second, fmt.Sprintf("the %s price to be in effect", k.price["kind"]), func() (bool, string) {
 			var pools api.List[api.Pool]
 			costCall(t, s, s.token, "GET", "/pools", nil, &pools)
-			if len(pools.Items) == 1 && pools.Items[0].Price != nil && pools.Items[0].Price.Kind == k.price["kind"] {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the %s price is not in effect: %+v", k.price["kind"], pools.Items)
-			}
-		}
+			return len(pools.Items) == 1 && pools.Items[0].Price != nil && pools.Items[0].Price.Kind == k.price["kind"], fmt.Sprintf("%+v", pools.Items)
+		})
 		b.run(t, "open the Pools page for "+k.want,
 			chromedp.Navigate(s.url+"/#/"), chromedp.WaitVisible(chromedp.CSS("#dashboard")),
 			chromedp.Navigate(s.url+"/#/pools"),

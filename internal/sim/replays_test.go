@@ -98,7 +98,7 @@ func TestReplayPolicies(t *testing.T) {
 		if inside.Add(1) > 1 {
 			overlaps.Add(1)
 		}
-		time.Sleep(100 * time.Microsecond)
+		time.Sleep(100 * time.Microsecond) // holds the call, so that one made meanwhile overlaps it
 		inside.Add(-1)
 	}
 	policies := []string{ReplayReservation, ReplayGPUFleet}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -32,6 +31,14 @@ func smallDisk(t *testing.T, size string) string {
 		}
 	})
 	return dir
+}
+
+// probeDue moves the time of Writable's last probe back by probeEvery, as
+// if that long had passed since: the next Writable probes.
+func probeDue(s *Store) {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	s.probedAt = s.probedAt.Add(-probeEvery)
 }
 
 // fill writes a file into dir until the disk has no space left, and returns
@@ -127,7 +134,7 @@ func TestFullDiskFailsWritesAndRecovers(t *testing.T) {
 		t.Errorf("Writable on a full disk = %v, want ErrNoSpace", err)
 	}
 	// The probe of a later Writable fails too while the disk is full.
-	time.Sleep(probeEvery)
+	probeDue(s)
 	if err := s.Writable(ctx); !errors.Is(err, core.ErrNoSpace) {
 		t.Errorf("Writable on a full disk, probing = %v, want ErrNoSpace", err)
 	}
@@ -149,12 +156,9 @@ func TestFullDiskFailsWritesAndRecovers(t *testing.T) {
 
 	// Space returns: Writable clears by its own probe, then writes work.
 	free()
-	deadline := time.Now().Add(5 * probeEvery)
-	for s.Writable(ctx) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("Writable once space returned = %v, want nil", s.Writable(ctx))
-		}
-		time.Sleep(50 * time.Millisecond)
+	probeDue(s)
+	if err := s.Writable(ctx); err != nil {
+		t.Fatalf("Writable once space returned, probing = %v, want nil", err)
 	}
 	if f := burst(20); f > 0 || len(other) > 0 {
 		t.Fatalf("once space returned: %d writes failed for space, others with %v", f, other)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -23,74 +24,77 @@ import (
 // syncer is free, with an fsync of its own (one COMMIT for each fsync); and
 // that each fsync starts after the COMMIT of the writes it acknowledges.
 func TestAcknowledgedOnlyAfterTheFsync(t *testing.T) {
-	s, _ := fileFixture(t)
-	ctx := context.Background()
-	committed := func() int { return countCommitted(t, s) }
-	// seen: the workloads committed as each fsync starts.
-	entered := make(chan int, 16)
-	release := make(chan struct{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) }) // never left hanging
-	s.wal.fdatasync = func(fd int) error {
-		entered <- committed()
-		<-release
-		return unix.Fdatasync(fd)
-	}
-	type result struct {
-		w   *core.Workload
-		err error
-	}
-	submitAsync := func(milli int64) chan result {
-		ch := make(chan result, 1)
-		go func() {
-			w, _, err := s.CreateWorkload(ctx, workload(milli), nil, t0)
-			ch <- result{w, err}
-		}()
-		return ch
-	}
-	first := submitAsync(1000)
-	var seen []int
-	select {
-	case n := <-entered: // committed; the fsync is held
-		seen = append(seen, n)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the write's fsync never started")
-	}
-	select {
-	case r := <-first:
-		t.Fatalf("write acknowledged (err %v) while its fsync was held", r.err)
-	case <-time.After(100 * time.Millisecond):
-	}
-	if n := committed(); n != 1 {
-		t.Errorf("readers see %d workloads while the fsync is held, want the 1 committed", n)
-	}
-	second := submitAsync(500)
-	time.Sleep(100 * time.Millisecond)
-	select {
-	case r := <-second:
-		t.Fatalf("second write acknowledged (err %v) while the first's fsync was held", r.err)
-	default:
-	}
-	if n := committed(); n != 1 {
-		t.Errorf("readers see %d workloads while the first's fsync is held, want 1: the second waits uncommitted", n)
-	}
-	once.Do(func() { close(release) })
-	for _, ch := range []chan result{first, second} {
-		select {
-		case r := <-ch:
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("write not acknowledged after its fsync returned")
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := fileFixture(t)
+		ctx := context.Background()
+		committed := func() int { return countCommitted(t, s) }
+		// seen: the workloads committed as each fsync starts.
+		entered := make(chan int, 16)
+		release := make(chan struct{})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(release) }) }) // never left hanging
+		s.wal.fdatasync = func(fd int) error {
+			entered <- committed()
+			<-release
+			return unix.Fdatasync(fd)
 		}
-	}
-	for len(entered) > 0 {
-		seen = append(seen, <-entered)
-	}
-	if want := []int{1, 2}; !slices.Equal(seen, want) {
-		t.Errorf("workloads committed as each fsync started: %v, want %v (each write's own fsync, after its COMMIT)", seen, want)
-	}
+		type result struct {
+			w   *core.Workload
+			err error
+		}
+		submitAsync := func(milli int64) chan result {
+			ch := make(chan result, 1)
+			go func() {
+				w, _, err := s.CreateWorkload(ctx, workload(milli), nil, t0)
+				ch <- result{w, err}
+			}()
+			return ch
+		}
+		first := submitAsync(1000)
+		synctest.Wait() // the write has gone as far as it can: into the held fsync
+		var seen []int
+		select {
+		case n := <-entered: // committed; the fsync is held
+			seen = append(seen, n)
+		default:
+			t.Fatal("the write's fsync never started")
+		}
+		select {
+		case r := <-first:
+			t.Fatalf("write acknowledged (err %v) while its fsync was held", r.err)
+		default:
+		}
+		if n := committed(); n != 1 {
+			t.Errorf("readers see %d workloads while the fsync is held, want the 1 committed", n)
+		}
+		second := submitAsync(500)
+		synctest.Wait()
+		select {
+		case r := <-second:
+			t.Fatalf("second write acknowledged (err %v) while the first's fsync was held", r.err)
+		default:
+		}
+		if n := committed(); n != 1 {
+			t.Errorf("readers see %d workloads while the first's fsync is held, want 1: the second waits uncommitted", n)
+		}
+		once.Do(func() { close(release) })
+		for _, ch := range []chan result{first, second} {
+			select {
+			case r := <-ch:
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("write not acknowledged after its fsync returned")
+			}
+		}
+		for len(entered) > 0 {
+			seen = append(seen, <-entered)
+		}
+		if want := []int{1, 2}; !slices.Equal(seen, want) {
+			t.Errorf("workloads committed as each fsync started: %v, want %v (each write's own fsync, after its COMMIT)", seen, want)
+		}
+	})
 }
 
 // TestFailedFsyncStopsWrites fails the WAL's fsync: the writes it was to
@@ -138,41 +142,43 @@ func TestFailedFsyncStopsWrites(t *testing.T) {
 // transaction while the previous batch's fsync fails: it must fail too,
 // never be acknowledged, since recovery would drop it with the failed batch.
 func TestWriteDuringFailingFsyncFails(t *testing.T) {
-	s, _ := fileFixture(t)
-	ctx := context.Background()
-	entered := make(chan struct{}, 4)
-	release := make(chan struct{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	var calls atomic.Int32
-	s.wal.fdatasync = func(fd int) error {
-		if calls.Add(1) == 1 {
-			entered <- struct{}{}
-			<-release
-			return unix.EIO
-		}
-		return unix.Fdatasync(fd)
-	}
-	submitAsync := func(milli int64) chan error {
-		ch := make(chan error, 1)
-		go func() { _, _, err := s.CreateWorkload(ctx, workload(milli), nil, t0); ch <- err }()
-		return ch
-	}
-	first := submitAsync(1000)
-	<-entered
-	second := submitAsync(500)
-	time.Sleep(100 * time.Millisecond) // the second runs in the open transaction
-	once.Do(func() { close(release) })
-	for i, ch := range []chan error{first, second} {
-		select {
-		case err := <-ch:
-			if !errors.Is(err, core.ErrUnavailable) {
-				t.Errorf("write %d, with or after the failed fsync: err %v, want core.ErrUnavailable", i+1, err)
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := fileFixture(t)
+		ctx := context.Background()
+		entered := make(chan struct{}, 4)
+		release := make(chan struct{})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(release) }) })
+		var calls atomic.Int32
+		s.wal.fdatasync = func(fd int) error {
+			if calls.Add(1) == 1 {
+				entered <- struct{}{}
+				<-release
+				return unix.EIO
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("write %d never answered", i+1)
+			return unix.Fdatasync(fd)
 		}
-	}
+		submitAsync := func(milli int64) chan error {
+			ch := make(chan error, 1)
+			go func() { _, _, err := s.CreateWorkload(ctx, workload(milli), nil, t0); ch <- err }()
+			return ch
+		}
+		first := submitAsync(1000)
+		<-entered
+		second := submitAsync(500)
+		synctest.Wait() // the second has run in the open transaction
+		once.Do(func() { close(release) })
+		for i, ch := range []chan error{first, second} {
+			select {
+			case err := <-ch:
+				if !errors.Is(err, core.ErrUnavailable) {
+					t.Errorf("write %d, with or after the failed fsync: err %v, want core.ErrUnavailable", i+1, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("write %d never answered", i+1)
+			}
+		}
+	})
 }
 
 // TestRemovedWALStopsWrites removes the WAL file behind the store's back:

@@ -212,7 +212,7 @@ func TestExplainConcurrentWithReadsAndWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // the writer's pace: the readers run between its writes
 	}
 	close(stop)
 	wg.Wait()

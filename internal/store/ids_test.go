@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
@@ -122,41 +123,45 @@ func TestTakenIDDrawnAgain(t *testing.T) {
 // shared its batch are not failed with it (they were: the UNIQUE error was
 // not a refusal, and a bare write failing otherwise fails its batch).
 func TestTakenIDFailsAlone(t *testing.T) {
-	sqliteOnly(t) // PostgreSQL runs every write under a savepoint
-	ctx := context.Background()
-	next := make(chan core.WorkloadID, 8)
-	s := teamStore(t, filepath.Join(t.TempDir(), "gpufleet.db"), Options{NoSync: true, NewID: func() core.WorkloadID { return <-next }})
-	next <- "wl-one"
-	if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
-		t.Fatal(err)
-	}
-	// The writer is held inside a batch, so that the next two writes
-	// queue and share the next one.
-	hold, held := make(chan struct{}), make(chan struct{})
-	go s.do(ctx, func(tx *wtx) error { close(held); <-hold; return nil })
-	<-held
-	team := make(chan error, 1)
-	go func() { team <- s.CreateTeam(ctx, core.NewTeam("b", t0)) }()
-	for len(s.ops) < 1 {
-		time.Sleep(time.Millisecond)
-	}
-	next <- "wl-one" // taken
-	next <- "wl-two"
-	sub := make(chan error, 1)
-	go func() { _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); sub <- err }()
-	for len(s.ops) < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	close(hold)
-	if err := <-sub; err != nil {
-		t.Errorf("submit drawn again: %v", err)
-	}
-	if err := <-team; err != nil {
-		t.Errorf("CreateTeam in the batch of a taken ID: %v", err)
-	}
-	if _, err := s.Workload(ctx, "wl-two"); err != nil {
-		t.Errorf("wl-two: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		sqliteOnly(t) // PostgreSQL runs every write under a savepoint
+		ctx := context.Background()
+		next := make(chan core.WorkloadID, 8)
+		s := teamStore(t, filepath.Join(t.TempDir(), "gpufleet.db"), Options{NoSync: true, NewID: func() core.WorkloadID { return <-next }})
+		next <- "wl-one"
+		if _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		// The writer is held inside a batch, so that the next two writes
+		// queue and share the next one.
+		hold, held := make(chan struct{}), make(chan struct{})
+		go s.do(ctx, func(tx *wtx) error { close(held); <-hold; return nil })
+		<-held
+		team := make(chan error, 1)
+		go func() { team <- s.CreateTeam(ctx, core.NewTeam("b", t0)) }()
+		synctest.Wait()
+		if n := len(s.ops); n != 1 {
+			t.Fatalf("%d writes queued behind the held batch, want CreateTeam's", n)
+		}
+		next <- "wl-one" // taken
+		next <- "wl-two"
+		sub := make(chan error, 1)
+		go func() { _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); sub <- err }()
+		synctest.Wait()
+		if n := len(s.ops); n != 2 {
+			t.Fatalf("%d writes queued behind the held batch, want CreateTeam's and the submit's", n)
+		}
+		close(hold)
+		if err := <-sub; err != nil {
+			t.Errorf("submit drawn again: %v", err)
+		}
+		if err := <-team; err != nil {
+			t.Errorf("CreateTeam in the batch of a taken ID: %v", err)
+		}
+		if _, err := s.Workload(ctx, "wl-two"); err != nil {
+			t.Errorf("wl-two: %v", err)
+		}
+	})
 }
 
 // TestIDTakenIsTheIDs: a UNIQUE failure of the idempotency index (owner,

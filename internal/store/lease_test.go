@@ -36,6 +36,9 @@ func TestLeaseFencing(t *testing.T) {
 	if _, err := s.Renew(ctx, "a", l.Token, 300*time.Millisecond); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
+	// The expiry under test is on the database's clock (PostgreSQL's
+	// clock_timestamp() on that backend), which no test moves: let the
+	// 300 ms pass.
 	time.Sleep(400 * time.Millisecond)
 	// Expired: a's writes are refused even before anyone else campaigns.
 	if err := s.CreateTeam(fa, core.NewTeam("late-a", t0)); !errors.Is(err, ErrFenced) {

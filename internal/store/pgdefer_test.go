@@ -3,13 +3,15 @@ package store
 import (
 	"context"
 	"errors"
-	"github.com/gpufleet/gpufleet/internal/store/pgtest"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/store/pgtest"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // TestBatchedSubmitsFailAlone submits, from many goroutines at once (so that
@@ -111,12 +113,12 @@ func TestTeamChangeHeardByOtherServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a listens (its listener has connected) once it keeps what it read.
-	eventually(t, func() bool {
+	testwait.Until(t, 5*time.Second, "a to keep the teams it read", func() (bool, string) {
 		a.Team(ctx, "a")
 		a.teams.mu.Lock()
 		defer a.teams.mu.Unlock()
-		return a.teams.rows != nil
-	}, "a keeps the teams it read")
+		return a.teams.rows != nil, "not kept"
+	})
 	for i := range 3 {
 		want := int64(1000 * (i + 1))
 		if _, err := b.UpdateTeam(ctx, "a", func(t *core.Team) error { t.Guaranteed = want; return nil }); err != nil {
@@ -124,17 +126,10 @@ func TestTeamChangeHeardByOtherServer(t *testing.T) {
 		}
 		// Well within the cache's bound (tokenCacheTTL): heard, not
 		// timed out.
-		deadline := time.Now().Add(tokenCacheTTL / 2)
-		for {
+		testwait.Until(t, tokenCacheTTL/2, fmt.Sprintf("a to read the guarantee %d b set", want), func() (bool, string) {
 			got, err := a.Team(ctx, "a")
-			if err == nil && got.Guaranteed == want {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("a reads guarantee %d (%v) %v after b changed it to %d", got.Guaranteed, err, tokenCacheTTL/2, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return err == nil && got.Guaranteed == want, fmt.Sprintf("guarantee %d (%v)", got.Guaranteed, err)
+		})
 	}
 }
 

@@ -56,7 +56,7 @@ func TestSharedViews(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, func() bool { return len(pending(a)) == 10 && len(pending(b)) == 10 }, "both views hold the 10 submits")
+	eventually(t, a, b, func() bool { return len(pending(a)) == 10 && len(pending(b)) == 10 }, "both views hold the 10 submits")
 	if got := pending(b); strings.Join(ids2s(got), ",") != strings.Join(ids2s(ids), ",") {
 		t.Fatalf("b's pending %v, want submission order %v", got, ids)
 	}
@@ -64,14 +64,14 @@ func TestSharedViews(t *testing.T) {
 	if res, err := b.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: ids[0], Assignments: []core.Assignment{assign("n1", 0, 100)}}}}, t0); err != nil || res[0].Err != nil {
 		t.Fatal(err, res[0].Err)
 	}
-	eventually(t, func() bool {
+	eventually(t, a, b, func() bool {
 		snap, _ := a.Snapshot(ctx)
 		return len(snap.Running) == 1 && snap.Running[0].ID == ids[0] && len(snap.Pending) == 9
 	}, "a sees b's placement")
 	if _, err := a.Finish(ctx, ids[0], 1, core.Succeeded, "Completed", "", nil, t0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() bool { snap, _ := b.Snapshot(ctx); return len(snap.Running) == 0 && len(snap.Pending) == 9 }, "b sees a's finish")
+	eventually(t, a, b, func() bool { snap, _ := b.Snapshot(ctx); return len(snap.Running) == 0 && len(snap.Pending) == 9 }, "b sees a's finish")
 }
 
 // twoServers opens two stores on one new database, as two servers would.
@@ -97,14 +97,20 @@ func ids2s(ids []core.WorkloadID) []string {
 	return out
 }
 
-func eventually(t *testing.T, ok func() bool, what string) {
+// eventually waits until ok holds, checking it again on each change either
+// store signals (Changed: after a commit of its own, and after it has read
+// into its view a commit of the other's, which LISTEN tells it of).
+func eventually(t *testing.T, a, b *Store, ok func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
 	for !ok() {
-		if time.Now().After(deadline) {
+		select {
+		case <-a.Changed():
+		case <-b.Changed():
+		case <-deadline.C:
 			t.Fatalf("not within 5 s: %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

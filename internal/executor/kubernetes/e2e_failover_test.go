@@ -201,7 +201,7 @@ func TestE2EFailoverReach(t *testing.T) {
 	// And a node goes down meanwhile: the executor must not report it
 	// Ready on return from what its informer last heard.
 	setNodeReady(t, x.client, x.nodes[2], false)
-	time.Sleep(2 * every)
+	time.Sleep(2 * every) // two checks in which the cut executor may report nothing
 	if ok, why := reports.all(names, true); !ok {
 		t.Errorf("while cut: %s", why)
 	}

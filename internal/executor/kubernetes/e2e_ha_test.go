@@ -150,7 +150,7 @@ func watchPods(t *testing.T, x *e2e) *podLog {
 		for ctx.Err() == nil {
 			w, err := x.client.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{LabelSelector: LabelManaged + "=true", ResourceVersion: rv, AllowWatchBookmarks: true})
 			if err != nil {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // before the watch is tried again
 				continue
 			}
 			once.Do(func() { close(started) })
@@ -255,7 +255,7 @@ func (h *ha) submitSpread(n, clients int, after func()) map[string]string {
 						t.Errorf("submit %s: %v", key, err)
 						return
 					}
-					time.Sleep(20 * time.Millisecond)
+					time.Sleep(20 * time.Millisecond) // before the submit is tried again
 				}
 				if id == "" {
 					t.Errorf("submit %s: no server acknowledged it in 60 s", key)

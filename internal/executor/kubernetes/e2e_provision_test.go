@@ -574,7 +574,7 @@ func TestE2EProvisionIdleRelease(t *testing.T) {
 
 	// 2. Not released while the pod runs, released once idle.
 	for range 2 * int(idle/time.Second) {
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the release's idle time runs on the server's clock
 		step()
 	}
 	if s, r := state(string(node.Name)); s != core.NodeReady || released(string(node.Name)) {
@@ -644,7 +644,7 @@ func TestE2EProvisionIdleRelease(t *testing.T) {
 		return false, fmt.Sprintf("requests %+v, nodes %v", el.Requests(), got)
 	})
 	t.Logf("released %s, removed; took it back, then got %s", node.Name, fresh.Name)
-	time.Sleep(idle + time.Second)
+	time.Sleep(idle + time.Second) // the idle time under test, on the server's clock
 	step()
 	if s, r := state(string(node.Name)); s != core.NodeReady || r != burst.ReasonTakenBack {
 		t.Errorf("gone node %s is %s (%s) later; want it left taken back, not released again", node.Name, s, r)

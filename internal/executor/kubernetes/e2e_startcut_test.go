@@ -167,7 +167,7 @@ func TestE2EStartCut(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(4 * every)
+	time.Sleep(4 * every) // a window of four checks in which no exit may be reported
 	emu.Lock()
 	if len(exits) > 0 {
 		t.Errorf("exits while cut: %+v", exits)
@@ -215,7 +215,7 @@ func TestE2EStartCut(t *testing.T) {
 	})
 	// The expected attempt's pod is adopted: still running, its end not
 	// reported, and Stop (which needs the executor to track it) deletes it.
-	time.Sleep(4 * every)
+	time.Sleep(4 * every) // four checks in which the adopted pod must stay
 	if p, err := x.pod(ns, keep.Name); err != nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 		t.Fatalf("the expected attempt's pod after the restore: %v %+v, want it Running", err, p)
 	}

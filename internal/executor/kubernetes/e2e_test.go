@@ -45,6 +45,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/core/quantity"
 	"github.com/gpufleet/gpufleet/internal/store/pgtest"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // EnvKubeconfig names the test cluster's kubeconfig; unset skips the
@@ -273,21 +274,11 @@ func (x *e2e) cleanup() {
 func (x *e2e) nsPrefix() string             { return "gf-" + x.id + "-" }
 func (x *e2e) namespace(team string) string { return x.nsPrefix() + team }
 
-// waitFor polls cond every 100 ms until it holds, and fails the test with
-// cond's last word after timeout.
+// waitFor checks cond until it holds, and fails the test with cond's last
+// word after timeout: the server's API and the cluster's are polled.
 func (x *e2e) waitFor(timeout time.Duration, what string, cond func() (bool, string)) {
 	x.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			x.t.Fatalf("%s: not after %v: %s", what, timeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Until(x.t, timeout, what, cond)
 }
 
 // server is a gpufleet server process.
@@ -796,7 +787,7 @@ func TestE2ENodeNotReady(t *testing.T) {
 		}
 	}
 	// They stay Pending while the node is NotReady.
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // a window in which nothing may start them
 	for _, id := range ids {
 		if w := x.workloads()[id]; w.Status.Phase != api.PhasePending {
 			t.Errorf("%s: %s on a NotReady node", id, w.Status.Phase)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // TestFollowLogs: the latest attempt's pod is followed (Follow: true) and
@@ -40,12 +43,10 @@ func TestFollowLogs(t *testing.T) {
 	}
 	var r io.ReadCloser
 	var err error
-	for end := time.Now().Add(5 * time.Second); ; {
-		if r, err = e.FollowLogs(t.Context(), "wl-follow", false); err == nil || time.Now().After(end) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond) // the informer has not seen the pod yet
-	}
+	testwait.Until(t, 5*time.Second, "the informer to see the pod", func() (bool, string) {
+		r, err = e.FollowLogs(t.Context(), "wl-follow", false)
+		return err == nil, fmt.Sprint(err)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

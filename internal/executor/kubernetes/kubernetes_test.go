@@ -20,6 +20,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/executor/executortest"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 func TestConformance(t *testing.T) {
@@ -181,17 +182,10 @@ func describe(x executor.Exit) string {
 
 func waitGone(t *testing.T, k *fakeKubelet, ns, name string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Until(t, 5*time.Second, fmt.Sprintf("pod %s/%s to go", ns, name), func() (bool, string) {
 		_, err := k.client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s/%s still there: %v", ns, name, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return apierrors.IsNotFound(err), fmt.Sprintf("still there: %v", err)
+	})
 }
 
 func TestPodDeletedOutsideIsLost(t *testing.T) {
@@ -344,15 +338,12 @@ func TestLogs(t *testing.T) {
 	if err := e.Start(t.Context(), gpuTask("wl-log", "n1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	var r io.ReadCloser
-	var err error
-	for r, err = e.Logs("wl-log"); err != nil && time.Now().Before(deadline); r, err = e.Logs("wl-log") {
-		time.Sleep(10 * time.Millisecond) // the informer has not seen the pod yet
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	testwait.Until(t, 5*time.Second, "the informer to see the pod", func() (bool, string) {
+		var err error
+		r, err = e.Logs("wl-log")
+		return err == nil, fmt.Sprint(err)
+	})
 	b, _ := io.ReadAll(r)
 	r.Close()
 	// The fake clientset answers every log request with "fake logs".

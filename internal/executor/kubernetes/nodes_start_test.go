@@ -1,10 +1,12 @@
 package kubernetes
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // TestNodesBeforeStart: an executor that New returned before its cluster
@@ -37,15 +39,8 @@ func TestNodesBeforeStart(t *testing.T) {
 		t.Errorf("Nodes changed Options.KnownNodes: %+v", n1)
 	}
 	down.Store(false)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Until(t, 10*time.Second, "n1 ready in Nodes, as the cluster lists it, once it answered", func() (bool, string) {
 		ns = e.Nodes()
-		if len(ns) == 1 && ns[0].Name == "n1" && !ns[0].NotReady && ns[0].Schedulable {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Nodes after the cluster answered: %+v, want n1 ready, as the cluster lists it", ns)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(ns) == 1 && ns[0].Name == "n1" && !ns[0].NotReady && ns[0].Schedulable, fmt.Sprintf("%+v", ns)
+	})
 }

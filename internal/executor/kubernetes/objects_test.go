@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 func secretTask(id core.WorkloadID) executor.Task {
@@ -26,18 +28,11 @@ func secretTask(id core.WorkloadID) executor.Task {
 // fake clientset has no garbage collector: only the executor deletes).
 func waitNoSecrets(t *testing.T, k *fakeKubelet, ns string, names ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	for _, n := range names {
-		for {
+		testwait.Until(t, 10*time.Second, fmt.Sprintf("secret %s/%s to go", ns, n), func() (bool, string) {
 			_, err := k.client.CoreV1().Secrets(ns).Get(context.Background(), n, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("secret %s/%s still there (%v)", ns, n, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return apierrors.IsNotFound(err), fmt.Sprintf("still there (%v)", err)
+		})
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpufleet/gpufleet/internal/core"
+	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
 // nodeReports records what OnNodes hears.
@@ -75,16 +76,8 @@ func boolStr(b bool) string {
 func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, string)) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		ok, why := cond()
-		if ok {
-			return time.Since(start)
-		}
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v: %s", what, d, why)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, d, what, cond)
+	return time.Since(start)
 }
 
 // TestReachUnreachableAndBack: with the API server failing its checks, the
@@ -234,6 +227,8 @@ func TestReachNoCleanUpBeforeAdoption(t *testing.T) {
 	eventually(t, 2*time.Second, "nodes NotReady", func() (bool, string) { return reports.all([]string{"n1"}, true) })
 	down.Store(false)
 	eventually(t, 2*time.Second, "nodes Ready", func() (bool, string) { return reports.all([]string{"n1"}, false) })
+	// No event marks a deletion that does not happen: ten reach checks'
+	// time is the window.
 	time.Sleep(100 * time.Millisecond)
 	for _, a := range k.client.Actions() {
 		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {

@@ -133,7 +133,7 @@ func TestScale(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond) // the poll's pace: a list of every workload is not free
 		return len(ws) == len(sizes), fmt.Sprintf("%d of %d Running", len(ws), len(sizes))
 	})
 	apiRunning := time.Since(start)

@@ -153,7 +153,7 @@ func measure(b *testing.B, x *e2e, ns string, pods int, create func(i int) error
 			if err == nil {
 				return w
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // before the watch is tried again
 		}
 		b.Fatal("no watch")
 		return nil

@@ -1,12 +1,10 @@
 package local_test
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A task's environment reaches it, but never the command line of any
@@ -22,20 +20,7 @@ func TestEnvironmentIsNotInAnyCommandLine(t *testing.T) {
 		e.Stop(t.Context(), tk.WorkloadID, tk.Attempt, 0)
 		waitExit(t, e, tk) // its directory is the test's to remove only then
 	}()
-	deadline := time.Now().Add(timeout)
-	for {
-		if rc, err := e.Logs(tk.WorkloadID); err == nil {
-			b, _ := io.ReadAll(rc)
-			rc.Close()
-			if strings.Contains(string(b), "got "+secret) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task never printed its environment")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitOutput(t, e, tk.WorkloadID, "got "+secret)
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)

@@ -25,6 +25,8 @@ import (
 	"github.com/gpufleet/gpufleet/internal/executor"
 	"github.com/gpufleet/gpufleet/internal/executor/executortest"
 	"github.com/gpufleet/gpufleet/internal/executor/local"
+	"github.com/gpufleet/gpufleet/internal/testwait"
+	"golang.org/x/sys/unix"
 )
 
 func TestConformance(t *testing.T) {
@@ -177,19 +179,16 @@ func output(t *testing.T, e *local.Executor, id core.WorkloadID) string {
 	return b.String()
 }
 
-// waitOutput waits until the task's output contains s.
+// waitOutput waits until the task's output contains s. The output is a
+// file that nothing signals the growth of: testwait reads it again.
 func waitOutput(t *testing.T, e *local.Executor, id core.WorkloadID, s string) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if out := output(t, e, id); strings.Contains(out, s) {
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("output of %s: no %q within %s", id, s, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var out string
+	testwait.Until(t, timeout, fmt.Sprintf("%q in the output of %s", s, id), func() (bool, string) {
+		out = output(t, e, id)
+		return strings.Contains(out, s), out
+	})
+	return out
 }
 
 // pidFile is attempt-N/pid.
@@ -231,19 +230,33 @@ func stat(pid int) (state string, pgrp, session int, start uint64, ok bool) {
 	return f[0], pgrp, session, start, true
 }
 
-// waitDead waits until pid is gone or a zombie.
+// waitDead waits until pid is gone or a zombie: on a pidfd, which the
+// kernel makes readable when the process exits (any process, not only a
+// child of the test's).
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		st, _, _, _, ok := stat(pid)
-		if !ok || st == "Z" {
-			return
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return // gone already
+	}
+	if err != nil {
+		t.Fatalf("pidfd_open %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for end := time.Now().Add(timeout); ; {
+		n, err := unix.Poll(fds, int(max(time.Until(end), 0).Milliseconds()))
+		if errors.Is(err, unix.EINTR) {
+			continue
 		}
-		if time.Now().After(deadline) {
+		if err != nil {
+			t.Fatalf("poll on the pidfd of %d: %v", pid, err)
+		}
+		if n == 0 {
+			st, _, _, _, _ := stat(pid)
 			t.Fatalf("process %d still alive (state %s) after %s", pid, st, timeout)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return
 	}
 }
 
@@ -423,16 +436,12 @@ func uniqueSleep() string {
 // its pid as this test sees it.
 func waitProcess(t *testing.T, arg string) int {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if pids := processesWith(arg); len(pids) > 0 {
-			return pids[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no process with %q within %s", arg, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var pids []int
+	testwait.Until(t, timeout, fmt.Sprintf("a process with %q", arg), func() (bool, string) {
+		pids = processesWith(arg)
+		return len(pids) > 0, "none in /proc"
+	})
+	return pids[0]
 }
 
 // processesWith lists the processes whose command line holds arg.
