@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,14 +106,9 @@ func TestLiveTenantsApartOnTheNetwork(t *testing.T) {
 	}
 
 	targets := []string{addr + ":8000", addr + ":9000", "127.0.0.1:8000", "127.0.0.1:9000", "[::1]:8000", "169.254.169.254:80"}
-	hostAddrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range hostAddrs {
-		if ip, _, err := net.ParseCIDR(a.String()); err == nil && ip.To4() != nil {
-			targets = append(targets, ip.String()+":8000", ip.String()+":9000")
-		}
+	hosts := hostIPv4s(t)
+	for _, ip := range hosts {
+		targets = append(targets, ip+":8000", ip+":9000")
 	}
 	tries := func(token, team string) map[string]string {
 		t.Helper()
@@ -132,10 +128,21 @@ func TestLiveTenantsApartOnTheNetwork(t *testing.T) {
 		}
 		return got
 	}
-	for target, got := range tries(red, "red") {
-		if !strings.HasPrefix(got, "fail") {
-			t.Errorf("a workload of red reached %s: %s", target, got)
+	reached := tries(red, "red")
+	// Other servers on this host (other tests') come and go with their
+	// bridges: an address of one gone meanwhile is no longer the host's,
+	// and a connection to it is egress, which red's team is allowed.
+	still := hostIPv4s(t)
+	for target, got := range reached {
+		host, _, _ := net.SplitHostPort(target)
+		if strings.HasPrefix(got, "fail") {
+			continue
 		}
+		if slices.Contains(hosts, host) && !slices.Contains(still, host) {
+			t.Logf("%s left the host during the test (another server's bridge): not judged", host)
+			continue
+		}
+		t.Errorf("a workload of red reached %s: %s", target, got)
 	}
 	friend := tries(blue, "blue")
 	if got := friend[addr+":8000"]; got != "ok SECRET-OF-BLUE" {
@@ -144,4 +151,20 @@ func TestLiveTenantsApartOnTheNetwork(t *testing.T) {
 	if got := friend[addr+":9000"]; !strings.HasPrefix(got, "fail") {
 		t.Errorf("a workload of blue reached its team's loopback-only port: %s", got)
 	}
+}
+
+// hostIPv4s lists the IPv4 addresses of the host's interfaces.
+func hostIPv4s(t *testing.T) []string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if ip, _, err := net.ParseCIDR(a.String()); err == nil && ip.To4() != nil {
+			out = append(out, ip.String())
+		}
+	}
+	return out
 }
