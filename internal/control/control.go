@@ -99,6 +99,10 @@ type Loop struct {
 	// takes it. Until then the attempt is never requeued, taken for lost,
 	// stopped or preempted: it has ended, and how is decided already.
 	unrecorded map[attemptKey]*unrecorded
+	// uncertain holds the placements of the last plan whose write failed,
+	// with the attempt each would have had, until the next snapshot
+	// says whether they were committed (uncertain.go).
+	uncertain map[core.WorkloadID]int
 	// ownClock: Now is time.Now, so the loop can sleep until a time the
 	// plan asks for (wake.go).
 	ownClock bool
@@ -173,7 +177,7 @@ func New(opts Options) *Loop {
 		opts.Resync = time.Second
 	}
 	l := &Loop{opts: opts, log: opts.Logger, stopping: map[attemptKey]bool{}, unadopted: map[attemptKey]int{}, unrecorded: map[attemptKey]*unrecorded{},
-		alerted: map[core.TeamName]string{}, ownClock: ownClock}
+		uncertain: map[core.WorkloadID]int{}, alerted: map[core.TeamName]string{}, ownClock: ownClock}
 	if opts.Budgets != nil {
 		l.ledger = opts.Budgets
 		l.opts.Budgets = gateRecorder{l}
@@ -333,7 +337,8 @@ func (l *Loop) Step(ctx context.Context) (exits int, plan core.Plan) {
 // cycle is one pass, which returns its plan:
 //
 //  1. try again to record the ends the store failed to take;
-//  2. snapshot the store;
+//  2. snapshot the store, and start the placements of an earlier plan
+//     whose write failed but which it shows committed (uncertain.go);
 //  3. send the stops that were asked for (cancel, max runtime);
 //  4. schedule and apply the plan;
 //  5. start every placement the store accepted: handed to the launcher
@@ -358,6 +363,7 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 		}
 	}
 	l.wake.seen = seenOf(snap)
+	l.settleUncertain(ctx, snap)
 	if len(l.unadopted) > 0 {
 		for _, w := range snap.Running {
 			if k := (attemptKey{w.ID, w.Status.Attempts}); l.unadopted[k] > 0 && l.unrecorded[k] == nil {
@@ -393,6 +399,7 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 		results, err := l.opts.Store.ApplyPlan(ctx, apply, now)
 		if err != nil {
 			l.log.Error("apply plan", "err", err)
+			l.rememberUncertain(snap, apply.Placements)
 			l.wake.retry = true
 			return core.Plan{}
 		}
@@ -404,6 +411,7 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 				continue
 			}
 			accepted = append(accepted, r.Workload)
+			delete(l.uncertain, r.Workload.ID)
 			if rep := l.opts.Reporter; rep != nil {
 				var wait time.Duration
 				if w := r.Workload; w.Status.Attempts == 1 && w.Status.StartedAt != nil {
