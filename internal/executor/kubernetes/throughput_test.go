@@ -36,7 +36,11 @@ import (
 // kube-scheduler's defaults). Pods: GPUFLEET_K8S_BENCH_PODS (2,000) of one
 // GPU on GPUFLEET_K8S_BENCH_NODES (300) nodes of 8 GPUs, made once for all
 // iterations. For kube-scheduler the pods are created by 32 users' clients;
-// for gpufleet, 32 clients submit the workloads through its API.
+// for gpufleet, 32 clients submit the workloads through its API. They send
+// as fast as they are answered, which measures the rate (a pod's startup
+// latency is then mostly its wait in the queue), or, with
+// GPUFLEET_K8S_BENCH_RATE, that many pods a second together, which, below
+// both schedulers' rates, measures what a pod's start takes.
 //
 // Each scheduler is measured as it runs by itself: started before the
 // clock starts and ready (its informers synced), the other one stopped and
@@ -63,8 +67,8 @@ func BenchmarkThroughput(b *testing.B) {
 		b.Skip("no kube-scheduler binary (GPUFLEET_K8S_BIN, or hack/k8s-testenv.sh build)")
 	}
 	r := &race{b: b, kubeconfig: path, bin: bin,
-		pods: envIntB(b, "GPUFLEET_K8S_BENCH_PODS", 2000),
-		qps:  envIntB(b, "GPUFLEET_K8S_BENCH_QPS", 50), burst: envIntB(b, "GPUFLEET_K8S_BENCH_BURST", 100)}
+		pods: envIntB(b, "GPUFLEET_K8S_BENCH_PODS", 2000), rate: envIntB(b, "GPUFLEET_K8S_BENCH_RATE", 0),
+		qps: envIntB(b, "GPUFLEET_K8S_BENCH_QPS", 50), burst: envIntB(b, "GPUFLEET_K8S_BENCH_BURST", 100)}
 	nodes := envIntB(b, "GPUFLEET_K8S_BENCH_NODES", 300)
 	first := os.Getenv("GPUFLEET_K8S_BENCH_FIRST")
 	if first != "" && first != "kube-scheduler" && first != "gpufleet" {
@@ -110,6 +114,7 @@ type race struct {
 	x                  *e2e
 	kubeconfig, bin    string
 	pods, qps, burst   int
+	rate               int // pods sent a second; 0: as fast as answered
 	users              clientset.Interface
 	kubeNS, gpufleetNS string
 }
@@ -258,16 +263,31 @@ func (r *race) measure(ns string, key func(*corev1.Pod) string, pid int, create 
 	b, x, pods := r.b, r.x, r.pods
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	w := watchPodsOf(ctx, b, x.client, ns)
+	running := map[string]time.Time{}
+	see := func(p *corev1.Pod) {
+		if _, seen := running[key(p)]; !seen && p.Status.Phase == corev1.PodRunning {
+			running[key(p)] = time.Now()
+		}
+	}
+	w := watchPodsOf(ctx, b, x.client, ns, see)
 	defer func() { w.Stop() }()
 	var mu sync.Mutex
 	sent := make(map[string]time.Time, pods)
 	cpu0, t0 := procCPU(pid), time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var pace <-chan time.Time
+	if r.rate > 0 {
+		tick := time.NewTicker(time.Second / time.Duration(r.rate))
+		defer tick.Stop()
+		pace = tick.C
+	}
 	for range 32 {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < pods; i = int(next.Add(1)) - 1 {
+				if pace != nil {
+					<-pace
+				}
 				at := time.Now()
 				k, err := create(i)
 				if err != nil {
@@ -281,21 +301,20 @@ func (r *race) measure(ns string, key func(*corev1.Pod) string, pid int, create 
 		})
 	}
 	defer wg.Wait()
-	running := map[string]time.Time{}
+	rewatched := 0
 	for len(running) < pods {
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				w = watchPodsOf(ctx, b, x.client, ns)
+				rewatched++
+				w = watchPodsOf(ctx, b, x.client, ns, see)
 				continue
 			}
-			if p, isPod := ev.Object.(*corev1.Pod); isPod && p.Status.Phase == corev1.PodRunning {
-				if _, seen := running[key(p)]; !seen {
-					running[key(p)] = time.Now()
-				}
+			if p, isPod := ev.Object.(*corev1.Pod); isPod {
+				see(p)
 			}
 		case <-ctx.Done():
-			b.Fatalf("%d of %d pods Running in 10 minutes", len(running), pods)
+			b.Fatalf("%d of %d pods Running in 10 minutes (the watch opened again %d times)", len(running), pods, rewatched)
 		}
 	}
 	res := sideResult{rate: float64(pods) / time.Since(t0).Seconds(), cpu: procCPU(pid) - cpu0, pods: pods}
@@ -315,11 +334,16 @@ func (r *race) measure(ns string, key func(*corev1.Pod) string, pid int, create 
 	return res
 }
 
-// watchPodsOf watches the pods of ns from now on.
-func watchPodsOf(ctx context.Context, b *testing.B, c clientset.Interface, ns string) watch.Interface {
+// watchPodsOf lists the pods of ns, has see look at each, and watches
+// them from there: a watch that ends is so opened again without losing
+// what happened meanwhile.
+func watchPodsOf(ctx context.Context, b *testing.B, c clientset.Interface, ns string, see func(*corev1.Pod)) watch.Interface {
 	list, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		b.Fatal(err)
+	}
+	for i := range list.Items {
+		see(&list.Items[i])
 	}
 	w, err := c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
