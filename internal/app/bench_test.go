@@ -264,26 +264,21 @@ func submitToRunning(cl *api.Client) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Polled, as waitDone does, without failing the benchmark from this
-	// goroutine.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		got, err := cl.GetWorkload(ctx, w.ID)
-		if err != nil {
-			return 0, err
-		}
-		if got.Status.Phase == api.PhaseSucceeded {
-			break
-		}
-		if got.Status.Phase == api.PhaseFailed || got.Status.Phase == api.PhaseCancelled || time.Now().After(deadline) {
-			return 0, fmt.Errorf("%s: %s", w.ID, got.Status.Phase)
-		}
-	}
-	rc, err := cl.Logs(ctx, w.ID, false)
+	// The followed log ends when the workload does.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rc, err := cl.Logs(ctx, w.ID, true)
 	if err != nil {
 		return 0, err
 	}
-	out, _ := io.ReadAll(rc)
+	out, err := io.ReadAll(rc)
 	rc.Close()
+	if err != nil {
+		return 0, fmt.Errorf("log of %s: %w", w.ID, err)
+	}
+	if got, err := cl.GetWorkload(ctx, w.ID); err != nil || got.Status.Phase != api.PhaseSucceeded {
+		return 0, fmt.Errorf("%s: %v %v", w.ID, got, err)
+	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	sec, err := strconv.ParseFloat(lines[len(lines)-1], 64)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/executor/local"
 	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
@@ -162,6 +163,29 @@ func job(sleep string) string {
 	return string(b)
 }
 
+// waitJobsEnded waits until no process of the jobs' own (job's sh and
+// its sleep) runs: no sh or sleep whose environment names one of ids as
+// its workload (local.EnvWorkloadID).
+func waitJobsEnded(t *testing.T, ids []string) {
+	t.Helper()
+	testwait.Until(t, time.Minute, "the jobs' processes to end", func() (bool, string) {
+		procs, _ := os.ReadDir("/proc")
+		for _, p := range procs {
+			comm, err := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
+			if err != nil || (strings.TrimSpace(string(comm)) != "sh" && strings.TrimSpace(string(comm)) != "sleep") {
+				continue
+			}
+			env, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+			for _, id := range ids {
+				if strings.Contains("\x00"+string(env), "\x00"+local.EnvWorkloadID+"="+id+"\x00") {
+					return false, fmt.Sprintf("pid %s (%s) of %s runs", p.Name(), strings.TrimSpace(string(comm)), id)
+				}
+			}
+		}
+		return true, ""
+	})
+}
+
 // submitUntilRefused submits short jobs on a full disk until the server
 // refuses one (what an earlier checkpoint left free in the WAL may still
 // take a few, durably). It returns the acknowledged IDs and the refusal.
@@ -286,7 +310,6 @@ func TestDiskFull(t *testing.T) {
 	// once space returns.
 	running := startRunning(t, p.server, 4, "2")
 	acked = append(acked, running...)
-	ranAt := time.Now()
 	free := fillDisk(t, dir)
 	more, status, body := submitUntilRefused(t, p.server)
 	acked = append(acked, more...)
@@ -296,9 +319,9 @@ func TestDiskFull(t *testing.T) {
 	if status, body := readyz(t, p.addr); !strings.Contains(body, "no space left") {
 		t.Errorf("readyz on a full disk: %d %s, want it to say no space is left", status, body)
 	}
-	// The jobs (sleep 2) have ended, on a full disk, which nothing can
-	// record: their own run time, and 2 s more, is the wait.
-	time.Sleep(time.Until(ranAt.Add(4 * time.Second)))
+	// The jobs (sleep 2) end on a full disk, which nothing can record:
+	// their processes are seen to go.
+	waitJobsEnded(t, running)
 	if status, body := readyz(t, p.addr); status != http.StatusServiceUnavailable {
 		t.Errorf("readyz on a full disk, later: %d %s, want 503", status, body)
 	}
@@ -311,13 +334,12 @@ func TestDiskFull(t *testing.T) {
 	// before space returns; the next server records them.
 	running = startRunning(t, p.server, 4, "2")
 	acked = append(acked, running...)
-	ranAt = time.Now()
 	free = fillDisk(t, dir)
 	more, status, body = submitUntilRefused(t, p.server)
 	acked = append(acked, more...)
 	checkRefusedForSpace(t, status, body)
 	waitReadyz(t, p.addr, http.StatusServiceUnavailable, "on a full disk, before kill -9")
-	time.Sleep(time.Until(ranAt.Add(4 * time.Second))) // the jobs have ended, as above
+	waitJobsEnded(t, running)
 	p.kill9()
 	p.dumpLog(t)
 	free()

@@ -47,8 +47,13 @@ func TestLiveResourceUseOfRealJobs(t *testing.T) {
 	s := startLiveServer(t)
 	requireCgroups(t, s)
 	// One unit per GPU-second and per CPU-second requested.
-	s.must(t, "set", "price", "local", "--on-demand", "3600", "--cpu-core-hour", "3600")
-	time.Sleep(1100 * time.Millisecond) // the price applies from its second on
+	set := strings.Fields(s.must(t, "set", "price", "local", "--on-demand", "3600", "--cpu-core-hour", "3600"))
+	from, err := time.Parse(time.RFC3339, set[len(set)-1])
+	if err != nil {
+		t.Fatalf("set price: no time it applies from: %v", err)
+	}
+	// The jobs start once the price applies: what it is under test.
+	time.Sleep(time.Until(from))
 
 	busy := strings.TrimSpace(s.must(t, "submit", "--gpus", "0.25", "--cpu", "2", "--memory", "256Mi", "--", "/usr/bin/python3", "-c",
 		"import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5: pass"))

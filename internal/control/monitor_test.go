@@ -295,7 +295,7 @@ func TestMonitorSamplesEveryInterval(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // the bubble's clock: a minute after Run returned
 		if n := smp.n.Load(); n != 4 {
 			t.Errorf("%d samples a minute after Run returned, want still 4", n)
 		}
