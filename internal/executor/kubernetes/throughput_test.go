@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpufleet/gpufleet/api"
+	"github.com/gpufleet/gpufleet/internal/accept"
 	"github.com/gpufleet/gpufleet/internal/testwait"
 )
 
@@ -319,13 +319,13 @@ func (r *race) measure(ns string, key func(*corev1.Pod) string, pid int, create 
 	}
 	res := sideResult{rate: float64(pods) / time.Since(t0).Seconds(), cpu: procCPU(pid) - cpu0, pods: pods}
 	wg.Wait()
-	lat := make([]time.Duration, 0, pods)
+	lat := make([]float64, 0, pods) // seconds
 	for k, at := range running {
 		st, ok := sent[k]
 		if !ok {
 			b.Fatalf("pod %s Running, but never created", k)
 		}
-		lat = append(lat, at.Sub(st))
+		lat = append(lat, at.Sub(st).Seconds())
 		if res.first == 0 || at.Sub(t0) < res.first {
 			res.first = at.Sub(t0)
 		}
@@ -352,13 +352,11 @@ func watchPodsOf(ctx context.Context, b *testing.B, c clientset.Interface, ns st
 	return w
 }
 
-// percentile is the nearest-rank p-th percentile of d (sorted in place).
-func percentile(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	slices.Sort(d)
-	return d[max(0, (len(d)*p+99)/100-1)]
+// percentile is accept's nearest-rank percentile p of seconds, as a
+// duration.
+func percentile(seconds []float64, p float64) time.Duration {
+	v, _ := accept.Percentile(seconds, p)
+	return time.Duration(v * float64(time.Second))
 }
 
 func meanOf[T any](xs []T, f func(T) float64) float64 {
