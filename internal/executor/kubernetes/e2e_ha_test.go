@@ -386,6 +386,10 @@ func TestE2EHAPausedLeader(t *testing.T) {
 		first = append(first, x.submit(api.Workload{Priority: "training", Resources: api.Resources{GPUs: 1000}, Command: sleepCmd(), GracePeriodSeconds: 1}))
 	}
 	x.waitPhase(60*time.Second, api.PhaseRunning, first...)
+	// Their pods exist: no start of the leader's is on its way when it
+	// stops (one would create its pod late, which docs/HA.md allows and
+	// the new leader cleans up, but this test counts as a late pod).
+	x.waitAgree(60 * time.Second)
 	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
