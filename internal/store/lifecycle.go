@@ -83,6 +83,9 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 		// reject a later one (the next cycle places it), never
 		// over-commit a device.
 		usage := map[core.NodeName]*core.NodeUsage{}
+		if s.nodes.on {
+			usage = viewUsage(tx, plan.Placements)
+		}
 		for i, p := range plan.Placements {
 			var w *core.Workload
 			fnErr, err := tx.savepoint("placement", func() (err error) {
@@ -175,7 +178,7 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time, usage map[core.Nod
 	}
 	pools := map[core.NodeName]string{}
 	for _, name := range core.Nodes(p.Assignments) {
-		node, err := getNode(tx, name)
+		node, err := tx.node(name)
 		if err != nil {
 			return nil, fmt.Errorf("place workload %s: %w", w.ID, err)
 		}
@@ -220,6 +223,46 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time, usage map[core.Nod
 	}
 	return w, addEvent(tx, core.Event{WorkloadID: w.ID, Time: t, Reason: "Scheduled",
 		Message: fmt.Sprintf("attempt %d %s", w.Status.Attempts, w.Status.Message), From: from, To: core.Running})
+}
+
+// viewUsage is what nodeUsage reads for each node of ps, taken from the
+// view of active workloads instead of the rows: the committed workloads
+// but those tx changed, and tx's own last changes. Only a store one server
+// owns (Options.Cache) may: there the view is the truth of what runs.
+func viewUsage(tx *wtx, ps []core.Placement) map[core.NodeName]*core.NodeUsage {
+	usage := map[core.NodeName]*core.NodeUsage{}
+	for _, p := range ps {
+		for _, a := range p.Assignments {
+			if usage[a.Node] == nil {
+				usage[a.Node] = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
+			}
+		}
+	}
+	add := func(w *core.Workload) {
+		if w.Status.Phase != core.Running {
+			return
+		}
+		for i, a := range w.Status.Placement {
+			u := usage[a.Node]
+			if u == nil || slices.ContainsFunc(w.Status.Placement[:i], func(b core.Assignment) bool { return b.Node == a.Node }) {
+				continue // not a node of ps, or counted with an earlier replica
+			}
+			u.Add(a.Node, w.Request, w.Status.Placement)
+		}
+	}
+	tx.s.mu.RLock()
+	for _, w := range tx.s.order {
+		if tx.last(w.ID) == nil {
+			add(w)
+		}
+	}
+	tx.s.mu.RUnlock()
+	for _, w := range tx.changed {
+		if tx.last(w.ID) == w {
+			add(w)
+		}
+	}
+	return usage
 }
 
 func describe(as []core.Assignment) string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 )
@@ -100,6 +101,24 @@ func decodeNode(spec, status []byte) (*core.Node, error) {
 		n.Apply(&st)
 	}
 	return &n, nil
+}
+
+// node returns the node name as tx sees it: from the rows the store keeps
+// (Options.Cache) while tx has written no node, else read in tx. It may be
+// shared: callers do not change it.
+func (tx *wtx) node(name core.NodeName) (*core.Node, error) {
+	if tx.nodes || !tx.s.nodes.keeps() {
+		return getNode(tx, name)
+	}
+	rows, err := tx.s.nodes.get(func() ([]core.Node, error) { return queryNodes(context.Background(), tx.s.read) })
+	if err != nil {
+		return nil, err
+	}
+	i, ok := slices.BinarySearchFunc(rows, name, func(n core.Node, name core.NodeName) int { return strings.Compare(string(n.Name), string(name)) })
+	if !ok {
+		return nil, fmt.Errorf("node %s: %w", name, core.ErrNotFound)
+	}
+	return &rows[i], nil
 }
 
 func getNode(tx *wtx, name core.NodeName) (*core.Node, error) {

@@ -53,7 +53,17 @@ func teamStore(tb testing.TB, path string, opts Options) *Store {
 // fixture makes a store with team "a" and one node with two 80 GiB GPUs.
 func fixture(t *testing.T) *Store {
 	t.Helper()
-	s := open(t, "")
+	return fixtureWith(t, Options{})
+}
+
+// fixtureWith is fixture opened with opts.
+func fixtureWith(t *testing.T, opts Options) *Store {
+	t.Helper()
+	s, err := OpenWith(context.Background(), target(t, filepath.Join(t.TempDir(), "gpufleet.db")), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
 	if err := s.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
 		t.Fatal(err)
@@ -281,8 +291,19 @@ func TestConcurrentIdempotentSubmitsCreateOne(t *testing.T) {
 	}
 }
 
-func TestApplyPlanRechecksFit(t *testing.T) {
-	s := fixture(t)
+// cacheModes runs f with the store's rows kept in memory (Options.Cache,
+// as a server on SQLite opens it: placements are checked against the view
+// and the kept nodes) and without (every check reads the rows).
+func cacheModes(t *testing.T, f func(t *testing.T, opts Options)) {
+	for _, cache := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cache=%t", cache), func(t *testing.T) { f(t, Options{Cache: cache}) })
+	}
+}
+
+func TestApplyPlanRechecksFit(t *testing.T) { cacheModes(t, testApplyPlanRechecksFit) }
+
+func testApplyPlanRechecksFit(t *testing.T, opts Options) {
+	s := fixtureWith(t, opts)
 	ctx := context.Background()
 	a, b, c := submit(t, s, 600), submit(t, s, 600), submit(t, s, 1000)
 	plan := core.Plan{Placements: []core.Placement{
@@ -389,10 +410,14 @@ func TestRequestStop(t *testing.T) {
 // TestNoGPUOvercommitUnderRandomPlans applies random, often conflicting,
 // plans and checks after each that no device holds more than it has.
 func TestNoGPUOvercommitUnderRandomPlans(t *testing.T) {
+	cacheModes(t, testNoGPUOvercommitUnderRandomPlans)
+}
+
+func testNoGPUOvercommitUnderRandomPlans(t *testing.T, opts Options) {
 	for seed := range uint64(5) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 1))
-			s := fixture(t)
+			s := fixtureWith(t, opts)
 			ctx := context.Background()
 			sizes := []int64{250, 500, 1000, 2000}
 			for range 30 {
@@ -430,6 +455,89 @@ func TestNoGPUOvercommitUnderRandomPlans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoGPUOvercommitUnderConcurrentPlans applies plans from several
+// goroutines at once, beside finishes, so that the writer takes them in
+// one transaction: a plan must see the devices an earlier write of the
+// same transaction took or freed, which the view of committed workloads
+// does not hold yet. No device may hold more than it has, and what
+// Snapshot counts must be what the running workloads' rows hold.
+func TestNoGPUOvercommitUnderConcurrentPlans(t *testing.T) {
+	cacheModes(t, func(t *testing.T, opts Options) {
+		s := fixtureWith(t, opts)
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
+		var mu sync.Mutex
+		placed := 0
+		for range 40 {
+			var ws []*core.Workload
+			for range 8 {
+				ws = append(ws, submit(t, s, 1000))
+			}
+			gpus := make([]int, len(ws))
+			for i := range gpus {
+				gpus[i] = rng.IntN(2)
+			}
+			running, err := s.Workloads(ctx, WorkloadFilter{Phases: []core.Phase{core.Running}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for i, w := range ws {
+				wg.Go(func() {
+					plan := core.Plan{Placements: []core.Placement{{Workload: w.ID, Assignments: []core.Assignment{assign("n1", gpus[i], 1000)}}}}
+					res, err := s.ApplyPlan(ctx, plan, t0)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if res[0].Err == nil {
+						mu.Lock()
+						placed++
+						mu.Unlock()
+					}
+				})
+			}
+			for _, w := range running {
+				wg.Go(func() {
+					if _, err := s.Finish(ctx, w.ID, w.Status.Attempts, core.Succeeded, "Completed", "", nil, t0); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			running, err = s.Workloads(ctx, WorkloadFilter{Phases: []core.Phase{core.Running}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := map[int]int64{}
+			for _, w := range running {
+				for _, a := range w.Status.Placement {
+					held[a.GPUIndex] += a.MilliGPU
+				}
+			}
+			for g, m := range held {
+				if m > 1000 {
+					t.Fatalf("gpu %d holds %d milli-GPU of the running workloads' rows", g, m)
+				}
+			}
+			u, err := s.Usage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[int]int64{}
+			for g, use := range u["n1"].GPUs {
+				got[g] = use.MilliGPU
+			}
+			if diff := cmp.Diff(held, got); diff != "" {
+				t.Fatalf("Snapshot's usage of n1 differs from the rows' (-rows +snapshot):\n%s", diff)
+			}
+		}
+		if placed == 0 {
+			t.Fatal("no plan was placed")
+		}
+	})
 }
 
 func TestAcknowledgedWritesSurviveReopen(t *testing.T) {
