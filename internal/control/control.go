@@ -383,6 +383,7 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 	}
 	plan := policy.Schedule(snap, now)
 	l.planWake(policy, snap, plan, now)
+	l.wake.drained = len(plan.Unplaced) == 0
 	l.opts.Store.SetShares(plan.Shares)
 	// Only the explanations that changed are handed to the store, and no
 	// attempt whose end waits to be recorded is preempted: that would
@@ -419,6 +420,12 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 				}
 				rep.WorkloadStarted(r.Workload, wait)
 			}
+		}
+		if l.wake.drained && len(apply.Preemptions) == 0 && len(apply.Unplaced) == 0 && !l.wake.retry {
+			// The plan's own commit needs no cycle (seen.placed), but
+			// for the max runtimes of what it started.
+			l.wake.seen.placed(accepted)
+			l.wake.at = maxRuntimeWake(l.wake.at, accepted, now)
 		}
 		if l.starts != nil {
 			l.starts.launch(ctx, l, accepted)

@@ -24,5 +24,25 @@ func TestPacedIsBoundedByMaxPace(t *testing.T) {
 	}
 }
 
-// PaceFactor is paceFactor, for the tests outside the package.
-const PaceFactor = paceFactor
+func TestPacedLessOnceDrained(t *testing.T) {
+	ran := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		drained bool
+		want    time.Duration
+	}{
+		{false, 80 * time.Millisecond},
+		{true, 10 * time.Millisecond},
+	} {
+		l := &Loop{wake: wake{ran: ran, took: 10 * time.Millisecond, drained: tt.drained}}
+		if got := l.paced().Sub(ran); got != tt.want {
+			t.Errorf("after a cycle of 10ms (drained %t), a change waits %s, want %s", tt.drained, got, tt.want)
+		}
+	}
+}
+
+// PaceFactor and DrainedPaceFactor are paceFactor and drainedPaceFactor,
+// for the tests outside the package.
+const (
+	PaceFactor        = paceFactor
+	DrainedPaceFactor = drainedPaceFactor
+)

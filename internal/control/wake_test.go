@@ -307,6 +307,108 @@ func TestChangesArePacedUnderAFlood(t *testing.T) {
 	})
 }
 
+func TestChangesWaitLessOnceDrained(t *testing.T) {
+	// Cycles made to last cycleLen, and a submit every 40 ms that fits:
+	// each cycle places all it sees, so a change waits at most
+	// DrainedPaceFactor cycle lengths after the last cycle, not
+	// PaceFactor: a workload's cycle starts within (1+DrainedPaceFactor)
+	// × cycleLen of its submit (with PaceFactor it would wait up to 9
+	// lengths), and cycles still start at least that far apart.
+	synctest.Test(t, func(t *testing.T) {
+		const cycleLen = 15 * time.Millisecond
+		const most = (1 + control.DrainedPaceFactor) * cycleLen
+		h := newHarness(t)
+		type cycle struct {
+			start  time.Time
+			placed []core.WorkloadID
+		}
+		var cycles []cycle
+		var mu sync.Mutex
+		h.realLoop(time.Hour, nil, func(o *control.Options) {
+			next := o.OnCycle
+			o.OnCycle = func(d time.Duration, p core.Plan) {
+				c := cycle{start: time.Now().Add(-d)}
+				for _, pl := range p.Placements {
+					c.placed = append(c.placed, pl.Workload)
+				}
+				mu.Lock()
+				cycles = append(cycles, c)
+				mu.Unlock()
+				time.Sleep(cycleLen) // the bubble's clock: the cycle's length
+				next(d, p)
+			}
+		})
+		synctest.Wait()
+		time.Sleep(10 * cycleLen) // the bubble's clock: the first cycle's pace is over
+		sent := map[core.WorkloadID]time.Time{}
+		for range 25 {
+			w := h.submitNow(func(w *core.Workload) { w.Request.MilliGPU = 100 })
+			sent[w.ID] = time.Now()
+			time.Sleep(40 * time.Millisecond) // the bubble's clock: the submits' pace
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		placedAt := map[core.WorkloadID]time.Time{}
+		for i, c := range cycles {
+			for _, id := range c.placed {
+				placedAt[id] = c.start
+			}
+			if i > 0 {
+				if gap := c.start.Sub(cycles[i-1].start); gap < most {
+					t.Errorf("cycle %d started %s after the one before, want at least %s", i, gap, most)
+				}
+			}
+		}
+		for id, at := range sent {
+			start, ok := placedAt[id]
+			if !ok {
+				t.Errorf("%s was never placed", id)
+				continue
+			}
+			if wait := start.Sub(at); wait > most {
+				t.Errorf("%s waited %s for the cycle that placed it, want at most %s", id, wait, most)
+			}
+		}
+	})
+}
+
+func TestOwnPlacementsRunNoCycle(t *testing.T) {
+	// A cycle that placed all it saw knows what its commit will hold: the
+	// commit's change runs no cycle, and neither does the workload turning
+	// ready. The workload's max runtime, which that cycle's plan did not
+	// know, still stops it on time.
+	synctest.Test(t, func(t *testing.T) {
+		// Resync 1 s: a max runtime is due no sooner than that after a
+		// cycle, and the safety resync comes after a minute.
+		h := newHarness(t)
+		h.realLoop(time.Second, nil, nil)
+		synctest.Wait()
+		time.Sleep(time.Second) // the bubble's clock: the first cycle's pace is over
+		before := h.cycles.Load()
+		w := h.submitNow(func(w *core.Workload) { w.MaxRuntime = 10 * time.Second })
+		sent := time.Now()
+		running := h.waitRunning(w.ID, 1)
+		synctest.Wait()
+		if n := h.cycles.Load() - before; n != 1 {
+			t.Errorf("a submit that was placed ran %d cycles, want 1", n)
+		}
+		if err := h.store.SetReady(context.Background(), w.ID, 1, true, "answered", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := h.cycles.Load() - before; n != 1 {
+			t.Errorf("after the workload turned ready, %d cycles, want 1", n)
+		}
+		stopped := h.waitEnded(w.ID)
+		if took := time.Since(sent); took > 11*time.Second {
+			t.Errorf("stopped %s after the submit, want its max runtime of 10s (running since %s)", took, running.Status.StartedAt)
+		}
+		if stopped.Status.Reason != control.ReasonMaxRuntime {
+			t.Errorf("ended with reason %q, want %q", stopped.Status.Reason, control.ReasonMaxRuntime)
+		}
+	})
+}
+
 func TestManyExplanationsAreAllWritten(t *testing.T) {
 	// 300 workloads that can never fit (8 GPUs on a 4-GPU node), and one
 	// that runs: one cycle places the one and explains all 300, in
