@@ -73,8 +73,8 @@ import (
 // the loop spends at most half its time in cycles when every cycle places
 // what arrived since the last; with thousands running a cycle's cost is
 // mostly the running workloads' (a few ms of CPU at 2,000), and at 8 a
-// start waited up to 9 such cycles (the Kubernetes race at 40 pods/s:
-// p99 139–179 ms against kube-scheduler's 35–38, docs/PERFORMANCE.md).
+// start would wait up to 9 such cycles at a steady trickle of submits
+// (docs/PERFORMANCE.md, the race with kube-scheduler at 40 pods/s).
 const (
 	paceFactor        = 8
 	drainedPaceFactor = 1
