@@ -27,12 +27,20 @@ func (u *NodeUsage) Add(node NodeName, req Request, as []Assignment) {
 	if u.GPUs == nil {
 		u.GPUs = map[int]GPUUse{}
 	}
-	on, replicas := OnNode(as, node)
-	for _, a := range on {
+	// As OnNode counts, without its allocations: a snapshot adds every
+	// running workload, every cycle.
+	replicas := 0
+	for i, a := range as {
+		if a.Node != node {
+			continue
+		}
 		g := u.GPUs[a.GPUIndex]
 		g.MilliGPU += a.MilliGPU
 		g.MemoryMiB += a.MemoryMiB
 		u.GPUs[a.GPUIndex] = g
+		if !slices.ContainsFunc(as[:i], func(b Assignment) bool { return b.Node == node && b.Replica == a.Replica }) {
+			replicas++
+		}
 	}
 	u.MilliCPU += req.MilliCPU * int64(replicas)
 	u.MemoryMiB += req.MemoryMiB * int64(replicas)
@@ -53,6 +61,13 @@ func OnNode(as []Assignment, node NodeName) (on []Assignment, replicas int) {
 		}
 	}
 	return on, replicas
+}
+
+// FirstOnNode reports whether as[i] is the first assignment of as on its
+// node: ranging over as and keeping those, a caller visits the nodes of
+// Nodes(as), in its order, without a slice made for them.
+func FirstOnNode(as []Assignment, i int) bool {
+	return !slices.ContainsFunc(as[:i], func(b Assignment) bool { return b.Node == as[i].Node })
 }
 
 // Nodes lists the distinct nodes of a placement, in order of appearance.

@@ -507,3 +507,36 @@ func TestFitsChecksResidency(t *testing.T) {
 		t.Errorf("a placement within its residency: %v", err)
 	}
 }
+
+func TestNodeUsageAddCountsReplicasOnce(t *testing.T) {
+	// A gang of three replicas of 2 GPUs, 4 CPUs and 1 GiB each: two
+	// replicas on n1 (one GPU shared by both), one on n2. n1 holds two
+	// replicas' host CPU and memory, and each of its devices what the
+	// assignments on it say.
+	req := core.Request{MilliGPU: 2000, MilliCPU: 4000, MemoryMiB: 1024, Replicas: 3}
+	as := []core.Assignment{
+		{Replica: 0, Node: "n1", GPUIndex: 0, MilliGPU: 1000, MemoryMiB: 80},
+		{Replica: 0, Node: "n1", GPUIndex: 1, MilliGPU: 500, MemoryMiB: 40},
+		{Replica: 1, Node: "n2", GPUIndex: 0, MilliGPU: 1000, MemoryMiB: 80},
+		{Replica: 1, Node: "n2", GPUIndex: 1, MilliGPU: 1000, MemoryMiB: 80},
+		{Replica: 2, Node: "n1", GPUIndex: 1, MilliGPU: 500, MemoryMiB: 40},
+		{Replica: 2, Node: "n1", GPUIndex: 2, MilliGPU: 1000, MemoryMiB: 80},
+	}
+	var n1, n2 core.NodeUsage
+	for i, a := range as {
+		if core.FirstOnNode(as, i) {
+			map[core.NodeName]*core.NodeUsage{"n1": &n1, "n2": &n2}[a.Node].Add(a.Node, req, as)
+		}
+	}
+	want1 := core.NodeUsage{GPUs: map[int]core.GPUUse{0: {1000, 80}, 1: {1000, 80}, 2: {1000, 80}}, MilliCPU: 8000, MemoryMiB: 2048}
+	want2 := core.NodeUsage{GPUs: map[int]core.GPUUse{0: {1000, 80}, 1: {1000, 80}}, MilliCPU: 4000, MemoryMiB: 1024}
+	if diff := cmp.Diff(want1, n1); diff != "" {
+		t.Errorf("n1 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want2, n2); diff != "" {
+		t.Errorf("n2 (-want +got):\n%s", diff)
+	}
+	if got := core.Nodes(as); !cmp.Equal(got, []core.NodeName{"n1", "n2"}) {
+		t.Errorf("Nodes = %v, want [n1 n2]", got)
+	}
+}

@@ -1449,10 +1449,8 @@ func (c *cycle) classIndex(w *core.Workload) int {
 	if name == "" {
 		name = core.DefaultPriority(w.Kind)
 	}
-	for i := range c.classes {
-		if c.classes[i].Name == name {
-			return i
-		}
+	if i, ok := c.classIdx[name]; ok {
+		return i
 	}
 	return -1
 }

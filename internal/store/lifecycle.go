@@ -38,11 +38,16 @@ func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
 			snap.Pending = append(snap.Pending, w)
 		case core.Running:
 			snap.Running = append(snap.Running, w)
-			for _, n := range core.Nodes(w.Status.Placement) {
-				if snap.Usage[n] == nil {
-					snap.Usage[n] = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
+			for i, a := range w.Status.Placement {
+				if !core.FirstOnNode(w.Status.Placement, i) {
+					continue
 				}
-				snap.Usage[n].Add(n, w.Request, w.Status.Placement)
+				u := snap.Usage[a.Node]
+				if u == nil {
+					u = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
+					snap.Usage[a.Node] = u
+				}
+				u.Add(a.Node, w.Request, w.Status.Placement)
 			}
 		}
 	}
@@ -243,11 +248,9 @@ func viewUsage(tx *wtx, ps []core.Placement) map[core.NodeName]*core.NodeUsage {
 			return
 		}
 		for i, a := range w.Status.Placement {
-			u := usage[a.Node]
-			if u == nil || slices.ContainsFunc(w.Status.Placement[:i], func(b core.Assignment) bool { return b.Node == a.Node }) {
-				continue // not a node of ps, or counted with an earlier replica
+			if u := usage[a.Node]; u != nil && core.FirstOnNode(w.Status.Placement, i) {
+				u.Add(a.Node, w.Request, w.Status.Placement)
 			}
-			u.Add(a.Node, w.Request, w.Status.Placement)
 		}
 	}
 	tx.s.mu.RLock()
