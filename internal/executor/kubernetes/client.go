@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -74,5 +75,11 @@ func NewClientset(o ClientOptions) (clientset.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Built-in types in protobuf, as kube-scheduler and Kubernetes' own
+	// controllers talk (cheaper to encode and decode than JSON, for the API
+	// server as for gpufleet). The dynamic client (custom resources, which
+	// have no protobuf) sets JSON for itself.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return clientset.NewForConfig(cfg)
 }
