@@ -79,3 +79,15 @@ func (l *Loop) budgets(ctx context.Context, snap *core.Snapshot, now time.Time) 
 		}
 	}
 }
+
+// alertDue reports whether one of ws is of a team whose budget alert this
+// month is yet to be raised: budgets raises it on the team's running
+// workloads, so the cycle after ws start must run.
+func (l *Loop) alertDue(ws []*core.Workload) bool {
+	for _, w := range ws {
+		if g, ok := l.wake.gates[w.Team]; ok && g.Alerting && l.alerted[w.Team] != g.Month {
+			return true
+		}
+	}
+	return false
+}

@@ -421,9 +421,10 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 				rep.WorkloadStarted(r.Workload, wait)
 			}
 		}
-		if l.wake.drained && len(apply.Preemptions) == 0 && len(apply.Unplaced) == 0 && !l.wake.retry {
+		if l.wake.drained && len(apply.Preemptions) == 0 && len(apply.Unplaced) == 0 && !l.wake.retry && !l.alertDue(accepted) {
 			// The plan's own commit needs no cycle (seen.placed), but
-			// for the max runtimes of what it started.
+			// for the max runtimes of what it started, and a budget
+			// alert that waits for a team's work to run (alertDue).
 			l.wake.seen.placed(accepted)
 			l.wake.at = maxRuntimeWake(l.wake.at, accepted, now)
 		}

@@ -14,10 +14,13 @@ import (
 // When Run runs a cycle. A cycle runs on a change: a commit to the store (a
 // submission, an exit recorded, a node, a quota), signalled by
 // Store.Changed, unless the store's snapshot holds what the last cycle's
-// held, but for the nodes' updatedAt (a heartbeat): the same workloads,
-// unchanged (the store replaces a workload it changes, so they compare by
-// identity), the same nodes and teams. Between changes the loop sleeps
-// until the first of:
+// held, but for the nodes' updatedAt (a heartbeat): the same pending
+// workloads, unchanged (the store replaces a workload it changes, so they
+// compare by identity), the same running ones but for what no cycle reads
+// of them (sameToSchedule), the same nodes and teams. What the last cycle
+// held includes the placements it committed when it placed all it saw
+// (seen.placed), so that commit's own change runs no cycle. Between
+// changes the loop sleeps until the first of:
 //
 //   - the time the last plan asked for (sched.Options.NextWake: a pending
 //     workload crossing StarvationAfter or Burst.After, a MinRuntime
@@ -39,11 +42,13 @@ import (
 // queue and only delay the new work. A
 // change whose wait is over runs as any change does (a heartbeat runs no
 // cycle), unless something else is due too. Under a flood of
-// changes (a thousand submits a second) the loop then spends at most
-// 1/(1+paceFactor) of its time in cycles, leaving the rest of the CPU to
-// the API and the store's writer, instead of re-deciding the whole queue
-// for every submit; a change after a quiet spell, or on a small queue
-// (cycles of microseconds), waits for nothing that matters.
+// changes (a thousand submits a second) that leave work waiting, the loop
+// then spends at most 1/(1+paceFactor) of its time in cycles, leaving the
+// rest of the CPU to the API and the store's writer, instead of
+// re-deciding the whole queue for every submit; while every cycle places
+// all that arrived, at most 1/(1+drainedPaceFactor), each cycle starting
+// work. A change after a quiet spell, or on a small queue (cycles of
+// microseconds), waits for nothing that matters.
 //
 // With Budgets, the loop also reads the budget gates every Resync (the
 // ledger keeps them in memory) and runs a cycle only when one changed.

@@ -409,6 +409,26 @@ func TestOwnPlacementsRunNoCycle(t *testing.T) {
 	})
 }
 
+func TestBudgetAlertOnAWorkloadADrainedCycleStarted(t *testing.T) {
+	// A team at its budget's alert level with nothing running: the alert
+	// is raised on its running work, so the cycle that starts its next
+	// workload is followed by one that raises it, though that cycle
+	// placed all it saw (TestOwnPlacementsRunNoCycle).
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		b := &gates{}
+		b.set("a", core.BudgetGate{Alerting: true, Message: "team a spent 80%", Month: "2026-12"})
+		h.realLoop(time.Second, nil, func(o *control.Options) { o.Budgets = b })
+		synctest.Wait()
+		time.Sleep(time.Second) // the bubble's clock: the first cycle's pace is over
+		w := h.submitNow(nil)
+		h.waitRunning(w.ID, 1)
+		h.until("the budget alert on the running workload", func() (bool, string) {
+			return countEvents(h.events(w.ID), control.ReasonBudgetAlert) == 1, "none yet"
+		})
+	})
+}
+
 func TestManyExplanationsAreAllWritten(t *testing.T) {
 	// 300 workloads that can never fit (8 GPUs on a 4-GPU node), and one
 	// that runs: one cycle places the one and explains all 300, in
