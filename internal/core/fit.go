@@ -38,7 +38,7 @@ func (u *NodeUsage) Add(node NodeName, req Request, as []Assignment) {
 		g.MilliGPU += a.MilliGPU
 		g.MemoryMiB += a.MemoryMiB
 		u.GPUs[a.GPUIndex] = g
-		if !slices.ContainsFunc(as[:i], func(b Assignment) bool { return b.Node == node && b.Replica == a.Replica }) {
+		if !sameReplicaBefore(as, i) {
 			replicas++
 		}
 	}
@@ -65,9 +65,20 @@ func OnNode(as []Assignment, node NodeName) (on []Assignment, replicas int) {
 
 // FirstOnNode reports whether as[i] is the first assignment of as on its
 // node: ranging over as and keeping those, a caller visits the nodes of
-// Nodes(as), in its order, without a slice made for them.
+// Nodes(as), in its order, without a slice made for them. A placement
+// lists a node's devices together, so the one before answers most calls.
 func FirstOnNode(as []Assignment, i int) bool {
+	if i > 0 && as[i-1].Node == as[i].Node {
+		return false
+	}
 	return !slices.ContainsFunc(as[:i], func(b Assignment) bool { return b.Node == as[i].Node })
+}
+
+// sameReplicaBefore reports whether an assignment before as[i] is of the
+// same replica on the same node (as FirstOnNode, the one before first).
+func sameReplicaBefore(as []Assignment, i int) bool {
+	same := func(b Assignment) bool { return b.Node == as[i].Node && b.Replica == as[i].Replica }
+	return i > 0 && same(as[i-1]) || slices.ContainsFunc(as[:i], same)
 }
 
 // Nodes lists the distinct nodes of a placement, in order of appearance.

@@ -88,7 +88,7 @@ func (s *Store) ApplyPlan(ctx context.Context, plan core.Plan, now time.Time) ([
 		// reject a later one (the next cycle places it), never
 		// over-commit a device.
 		usage := map[core.NodeName]*core.NodeUsage{}
-		if s.nodes.on {
+		if s.owned() && len(plan.Placements) > 0 {
 			usage = viewUsage(tx, plan.Placements)
 		}
 		for i, p := range plan.Placements {
@@ -233,7 +233,7 @@ func applyPlacement(tx *wtx, p core.Placement, now time.Time, usage map[core.Nod
 // viewUsage is what nodeUsage reads for each node of ps, taken from the
 // view of active workloads instead of the rows: the committed workloads
 // but those tx changed, and tx's own last changes. Only a store one server
-// owns (Options.Cache) may: there the view is the truth of what runs.
+// owns (owned) may: there the view is the truth of what runs.
 func viewUsage(tx *wtx, ps []core.Placement) map[core.NodeName]*core.NodeUsage {
 	usage := map[core.NodeName]*core.NodeUsage{}
 	for _, p := range ps {

@@ -103,11 +103,16 @@ func decodeNode(spec, status []byte) (*core.Node, error) {
 	return &n, nil
 }
 
-// node returns the node name as tx sees it: from the rows the store keeps
-// (Options.Cache) while tx has written no node, else read in tx. It may be
-// shared: callers do not change it.
+// owned reports whether one server owns the store, and with it the truth
+// of what the store holds: a SQLite file opened with Options.Cache (as a
+// server opens it). On PostgreSQL other servers write too.
+func (s *Store) owned() bool { return s.pg == nil && s.nodes.on }
+
+// node returns the node name as tx sees it: on a store one server owns,
+// from the rows it keeps while tx has written no node; else read in tx. It
+// may be shared: callers do not change it.
 func (tx *wtx) node(name core.NodeName) (*core.Node, error) {
-	if tx.nodes || !tx.s.nodes.keeps() {
+	if tx.nodes || !tx.s.owned() || !tx.s.nodes.keeps() {
 		return getNode(tx, name)
 	}
 	rows, err := tx.s.nodes.get(func() ([]core.Node, error) { return queryNodes(context.Background(), tx.s.read) })
