@@ -105,8 +105,9 @@
 // per pod and a component that only echoes a decision already taken.
 // The trade-off: nothing re-checks the placement before the kubelet does.
 // Kubelet admission may still reject the pod (not enough nvidia.com/gpu
-// left because of pods gpufleet does not know about, a NoExecute taint, a
-// node selector mismatch): the pod then fails with a reason such as
+// left because of pods gpufleet does not know about, a NoExecute taint put
+// on the node after gpufleet chose it, a node selector mismatch): the pod
+// then fails with a reason such as
 // OutOfnvidia.com/gpu or UnexpectedAdmissionError, and that reason is the
 // attempt's exit. Pods with nodeName also skip kube-scheduler's preemption,
 // which is what we want: preemption is gpufleet's.
@@ -224,7 +225,11 @@
 // GPUNode and DiscoverNodes describe every node with nvidia.com/gpu capacity
 // from the labels of GPU feature discovery (nvidia.com/gpu.product,
 // nvidia.com/gpu.memory in MiB, nvidia.com/gpu.count), its pool and region
-// from configurable labels; a cordoned or NotReady node is not schedulable.
+// from configurable labels; a cordoned or NotReady node is not schedulable,
+// nor one with a taint that keeps gpufleet's pods off (blockingTaint: the
+// node lifecycle's and cloud provider's, such as the not-ready taint a new
+// node carries until kube-controller-manager lifts it, and a NoExecute
+// taint gpufleet's pods do not tolerate).
 // Options.NodeSelector (config kubernetes.nodeSelector), a label selector,
 // limits the nodes gpufleet sees to those it selects (the node informer
 // lists only them), so that gpufleet can share a cluster. Options.OnNodes

@@ -145,14 +145,22 @@ func newE2E(t testing.TB, nodes, gpus int) *e2e {
 			t.Fatalf("create node %s: %v", name, err)
 		}
 	}
-	x.waitFor(30*time.Second, "nodes Ready", func() (bool, string) {
-		for _, name := range x.nodes {
-			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !nodeReady(n) {
-				return false, fmt.Sprintf("node %s not Ready (%v)", name, err)
+	// A new node carries the not-ready taint (NoSchedule) until
+	// kube-controller-manager lifts it, some seconds after the node is
+	// Ready (a minute for 300 nodes here): gpufleet takes it for
+	// unschedulable until then, as kube-scheduler does.
+	x.waitFor(5*time.Minute, "nodes Ready, without taints", func() (bool, string) {
+		l, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: DefaultPoolLabel + "=" + x.id})
+		if err != nil {
+			return false, err.Error()
+		}
+		waiting := 0
+		for _, n := range l.Items {
+			if !nodeReady(&n) || blockingTaint(&n) != nil {
+				waiting++
 			}
 		}
-		return true, ""
+		return len(l.Items) == len(x.nodes) && waiting == 0, fmt.Sprintf("%d of %d nodes, %d not Ready or tainted", len(l.Items), len(x.nodes), waiting)
 	})
 	return x
 }

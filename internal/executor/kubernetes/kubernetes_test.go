@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/executor"
@@ -424,4 +425,59 @@ func TestNodeSelector(t *testing.T) {
 	if _, err := New(t.Context(), Options{Client: k.client, NodeSelector: "a=b=c"}); err == nil || !strings.Contains(err.Error(), "kubernetes.nodeSelector") {
 		t.Errorf("bad selector: got %v, want an error naming kubernetes.nodeSelector", err)
 	}
+}
+
+func TestTaintsThatKeepPodsOff(t *testing.T) {
+	// A Ready, uncordoned node is schedulable unless a taint keeps
+	// gpufleet's pods off it: the node lifecycle's and cloud provider's,
+	// or a NoExecute taint they do not tolerate (they would be evicted).
+	// The taints a pod made by gpufleet tolerates do not.
+	for _, tt := range []struct {
+		taints      []corev1.Taint
+		schedulable bool
+	}{
+		{nil, true},
+		{[]corev1.Taint{{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}, false},
+		{[]corev1.Taint{{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}}, false},
+		{[]corev1.Taint{{Key: "node.kubernetes.io/disk-pressure", Effect: corev1.TaintEffectNoSchedule}}, false},
+		{[]corev1.Taint{{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}}, false},
+		{[]corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}}, false},
+		// What gpufleet's pods tolerate (nvidia.com/gpu, any effect), a
+		// taint that dedicates GPU nodes, and one that only prefers:
+		// none keeps them off.
+		{[]corev1.Taint{{Key: string(ResourceGPU), Effect: corev1.TaintEffectNoExecute}}, true},
+		{[]corev1.Taint{{Key: string(ResourceGPU), Value: "present", Effect: corev1.TaintEffectNoSchedule}}, true},
+		{[]corev1.Taint{{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}, true},
+		{[]corev1.Taint{{Key: "node.kubernetes.io/memory-pressure", Effect: corev1.TaintEffectPreferNoSchedule}}, true},
+	} {
+		n := gpuNode("n1", 8, true, false)
+		n.Spec.Taints = tt.taints
+		got, ok := GPUNode(n, NodeLabels{})
+		if !ok {
+			t.Fatal("not a GPU node")
+		}
+		if got.Schedulable != tt.schedulable || got.NotReady {
+			t.Errorf("taints %v: schedulable %t, not ready %t; want schedulable %t, ready", tt.taints, got.Schedulable, got.NotReady, tt.schedulable)
+		}
+		if tolerated := podTolerates(t, n.Spec.Taints); tt.schedulable && !tolerated {
+			t.Errorf("taints %v: a schedulable node whose NoExecute taints gpufleet's pod does not tolerate", tt.taints)
+		}
+	}
+}
+
+// podTolerates reports whether the pod gpufleet makes for a workload
+// (buildPod) tolerates every NoExecute taint of taints
+// (Toleration.ToleratesTaint, as the taint manager judges).
+func podTolerates(t *testing.T, taints []corev1.Taint) bool {
+	t.Helper()
+	p := buildPod(defaults(), gpuTask("wl-t", "n1", 1), "gpufleet-research", 0, nil, 1)
+	for i := range taints {
+		if taints[i].Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		if !slices.ContainsFunc(p.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &taints[i], false) }) {
+			return false
+		}
+	}
+	return true
 }

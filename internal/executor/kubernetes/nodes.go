@@ -58,7 +58,7 @@ func GPUNode(n *corev1.Node, keys NodeLabels) (core.Node, bool) {
 		Pool:        n.Labels[cmpOr(keys.Pool, DefaultPoolLabel)],
 		Region:      n.Labels[cmpOr(keys.Region, DefaultRegionLabel)],
 		Labels:      cloneLabels(n.Labels),
-		Schedulable: !n.Spec.Unschedulable && nodeReady(n),
+		Schedulable: !n.Spec.Unschedulable && nodeReady(n) && blockingTaint(n) == nil,
 		NotReady:    !nodeReady(n),
 		UpdatedAt:   time.Now().UTC(),
 	}
@@ -94,6 +94,37 @@ func cloneLabels(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// blockingTaint returns the first taint of n that keeps gpufleet's pods
+// off it, or nil:
+//
+//   - a taint of the node lifecycle or the cloud provider
+//     (node.kubernetes.io/..., node.cloudprovider.kubernetes.io/...),
+//     NoSchedule or NoExecute: not ready or unreachable, under memory,
+//     disk or PID pressure, its network unavailable, not initialised yet.
+//     A new node carries not-ready until the node lifecycle controller
+//     lifts it, a while after the node turns Ready; its network or
+//     storage may not be up before;
+//   - any other NoExecute taint but nvidia.com/gpu's: the taint manager
+//     would evict a pod that does not tolerate it, and gpufleet's pods
+//     tolerate nvidia.com/gpu alone (buildPod).
+//
+// Other NoSchedule taints (one that keeps other pods off GPU nodes) do not:
+// gpufleet binds its pods to the node it chose, as kube-scheduler would
+// bind a pod that tolerates them. A native pod's own tolerations are not
+// matched (docs/KUBERNETES.md, Limits).
+func blockingTaint(n *corev1.Node) *corev1.Taint {
+	for i, t := range n.Spec.Taints {
+		system := strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/")
+		switch {
+		case system && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute):
+			return &n.Spec.Taints[i]
+		case t.Effect == corev1.TaintEffectNoExecute && t.Key != string(ResourceGPU):
+			return &n.Spec.Taints[i]
+		}
+	}
+	return nil
 }
 
 // nodeReady reports whether the node's Ready condition is True.

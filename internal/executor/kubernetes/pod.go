@@ -240,8 +240,9 @@ func buildPod(o *Options, t executor.Task, ns string, replica int, as []core.Ass
 			AutomountServiceAccountToken:  &no,
 			Tolerations: []corev1.Toleration{
 				// GPU nodes are often tainted so that only GPU pods land
-				// there; gpufleet's pods are GPU pods.
-				{Key: string(ResourceGPU), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+				// there (NoSchedule, or NoExecute to evict the rest);
+				// gpufleet's pods are GPU pods.
+				{Key: string(ResourceGPU), Operator: corev1.TolerationOpExists},
 			},
 			Containers: []corev1.Container{{
 				Name:      containerName,
