@@ -185,6 +185,22 @@ kwok_stages() {
 		first=0
 		cat "$dir/kustomize/stage/$f"
 	done >"$STATE/kwok-stages.yaml"
+	# A cluster has a kubelet on each node, each updating its own pods;
+	# KWOK plays them all with podPlayStageParallelism workers (4 by
+	# default), which held a flood of pods to about 150 Running a second
+	# here, whatever made them (docs/PERFORMANCE.md). A configuration
+	# given leaves the other options without their defaults: they are
+	# KWOK's defaults, written out.
+	cat >>"$STATE/kwok-stages.yaml" <<-'EOF'
+	---
+	apiVersion: config.kwok.x-k8s.io/v1alpha1
+	kind: KwokConfiguration
+	options:
+	  podPlayStageParallelism: 32
+	  nodePlayStageParallelism: 4
+	  nodeLeaseParallelism: 4
+	  podsOnNodeSyncParallelism: 1
+	EOF
 }
 
 check_ports() {

@@ -42,6 +42,10 @@ import (
 // GPUFLEET_K8S_BENCH_RATE, that many pods a second together, which, below
 // both schedulers' rates, measures what a pod's start takes.
 //
+// gpufleet's store is on tmpfs, as the test environment's etcd does not
+// sync either (GPUFLEET_K8S_BENCH_STORE=disk puts it on the disk; see
+// race.gpufleet).
+//
 // Each scheduler is measured as it runs by itself: started before the
 // clock starts and ready (its informers synced), the other one stopped and
 // its pods gone. Iteration i puts kube-scheduler first when i is even and
@@ -135,27 +139,12 @@ func (s sideResult) String() string {
 
 func (r *race) setUp(nodes int) {
 	b := r.b
+	// newE2E waits until no node carries the not-ready taint, which
+	// kube-controller-manager lifts a minute after 300 nodes are Ready: a
+	// race started before that has kube-scheduler fail its pods and retry
+	// them from its backoff queue (the old harness's 39 pods/s at any
+	// client limit, at 5x the CPU per pod).
 	r.x = newE2E(b, nodes, 8)
-	// A node is made with the not-ready taint (NoSchedule), which
-	// kube-controller-manager lifts some time after the node is Ready: a
-	// minute for 300 nodes here. kube-scheduler respects it and gpufleet,
-	// which binds to nodes it found Ready, does not: a race started before
-	// it is lifted has kube-scheduler fail its pods and retry them from
-	// its backoff queue (the old harness's 39 pods/s at any client limit,
-	// at 5x the CPU per pod).
-	r.x.waitFor(5*time.Minute, "nodes without taints", func() (bool, string) {
-		l, err := r.x.client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: DefaultPoolLabel + "=" + r.x.id})
-		if err != nil {
-			return false, err.Error()
-		}
-		n := 0
-		for _, nd := range l.Items {
-			if len(nd.Spec.Taints) > 0 {
-				n++
-			}
-		}
-		return n == 0, fmt.Sprintf("%d nodes tainted", n)
-	})
 	r.kubeNS, r.gpufleetNS = r.x.namespace("kubesched"), r.x.namespace("default")
 	if _, err := r.x.client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.kubeNS, Labels: map[string]string{LabelManaged: "true"}}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
@@ -222,9 +211,22 @@ profiles:
 // gpufleet starts a gpufleet server on a data dir of its own, has 32
 // clients submit the workloads, and stops it once their pods run; then
 // deletes the pods.
+//
+// The data dir is in /dev/shm (where there is one) unless
+// GPUFLEET_K8S_BENCH_STORE=disk: the test environment's etcd runs with
+// --unsafe-no-fsync, so kube-scheduler's path syncs nothing, and a store on
+// the shared disk would have gpufleet alone wait for fsyncs (two a pod: the
+// submit's and the plan's) behind etcd's and KWOK's writes.
 func (r *race) gpufleet() sideResult {
 	x := r.x
-	s := x.startIn(r.b.TempDir(), map[string]any{"kubernetes": map[string]any{
+	data := r.b.TempDir()
+	if os.Getenv("GPUFLEET_K8S_BENCH_STORE") != "disk" {
+		if dir, err := os.MkdirTemp("/dev/shm", "gpufleet-race-"); err == nil {
+			data = dir
+			defer os.RemoveAll(dir)
+		}
+	}
+	s := x.startIn(data, map[string]any{"kubernetes": map[string]any{
 		"kubeconfig": x.kubeconfig, "namespaceTemplate": x.nsPrefix() + "{team}", "nodeSelector": DefaultPoolLabel + "=" + x.id,
 		"defaultImage": e2eImage, "qps": r.qps, "burst": r.burst}})
 	submit := func(i int) (string, error) {
