@@ -108,6 +108,10 @@ type Loop struct {
 	ownClock bool
 	// wake is what the last cycle left Run to wait for.
 	wake wake
+	// rows is the store's version of the nodes and teams read before the
+	// snapshot the next cycle takes or is given (store.Rows).
+	rows   store.RowsVersion
+	rowsOK bool
 	// ledger is Options.Budgets; the loop's own Budgets records what the
 	// cycle reads of it in wake.
 	ledger Budgets
@@ -355,6 +359,7 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 	l.retryUnrecorded(ctx)
 	now := l.opts.Now()
 	if snap == nil {
+		l.rows, l.rowsOK = l.opts.Store.Rows()
 		var err error
 		if snap, err = l.opts.Store.Snapshot(ctx); err != nil {
 			l.log.Error("snapshot", "err", err)
@@ -362,7 +367,7 @@ func (l *Loop) cycleOn(ctx context.Context, snap *core.Snapshot) core.Plan {
 			return core.Plan{}
 		}
 	}
-	l.wake.seen = seenOf(snap)
+	l.wake.seen = seenOf(snap, l.rows, l.rowsOK)
 	l.settleUncertain(ctx, snap)
 	if len(l.unadopted) > 0 {
 		for _, w := range snap.Running {

@@ -88,7 +88,10 @@ func newHarness(t *testing.T) *harness {
 func newHarnessIn(t *testing.T, dir string) *harness {
 	t.Helper()
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(dir, "gpufleet.db"))
+	// As a server opens its SQLite store (Options.Cache): the loop's
+	// check for changes then compares the workloads alone while the rows'
+	// version holds (store.Rows).
+	s, err := store.OpenWith(ctx, filepath.Join(dir, "gpufleet.db"), store.Options{Cache: true})
 	if err != nil {
 		t.Fatal(err)
 	}

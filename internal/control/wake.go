@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"github.com/gpufleet/gpufleet/internal/sched"
+	"github.com/gpufleet/gpufleet/internal/store"
 )
 
 // When Run runs a cycle. A cycle runs on a change: a commit to the store (a
@@ -118,10 +119,16 @@ type seen struct {
 	nodes            []core.Node // UpdatedAt cleared
 	teams            []core.Team
 	pending, running []*core.Workload
+	// rows is the store's version of the nodes and teams read before the
+	// snapshot (rowsOK: the store has one, store.Rows): while it holds,
+	// they are the same, and only the workloads need comparing.
+	rows   store.RowsVersion
+	rowsOK bool
 }
 
-func seenOf(snap *core.Snapshot) *seen {
-	s := &seen{teams: slices.Clone(snap.Teams), pending: slices.Clone(snap.Pending), running: slices.Clone(snap.Running)}
+func seenOf(snap *core.Snapshot, rows store.RowsVersion, rowsOK bool) *seen {
+	s := &seen{teams: slices.Clone(snap.Teams), pending: slices.Clone(snap.Pending), running: slices.Clone(snap.Running),
+		rows: rows, rowsOK: rowsOK}
 	for _, n := range snap.Nodes {
 		c := *n
 		c.UpdatedAt = time.Time{}
@@ -134,8 +141,7 @@ func seenOf(snap *core.Snapshot) *seen {
 // workloads, running ones the same to the schedule (sameToSchedule), and
 // the same nodes but for their updatedAt, and teams.
 func (s *seen) holds(snap *core.Snapshot) bool {
-	if s == nil || len(s.nodes) != len(snap.Nodes) || !slices.Equal(s.pending, snap.Pending) ||
-		!slices.EqualFunc(s.running, snap.Running, sameToSchedule) || !reflect.DeepEqual(s.teams, snap.Teams) {
+	if s == nil || len(s.nodes) != len(snap.Nodes) || !s.sameWork(snap.Pending, snap.Running) || !reflect.DeepEqual(s.teams, snap.Teams) {
 		return false
 	}
 	for i, n := range snap.Nodes {
@@ -146,6 +152,12 @@ func (s *seen) holds(snap *core.Snapshot) bool {
 		}
 	}
 	return true
+}
+
+// sameWork reports whether pending and running are the workloads s holds:
+// the same pending ones, the same running ones to the schedule.
+func (s *seen) sameWork(pending, running []*core.Workload) bool {
+	return slices.Equal(s.pending, pending) && slices.EqualFunc(s.running, running, sameToSchedule)
 }
 
 // sameToSchedule reports whether two versions of a running workload are
@@ -191,15 +203,33 @@ func (s *seen) placed(accepted []*core.Workload) {
 // what the last cycle's did, with nothing to retry: then the change needs
 // no cycle. Otherwise it returns the snapshot for the cycle (nil when it
 // must take its own).
+//
+// While the store's version of the nodes and teams is the one read before
+// the last cycle's snapshot, they are the same, and only the active
+// workloads are compared, without a snapshot: a change is a commit, and at
+// a steady trickle of starts most commits are the workloads' own, while a
+// snapshot copies every node.
 func (l *Loop) unchanged(ctx context.Context) (*core.Snapshot, bool) {
-	if l.wake.retry || len(l.unrecorded) > 0 || l.wake.seen == nil {
+	seen := l.wake.seen
+	if l.wake.retry || len(l.unrecorded) > 0 || seen == nil {
 		return nil, false
 	}
+	rows, ok := l.opts.Store.Rows()
+	if ok && seen.rowsOK && rows == seen.rows {
+		return nil, seen.sameWork(l.opts.Store.Active())
+	}
+	l.rows, l.rowsOK = rows, ok
 	snap, err := l.opts.Store.Snapshot(ctx)
 	if err != nil {
 		return nil, false // the cycle's own snapshot reports it
 	}
-	return snap, l.wake.seen.holds(snap)
+	if !seen.holds(snap) {
+		return snap, false
+	}
+	// The same but for what the schedule does not see (a heartbeat): what
+	// s holds is as true at this version.
+	seen.rows, seen.rowsOK = rows, ok
+	return snap, true
 }
 
 // paced is when a change may start a cycle: paceFactor times the last

@@ -429,6 +429,61 @@ func TestBudgetAlertOnAWorkloadADrainedCycleStarted(t *testing.T) {
 	})
 }
 
+func TestRowChangesRunACycle(t *testing.T) {
+	// A workload waits for its team's limit to be raised, or for its
+	// node's cordon to be lifted: the loop compares only the workloads
+	// while the store's version of the nodes and teams holds, so that
+	// row's change alone must move it, and run the cycle that places the
+	// workload.
+	for _, tt := range []struct {
+		name        string
+		hold, allow func(*core.Team, *core.Node)
+	}{
+		{"team", func(tm *core.Team, _ *core.Node) { tm.Limit = 0 }, func(tm *core.Team, _ *core.Node) { tm.Limit = core.Unlimited }},
+		{"node", func(_ *core.Team, n *core.Node) { n.Schedulable = false }, func(_ *core.Team, n *core.Node) { n.Schedulable = true }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t)
+				ctx := context.Background()
+				ns, err := h.store.Nodes(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := ns[0]
+				set := func(f func(*core.Team, *core.Node)) {
+					t.Helper()
+					if _, err := h.store.UpdateTeam(ctx, "a", func(tm *core.Team) error { f(tm, &n); return nil }); err != nil {
+						t.Fatal(err)
+					}
+					if err := h.store.PutNode(ctx, n); err != nil {
+						t.Fatal(err)
+					}
+				}
+				set(tt.hold)
+				h.realLoop(time.Hour, nil, nil)
+				w := h.submitNow(nil)
+				h.waitFor(w.ID, "explained", func(w *core.Workload) bool { return w.Status.Reason != "Submitted" && w.Status.Reason != "" })
+				synctest.Wait()
+				if got := h.get(w.ID); got.Status.Phase != core.Pending {
+					t.Fatalf("held workload is %s", got.Status.Phase)
+				}
+				if tt.name == "team" {
+					if _, err := h.store.UpdateTeam(ctx, "a", func(tm *core.Team) error { tt.allow(tm, nil); return nil }); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					tt.allow(nil, &n)
+					if err := h.store.PutNode(ctx, n); err != nil {
+						t.Fatal(err)
+					}
+				}
+				h.waitRunning(w.ID, 1)
+			})
+		})
+	}
+}
+
 func TestManyExplanationsAreAllWritten(t *testing.T) {
 	// 300 workloads that can never fit (8 GPUs on a 4-GPU node), and one
 	// that runs: one cycle places the one and explains all 300, in

@@ -77,3 +77,10 @@ func (c *cache[T]) forget() {
 	c.gen++
 	c.mu.Unlock()
 }
+
+// generation counts the forgets: it changes with every write of the rows.
+func (c *cache[T]) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}

@@ -54,6 +54,38 @@ func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
 	return snap, nil
 }
 
+// RowsVersion is a version of the nodes and teams a store holds (Rows).
+type RowsVersion struct{ nodes, teams uint64 }
+
+// Rows returns the version of the nodes and teams: on a store one server
+// owns, every write of a node or a team changes it (the writer forgets the
+// rows it keeps, which counts). ok is false elsewhere (PostgreSQL, where
+// other servers write): compare a snapshot's rows instead. A version read
+// before a Snapshot is one its rows are at or after.
+func (s *Store) Rows() (v RowsVersion, ok bool) {
+	if !s.owned() || !s.nodes.keeps() || !s.teams.keeps() {
+		return RowsVersion{}, false
+	}
+	return RowsVersion{nodes: s.nodes.generation(), teams: s.teams.generation()}, true
+}
+
+// Active returns the pending and running workloads as Snapshot gives them
+// (in submission order), without the rest of a snapshot: shared values,
+// which callers do not change.
+func (s *Store) Active() (pending, running []*core.Workload) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, w := range s.order {
+		switch w.Status.Phase {
+		case core.Pending:
+			pending = append(pending, w)
+		case core.Running:
+			running = append(running, w)
+		}
+	}
+	return pending, running
+}
+
 // PlacementResult says what became of one placement of a plan.
 type PlacementResult struct {
 	Workload *core.Workload // as stored after the placement, when applied

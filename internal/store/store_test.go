@@ -1125,3 +1125,51 @@ func TestApplyPlanSkipsPreemptionsForAGonePreemptor(t *testing.T) {
 		t.Errorf("victim of a cancelled preemptor: %s, stop %q; want Running with no stop request", got.Status.Phase, got.Status.StopRequested)
 	}
 }
+
+func TestRowsVersionFollowsNodeAndTeamWrites(t *testing.T) {
+	// On a store one server owns, the version moves with every write of a
+	// node or a team, and not with a workload's; elsewhere there is none.
+	ctx := context.Background()
+	if _, ok := fixture(t).Rows(); ok {
+		t.Error("a store without Options.Cache has a rows version")
+	}
+	s := fixtureWith(t, Options{Cache: true})
+	if _, ok := s.Rows(); ok != (backend == "sqlite") {
+		t.Fatalf("rows version ok %t on %s, want it on SQLite only", ok, backend)
+	}
+	if backend != "sqlite" {
+		return
+	}
+	v, _ := s.Rows()
+	steps := []struct {
+		what  string
+		write func() error
+		moves bool
+	}{
+		{"a submit", func() error { _, _, err := s.CreateWorkload(ctx, workload(1000), nil, t0); return err }, false},
+		{"a node", func() error { return s.PutNode(ctx, node("n1", 4)) }, true},
+		{"a node's status", func() error {
+			_, err := s.UpdateNodeStatus(ctx, "n1", t0, func(_ *core.Node, st *core.NodeStatus) ([]core.NodeEvent, error) {
+				st.State = core.NodeCordoned
+				return nil, nil
+			})
+			return err
+		}, true},
+		{"a team", func() error { return s.CreateTeam(ctx, core.NewTeam("b", t0)) }, true},
+		{"a team's quota", func() error {
+			_, err := s.UpdateTeam(ctx, "b", func(tm *core.Team) error { tm.Limit = 2000; return nil })
+			return err
+		}, true},
+		{"a team deleted", func() error { return s.DeleteTeam(ctx, "b") }, true},
+	}
+	for _, st := range steps {
+		if err := st.write(); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		got, _ := s.Rows()
+		if moved := got != v; moved != st.moves {
+			t.Errorf("after %s the version moved: %t, want %t", st.what, moved, st.moves)
+		}
+		v = got
+	}
+}
