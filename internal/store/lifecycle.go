@@ -74,8 +74,9 @@ func (s *Store) Rows() (v RowsVersion, ok bool) {
 // which callers do not change.
 func (s *Store) Active() (pending, running []*core.Workload) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for _, w := range s.order {
+	active := slices.Clone(s.order) // the writer waits on mu: copy, then sort out
+	s.mu.RUnlock()
+	for _, w := range active {
 		switch w.Status.Phase {
 		case core.Pending:
 			pending = append(pending, w)
