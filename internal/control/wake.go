@@ -216,6 +216,9 @@ func (l *Loop) unchanged(ctx context.Context) (*core.Snapshot, bool) {
 	}
 	rows, ok := l.opts.Store.Rows()
 	if ok && seen.rowsOK && rows == seen.rows {
+		if l.opts.Store.PendingCount() != len(seen.pending) {
+			return nil, false // a submit, most often: no need to look
+		}
 		return nil, seen.sameWork(l.opts.Store.Active())
 	}
 	l.rows, l.rowsOK = rows, ok

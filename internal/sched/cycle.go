@@ -19,9 +19,6 @@ type cycle struct {
 	opts    Options
 	now     time.Time
 	classes []core.PriorityClass
-	// classIdx indexes classes by name (classIndex): every running and
-	// pending workload is looked up, every cycle.
-	classIdx map[string]int
 	// bufs are the cycle's arrays by pending workload, node and shape,
 	// taken from the pool when the cycle starts and given back by
 	// Schedule (pendingBuffers).
@@ -233,10 +230,6 @@ func newCycle(o Options, snap *core.Snapshot, now time.Time) *cycle {
 	c.plan.Unplaced = make([]core.Decision, 0, len(snap.Pending))
 	if c.classes == nil {
 		c.classes = core.DefaultPriorityClasses()
-	}
-	c.classIdx = make(map[string]int, len(c.classes))
-	for i := len(c.classes) - 1; i >= 0; i-- {
-		c.classIdx[c.classes[i].Name] = i // the first of a name, as a search would find
 	}
 	c.bufs = takePendingBuffers(len(snap.Pending))
 	c.readNodes(snap)

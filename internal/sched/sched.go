@@ -1449,8 +1449,12 @@ func (c *cycle) classIndex(w *core.Workload) int {
 	if name == "" {
 		name = core.DefaultPriority(w.Kind)
 	}
-	if i, ok := c.classIdx[name]; ok {
-		return i
+	// A search, not a map: there are a few classes and most names differ
+	// in length; a map by name measured no cheaper (docs/PERFORMANCE.md).
+	for i := range c.classes {
+		if c.classes[i].Name == name {
+			return i
+		}
 	}
 	return -1
 }

@@ -69,6 +69,14 @@ func (s *Store) Rows() (v RowsVersion, ok bool) {
 	return RowsVersion{nodes: s.nodes.generation(), teams: s.teams.generation()}, true
 }
 
+// PendingCount is how many workloads are pending: len of Active's
+// pending, without the copy.
+func (s *Store) PendingCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.pendingAll
+}
+
 // Active returns the pending and running workloads as Snapshot gives them
 // (in submission order), without the rest of a snapshot: shared values,
 // which callers do not change.

@@ -62,9 +62,11 @@ type Store struct {
 
 	maxPendingTeam, maxPendingUser int
 	// pendingTeam and pendingOwner count the committed Pending workloads
-	// by team and by submitter, under mu, for the pending bounds.
+	// by team and by submitter, under mu, for the pending bounds;
+	// pendingAll counts them all (PendingCount).
 	pendingTeam  map[core.TeamName]int
 	pendingOwner map[string]int
+	pendingAll   int
 
 	// nodes and teams hold the decoded nodes (with their status) and
 	// teams when Options.Cache is set; the writer forgets them for every
@@ -510,7 +512,7 @@ func (s *Store) loadActive(ctx context.Context) error {
 		return err
 	}
 	s.active = make(map[core.WorkloadID]*core.Workload, len(active))
-	s.pendingTeam, s.pendingOwner = map[core.TeamName]int{}, map[string]int{}
+	s.pendingTeam, s.pendingOwner, s.pendingAll = map[core.TeamName]int{}, map[string]int{}, 0
 	for _, w := range active {
 		s.active[w.ID] = w
 		s.countPending(w, +1)
@@ -1374,4 +1376,5 @@ func (s *Store) countPending(w *core.Workload, sign int) {
 	}
 	s.pendingTeam[w.Team] += sign
 	s.pendingOwner[w.Owner] += sign
+	s.pendingAll += sign
 }

@@ -1172,4 +1172,19 @@ func TestRowsVersionFollowsNodeAndTeamWrites(t *testing.T) {
 		}
 		v = got
 	}
+	// PendingCount is Active's pending, counted as the view changes.
+	if err := s.PutNode(ctx, node("n2", 1)); err != nil {
+		t.Fatal(err)
+	}
+	a, b := submit(t, s, 1000), submit(t, s, 1000)
+	if _, err := s.RequestStop(ctx, a.ID, "Cancelled", "by alice", t0); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.ApplyPlan(ctx, core.Plan{Placements: []core.Placement{{Workload: b.ID, Assignments: []core.Assignment{assign("n2", 0, 1000)}}}}, t0); err != nil || res[0].Err != nil {
+		t.Fatalf("place: %v %v", err, res[0].Err)
+	}
+	pending, running := s.Active()
+	if s.PendingCount() != len(pending) || len(pending) != 1 || len(running) != 1 {
+		t.Errorf("PendingCount %d; Active: %d pending, %d running; want 1, 1 and 1", s.PendingCount(), len(pending), len(running))
+	}
 }
