@@ -129,14 +129,19 @@ func (q *Qualifier) Run(ctx context.Context) error {
 func (q *Qualifier) Step(ctx context.Context) {
 	q.step.Lock()
 	defer q.step.Unlock()
-	snap, err := q.opts.Store.Snapshot(ctx)
-	if err != nil {
-		q.log.Error("qualify: snapshot", "err", err)
-		return
-	}
+	// The statuses first, then the snapshot: work placed on a node before
+	// it began draining is then in the snapshot, and none is placed on a
+	// draining node after. Read the other way round, a snapshot taken just
+	// before a placement and statuses just after a drain made a node with
+	// work running Cordoned at once.
 	statuses, err := q.opts.Store.NodeStatuses(ctx)
 	if err != nil {
 		q.log.Error("qualify: node statuses", "err", err)
+		return
+	}
+	snap, err := q.opts.Store.Snapshot(ctx)
+	if err != nil {
+		q.log.Error("qualify: snapshot", "err", err)
 		return
 	}
 	now := q.opts.Now().UTC()
