@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,30 +65,20 @@ func BenchmarkCycleRunning(b *testing.B) {
 			if b.N > 300*8-running {
 				b.Fatalf("-benchtime %dx: only %d GPUs are free", b.N, 300*8-running)
 			}
-			var cpu time.Duration // the cycles' alone, not the submits'
+			var used time.Duration // the cycles' alone, not the submits'
 			i := running
 			for b.Loop() {
 				b.StopTimer()
 				submit(i)
 				i++
 				b.StartTimer()
-				before := processCPU(b)
+				before := cpu(b)
 				if _, plan := loop.Step(ctx); len(plan.Placements) != 1 {
 					b.Fatalf("cycle placed %d, want 1", len(plan.Placements))
 				}
-				cpu += processCPU(b) - before
+				used += cpu(b) - before
 			}
-			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(used.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
-}
-
-// processCPU is the CPU time the process has used (user and system, every
-// thread), steadier than wall time on a machine shared with others.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -95,8 +95,9 @@ func TestIdleCPU(t *testing.T) {
 		pending, wall.Round(time.Millisecond), used.Round(time.Microsecond), 100*used.Seconds()/wall.Seconds(), cycles, d.Round(time.Millisecond))
 }
 
-// cpu is the CPU time (user and system) this process has used.
-func cpu(t *testing.T) time.Duration {
+// cpu is the CPU time (user and system, every thread) this process has
+// used.
+func cpu(t testing.TB) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		t.Fatal(err)
