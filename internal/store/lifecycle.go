@@ -38,20 +38,29 @@ func (s *Store) Snapshot(ctx context.Context) (*core.Snapshot, error) {
 			snap.Pending = append(snap.Pending, w)
 		case core.Running:
 			snap.Running = append(snap.Running, w)
-			for i, a := range w.Status.Placement {
-				if !core.FirstOnNode(w.Status.Placement, i) {
-					continue
-				}
-				u := snap.Usage[a.Node]
-				if u == nil {
-					u = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
-					snap.Usage[a.Node] = u
-				}
-				u.Add(a.Node, w.Request, w.Status.Placement)
-			}
+			addRunning(snap.Usage, w, true)
 		}
 	}
 	return snap, nil
+}
+
+// addRunning adds what the running workload w holds to usage, on each of
+// its nodes: those usage has an entry for, or all of them with grow.
+func addRunning(usage map[core.NodeName]*core.NodeUsage, w *core.Workload, grow bool) {
+	for i, a := range w.Status.Placement {
+		if !core.FirstOnNode(w.Status.Placement, i) {
+			continue
+		}
+		u := usage[a.Node]
+		if u == nil {
+			if !grow {
+				continue
+			}
+			u = &core.NodeUsage{GPUs: map[int]core.GPUUse{}}
+			usage[a.Node] = u
+		}
+		u.Add(a.Node, w.Request, w.Status.Placement)
+	}
 }
 
 // RowsVersion is a version of the nodes and teams a store holds (Rows).
@@ -285,13 +294,8 @@ func viewUsage(tx *wtx, ps []core.Placement) map[core.NodeName]*core.NodeUsage {
 		}
 	}
 	add := func(w *core.Workload) {
-		if w.Status.Phase != core.Running {
-			return
-		}
-		for i, a := range w.Status.Placement {
-			if u := usage[a.Node]; u != nil && core.FirstOnNode(w.Status.Placement, i) {
-				u.Add(a.Node, w.Request, w.Status.Placement)
-			}
+		if w.Status.Phase == core.Running {
+			addRunning(usage, w, false)
 		}
 	}
 	tx.s.mu.RLock()
