@@ -112,7 +112,8 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 			return err
 		}
 		if tx.canDefer() {
-			// Written with the batch's other submits (pgdefer.go).
+			// Written with the batch's other submits (pgdefer.go,
+			// sqlitedefer.go).
 			setAuditObject(ctx, string(w.ID), string(w.Team))
 			tx.deferSubmit(w, spec, status)
 			out, created = w, true
@@ -129,7 +130,7 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 		return nil
 	}
 	kind := opBare
-	if idem == nil && s.pg != nil {
+	if idem == nil {
 		kind = opDeferred
 	}
 	err = withFreshID(s.newID, func(id core.WorkloadID) error {
