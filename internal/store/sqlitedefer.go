@@ -18,9 +18,10 @@ import (
 // table (sqliteRows at a time), the workloads' and then their audit
 // entries'. Such an INSERT fails as a whole when one row breaks a
 // constraint (a team that does not exist, an ID taken): SQLite then takes
-// back that statement alone, and the rows are written again one INSERT
-// each, as before, so that each submit meets its own error (insertError)
-// and the others are written.
+// back that statement alone, and its rows and those after them are
+// written one INSERT each, as before, so that each submit meets its own
+// error (insertError) and the others are written; then the audit entries
+// of the submits written.
 
 // sqliteRows is the most rows one deferred INSERT writes: one prepared
 // statement for each count up to it and each table.
@@ -32,48 +33,59 @@ const sqliteConstraint = 19
 
 // flushSQLite writes d's rows (see above).
 func (tx *wtx) flushSQLite(d deferred, errs []error) error {
-	err := tx.insertWorkloadRows(d.subs)
-	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqliteConstraint {
-		return tx.flushEach(d, errs)
-	}
+	n, err := tx.insertWorkloadRows(d.subs)
 	if err != nil {
-		return err
+		var se *sqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqliteConstraint {
+			return err
+		}
+		// The INSERT of the rows from n took back only itself.
+		if err := tx.insertEach(d.subs[n:], errs); err != nil {
+			return err
+		}
 	}
-	return tx.insertAuditRows(d.audits)
+	// The audit entries of the submits written, in the writes' order.
+	audits := d.audits[:0:0]
+	for _, a := range d.audits {
+		if errs[a.op] == nil {
+			audits = append(audits, a)
+		}
+	}
+	return tx.insertAuditRows(audits)
 }
 
-// insertWorkloadRows writes subs' workloads and sets their Seq: all or
-// none of them.
-func (tx *wtx) insertWorkloadRows(subs []deferredSubmit) error {
+// insertWorkloadRows writes subs' workloads, sqliteRows at a time, and sets
+// their Seq. It returns how many it wrote: when an INSERT fails, those
+// before its rows.
+func (tx *wtx) insertWorkloadRows(subs []deferredSubmit) (int, error) {
 	args := make([]any, 0, 7*min(len(subs), sqliteRows))
-	for len(subs) > 0 {
-		n := min(len(subs), sqliteRows)
+	for done := 0; done < len(subs); {
+		rows := subs[done:min(done+sqliteRows, len(subs))]
 		args = args[:0]
-		for _, sub := range subs[:n] {
+		for _, sub := range rows {
 			w := sub.w
 			args = append(args, string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), sub.spec, sub.status)
 		}
-		res, err := tx.Exec(manyRows(&workloadRows, n), args...)
+		res, err := tx.Exec(manyRows(&workloadRows, len(rows)), args...)
 		if err != nil {
-			return err
+			return done, err
 		}
 		// SQLite inserts the rows of a VALUES list in its order, each
 		// with a seq above every one before (AUTOINCREMENT): the last
 		// row's is LastInsertId, and the others' run up to it.
 		last, err := res.LastInsertId()
 		if err != nil {
-			return err
+			return done, err
 		}
-		for i, sub := range subs[:n] {
-			sub.w.Seq = last - int64(n-1-i)
+		for i, sub := range rows {
+			sub.w.Seq = last - int64(len(rows)-1-i)
 		}
-		subs = subs[n:]
+		done += len(rows)
 	}
-	return nil
+	return len(subs), nil
 }
 
-// insertAuditRows writes audits' entries.
+// insertAuditRows writes audits' entries, sqliteRows at a time.
 func (tx *wtx) insertAuditRows(audits []deferredAudit) error {
 	args := make([]any, 0, 10*min(len(audits), sqliteRows))
 	for len(audits) > 0 {
@@ -91,15 +103,10 @@ func (tx *wtx) insertAuditRows(audits []deferredAudit) error {
 	return nil
 }
 
-// flushEach writes d's rows one INSERT each, in order: a workload whose
-// INSERT is refused (insertError) fails its submit alone, and its audit
-// entry is not written.
-func (tx *wtx) flushEach(d deferred, errs []error) error {
-	audits := map[int][]deferredAudit{}
-	for _, a := range d.audits {
-		audits[a.op] = append(audits[a.op], a)
-	}
-	for _, sub := range d.subs {
+// insertEach writes subs' workloads one INSERT each, in order: one whose
+// INSERT is refused (insertError) fails its submit alone (errs).
+func (tx *wtx) insertEach(subs []deferredSubmit, errs []error) error {
+	for _, sub := range subs {
 		w := sub.w
 		seq, err := tx.insert(insertWorkload, "seq", string(w.ID), string(w.Team), w.Owner, string(w.Status.Phase), unixNano(w.CreatedAt), nil, nil, sub.spec, sub.status)
 		if err = insertError(w, err); err != nil {
@@ -110,11 +117,6 @@ func (tx *wtx) flushEach(d deferred, errs []error) error {
 			continue
 		}
 		w.Seq = seq
-		for _, a := range audits[sub.op] {
-			if err := insertAudit(tx, a.e); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }

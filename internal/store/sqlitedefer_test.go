@@ -32,6 +32,7 @@ func TestSQLiteBatchOfSubmitsWrittenTogether(t *testing.T) {
 	}{
 		{name: "forty submits in two INSERTs a table", n: 40, statements: []int{32, 8}},
 		{name: "a team that does not exist and a taken ID fail alone", n: 10, noTeam: map[int]bool{3: true}, taken: map[int]bool{6: true}},
+		{name: "a row refused in the second INSERT leaves the first's rows once", n: 40, noTeam: map[int]bool{35: true}, statements: []int{32}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
