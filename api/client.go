@@ -161,9 +161,9 @@ func (e *StatusError) Unwrap() error { return &e.Err }
 // SubmitWorkload submits w. A non-empty idempotencyKey makes a retry with the
 // same key and body return the same workload instead of a second one.
 func (c *Client) SubmitWorkload(ctx context.Context, w *Workload, idempotencyKey string) (*Workload, error) {
-	hdr := http.Header{}
+	var hdr http.Header
 	if idempotencyKey != "" {
-		hdr.Set("Idempotency-Key", idempotencyKey)
+		hdr = http.Header{"Idempotency-Key": {idempotencyKey}}
 	}
 	var out Workload
 	return &out, c.do(ctx, http.MethodPost, "/workloads", hdr, w, &out)

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,5 +55,32 @@ func TestConcurrentClientsReuseConnections(t *testing.T) {
 	// reuse, each round after the first would open about 30.
 	if n := opened.Load(); n > 2*clients {
 		t.Errorf("6 rounds of %d concurrent requests opened %d connections, want at most %d: most reused", clients, n, 2*clients)
+	}
+}
+
+// TestSubmitSendsItsIdempotencyKey: SubmitWorkload sends the key it is
+// given as the Idempotency-Key header, and no such header without one.
+func TestSubmitSendsItsIdempotencyKey(t *testing.T) {
+	for _, key := range []string{"", "sweep-7"} {
+		t.Run("key "+strconv.Quote(key), func(t *testing.T) {
+			var got []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = r.Header.Values("Idempotency-Key")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusCreated)
+				w.Write([]byte(`{"id":"wl-x","team":"a"}`))
+			}))
+			t.Cleanup(srv.Close)
+			if _, err := NewClient(srv.URL, "token").SubmitWorkload(context.Background(), &Workload{Team: "a"}, key); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if key != "" {
+				want = []string{key}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("Idempotency-Key %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -17,7 +17,6 @@ import (
 // with them (package spec), and the executors check again what they run.
 
 var (
-	nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	// LabelRE is what a label key or value is made of (LabelRule), and a
 	// region's or a model's name.
 	LabelRE = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`)
@@ -35,9 +34,22 @@ var (
 )
 
 // ValidName reports whether s is a DNS-label-like name (lowercase letters,
-// digits and '-', at most 63 characters), as used for teams, users and
-// workload names.
-func ValidName(s string) bool { return len(s) <= MaxNameLen && nameRE.MatchString(s) }
+// digits and '-', at most 63 characters, starting and ending with a letter
+// or digit), as used for teams, users and workload names. It is the
+// regular expression ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ written out: a submit
+// checks several names, and the expression's matcher was about 1 µs of a
+// submit's CPU.
+func ValidName(s string) bool {
+	if s == "" || len(s) > MaxNameLen || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // LabelRule says what a label key or value is made of, for errors.
 const LabelRule = "at most 63 characters: ASCII letters, digits, '-', '_', '.' and '/', starting and ending with a letter or digit"

@@ -1,9 +1,31 @@
 package core
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
+
+// TestValidNameIsItsExpression: ValidName, written out, accepts what the
+// regular expression it replaced accepted (up to MaxNameLen characters),
+// for strings drawn from the ends of its character ranges, their neighbours
+// and a few others.
+func TestValidNameIsItsExpression(t *testing.T) {
+	re := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	for _, s := range []string{"", "a", "-", "a-", "-a", "a-b", "a--b", "ab9", "A", "a_b", "a.b", "é", strings.Repeat("a", MaxNameLen), strings.Repeat("a", MaxNameLen+1)} {
+		if got, want := ValidName(s), len(s) <= MaxNameLen && re.MatchString(s); got != want {
+			t.Errorf("ValidName(%q) = %v, want %v", s, got, want)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringOfN(rapid.SampledFrom([]rune("az09m5-`{/:,.AZ_ \x00\nß")), 0, MaxNameLen+2, -1).Draw(t, "s")
+		if got, want := ValidName(s), len(s) <= MaxNameLen && re.MatchString(s); got != want {
+			t.Fatalf("ValidName(%q) = %v, want %v", s, got, want)
+		}
+	})
+}
 
 func TestCheckMountPath(t *testing.T) {
 	for _, p := range []string{"/data", "/ckpt", "/home/me/cache", "/var/lib/data", "/workspace/a-b_c.d", "/mnt/" + strings.Repeat("x", 250)} {

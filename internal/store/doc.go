@@ -10,7 +10,9 @@
 // Every write goes through one writer goroutine that gathers the writes
 // queued at that moment into one transaction, each under its own savepoint
 // (but a submit, which fails, if at all, before its first change: on
-// SQLite a failed statement takes back only itself), and acknowledges
+// SQLite a failed statement takes back only itself; the rows of the
+// batch's submits without an idempotency key are written together, one
+// INSERT of many rows per table: sqlitedefer.go), and acknowledges
 // them only after the COMMIT has reached the disk (group
 // commit). A 2xx on submit therefore means the workload is on disk, and the
 // cost of an fsync is shared by everything that arrived while the previous

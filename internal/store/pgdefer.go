@@ -20,7 +20,8 @@ import (
 // rather than fails on, a row whose team does not exist or whose ID is
 // taken (a failed statement would abort the whole transaction), and the
 // submit of such a row fails alone, with the error its own INSERT would
-// have met (insertError).
+// have met (insertError). SQLite defers the same rows and writes them its
+// own way (sqlitedefer.go).
 
 // deferred holds a batch's deferred rows.
 type deferred struct {
@@ -45,7 +46,7 @@ type deferredAudit struct {
 func (d *deferred) empty() bool { return len(d.subs) == 0 && len(d.audits) == 0 }
 
 // canDefer reports whether the write running may defer its rows: a
-// deferrable write (op.deferrable) on PostgreSQL.
+// deferred write (op.deferred).
 func (tx *wtx) canDefer() bool { return tx.deferOK }
 
 // deferSubmit keeps w's row, to be written by the next flush, which sets
@@ -87,11 +88,12 @@ const flushQuery = `WITH w AS (
 )
 SELECT id, seq FROM w`
 
-// flush writes the deferred rows (see above) in one statement. A write
-// whose row was left out gets its own error in errs (indexed as
-// batch.ops), the one its own INSERT would have given, and is no longer
-// recorded as changed; the error returned is one that fails the whole
-// batch (the database's, not one write's).
+// flush writes the deferred rows (see above): on PostgreSQL in one
+// statement, on SQLite as flushSQLite says. A write whose row was left out
+// gets its own error in errs (indexed as batch.ops), the one its own
+// INSERT would have given, and is no longer recorded as changed; the error
+// returned is one that fails the whole batch (the database's, not one
+// write's).
 func (tx *wtx) flush(errs []error) error {
 	if tx.rows.empty() {
 		return nil
@@ -111,6 +113,9 @@ func (tx *wtx) flush(errs []error) error {
 		subs = append(subs, sub)
 	}
 	d.subs = subs
+	if tx.s.pg == nil {
+		return tx.flushSQLite(d, errs)
+	}
 	written, err := tx.flushAll(d)
 	if err != nil {
 		return err

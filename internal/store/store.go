@@ -174,8 +174,8 @@ type wtx struct {
 	// the writer, before the commit and again after it, before anyone is
 	// told.
 	nodes, teams bool
-	// On PostgreSQL, the rows of deferred writes not written yet
-	// (pgdefer.go); op, the place in the batch of the write running;
+	// The rows of deferred writes not written yet (pgdefer.go,
+	// sqlitedefer.go); op, the place in the batch of the write running;
 	// deferOK, whether it may defer its rows; deferredOp, whether it did.
 	rows                deferred
 	op                  int
@@ -391,14 +391,15 @@ type op struct {
 	// PostgreSQL a failed statement aborts the whole transaction, so
 	// every write keeps its savepoint there, but a deferred one.
 	bare bool
-	// deferred: on PostgreSQL, fn may defer its rows (opDeferred,
-	// pgdefer.go); it runs no statement that can fail but for a storage
+	// deferred: fn may defer its rows (opDeferred, pgdefer.go,
+	// sqlitedefer.go); it runs no statement that can fail but for a storage
 	// error, and so needs no savepoint.
 	deferred bool
 }
 
 // opKind is how a write runs in its batch: under its own savepoint; bare,
-// with none on SQLite (op.bare); or deferred on PostgreSQL, bare on SQLite.
+// with none on SQLite (op.bare); or deferred, its rows written with the
+// batch's other deferred rows (and bare on SQLite).
 type opKind uint8
 
 const (
@@ -627,7 +628,7 @@ func (s *Store) queue(ctx context.Context, fn func(tx *wtx) error, kind opKind) 
 		}
 	}
 	o := &op{fn: fn, err: make(chan error, 1), fence: fenceOf(ctx), quiet: ctx.Value(quietKey{}) != nil,
-		bare: kind != opSavepoint && s.pg == nil, deferred: kind == opDeferred && s.pg != nil}
+		bare: kind != opSavepoint && s.pg == nil, deferred: kind == opDeferred}
 	select {
 	case s.ops <- o:
 	case <-s.done:

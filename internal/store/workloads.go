@@ -68,15 +68,12 @@ type Idempotency struct {
 func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idempotency, now time.Time) (out *core.Workload, created bool, err error) {
 	w = w.Clone()
 	w.CreatedAt = now.UTC()
-	w.Status = core.Status{Phase: core.Pending, Reason: "Submitted"}
+	w.Status = submitted
 	spec, err := json.Marshal(&w.Spec)
 	if err != nil {
 		return nil, false, err
 	}
-	status, err := json.Marshal(&w.Status)
-	if err != nil {
-		return nil, false, err
-	}
+	status := submittedJSON
 	var key, hash any
 	if idem != nil {
 		key, hash = idem.Key, idem.Hash
@@ -112,7 +109,8 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 			return err
 		}
 		if tx.canDefer() {
-			// Written with the batch's other submits (pgdefer.go).
+			// Written with the batch's other submits (pgdefer.go,
+			// sqlitedefer.go).
 			setAuditObject(ctx, string(w.ID), string(w.Team))
 			tx.deferSubmit(w, spec, status)
 			out, created = w, true
@@ -129,7 +127,7 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 		return nil
 	}
 	kind := opBare
-	if idem == nil && s.pg != nil {
+	if idem == nil {
 		kind = opDeferred
 	}
 	err = withFreshID(s.newID, func(id core.WorkloadID) error {
@@ -146,6 +144,19 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 	}
 	return out, created, nil
 }
+
+// submitted is a new workload's status, and submittedJSON its encoding in
+// the row, the same for every submit: encoded once.
+var (
+	submitted     = core.Status{Phase: core.Pending, Reason: "Submitted"}
+	submittedJSON = func() []byte {
+		b, err := json.Marshal(&submitted)
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}()
+)
 
 // insertWorkload stores a new workload's row.
 const insertWorkload = `INSERT INTO workloads (id, team, owner, phase, created_at, idem_key, idem_hash, spec, status)
