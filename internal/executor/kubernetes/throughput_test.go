@@ -24,6 +24,8 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpufleet/gpufleet/api"
 	"github.com/gpufleet/gpufleet/internal/accept"
 	"github.com/gpufleet/gpufleet/internal/testwait"
@@ -513,4 +515,28 @@ func envIntB(b *testing.B, name string, def int) int {
 		return n
 	}
 	return def
+}
+
+// TestRaceLatencyFromDue: a flood's pods are all due at the start, a paced
+// run's i-th pod i/rate after it, and a pod sent late counts its wait
+// before the send.
+func TestRaceLatencyFromDue(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
+	if got := dueAt(t0, 1999, 0); !got.Equal(t0) {
+		t.Errorf("a flood's pod 1999 due at %v, want %v", got, t0)
+	}
+	if got, want := dueAt(t0, 80, 40), t0.Add(2*time.Second); !got.Equal(want) {
+		t.Errorf("pod 80 at 40 pods/s due at %v, want %v", got, want)
+	}
+	due := map[string]time.Time{"a": t0, "b": t0}
+	sent := map[string]time.Time{"a": t0, "b": t0.Add(3 * time.Second)}
+	running := map[string]time.Time{"a": t0.Add(time.Second), "b": t0.Add(4 * time.Second)}
+	got := map[string][]float64{"due": latencies(due, running), "sent": latencies(sent, running)}
+	for k := range got {
+		slices.Sort(got[k])
+	}
+	want := map[string][]float64{"due": {1, 4}, "sent": {1, 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("latencies (-want +got):\n%s", diff)
+	}
 }
