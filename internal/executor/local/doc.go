@@ -75,12 +75,14 @@
 // without it. Writes of the network's state cannot overlap: network.json
 // and the nftables table are each rewritten whole from every workload's
 // namespace, so they are written one at a time (netManager.flushMu), a
-// workload's before its task starts. The rest is the attempt's own: its
-// directory, pid and exit files, cgroup (named after the workload and
-// attempt), its lines in the workload's log (appended), and the pipes to
-// its supervisor (close-on-exec: no other start's child keeps them). A
-// port given on the host's network (no namespaces) is free when chosen,
-// as with one start at a time.
+// workload's before its task starts; and the nftables package numbers a
+// transaction's sets from an unlocked counter of its own, so the process
+// builds one table's transaction at a time (nftMu). The rest is the
+// attempt's own: its directory, pid and exit files, cgroup (named after
+// the workload and attempt), its lines in the workload's log (appended),
+// and the pipes to its supervisor (close-on-exec: no other start's child
+// keeps them). A port given on the host's network (no namespaces) is free
+// when chosen, as with one start at a time.
 //
 // # Files and environment
 //

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -36,6 +37,8 @@ func (m *netManager) apply(v netView) error {
 	if v.closed {
 		return nil
 	}
+	nftMu.Lock()
+	defer nftMu.Unlock()
 	c, err := nftables.New()
 	if err != nil {
 		return fmt.Errorf("network: nftables: %w", err)
@@ -171,6 +174,12 @@ func (m *netManager) apply(v netView) error {
 	}
 	return nil
 }
+
+// nftMu: the nftables package numbers the sets of a transaction from a
+// counter of its own, package-level and unlocked (allocSetID in AddSet),
+// so this process builds one table's transaction at a time, whatever the
+// executor (a server has one; tests run several at once).
+var nftMu sync.Mutex
 
 // refuse answers a packet as a closed firewall does (ICMP administratively
 // prohibited), so that a connection fails at once instead of hanging.
