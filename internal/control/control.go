@@ -43,7 +43,8 @@ type Options struct {
 	// StartParallelism is how many of a cycle's placements are started at
 	// once (Executor.Start must then be safe for concurrent use); 0 or 1
 	// starts them one after another. Executors whose Start waits on a
-	// remote API (kubernetes: one pod create per replica) gain from more.
+	// remote API (kubernetes: one pod create per replica) or on processes
+	// of its own (local: the supervisor and the sandbox) gain from more.
 	StartParallelism int
 	// Budgets, when set, gates each team's work on its monthly budget.
 	Budgets Budgets

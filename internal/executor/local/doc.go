@@ -63,6 +63,27 @@
 // of the network range, and its bridge, nftables table and parent cgroup,
 // named gpufleet<slot>; a data directory takes the same slot again.
 //
+// # Concurrent starts
+//
+// The control loop calls Start for several placements at once. What
+// starts share is each claimed under a lock of its own, held for the
+// claim alone, so that the slow parts (the network namespace, the
+// supervisor and the sandbox) overlap: the attempt's key in the tasks
+// map (Executor.mu), a team's user ID (teamIDs.mu, which records a new
+// team's in team-uids.json), and a workload's address (netManager.mu),
+// whose namespace and veth (named after the address) are then made
+// without it. Writes of the network's state cannot overlap: network.json
+// and the nftables table are each rewritten whole from every workload's
+// namespace, so they are written one at a time (netManager.flushMu), a
+// workload's before its task starts; and the nftables package numbers a
+// transaction's sets from an unlocked counter of its own, so the process
+// builds one table's transaction at a time (nftMu). The rest is the
+// attempt's own: its directory, pid and exit files, cgroup (named after
+// the workload and attempt), its lines in the workload's log (appended),
+// and the pipes to its supervisor (close-on-exec: no other start's child
+// keeps them). A port given on the host's network (no namespaces) is free
+// when chosen, as with one start at a time.
+//
 // # Files and environment
 //
 // A workload's files live under DataDir/workloads/<id>/ (dirs.go): the

@@ -181,6 +181,13 @@ const bridgePrefix = "gpufleet"
 
 // netManager is one server's workload network: its bridge, its nftables
 // table, and the namespace and address of each workload that runs.
+//
+// It is safe for concurrent use, and the control loop attaches several
+// workloads at once: mu guards the workloads and the addresses taken, and
+// is held only to take or give back one, never while a namespace is made
+// nor over a write. flushMu orders the writes of network.json and of the
+// table, each written whole from the workloads as they are then (write):
+// two at once could leave the older last.
 type netManager struct {
 	cfg     Network
 	slot    int
@@ -195,9 +202,22 @@ type netManager struct {
 	// reach (0: none).
 	apiPort int
 	nets    map[core.WorkloadID]*workloadNet
+	// making: the workloads whose namespace attach is making, outside mu,
+	// with the address each has taken.
+	making map[core.WorkloadID]netip.Addr
 	// closed: the server let its slot go, and another may hold it now: the
 	// bridge and the table are no longer this one's to write.
 	closed bool
+
+	flushMu sync.Mutex
+}
+
+// netView is what network.json and the table are written from: the
+// workloads (by address) and the API's port.
+type netView struct {
+	nets    []*workloadNet
+	apiPort int
+	closed  bool
 }
 
 // workloadNet is one workload's namespace: where it is, its address, its
@@ -227,7 +247,8 @@ func newNetManager(cfg Network, slot int, root string, cleanPrior bool) (*netMan
 	sub := cfg.subnet(slot)
 	m := &netManager{cfg: cfg, slot: slot, subnet: sub, gateway: sub.Addr().Next(),
 		bridge: bridgePrefix + strconv.Itoa(slot), dir: filepath.Join(NetnsDir, strconv.Itoa(slot)),
-		state: filepath.Join(root, "network.json"), nets: map[core.WorkloadID]*workloadNet{}}
+		state: filepath.Join(root, "network.json"), nets: map[core.WorkloadID]*workloadNet{},
+		making: map[core.WorkloadID]netip.Addr{}}
 	var st netState
 	if err := readJSON(m.state, &st); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("network: %w", err)
@@ -245,7 +266,7 @@ func newNetManager(cfg Network, slot int, root string, cleanPrior bool) (*netMan
 	if err := m.setupBridge(); err != nil {
 		return nil, err
 	}
-	if err := m.apply(); err != nil {
+	if err := m.apply(m.view()); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -326,23 +347,39 @@ func (m *netManager) Forwarding() string {
 
 // attach gives the workload a network namespace with an address, or
 // returns the one it has (a task adopted, a retry), and lets the
-// workloads of its team reach its declared ports.
+// workloads of its team reach its declared ports. Several attach at once:
+// each takes its address under mu, makes its namespace (and veth, named
+// after the address) without it, and then, under flushMu, adds it to
+// network.json and the table, so that its task never starts before its
+// rules are in place, and a write that fails is undone before the next.
 func (m *netManager) attach(id core.WorkloadID, team core.TeamName, ports []core.Port, policy core.Network) (*workloadNet, error) {
+	// 1. Under mu: the namespace the workload has, or an address for a new
+	// one.
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		return nil, errors.New("network: this server has let its slot go")
 	}
 	if w, ok := m.nets[id]; ok {
 		if _, err := os.Stat(w.NS); err == nil {
+			m.mu.Unlock()
 			return w, nil
 		}
 		delete(m.nets, id)
 	}
+	if _, ok := m.making[id]; ok {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("network: the namespace of %s is being made by another start", id)
+	}
 	addr, err := m.freeAddr()
 	if err != nil {
+		m.mu.Unlock()
 		return nil, err
 	}
+	m.making[id] = addr
+	m.mu.Unlock()
+
+	// 2. The namespace: the slow part, alongside other starts'.
 	w := &workloadNet{ID: id, NS: filepath.Join(m.dir, string(id)), Addr: addr, Team: team}
 	for _, p := range ports {
 		w.Ports = append(w.Ports, p.Port)
@@ -351,19 +388,36 @@ func (m *netManager) attach(id core.WorkloadID, team core.TeamName, ports []core
 		w.Deny, w.Allow = true, allowedRanges(policy.Allow)
 	}
 	if err := m.makeNamespace(w); err != nil {
+		// Removed before the ID is given back: another attach of it
+		// makes its namespace at the same path.
+		m.mu.Lock()
 		m.removeNamespace(w)
+		delete(m.making, id)
+		m.mu.Unlock()
 		return nil, err
 	}
+
+	// 3. Under flushMu: the workload joins network.json and the table.
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
+	m.mu.Lock()
+	if m.closed {
+		m.removeNamespace(w)
+		delete(m.making, id)
+		m.mu.Unlock()
+		return nil, errors.New("network: this server has let its slot go")
+	}
+	delete(m.making, id)
 	m.nets[id] = w
-	if err := m.save(); err != nil {
-		delete(m.nets, id)
-		m.removeNamespace(w)
-		return nil, err
-	}
-	if err := m.apply(); err != nil {
-		delete(m.nets, id)
-		m.removeNamespace(w)
-		m.save()
+	m.mu.Unlock()
+	if err := m.write(); err != nil {
+		m.mu.Lock()
+		if m.nets[id] == w {
+			delete(m.nets, id)
+			m.removeNamespace(w)
+		}
+		m.mu.Unlock()
+		m.write()
 		return nil, err
 	}
 	return w, nil
@@ -372,15 +426,19 @@ func (m *netManager) attach(id core.WorkloadID, team core.TeamName, ports []core
 // detach removes the workload's namespace, once its attempt has ended.
 func (m *netManager) detach(id core.WorkloadID) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	w, ok := m.nets[id]
 	if !ok {
+		m.mu.Unlock()
 		return
 	}
 	delete(m.nets, id)
+	// Under mu: a later attach of the same ID makes its namespace at the
+	// same path.
 	m.removeNamespace(w)
-	m.save()
-	m.apply()
+	m.mu.Unlock()
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
+	m.write()
 }
 
 // lookup returns the workload's namespace, if it has one.
@@ -391,12 +449,15 @@ func (m *netManager) lookup(id core.WorkloadID) (*workloadNet, bool) {
 	return w, ok
 }
 
-// freeAddr is the lowest address of the subnet that no workload has, after
-// the gateway's.
+// freeAddr is the lowest address of the subnet that no workload has nor is
+// being given, after the gateway's. Called with mu held.
 func (m *netManager) freeAddr() (netip.Addr, error) {
 	used := map[netip.Addr]bool{}
 	for _, w := range m.nets {
 		used[w.Addr] = true
+	}
+	for _, a := range m.making {
+		used[a] = true
 	}
 	for a := m.gateway.Next(); m.subnet.Contains(a); a = a.Next() {
 		if a.As4()[3] == 255 {
@@ -406,14 +467,36 @@ func (m *netManager) freeAddr() (netip.Addr, error) {
 			return a, nil
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("network: no address left in %s: %d workloads hold them", m.subnet, len(m.nets))
+	return netip.Addr{}, fmt.Errorf("network: no address left in %s: %d workloads hold them", m.subnet, len(m.nets)+len(m.making))
 }
 
-func (m *netManager) save() error {
-	st := netState{Nets: []*workloadNet{}}
+// view is what network.json and the table are to show now. Called with
+// mu held (or before m is shared).
+func (m *netManager) view() netView {
+	v := netView{nets: make([]*workloadNet, 0, len(m.nets)), apiPort: m.apiPort, closed: m.closed}
 	for _, w := range m.nets {
-		st.Nets = append(st.Nets, w)
+		v.nets = append(v.nets, w)
 	}
+	slices.SortFunc(v.nets, func(a, b *workloadNet) int { return a.Addr.Compare(b.Addr) })
+	return v
+}
+
+// write writes network.json and the table from the workloads as they are
+// now. Called with flushMu held: each write rewrites the file and the
+// table whole, so two at once could leave the older last.
+func (m *netManager) write() error {
+	m.mu.Lock()
+	v := m.view()
+	m.mu.Unlock()
+	if err := m.save(v); err != nil {
+		return err
+	}
+	return m.apply(v)
+}
+
+// save writes network.json from v.
+func (m *netManager) save(v netView) error {
+	st := netState{Nets: slices.Clone(v.nets)}
 	slices.SortFunc(st.Nets, func(a, b *workloadNet) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	return writeJSON(m.state, st)
 }
@@ -558,10 +641,12 @@ func (m *netManager) apiAddr() string {
 
 // serveAPI lets workloads reach the API at the gateway's port.
 func (m *netManager) serveAPI(port int) error {
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.apiPort = port
-	return m.apply()
+	m.mu.Unlock()
+	return m.write()
 }
 
 // close gives up the bridge and the table, once no workload has a
@@ -570,6 +655,10 @@ func (m *netManager) serveAPI(port int) error {
 // directory, and its tasks' ends change nothing of them. Called while the
 // server still holds its slot.
 func (m *netManager) close() {
+	// Not during a write (flushMu): every workload attach has added is in
+	// the table, and no write of the table comes after.
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true

@@ -148,7 +148,10 @@ func newOutside(t *testing.T, subnet string, extra ...string) outside {
 	if l, err := netlink.LinkByName(hostEnd); err == nil {
 		netlink.LinkDel(l)
 	}
-	errc := make(chan error, 1)
+	// errc: the namespace could not be made; served: the listeners are
+	// up, or why not (a channel of its own: a nil on errc, read first,
+	// would be taken for a failure).
+	errc, served := make(chan error, 1), make(chan error, 1)
 	ready := make(chan netns.NsHandle, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends in the outside namespace
@@ -162,12 +165,12 @@ func newOutside(t *testing.T, subnet string, extra ...string) outside {
 		for _, a := range append([]string{outIP}, extra...) {
 			l, err := net.Listen("tcp", a+":80")
 			if err != nil {
-				errc <- err
+				served <- err
 				return
 			}
 			listeners = append(listeners, l)
 		}
-		errc <- nil
+		served <- nil
 		for _, l := range listeners {
 			go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "OUTSIDE") }))
 		}
@@ -219,7 +222,7 @@ func newOutside(t *testing.T, subnet string, extra ...string) outside {
 	must(h.LinkSetUp(lo))
 	must(h.LinkSetUp(il))
 	must(h.RouteAdd(&netlink.Route{Gw: net.ParseIP(hostIP)}))
-	if err := <-errc; err != nil {
+	if err := <-served; err != nil {
 		t.Fatalf("outside host: %v", err)
 	}
 	return outside{addr: outIP}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -16,7 +17,7 @@ import (
 )
 
 // apply writes the server's nftables table (inet gpufleet<slot>) anew, in
-// one transaction, from the workloads that have a namespace:
+// one transaction, from v, the workloads that have a namespace:
 //
 //	forward:    from the bridge: jump out; to the bridge: replies only
 //	out:        replies; never link-local (169.254/16: cloud metadata); to
@@ -32,10 +33,12 @@ import (
 // Traffic between workloads is routed by the host (the bridge's ports are
 // isolated; it answers ARP for the subnet), so it passes the forward hook.
 // IPv6 from the bridge is dropped: workloads have none.
-func (m *netManager) apply() error {
-	if m.closed {
+func (m *netManager) apply(v netView) error {
+	if v.closed {
 		return nil
 	}
+	nftMu.Lock()
+	defer nftMu.Unlock()
 	c, err := nftables.New()
 	if err != nil {
 		return fmt.Errorf("network: nftables: %w", err)
@@ -77,7 +80,7 @@ func (m *netManager) apply() error {
 
 	// out, per workload whose own policy denies egress: its allowed
 	// ranges, then nothing; its team's policy comes after.
-	for _, w := range m.sortedNets() {
+	for _, w := range v.nets {
 		if !w.Deny {
 			continue
 		}
@@ -95,13 +98,13 @@ func (m *netManager) apply() error {
 		rule(out, append(slices.Clone(from), refuse()...)...)
 	}
 
-	teams := m.teams()
+	teams := teamsOf(v.nets)
 	for i, team := range teams {
 		k := strconv.Itoa(i)
 		members := &nftables.Set{Table: t, Name: "t" + k, KeyType: nftables.TypeIPAddr}
 		var elems []nftables.SetElement
 		var ports []nftables.SetElement
-		for _, w := range m.nets {
+		for _, w := range v.nets {
 			if w.Team != team {
 				continue
 			}
@@ -147,7 +150,7 @@ func (m *netManager) apply() error {
 	rule(input, append(fromBridge, &expr.Verdict{Kind: expr.VerdictJump, Chain: "to_host"})...)
 	rule(input, &expr.Verdict{Kind: expr.VerdictAccept})
 	rule(toHost, append(established(), &expr.Verdict{Kind: expr.VerdictAccept})...)
-	if m.apiPort > 0 {
+	if v.apiPort > 0 {
 		gw := m.gateway.As4()
 		rule(toHost, append(append(isIPv4(),
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
@@ -155,7 +158,7 @@ func (m *netManager) apply() error {
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(uint16(m.apiPort))}),
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(uint16(v.apiPort))}),
 			&expr.Verdict{Kind: expr.VerdictAccept})...)
 	}
 	rule(toHost, refuse()...)
@@ -172,26 +175,22 @@ func (m *netManager) apply() error {
 	return nil
 }
 
+// nftMu: the nftables package numbers the sets of a transaction from a
+// counter of its own, package-level and unlocked (allocSetID in AddSet),
+// so this process builds one table's transaction at a time, whatever the
+// executor (a server has one; tests run several at once).
+var nftMu sync.Mutex
+
 // refuse answers a packet as a closed firewall does (ICMP administratively
 // prohibited), so that a connection fails at once instead of hanging.
 func refuse() []expr.Any {
 	return []expr.Any{&expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_ADMIN_PROHIBITED}}
 }
 
-// sortedNets lists the workloads' namespaces by address.
-func (m *netManager) sortedNets() []*workloadNet {
-	out := make([]*workloadNet, 0, len(m.nets))
-	for _, w := range m.nets {
-		out = append(out, w)
-	}
-	slices.SortFunc(out, func(a, b *workloadNet) int { return a.Addr.Compare(b.Addr) })
-	return out
-}
-
-// teams lists the teams of the workloads that have a namespace, sorted.
-func (m *netManager) teams() []core.TeamName {
+// teamsOf lists the teams of the workloads, sorted.
+func teamsOf(nets []*workloadNet) []core.TeamName {
 	var out []core.TeamName
-	for _, w := range m.nets {
+	for _, w := range nets {
 		if !slices.Contains(out, w.Team) {
 			out = append(out, w.Team)
 		}
