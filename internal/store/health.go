@@ -65,9 +65,9 @@ func isForeignKey(err error) bool {
 	return errors.Is(err, errNoTeam) || errors.As(err, &se) && se.Code() == sqliteForeignKey || errors.As(err, &pe) && pe.Code == "23503"
 }
 
-// errNoTeam and errIDTaken are what a deferred submit's row left out on
-// PostgreSQL (pgdefer.go) would have met: the team's foreign key, the ID's
-// index.
+// errNoTeam and errIDTaken are what a deferred submit's row left out
+// (pgdefer.go on PostgreSQL, sqlitedefer.go on SQLite) would have met: the
+// team's foreign key, the ID's index (a repeated ID within one batch).
 var (
 	errNoTeam  = errors.New("no such team")
 	errIDTaken = errors.New("the workload ID is taken")

@@ -83,9 +83,12 @@ func (s *Store) CreateWorkload(ctx context.Context, w *core.Workload, idem *Idem
 		userBound = 0
 	}
 	// Every check comes before the first change, so the write needs no
-	// savepoint (doBare): the idempotency key, the pending bounds, and the
-	// team's foreign key on the one INSERT, which takes back only itself.
-	// An ID already taken (see NewWorkloadID) is drawn again.
+	// savepoint (doBare): the idempotency key and the pending bounds here,
+	// and the team's foreign key on the INSERT, which takes back only
+	// itself: the submit's own with a key, else the batch's many-row one
+	// at its flush (sqlitedefer.go, pgdefer.go), where a refused row is
+	// written again alone. An ID already taken (see NewWorkloadID) is drawn
+	// again.
 	insert := func(tx *wtx) error {
 		if idem != nil {
 			prev, err := scanWorkload(tx.QueryRow(selectWorkload+" WHERE owner = ? AND idem_key = ?", w.Owner, idem.Key))
