@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,17 +297,34 @@ func (r *race) measure(ns string, key func(*corev1.Pod) string, pid int, create 
 	due := make(map[string]time.Time, pods)
 	cluster := clusterPIDs()
 	cpu0, cluster0, t0 := procCPU(pid), cpuOf(cluster), time.Now()
-	var next atomic.Int64
+	// The offered load: the pods' indices, each handed out once it is
+	// due (at once in a flood; on the ticks of the rate otherwise, or at
+	// once when the senders kept it waiting past its time).
+	idx := make(chan int)
+	go func() {
+		defer close(idx)
+		var tick <-chan time.Time
+		if r.rate > 0 {
+			tk := time.NewTicker(time.Second / time.Duration(r.rate))
+			defer tk.Stop()
+			tick = tk.C
+		}
+		for i := range pods {
+			for tick != nil && time.Now().Before(dueAt(t0, i, r.rate)) {
+				<-tick
+			}
+			select {
+			case idx <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	for range 32 {
 		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < pods; i = int(next.Add(1)) - 1 {
+			for i := range idx {
 				when := dueAt(t0, i, r.rate)
-				// The offered load's pace: pod i is sent no sooner
-				// than it is due.
-				if d := time.Until(when); d > 0 {
-					time.Sleep(d)
-				}
 				at := time.Now()
 				k, err := create(i)
 				if err != nil {
