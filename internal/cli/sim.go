@@ -81,7 +81,12 @@ appends copies drawn at random until the arrived GPU demand reaches --inflate
 times the cluster's GPU capacity. With --order file the pods arrive in the
 file's order, each once, with no shuffle and no copies, so that a sequence
 another simulator produced is replayed exactly; --inflate then only ends the
-run early, with the pod whose arrival reaches it.
+run early, with the pod whose arrival reaches it. With --order authors the
+pods arrive in the sequence the FGD authors' simulator places for the same
+file and seed (their shuffle and their copies, drawn with their generator),
+so that each run compares with their published figures for that seed; -o json
+adds, at each whole-percent level, the allocation computed as theirs are
+(authorsAllocation).
 
 The table shows, for each policy at each --report level of arrived demand, the
 GPU demand placed (allocation, mean [min–max] over the seeds), an upper bound
@@ -95,7 +100,8 @@ Runs go on --parallel workers; progress goes to stderr, results to stdout.`,
 		Example: `  gpufleet sim packing --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
   gpufleet sim packing --nodes n.csv --pods p.csv --policy gpufleet,fgd --seed 42-44 --plot alloc.svg
   gpufleet sim packing --nodes n.csv --pods p.csv --policy gpufleet --seed 42 -o json
-  gpufleet sim packing --nodes n.csv --pods fgd-seed42.csv --order file --policy gpufleet,fgd --seed 42`,
+  gpufleet sim packing --nodes n.csv --pods fgd-seed42.csv --order file --policy gpufleet,fgd --seed 42
+  gpufleet sim packing --nodes n.csv --pods p.csv --order authors --policy gpufleet,bestfit --seed 42-51`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.check(); err != nil {
@@ -113,7 +119,7 @@ Runs go on --parallel workers; progress goes to stderr, results to stdout.`,
 	fl.StringVar(&f.pods, "pods", "", "openb pod list CSV (e.g. openb_pod_list_default.csv); required")
 	fl.StringSliceVar(&f.policies, "policy", nil, "policies to run, repeatable or comma-separated (default all: "+strings.Join(sim.Policies(), ",")+")")
 	fl.StringSliceVar(&f.seeds, "seed", []string{"42-51"}, "seeds, repeatable, comma-separated or a range like 42-51")
-	fl.StringVar(&f.order, "order", sim.OrderShuffle, "how the pods arrive: "+sim.OrderShuffle+" (shuffled by the seed, copies appended up to --inflate) or "+sim.OrderFile+" (the file's order, each pod once)")
+	fl.StringVar(&f.order, "order", sim.OrderShuffle, "how the pods arrive: "+sim.OrderShuffle+" (shuffled by the seed, copies appended up to --inflate), "+sim.OrderFile+" (the file's order, each pod once) or "+sim.OrderAuthors+" (the FGD authors' simulator's sequence for the seed)")
 	fl.Float64Var(&f.inflate, "inflate", 1.3, "arrived GPU demand to reach, as a multiple of the GPU capacity")
 	fl.Float64SliceVar(&f.report, "report", sim.DefaultReport, "arrived-demand levels to report, as fractions of the GPU capacity")
 	fl.StringVar(&f.plot, "plot", "", "draw allocation against arrived demand into this .svg or .png file")
@@ -264,8 +270,11 @@ func runPacking(ctx context.Context, e *env, f packingFlags, o packingOptions, o
 	}
 	head := fmt.Sprintf("%d runs: %d policies × seeds %s, %s on %s (%d nodes, %d GPUs), inflate %g",
 		len(runs), len(o.policies), formatSeeds(o.seeds), filepath.Base(f.pods), filepath.Base(f.nodes), len(nodes), gpus, o.inflate)
-	if o.order == sim.OrderFile {
+	switch o.order {
+	case sim.OrderFile:
 		head += ", in the file's order"
+	case sim.OrderAuthors:
+		head += ", in the FGD authors' order"
 	}
 	return printPackingTable(e.stdout, head, sums)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/sim"
 	"github.com/gpufleet/gpufleet/internal/sim/plot"
+	"github.com/gpufleet/gpufleet/internal/trace"
 )
 
 // The synthetic trace: 20 nodes (124 GPUs, two CPU-only nodes) and 200 pods
@@ -188,6 +189,49 @@ func TestSimPackingOrderFile(t *testing.T) {
 	}
 }
 
+// --order authors places the FGD authors' sequence for each seed
+// (sim.AuthorsOrder), says so in the table's head, and gives their figure
+// at whole-percent levels.
+func TestSimPackingOrderAuthors(t *testing.T) {
+	rep := packingJSON(t, "--policy", "firstfit,bestfit", "--seed", "7,8", "--order", "authors", "--report", "0.4,0.45,0.5,0.52,0.555")
+	fh, err := os.Open(simPods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	pods, err := trace.ReadPods(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Runs {
+		seq, err := sim.AuthorsOrder(pods, r.Seed, 1.3, int64(r.CapacityGPUs)*1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Order != sim.OrderAuthors || r.Pods != len(seq) || r.Placed+r.Failed != len(seq) {
+			t.Errorf("%s seed %d: order %q, %d pods (%d placed, %d failed); want authors with their %d", r.Policy, r.Seed, r.Order, r.Pods, r.Placed, r.Failed, len(seq))
+		}
+		// Their figure needs a pod arriving within a percent of the level:
+		// some of these whole levels have one, 55.5% is none.
+		whole := 0
+		for i, p := range r.Points {
+			if i < 4 && p.AuthorsAllocation != nil {
+				whole++
+			}
+		}
+		if len(r.Points) != 5 || whole == 0 || r.Points[4].AuthorsAllocation != nil {
+			t.Errorf("%s seed %d: %d points, authorsAllocation at %d whole levels (%+v); want 5, some, none at 55.5%%", r.Policy, r.Seed, len(r.Points), whole, r.Points)
+		}
+	}
+	if rep.Runs[0].Pods == rep.Runs[1].Pods && rep.Runs[0].Points[0].Allocation == rep.Runs[1].Points[0].Allocation {
+		t.Errorf("seeds 7 and 8 look alike in the authors' order: %+v", rep.Runs[:2])
+	}
+	table := runPackingCLI(t, "--policy", "firstfit", "--seed", "7", "--order", "authors", "--report", "0.5")
+	if table.code != 0 || !strings.Contains(table.stdout, "in the FGD authors' order") {
+		t.Errorf("code %d; the table's head does not say the order:\n%s", table.code, table.stdout)
+	}
+}
+
 func TestSimPackingParallelIsDeterministic(t *testing.T) {
 	args := []string{"--policy", "gpufleet,fgd,random", "--seed", "1-3"}
 	one := packingJSON(t, append(args, "--parallel", "1")...)
@@ -290,7 +334,7 @@ func TestSimPackingUsageErrors(t *testing.T) {
 	}{
 		{"an unknown policy", []string{"--nodes", simNodes, "--pods", simPods, "--policy", "gpufleet,nope"},
 			`--policy "nope": want one of gpufleet, fgd, fgd-online, firstfit, bestfit, bestfit-gpu, random, dotproduct, gpupacking, reservation`},
-		{"an unknown order", []string{"--nodes", simNodes, "--pods", simPods, "--order", "sorted"}, `--order "sorted": want one of shuffle, file`},
+		{"an unknown order", []string{"--nodes", simNodes, "--pods", simPods, "--order", "sorted"}, `--order "sorted": want one of shuffle, file, authors`},
 		{"no --nodes", []string{"--pods", simPods}, "--nodes is required"},
 		{"no --pods", []string{"--nodes", simNodes}, "--pods is required"},
 		{"a seed that is no number", []string{"--nodes", simNodes, "--pods", simPods, "--seed", "x"}, `--seed "x"`},

@@ -15,9 +15,10 @@ const (
 	// int((1 − (½·(CPU left − CPU asked)/128 cores + ½·(GPU left − GPU
 	// asked)/8 GPUs)) × 100), an integer from 0 to 100, and the highest
 	// wins, the smallest node name on a tie (as the Kubernetes scheduler
-	// vendored in their simulator chooses); a fraction goes on the
-	// device with the least free share that holds it, whole GPUs on the
-	// first free devices.
+	// vendored in their simulator chooses; under OrderAuthors the name
+	// their simulator gives the node, authorsNodeNames); a fraction goes
+	// on the device with the least free share that holds it, whole GPUs
+	// on the first free devices.
 	PolicyBestFit = "bestfit"
 	// PolicyBestFitGPU is the scheduler's best fit (sched.PackBestFit):
 	// the node left with the least free GPU share, then device, then CPU.
@@ -54,6 +55,9 @@ type authorsBestFit struct {
 	nodes []core.Node
 	views []sched.NodeView
 	err   error
+	// tie, when set, are the nodes' names in the authors' run, index for
+	// index with nodes (see tieName).
+	tie []string
 }
 
 func newAuthorsBestFit(nodes []core.Node) *authorsBestFit {
@@ -149,7 +153,7 @@ func (b *authorsBestFit) Place(req core.Request) (int, []core.Assignment, bool) 
 			continue
 		}
 		s := bestFitScore(v, req)
-		if best < 0 || s > bestScore || (s == bestScore && v.Node.Name < b.nodes[best].Name) {
+		if best < 0 || s > bestScore || (s == bestScore && b.tieName(i) < b.tieName(best)) {
 			best, bestScore, bestAs = i, s, as
 		}
 	}
@@ -176,4 +180,14 @@ func (b *authorsBestFit) Place(req core.Request) (int, []core.Assignment, bool) 
 	v.MilliCPU += req.MilliCPU
 	v.MemoryMiB += req.MemoryMiB
 	return best, bestAs, true
+}
+
+// tieName is the name node i's ties are settled by: the name the
+// authors' simulator gives it when the run replays their sequence
+// (authorsNodeNames), its own otherwise.
+func (b *authorsBestFit) tieName(i int) string {
+	if b.tie != nil {
+		return b.tie[i]
+	}
+	return string(b.nodes[i].Name)
 }

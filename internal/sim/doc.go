@@ -5,8 +5,11 @@
 //   - Packing (packing.go) is the FGD paper's (Weng et al., ATC'23): pods
 //     of a trace, shuffled by a seed and inflated with copies to 130% of
 //     the GPU capacity (OrderShuffle), or in the trace's own order, each
-//     once, to replay another simulator's sequence (OrderFile), arrive one
-//     at a time and never leave; each is placed by a packing policy or
+//     once, to replay another simulator's sequence (OrderFile), or as the
+//     FGD authors' simulator shuffles and inflates them for the same seed
+//     (OrderAuthors, authors_order.go; authors_figures.go counts the
+//     allocation as their published figures do), arrive one at a time and
+//     never leave; each is placed by a packing policy or
 //     fails. It records the allocation, the stranded capacity and the
 //     failures as arrived demand grows, and beside them an upper bound on
 //     the allocation any policy could reach with the same pods (bound.go:

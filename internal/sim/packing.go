@@ -41,10 +41,16 @@ const (
 	// another simulator produced is replayed exactly. The inflation only
 	// bounds the run; the seed then drives only the random policy.
 	OrderFile = "file"
+	// OrderAuthors is the sequence the FGD authors' simulator
+	// (hkust-adsl/kubernetes-scheduler-simulator, behind the paper's
+	// published figures) places for the same pods, seed and inflation:
+	// their shuffle and their copies, drawn as they draw them
+	// (AuthorsOrder).
+	OrderAuthors = "authors"
 )
 
 // Orders lists the orders, the default first.
-func Orders() []string { return []string{OrderShuffle, OrderFile} }
+func Orders() []string { return []string{OrderShuffle, OrderFile, OrderAuthors} }
 
 // newPlacer returns what a run places with, and whether each pod is to be
 // shown to it as it arrives (the online mix). pods are the trace's pods,
@@ -92,14 +98,18 @@ type PackingConfig struct {
 	Pods   []trace.Pod
 	Policy string
 	Seed   int64
-	// Order is how the pods arrive: OrderShuffle (the default, "" too) or
-	// OrderFile.
+	// Order is how the pods arrive: OrderShuffle (the default, "" too),
+	// OrderFile or OrderAuthors. Under OrderAuthors, bestfit also breaks
+	// its ties as the authors' simulator does (authorsNodeNames).
 	Order string
 	// Inflate is the arrived demand to reach, as a multiple of the GPU
 	// capacity, by appending copies of pods drawn at random (1.3 in the
 	// paper). Below 1 the shuffled trace is cut there instead. Under
 	// OrderFile it only cuts: the run ends with the pod whose arrival
-	// reaches it, or with the last pod.
+	// reaches it, or with the last pod. Under OrderAuthors copies are
+	// appended, or pods removed, by the authors' rule (AuthorsOrder): the
+	// sequence ends near it, a little below or, by a multi-GPU copy's
+	// last devices, above.
 	Inflate float64
 	// Report are the arrived-demand levels to report (fractions of
 	// capacity); DefaultReport when nil.
@@ -143,6 +153,13 @@ type Point struct {
 	// run is. Only in the reported points, when the run was given its
 	// sequence's bounds (null otherwise).
 	Bound *float64 `json:"bound"`
+	// AuthorsAllocation is the allocation as the FGD authors publish it
+	// for this level (authorsFigures): the mean, over the pods whose
+	// arrival brings the arrived demand to the level (rounded to a whole
+	// percent), of the allocation after each. Only in the reported
+	// points at whole percents (null otherwise). On their sequence
+	// (OrderAuthors) bestfit's equals their published BestFit's.
+	AuthorsAllocation *float64 `json:"authorsAllocation"`
 }
 
 // PackingRun is the outcome of one run.
@@ -239,13 +256,15 @@ func spread(pods []trace.Pod) []core.Request {
 }
 
 // Sequence returns the pods of a run in the order they arrive (order:
-// OrderShuffle, "" too, or OrderFile; see PackingConfig).
+// OrderShuffle, "" too, OrderFile or OrderAuthors; see PackingConfig).
 func Sequence(pods []trace.Pod, order string, seed int64, inflate float64, capacity int64) ([]trace.Pod, error) {
 	switch order {
 	case "", OrderShuffle:
 		return Workload(pods, seed, inflate, capacity), nil
 	case OrderFile:
 		return FileOrder(pods, inflate, capacity), nil
+	case OrderAuthors:
+		return AuthorsOrder(pods, seed, inflate, capacity)
 	}
 	return nil, fmt.Errorf("order %q: want one of %s", order, strings.Join(Orders(), ", "))
 }
@@ -290,7 +309,17 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 	if err != nil {
 		return PackingRun{}, err
 	}
-	seq, err := Sequence(cfg.Pods, cfg.Order, cfg.Seed, cfg.Inflate, capacity)
+	var seq []trace.Pod
+	if cfg.Order == OrderAuthors {
+		// Their node names too, for bestfit's ties.
+		var names []string
+		seq, names, err = authorsRun(nodes, cfg.Pods, cfg.Seed, cfg.Inflate, capacity)
+		if b, ok := p.(*authorsBestFit); ok {
+			b.tie = names
+		}
+	} else {
+		seq, err = Sequence(cfg.Pods, cfg.Order, cfg.Seed, cfg.Inflate, capacity)
+	}
 	if err != nil {
 		return PackingRun{}, err
 	}
@@ -302,6 +331,7 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 		run.Policy = sched.PackGPUFleet
 	}
 	var arrived, placed, reserved int64
+	figures := make(authorsFigures, 0, len(seq))
 	nextReport, nextCurve := 0, 1
 	frac := func(v int64) float64 { return float64(v) / float64(capacity) }
 	point := func() Point {
@@ -332,6 +362,7 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 				run.FirstFailureArrived = &f
 			}
 		}
+		figures = figures.Add(arrived, placed, gpus)
 		for nextCurve <= 200 && frac(arrived) >= float64(nextCurve)/100 {
 			pt := point()
 			pt.Arrived = float64(nextCurve) / 100
@@ -352,6 +383,11 @@ func Packing(cfg PackingConfig) (PackingRun, error) {
 	}
 	if b, ok := p.(*authorsBestFit); ok && b.err != nil {
 		return PackingRun{}, b.err
+	}
+	for i, pt := range run.Points {
+		if v, ok := figures.At(pt.Arrived); ok {
+			run.Points[i].AuthorsAllocation = &v
+		}
 	}
 	if cfg.Progress != nil {
 		cfg.Progress(len(seq), len(seq))
