@@ -28,6 +28,9 @@ type pgWrite struct {
 	// notify, set before the COMMIT, is the payload of the notification
 	// it sends; nil: none.
 	notify *string
+	// pid is the backend of the connection the transaction runs on: the
+	// sender of its notifications (set at BEGIN).
+	pid uint32
 }
 
 type pgWriteKey struct{}
@@ -45,6 +48,7 @@ func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx,
 		return c.Conn.BeginTx(ctx, opts)
 	}
 	pc := c.Conn.Conn().PgConn()
+	pw.pid = pc.PID()
 	q := fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(%d); %s", writeLock, lastRevQuery)
 	if pw.async {
 		q += "; SET LOCAL synchronous_commit TO off"

@@ -429,10 +429,11 @@ func (s *Store) migratePG(ctx context.Context) error {
 }
 
 // listen keeps the view of active workloads in step with the commits of
-// every server: on each NOTIFY of the workloads trigger, and at least every
-// second (a notification lost while the connection was down is then made
-// up for: syncView reads by rev, not by notification), it reads what was
-// committed since the last rev it saw.
+// every server: on each NOTIFY of the workloads trigger sent by another
+// connection than this store's writer (whose commits applyOwn applies),
+// and at least every second (a notification lost while the connection was
+// down is then made up for: syncView reads by rev, not by notification),
+// it reads what was committed since the last rev it saw.
 func (s *Store) listen(cfg *pgx.ConnConfig) {
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -461,6 +462,7 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		synced := time.Now()
 		for ctx.Err() == nil {
 			wctx, wcancel := context.WithTimeout(ctx, time.Second)
 			n, err := conn.WaitForNotification(wctx)
@@ -468,7 +470,16 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 			if err == nil && strings.Contains(n.Payload, "teams") {
 				s.teams.forget()
 			}
-			s.syncView(ctx)
+			// A commit of this store's own writer is in the view
+			// already, or will be as soon as its COMMIT returns
+			// (applyOwn): reading its rows back would cost the
+			// database and this process a query and a decode for
+			// each, for nothing. The view is still read at least
+			// once a second, as when nothing is heard.
+			if err != nil || n.PID != s.writerPID.Load() || time.Since(synced) >= time.Second {
+				s.syncView(ctx)
+				synced = time.Now()
+			}
 			if err == nil {
 				// A commit of some server changed something: the
 				// control loop looks (syncView signals only for
@@ -518,6 +529,7 @@ func (s *Store) syncView(ctx context.Context) error {
 		if len(got) == 0 {
 			break
 		}
+		s.readBack.Add(int64(len(got)))
 		s.mu.Lock()
 		for _, g := range got {
 			w := g.w

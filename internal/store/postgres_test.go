@@ -206,3 +206,51 @@ func TestChangesReachEveryServer(t *testing.T) {
 	case <-time.After(1500 * time.Millisecond):
 	}
 }
+
+// TestOwnCommitsNotReadBack: a server does not read back from the database
+// the workloads its own writer committed (its view has them from the
+// commit: applyOwn), while another server on the same database reads every
+// one of them, told by the notifications of those commits.
+func TestOwnCommitsNotReadBack(t *testing.T) {
+	pgOnly(t)
+	ctx := context.Background()
+	a, b := twoServers(t)
+	if err := a.CreateTeam(ctx, core.NewTeam("a", t0)); err != nil {
+		t.Fatal(err)
+	}
+	const clients, each = 16, 20
+	errs := make(chan error, clients)
+	for range clients {
+		go func() {
+			for range each {
+				if _, _, err := a.CreateWorkload(ctx, workload(100), nil, t0); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := func(s *Store) int {
+		snap, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(snap.Pending)
+	}
+	eventually(t, a, b, func() bool { return pending(a) == clients*each && pending(b) == clients*each }, "both views hold every submit")
+	// The writer's commits are heard by a's listener like any other; at
+	// most a once-a-second read may fall between a COMMIT and its
+	// applyOwn and read that batch's rows.
+	if got := a.readBack.Load(); got > clients*each/10 {
+		t.Errorf("the submitting server read back %d of its own %d workloads; want at most %d", got, clients*each, clients*each/10)
+	}
+	if got := b.readBack.Load(); got < clients*each {
+		t.Errorf("the other server read %d workloads; want all %d", got, clients*each)
+	}
+}

@@ -118,6 +118,12 @@ type Store struct {
 	pgSync *pgSync
 	// commits counts the writer's commits on PostgreSQL (batch.commit).
 	commits atomic.Int64
+	// writerPID is the backend of the writer's connection on PostgreSQL,
+	// set before each transaction's first statement: the listener knows
+	// the notifications of the store's own commits by it (listen).
+	writerPID atomic.Uint32
+	// readBack counts the workload rows syncView has read on PostgreSQL.
+	readBack atomic.Int64
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -791,6 +797,9 @@ func (s *Store) begin(ops []*op) *batch {
 	if err != nil {
 		s.rollback()
 		return fail(fmt.Errorf("begin: %w", err))
+	}
+	if b.pw != nil {
+		s.writerPID.Store(b.pw.pid)
 	}
 	b.tx = &wtx{Tx: sqltx, s: s}
 	if s.pg != nil {
