@@ -146,13 +146,15 @@
 // The view of active workloads must also follow the other servers' writes.
 // A trigger stamps every inserted or updated workload row with rev, the
 // next value of a sequence; under the write lock revs grow in commit order.
-// On every NOTIFY the trigger sends (PostgreSQL delivers it at COMMIT), at
-// least every second, and at a batch's start when a rev was drawn since the
-// last it applied, a server reads the rows with rev above that one, in rev
-// order, and applies them to its view (syncView): only committed rows,
-// never its own uncommitted state, and in one order for all servers. After
-// its own commit it applies its batch's changes, which are those rows, as
-// SQLite's writer does, unless syncView has read them already (applyOwn).
+// On every NOTIFY the trigger sends (PostgreSQL delivers it at COMMIT) from
+// another connection than its own writer's, at least every second, and at
+// a batch's start when a rev was drawn since the last it applied, a server
+// reads the rows with rev above that one, in rev order, and applies them to
+// its view (syncView): only committed rows, never its own uncommitted
+// state, and in one order for all servers. After its own commit it applies
+// its batch's changes, which are those rows, as SQLite's writer does,
+// unless syncView has read them already (applyOwn); it does not read them
+// back.
 // Three things stay per server: the token cache (a revoke on another
 // server takes effect here within tokenCacheTTL), the teams kept (a change
 // on another server forgotten when its notification arrives, within

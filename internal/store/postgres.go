@@ -464,7 +464,7 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 		backoff = 100 * time.Millisecond
 		synced := time.Now()
 		for ctx.Err() == nil {
-			wctx, wcancel := context.WithTimeout(ctx, time.Second)
+			wctx, wcancel := context.WithDeadline(ctx, synced.Add(time.Second))
 			n, err := conn.WaitForNotification(wctx)
 			wcancel()
 			if err == nil && strings.Contains(n.Payload, "teams") {
@@ -475,7 +475,8 @@ func (s *Store) listen(cfg *pgx.ConnConfig) {
 			// (applyOwn): reading its rows back would cost the
 			// database and this process a query and a decode for
 			// each, for nothing. The view is still read at least
-			// once a second, as when nothing is heard.
+			// once a second (the wait's deadline), as when nothing
+			// is heard.
 			if err != nil || n.PID != s.writerPID.Load() || time.Since(synced) >= time.Second {
 				s.syncView(ctx)
 				synced = time.Now()
@@ -504,6 +505,7 @@ func (s *Store) syncView(ctx context.Context) error {
 	defer s.syncMu.Unlock()
 	changed := false
 	for {
+		s.reads.Add(1)
 		rows, err := s.read.QueryContext(ctx, "SELECT seq, id, created_at, spec, status, idem_hash, rev FROM workloads WHERE rev > ? ORDER BY rev LIMIT 2000", s.rev)
 		if err != nil {
 			return err
@@ -529,7 +531,6 @@ func (s *Store) syncView(ctx context.Context) error {
 		if len(got) == 0 {
 			break
 		}
-		s.readBack.Add(int64(len(got)))
 		s.mu.Lock()
 		for _, g := range got {
 			w := g.w

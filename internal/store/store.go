@@ -119,11 +119,13 @@ type Store struct {
 	// commits counts the writer's commits on PostgreSQL (batch.commit).
 	commits atomic.Int64
 	// writerPID is the backend of the writer's connection on PostgreSQL,
-	// set before each transaction's first statement: the listener knows
-	// the notifications of the store's own commits by it (listen).
+	// set at each BEGIN, before any of the transaction's notifications,
+	// and 0 once a BEGIN or COMMIT has failed (the connection may be
+	// replaced): the listener knows the notifications of the store's own
+	// commits by it (listen).
 	writerPID atomic.Uint32
-	// readBack counts the workload rows syncView has read on PostgreSQL.
-	readBack atomic.Int64
+	// reads counts syncView's queries on PostgreSQL.
+	reads atomic.Int64
 }
 
 // Options changes how a store is opened. The zero value is what the server
@@ -795,6 +797,7 @@ func (s *Store) begin(ops []*op) *batch {
 	}
 	sqltx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
+		s.writerPID.Store(0)
 		s.rollback()
 		return fail(fmt.Errorf("begin: %w", err))
 	}
@@ -941,6 +944,10 @@ func (s *Store) end(b *batch, idle bool) {
 		s.mu.Unlock()
 	}
 	if err := tx.Commit(); err != nil {
+		// A COMMIT whose answer was lost may have committed: the
+		// listener reads what the writer's backend sent from here on
+		// (listen), and at the latest within a second.
+		s.writerPID.Store(0)
 		s.mu.Lock()
 		clear(s.committing)
 		s.mu.Unlock()
