@@ -25,7 +25,11 @@
 // on it and then acknowledges the batch, while the writer runs the writes
 // that arrive in its next transaction and commits it as soon as the syncer
 // is free: one COMMIT for each fsync, each holding what arrived during the
-// last fsync, at most one batch in fsync and one open.
+// last fsync, at most one batch in fsync and one open. A batch that holds
+// fewer writes than the one the syncer last made durable first waits for
+// the writes on their way, until it holds as many or as long as that fsync
+// took (at most a millisecond: Store.fill), so that under concurrent writes
+// a quick fsync does not leave the next batch small.
 //
 // Workload IDs begin with the time they were made (NewWorkloadID), as
 // UUIDv7 and ULID do, and end with 40 random bits: the IDs of a batch are

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/gpufleet/gpufleet/internal/core"
 	"golang.org/x/sys/unix"
@@ -42,6 +43,12 @@ type walSync struct {
 	// fdatasync is unix.Fdatasync; tests replace it to hold or fail the
 	// fsync.
 	fdatasync func(fd int) error
+	// last is how many writes the batch last handed to the syncer held
+	// (the writer's), and took how long the syncer's last fsync took
+	// (written before it hands its token back): what Store.fill waits
+	// for, and how long at most.
+	last int
+	took time.Duration
 }
 
 // openWALSync opens the WAL file of the database at path for fdatasync. The
@@ -67,6 +74,8 @@ func (w *walSync) sync() error {
 	if st.Nlink == 0 {
 		return fmt.Errorf("%s was removed while the store had it open", w.path)
 	}
+	start := time.Now()
+	defer func() { w.took = time.Since(start) }()
 	for {
 		err := w.fdatasync(int(w.f.Fd()))
 		if err != unix.EINTR {

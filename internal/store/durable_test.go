@@ -217,3 +217,79 @@ func TestHealthInWriteOrder(t *testing.T) {
 		t.Errorf("Writable after batch 12 succeeded: %v", err)
 	}
 }
+
+// TestSmallBatchWaitsForWritesOnTheirWay checks group commit's wait
+// (Store.fill) on the bubble's clock: once the syncer is free, a batch
+// holding fewer writes than the last one made durable takes the writes
+// that arrive, without waiting longer once it holds as many; with none
+// arriving, it commits when as long as the last fsync took has passed; and
+// a batch as large as the last one commits at once.
+func TestSmallBatchWaitsForWritesOnTheirWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := fileFixture(t)
+		ctx := context.Background()
+		type fsync struct {
+			committed int // workloads committed as it started
+			at        time.Time
+		}
+		entered := make(chan fsync, 16)
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		s.wal.fdatasync = func(fd int) error {
+			entered <- fsync{countCommitted(t, s), time.Now()}
+			<-release
+			return unix.Fdatasync(fd)
+		}
+		var acks []chan error
+		submit := func(n int) {
+			for range n {
+				ch := make(chan error, 1)
+				go func() { _, _, err := s.CreateWorkload(ctx, workload(100), nil, t0); ch <- err }()
+				acks = append(acks, ch)
+			}
+			synctest.Wait()
+		}
+		// next is the next fsync, once it starts: on the bubble's clock,
+		// as soon as the writes can run, or when the writer's timer fires.
+		next := func() fsync { return <-entered }
+		const took = 500 * time.Microsecond
+		submit(1)
+		next() // the first write's batch, alone
+		submit(3)
+		release <- struct{}{}
+		if f := next(); f.committed != 4 {
+			t.Fatalf("%d committed at the second fsync, want 4: the three that came during the first", f.committed)
+		}
+		time.Sleep(took) // the second fsync takes this long on the bubble's clock
+		submit(1)
+		free := time.Now()
+		release <- struct{}{}
+		synctest.Wait()
+		if len(entered) > 0 {
+			t.Fatal("a batch of one committed at once after a batch of three")
+		}
+		submit(2)
+		if f := next(); f.committed != 7 || f.at != free {
+			t.Errorf("third fsync: %d committed after %v, want 7 at once: the batch takes the two that arrive", f.committed, f.at.Sub(free))
+		}
+		time.Sleep(took)
+		submit(1)
+		free = time.Now()
+		release <- struct{}{}
+		if f := next(); f.committed != 8 || f.at.Sub(free) != took {
+			t.Errorf("fourth fsync: %d committed after %v, want 8 after %v: the last fsync's time, with none arriving", f.committed, f.at.Sub(free), took)
+		}
+		submit(1)
+		free = time.Now()
+		release <- struct{}{}
+		if f := next(); f.committed != 9 || f.at != free {
+			t.Errorf("fifth fsync: %d committed after %v, want 9 at once: a batch of one after a batch of one", f.committed, f.at.Sub(free))
+		}
+		release <- struct{}{}
+		for i, ch := range acks {
+			if err := <-ch; err != nil {
+				t.Errorf("write %d: %v", i+1, err)
+			}
+		}
+	})
+}

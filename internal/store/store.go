@@ -720,8 +720,8 @@ func (s *Store) gather(batch []*op) []*op {
 // transaction with first and the writes gathered with it, and then, while
 // the syncer is still making the previous batch durable, runs in it each
 // write that arrives (which would wait for that fsync anyway), and commits
-// once the syncer is free (or the batch full): one COMMIT for each fsync,
-// holding everything that arrived while the last one ran.
+// once the syncer is free (or the batch full), after fill: one COMMIT for
+// each fsync, holding everything that arrived while the last one ran.
 func (s *Store) pipeline(first *op) {
 	b := s.begin(s.gather([]*op{first}))
 	if b == nil {
@@ -730,6 +730,10 @@ func (s *Store) pipeline(first *op) {
 	for b.live() && len(b.ops) < MaxBatch {
 		select {
 		case <-s.wal.idle:
+			if s.fill(b); !b.live() {
+				s.wal.idle <- struct{}{} // no batch for the syncer: its token back
+				return
+			}
 			s.end(b, true)
 			return
 		case o := <-s.ops:
@@ -742,6 +746,39 @@ func (s *Store) pipeline(first *op) {
 	}
 	if b.live() {
 		s.end(b, false)
+	}
+}
+
+// maxFill bounds how long fill keeps a batch open after the syncer is free.
+const maxFill = time.Millisecond
+
+// fill is group commit's wait: once the syncer is free, a batch holding
+// fewer writes than the one it last made durable runs the writes that
+// arrive, until it holds as many, for at most as long as that fsync took
+// (and maxFill). Every fsync costs the same CPU however many writes it
+// makes durable, and so do the batch's BEGIN, COMMIT and the WAL pages its
+// tables and indexes share; under concurrent writes, committing as soon as
+// the syncer is free made a small batch of whatever had arrived during a
+// quick fsync, and the writers acknowledged with the last batch, on their
+// way back, paid for another. A lone writer never waits (a batch of one is
+// as large as the last), and no write waits more than one fsync's time
+// longer. What is acknowledged, and when relative to its fsync, is as
+// before: each batch only once an fsync after its COMMIT has returned.
+func (s *Store) fill(b *batch) {
+	want, wait := min(s.wal.last, MaxBatch), min(s.wal.took, maxFill)
+	if len(b.ops) >= want || wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for b.live() && len(b.ops) < want {
+		select {
+		case o := <-s.ops:
+			b.lease = nil // read again, as in pipeline
+			b.run(o)
+		case <-t.C:
+			return
+		}
 	}
 }
 
@@ -975,6 +1012,7 @@ func (s *Store) end(b *batch, idle bool) {
 		if !idle {
 			<-s.wal.idle // the syncer's token: it waits for this batch
 		}
+		s.wal.last = len(b.ops)
 		s.wal.batches <- b
 		return
 	}
