@@ -760,9 +760,9 @@ const maxFill = time.Millisecond
 // tables and indexes share; under concurrent writes, committing as soon as
 // the syncer is free made a small batch of whatever had arrived during a
 // quick fsync, and the writers acknowledged with the last batch, on their
-// way back, paid for another. A lone writer never waits (a batch of one is
-// as large as the last), and no write waits more than one fsync's time
-// longer. What is acknowledged, and when relative to its fsync, is as
+// way back, paid for another. A writer alone waits only when the last
+// batch held more (once, after a burst: its own batch of one is then the
+// last), and no write waits more than one fsync's time longer. What is acknowledged, and when relative to its fsync, is as
 // before: each batch only once an fsync after its COMMIT has returned.
 func (s *Store) fill(b *batch) {
 	want, wait := min(s.wal.last, MaxBatch), min(s.wal.took, maxFill)
