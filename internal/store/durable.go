@@ -17,8 +17,9 @@ import (
 // The writer hands each committed batch to the syncer goroutine, which runs
 // fdatasync on the WAL file and then acknowledges the batch's writes;
 // meanwhile the writer runs the writes that arrive in its next transaction,
-// and commits it as soon as the syncer is free (Store.pipeline): one COMMIT
-// for each fsync, holding everything that arrived during the last one. A
+// and commits it once the syncer is free (Store.pipeline; a batch smaller
+// than the last waits a little longer, Store.fill): one COMMIT for each
+// fsync, holding everything that arrived during the last one. A
 // batch is acknowledged only once an fsync that started after its COMMIT
 // returned has returned: the same guarantee as synchronous=FULL, whose
 // fsync runs inside the COMMIT and holds the only writer for its whole

@@ -285,8 +285,76 @@ func TestSmallBatchWaitsForWritesOnTheirWay(t *testing.T) {
 		if f := next(); f.committed != 9 || f.at != free {
 			t.Errorf("fifth fsync: %d committed after %v, want 9 at once: a batch of one after a batch of one", f.committed, f.at.Sub(free))
 		}
+		// However long the last fsync took, a batch waits at most maxFill.
+		submit(3)
+		release <- struct{}{}
+		if f := next(); f.committed != 12 {
+			t.Fatalf("%d committed at the sixth fsync, want 12", f.committed)
+		}
+		time.Sleep(2 * maxFill) // the sixth fsync takes this long
+		submit(1)
+		free = time.Now()
+		release <- struct{}{}
+		if f := next(); f.committed != 13 || f.at.Sub(free) != maxFill {
+			t.Errorf("seventh fsync: %d committed after %v, want 13 after %v: a slow fsync's time capped", f.committed, f.at.Sub(free), maxFill)
+		}
 		release <- struct{}{}
 		for i, ch := range acks {
+			if err := <-ch; err != nil {
+				t.Errorf("write %d: %v", i+1, err)
+			}
+		}
+	})
+}
+
+// TestBatchFailedWhileFillingGivesTheSyncerBack: a batch that fails while
+// Store.fill holds it open (a write in it meets a storage error) hands the
+// syncer's token back, so that the writes after it are still made durable
+// and acknowledged, not blocked for good.
+func TestBatchFailedWhileFillingGivesTheSyncerBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := fileFixture(t)
+		ctx := context.Background()
+		entered := make(chan struct{}, 16)
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		s.wal.fdatasync = func(fd int) error {
+			entered <- struct{}{}
+			<-release
+			return unix.Fdatasync(fd)
+		}
+		submit := func() chan error {
+			ch := make(chan error, 1)
+			go func() { _, _, err := s.CreateWorkload(ctx, workload(100), nil, t0); ch <- err }()
+			synctest.Wait()
+			return ch
+		}
+		first := submit()
+		<-entered // the first write's batch, alone
+		three := []chan error{submit(), submit(), submit()}
+		release <- struct{}{}
+		<-entered // the three, as one batch: the next batch smaller waits
+		time.Sleep(100 * time.Microsecond)
+		small := submit()
+		release <- struct{}{}
+		synctest.Wait() // the small batch is held open by fill
+		failing := make(chan error, 1)
+		go func() {
+			failing <- s.do(ctx, func(*wtx) error {
+				return &diskError{kind: core.ErrUnavailable, err: errors.New("injected"), what: "a test's failure"}
+			})
+		}()
+		synctest.Wait()
+		if err := <-failing; !isStorage(err) {
+			t.Fatalf("the failing write: %v, want its storage error", err)
+		}
+		if err := <-small; err == nil {
+			t.Error("the write in the failed batch was acknowledged")
+		}
+		after := submit()
+		<-entered // the syncer has its token back: the next batch is made durable
+		release <- struct{}{}
+		for i, ch := range append([]chan error{first, after}, three...) {
 			if err := <-ch; err != nil {
 				t.Errorf("write %d: %v", i+1, err)
 			}

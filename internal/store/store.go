@@ -657,7 +657,8 @@ func (s *Store) queue(ctx context.Context, fn func(tx *wtx) error, kind opKind) 
 
 // writer is the only goroutine that writes. It gathers queued writes into one
 // transaction (group commit), and on a durable SQLite store goes on running
-// the writes that arrive in it until the syncer is free (pipeline); each
+// the writes that arrive in it until the syncer is free, and a little
+// longer for a small batch (pipeline, fill); each
 // runs under its own savepoint (or none, a bare one, which fails before it
 // changes anything), so a failing write is rolled back alone, and all are
 // acknowledged once the COMMIT has reached the disk: after the syncer's
@@ -762,8 +763,9 @@ const maxFill = time.Millisecond
 // quick fsync, and the writers acknowledged with the last batch, on their
 // way back, paid for another. A writer alone waits only when the last
 // batch held more (once, after a burst: its own batch of one is then the
-// last), and no write waits more than one fsync's time longer. What is acknowledged, and when relative to its fsync, is as
-// before: each batch only once an fsync after its COMMIT has returned.
+// last), and no write waits more than one fsync's time longer (nor more
+// than maxFill). What is acknowledged, and when relative to its fsync, is
+// as before: each batch only once an fsync after its COMMIT has returned.
 func (s *Store) fill(b *batch) {
 	want, wait := min(s.wal.last, MaxBatch), min(s.wal.took, maxFill)
 	if len(b.ops) >= want || wait <= 0 {
