@@ -42,8 +42,10 @@ type walSync struct {
 	batches chan *batch
 	idle    chan struct{}
 	// fdatasync is unix.Fdatasync; tests replace it to hold or fail the
-	// fsync.
+	// fsync. now is time.Now, what took is measured with; tests replace
+	// it to give an fsync the length they want.
 	fdatasync func(fd int) error
+	now       func() time.Time
 	// last is how many writes the batch last handed to the syncer held
 	// (the writer's), and took how long the syncer's last fsync took
 	// (written before it hands its token back): what Store.fill waits
@@ -59,7 +61,7 @@ func openWALSync(path string) (*walSync, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the WAL to sync it: %w", err)
 	}
-	return &walSync{path: path + "-wal", f: f, batches: make(chan *batch), idle: make(chan struct{}, 1), fdatasync: unix.Fdatasync}, nil
+	return &walSync{path: path + "-wal", f: f, batches: make(chan *batch), idle: make(chan struct{}, 1), fdatasync: unix.Fdatasync, now: time.Now}, nil
 }
 
 // sync makes durable everything written into the WAL so far: fdatasync
@@ -75,8 +77,8 @@ func (w *walSync) sync() error {
 	if st.Nlink == 0 {
 		return fmt.Errorf("%s was removed while the store had it open", w.path)
 	}
-	start := time.Now()
-	defer func() { w.took = time.Since(start) }()
+	start := w.now()
+	defer func() { w.took = w.now().Sub(start) }()
 	for {
 		err := w.fdatasync(int(w.f.Fd()))
 		if err != unix.EINTR {

@@ -240,6 +240,7 @@ func TestSmallBatchWaitsForWritesOnTheirWay(t *testing.T) {
 			<-release
 			return unix.Fdatasync(fd)
 		}
+		lasts := fsyncClock(s) // how long the held fsync takes, as the syncer measures it
 		var acks []chan error
 		submit := func(n int) {
 			for range n {
@@ -260,7 +261,7 @@ func TestSmallBatchWaitsForWritesOnTheirWay(t *testing.T) {
 		if f := next(); f.committed != 4 {
 			t.Fatalf("%d committed at the second fsync, want 4: the three that came during the first", f.committed)
 		}
-		time.Sleep(took) // the second fsync takes this long on the bubble's clock
+		lasts(took) // the second fsync
 		submit(1)
 		free := time.Now()
 		release <- struct{}{}
@@ -272,7 +273,7 @@ func TestSmallBatchWaitsForWritesOnTheirWay(t *testing.T) {
 		if f := next(); f.committed != 7 || f.at != free {
 			t.Errorf("third fsync: %d committed after %v, want 7 at once: the batch takes the two that arrive", f.committed, f.at.Sub(free))
 		}
-		time.Sleep(took)
+		lasts(took)
 		submit(1)
 		free = time.Now()
 		release <- struct{}{}
@@ -291,7 +292,7 @@ func TestSmallBatchWaitsForWritesOnTheirWay(t *testing.T) {
 		if f := next(); f.committed != 12 {
 			t.Fatalf("%d committed at the sixth fsync, want 12", f.committed)
 		}
-		time.Sleep(2 * maxFill) // the sixth fsync takes this long
+		lasts(2 * maxFill) // the sixth fsync
 		submit(1)
 		free = time.Now()
 		release <- struct{}{}
@@ -323,6 +324,7 @@ func TestBatchFailedWhileFillingGivesTheSyncerBack(t *testing.T) {
 			<-release
 			return unix.Fdatasync(fd)
 		}
+		lasts := fsyncClock(s)
 		submit := func() chan error {
 			ch := make(chan error, 1)
 			go func() { _, _, err := s.CreateWorkload(ctx, workload(100), nil, t0); ch <- err }()
@@ -334,7 +336,7 @@ func TestBatchFailedWhileFillingGivesTheSyncerBack(t *testing.T) {
 		three := []chan error{submit(), submit(), submit()}
 		release <- struct{}{}
 		<-entered // the three, as one batch: the next batch smaller waits
-		time.Sleep(100 * time.Microsecond)
+		lasts(100 * time.Microsecond)
 		small := submit()
 		release <- struct{}{}
 		synctest.Wait() // the small batch is held open by fill
@@ -360,4 +362,14 @@ func TestBatchFailedWhileFillingGivesTheSyncerBack(t *testing.T) {
 			}
 		}
 	})
+}
+
+// fsyncClock gives s's syncer a clock of the test's: lasts(d), called
+// while an fsync is held, makes the syncer measure that fsync as taking d
+// (walSync.took), while the bubble's own clock, which the writer's timers
+// run on, stands still.
+func fsyncClock(s *Store) (lasts func(time.Duration)) {
+	var ahead atomic.Int64
+	s.wal.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	return func(d time.Duration) { ahead.Add(int64(d)) }
 }
