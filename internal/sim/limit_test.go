@@ -29,7 +29,6 @@ func TestHolesBesideBigFractions(t *testing.T) {
 		t.Fatal(err)
 	}
 	fgdUnallocated := 100 - published[fmt.Sprintf("%s,%d", workload, seed)]["fgd_100"]
-	holes := map[string]float64{}
 	for _, policy := range []string{PolicyGPUFleet, PolicyFGD, "firstfit"} {
 		p, observe, err := newPlacer(nodes, policy, seed, pods)
 		if err != nil {
@@ -62,9 +61,9 @@ func TestHolesBesideBigFractions(t *testing.T) {
 		if pct(free, capacity) < pct(failed, capacity)-0.05 {
 			t.Errorf("%s: free %.2f%% < failed %.2f%%", policy, pct(free, capacity), pct(failed, capacity))
 		}
-		holes[policy] = pct(beside, capacity)
-		if share := holes[policy] / fgdUnallocated; share < 0.67 || share > 0.75 {
-			t.Errorf("%s: the holes beside 0.81 shares are %.2f%% of the capacity, %.2f of FGD's unallocated %.2f%%; want 0.67–0.75", policy, holes[policy], share, fgdUnallocated)
+		holes := pct(beside, capacity)
+		if share := holes / fgdUnallocated; share < 0.67 || share > 0.75 {
+			t.Errorf("%s: the holes beside 0.81 shares are %.2f%% of the capacity, %.2f of FGD's unallocated %.2f%%; want 0.67–0.75", policy, holes, share, fgdUnallocated)
 		}
 	}
 }

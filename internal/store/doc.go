@@ -18,13 +18,13 @@
 // cost of an fsync is shared by everything that arrived while the previous
 // one was in flight; before it opens a transaction, the writer yields once
 // to take the writes that were about to be queued, so that a burst shares
-// one commit
-// (and one copy of its pages in the WAL) instead of paying one each. On
+// one commit (and one copy of its pages in the WAL) instead of paying one
+// each. On
 // SQLite the fsync is pipelined (durable.go): the COMMIT writes the WAL
 // (synchronous=NORMAL) and a second goroutine, the syncer, runs fdatasync
 // on it and then acknowledges the batch, while the writer runs the writes
-// that arrive in its next transaction and commits it as soon as the syncer
-// is free: one COMMIT for each fsync, each holding what arrived during the
+// that arrive in its next transaction and commits it once the syncer is
+// free: one COMMIT for each fsync, each holding what arrived during the
 // last fsync, at most one batch in fsync and one open. A batch that holds
 // fewer writes than the one the syncer last made durable first waits for
 // the writes on their way, until it holds as many or as long as that fsync

@@ -11,18 +11,17 @@ import (
 // On SQLite a statement costs no round trip, but each one the writer runs
 // has work of its own in database/sql, the driver and SQLite (opening
 // cursors on the table and each of its indexes, stepping, resetting,
-// closing), besides binding and inserting its rows: in a profile of
-// BenchmarkSubmit (internal/app) a submit's two INSERTs of one row each
-// were about 18 µs of its CPU, a batch's two INSERTs of many rows are
-// about 13 µs a submit. A submit's rows without an idempotency key are therefore deferred as on
-// PostgreSQL (pgdefer.go) and flushed with one INSERT of many rows per
-// table (sqliteRows at a time), the workloads' and then their audit
-// entries'. Such an INSERT fails as a whole when one row breaks a
-// constraint (a team that does not exist, an ID taken): SQLite then takes
-// back that statement alone, and its rows and those after them are
-// written one INSERT each, as before, so that each submit meets its own
-// error (insertError) and the others are written; then the audit entries
-// of the submits written.
+// closing), besides binding and inserting its rows (what that came to in
+// BenchmarkSubmit's profile: docs/PERFORMANCE.md, "admissions on SQLite
+// (issue 38 item 4), again"). A submit's rows without an idempotency key
+// are therefore deferred as on PostgreSQL (pgdefer.go) and flushed with
+// one INSERT of many rows per table (sqliteRows at a time), the
+// workloads' and then their audit entries'. Such an INSERT fails as a
+// whole when one row breaks a constraint (a team that does not exist, an
+// ID taken): SQLite then takes back that statement alone, and its rows
+// and those after them are written one INSERT each, so that each submit
+// meets its own error (insertError) and the others are written; then the
+// audit entries of the submits written.
 
 // sqliteRows is the most rows one deferred INSERT writes: one prepared
 // statement for each count up to it and each table.
